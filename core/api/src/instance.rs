@@ -1,0 +1,81 @@
+//! `Instance`: "this Bundle should be active on the cluster".
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{BundleSpec, ObjectRef};
+
+/// Which Bundle should be active, and which earlier Bundles it pivots from.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "core.pakket.dev",
+    version = "v1alpha1",
+    kind = "Instance",
+    plural = "instances",
+    shortname = "inst",
+    category = "pakket",
+    status = "InstanceStatus",
+    printcolumn = r#"{"name":"Class","type":"string","jsonPath":".spec.class"}"#,
+    printcolumn = r#"{"name":"Bundle","type":"string","jsonPath":".status.activeBundle"}"#,
+    printcolumn = r#"{"name":"Approved","type":"string","jsonPath":".status.conditions[?(@.type==\"Approved\")].status"}"#,
+    printcolumn = r#"{"name":"Installed","type":"string","jsonPath":".status.conditions[?(@.type==\"Installed\")].status"}"#,
+    printcolumn = r#"{"name":"Healthy","type":"string","jsonPath":".status.conditions[?(@.type==\"Healthy\")].status","priority":1}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceSpec {
+    /// Name of the ProvisionerClass whose provisioner installs this Instance.
+    /// Naming it here (and not only on the Bundle) lets the admission webhook
+    /// check the `use` verb and lets provisioners filter without a lookup.
+    #[schemars(length(min = 1, max = 253))]
+    pub class: String,
+
+    /// Finds the earlier Bundles this Instance pivots from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::label_selector")]
+    pub selector: Option<LabelSelector>,
+
+    /// The Bundle that should be active.
+    pub bundle: BundleTemplate,
+}
+
+/// A Bundle by name, optionally with the spec the provisioner should create it
+/// with (the Instance then owns that Bundle).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleTemplate {
+    /// Name of the Bundle.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The Bundle's spec, when the Instance embeds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<BundleSpec>,
+}
+
+/// What the provisioner did with the Instance.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceStatus {
+    /// `Approved`, `Unpacked`, `Installed` and `Healthy`, always all four.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::schema::conditions")]
+    pub conditions: Vec<Condition>,
+    /// The Bundle whose objects are on the cluster now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_bundle: Option<String>,
+    /// The objects this Instance installed and owns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<ObjectRef>,
+    /// The generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+impl Instance {
+    /// The condition of the given type, if the provisioner has written it.
+    pub fn condition(&self, kind: crate::ConditionType) -> Option<&Condition> {
+        self.status.as_ref().and_then(|status| crate::condition::find(&status.conditions, kind))
+    }
+}

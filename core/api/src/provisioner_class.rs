@@ -1,0 +1,40 @@
+//! `ProvisionerClass`: one configuration of one provisioner, like a StorageClass.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Which provisioner acts on Bundles and Instances that name this class, and
+/// the parameters it reads (`approval`, `maxObjectSize`, `matchBundle`, ...).
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "core.pakket.dev",
+    version = "v1alpha1",
+    kind = "ProvisionerClass",
+    plural = "provisionerclasses",
+    shortname = "provclass",
+    category = "pakket",
+    printcolumn = r#"{"name":"Provisioner","type":"string","jsonPath":".spec.provisioner"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+pub struct ProvisionerClassSpec {
+    /// The unique id of the provisioner, e.g. `pakket.dev/registry-v1`.
+    #[schemars(length(min = 1, max = 253))]
+    #[schemars(extend("x-kubernetes-validations" = [{
+        "rule": "self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$')",
+        "message": "spec.provisioner must be a domain-prefixed id such as pakket.dev/registry-v1",
+    }]))]
+    pub provisioner: String,
+
+    /// Provisioner-specific settings; kept as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::free_form_object")]
+    pub parameters: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl ProvisionerClass {
+    /// A string parameter, if set.
+    pub fn parameter_str(&self, name: &str) -> Option<&str> {
+        self.spec.parameters.as_ref()?.get(name)?.as_str()
+    }
+}

@@ -1,0 +1,35 @@
+//! Schema fragments the derive macros cannot express on their own.
+//!
+//! The CEL rules here are checked by the apiserver itself, so a bad object is
+//! refused before any Pakket component sees it.
+
+use schemars::{Schema, SchemaGenerator, json_schema};
+
+/// Upper bound for a ref URI; bounds keep the CEL cost estimate within budget.
+pub(crate) const MAX_REF_LENGTH: u32 = 2048;
+/// Upper bound for the number of refs in a Bundle.
+pub(crate) const MAX_REFS: u32 = 16;
+
+/// A free-form object whose fields the apiserver keeps as written.
+pub(crate) fn free_form_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+/// `metav1.Condition` list, merged by `type` under server-side apply.
+pub(crate) fn conditions(generator: &mut SchemaGenerator) -> Schema {
+    let item = generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>();
+    json_schema!({
+        "type": "array",
+        "items": item,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+    })
+}
+
+/// A Kubernetes label selector (`metav1.LabelSelector`).
+pub(crate) fn label_selector(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>()
+}
