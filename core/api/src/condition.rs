@@ -19,7 +19,12 @@ pub enum ConditionType {
 
 impl ConditionType {
     /// The four condition types every Instance always carries, in display order.
-    pub const INSTANCE: [ConditionType; 4] = [Self::Approved, Self::Unpacked, Self::Installed, Self::Healthy];
+    pub const INSTANCE: [ConditionType; 4] = [
+        Self::Approved,
+        Self::Unpacked,
+        Self::Installed,
+        Self::Healthy,
+    ];
     /// The condition types every Bundle always carries.
     pub const BUNDLE: [ConditionType; 1] = [Self::Unpacked];
 
@@ -132,21 +137,28 @@ impl Reason {
     /// The condition type this reason belongs to.
     pub const fn condition_type(self) -> ConditionType {
         match self {
-            Self::ApprovedByPolicy | Self::ApprovedByUser | Self::ApprovalPending | Self::ApprovalDenied => {
-                ConditionType::Approved
-            }
+            Self::ApprovedByPolicy
+            | Self::ApprovedByUser
+            | Self::ApprovalPending
+            | Self::ApprovalDenied => ConditionType::Approved,
             Self::UnpackPending | Self::Unpacking | Self::UnpackSucceeded | Self::UnpackFailed => {
                 ConditionType::Unpacked
             }
-            Self::InstallPending | Self::InstallSucceeded | Self::InstallFailed => ConditionType::Installed,
-            Self::HealthUnknown | Self::ObjectsHealthy | Self::ObjectsUnhealthy => ConditionType::Healthy,
+            Self::InstallPending | Self::InstallSucceeded | Self::InstallFailed => {
+                ConditionType::Installed
+            }
+            Self::HealthUnknown | Self::ObjectsHealthy | Self::ObjectsUnhealthy => {
+                ConditionType::Healthy
+            }
         }
     }
 }
 
 /// The condition of the given type in a list, if present.
 pub fn find(conditions: &[Condition], kind: ConditionType) -> Option<&Condition> {
-    conditions.iter().find(|condition| condition.type_ == kind.as_str())
+    conditions
+        .iter()
+        .find(|condition| condition.type_ == kind.as_str())
 }
 
 /// A new condition for `reason`'s type, stamped `now`.
@@ -171,7 +183,10 @@ pub fn new(
 /// transition time moves only when the status changes, so it keeps meaning
 /// "since when", not "last reconciled".
 pub fn set(conditions: &mut Vec<Condition>, mut condition: Condition) {
-    match conditions.iter_mut().find(|existing| existing.type_ == condition.type_) {
+    match conditions
+        .iter_mut()
+        .find(|existing| existing.type_ == condition.type_)
+    {
         Some(existing) => {
             if existing.status == condition.status {
                 condition.last_transition_time = existing.last_transition_time.clone();
@@ -198,7 +213,9 @@ mod tests {
         assert_eq!(names.len(), Reason::ALL.len());
         for kind in ConditionType::INSTANCE {
             assert!(
-                Reason::ALL.iter().any(|reason| reason.condition_type() == kind),
+                Reason::ALL
+                    .iter()
+                    .any(|reason| reason.condition_type() == kind),
                 "{} has no reason",
                 kind.as_str()
             );
@@ -207,14 +224,38 @@ mod tests {
 
     #[test]
     fn set_keeps_transition_time_while_status_is_unchanged() {
-        let mut conditions = vec![new(Reason::Unpacking, ConditionStatus::False, "pulling", Some(1), at(10))];
-        set(&mut conditions, new(Reason::Unpacking, ConditionStatus::False, "still pulling", Some(2), at(20)));
+        let mut conditions = vec![new(
+            Reason::Unpacking,
+            ConditionStatus::False,
+            "pulling",
+            Some(1),
+            at(10),
+        )];
+        set(
+            &mut conditions,
+            new(
+                Reason::Unpacking,
+                ConditionStatus::False,
+                "still pulling",
+                Some(2),
+                at(20),
+            ),
+        );
         assert_eq!(conditions.len(), 1);
         assert_eq!(conditions[0].last_transition_time, Time(at(10)));
         assert_eq!(conditions[0].message, "still pulling");
         assert_eq!(conditions[0].observed_generation, Some(2));
 
-        set(&mut conditions, new(Reason::UnpackSucceeded, ConditionStatus::True, "done", Some(2), at(30)));
+        set(
+            &mut conditions,
+            new(
+                Reason::UnpackSucceeded,
+                ConditionStatus::True,
+                "done",
+                Some(2),
+                at(30),
+            ),
+        );
         assert_eq!(conditions[0].last_transition_time, Time(at(30)));
         assert_eq!(conditions[0].reason, "UnpackSucceeded");
     }
@@ -222,10 +263,31 @@ mod tests {
     #[test]
     fn set_appends_a_new_type_and_find_finds_it() {
         let mut conditions = Vec::new();
-        set(&mut conditions, new(Reason::ApprovalPending, ConditionStatus::False, "waiting", None, at(1)));
-        set(&mut conditions, new(Reason::HealthUnknown, ConditionStatus::Unknown, "not installed", None, at(1)));
+        set(
+            &mut conditions,
+            new(
+                Reason::ApprovalPending,
+                ConditionStatus::False,
+                "waiting",
+                None,
+                at(1),
+            ),
+        );
+        set(
+            &mut conditions,
+            new(
+                Reason::HealthUnknown,
+                ConditionStatus::Unknown,
+                "not installed",
+                None,
+                at(1),
+            ),
+        );
         assert_eq!(conditions.len(), 2);
-        assert_eq!(find(&conditions, ConditionType::Healthy).unwrap().status, "Unknown");
+        assert_eq!(
+            find(&conditions, ConditionType::Healthy).unwrap().status,
+            "Unknown"
+        );
         assert!(find(&conditions, ConditionType::Installed).is_none());
     }
 }

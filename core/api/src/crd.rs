@@ -39,7 +39,10 @@ mod tests {
             assert_eq!(crd.spec.group, crate::GROUP);
             assert_eq!(crd.spec.versions.len(), 1);
             assert_eq!(crd.spec.versions[0].name, crate::VERSION);
-            assert_eq!(crd.spec.names.categories.as_deref(), Some(&[crate::CATEGORY.to_owned()][..]));
+            assert_eq!(
+                crd.spec.names.categories.as_deref(),
+                Some(&[crate::CATEGORY.to_owned()][..])
+            );
         }
     }
 
@@ -48,7 +51,10 @@ mod tests {
         let schema = validations(&Bundle::crd());
         for scheme in crate::bundle::REF_SCHEMES {
             let escaped = scheme.replace('+', "\\\\\\\\+");
-            assert!(schema.contains(&escaped), "CEL rule for refs lacks {scheme}: {schema}");
+            assert!(
+                schema.contains(&escaped),
+                "CEL rule for refs lacks {scheme}: {schema}"
+            );
         }
         assert!(schema.contains("self == oldSelf"));
     }
@@ -57,7 +63,11 @@ mod tests {
     fn conditions_merge_by_type_under_server_side_apply() {
         for crd in [Bundle::crd(), Instance::crd()] {
             let schema = validations(&crd);
-            assert!(schema.contains(r#""x-kubernetes-list-map-keys":["type"]"#), "{}", crd.spec.names.kind);
+            assert!(
+                schema.contains(r#""x-kubernetes-list-map-keys":["type"]"#),
+                "{}",
+                crd.spec.names.kind
+            );
         }
     }
 }

@@ -76,6 +76,8 @@ pub struct InstanceStatus {
 impl Instance {
     /// The condition of the given type, if the provisioner has written it.
     pub fn condition(&self, kind: crate::ConditionType) -> Option<&Condition> {
-        self.status.as_ref().and_then(|status| crate::condition::find(&status.conditions, kind))
+        self.status
+            .as_ref()
+            .and_then(|status| crate::condition::find(&status.conditions, kind))
     }
 }

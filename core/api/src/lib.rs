@@ -13,7 +13,9 @@ pub mod object_ref;
 pub mod provisioner_class;
 mod schema;
 
-pub use bundle::{Bundle, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, UnpackPhase, VolumeMount};
+pub use bundle::{
+    Bundle, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, UnpackPhase, VolumeMount,
+};
 pub use condition::{ConditionStatus, ConditionType, Reason};
 pub use instance::{BundleTemplate, Instance, InstanceSpec, InstanceStatus};
 pub use object_ref::ObjectRef;

@@ -20,7 +20,8 @@ pub(crate) fn free_form_object(_: &mut SchemaGenerator) -> Schema {
 
 /// `metav1.Condition` list, merged by `type` under server-side apply.
 pub(crate) fn conditions(generator: &mut SchemaGenerator) -> Schema {
-    let item = generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>();
+    let item =
+        generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>();
     json_schema!({
         "type": "array",
         "items": item,

@@ -1,0 +1,37 @@
+//! A real Kubernetes control plane on loopback for tests and the demo: etcd,
+//! kube-apiserver and kube-controller-manager, built from their published Go
+//! modules (`build.sh`, pinned in `versions.env`), with generated certificates,
+//! RBAC, an admin identity and non-admin test users.
+//!
+//! `ControlPlane::start` brings one up in a directory of its own and returns
+//! once `/readyz` answers and the controller manager works; `stop` takes it
+//! down. The `pakket-dev` binary wraps both for shells and the demo.
+
+mod binaries;
+mod error;
+mod kubeconfig;
+mod pki;
+mod ports;
+mod process;
+mod start;
+
+pub use binaries::Binaries;
+pub use error::{Error, Result};
+pub use kubeconfig::{TEST_USERS_GROUP, TestUser};
+pub use ports::Ports;
+pub use process::{Component, rss_kib};
+pub use start::{ControlPlane, Options, State};
+
+/// The kubeconfig context (and user) with `system:masters` rights.
+pub const ADMIN_CONTEXT: &str = "admin";
+/// The admin identity's user name.
+pub const ADMIN_USER: &str = "pakket-admin";
+/// The non-admin users every control plane knows; each has a kubeconfig
+/// context of the same name.
+pub const TEST_USERS: &[&str] = &["alice", "bob", "carol"];
+/// The cluster's name in kubeconfig files.
+pub const CLUSTER_NAME: &str = "pakket-dev";
+/// The ClusterIP of the `kubernetes` Service, first address of the range.
+pub const SERVICE_IP: &str = "10.96.0.1";
+/// The Service ClusterIP range.
+pub const SERVICE_RANGE: &str = "10.96.0.0/16";
