@@ -20,7 +20,7 @@ pub use error::{Error, Result};
 pub use kubeconfig::{TEST_USERS_GROUP, TestUser};
 pub use ports::Ports;
 pub use process::{Component, rss_kib};
-pub use start::{ControlPlane, Options, State};
+pub use start::{ControlPlane, Options, State, client_for};
 
 /// The kubeconfig context (and user) with `system:masters` rights.
 pub const ADMIN_CONTEXT: &str = "admin";

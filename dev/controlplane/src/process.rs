@@ -61,18 +61,35 @@ pub fn alive(pid: u32) -> bool {
     kill(as_pid(pid), None).is_ok()
 }
 
-/// Asks a process to stop, and kills it if it has not stopped in `grace`.
+/// Asks a process this process did not start to stop, and kills it if it
+/// has not stopped within `grace`.
 pub fn terminate(pid: u32, grace: Duration) {
     let pid = as_pid(pid);
+    stop_gracefully(pid, grace, || kill(pid, None).is_err());
+}
+
+/// Stops a child of this process and reaps it. (A child that has exited but
+/// is not reaped still answers signals, so polling its pid would wait out
+/// the whole grace period.)
+pub fn terminate_child(child: &mut Child, grace: Duration) {
+    let pid = as_pid(child.id());
+    stop_gracefully(pid, grace, || {
+        matches!(child.try_wait(), Ok(Some(_)) | Err(_))
+    });
+    let _ = child.wait();
+}
+
+/// SIGTERM, wait until `gone()` or `grace` passes, then SIGKILL.
+fn stop_gracefully(pid: Pid, grace: Duration, mut gone: impl FnMut() -> bool) {
     if kill(pid, Signal::SIGTERM).is_err() {
         return;
     }
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
-        if kill(pid, None).is_err() {
+        if gone() {
             return;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
     let _ = kill(pid, Signal::SIGKILL);
 }

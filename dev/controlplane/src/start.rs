@@ -61,6 +61,8 @@ pub struct ControlPlane {
 const STATE_FILE: &str = "state.json";
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const ATTEMPTS: usize = 3;
+/// How long a component may take to shut down before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
 
 impl ControlPlane {
     /// Builds the binaries if needed, starts etcd, kube-apiserver and
@@ -141,10 +143,13 @@ impl ControlPlane {
         if let Some(watchdog) = self.state.watchdog {
             process::terminate(watchdog, Duration::from_millis(100));
         }
-        for component in self.state.components.iter().rev() {
-            process::terminate(component.pid, Duration::from_secs(10));
+        if self.children.is_empty() {
+            for component in self.state.components.iter().rev() {
+                process::terminate(component.pid, STOP_GRACE);
+            }
+        } else {
+            stop_children(std::mem::take(&mut self.children));
         }
-        stop_children(std::mem::take(&mut self.children));
         let _ = std::fs::remove_file(self.state.dir.join(STATE_FILE));
         if remove_dir {
             std::fs::remove_dir_all(&self.state.dir)
@@ -192,8 +197,7 @@ pub async fn client_for(kubeconfig: &Path, context: &str) -> Result<Client> {
 
 fn stop_children(children: Vec<Child>) {
     for mut child in children.into_iter().rev() {
-        process::terminate(child.id(), Duration::from_secs(10));
-        let _ = child.wait();
+        process::terminate_child(&mut child, STOP_GRACE);
     }
 }
 

@@ -1,1 +1,18 @@
-//! placeholder
+//! Test support: every integration test gets a [`Scope`] on one real control
+//! plane shared by the whole test binary (or by the whole run, when
+//! `dev/test.sh` started one and exported `PAKKET_TEST_KUBECONFIG`).
+//!
+//! A scope owns a fresh namespace and a label; cluster-scoped objects a test
+//! creates carry that label and names from [`Scope::name`], so tests run in
+//! parallel without seeing each other, and [`Scope::cleanup`] removes them.
+
+mod crds;
+mod scope;
+mod shared;
+
+pub use crds::install_crds;
+pub use scope::Scope;
+pub use shared::{TestCluster, cluster};
+
+/// The label every object made by a test carries, valued with its scope id.
+pub const SCOPE_LABEL: &str = "test.pakket.dev/scope";

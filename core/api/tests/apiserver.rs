@@ -1,0 +1,457 @@
+//! The core API against a real kube-apiserver + etcd: CRDs install, objects
+//! round-trip with their status subresources, the apiserver's own CEL rules
+//! refuse bad Bundles, and real kubectl shows the printer columns.
+
+use jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pakket_api::condition::{self, ConditionStatus};
+use pakket_api::{
+    Bundle, BundleSpec, BundleStatus, BundleTemplate, ConditionType, Instance, InstanceSpec,
+    InstanceStatus, ObjectRef, PinnedSource, ProvisionerClass, ProvisionerClassSpec, Reason,
+    UnpackPhase,
+};
+use pakket_testkit::{Scope, install_crds};
+use serde_json::json;
+
+const DIGEST: &str = "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945";
+
+fn class(scope: &Scope) -> ProvisionerClass {
+    let mut parameters = serde_json::Map::new();
+    parameters.insert("approval".into(), json!("DenyAll"));
+    parameters.insert(
+        "matchBundle".into(),
+        json!([{ "selector": ".schema == olm.bundle", "class": "olm" }]),
+    );
+    ProvisionerClass {
+        metadata: scope.meta("class"),
+        spec: ProvisionerClassSpec {
+            provisioner: "pakket.dev/plain".into(),
+            parameters: Some(parameters),
+        },
+    }
+}
+
+fn bundle(scope: &Scope, suffix: &str) -> Bundle {
+    Bundle {
+        metadata: scope.meta(suffix),
+        spec: BundleSpec {
+            class: scope.name("class"),
+            refs: vec!["docker://quay.io/openshift-community-operators/etcd:v0.9.4".into()],
+            volume_mounts: Vec::new(),
+        },
+        status: None,
+    }
+}
+
+fn instance(scope: &Scope) -> Instance {
+    Instance {
+        metadata: scope.meta("instance"),
+        spec: InstanceSpec {
+            class: scope.name("class"),
+            selector: None,
+            bundle: BundleTemplate {
+                name: scope.name("bundle"),
+                spec: None,
+            },
+        },
+        status: None,
+    }
+}
+
+fn status_patch<S: serde::Serialize>(kind: &str, status: S) -> Patch<serde_json::Value> {
+    Patch::Apply(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": kind,
+        "status": status,
+    }))
+}
+
+#[tokio::test]
+async fn crds_install_and_become_established() {
+    let scope = Scope::new("crds-established").await;
+    let installed = install_crds(&scope.client).await.unwrap();
+    let mut kinds: Vec<String> = installed
+        .iter()
+        .map(|crd| crd.spec.names.kind.clone())
+        .collect();
+    kinds.sort();
+    assert_eq!(kinds, ["Bundle", "Instance", "ProvisionerClass"]);
+    for crd in &installed {
+        let conditions = crd
+            .status
+            .as_ref()
+            .and_then(|status| status.conditions.clone())
+            .unwrap_or_default();
+        for wanted in ["Established", "NamesAccepted"] {
+            let found = conditions
+                .iter()
+                .find(|condition| condition.type_ == wanted);
+            assert_eq!(
+                found.map(|c| c.status.as_str()),
+                Some("True"),
+                "{} {wanted}",
+                crd.spec.names.kind
+            );
+        }
+    }
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn objects_round_trip_with_their_status_subresources() {
+    let scope = Scope::new("round-trip").await;
+    install_crds(&scope.client).await.unwrap();
+    let classes: Api<ProvisionerClass> = Api::all(scope.client.clone());
+    let bundles: Api<Bundle> = Api::all(scope.client.clone());
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let post = PostParams::default();
+
+    let created_class = classes.create(&post, &class(&scope)).await.unwrap();
+    assert_eq!(
+        created_class.spec,
+        class(&scope).spec,
+        "parameters are kept as written"
+    );
+    assert_eq!(created_class.parameter_str("approval"), Some("DenyAll"));
+
+    let created_bundle = bundles
+        .create(&post, &bundle(&scope, "bundle"))
+        .await
+        .unwrap();
+    assert_eq!(created_bundle.spec, bundle(&scope, "bundle").spec);
+    assert!(
+        created_bundle.status.is_none(),
+        "a new Bundle has no status until a provisioner writes one"
+    );
+
+    let bundle_status = BundleStatus {
+        unpacked: UnpackPhase::Done,
+        source: Some(PinnedSource {
+            reference: created_bundle.spec.refs[0].clone(),
+            digest: Some(DIGEST.into()),
+            commit: None,
+        }),
+        objects: vec![ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "etcd-operator".into(),
+            namespace: Some("operators".into()),
+        }],
+        conditions: vec![condition::new(
+            Reason::UnpackSucceeded,
+            ConditionStatus::True,
+            "unpacked 4 objects",
+            Some(1),
+            Timestamp::from_second(1_700_000_000).unwrap(),
+        )],
+        observed_generation: Some(1),
+    };
+    let apply = PatchParams::apply("pakket-test").force();
+    let name = scope.name("bundle");
+    bundles
+        .patch_status(&name, &apply, &status_patch("Bundle", &bundle_status))
+        .await
+        .unwrap();
+    let read = bundles.get(&name).await.unwrap();
+    assert_eq!(read.status.as_ref(), Some(&bundle_status));
+
+    instances.create(&post, &instance(&scope)).await.unwrap();
+    let now = Timestamp::from_second(1_700_000_100).unwrap();
+    let instance_status = InstanceStatus {
+        conditions: vec![
+            condition::new(
+                Reason::ApprovalPending,
+                ConditionStatus::False,
+                "run `kubectl instance approve`",
+                Some(1),
+                now,
+            ),
+            condition::new(
+                Reason::UnpackSucceeded,
+                ConditionStatus::True,
+                "bundle unpacked",
+                Some(1),
+                now,
+            ),
+            condition::new(
+                Reason::InstallPending,
+                ConditionStatus::False,
+                "waiting for approval",
+                Some(1),
+                now,
+            ),
+            condition::new(
+                Reason::HealthUnknown,
+                ConditionStatus::Unknown,
+                "nothing installed yet",
+                Some(1),
+                now,
+            ),
+        ],
+        active_bundle: None,
+        objects: Vec::new(),
+        observed_generation: Some(1),
+    };
+    let instance_name = scope.name("instance");
+    instances
+        .patch_status(
+            &instance_name,
+            &apply,
+            &status_patch("Instance", &instance_status),
+        )
+        .await
+        .unwrap();
+    let read = instances.get(&instance_name).await.unwrap();
+    assert_eq!(read.status.as_ref(), Some(&instance_status));
+    for kind in ConditionType::INSTANCE {
+        assert!(read.condition(kind).is_some(), "{} missing", kind.as_str());
+    }
+
+    // With a status subresource, status written through the main resource is
+    // dropped: only the status endpoint (which the approval webhook guards) can change it.
+    let mut tampered = read.clone();
+    let approved = condition::new(
+        Reason::ApprovedByUser,
+        ConditionStatus::True,
+        "self-approved",
+        Some(1),
+        now,
+    );
+    condition::set(&mut tampered.status.as_mut().unwrap().conditions, approved);
+    let replaced = instances
+        .replace(&instance_name, &post, &tampered)
+        .await
+        .unwrap();
+    assert_eq!(
+        replaced.condition(ConditionType::Approved).unwrap().status,
+        "False"
+    );
+
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn apiserver_refuses_a_changed_bundle_spec_with_a_clear_message() {
+    let scope = Scope::new("immutable-spec").await;
+    install_crds(&scope.client).await.unwrap();
+    let bundles: Api<Bundle> = Api::all(scope.client.clone());
+    let name = scope.name("bundle");
+    bundles
+        .create(&PostParams::default(), &bundle(&scope, "bundle"))
+        .await
+        .unwrap();
+
+    let change = Patch::Merge(
+        json!({ "spec": { "refs": ["docker://quay.io/openshift-community-operators/etcd:v0.9.2"] } }),
+    );
+    let error = bundles
+        .patch(&name, &PatchParams::default(), &change)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = error else {
+        panic!("expected an API error, got {error}");
+    };
+    assert_eq!(status.code, 422);
+    assert!(
+        status.message.contains("Bundle spec is immutable"),
+        "{}",
+        status.message
+    );
+    assert!(
+        status.message.contains("create a new Bundle"),
+        "{}",
+        status.message
+    );
+
+    // Metadata stays editable: labels are how Instances select Bundles to pivot from.
+    let relabel =
+        Patch::Merge(json!({ "metadata": { "labels": { "pakket.dev/package": "etcd" } } }));
+    let relabelled = bundles
+        .patch(&name, &PatchParams::default(), &relabel)
+        .await
+        .unwrap();
+    assert_eq!(relabelled.spec, bundle(&scope, "bundle").spec);
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn apiserver_refuses_bundles_without_refs_or_with_unknown_schemes() {
+    let scope = Scope::new("bad-refs").await;
+    install_crds(&scope.client).await.unwrap();
+    let bundles: Api<Bundle> = Api::all(scope.client.clone());
+    let cases = [
+        (vec![], "spec.refs needs at least one source"),
+        (
+            vec!["http://plain.example/bundle.tgz".to_owned()],
+            "must start with docker://",
+        ),
+        (
+            vec!["quay.io/no/scheme:v1".to_owned()],
+            "must start with docker://",
+        ),
+    ];
+    for (index, (refs, expected)) in cases.into_iter().enumerate() {
+        let mut bad = bundle(&scope, &format!("bad-{index}"));
+        bad.spec.refs = refs.clone();
+        let error = bundles
+            .create(&PostParams::default(), &bad)
+            .await
+            .unwrap_err();
+        let kube::Error::Api(status) = error else {
+            panic!("expected an API error for {refs:?}, got {error}");
+        };
+        assert_eq!(status.code, 422, "{refs:?}");
+        assert!(
+            status.message.contains(expected),
+            "{refs:?}: {}",
+            status.message
+        );
+    }
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn kubectl_get_shows_the_printer_columns() {
+    let scope = Scope::new("printer-columns").await;
+    install_crds(&scope.client).await.unwrap();
+    let post = PostParams::default();
+    let apply = PatchParams::apply("pakket-test").force();
+    Api::<ProvisionerClass>::all(scope.client.clone())
+        .create(&post, &class(&scope))
+        .await
+        .unwrap();
+    let bundles: Api<Bundle> = Api::all(scope.client.clone());
+    bundles
+        .create(&post, &bundle(&scope, "bundle"))
+        .await
+        .unwrap();
+    let status =
+        json!({ "unpacked": "Done", "source": { "ref": "docker://x/y:v1", "digest": DIGEST } });
+    bundles
+        .patch_status(
+            &scope.name("bundle"),
+            &apply,
+            &status_patch("Bundle", status),
+        )
+        .await
+        .unwrap();
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    instances.create(&post, &instance(&scope)).await.unwrap();
+    let now = Timestamp::now();
+    let status = InstanceStatus {
+        conditions: vec![
+            condition::new(
+                Reason::ApprovedByPolicy,
+                ConditionStatus::True,
+                "AllowAll",
+                Some(1),
+                now,
+            ),
+            condition::new(
+                Reason::InstallSucceeded,
+                ConditionStatus::True,
+                "applied",
+                Some(1),
+                now,
+            ),
+        ],
+        active_bundle: Some(scope.name("bundle")),
+        ..InstanceStatus::default()
+    };
+    instances
+        .patch_status(
+            &scope.name("instance"),
+            &apply,
+            &status_patch("Instance", status),
+        )
+        .await
+        .unwrap();
+
+    let output = scope
+        .cluster
+        .kubectl()
+        .args([
+            "get",
+            "instances,bundles,provisionerclasses",
+            "-l",
+            &scope.selector(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    let row = |name: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|line| line.contains(name))
+            .unwrap_or_else(|| panic!("no row {name}:\n{text}"));
+        line.split_whitespace().map(str::to_owned).collect()
+    };
+    let headers: Vec<Vec<String>> = text
+        .lines()
+        .filter(|line| line.starts_with("NAME"))
+        .map(|line| line.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(
+        headers[0],
+        ["NAME", "CLASS", "BUNDLE", "APPROVED", "INSTALLED", "AGE"],
+        "{text}"
+    );
+    assert_eq!(
+        headers[1],
+        ["NAME", "CLASS", "UNPACKED", "DIGEST", "AGE"],
+        "{text}"
+    );
+    assert_eq!(headers[2], ["NAME", "PROVISIONER", "AGE"], "{text}");
+
+    let instance_row = row(&format!(
+        "instance.core.pakket.dev/{}",
+        scope.name("instance")
+    ));
+    assert_eq!(
+        instance_row[1..5],
+        [
+            scope.name("class"),
+            scope.name("bundle"),
+            "True".into(),
+            "True".into()
+        ]
+    );
+    let bundle_row = row(&format!("bundle.core.pakket.dev/{}", scope.name("bundle")));
+    assert_eq!(
+        bundle_row[1..4],
+        [scope.name("class"), "Done".into(), DIGEST.into()]
+    );
+    let class_row = row(&format!(
+        "provisionerclass.core.pakket.dev/{}",
+        scope.name("class")
+    ));
+    assert_eq!(class_row[1], "pakket.dev/plain");
+
+    // Short names and the category work as well.
+    let output = scope
+        .cluster
+        .kubectl()
+        .args(["get", "pakket", "-l", &scope.selector(), "-o", "name"])
+        .output()
+        .unwrap();
+    let names = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(names.lines().count(), 3, "{names}");
+    for short in ["inst", "bdl", "provclass"] {
+        let output = scope
+            .cluster
+            .kubectl()
+            .args(["get", short, "-l", &scope.selector(), "-o", "name"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success() && !output.stdout.is_empty(),
+            "kubectl get {short}"
+        );
+    }
+    scope.cleanup().await;
+}

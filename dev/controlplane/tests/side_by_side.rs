@@ -1,0 +1,66 @@
+//! Two control planes on one machine do not collide, and `stop` leaves
+//! nothing running.
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{Api, Client};
+use pakket_controlplane::{ADMIN_CONTEXT, ControlPlane, Options};
+
+fn options(name: &str) -> Options {
+    Options {
+        dir: std::env::temp_dir()
+            .join(format!("pakket-side-by-side-{}-{name}", std::process::id())),
+        stop_with_this_process: true,
+    }
+}
+
+fn namespaces(client: Client) -> Api<Namespace> {
+    Api::all(client)
+}
+
+#[tokio::test]
+async fn two_control_planes_run_side_by_side_and_stop_cleanly() {
+    let (first, second) = tokio::join!(
+        ControlPlane::start(options("a")),
+        ControlPlane::start(options("b"))
+    );
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert_ne!(first.state().server, second.state().server);
+
+    // Each holds its own data: a namespace made in one is absent in the other.
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some("only-in-first".into());
+    let first_client = first.client(ADMIN_CONTEXT).await.unwrap();
+    let second_client = second.client(ADMIN_CONTEXT).await.unwrap();
+    namespaces(first_client)
+        .create(&Default::default(), &namespace)
+        .await
+        .unwrap();
+    let elsewhere = namespaces(second_client)
+        .get_opt("only-in-first")
+        .await
+        .unwrap();
+    assert!(elsewhere.is_none());
+
+    let pids: Vec<u32> = [&first, &second]
+        .iter()
+        .flat_map(|control_plane| {
+            control_plane
+                .state()
+                .components
+                .iter()
+                .map(|component| component.pid)
+        })
+        .collect();
+    let dirs = [first.state().dir.clone(), second.state().dir.clone()];
+    first.stop(true).unwrap();
+    second.stop(true).unwrap();
+    for pid in pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "pid {pid} still runs after stop"
+        );
+    }
+    for dir in dirs {
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
+}

@@ -1,0 +1,23 @@
+//! Installing Pakket's CRDs into the test control plane.
+
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::{conditions, wait::await_condition};
+
+/// Applies the CRDs generated from `pakket-api` (server-side, so every test
+/// can call it) and waits until each is `Established`.
+pub async fn install_crds(client: &kube::Client) -> anyhow::Result<Vec<CustomResourceDefinition>> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("pakket-testkit").force();
+    let mut installed = Vec::new();
+    for crd in pakket_api::crd::all() {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &params, &Patch::Apply(&crd)).await?;
+        let established = await_condition(api.clone(), &name, conditions::is_crd_established());
+        let crd = tokio::time::timeout(Duration::from_secs(30), established).await??;
+        installed.extend(crd);
+    }
+    Ok(installed)
+}
