@@ -48,6 +48,8 @@ pub struct State {
     pub watchdog: Option<u32>,
     /// Wall time from the call to `start` to ready, in milliseconds.
     pub start_millis: u64,
+    /// Of which: from launching etcd to the apiserver's `/readyz` answering `ok`.
+    pub apiserver_ready_millis: u64,
 }
 
 /// A running control plane.
@@ -258,6 +260,7 @@ impl Launch<'_> {
     }
 
     async fn run_with(&self, users: &[TestUser], running: &mut Running) -> Result<State> {
+        let launched = Instant::now();
         running.spawn(self.binaries, "etcd", self.etcd_args(), self.logs)?;
         running.spawn(
             self.binaries,
@@ -278,6 +281,7 @@ impl Launch<'_> {
         )?;
         let client = client_for(&kubeconfig, crate::ADMIN_CONTEXT).await?;
         self.wait_ready(&client, running).await?;
+        let apiserver_ready_millis = launched.elapsed().as_millis() as u64;
 
         let manager_args = self.controller_manager_args(&manager_kubeconfig);
         running.spawn(
@@ -298,6 +302,7 @@ impl Launch<'_> {
             bin_dir: self.binaries.dir().to_path_buf(),
             watchdog: None,
             start_millis: 0,
+            apiserver_ready_millis,
         })
     }
 

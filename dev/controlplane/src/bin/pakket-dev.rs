@@ -108,7 +108,10 @@ fn print_env(state: &State) {
 fn print_status(state: &State) {
     println!("server      {}", state.server);
     println!("kubeconfig  {}", state.kubeconfig.display());
-    println!("started in  {} ms", state.start_millis);
+    println!(
+        "started in  {} ms (apiserver ready after {} ms)",
+        state.start_millis, state.apiserver_ready_millis
+    );
     println!(
         "users       admin (system:masters), {}",
         state

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Checks the toolchains Pakket builds with and installs the few system
+# packages its scripts use. Idempotent; safe to run on every CI start.
+set -euo pipefail
+
+fail() { echo "prerequisites: $*" >&2; exit 1; }
+
+command -v cargo >/dev/null || fail "cargo is not on PATH; install Rust with rustup (https://rustup.rs)"
+command -v go >/dev/null || fail "go is not on PATH; install Go 1.24 or newer (https://go.dev/dl)"
+for component in rustfmt clippy; do
+  rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component" >&2
+done
+
+# Debian packages the scripts use; installed only when missing.
+missing=()
+for tool in curl:curl git:git; do
+  command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq "${missing[@]}" >&2
+fi
+echo "cargo $(cargo --version | cut -d' ' -f2), $(go version | cut -d' ' -f3)"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs every Pakket test on a fresh machine: builds the pinned control plane
+# (cached outside the repo), checks formatting, lints and the TLS provider,
+# starts one real control plane for the whole run, and runs the workspace
+# tests against it. CI (.ci/run) calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
+# Cargo's build cache lives outside the repository so a fresh clone reuses it.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+step() { printf '\n== %s (%ss)\n' "$*" "$SECONDS"; }
+
+step "toolchains"
+dev/prerequisites.sh
+
+step "control plane binaries"
+PAKKET_CONTROLPLANE_BIN=$(dev/controlplane/build.sh)
+export PAKKET_CONTROLPLANE_BIN
+
+step "format"
+cargo fmt --all -- --check
+
+step "lint"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "rustls uses ring only"
+if cargo tree --workspace --locked -e normal,build -i aws-lc-sys 2>/dev/null | grep -q aws-lc-sys; then
+  echo "aws-lc-sys is in the dependency graph; keep rustls on the ring provider:" >&2
+  cargo tree --workspace -e normal,build -i aws-lc-sys >&2
+  exit 1
+fi
+
+step "build tests"
+cargo test --workspace --locked --no-run
+
+step "start the shared control plane"
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
+pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
+cleanup() { "$pakket_dev" --dir "$run_dir" down >/dev/null 2>&1 || true; rm -rf "$run_dir"; }
+trap cleanup EXIT
+"$pakket_dev" --dir "$run_dir" up >/dev/null
+export PAKKET_TEST_KUBECONFIG="$run_dir/kubeconfig"
+"$pakket_dev" --dir "$run_dir" status
+
+step "tests"
+cargo test --workspace --locked
+
+step "done"
