@@ -26,11 +26,17 @@ step "lint"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "rustls uses ring only"
-if cargo tree --workspace --locked -e normal,build -i aws-lc-sys 2>/dev/null | grep -q aws-lc-sys; then
+# `cargo tree -i` fails with "did not match any packages" when the crate is
+# absent; any other outcome (a tree, or a different error) fails this step.
+if tree=$(cargo tree --workspace --locked -e normal,build -i aws-lc-sys 2>&1); then
   echo "aws-lc-sys is in the dependency graph; keep rustls on the ring provider:" >&2
-  cargo tree --workspace -e normal,build -i aws-lc-sys >&2
+  echo "$tree" >&2
+  exit 1
+elif ! grep -q "did not match any packages" <<<"$tree"; then
+  echo "cargo tree failed: $tree" >&2
   exit 1
 fi
+echo "aws-lc-sys: not in the graph"
 
 step "build tests"
 cargo test --workspace --locked --no-run
