@@ -1,0 +1,16 @@
+//! Pakket's dependency engine, shared by every provisioner and by
+//! `pakket resolve`. It is pure: no Kubernetes client, no async runtime, no
+//! I/O beyond reading catalog files, so it runs in unit tests and in a CLI
+//! with no cluster.
+//!
+//! - [`version`]: semver 2.0 versions (build metadata ignored for order).
+//! - [`range`]: version ranges in OLM's (blang/semver) syntax and Glasskube's.
+//! - [`catalog`]: File-Based Catalogs (JSON streams, multi-document YAML),
+//!   several at once with priorities, and each channel's update graph.
+
+pub mod catalog;
+pub mod range;
+pub mod version;
+
+pub use range::{Range, RangeError};
+pub use version::{Version, VersionError};
