@@ -7,9 +7,13 @@
 //! - [`range`]: version ranges in OLM's (blang/semver) syntax and Glasskube's.
 //! - [`catalog`]: File-Based Catalogs (JSON streams, multi-document YAML),
 //!   several at once with priorities, and each channel's update graph.
+//! - [`resolve`]: OLM-grade resolution with explanations (resolvo underneath).
+//! - [`glasskube`]: Glasskube's per-dependency decision tree.
 
 pub mod catalog;
+pub mod glasskube;
 pub mod range;
+pub mod resolve;
 pub mod version;
 
 pub use range::{Range, RangeError};

@@ -1,0 +1,36 @@
+//! `pakket`: Pakket's command line.
+//!
+//! `pakket resolve` runs the dependency engine on catalog files alone, with
+//! no cluster: what would be installed for these requests, or why nothing can be.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod resolve;
+
+#[derive(Parser)]
+#[command(
+    name = "pakket",
+    version,
+    about = "Pakket: pluggable provisioners for Kubernetes content"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Resolve requests against File-Based Catalogs (no cluster needed).
+    ///
+    /// Exit status: 0 resolved, 1 no solution (the explanation is printed),
+    /// 2 bad input (the message names the file, line or field).
+    Resolve(resolve::ResolveArgs),
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Resolve(args) => resolve::run(&args),
+    }
+}

@@ -1,0 +1,261 @@
+//! `pakket resolve [--catalog PATH[@PRIORITY]]... [--installed PATH] [-o text|json|yaml] REQUEST...`
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use pakket_engine::catalog::{Catalog, CatalogSet};
+use pakket_engine::resolve::{
+    Installed, Request, Resolution, ResolveError, SelectionReason, Universe, resolve,
+};
+use serde_json::json;
+
+/// Arguments of `pakket resolve`.
+#[derive(Args)]
+pub struct ResolveArgs {
+    /// A catalog file or directory, optionally with a priority (higher wins; default 0).
+    /// Repeat for several catalogs.
+    #[arg(long = "catalog", value_name = "PATH[@PRIORITY]", required = true)]
+    catalogs: Vec<String>,
+    /// YAML or JSON list of what is installed: `{package, version}` or `{bundle}` items.
+    #[arg(long, value_name = "PATH")]
+    installed: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
+    output: Format,
+    /// Show every catalog problem found while loading (by default only a count).
+    #[arg(short, long)]
+    verbose: bool,
+    /// `PACKAGE`, `PACKAGE@CHANNEL`, `PACKAGE=RANGE` or `PACKAGE@CHANNEL=RANGE`
+    /// (quote ranges with spaces: `'etcd=>=0.9.0 <1.0.0'`).
+    #[arg(required = true, value_name = "REQUEST")]
+    requests: Vec<String>,
+}
+
+/// How results are printed.
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+    Yaml,
+}
+
+/// Exit statuses, as documented in `--help`.
+const SOLVED: u8 = 0;
+const NO_SOLUTION: u8 = 1;
+const BAD_INPUT: u8 = 2;
+
+/// Runs the command; the exit code says solved / no solution / bad input.
+pub fn run(args: &ResolveArgs) -> ExitCode {
+    let outcome = load_inputs(args).and_then(|(universe, requests, installed)| {
+        resolve(&universe, &requests, &installed).map_err(Failure::from)
+    });
+    let code = match &outcome {
+        Ok(resolution) => {
+            print_resolution(args.output, resolution);
+            SOLVED
+        }
+        Err(failure) => {
+            print_failure(args.output, failure);
+            match failure {
+                Failure::BadInput(_) => BAD_INPUT,
+                Failure::NoSolution(_) => NO_SOLUTION,
+            }
+        }
+    };
+    ExitCode::from(code)
+}
+
+enum Failure {
+    BadInput(String),
+    NoSolution(pakket_engine::resolve::Explanation),
+}
+
+impl From<ResolveError> for Failure {
+    fn from(error: ResolveError) -> Self {
+        match error {
+            ResolveError::BadInput(message) => Failure::BadInput(message),
+            ResolveError::Unsatisfiable(explanation) => Failure::NoSolution(explanation),
+        }
+    }
+}
+
+fn load_inputs(args: &ResolveArgs) -> Result<(Universe, Vec<Request>, Vec<Installed>), Failure> {
+    let requests = args
+        .requests
+        .iter()
+        .map(|text| Request::parse_cli(text).map_err(|error| Failure::BadInput(error.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut catalogs = Vec::new();
+    for spec in &args.catalogs {
+        let (path, priority) = catalog_spec(spec)?;
+        let name = catalog_name(&path);
+        let catalog = Catalog::load(&path, &name, priority)
+            .map_err(|error| Failure::BadInput(format!("catalog {}: {error}", path.display())))?;
+        report_diagnostics(&catalog, args.verbose);
+        catalogs.push(catalog);
+    }
+    let set = CatalogSet::new(catalogs);
+    let universe = Universe::from_catalogs(&set);
+    let installed = match &args.installed {
+        Some(path) => read_installed(path)?,
+        None => Vec::new(),
+    };
+    Ok((universe, requests, installed))
+}
+
+/// `PATH` or `PATH@PRIORITY`; an `@` followed by something that is not a
+/// number is part of the path.
+fn catalog_spec(spec: &str) -> Result<(PathBuf, i32), Failure> {
+    if let Some((path, priority)) = spec.rsplit_once('@')
+        && let Ok(priority) = priority.parse::<i32>()
+    {
+        return Ok((PathBuf::from(path), priority));
+    }
+    let path = PathBuf::from(spec);
+    if !path.exists() {
+        return Err(Failure::BadInput(format!(
+            "--catalog {spec}: no such file or directory (write PATH or PATH@PRIORITY, e.g. catalog.json@10)"
+        )));
+    }
+    Ok((path, 0))
+}
+
+/// A catalog is named after its file or folder (`catalog.json` → `catalog`).
+fn catalog_name(path: &Path) -> String {
+    // `catalog.json` or `index.yaml` says little; its folder says more.
+    let generic = path
+        .file_stem()
+        .is_some_and(|stem| stem == "catalog" || stem == "index");
+    let name = if path.is_dir() {
+        path.file_name()
+    } else if generic {
+        path.parent().and_then(Path::file_name)
+    } else {
+        path.file_stem()
+    };
+    name.map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "catalog".to_owned())
+}
+
+fn report_diagnostics(catalog: &Catalog, verbose: bool) {
+    let diagnostics = &catalog.diagnostics;
+    if diagnostics.is_empty() {
+        return;
+    }
+    let mut stderr = std::io::stderr().lock();
+    if verbose {
+        for diagnostic in diagnostics {
+            let _ = writeln!(stderr, "warning: catalog {}: {diagnostic}", catalog.name);
+        }
+    } else {
+        let _ = writeln!(
+            stderr,
+            "warning: catalog {} has {} problems (left out or tolerated); -v lists them",
+            catalog.name,
+            diagnostics.len()
+        );
+    }
+}
+
+fn read_installed(path: &Path) -> Result<Vec<Installed>, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| Failure::BadInput(format!("--installed {}: {error}", path.display())))?;
+    serde_saphyr::from_str::<Vec<Installed>>(&text).map_err(|error| {
+        Failure::BadInput(format!(
+            "--installed {}: {error} (expected a list of {{package, version}} or {{bundle}} items)",
+            path.display()
+        ))
+    })
+}
+
+fn reason_text(reason: &SelectionReason) -> String {
+    match reason {
+        SelectionReason::Requested { request } => format!("requested ({request})"),
+        SelectionReason::Installed => "installed, kept".to_owned(),
+        SelectionReason::Upgrade { from } => format!("update of installed {from}"),
+        SelectionReason::Dependency { of, needs } => format!("{of} needs {needs}"),
+    }
+}
+
+fn print_resolution(format: Format, resolution: &Resolution) {
+    match format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(resolution).expect("serializable")
+        ),
+        Format::Yaml => print!(
+            "{}",
+            serde_saphyr::to_string(resolution).expect("serializable")
+        ),
+        Format::Text => {
+            let rows: Vec<[String; 6]> = resolution
+                .resolved
+                .iter()
+                .map(|selection| {
+                    [
+                        selection.package.clone(),
+                        selection.version.to_string(),
+                        selection.bundle.clone(),
+                        selection.channel.clone().unwrap_or_else(|| "-".to_owned()),
+                        selection.catalog.clone(),
+                        reason_text(&selection.reason),
+                    ]
+                })
+                .collect();
+            print_table(
+                ["PACKAGE", "VERSION", "BUNDLE", "CHANNEL", "CATALOG", "WHY"],
+                &rows,
+            );
+        }
+    }
+}
+
+fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) {
+    let mut widths = headers.map(str::len);
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(headers.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+fn print_failure(format: Format, failure: &Failure) {
+    let (message, explanation) = match failure {
+        Failure::BadInput(message) => (message.clone(), None),
+        Failure::NoSolution(explanation) => (explanation.summary.clone(), Some(explanation)),
+    };
+    match format {
+        Format::Text => match explanation {
+            Some(explanation) => print!("{explanation}"),
+            None => eprintln!("error: {message}"),
+        },
+        Format::Json | Format::Yaml => {
+            let document = json!({ "error": { "message": message, "explanation": explanation } });
+            if matches!(format, Format::Json) {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&document).expect("serializable")
+                );
+            } else {
+                print!(
+                    "{}",
+                    serde_saphyr::to_string(&document).expect("serializable")
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Building the resolver's [`Universe`] from loaded catalogs.
+
+use std::collections::HashMap;
+
+use super::universe::{Candidate, CatalogInfo, ChannelPosition, Universe};
+use crate::catalog::{CatalogSet, Gvk};
+
+/// How a GVK is keyed in the universe: `group/version/Kind`.
+pub fn gvk_key(gvk: &Gvk) -> String {
+    format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind)
+}
+
+impl Universe {
+    /// Every bundle of every catalog in `set`, with channel positions from
+    /// each channel's update graph and the upgrade edges of every channel.
+    pub fn from_catalogs(set: &CatalogSet) -> Self {
+        let catalogs = set.catalogs();
+        let mut universe = Universe::new(
+            catalogs
+                .iter()
+                .map(|catalog| CatalogInfo {
+                    name: catalog.name.clone(),
+                    priority: catalog.priority,
+                })
+                .collect(),
+        );
+        for (catalog_index, catalog) in catalogs.iter().enumerate() {
+            let mut positions: HashMap<&str, Vec<ChannelPosition>> = HashMap::new();
+            for package in catalog.packages.values() {
+                if let Some(default) = &package.default_channel {
+                    universe.set_default_channel(&package.name, catalog_index, default);
+                }
+                for channel in package.channels.values() {
+                    let Some(graph) = catalog.graph(&package.name, &channel.name) else {
+                        continue;
+                    };
+                    for entry in graph.ordered() {
+                        // Entries no head reaches sort after every reachable one.
+                        let depth = graph
+                            .distance_from_head(&entry.name)
+                            .map_or(u32::MAX, |d| d as u32);
+                        positions
+                            .entry(entry.name.as_str())
+                            .or_default()
+                            .push(ChannelPosition {
+                                channel: channel.name.clone(),
+                                depth,
+                            });
+                    }
+                }
+            }
+            for bundle in &catalog.bundles {
+                if universe.bundle_in(catalog_index, &bundle.name).is_some() {
+                    continue; // the catalog reported the duplicate; the first one wins
+                }
+                universe.add_bundle(Candidate {
+                    name: bundle.name.clone(),
+                    package: bundle.package.clone(),
+                    version: bundle.version.clone(),
+                    catalog: catalog_index,
+                    channels: positions.remove(bundle.name.as_str()).unwrap_or_default(),
+                    provides: bundle.provided_gvks.iter().map(gvk_key).collect(),
+                    requires_packages: bundle
+                        .required_packages
+                        .iter()
+                        .map(|requirement| (requirement.package.clone(), requirement.range.clone()))
+                        .collect(),
+                    requires_gvks: bundle.required_gvks.iter().map(gvk_key).collect(),
+                    labels: bundle.labels.clone(),
+                });
+            }
+            for package in catalog.packages.values() {
+                for channel in package.channels.values() {
+                    let Some(graph) = catalog.graph(&package.name, &channel.name) else {
+                        continue;
+                    };
+                    for entry in &channel.entries {
+                        let Some(from) = universe.bundle_in(catalog_index, &entry.name) else {
+                            continue;
+                        };
+                        let version = universe.bundles[from].version.clone();
+                        for target in graph.upgrades_from(&entry.name, &version) {
+                            if let Some(to) = universe.bundle_in(catalog_index, &target.name) {
+                                universe.add_upgrade_edge(from, to);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        universe
+    }
+}

@@ -1,0 +1,408 @@
+//! Resolution: from requests and the installed set to one set of bundles
+//! that works together, or an explanation of why none does.
+//!
+//! # Why resolvo
+//! The rules are a SAT problem with preferences: at most one bundle per
+//! package and one provider per GVK, requirements that are ORs across
+//! packages (any provider of a GVK), exclusions with reasons, and a
+//! candidate order that OLM defines (catalog, channel, graph position).
+//! resolvo (a CDCL solver built for package managers, used by pixi/rattler)
+//! expresses each directly: names and solvables for packages and bundles,
+//! marker names for GVKs, `excluded` candidates with a reason for the
+//! installed-set rules, and version sets whose candidate order we fully
+//! control per dependent. pubgrub has nicer built-in prose but models one
+//! version per package with ranges over a total order; it has no place for
+//! an OR across packages or for a candidate order that is not by version,
+//! both of which OLM's rules need. A home-made search would have to redo
+//! clause learning to stay fast on catalogs with thousands of bundles.
+
+mod explain;
+mod from_catalogs;
+mod provider;
+mod request;
+mod universe;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use resolvo::{Problem, SolvableId, Solver, UnsolvableOrCancelled};
+use serde::Serialize;
+
+pub use explain::{CandidateVerdict, Explanation, Need};
+pub use from_catalogs::gvk_key;
+pub use request::{Installed, Request, RequestError};
+pub use universe::{BundleIndex, Candidate, CatalogInfo, ChannelPosition, PackageInfo, Universe};
+
+use provider::{Filter, InstalledRule, Provider, Solvable};
+
+use crate::Version;
+
+/// One chosen bundle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Selection {
+    /// Its package.
+    pub package: String,
+    /// Its version.
+    pub version: Version,
+    /// The bundle's name.
+    pub bundle: String,
+    /// The channel it was chosen through (the default channel when it is in several).
+    pub channel: Option<String>,
+    /// The catalog it comes from.
+    pub catalog: String,
+    /// Why it is in the result.
+    pub reason: SelectionReason,
+}
+
+/// Why a bundle is in the result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum SelectionReason {
+    /// A request asked for it.
+    Requested {
+        /// The request, as written.
+        request: String,
+    },
+    /// It was installed and stays.
+    Installed,
+    /// It replaces an installed bundle along the update graph.
+    Upgrade {
+        /// The installed bundle it replaces.
+        from: String,
+    },
+    /// Another chosen bundle needs it.
+    Dependency {
+        /// The bundle that needs it.
+        of: String,
+        /// What that bundle requires (`package etcd >=0.9.0`, `API group/version/Kind`).
+        needs: String,
+    },
+}
+
+/// A successful resolution, sorted by package.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Resolution {
+    /// The chosen bundles.
+    pub resolved: Vec<Selection>,
+}
+
+/// Why a resolution did not produce a result.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The input names something that does not exist or cannot be used.
+    #[error("{0}")]
+    BadInput(String),
+    /// No set of bundles satisfies every request and rule.
+    #[error("{0}")]
+    Unsatisfiable(Explanation),
+}
+
+/// Resolves `requests` against `universe`, keeping `installed` working.
+pub fn resolve(
+    universe: &Universe,
+    requests: &[Request],
+    installed: &[Installed],
+) -> Result<Resolution, ResolveError> {
+    let requested_packages: HashSet<&str> = requests
+        .iter()
+        .filter_map(|request| match request {
+            Request::Package { package, .. } => Some(package.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut rules = HashMap::new();
+    for item in installed {
+        let bundle = find_installed(universe, item)?;
+        let package = universe.bundles[bundle].package.clone();
+        let mut allowed = vec![bundle];
+        allowed.extend(
+            universe
+                .upgrades_from(bundle)
+                .iter()
+                .copied()
+                .filter(|&to| {
+                    // Never a downgrade, even if a catalog's graph says so.
+                    universe.bundles[to].version >= universe.bundles[bundle].version
+                }),
+        );
+        let requested = requested_packages.contains(package.as_str());
+        if let Some(previous) = rules.insert(
+            package.clone(),
+            InstalledRule {
+                bundle,
+                allowed,
+                requested,
+            },
+        ) {
+            let previous = &universe.bundles[previous.bundle].name;
+            return Err(ResolveError::BadInput(format!(
+                "the installed list names package {package} twice ({previous} and {}); a cluster holds one bundle per package",
+                universe.bundles[bundle].name
+            )));
+        }
+    }
+    let provider = Provider::new(universe, rules);
+    // Each root requirement with who asked for it, for the explanation.
+    let mut roots: Vec<(resolvo::Requirement, String)> = Vec::new();
+    for request in requests {
+        roots.push((
+            request_requirement(&provider, request)?,
+            format!("request {request}"),
+        ));
+    }
+    let mut installed_rules: Vec<(&String, &InstalledRule)> = provider.installed.iter().collect();
+    installed_rules.sort_by_key(|(package, _)| *package);
+    for (package, rule) in installed_rules {
+        let filter = Filter::Package {
+            channel: None,
+            range: None,
+            catalog: None,
+        };
+        let bundle = &universe.bundles[rule.bundle];
+        let label = format!("installed {} {}", bundle.name, bundle.version);
+        roots.push((
+            provider.package_requirement(package, filter, None).into(),
+            label,
+        ));
+    }
+    let root: Vec<resolvo::Requirement> =
+        roots.iter().map(|(requirement, _)| *requirement).collect();
+
+    let mut solver = Solver::new(provider);
+    let problem = Problem::new().requirements(root.into_iter().map(Into::into).collect());
+    match solver.solve(problem) {
+        Ok(solution) => Ok(describe_solution(solver.provider(), requests, &solution)),
+        Err(UnsolvableOrCancelled::Unsolvable(conflict)) => {
+            let graph = conflict.graph(&solver);
+            Err(ResolveError::Unsatisfiable(explain::explain(
+                solver.provider(),
+                requests,
+                &roots,
+                &graph,
+            )))
+        }
+        Err(UnsolvableOrCancelled::Cancelled(_)) => {
+            unreachable!("Pakket never cancels a resolution")
+        }
+    }
+}
+
+fn find_installed(universe: &Universe, item: &Installed) -> Result<BundleIndex, ResolveError> {
+    let found = match item {
+        Installed::Version { package, version } => universe.package(package).and_then(|info| {
+            info.bundles
+                .iter()
+                .copied()
+                .find(|&b| &universe.bundles[b].version == version)
+        }),
+        Installed::Bundle { bundle } => universe.bundles_named(bundle).first().copied(),
+    };
+    found.ok_or_else(|| {
+        ResolveError::BadInput(format!(
+            "installed {item} is in no catalog, so its update graph is unknown; add the catalog that served it"
+        ))
+    })
+}
+
+fn request_requirement(
+    provider: &Provider<'_>,
+    request: &Request,
+) -> Result<resolvo::Requirement, ResolveError> {
+    let universe = provider.universe;
+    Ok(match request {
+        Request::Package {
+            package,
+            channel,
+            range,
+            catalog,
+        } => {
+            let catalog = match catalog {
+                Some(name) => Some(universe.catalog_index(name).ok_or_else(|| {
+                    ResolveError::BadInput(format!(
+                        "request {request} names catalog {name}, which was not loaded"
+                    ))
+                })?),
+                None => None,
+            };
+            let filter = Filter::Package {
+                channel: channel.clone(),
+                range: range.as_ref().map(|range| provider.range_key(range)),
+                catalog,
+            };
+            provider.package_requirement(package, filter, None).into()
+        }
+        Request::Gvk(gvk) => provider.gvk_requirement(gvk, None).into(),
+        Request::BundleName(name) => {
+            let packages: Vec<String> = universe
+                .bundles_named(name)
+                .iter()
+                .map(|&b| universe.bundles[b].package.clone())
+                .collect();
+            union_over(
+                provider,
+                packages,
+                Filter::BundleName(name.clone()),
+                request,
+            )?
+        }
+        Request::Label(label) => {
+            let mut packages: Vec<String> = universe
+                .bundles
+                .iter()
+                .filter(|bundle| bundle.labels.contains(label))
+                .map(|bundle| bundle.package.clone())
+                .collect();
+            packages.sort();
+            packages.dedup();
+            union_over(provider, packages, Filter::Label(label.clone()), request)?
+        }
+    })
+}
+
+/// A requirement satisfied by a bundle of any of `packages` passing `filter`.
+fn union_over(
+    provider: &Provider<'_>,
+    mut packages: Vec<String>,
+    filter: Filter,
+    request: &Request,
+) -> Result<resolvo::Requirement, ResolveError> {
+    packages.dedup();
+    match packages.len() {
+        // No package at all: a requirement with no candidates, explained as such.
+        0 => Ok(provider
+            .package_requirement(&format!("{request}"), filter, None)
+            .into()),
+        1 => Ok(provider
+            .package_requirement(&packages[0], filter, None)
+            .into()),
+        _ => {
+            let sets = packages
+                .iter()
+                .map(|package| provider.package_requirement(package, filter.clone(), None))
+                .collect();
+            Ok(provider.union(sets).into())
+        }
+    }
+}
+
+fn describe_solution(
+    provider: &Provider<'_>,
+    requests: &[Request],
+    solution: &[SolvableId],
+) -> Resolution {
+    let universe = provider.universe;
+    let chosen: Vec<BundleIndex> = solution
+        .iter()
+        .filter_map(|&id| match provider.solvable(id) {
+            Solvable::Bundle(bundle) => Some(bundle),
+            Solvable::Marker { .. } => None,
+        })
+        .collect();
+    let mut by_package = BTreeMap::new();
+    for &bundle in &chosen {
+        let candidate = &universe.bundles[bundle];
+        let reason = selection_reason(provider, requests, &chosen, bundle);
+        let default = universe.default_channel_of(bundle);
+        let channel = candidate
+            .channels
+            .iter()
+            .min_by_key(|position| {
+                (
+                    Some(position.channel.as_str()) != default,
+                    position.channel.clone(),
+                )
+            })
+            .map(|position| position.channel.clone());
+        by_package.insert(
+            candidate.package.clone(),
+            Selection {
+                package: candidate.package.clone(),
+                version: candidate.version.clone(),
+                bundle: candidate.name.clone(),
+                channel,
+                catalog: universe.catalogs[candidate.catalog].name.clone(),
+                reason,
+            },
+        );
+    }
+    Resolution {
+        resolved: by_package.into_values().collect(),
+    }
+}
+
+fn selection_reason(
+    provider: &Provider<'_>,
+    requests: &[Request],
+    chosen: &[BundleIndex],
+    bundle: BundleIndex,
+) -> SelectionReason {
+    let universe = provider.universe;
+    let candidate = &universe.bundles[bundle];
+    if let Some(request) = requests
+        .iter()
+        .find(|request| satisfies(provider, bundle, request))
+    {
+        return SelectionReason::Requested {
+            request: request.to_string(),
+        };
+    }
+    if let Some(rule) = provider.installed.get(&candidate.package) {
+        return if rule.bundle == bundle {
+            SelectionReason::Installed
+        } else {
+            SelectionReason::Upgrade {
+                from: universe.bundles[rule.bundle].name.clone(),
+            }
+        };
+    }
+    for &other in chosen {
+        let dependent = &universe.bundles[other];
+        if let Some((package, range)) =
+            dependent.requires_packages.iter().find(|(package, range)| {
+                package == &candidate.package && range.contains(&candidate.version)
+            })
+        {
+            return SelectionReason::Dependency {
+                of: dependent.name.clone(),
+                needs: format!("package {package} {}", range.as_written()),
+            };
+        }
+        if let Some(gvk) = dependent
+            .requires_gvks
+            .iter()
+            .find(|gvk| candidate.provides.contains(gvk))
+        {
+            return SelectionReason::Dependency {
+                of: dependent.name.clone(),
+                needs: format!("API {gvk}"),
+            };
+        }
+    }
+    unreachable!("a chosen bundle is requested, installed or required by another chosen bundle")
+}
+
+/// Whether `bundle` satisfies `request` on its own.
+fn satisfies(provider: &Provider<'_>, bundle: BundleIndex, request: &Request) -> bool {
+    let candidate = &provider.universe.bundles[bundle];
+    match request {
+        Request::Package {
+            package,
+            channel,
+            range,
+            catalog,
+        } => {
+            package == &candidate.package
+                && channel
+                    .as_ref()
+                    .is_none_or(|channel| candidate.channels.iter().any(|c| &c.channel == channel))
+                && range
+                    .as_ref()
+                    .is_none_or(|range| range.contains(&candidate.version))
+                && catalog.as_ref().is_none_or(|catalog| {
+                    &provider.universe.catalogs[candidate.catalog].name == catalog
+                })
+        }
+        Request::BundleName(name) => &candidate.name == name,
+        Request::Gvk(gvk) => candidate.provides.contains(gvk),
+        Request::Label(label) => candidate.labels.contains(label),
+    }
+}

@@ -1,0 +1,185 @@
+//! What the solver may choose from: every bundle of every catalog, with what
+//! the preference rules need to know about it (catalog priority, channel and
+//! depth in the channel), what it provides and what it requires.
+//!
+//! The universe is built once per catalog set (see `from_catalogs`) and reused
+//! for many resolutions; building it does the indexing, resolving only reads.
+
+use std::collections::HashMap;
+
+use crate::{Range, Version};
+
+/// Index of a bundle in [`Universe::bundles`].
+pub type BundleIndex = usize;
+
+/// A catalog as the resolver sees it.
+#[derive(Clone, Debug)]
+pub struct CatalogInfo {
+    /// The catalog's name.
+    pub name: String,
+    /// Higher wins.
+    pub priority: i32,
+}
+
+/// A bundle's place in one channel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelPosition {
+    /// The channel's name.
+    pub channel: String,
+    /// 0 for the channel head, 1 for what the head replaces or skips, and so on.
+    pub depth: u32,
+}
+
+/// One bundle the solver may choose.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// The bundle's name (`etcdoperator.v0.9.4`).
+    pub name: String,
+    /// Its package.
+    pub package: String,
+    /// Its version.
+    pub version: Version,
+    /// Index into [`Universe::catalogs`].
+    pub catalog: usize,
+    /// Every channel of its package that lists it.
+    pub channels: Vec<ChannelPosition>,
+    /// GVKs it provides (`group/version/Kind`).
+    pub provides: Vec<String>,
+    /// Packages it requires, with the versions it accepts.
+    pub requires_packages: Vec<(String, Range)>,
+    /// GVKs it requires.
+    pub requires_gvks: Vec<String>,
+    /// Its `olm.label` values.
+    pub labels: Vec<String>,
+}
+
+/// A package (possibly served by several catalogs).
+#[derive(Clone, Debug, Default)]
+pub struct PackageInfo {
+    /// Default channel per catalog index.
+    pub default_channels: HashMap<usize, String>,
+    /// Its bundles, in every catalog.
+    pub bundles: Vec<BundleIndex>,
+}
+
+/// Every candidate, indexed by package and by provided GVK.
+#[derive(Clone, Debug, Default)]
+pub struct Universe {
+    /// Catalogs, highest priority first.
+    pub catalogs: Vec<CatalogInfo>,
+    /// Every bundle.
+    pub bundles: Vec<Candidate>,
+    packages: HashMap<String, PackageInfo>,
+    providers: HashMap<String, Vec<BundleIndex>>,
+    by_name: HashMap<(usize, String), BundleIndex>,
+    /// For each bundle, the bundles (same package, same catalog) that may
+    /// replace it when it is installed: along its channels' update graphs.
+    upgrades: HashMap<BundleIndex, Vec<BundleIndex>>,
+}
+
+impl Universe {
+    /// An empty universe over these catalogs.
+    pub fn new(catalogs: Vec<CatalogInfo>) -> Self {
+        Self {
+            catalogs,
+            ..Self::default()
+        }
+    }
+
+    /// Adds a bundle and indexes it.
+    pub fn add_bundle(&mut self, candidate: Candidate) -> BundleIndex {
+        let index = self.bundles.len();
+        self.packages
+            .entry(candidate.package.clone())
+            .or_default()
+            .bundles
+            .push(index);
+        for gvk in &candidate.provides {
+            self.providers.entry(gvk.clone()).or_default().push(index);
+        }
+        self.by_name
+            .insert((candidate.catalog, candidate.name.clone()), index);
+        self.bundles.push(candidate);
+        index
+    }
+
+    /// Sets a package's default channel in one catalog.
+    pub fn set_default_channel(&mut self, package: &str, catalog: usize, channel: &str) {
+        let info = self.packages.entry(package.to_owned()).or_default();
+        info.default_channels.insert(catalog, channel.to_owned());
+    }
+
+    /// Records that `to` may replace an installed `from` (a `replaces`,
+    /// `skips` or `skipRange` edge in one of their channels).
+    pub fn add_upgrade_edge(&mut self, from: BundleIndex, to: BundleIndex) {
+        let targets = self.upgrades.entry(from).or_default();
+        if !targets.contains(&to) {
+            targets.push(to);
+        }
+    }
+
+    /// The package, if any catalog has it.
+    pub fn package(&self, name: &str) -> Option<&PackageInfo> {
+        self.packages.get(name)
+    }
+
+    /// Every package name, sorted.
+    pub fn package_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.packages.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The bundles providing a GVK.
+    pub fn providers(&self, gvk: &str) -> &[BundleIndex] {
+        self.providers
+            .get(gvk)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// A bundle by catalog and name.
+    pub fn bundle_in(&self, catalog: usize, name: &str) -> Option<BundleIndex> {
+        self.by_name.get(&(catalog, name.to_owned())).copied()
+    }
+
+    /// Bundles with this name in any catalog, highest catalog priority first.
+    pub fn bundles_named(&self, name: &str) -> Vec<BundleIndex> {
+        (0..self.catalogs.len())
+            .filter_map(|catalog| self.bundle_in(catalog, name))
+            .collect()
+    }
+
+    /// The bundles an installed `from` may move to.
+    pub fn upgrades_from(&self, from: BundleIndex) -> &[BundleIndex] {
+        self.upgrades
+            .get(&from)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// The default channel of `bundle`'s package in `bundle`'s catalog.
+    pub fn default_channel_of(&self, bundle: BundleIndex) -> Option<&str> {
+        let candidate = &self.bundles[bundle];
+        self.packages
+            .get(&candidate.package)?
+            .default_channels
+            .get(&candidate.catalog)
+            .map(String::as_str)
+    }
+
+    /// A package's default channel in the highest-priority catalog that has it.
+    pub fn default_channel(&self, package: &str) -> Option<&str> {
+        let info = self.packages.get(package)?;
+        (0..self.catalogs.len())
+            .find_map(|catalog| info.default_channels.get(&catalog))
+            .map(String::as_str)
+    }
+
+    /// The catalog's index by name.
+    pub fn catalog_index(&self, name: &str) -> Option<usize> {
+        self.catalogs
+            .iter()
+            .position(|catalog| catalog.name == name)
+    }
+}
