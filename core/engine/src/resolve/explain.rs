@@ -14,7 +14,7 @@ use std::fmt::{self, Write as _};
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 use resolvo::conflict::{ConflictCause, ConflictEdge, ConflictGraph, ConflictNode};
-use resolvo::{DenseIndex, Interner, Requirement, SolvableId, VersionSetId};
+use resolvo::{Interner, Requirement, SolvableId, VersionSetId};
 use serde::Serialize;
 
 use super::Request;
@@ -92,6 +92,17 @@ pub(crate) fn explain(
         )
     };
     Explanation { summary, needs }
+}
+
+/// Adds a candidate group, merging it into one that failed the same way.
+fn merge(groups: &mut Vec<CandidateVerdict>, verdict: CandidateVerdict) {
+    match groups
+        .iter_mut()
+        .find(|group| group.reason == verdict.reason && group.needs == verdict.needs)
+    {
+        Some(group) => group.bundles.extend(verdict.bundles),
+        None => groups.push(verdict),
+    }
 }
 
 /// An installed bundle "needs its own package", satisfied by itself: say
@@ -179,13 +190,19 @@ impl Walker<'_, '_> {
             let ConflictNode::Solvable(solvable) = self.graph.graph[target] else {
                 continue;
             };
-            let verdict = self.verdict(target, solvable, depth + 1);
-            match groups
-                .iter_mut()
-                .find(|group| group.reason == verdict.reason && group.needs == verdict.needs)
-            {
-                Some(group) => group.bundles.extend(verdict.bundles),
-                None => groups.push(verdict),
+            let mut verdict = self.verdict(target, solvable, depth + 1);
+            if matches!(self.provider.solvable(solvable), Solvable::Marker { .. }) {
+                // A marker stands for "package P provides the API": show P's
+                // bundles in its place, and the marker only if it clashes.
+                let inner = std::mem::take(&mut verdict.needs);
+                if !verdict.reason.is_empty() {
+                    merge(&mut groups, verdict);
+                }
+                for group in inner.into_iter().flat_map(|need| need.candidates) {
+                    merge(&mut groups, group);
+                }
+            } else {
+                merge(&mut groups, verdict);
             }
         }
         Need {
@@ -199,12 +216,7 @@ impl Walker<'_, '_> {
     /// Why one candidate (a bundle, or a GVK provider marker) could not be used.
     fn verdict(&mut self, node: NodeIndex, solvable: SolvableId, depth: usize) -> CandidateVerdict {
         let provider = self.provider;
-        let label = match provider.solvable(solvable) {
-            Solvable::Bundle(_) => provider.display_solvable(solvable).to_string(),
-            Solvable::Marker { bundle, .. } => provider
-                .display_solvable(SolvableId::from_index(bundle))
-                .to_string(),
-        };
+        let label = provider.display_solvable(solvable).to_string();
         let mut reasons = Vec::new();
         for edge in self.graph.graph.edges(node).chain(
             self.graph
@@ -240,14 +252,7 @@ impl Walker<'_, '_> {
             }
             Vec::new()
         } else {
-            let mut needs = self.needs_of(node, "", depth);
-            if matches!(provider.solvable(solvable), Solvable::Marker { .. }) {
-                // A marker only stands for its bundle: show the bundle's needs.
-                needs = needs
-                    .into_iter()
-                    .flat_map(|need| need.candidates.into_iter().flat_map(|c| c.needs))
-                    .collect();
-            }
+            let needs = self.needs_of(node, "", depth);
             self.visiting.remove(&node);
             needs
         };
@@ -262,10 +267,10 @@ impl Walker<'_, '_> {
     fn clash(&self, solvable: SolvableId, other: SolvableId) -> String {
         let provider = self.provider;
         match (provider.solvable(solvable), provider.solvable(other)) {
-            (Solvable::Marker { gvk, .. }, Solvable::Marker { bundle, .. }) => format!(
-                "{} must be its only provider, and {} provides it too",
+            (Solvable::Marker { gvk, .. }, Solvable::Marker { .. }) => format!(
+                "{} must have one provider, and {} provides it too",
                 provider.display_name(gvk),
-                provider.display_solvable(SolvableId::from_index(bundle))
+                provider.display_solvable(other)
             ),
             _ => format!(
                 "conflicts with {} (one bundle per package)",
@@ -297,6 +302,10 @@ impl Walker<'_, '_> {
             .to_string();
         let filter = provider.display_version_set(set).to_string();
         match provider.name_of(provider.version_set_name(set)) {
+            // A provider's tie to its own marker: it must be the one provider.
+            Name::Gvk(_) if matches!(provider.version_set_of(set).filter, Filter::Exact(_)) => {
+                format!("to be the one provider of {name}")
+            }
             Name::Gvk(_) => name,
             Name::Package(_) if filter.is_empty() => format!("package {name}"),
             Name::Package(_) => format!("package {name} ({filter})"),
@@ -321,7 +330,7 @@ impl Walker<'_, '_> {
         for &bundle in &info.bundles {
             let candidate = &universe.bundles[bundle];
             let reason = if let Some(exclusion) = provider.exclusion(bundle) {
-                exclusion.to_string()
+                exclusion.describe(universe)
             } else {
                 miss_reason(provider, bundle, &version_set.filter)
             };
@@ -367,19 +376,19 @@ fn miss_reason(provider: &Provider<'_>, bundle: usize, filter: &Filter) -> Strin
         }
     }
     if !provider.bundle_matches(bundle, filter) {
-        return format!("outside {}", DisplayFilter(filter));
+        return format!("outside {}", DisplayFilter(provider, filter));
     }
     "fits, but was ruled out".to_owned()
 }
 
-struct DisplayFilter<'a>(&'a Filter);
+struct DisplayFilter<'a, 'u>(&'a Provider<'u>, &'a Filter);
 
-impl fmt::Display for DisplayFilter<'_> {
+impl fmt::Display for DisplayFilter<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
+        match self.1 {
             Filter::Package {
                 range: Some(range), ..
-            } => write!(f, "{range}"),
+            } => write!(f, "{}", self.0.range(*range).as_written()),
             Filter::BundleName(name) => write!(f, "the name {name}"),
             Filter::Label(label) => write!(f, "label {label}"),
             _ => write!(f, "the requirement"),

@@ -22,9 +22,10 @@ mod provider;
 mod request;
 mod universe;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use resolvo::{Problem, SolvableId, Solver, UnsolvableOrCancelled};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 pub use explain::{CandidateVerdict, Explanation, Need};
@@ -109,7 +110,7 @@ pub fn resolve(
             _ => None,
         })
         .collect();
-    let mut rules = HashMap::new();
+    let mut rules = FxHashMap::default();
     for item in installed {
         let bundle = find_installed(universe, item)?;
         let package = universe.bundles[bundle].package.clone();
@@ -140,7 +141,23 @@ pub fn resolve(
             )));
         }
     }
-    let provider = Provider::new(universe, rules);
+    // Excluded candidates cost clauses; list them only to explain a failure.
+    match solve(universe, requests, rules.clone(), false) {
+        Err(ResolveError::Unsatisfiable(_)) => solve(universe, requests, rules, true),
+        outcome => outcome,
+    }
+}
+
+/// One solver run. With `report_exclusions`, bundles the installed rules rule
+/// out are handed to the solver as excluded (with their reason) so the
+/// explanation can name them; without, they are simply not candidates.
+fn solve(
+    universe: &Universe,
+    requests: &[Request],
+    rules: FxHashMap<String, InstalledRule>,
+    report_exclusions: bool,
+) -> Result<Resolution, ResolveError> {
+    let provider = Provider::new(universe, rules, report_exclusions);
     // Each root requirement with who asked for it, for the explanation.
     let mut roots: Vec<(resolvo::Requirement, String)> = Vec::new();
     for request in requests {
@@ -225,7 +242,7 @@ fn request_requirement(
             };
             let filter = Filter::Package {
                 channel: channel.clone(),
-                range: range.as_ref().map(|range| provider.range_key(range)),
+                range: range.as_ref().map(|range| provider.range_id(range)),
                 catalog,
             };
             provider.package_requirement(package, filter, None).into()

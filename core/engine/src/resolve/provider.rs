@@ -16,7 +16,8 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::fmt::Display;
 
 use resolvo::DenseIndex;
@@ -44,8 +45,8 @@ pub(crate) enum Filter {
     /// Bundles of a package, optionally narrowed.
     Package {
         channel: Option<String>,
-        /// Canonical text of the range, the key into `Provider::ranges`.
-        range: Option<String>,
+        /// Id of the range (see `Provider::range_id`).
+        range: Option<u32>,
         catalog: Option<usize>,
     },
     /// The bundle with this name.
@@ -54,6 +55,8 @@ pub(crate) enum Filter {
     Label(String),
     /// Every provider marker of a GVK.
     AnyProvider,
+    /// Bundles of one catalog that provide a GVK (what a marker stands for).
+    Provides { gvk: NameId, catalog: usize },
     /// Exactly one solvable.
     Exact(SolvableId),
 }
@@ -67,11 +70,18 @@ pub(crate) struct VersionSet {
     pub dependent_catalog: Option<usize>,
 }
 
-/// A solvable: a bundle, or the marker of a bundle providing a GVK.
+/// A solvable: a bundle, or the marker "package P of catalog C provides
+/// GVK X". Markers are per package, not per bundle: bundles of one package
+/// already exclude each other, and a catalog's GVK may be provided by
+/// hundreds of versions, which would all become markers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Solvable {
     Bundle(BundleIndex),
-    Marker { gvk: NameId, bundle: BundleIndex },
+    Marker {
+        gvk: NameId,
+        /// A bundle of the package and catalog, naming both.
+        bundle: BundleIndex,
+    },
 }
 
 /// The rule an installed package follows.
@@ -85,24 +95,30 @@ pub(crate) struct InstalledRule {
 }
 
 /// Why a bundle was left out before solving, by the installed-set rules.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Exclusion {
-    BelowInstalled { installed: String },
-    NotOnUpdateGraph { installed: String },
+    BelowInstalled { installed: BundleIndex },
+    NotOnUpdateGraph { installed: BundleIndex },
 }
 
-impl Display for Exclusion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Exclusion {
+    /// The reason in words, naming the installed bundle.
+    pub fn describe(self, universe: &Universe) -> String {
+        let name = |bundle: BundleIndex| {
+            let bundle = &universe.bundles[bundle];
+            format!("{} {}", bundle.name, bundle.version)
+        };
         match self {
             Self::BelowInstalled { installed } => {
-                write!(f, "older than the installed {installed} (never downgrade)")
-            }
-            Self::NotOnUpdateGraph { installed } => {
-                write!(
-                    f,
-                    "not an update of the installed {installed} in its channel's update graph"
+                format!(
+                    "older than the installed {} (never downgrade)",
+                    name(installed)
                 )
             }
+            Self::NotOnUpdateGraph { installed } => format!(
+                "not an update of the installed {} in its channel's update graph",
+                name(installed)
+            ),
         }
     }
 }
@@ -110,46 +126,83 @@ impl Display for Exclusion {
 /// Interning tables grow while the solver asks questions, hence the RefCells.
 #[derive(Default)]
 struct Tables {
-    names: Vec<Name>,
-    name_ids: HashMap<Name, NameId>,
-    solvables: Vec<Solvable>,
-    marker_ids: HashMap<(NameId, BundleIndex), SolvableId>,
+    /// Names beyond the universe's packages (which are names `0..P`, by
+    /// rank): GVKs and packages no catalog has; name `P + i` is `extra_names[i]`.
+    extra_names: Vec<Name>,
+    /// Lookups by `&str`, so finding a known name allocates nothing.
+    extra_package_ids: FxHashMap<String, NameId>,
+    gvk_ids: FxHashMap<String, NameId>,
+    /// Markers only: solvable `n + i` is `markers[i]`, where `n` is the
+    /// number of bundles (bundle `b` is solvable `b`).
+    markers: Vec<Solvable>,
+    marker_ids: FxHashMap<(NameId, NameId, usize), SolvableId>,
     version_sets: Vec<VersionSet>,
-    version_set_ids: HashMap<VersionSet, VersionSetId>,
+    version_set_ids: FxHashMap<VersionSet, VersionSetId>,
     unions: Vec<Vec<VersionSetId>>,
     strings: Vec<String>,
-    ranges: HashMap<String, Range>,
+    /// Exclusion reasons, one string per (package, reason kind).
+    reasons: FxHashMap<(BundleIndex, bool), StringId>,
+    ranges: Vec<Range>,
+    range_ids: FxHashMap<String, u32>,
+    /// Requirement ranges live in the universe for the whole resolution, so
+    /// their address identifies them without formatting them.
+    universe_range_ids: FxHashMap<usize, u32>,
 }
 
 /// One resolution's view of the universe.
 pub(crate) struct Provider<'u> {
     pub universe: &'u Universe,
-    pub installed: HashMap<String, InstalledRule>,
+    pub installed: FxHashMap<String, InstalledRule>,
+    /// Hand ruled-out bundles to the solver as excluded, for explanations.
+    report_exclusions: bool,
     tables: RefCell<Tables>,
 }
 
 impl<'u> Provider<'u> {
-    pub fn new(universe: &'u Universe, installed: HashMap<String, InstalledRule>) -> Self {
-        // Bundles are solvables 0..n, so a bundle index is its solvable id.
-        let tables = Tables {
-            solvables: (0..universe.bundles.len()).map(Solvable::Bundle).collect(),
-            ..Tables::default()
-        };
+    pub fn new(
+        universe: &'u Universe,
+        installed: FxHashMap<String, InstalledRule>,
+        report_exclusions: bool,
+    ) -> Self {
         Self {
             universe,
             installed,
-            tables: RefCell::new(tables),
+            report_exclusions,
+            tables: RefCell::new(Tables::default()),
         }
     }
 
-    pub fn name(&self, name: Name) -> NameId {
-        let mut tables = self.tables.borrow_mut();
-        if let Some(id) = tables.name_ids.get(&name) {
+    /// The solver name of a package.
+    pub fn package_name(&self, package: &str) -> NameId {
+        if let Some(rank) = self.universe.ranks().package_ids.get(package) {
+            return NameId::from_index(*rank as usize);
+        }
+        if let Some(id) = self.tables.borrow().extra_package_ids.get(package) {
             return *id;
         }
-        let id = NameId::from_index(tables.names.len());
-        tables.names.push(name.clone());
-        tables.name_ids.insert(name, id);
+        let id = self.add_extra_name(Name::Package(package.to_owned()));
+        self.tables
+            .borrow_mut()
+            .extra_package_ids
+            .insert(package.to_owned(), id);
+        id
+    }
+
+    /// The solver name of a GVK's providers.
+    pub fn gvk_name(&self, gvk: &str) -> NameId {
+        if let Some(id) = self.tables.borrow().gvk_ids.get(gvk) {
+            return *id;
+        }
+        let id = self.add_extra_name(Name::Gvk(gvk.to_owned()));
+        self.tables.borrow_mut().gvk_ids.insert(gvk.to_owned(), id);
+        id
+    }
+
+    fn add_extra_name(&self, name: Name) -> NameId {
+        let mut tables = self.tables.borrow_mut();
+        let id =
+            NameId::from_index(self.universe.ranks().package_ids.len() + tables.extra_names.len());
+        tables.extra_names.push(name);
         id
     }
 
@@ -170,39 +223,87 @@ impl<'u> Provider<'u> {
         VersionSetUnionId::from_index(tables.unions.len() - 1)
     }
 
-    pub fn range_key(&self, range: &Range) -> String {
+    /// The id of a range, equal ranges sharing one id.
+    pub fn range_id(&self, range: &Range) -> u32 {
         let key = range.to_string();
-        self.tables
-            .borrow_mut()
-            .ranges
-            .entry(key.clone())
-            .or_insert_with(|| range.clone());
-        key
-    }
-
-    fn string(&self, text: String) -> StringId {
         let mut tables = self.tables.borrow_mut();
-        tables.strings.push(text);
-        StringId::from_index(tables.strings.len() - 1)
-    }
-
-    fn marker(&self, gvk: NameId, bundle: BundleIndex) -> SolvableId {
-        let mut tables = self.tables.borrow_mut();
-        if let Some(id) = tables.marker_ids.get(&(gvk, bundle)) {
+        if let Some(id) = tables.range_ids.get(&key) {
             return *id;
         }
-        let id = SolvableId::from_index(tables.solvables.len());
-        tables.solvables.push(Solvable::Marker { gvk, bundle });
-        tables.marker_ids.insert((gvk, bundle), id);
+        let id = tables.ranges.len() as u32;
+        tables.ranges.push(range.clone());
+        tables.range_ids.insert(key, id);
+        id
+    }
+
+    /// The id of a range that lives in the universe (a bundle's requirement).
+    fn universe_range_id(&self, range: &'u Range) -> u32 {
+        let address = range as *const Range as usize;
+        if let Some(id) = self.tables.borrow().universe_range_ids.get(&address) {
+            return *id;
+        }
+        let id = self.range_id(range);
+        self.tables
+            .borrow_mut()
+            .universe_range_ids
+            .insert(address, id);
+        id
+    }
+
+    /// The range with this id.
+    pub fn range(&self, id: u32) -> Range {
+        self.tables.borrow().ranges[id as usize].clone()
+    }
+
+    /// The solver's string for an exclusion; each package has at most two
+    /// distinct reasons, so they are made once, not once per bundle.
+    fn reason_string(&self, reason: Exclusion) -> StringId {
+        let key = match reason {
+            Exclusion::BelowInstalled { installed } => (installed, true),
+            Exclusion::NotOnUpdateGraph { installed } => (installed, false),
+        };
+        if let Some(id) = self.tables.borrow().reasons.get(&key) {
+            return *id;
+        }
+        let mut tables = self.tables.borrow_mut();
+        tables.strings.push(reason.describe(self.universe));
+        let id = StringId::from_index(tables.strings.len() - 1);
+        tables.reasons.insert(key, id);
+        id
+    }
+
+    /// The marker of `bundle`'s package and catalog providing `gvk`.
+    fn marker(&self, gvk: NameId, bundle: BundleIndex) -> SolvableId {
+        let candidate = &self.universe.bundles[bundle];
+        let key = (
+            gvk,
+            self.package_name(&candidate.package),
+            candidate.catalog,
+        );
+        let mut tables = self.tables.borrow_mut();
+        if let Some(id) = tables.marker_ids.get(&key) {
+            return *id;
+        }
+        let id = SolvableId::from_index(self.universe.bundles.len() + tables.markers.len());
+        tables.markers.push(Solvable::Marker { gvk, bundle });
+        tables.marker_ids.insert(key, id);
         id
     }
 
     pub fn solvable(&self, id: SolvableId) -> Solvable {
-        self.tables.borrow().solvables[id.to_index()]
+        let index = id.to_index();
+        match index.checked_sub(self.universe.bundles.len()) {
+            None => Solvable::Bundle(index),
+            Some(marker) => self.tables.borrow().markers[marker],
+        }
     }
 
     pub fn name_of(&self, id: NameId) -> Name {
-        self.tables.borrow().names[id.to_index()].clone()
+        let ranks = self.universe.ranks();
+        match id.to_index().checked_sub(ranks.package_ids.len()) {
+            Some(extra) => self.tables.borrow().extra_names[extra].clone(),
+            None => Name::Package(self.universe.package_by_rank(id.to_index()).to_owned()),
+        }
     }
 
     pub fn version_set_of(&self, id: VersionSetId) -> VersionSet {
@@ -224,7 +325,7 @@ impl<'u> Provider<'u> {
         filter: Filter,
         dependent_catalog: Option<usize>,
     ) -> VersionSetId {
-        let name = self.name(Name::Package(package.to_owned()));
+        let name = self.package_name(package);
         self.version_set(VersionSet {
             name,
             filter,
@@ -234,7 +335,7 @@ impl<'u> Provider<'u> {
 
     /// A requirement on any provider of `gvk`.
     pub fn gvk_requirement(&self, gvk: &str, dependent_catalog: Option<usize>) -> VersionSetId {
-        let name = self.name(Name::Gvk(gvk.to_owned()));
+        let name = self.gvk_name(gvk);
         self.version_set(VersionSet {
             name,
             filter: Filter::AnyProvider,
@@ -255,17 +356,27 @@ impl<'u> Provider<'u> {
                     .as_ref()
                     .is_none_or(|channel| candidate.channels.iter().any(|c| &c.channel == channel))
                     && catalog.is_none_or(|catalog| candidate.catalog == catalog)
-                    && range.as_ref().is_none_or(|key| {
-                        let tables = self.tables.borrow();
-                        tables
-                            .ranges
-                            .get(key)
-                            .is_some_and(|range| range.contains(&candidate.version))
+                    && range.is_none_or(|id| {
+                        self.tables.borrow().ranges[id as usize].contains(&candidate.version)
                     })
             }
             Filter::BundleName(name) => &candidate.name == name,
             Filter::Label(label) => candidate.labels.contains(label),
             Filter::Exact(id) => id.to_index() == bundle,
+            Filter::Provides { gvk, catalog } => {
+                candidate.catalog == *catalog && {
+                    let packages = self.universe.ranks().package_ids.len();
+                    let tables = self.tables.borrow();
+                    match gvk
+                        .to_index()
+                        .checked_sub(packages)
+                        .map(|i| &tables.extra_names[i])
+                    {
+                        Some(Name::Gvk(gvk)) => candidate.provides.contains(gvk),
+                        _ => false,
+                    }
+                }
+            }
             Filter::AnyProvider => false,
         }
     }
@@ -276,31 +387,21 @@ impl<'u> Provider<'u> {
     /// other channels by name; the channel head, then down the graph; then
     /// the package name, higher versions and the bundle name, so the order is
     /// total and deterministic.
-    pub fn preference(&self, bundle: BundleIndex, set: &VersionSet) -> impl Ord + use<'u> {
+    pub fn preference(
+        &self,
+        bundle: BundleIndex,
+        set: &VersionSet,
+        wanted_channel: Option<u32>,
+    ) -> impl Ord + use<> {
         let universe = self.universe;
+        let ranks = universe.ranks();
         let candidate = &universe.bundles[bundle];
-        let wanted_channel = match &set.filter {
-            Filter::Package { channel, .. } => channel.clone(),
-            _ => None,
-        };
-        let default = universe.default_channel_of(bundle).map(str::to_owned);
-        let best_channel = candidate
-            .channels
+        let best_channel = ranks.positions[bundle]
             .iter()
-            .filter(|position| {
-                wanted_channel
-                    .as_ref()
-                    .is_none_or(|wanted| &position.channel == wanted)
-            })
-            .map(|position| {
-                (
-                    Some(&position.channel) != default.as_ref(),
-                    position.channel.clone(),
-                    position.depth,
-                )
-            })
+            .filter(|(_, channel, _)| wanted_channel.is_none_or(|wanted| *channel == wanted))
             .min()
-            .unwrap_or((true, String::new(), u32::MAX));
+            .copied()
+            .unwrap_or((true, u32::MAX, u32::MAX));
         (
             set.dependent_catalog
                 .is_none_or(|catalog| catalog != candidate.catalog),
@@ -308,27 +409,53 @@ impl<'u> Provider<'u> {
             best_channel,
             // Versions of different packages do not compare: between
             // providers of one GVK, the package name decides (as in OLM).
-            candidate.package.clone(),
-            Reverse(candidate.version.clone()),
-            candidate.name.clone(),
+            ranks.package[bundle],
+            ranks.version[bundle],
+            bundle,
+        )
+    }
+
+    /// Whether a name stands for a GVK's providers.
+    fn is_marker_name(&self, name: NameId) -> bool {
+        let packages = self.universe.ranks().package_ids.len();
+        name.to_index() >= packages
+            && matches!(
+                self.tables.borrow().extra_names[name.to_index() - packages],
+                Name::Gvk(_)
+            )
+    }
+
+    /// Order of a GVK's provider packages: the dependent's catalog, then
+    /// priority, then package name (OLM orders providers by package); the
+    /// marker's own requirement then orders that package's bundles.
+    fn marker_preference(&self, id: SolvableId, set: &VersionSet) -> impl Ord + use<> {
+        let Solvable::Marker { bundle, .. } = self.solvable(id) else {
+            unreachable!("GVK names hold markers only")
+        };
+        let candidate = &self.universe.bundles[bundle];
+        (
+            set.dependent_catalog
+                .is_none_or(|catalog| catalog != candidate.catalog),
+            Reverse(self.universe.catalogs[candidate.catalog].priority),
+            self.universe.ranks().package[bundle],
             candidate.catalog,
         )
     }
 
-    /// Bundles of `package` that the installed rules exclude, with the reason.
+    /// Bundles that the installed rules exclude, with the reason.
     pub fn exclusion(&self, bundle: BundleIndex) -> Option<Exclusion> {
-        let candidate = &self.universe.bundles[bundle];
+        let universe = self.universe;
+        let candidate = &universe.bundles[bundle];
         let rule = self.installed.get(&candidate.package)?;
         if rule.allowed.contains(&bundle) {
             return None;
         }
-        let installed = &self.universe.bundles[rule.bundle];
-        let installed = format!("{} {}", installed.name, installed.version);
-        if candidate.version < self.universe.bundles[rule.bundle].version {
-            Some(Exclusion::BelowInstalled { installed })
+        let installed = rule.bundle;
+        Some(if candidate.version < universe.bundles[installed].version {
+            Exclusion::BelowInstalled { installed }
         } else {
-            Some(Exclusion::NotOnUpdateGraph { installed })
-        }
+            Exclusion::NotOnUpdateGraph { installed }
+        })
     }
 
     fn display_bundle(&self, bundle: BundleIndex) -> String {
@@ -346,7 +473,9 @@ impl Interner for Provider<'_> {
         match self.solvable(solvable) {
             Solvable::Bundle(bundle) => self.display_bundle(bundle),
             Solvable::Marker { bundle, .. } => {
-                format!("provided by {}", self.display_bundle(bundle))
+                let candidate = &self.universe.bundles[bundle];
+                let catalog = &self.universe.catalogs[candidate.catalog].name;
+                format!("package {} ({catalog})", candidate.package)
             }
         }
     }
@@ -370,7 +499,7 @@ impl Interner for Provider<'_> {
                     parts.push(format!("channel {channel}"));
                 }
                 if let Some(range) = range {
-                    parts.push(range);
+                    parts.push(self.range(range).as_written().to_owned());
                 }
                 if let Some(catalog) = catalog {
                     parts.push(format!("from {}", self.universe.catalogs[catalog].name));
@@ -381,6 +510,11 @@ impl Interner for Provider<'_> {
             Filter::Label(label) => format!("labelled {label}"),
             Filter::AnyProvider => "any provider".to_owned(),
             Filter::Exact(id) => format!("exactly {}", self.display_solvable(id)),
+            Filter::Provides { gvk, catalog } => format!(
+                "providing {}, from {}",
+                self.display_name(gvk),
+                self.universe.catalogs[catalog].name
+            ),
         }
     }
 
@@ -389,14 +523,12 @@ impl Interner for Provider<'_> {
     }
 
     fn version_set_name(&self, version_set: VersionSetId) -> NameId {
-        self.version_set_of(version_set).name
+        self.tables.borrow().version_sets[version_set.to_index()].name
     }
 
     fn solvable_name(&self, solvable: SolvableId) -> NameId {
         match self.solvable(solvable) {
-            Solvable::Bundle(bundle) => {
-                self.name(Name::Package(self.universe.bundles[bundle].package.clone()))
-            }
+            Solvable::Bundle(bundle) => self.package_name(&self.universe.bundles[bundle].package),
             Solvable::Marker { gvk, .. } => gvk,
         }
     }
@@ -420,7 +552,8 @@ impl DependencyProvider for Provider<'_> {
         version_set: VersionSetId,
         inverse: bool,
     ) -> Vec<SolvableId> {
-        let set = self.version_set_of(version_set);
+        let tables = self.tables.borrow();
+        let set = &tables.version_sets[version_set.to_index()];
         let mut matched: Vec<SolvableId> = candidates
             .iter()
             .copied()
@@ -435,10 +568,31 @@ impl DependencyProvider for Provider<'_> {
             })
             .collect();
         if !inverse {
-            let bundle_of = |id: SolvableId| match self.solvable(id) {
-                Solvable::Bundle(bundle) | Solvable::Marker { bundle, .. } => bundle,
-            };
-            matched.sort_by_cached_key(|&id| self.preference(bundle_of(id), &set));
+            match &set.filter {
+                Filter::AnyProvider | Filter::Exact(_) if self.is_marker_name(set.name) => {
+                    matched.sort_by_cached_key(|&id| self.marker_preference(id, set));
+                }
+                filter => {
+                    let wanted_channel = match filter {
+                        // A channel no bundle is in ranks nowhere: nothing matched anyway.
+                        Filter::Package {
+                            channel: Some(channel),
+                            ..
+                        } => Some(
+                            self.universe
+                                .ranks()
+                                .channel
+                                .get(channel)
+                                .copied()
+                                .unwrap_or(u32::MAX),
+                        ),
+                        _ => None,
+                    };
+                    matched.sort_by_cached_key(|&id| {
+                        self.preference(id.to_index(), set, wanted_channel)
+                    });
+                }
+            }
         }
         matched
     }
@@ -451,9 +605,10 @@ impl DependencyProvider for Provider<'_> {
                 for &bundle in &info.bundles {
                     let id = SolvableId::from_index(bundle);
                     match self.exclusion(bundle) {
-                        Some(reason) => candidates
-                            .excluded
-                            .push((id, self.string(reason.to_string()))),
+                        Some(reason) if self.report_exclusions => {
+                            candidates.excluded.push((id, self.reason_string(reason)))
+                        }
+                        Some(_) => {}
                         None => candidates.candidates.push(id),
                     }
                 }
@@ -464,11 +619,13 @@ impl DependencyProvider for Provider<'_> {
                 Some(candidates)
             }
             Name::Gvk(gvk) => {
-                let providers = self.universe.providers(&gvk);
-                let candidates = providers
-                    .iter()
-                    .map(|&bundle| self.marker(name, bundle))
-                    .collect();
+                let mut candidates: Vec<SolvableId> = Vec::new();
+                for &bundle in self.universe.providers(&gvk) {
+                    let marker = self.marker(name, bundle);
+                    if !candidates.contains(&marker) {
+                        candidates.push(marker);
+                    }
+                }
                 Some(Candidates {
                     candidates,
                     ..Candidates::default()
@@ -490,7 +647,7 @@ impl DependencyProvider for Provider<'_> {
                 for (package, range) in &candidate.requires_packages {
                     let filter = Filter::Package {
                         channel: None,
-                        range: Some(self.range_key(range)),
+                        range: Some(self.universe_range_id(range)),
                         catalog: None,
                     };
                     requirements.push(self.package_requirement(package, filter, catalog).into());
@@ -499,7 +656,7 @@ impl DependencyProvider for Provider<'_> {
                     requirements.push(self.gvk_requirement(gvk, catalog).into());
                 }
                 for gvk in &candidate.provides {
-                    let gvk_name = self.name(Name::Gvk(gvk.clone()));
+                    let gvk_name = self.gvk_name(gvk);
                     let marker = self.marker(gvk_name, bundle);
                     let set = self.version_set(VersionSet {
                         name: gvk_name,
@@ -509,13 +666,13 @@ impl DependencyProvider for Provider<'_> {
                     requirements.push(set.into());
                 }
             }
-            Solvable::Marker { bundle, .. } => {
-                let package = &self.universe.bundles[bundle].package;
-                let set = self.package_requirement(
-                    package,
-                    Filter::Exact(SolvableId::from_index(bundle)),
-                    None,
-                );
+            Solvable::Marker { gvk, bundle } => {
+                let candidate = &self.universe.bundles[bundle];
+                let filter = Filter::Provides {
+                    gvk,
+                    catalog: candidate.catalog,
+                };
+                let set = self.package_requirement(&candidate.package, filter, None);
                 requirements.push(set.into());
             }
         }

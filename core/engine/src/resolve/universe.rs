@@ -7,6 +7,9 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+use std::sync::OnceLock;
+
 use crate::{Range, Version};
 
 /// Index of a bundle in [`Universe::bundles`].
@@ -75,6 +78,27 @@ pub struct Universe {
     /// For each bundle, the bundles (same package, same catalog) that may
     /// replace it when it is installed: along its channels' update graphs.
     upgrades: HashMap<BundleIndex, Vec<BundleIndex>>,
+    /// Integer ranks for the preference order, computed on first use so
+    /// sorting candidates compares numbers, not strings.
+    ranks: OnceLock<Ranks>,
+}
+
+/// Orders that the preference key needs, as integers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Ranks {
+    /// Per bundle: the rank of its package's name among all package names.
+    pub package: Vec<u32>,
+    /// Per bundle: 0 for the highest version of its package, 1 for the next...
+    pub version: Vec<u32>,
+    /// Every channel name, ranked lexicographically.
+    pub channel: FxHashMap<String, u32>,
+    /// Every package name to its rank (the rank is also its solver name id).
+    pub package_ids: FxHashMap<String, u32>,
+    /// Every package name, by rank.
+    pub package_names: Vec<String>,
+    /// Per bundle, each channel listing it as (not the default channel,
+    /// channel rank, depth): the channel part of the preference, precomputed.
+    pub positions: Vec<Vec<(bool, u32, u32)>>,
 }
 
 impl Universe {
@@ -88,6 +112,7 @@ impl Universe {
 
     /// Adds a bundle and indexes it.
     pub fn add_bundle(&mut self, candidate: Candidate) -> BundleIndex {
+        self.ranks.take();
         let index = self.bundles.len();
         self.packages
             .entry(candidate.package.clone())
@@ -105,6 +130,7 @@ impl Universe {
 
     /// Sets a package's default channel in one catalog.
     pub fn set_default_channel(&mut self, package: &str, catalog: usize, channel: &str) {
+        self.ranks.take();
         let info = self.packages.entry(package.to_owned()).or_default();
         info.default_channels.insert(catalog, channel.to_owned());
     }
@@ -174,6 +200,78 @@ impl Universe {
         (0..self.catalogs.len())
             .find_map(|catalog| info.default_channels.get(&catalog))
             .map(String::as_str)
+    }
+
+    /// The preference ranks, computed once after the last bundle was added.
+    pub(crate) fn ranks(&self) -> &Ranks {
+        self.ranks.get_or_init(|| {
+            let mut names: Vec<&str> = self.packages.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            let package_ids: FxHashMap<String, u32> = names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| ((*name).to_owned(), i as u32))
+                .collect();
+            let mut version = vec![0; self.bundles.len()];
+            for info in self.packages.values() {
+                let mut sorted = info.bundles.clone();
+                sorted.sort_by(|a, b| self.bundles[*b].version.cmp(&self.bundles[*a].version));
+                for (rank, bundle) in sorted.into_iter().enumerate() {
+                    version[bundle] = rank as u32;
+                }
+            }
+            let mut channels: Vec<&str> = self
+                .bundles
+                .iter()
+                .flat_map(|bundle| {
+                    bundle
+                        .channels
+                        .iter()
+                        .map(|position| position.channel.as_str())
+                })
+                .collect();
+            channels.sort_unstable();
+            channels.dedup();
+            let channel: FxHashMap<String, u32> = channels
+                .into_iter()
+                .enumerate()
+                .map(|(i, name)| (name.to_owned(), i as u32))
+                .collect();
+            let positions = (0..self.bundles.len())
+                .map(|bundle| {
+                    let default = self.default_channel_of(bundle);
+                    self.bundles[bundle]
+                        .channels
+                        .iter()
+                        .map(|position| {
+                            let not_default = Some(position.channel.as_str()) != default;
+                            (
+                                not_default,
+                                channel[position.channel.as_str()],
+                                position.depth,
+                            )
+                        })
+                        .collect()
+                })
+                .collect();
+            Ranks {
+                package: self
+                    .bundles
+                    .iter()
+                    .map(|bundle| package_ids[bundle.package.as_str()])
+                    .collect(),
+                version,
+                channel,
+                positions,
+                package_ids,
+                package_names: names.iter().map(|name| (*name).to_owned()).collect(),
+            }
+        })
+    }
+
+    /// The package whose name has this rank (see `Ranks::package_ids`).
+    pub(crate) fn package_by_rank(&self, rank: usize) -> &str {
+        &self.ranks().package_names[rank]
     }
 
     /// The catalog's index by name.
