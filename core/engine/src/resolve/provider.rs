@@ -132,9 +132,11 @@ struct Tables {
     /// Lookups by `&str`, so finding a known name allocates nothing.
     extra_package_ids: FxHashMap<String, NameId>,
     gvk_ids: FxHashMap<String, NameId>,
-    /// Markers only: solvable `n + i` is `markers[i]`, where `n` is the
-    /// number of bundles (bundle `b` is solvable `b`).
-    markers: Vec<Solvable>,
+    /// Every solvable this resolution has met, numbered densely from 0: the
+    /// solver sizes its tables by the highest id, so ids must not be the
+    /// universe's bundle indices (thousands) when a resolution meets dozens.
+    solvables: Vec<Solvable>,
+    bundle_ids: FxHashMap<BundleIndex, SolvableId>,
     marker_ids: FxHashMap<(NameId, NameId, usize), SolvableId>,
     version_sets: Vec<VersionSet>,
     version_set_ids: FxHashMap<VersionSet, VersionSetId>,
@@ -284,18 +286,26 @@ impl<'u> Provider<'u> {
         if let Some(id) = tables.marker_ids.get(&key) {
             return *id;
         }
-        let id = SolvableId::from_index(self.universe.bundles.len() + tables.markers.len());
-        tables.markers.push(Solvable::Marker { gvk, bundle });
+        let id = SolvableId::from_index(tables.solvables.len());
+        tables.solvables.push(Solvable::Marker { gvk, bundle });
         tables.marker_ids.insert(key, id);
         id
     }
 
-    pub fn solvable(&self, id: SolvableId) -> Solvable {
-        let index = id.to_index();
-        match index.checked_sub(self.universe.bundles.len()) {
-            None => Solvable::Bundle(index),
-            Some(marker) => self.tables.borrow().markers[marker],
+    /// The solvable id of a bundle.
+    pub fn bundle_id(&self, bundle: BundleIndex) -> SolvableId {
+        if let Some(id) = self.tables.borrow().bundle_ids.get(&bundle) {
+            return *id;
         }
+        let mut tables = self.tables.borrow_mut();
+        let id = SolvableId::from_index(tables.solvables.len());
+        tables.solvables.push(Solvable::Bundle(bundle));
+        tables.bundle_ids.insert(bundle, id);
+        id
+    }
+
+    pub fn solvable(&self, id: SolvableId) -> Solvable {
+        self.tables.borrow().solvables[id.to_index()]
     }
 
     pub fn name_of(&self, id: NameId) -> Name {
@@ -362,7 +372,7 @@ impl<'u> Provider<'u> {
             }
             Filter::BundleName(name) => &candidate.name == name,
             Filter::Label(label) => candidate.labels.contains(label),
-            Filter::Exact(id) => id.to_index() == bundle,
+            Filter::Exact(id) => self.tables.borrow().bundle_ids.get(&bundle) == Some(id),
             Filter::Provides { gvk, catalog } => {
                 candidate.catalog == *catalog && {
                     let packages = self.universe.ranks().package_ids.len();
@@ -589,7 +599,10 @@ impl DependencyProvider for Provider<'_> {
                         _ => None,
                     };
                     matched.sort_by_cached_key(|&id| {
-                        self.preference(id.to_index(), set, wanted_channel)
+                        let Solvable::Bundle(bundle) = self.solvable(id) else {
+                            unreachable!("package names hold bundles only")
+                        };
+                        self.preference(bundle, set, wanted_channel)
                     });
                 }
             }
@@ -603,7 +616,7 @@ impl DependencyProvider for Provider<'_> {
                 let info = self.universe.package(&package)?;
                 let mut candidates = Candidates::default();
                 for &bundle in &info.bundles {
-                    let id = SolvableId::from_index(bundle);
+                    let id = self.bundle_id(bundle);
                     match self.exclusion(bundle) {
                         Some(reason) if self.report_exclusions => {
                             candidates.excluded.push((id, self.reason_string(reason)))
@@ -614,7 +627,7 @@ impl DependencyProvider for Provider<'_> {
                 }
                 if let Some(rule) = self.installed.get(&package).filter(|rule| !rule.requested) {
                     // Keeping what is installed is preferred to moving it.
-                    candidates.favored = Some(SolvableId::from_index(rule.bundle));
+                    candidates.favored = Some(self.bundle_id(rule.bundle));
                 }
                 Some(candidates)
             }

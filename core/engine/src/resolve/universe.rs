@@ -72,12 +72,12 @@ pub struct Universe {
     pub catalogs: Vec<CatalogInfo>,
     /// Every bundle.
     pub bundles: Vec<Candidate>,
-    packages: HashMap<String, PackageInfo>,
-    providers: HashMap<String, Vec<BundleIndex>>,
-    by_name: HashMap<(usize, String), BundleIndex>,
+    packages: FxHashMap<String, PackageInfo>,
+    providers: FxHashMap<String, Vec<BundleIndex>>,
+    by_name: FxHashMap<(usize, String), BundleIndex>,
     /// For each bundle, the bundles (same package, same catalog) that may
     /// replace it when it is installed: along its channels' update graphs.
-    upgrades: HashMap<BundleIndex, Vec<BundleIndex>>,
+    upgrades: FxHashMap<BundleIndex, Vec<BundleIndex>>,
     /// Integer ranks for the preference order, computed on first use so
     /// sorting candidates compares numbers, not strings.
     ranks: OnceLock<Ranks>,
