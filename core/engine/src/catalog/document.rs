@@ -180,6 +180,15 @@ fn decode_yaml(
 ) -> Result<(), CatalogError> {
     let mut options = serde_saphyr::Options::default();
     options.with_snippet = false;
+    // The default budget suits configuration files (1024 documents, 250k
+    // nodes); a rendered catalog is far bigger. Counts grow with the input,
+    // so tie them to its length; alias, anchor and depth caps stay, and they
+    // are what stops a small file from expanding into a huge one.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = budget.max_documents.max(text.len() / 4);
+    budget.max_nodes = budget.max_nodes.max(text.len());
+    budget.max_events = budget.max_events.max(text.len().saturating_mul(2));
+    options.budget = Some(budget);
     let values: Vec<serde_saphyr::Spanned<serde_json::Value>> =
         serde_saphyr::from_multiple_with_options(text, options).map_err(|error| {
             let location = error.location();

@@ -140,3 +140,29 @@ fn formats_come_from_extensions() {
     assert_eq!(Format::from_path(Path::new("README.md")), None);
     assert_eq!(Format::from_path(Path::new("Dockerfile")), None);
 }
+
+#[test]
+fn large_yaml_streams_fit_the_parser_budget() {
+    // More documents than serde-saphyr's default budget (1024) allows.
+    let mut text = String::new();
+    for i in 0..1100 {
+        text.push_str(&format!("---\nschema: olm.package\nname: p{i}\n"));
+    }
+    let (documents, diagnostics) = run(&text, Format::Yaml).unwrap();
+    assert!(diagnostics.is_empty());
+    assert_eq!(documents.len(), 1100);
+}
+
+#[test]
+fn yaml_alias_bombs_are_refused() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let previous = format!("*a{}", i - 1);
+        let list = vec![previous.as_str(); 20].join(", ");
+        text.push_str(&format!("a{i}: &a{i} [{list}]\n"));
+    }
+    assert!(matches!(
+        run(&text, Format::Yaml),
+        Err(CatalogError::Syntax { .. })
+    ));
+}

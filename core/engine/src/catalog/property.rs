@@ -366,13 +366,26 @@ fn parse_any<'a, T: Deserialize<'a>>(json: &'a str) -> Result<T, PropertyError> 
     })
 }
 
-/// serde_json appends "at line L column C" relative to the value; the
-/// diagnostic carries the document's line instead.
+/// Drops a trailing position (" at line 3 column 10" from serde_json,
+/// " at line 3, column 10" from serde-saphyr): errors and diagnostics carry
+/// the position in their own fields.
 pub(crate) fn strip_position(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(index) => message[..index].to_owned(),
-        None => message.to_owned(),
+    if let Some(index) = message.rfind(" at line ") {
+        let tail = &message[index + " at line ".len()..];
+        let is_position = tail
+            .split([' ', ','])
+            .filter(|word| !word.is_empty())
+            .enumerate()
+            .all(|(i, word)| match i {
+                0 | 2 => word.bytes().all(|b| b.is_ascii_digit()),
+                1 => word == "column",
+                _ => false,
+            });
+        if is_position {
+            return message[..index].to_owned();
+        }
     }
+    message.to_owned()
 }
 
 #[cfg(test)]

@@ -151,3 +151,18 @@ fn unknown_types_are_kept_with_their_raw_value() {
     };
     assert_eq!(value.get(), r#""4.8""#);
 }
+
+#[test]
+fn only_a_trailing_position_is_stripped() {
+    assert_eq!(
+        strip_position("expected value at line 3 column 10"),
+        "expected value"
+    );
+    assert_eq!(
+        strip_position("unclosed bracket at line 3, column 6"),
+        "unclosed bracket"
+    );
+    let nested = "budget breached at line 1, column 13 (used at line 6, column 15)";
+    assert_eq!(strip_position(nested), nested);
+    assert_eq!(strip_position("no position"), "no position");
+}
