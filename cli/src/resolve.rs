@@ -92,7 +92,8 @@ fn load_inputs(args: &ResolveArgs) -> Result<(Universe, Vec<Request>, Vec<Instal
         let (path, priority) = catalog_spec(spec)?;
         let name = catalog_name(&path);
         let catalog = Catalog::load(&path, &name, priority)
-            .map_err(|error| Failure::BadInput(format!("catalog {}: {error}", path.display())))?;
+            // The catalog error already names the file, line and column.
+            .map_err(|error| Failure::BadInput(error.to_string()))?;
         report_diagnostics(&catalog, args.verbose);
         catalogs.push(catalog);
     }
@@ -172,7 +173,14 @@ fn read_installed(path: &Path) -> Result<Vec<Installed>, Failure> {
 
 fn reason_text(reason: &SelectionReason) -> String {
     match reason {
-        SelectionReason::Requested { request } => format!("requested ({request})"),
+        SelectionReason::Requested {
+            request,
+            replaces: None,
+        } => format!("requested ({request})"),
+        SelectionReason::Requested {
+            request,
+            replaces: Some(from),
+        } => format!("requested ({request}), updates installed {from}"),
         SelectionReason::Installed => "installed, kept".to_owned(),
         SelectionReason::Upgrade { from } => format!("update of installed {from}"),
         SelectionReason::Dependency { of, needs } => format!("{of} needs {needs}"),

@@ -62,6 +62,10 @@ pub enum SelectionReason {
     Requested {
         /// The request, as written.
         request: String,
+        /// The installed bundle it replaces, if the package was installed
+        /// at another bundle.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replaces: Option<String>,
     },
     /// It was installed and stays.
     Installed,
@@ -354,12 +358,19 @@ fn selection_reason(
 ) -> SelectionReason {
     let universe = provider.universe;
     let candidate = &universe.bundles[bundle];
+    let installed = provider
+        .installed
+        .get(&candidate.package)
+        .map(|rule| rule.bundle);
     if let Some(request) = requests
         .iter()
         .find(|request| satisfies(provider, bundle, request))
     {
         return SelectionReason::Requested {
             request: request.to_string(),
+            replaces: installed
+                .filter(|&before| before != bundle)
+                .map(|before| universe.bundles[before].name.clone()),
         };
     }
     if let Some(rule) = provider.installed.get(&candidate.package) {
