@@ -12,6 +12,16 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 step() { printf '\n== %s (%ss)\n' "$*" "$SECONDS"; }
 
+# The shared test data (real catalogs, bundles, a package repository) lives
+# beside the repository; tests read it through PAKKET_DATA.
+if [[ -z ${PAKKET_DATA:-} ]]; then
+  for candidate in "$PWD/../shared/data" /work/shared/data; do
+    if [[ -f $candidate/README.md ]]; then PAKKET_DATA=$(cd "$candidate" && pwd); break; fi
+  done
+fi
+[[ -n ${PAKKET_DATA:-} ]] || { echo "test data not found; set PAKKET_DATA to the shared data folder" >&2; exit 1; }
+export PAKKET_DATA
+
 step "toolchains"
 dev/prerequisites.sh
 

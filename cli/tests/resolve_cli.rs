@@ -9,9 +9,18 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// A file of the shared test data: `$PAKKET_DATA`, else `../shared/data` beside the repository.
 fn data(path: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data");
-    root.join(path).display().to_string()
+    let root = std::env::var_os("PAKKET_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
+    let file = root.join(path);
+    assert!(
+        file.exists(),
+        "test data {} is missing; set PAKKET_DATA to the shared data folder",
+        file.display()
+    );
+    file.display().to_string()
 }
 
 fn derived() -> String {

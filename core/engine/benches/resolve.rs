@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use pakket_engine::catalog::{Catalog, CatalogSet};
 use pakket_engine::resolve::{Installed, Request, Universe, resolve};
 
-const DEFAULT_CATALOG: &str =
-    "../../../shared/data/fbc/community-operators-prod-derived/catalog.json";
+/// The benchmark catalog, under the shared data folder (`$PAKKET_DATA`).
+const CATALOG: &str = "fbc/community-operators-prod-derived/catalog.json";
 
 struct Options {
     catalog: PathBuf,
@@ -34,7 +34,10 @@ struct Options {
 fn options() -> Options {
     let mut args = std::env::args().skip(1).filter(|arg| arg != "--bench");
     let mut options = Options {
-        catalog: Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CATALOG),
+        catalog: std::env::var_os("PAKKET_DATA")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
+            .join(CATALOG),
         installed: 50,
         repeat: 3,
         peer: true,

@@ -9,6 +9,7 @@
 use semver::Version as Point;
 
 use super::RangeError;
+use super::point;
 use super::scan::{self, Cursor};
 use super::set::{self, Piece, Takes};
 
@@ -42,8 +43,8 @@ const RELEASES_ONLY: &str = "!prerelease";
 pub(super) fn parse(text: &str) -> Result<Vec<Piece>, RangeError> {
     let mut cursor = Cursor::new(text);
     let mut alternatives = Vec::new();
-    // The comparators read so far in this alternative, ANDed.
-    let mut group: Option<Vec<Piece>> = None;
+    // The comparators read so far in this alternative, to be ANDed.
+    let mut group: Option<Vec<Vec<Piece>>> = None;
     let mut after_or = None;
     loop {
         cursor.take_while(|byte| byte == b' ');
@@ -57,7 +58,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Piece>, RangeError> {
                     };
                     return Err(cursor.error(start, "", message));
                 };
-                alternatives.extend(group);
+                alternatives.extend(set::intersect_all(group));
                 break;
             }
             Some(b'|') if cursor.eat("||") => {
@@ -68,7 +69,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Piece>, RangeError> {
                         "expected a version comparator before \"||\"",
                     ));
                 };
-                alternatives.extend(done);
+                alternatives.extend(set::intersect_all(done));
                 if cursor.peek().is_some_and(|byte| byte != b' ') {
                     return Err(cursor.unexpected("expected a space after \"||\""));
                 }
@@ -76,10 +77,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Piece>, RangeError> {
             }
             Some(_) => {
                 let term = comparator(&mut cursor)?;
-                group = Some(match group {
-                    None => term,
-                    Some(group) => set::intersect(&group, &term),
-                });
+                group.get_or_insert_with(Vec::new).push(term);
                 match cursor.peek() {
                     None | Some(b' ') => {}
                     Some(b'|') => {
@@ -105,7 +103,7 @@ fn comparator(cursor: &mut Cursor<'_>) -> Result<Vec<Piece>, RangeError> {
     {
         cursor.eat(RELEASES_ONLY);
         return Ok(vec![Piece::new(
-            set::release(0, 0, 0),
+            point::release(0, 0, 0),
             None,
             Takes::Releases,
         )]);
@@ -203,24 +201,24 @@ fn strict_version(cursor: &Cursor<'_>, text: &str, start: usize) -> Result<Point
     scan::check_prerelease_numbers(parsed.pre.as_str()).map_err(|reason| {
         cursor.error(start, text, format!("invalid version {text:?}: {reason}"))
     })?;
-    Ok(set::strip_build(&parsed))
+    Ok(point::strip_build(&parsed))
 }
 
 /// What `op version` holds, for a plain version.
 fn literal(op: Op, version: &Point) -> Vec<Piece> {
     let all = |lo: Point, hi: Option<Point>| Piece::new(lo, hi, Takes::All);
-    let after = set::succ(version);
+    let after = point::succ(version);
     match op {
         Op::Eq => vec![all(version.clone(), after)],
         Op::Ne => {
-            let mut pieces = vec![all(set::min_point(), Some(version.clone()))];
+            let mut pieces = vec![all(point::min_point(), Some(version.clone()))];
             pieces.extend(after.map(|after| all(after, None)));
             pieces
         }
         Op::Gt => after.map(|after| all(after, None)).into_iter().collect(),
         Op::Ge => vec![all(version.clone(), None)],
-        Op::Lt => vec![all(set::min_point(), Some(version.clone()))],
-        Op::Le => vec![all(set::min_point(), after)],
+        Op::Lt => vec![all(point::min_point(), Some(version.clone()))],
+        Op::Le => vec![all(point::min_point(), after)],
     }
 }
 
@@ -265,32 +263,34 @@ fn wildcard(
         return Err(cursor.error(start, text, message));
     };
 
-    let flat = set::release(major, minor, 0);
-    // blang increments with Go's `strconv.Atoi`, so past i64 it errors.
-    let bumped = match bump {
-        Bump::Major => major.checked_add(1).map(|next| (next, 0)),
-        Bump::Minor => minor.checked_add(1).map(|next| (major, next)),
+    let flat = point::release(major, minor, 0);
+    // The bound above the wildcard: blang increments with Go's
+    // `strconv.Atoi`, which fails past i64, so the range fails there too.
+    let next = match bump {
+        Bump::Major => major.checked_add(1).map(|next| (next, next, 0)),
+        Bump::Minor => minor.checked_add(1).map(|next| (next, major, next)),
     }
-    .filter(|&(major, minor)| major.max(minor) <= i64::MAX as u64)
-    .map(|(major, minor)| set::release(major, minor, 0));
-    let needs_bump = !matches!(op, Op::Ge | Op::Lt);
-    let bumped = match (needs_bump, bumped) {
-        (true, None) => {
+    .filter(|&(bumped, _, _)| bumped <= i64::MAX as u64)
+    .map(|(_, major, minor)| point::release(major, minor, 0));
+    let next = || {
+        next.clone().ok_or_else(|| {
             let message = format!("{text:?} is too large for OLM (blang/semver) to expand");
-            return Err(cursor.error(start, text, message));
-        }
-        (_, bumped) => bumped,
+            cursor.error(start, text, message)
+        })
     };
 
     let all = |lo: Point, hi: Option<Point>| Piece::new(lo, hi, Takes::All);
     Ok(Some(match op {
-        Op::Gt => vec![all(bumped.unwrap_or(flat), None)],
+        Op::Gt => vec![all(next()?, None)],
         Op::Ge => vec![all(flat, None)],
-        Op::Lt => vec![all(set::min_point(), Some(flat))],
-        Op::Le => vec![all(set::min_point(), bumped)],
-        Op::Eq => vec![all(flat, bumped)],
+        Op::Lt => vec![all(point::min_point(), Some(flat))],
+        Op::Le => vec![all(point::min_point(), Some(next()?))],
+        Op::Eq => vec![all(flat, Some(next()?))],
         // blang ANDs `<1.2.0` with `>=1.3.0` here, which nothing satisfies.
-        Op::Ne => Vec::new(),
+        Op::Ne => {
+            next()?;
+            Vec::new()
+        }
     }))
 }
 
@@ -331,6 +331,8 @@ mod tests {
         same("<1.2.x", "<1.2.0");
         same(">=1.x", ">=1.0.0");
         same("1.x.x", ">=1.0.0 <1.1.0");
+        // Only the incremented number has to fit Go's int.
+        same("<=18446744073709551615.1.x", "<18446744073709551615.2.0");
         assert!(Range::parse("!=1.2.x").unwrap().is_empty());
         assert!(Range::parse("!1.x").unwrap().is_empty());
     }

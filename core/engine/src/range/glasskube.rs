@@ -10,6 +10,7 @@
 use semver::{Prerelease, Version as Point};
 
 use super::RangeError;
+use super::point;
 use super::scan::{self, Cursor};
 use super::set::{self, Piece, Takes};
 
@@ -44,7 +45,7 @@ const OPERATORS: &[(&str, Op)] = &[
 /// How much of a version is written; Masterminds' `dirty` flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shape {
-    /// `*`, `x` or `X` as the major: any version.
+    /// `*`, `x` or `X` as the major (compared as 0.0.0).
     Any,
     /// `1`, `1.x`: the minor is a wildcard (`minorDirty`).
     Major,
@@ -72,48 +73,54 @@ pub(super) fn parse(text: &str) -> Result<Vec<Piece>, RangeError> {
     let mut alternatives = Vec::new();
     let mut first = true;
     loop {
+        // Masterminds rewrites hyphen ranges before anything else, with a
+        // pattern that takes `|` into a version and swallows the space in
+        // front of a range (but keeps the one after it). So a hyphen range
+        // works at the start, after a comma, after `||` and a space, or
+        // after another hyphen range; elsewhere it means something else.
         let spaced = !cursor.take_while(is_space).is_empty();
-        // Masterminds finds hyphen ranges with a pattern that runs into a
-        // preceding `||`, so one right after `||` means something else there.
-        let mut group = term(&mut cursor, first || spaced)?;
+        let (first_term, mut hyphen) = term(&mut cursor, first || spaced)?;
+        // The comparators of this alternative, to be ANDed.
+        let mut group = vec![first_term];
         first = false;
         loop {
             let spaced = !cursor.take_while(is_space).is_empty();
-            match cursor.peek() {
+            let (next, next_hyphen) = match cursor.peek() {
                 None => {
-                    alternatives.extend(group);
+                    alternatives.extend(set::intersect_all(group));
                     return Ok(set::normalize(alternatives));
                 }
                 Some(b'|') if cursor.eat("||") => {
-                    alternatives.extend(group);
+                    alternatives.extend(set::intersect_all(group));
                     break;
                 }
                 Some(b',') => {
                     cursor.eat(",");
                     cursor.take_while(is_space);
-                    group = set::intersect(&group, &term(&mut cursor, true)?);
+                    term(&mut cursor, true)?
                 }
                 Some(b'-') if spaced && cursor.peek_at(1).is_some_and(is_space) => {
                     return Err(cursor.unexpected(
-                        "a hyphen range such as 1.2 - 1.4.5 must start the range, or follow a comma, or follow \"||\" and a space",
+                        "a hyphen range such as 1.2 - 1.4.5 must start the range or follow a comma, \"||\" and a space, or another hyphen range",
                     ));
                 }
-                Some(_) if spaced => {
-                    group = set::intersect(&group, &term(&mut cursor, false)?);
-                }
+                Some(_) if spaced => term(&mut cursor, hyphen)?,
                 Some(b'|') => return Err(cursor.unexpected("expected \"||\"")),
                 Some(_) => {
                     return Err(cursor.unexpected(
                         "expected a space, \",\" or \"||\" before the next comparator",
                     ));
                 }
-            }
+            };
+            group.push(next);
+            hyphen = next_hyphen;
         }
     }
 }
 
-/// One comparator, or a hyphen range where `hyphen` allows one.
-fn term(cursor: &mut Cursor<'_>, hyphen: bool) -> Result<Vec<Piece>, RangeError> {
+/// One comparator, or a hyphen range where `hyphen` allows one; says
+/// which it was.
+fn term(cursor: &mut Cursor<'_>, hyphen: bool) -> Result<(Vec<Piece>, bool), RangeError> {
     let start = cursor.pos();
     let op = OPERATORS
         .iter()
@@ -140,15 +147,13 @@ fn term(cursor: &mut Cursor<'_>, hyphen: bool) -> Result<Vec<Piece>, RangeError>
                 );
             }
             let low = comparator(cursor, start, Op::Ge, &low)?;
-            return Ok(set::intersect(
-                &low,
-                &comparator(cursor, start, Op::Le, &high)?,
-            ));
+            let range = set::intersect(&low, &comparator(cursor, start, Op::Le, &high)?);
+            return Ok((range, true));
         }
         cursor.reset(before_dash);
-        return comparator(cursor, start, Op::Eq, &low);
+        return Ok((comparator(cursor, start, Op::Eq, &low)?, false));
     };
-    comparator(cursor, start, op, &low)
+    Ok((comparator(cursor, start, op, &low)?, false))
 }
 
 /// A version as Masterminds' constraint pattern takes it: `v`, one to
@@ -214,7 +219,7 @@ fn spec(cursor: &mut Cursor<'_>, after: &str) -> Result<Spec, RangeError> {
         [_, _] | [_, _, None] => Shape::MajorMinor,
         _ => Shape::Full,
     };
-    let version = set::point(number(0), number(1), number(2), pre);
+    let version = point::point(number(0), number(1), number(2), pre);
     Ok(Spec { version, shape })
 }
 
@@ -247,37 +252,46 @@ fn comparator(
     };
     let piece = |lo: Point, hi: Option<Point>| Piece::new(lo, hi, takes);
     let from = |lo: Point| vec![piece(lo, None)];
-    let below = |hi: Option<Point>| vec![piece(set::min_point(), hi)];
+    let below = |hi: Option<Point>| vec![piece(point::min_point(), hi)];
     let within = |hi: Option<Point>| vec![piece(c.clone(), hi)];
     let outside = |lo: Point, hi: Option<Point>| {
-        let mut pieces = vec![piece(set::min_point(), Some(lo))];
+        let mut pieces = vec![piece(point::min_point(), Some(lo))];
         pieces.extend(hi.map(|hi| piece(hi, None)));
         pieces
     };
     let pieces = match (op, spec.shape) {
-        (Op::Eq, Shape::Full) => within(set::succ(c)),
+        (Op::Eq, Shape::Full) => within(point::succ(c)),
+        // A wildcard turns `=` into `~`. Masterminds reads `~0.0.0` and `~*`
+        // as any version, `~1` as 1.*, and every other tilde as major.minor.*.
         (Op::Eq | Op::Tilde, Shape::Any) => from(c.clone()),
         (Op::Tilde, Shape::Full) if (major, minor, c.patch) == (0, 0, 0) => from(c.clone()),
-        (Op::Eq | Op::Tilde, Shape::Major) => within(set::major_end(major)),
-        (Op::Eq | Op::Tilde, _) => within(set::minor_end(major, minor)),
-        (Op::Caret, shape) if major > 0 || shape == Shape::Major => within(set::major_end(major)),
+        (Op::Eq | Op::Tilde, Shape::Major) => within(point::major_end(major)),
+        (Op::Eq | Op::Tilde, _) => within(point::minor_end(major, minor)),
+        // `^` keeps the first non-zero part: 1.*, then 0.2.*, then 0.0.3
+        // (so `^*`, written as 0.0.0, holds 0.0.0 alone).
+        (Op::Caret, shape) if major > 0 || shape == Shape::Major => within(point::major_end(major)),
         (Op::Caret, shape) if minor > 0 || shape == Shape::MajorMinor => {
-            within(set::minor_end(0, minor))
+            within(point::minor_end(0, minor))
         }
-        (Op::Caret, _) => within(set::succ(&set::release(0, 0, c.patch))),
-        (Op::Gt, Shape::Major) => from_option(takes, set::major_end(major)),
-        (Op::Gt, Shape::MajorMinor) => from_option(takes, set::minor_end(major, minor)),
-        (Op::Gt, _) => from_option(takes, set::succ(c)),
+        (Op::Caret, _) => within(point::succ(&point::release(0, 0, c.patch))),
+        // `>1` is above every 1.*, `>1.2` above every 1.2.*.
+        (Op::Gt, Shape::Major) => from_option(takes, point::major_end(major)),
+        (Op::Gt, Shape::MajorMinor) => from_option(takes, point::minor_end(major, minor)),
+        (Op::Gt, _) => from_option(takes, point::succ(c)),
         (Op::Ge, _) => from(c.clone()),
         (Op::Lt, _) => below(Some(c.clone())),
-        (Op::Le, Shape::Full) => below(set::succ(c)),
-        (Op::Le, Shape::Major) => below(set::major_end(major)),
-        (Op::Le, _) => below(set::minor_end(major, minor)),
-        (Op::Ne, Shape::Major) => outside(set::major_start(major), set::major_end(major)),
+        // `<=1` takes every 1.*, `<=1.2` every 1.2.*; `<=*` compares the
+        // minor with 0 and so holds only 0.0.*.
+        (Op::Le, Shape::Full) => below(point::succ(c)),
+        (Op::Le, Shape::Major) => below(point::major_end(major)),
+        (Op::Le, _) => below(point::minor_end(major, minor)),
+        (Op::Ne, Shape::Major) => outside(point::major_start(major), point::major_end(major)),
         (Op::Ne, Shape::MajorMinor) if c.pre.is_empty() => outside(
-            set::triple_start(major, minor, 0),
-            set::minor_end(major, minor),
+            point::triple_start(major, minor, 0),
+            point::minor_end(major, minor),
         ),
+        // Masterminds compares only the pre-release here, so `!=1.2.x-rc`
+        // leaves out 1.2.0-rc, 1.2.1-rc, ... and keeps what lies between.
         (Op::Ne, Shape::MajorMinor) => {
             let text = cursor.since(start);
             let message = format!(
@@ -285,13 +299,81 @@ fn comparator(
             );
             return Err(cursor.error(start, text, message));
         }
-        (Op::Ne, _) => outside(c.clone(), set::succ(c)),
+        (Op::Ne, _) => outside(c.clone(), point::succ(c)),
     };
     Ok(set::normalize(pieces))
 }
 
+/// Everything from `lo` up; nothing when `lo` is past the last version.
 fn from_option(takes: Takes, lo: Option<Point>) -> Vec<Piece> {
     lo.map(|lo| Piece::new(lo, None, takes))
         .into_iter()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Range, Version};
+
+    fn holds(range: &str, version: &str) -> bool {
+        Range::parse_glasskube(range)
+            .unwrap()
+            .contains(&Version::parse(version).unwrap())
+    }
+
+    #[test]
+    fn a_prerelease_needs_a_comparator_that_names_one() {
+        assert!(holds(">=1.0.0-rc.1", "1.5.0-beta"));
+        // Every comparator of an AND group must allow it (Masterminds 3.3).
+        assert!(!holds(">=1.0.0-rc.1 <2.0.0", "1.5.0-beta"));
+        assert!(holds(">=1.0.0-rc.1 <2.0.0", "1.5.0"));
+        assert!(holds("!=1.2.3", "1.2.4"));
+        assert!(!holds("!=1.2.3", "1.2.4-rc.1"));
+    }
+
+    #[test]
+    fn hyphen_ranges_go_where_masterminds_reads_them() {
+        assert!(holds("1.2 - 1.4.5", "1.4.5"));
+        assert!(holds(">=1.0.0, 1.2 - 1.4", "1.4.9"));
+        assert!(holds("0.1 || 1.2 - 1.4", "1.3.0"));
+        assert!(!holds("1.0 - 1.1 2.0 - 3.0", "1.1.0"));
+        let error = Range::parse_glasskube(">=1.0.0 1.2 - 1.4").unwrap_err();
+        assert_eq!((error.position, error.found.as_str()), (12, "-"));
+        assert!(error.message.contains("hyphen range"), "{error}");
+        assert!(Range::parse_glasskube("1 ||1 - 2").is_err());
+        assert!(Range::parse_glasskube("1 - 2||3").is_err());
+    }
+
+    #[test]
+    fn errors_point_at_the_offending_text() {
+        let cases = [
+            (
+                "",
+                0,
+                "",
+                "expected a comparison operator or a version at the end",
+            ),
+            ("1.0.0 ||", 8, "", "at the end"),
+            (">= bar", 3, "b", "expected a version after \">=\""),
+            ("1.2.3.4", 5, ".", "expected a space"),
+            ("1.0.0-", 5, "-", "expected a space"),
+            ("1.0.0-01", 6, "01", "leading zero"),
+            ("1.x.3", 4, "3", "a number after a wildcard"),
+            ("!=1.2-rc", 0, "!=1.2-rc", "pre-release of every patch"),
+            (
+                "99999999999999999999",
+                0,
+                "99999999999999999999",
+                "larger than",
+            ),
+            ("1|2", 1, "|", "expected \"||\""),
+            ("1,,2", 2, ",", "expected a comparison operator"),
+        ];
+        for (input, position, found, message) in cases {
+            let error = Range::parse_glasskube(input).unwrap_err();
+            assert_eq!(error.position, position, "{input:?}: {error}");
+            assert_eq!(error.found, found, "{input:?}: {error}");
+            assert!(error.message.contains(message), "{input:?}: {error}");
+        }
+    }
 }

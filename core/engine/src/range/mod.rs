@@ -15,7 +15,9 @@
 //! canonical form that [`Range::parse`] reads back as the same set.
 
 mod blang;
+mod display;
 mod glasskube;
+mod point;
 mod scan;
 mod set;
 
@@ -159,7 +161,7 @@ impl Range {
     }
 
     fn computed(pieces: Vec<Piece>) -> Self {
-        let text = set::display(&pieces);
+        let text = display::display(&pieces);
         Self { pieces, text }
     }
 }
@@ -185,13 +187,13 @@ impl fmt::Display for Range {
     /// releases are meant), which [`Range::parse`] reads back as the same
     /// set. `>=0.0.0-0` is every version and `<0.0.0-0` none.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&set::display(&self.pieces))
+        f.write_str(&display::display(&self.pieces))
     }
 }
 
 impl fmt::Debug for Range {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let canonical = set::display(&self.pieces);
+        let canonical = display::display(&self.pieces);
         if canonical == self.text {
             write!(f, "Range({canonical:?})")
         } else {

@@ -1,6 +1,8 @@
 //! The set algebra behind [`Range`](super::Range).
 //!
-//! A range is a sorted list of disjoint pieces. A piece is an interval
+//! A range is a list of pieces sorted by lower bound that never share a
+//! version (their intervals may overlap: a run of releases can span the
+//! pre-releases of a piece that holds only those). A piece is an interval
 //! `[lo, hi)` of semver order that takes either every version in it or only
 //! its releases: blang/semver compares pre-releases like any version, while
 //! Masterminds/semver (Glasskube) leaves them out unless a comparator names
@@ -8,9 +10,8 @@
 //! 1.0.0 and 2.0.0".
 //!
 //! Bounds are normalized so that each set has exactly one list (and `==` is
-//! set equality). Every version `v` has an immediate successor `succ(v)`:
-//! `1.2.4-0` after `1.2.3`, `1.2.3-rc.0` after `1.2.3-rc` (`0` is the lowest
-//! identifier). So `> v` is `>= succ(v)` and `<= v` is `< succ(v)`, and every
+//! set equality). Every version `v` has an immediate successor `succ(v)`
+//! (see `point.rs`), so `> v` is `>= succ(v)` and `<= v` is `< succ(v)`, and every
 //! bound is an inclusive `lo` and an exclusive `hi` (`None`: no upper
 //! bound). The lowest version of all is `0.0.0-0`. The canonical list is the
 //! maximal runs of the set that hold a pre-release (taking everything), then
@@ -19,7 +20,9 @@
 
 use std::cmp::Ordering;
 
-use semver::{BuildMetadata, Prerelease, Version as Point};
+use semver::{Prerelease, Version as Point};
+
+use super::point::{min_point, next_release, prev_release, release_from, strip_build, succ};
 
 /// Which versions of its interval a piece holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -68,107 +71,6 @@ impl Piece {
 
 fn key(version: &Point) -> (u64, u64, u64, &Prerelease) {
     (version.major, version.minor, version.patch, &version.pre)
-}
-
-/// `major.minor.patch[-pre]` without build metadata.
-pub(super) fn point(major: u64, minor: u64, patch: u64, pre: Prerelease) -> Point {
-    Point {
-        major,
-        minor,
-        patch,
-        pre,
-        build: BuildMetadata::EMPTY,
-    }
-}
-
-/// A release `major.minor.patch`.
-pub(super) fn release(major: u64, minor: u64, patch: u64) -> Point {
-    Point::new(major, minor, patch)
-}
-
-/// `major.minor.patch-0`, the lowest version of that triple.
-pub(super) fn triple_start(major: u64, minor: u64, patch: u64) -> Point {
-    point(major, minor, patch, lowest_prerelease())
-}
-
-fn lowest_prerelease() -> Prerelease {
-    Prerelease::new("0").expect("\"0\" is a valid pre-release")
-}
-
-/// `0.0.0-0`, the lowest version there is.
-pub(super) fn min_point() -> Point {
-    triple_start(0, 0, 0)
-}
-
-pub(super) fn strip_build(version: &Point) -> Point {
-    point(
-        version.major,
-        version.minor,
-        version.patch,
-        version.pre.clone(),
-    )
-}
-
-/// The lowest version with this major (`M.0.0-0`).
-pub(super) fn major_start(major: u64) -> Point {
-    triple_start(major, 0, 0)
-}
-
-/// The lowest version above every `major.*` (`None` past the last one).
-pub(super) fn major_end(major: u64) -> Option<Point> {
-    major.checked_add(1).map(major_start)
-}
-
-/// The lowest version above every `major.minor.*`.
-pub(super) fn minor_end(major: u64, minor: u64) -> Option<Point> {
-    match minor.checked_add(1) {
-        Some(next) => Some(triple_start(major, next, 0)),
-        None => major_end(major),
-    }
-}
-
-/// The lowest version above every `major.minor.patch[-*]`.
-pub(super) fn triple_end(major: u64, minor: u64, patch: u64) -> Option<Point> {
-    match patch.checked_add(1) {
-        Some(next) => Some(triple_start(major, minor, next)),
-        None => minor_end(major, minor),
-    }
-}
-
-/// The version right after `version`: nothing lies between them.
-pub(super) fn succ(version: &Point) -> Option<Point> {
-    if version.pre.is_empty() {
-        triple_end(version.major, version.minor, version.patch)
-    } else {
-        let pre = format!("{}.0", version.pre);
-        let pre = Prerelease::new(&pre).expect("a pre-release followed by .0 is valid");
-        Some(point(version.major, version.minor, version.patch, pre))
-    }
-}
-
-/// The lowest release at or above `version` (its triple: a pre-release
-/// sorts below its release, and no release lies between them).
-fn release_from(version: &Point) -> Point {
-    release(version.major, version.minor, version.patch)
-}
-
-/// The release right after the release `version`.
-fn next_release(version: &Point) -> Option<Point> {
-    triple_end(version.major, version.minor, version.patch).map(|end| release_from(&end))
-}
-
-/// The release right before the release `version`.
-fn prev_release(version: &Point) -> Option<Point> {
-    let (major, minor, patch) = (version.major, version.minor, version.patch);
-    if patch > 0 {
-        Some(release(major, minor, patch - 1))
-    } else if minor > 0 {
-        Some(release(major, minor - 1, u64::MAX))
-    } else if major > 0 {
-        Some(release(major - 1, u64::MAX, u64::MAX))
-    } else {
-        None
-    }
 }
 
 /// Orders upper bounds, `None` (unbounded) last.
@@ -272,7 +174,9 @@ pub(super) fn normalize(pieces: Vec<Piece>) -> Vec<Piece> {
     let mut releases = subtract(&merge(releases), &all);
 
     // A release right next to a run with pre-releases belongs to that run:
-    // `>=1.0.0 <=1.2.3 || 1.2.4 ...` has one run up to 1.2.4 included.
+    // `>=1.0.0 <1.2.3 || >=1.2.3 <2.0.0 !prerelease` is `>=1.0.0 <=1.2.3`
+    // (nothing lies between 1.2.3 and the run below it) and the releases
+    // from 1.2.4 on.
     loop {
         let mut grew = false;
         for piece in &mut all {
@@ -305,115 +209,63 @@ pub(super) fn normalize(pieces: Vec<Piece>) -> Vec<Piece> {
 }
 
 /// The canonical list for the versions in both `a` and `b` (both canonical).
+///
+/// Pieces of one list never share a version, but their intervals may
+/// overlap (releases `[1.0.0, 2.0.0)` around the pre-release `1.5.0-rc.1`
+/// alone), so upper bounds are not sorted and a plain merge walk would miss
+/// pairs. The walk below skips a prefix of `b` only once every piece in it
+/// ends at or below the current lower bound.
 pub(super) fn intersect(a: &[Piece], b: &[Piece]) -> Vec<Piece> {
-    let (mut i, mut j) = (0, 0);
     let mut both = Vec::new();
-    while let (Some(p), Some(q)) = (a.get(i), b.get(j)) {
-        let lo = p.lo.clone().max(q.lo.clone());
-        let hi = if cmp_hi(&p.hi, &q.hi) == Ordering::Less {
-            p.hi.clone()
-        } else {
-            q.hi.clone()
-        };
-        if below(&lo, &hi) {
-            both.push(Piece::new(lo, hi, p.takes.min(q.takes)));
+    let mut skip = 0;
+    // The highest upper bound in `b[..=skip]` (`None`: unbounded).
+    let mut reach = b.first().and_then(|q| q.hi.clone());
+    for p in a {
+        while skip + 1 < b.len() && reach.as_ref().is_some_and(|hi| *hi <= p.lo) {
+            skip += 1;
+            if cmp_hi(&b[skip].hi, &reach) == Ordering::Greater {
+                reach = b[skip].hi.clone();
+            }
         }
-        if cmp_hi(&p.hi, &q.hi) == Ordering::Less {
-            i += 1;
-        } else {
-            j += 1;
+        for q in &b[skip..] {
+            // `b` is sorted by `lo`: nothing further starts below `p.hi`.
+            if !below(&q.lo, &p.hi) {
+                break;
+            }
+            let lo = (&p.lo).max(&q.lo).clone();
+            let hi = if cmp_hi(&p.hi, &q.hi) == Ordering::Less {
+                &p.hi
+            } else {
+                &q.hi
+            };
+            if below(&lo, hi) {
+                both.push(Piece::new(lo, hi.clone(), p.takes.min(q.takes)));
+            }
         }
     }
     normalize(both)
 }
 
-/// The bound `b` written as `> p` / `<= p` when `b` is `succ(p)` for a `p`
-/// a person would write (`1.2.3` for `1.2.4-0`, `1.0.0-rc` for `1.0.0-rc.0`).
-fn written_pred(bound: &Point) -> Option<Point> {
-    let pre = bound.pre.as_str();
-    if pre == "0" && bound.patch > 0 {
-        return Some(release(bound.major, bound.minor, bound.patch - 1));
+/// The versions in every one of `sets` (each canonical); none means every
+/// version. Pairs up the sets so a long AND stays near-linear.
+pub(super) fn intersect_all(mut sets: Vec<Vec<Piece>>) -> Vec<Piece> {
+    while sets.len() > 1 {
+        sets = sets
+            .chunks(2)
+            .map(|pair| match pair {
+                [a, b] => intersect(a, b),
+                [a] => a.clone(),
+                _ => unreachable!("chunks of two"),
+            })
+            .collect();
     }
-    let shorter = pre.strip_suffix(".0")?;
-    let shorter = Prerelease::new(shorter).ok()?;
-    Some(point(bound.major, bound.minor, bound.patch, shorter))
-}
-
-/// blang reads any comparator with an `x` as a wildcard, except `>=` and
-/// `<` with no `.x` in the version; such versions only get those two
-/// operators, and quotes (which `parse` reads literally) if they have `.x`.
-fn has_x(version: &Point) -> bool {
-    version.pre.as_str().contains('x')
-}
-
-fn literal(version: &Point) -> String {
-    let text = version.to_string();
-    if text.contains(".x") {
-        format!("\"{text}\"")
-    } else {
-        text
-    }
-}
-
-fn lower(lo: &Point) -> String {
-    match written_pred(lo).filter(|pred| !has_x(pred) && !has_x(lo)) {
-        Some(pred) => format!(">{pred}"),
-        None => format!(">={}", literal(lo)),
-    }
-}
-
-fn upper(hi: &Point) -> String {
-    match written_pred(hi).filter(|pred| !has_x(pred) && !has_x(hi)) {
-        Some(pred) => format!("<={pred}"),
-        None => format!("<{}", literal(hi)),
-    }
-}
-
-fn display_piece(piece: &Piece) -> String {
-    let Piece { lo, hi, takes } = piece;
-    let mut terms = Vec::new();
-    match takes {
-        Takes::All => {
-            if *hi == succ(lo) && !has_x(lo) {
-                return lo.to_string();
-            }
-            if *lo != min_point() || hi.is_none() {
-                terms.push(lower(lo));
-            }
-            terms.extend(hi.as_ref().map(upper));
-        }
-        Takes::Releases => {
-            if *hi == next_release(lo) {
-                return lo.to_string();
-            }
-            if *lo != release(0, 0, 0) || hi.is_none() {
-                terms.push(format!(">={lo}"));
-            }
-            if let Some(hi) = hi {
-                terms.push(if hi.patch > 0 {
-                    format!("<={}.{}.{}", hi.major, hi.minor, hi.patch - 1)
-                } else {
-                    format!("<{hi}")
-                });
-            }
-            terms.push("!prerelease".to_owned());
-        }
-    }
-    terms.join(" ")
-}
-
-/// The canonical text: pieces in order, joined by ` || `.
-pub(super) fn display(pieces: &[Piece]) -> String {
-    if pieces.is_empty() {
-        return format!("<{}", min_point());
-    }
-    let texts: Vec<String> = pieces.iter().map(display_piece).collect();
-    texts.join(" || ")
+    sets.pop().unwrap_or_else(|| vec![Piece::any()])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::range::point::release;
 
     fn p(text: &str) -> Point {
         Point::parse(text).unwrap()
@@ -425,20 +277,6 @@ mod tests {
 
     fn rel(lo: &str, hi: Option<&str>) -> Piece {
         Piece::new(p(lo), hi.map(p), Takes::Releases)
-    }
-
-    #[test]
-    fn successors_leave_no_gap() {
-        assert_eq!(succ(&p("1.2.3")), Some(p("1.2.4-0")));
-        assert_eq!(succ(&p("1.2.3-rc.1")), Some(p("1.2.3-rc.1.0")));
-        let last = release(u64::MAX, u64::MAX, u64::MAX);
-        assert_eq!(succ(&last), None);
-        let last_patch = release(1, 2, u64::MAX);
-        assert_eq!(succ(&last_patch), Some(p("1.3.0-0")));
-        assert_eq!(
-            prev_release(&p("1.0.0")),
-            Some(release(0, u64::MAX, u64::MAX))
-        );
     }
 
     #[test]
@@ -496,31 +334,26 @@ mod tests {
     }
 
     #[test]
+    fn intersection_tries_pieces_whose_intervals_overlap() {
+        // releases [0.0.1, 1.0.0) span 1.0.0-alpha without holding it.
+        let a = normalize(vec![
+            rel("0.0.1", Some("1.0.0")),
+            all("1.0.0-alpha", Some("1.0.0-alpha.0")),
+        ]);
+        let b = normalize(vec![
+            rel("0.0.0", Some("0.0.1")),
+            all("1.0.0-alpha", Some("1.0.0-alpha.0")),
+        ]);
+        assert_eq!(
+            intersect(&a, &b),
+            vec![all("1.0.0-alpha", Some("1.0.0-alpha.0"))]
+        );
+    }
+
+    #[test]
     fn intersection_keeps_the_stricter_kind() {
         let a = normalize(vec![all("1.0.0", Some("3.0.0"))]);
         let b = normalize(vec![rel("2.0.0", None)]);
         assert_eq!(intersect(&a, &b), vec![rel("2.0.0", Some("3.0.0"))]);
-    }
-
-    #[test]
-    fn display_is_what_a_person_writes() {
-        let text = |pieces: Vec<Piece>| display(&normalize(pieces));
-        assert_eq!(text(vec![all("1.2.4-0", Some("2.0.0"))]), ">1.2.3 <2.0.0");
-        assert_eq!(text(vec![all("1.0.0", Some("1.2.4-0"))]), ">=1.0.0 <=1.2.3");
-        assert_eq!(
-            text(vec![all("1.0.0-rc.1", Some("1.0.0-rc.1.0"))]),
-            "1.0.0-rc.1"
-        );
-        assert_eq!(
-            text(vec![rel("1.0.0", Some("2.0.0"))]),
-            ">=1.0.0 <2.0.0 !prerelease"
-        );
-        assert_eq!(
-            text(vec![rel("0.0.0", Some("1.2.4"))]),
-            "<=1.2.3 !prerelease"
-        );
-        assert_eq!(text(vec![rel("0.0.0", None)]), ">=0.0.0 !prerelease");
-        assert_eq!(text(vec![all("0.0.0-0", Some("1.0.0"))]), "<1.0.0");
-        assert_eq!(text(vec![]), "<0.0.0-0");
     }
 }
