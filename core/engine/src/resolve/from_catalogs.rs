@@ -25,6 +25,9 @@ impl Universe {
                 .collect(),
         );
         for (catalog_index, catalog) in catalogs.iter().enumerate() {
+            // Each channel's graph is built once and used for both the
+            // bundles' positions and the upgrade edges.
+            let mut graphs = Vec::new();
             let mut positions: HashMap<&str, Vec<ChannelPosition>> = HashMap::new();
             for package in catalog.packages.values() {
                 if let Some(default) = &package.default_channel {
@@ -47,6 +50,7 @@ impl Universe {
                                 depth,
                             });
                     }
+                    graphs.push((channel, graph));
                 }
             }
             for bundle in &catalog.bundles {
@@ -69,20 +73,15 @@ impl Universe {
                     labels: bundle.labels.clone(),
                 });
             }
-            for package in catalog.packages.values() {
-                for channel in package.channels.values() {
-                    let Some(graph) = catalog.graph(&package.name, &channel.name) else {
+            for (channel, graph) in &graphs {
+                for entry in &channel.entries {
+                    let Some(from) = universe.bundle_in(catalog_index, &entry.name) else {
                         continue;
                     };
-                    for entry in &channel.entries {
-                        let Some(from) = universe.bundle_in(catalog_index, &entry.name) else {
-                            continue;
-                        };
-                        let version = universe.bundles[from].version.clone();
-                        for target in graph.upgrades_from(&entry.name, &version) {
-                            if let Some(to) = universe.bundle_in(catalog_index, &target.name) {
-                                universe.add_upgrade_edge(from, to);
-                            }
+                    let version = universe.bundles[from].version.clone();
+                    for target in graph.upgrades_from(&entry.name, &version) {
+                        if let Some(to) = universe.bundle_in(catalog_index, &target.name) {
+                            universe.add_upgrade_edge(from, to);
                         }
                     }
                 }
