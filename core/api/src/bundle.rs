@@ -28,10 +28,6 @@ pub const REF_SCHEMES: &[&str] = &["docker", "oci", "file", "https", "git", "git
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "self == oldSelf",
-    "message": "Bundle spec is immutable: create a new Bundle with the new content and point the Instance at it",
-}]))]
 pub struct BundleSpec {
     /// Name of the ProvisionerClass whose provisioner unpacks this Bundle.
     #[schemars(length(min = 1, max = 253))]

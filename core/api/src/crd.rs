@@ -1,13 +1,37 @@
 //! The CustomResourceDefinitions generated from the types, and their YAML.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, ValidationRule,
+};
 use kube::CustomResourceExt;
 
 use crate::{Bundle, Instance, ProvisionerClass};
 
 /// The CRDs of the core API, in the order an installer should apply them.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![ProvisionerClass::crd(), Bundle::crd(), Instance::crd()]
+    vec![ProvisionerClass::crd(), bundle(), Instance::crd()]
+}
+
+/// The Bundle CRD, with its spec immutable. The rule sits on the Bundle's
+/// `spec` field, not on the `BundleSpec` type, because an Instance embeds a
+/// `BundleSpec` too and may point at a new one (under a new name) to pivot.
+fn bundle() -> CustomResourceDefinition {
+    let mut crd = Bundle::crd();
+    let spec = crd.spec.versions[0]
+        .schema
+        .as_mut()
+        .and_then(|schema| schema.open_api_v3_schema.as_mut())
+        .and_then(|root| root.properties.as_mut())
+        .and_then(|properties| properties.get_mut("spec"))
+        .expect("the Bundle schema has a spec");
+    spec.x_kubernetes_validations.get_or_insert_with(Vec::new).push(ValidationRule {
+        rule: "self == oldSelf".into(),
+        message: Some(
+            "Bundle spec is immutable: create a new Bundle with the new content and point the Instance at it".into(),
+        ),
+        ..ValidationRule::default()
+    });
+    crd
 }
 
 /// The file a CRD is written to under `crds/`: `<group>_<plural>.yaml`, the
@@ -48,7 +72,7 @@ mod tests {
 
     #[test]
     fn bundle_ref_rule_names_every_known_scheme() {
-        let schema = validations(&Bundle::crd());
+        let schema = validations(&bundle());
         for scheme in crate::bundle::REF_SCHEMES {
             let escaped = scheme.replace('+', "\\\\\\\\+");
             assert!(
@@ -61,7 +85,7 @@ mod tests {
 
     #[test]
     fn conditions_merge_by_type_under_server_side_apply() {
-        for crd in [Bundle::crd(), Instance::crd()] {
+        for crd in [bundle(), Instance::crd()] {
             let schema = validations(&crd);
             assert!(
                 schema.contains(r#""x-kubernetes-list-map-keys":["type"]"#),

@@ -45,6 +45,10 @@ pub struct InstanceSpec {
 /// with (the Instance then owns that Bundle).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "!has(self.spec) || !has(oldSelf.spec) || self.name != oldSelf.name || self.spec == oldSelf.spec",
+    "message": "a changed spec.bundle.spec needs a new spec.bundle.name: Bundles are immutable, so new content is a new Bundle",
+}]))]
 pub struct BundleTemplate {
     /// Name of the Bundle.
     #[schemars(length(min = 1, max = 253))]

@@ -455,3 +455,43 @@ async fn kubectl_get_shows_the_printer_columns() {
     }
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn an_instance_points_at_new_content_only_under_a_new_bundle_name() {
+    let scope = Scope::new("embedded-pivot").await;
+    install_crds(&scope.client).await.unwrap();
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let mut embedded = instance(&scope);
+    embedded.spec.bundle.spec = Some(bundle(&scope, "bundle").spec);
+    instances
+        .create(&PostParams::default(), &embedded)
+        .await
+        .unwrap();
+    let name = scope.name("instance");
+
+    let same_name = json!({ "spec": { "bundle": { "spec": { "refs": ["docker://quay.io/openshift-community-operators/etcd:v0.9.2"] } } } });
+    let error = instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(same_name))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = error else {
+        panic!("expected an API error, got {error}")
+    };
+    assert_eq!(status.code, 422);
+    assert!(
+        status.message.contains("needs a new spec.bundle.name"),
+        "{}",
+        status.message
+    );
+
+    let new_name = json!({ "spec": { "bundle": {
+        "name": scope.name("bundle-v2"),
+        "spec": { "refs": ["docker://quay.io/openshift-community-operators/etcd:v0.9.2"] },
+    } } });
+    let pivoted = instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(new_name))
+        .await
+        .unwrap();
+    assert_eq!(pivoted.spec.bundle.name, scope.name("bundle-v2"));
+    scope.cleanup().await;
+}
