@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Pakket demo on a fresh machine: builds and starts a real control plane
-# on loopback, installs Pakket's CRDs, applies the examples and lists them.
+# on loopback, installs Pakket's CRDs, runs the plain provisioner, and installs
+# a plain bundle end to end (it waits for approval, is approved, installs).
 #
 #   dev/demo.sh         bring it up (again: reuses what is running)
 #   dev/demo.sh down    stop it
@@ -13,10 +14,12 @@ export PAKKET_DEV_DIR=${PAKKET_DEV_DIR:-${TMPDIR:-/tmp}/pakket-dev}
 say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
 dev/prerequisites.sh >/dev/null
-cargo build --quiet --locked --bin pakket-dev --bin crdgen
+cargo build --quiet --locked --bin pakket-dev --bin crdgen --bin pakket-plain
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
+plain_pid="$PAKKET_DEV_DIR.pakket-plain.pid"
 
 if [[ ${1:-} == down ]]; then
+  [[ -f $plain_pid ]] && kill "$(cat "$plain_pid")" 2>/dev/null; rm -f "$plain_pid"
   "$pakket_dev" down
   exit 0
 fi
@@ -29,11 +32,47 @@ say "Installing Pakket's CRDs"
 kubectl apply --server-side -f crds/
 kubectl wait --for=condition=Established --timeout=60s -f crds/
 
-say "Applying the examples"
-kubectl apply -f examples/core/
+say "Starting the plain provisioner (log: $PAKKET_DEV_DIR/logs/pakket-plain.log)"
+if ! { [[ -f $plain_pid ]] && kill -0 "$(cat "$plain_pid")" 2>/dev/null; }; then
+  nohup "$CARGO_TARGET_DIR/debug/pakket-plain" --store "$PAKKET_DEV_DIR/store" \
+    >"$PAKKET_DEV_DIR/logs/pakket-plain.log" 2>&1 &
+  echo $! >"$plain_pid"
+fi
+
+say "Applying the examples: classes, a registry-v1 Bundle, and the plain bundle 'hello' from a ConfigMap"
+kubectl apply -f examples/plain/hello.yaml -f examples/core/
+
+condition() { kubectl get instance "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].$3}"; }
+wait_for() { # instance condition field value
+  for _ in $(seq 1 300); do [[ $(condition "$1" "$2" "$3") == "$4" ]] && return 0; sleep 0.2; done
+  echo "timed out waiting for $1 $2 $3=$4" >&2; return 1
+}
+
+say "The 'plain' class asks for approval, so 'hello' waits:"
+wait_for hello Approved reason ApprovalPending
+kubectl get instances
+echo "Approved: $(condition hello Approved message)"
+
+say "Approving it (what 'kubectl instance approve hello' will do): Approved=True on the status subresource"
+kubectl apply --server-side --force-conflicts --subresource=status --field-manager=demo-approver -f - <<YAML
+apiVersion: core.pakket.dev/v1alpha1
+kind: Instance
+metadata: {name: hello}
+status:
+  conditions:
+  - type: Approved
+    status: "True"
+    reason: ApprovedByUser
+    message: approved by the demo
+    lastTransitionTime: "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+YAML
+wait_for hello Installed status True
+wait_for hello Healthy status True
 
 say "kubectl get pakket"
 kubectl get pakket
+echo "Installed: $(condition hello Installed message)"
+echo "ConfigMap hello/greeting says: $(kubectl get configmap greeting -n hello -o jsonpath='{.data.message}')"
 
 say "The apiserver itself refuses a change to a Bundle's spec:"
 kubectl patch bundle etcd-operator.v0.9.4 --type=merge \
@@ -48,5 +87,6 @@ The control plane keeps running. To use it from this shell:
   eval "\$($pakket_dev env)"
   kubectl get pakket                  # as admin
   kubectl --context alice get pakket  # as the non-admin user alice (or bob, carol)
-Stop it with: dev/demo.sh down
+The plain provisioner keeps running too (pid in $plain_pid).
+Stop both with: dev/demo.sh down
 MSG

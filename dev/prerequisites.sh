@@ -13,7 +13,8 @@ done
 
 # Debian packages the scripts use; installed only when missing.
 missing=()
-for tool in curl:curl git:git; do
+# docker-registry: a real OCI registry on loopback for the image-source tests.
+for tool in curl:curl git:git docker-registry:docker-registry; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
 if ((${#missing[@]})); then

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bundle;
 mod resolve;
 
 #[derive(Parser)]
@@ -27,10 +28,13 @@ enum Command {
     /// Exit status: 0 resolved, 1 no solution (the explanation is printed),
     /// 2 bad input (the message names the file, line or field).
     Resolve(resolve::ResolveArgs),
+    /// Build and push bundle images (`pakket bundle push DIR REF`).
+    Bundle(bundle::BundleArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Resolve(args) => resolve::run(&args),
+        Command::Bundle(args) => bundle::run(&args),
     }
 }

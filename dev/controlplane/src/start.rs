@@ -49,6 +49,7 @@ pub struct State {
     /// Wall time from the call to `start` to ready, in milliseconds.
     pub start_millis: u64,
     /// Of which: from launching etcd to the apiserver's `/readyz` answering `ok`.
+    #[serde(default)]
     pub apiserver_ready_millis: u64,
 }
 
@@ -127,8 +128,14 @@ impl ControlPlane {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(None);
         };
-        let state: State = serde_json::from_str(&text)
-            .map_err(|error| Error::Config(format!("{}: {error}", path.display())))?;
+        let state: State = serde_json::from_str(&text).map_err(|error| {
+            Error::Config(format!(
+                "{}: {error}; it was written by another version of pakket-dev: \
+                 stop the processes it lists and remove {}",
+                path.display(),
+                dir.display()
+            ))
+        })?;
         let running = state
             .components
             .iter()

@@ -1,0 +1,229 @@
+//! Server-side apply of an Instance's objects under one field manager, the
+//! prune that completes a pivot, and the health of what was applied.
+
+use std::collections::{BTreeSet, HashMap};
+
+use kube::Client;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+use pakket_api::ObjectRef;
+use serde_json::Value;
+
+/// The field manager of every object the runtime applies.
+pub const FIELD_MANAGER: &str = "pakket.dev/runtime";
+/// Label naming the Instance that installed an object.
+pub const INSTANCE_LABEL: &str = "core.pakket.dev/instance";
+/// Label naming the Bundle an object came from.
+pub const BUNDLE_LABEL: &str = "core.pakket.dev/bundle";
+
+/// Why applying or pruning failed, naming the object.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The object's kind is not served by the apiserver.
+    #[error(
+        "{object}: kind {kind} is not served by the cluster ({message}); install its CRD first"
+    )]
+    UnknownKind {
+        /// The object.
+        object: String,
+        /// `group/version/Kind`.
+        kind: String,
+        /// The discovery error.
+        message: String,
+    },
+    /// The apiserver refused the object.
+    #[error("{object}: {message}")]
+    Refused {
+        /// The object.
+        object: String,
+        /// The apiserver's message.
+        message: String,
+    },
+}
+
+/// Resolves kinds to API resources, once per kind per reconcile.
+pub struct Kinds {
+    client: Client,
+    cache: HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>,
+}
+
+impl Kinds {
+    /// An empty cache.
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            cache: HashMap::new(),
+        }
+    }
+
+    async fn resolve(
+        &mut self,
+        reference: &ObjectRef,
+    ) -> Result<(ApiResource, ApiCapabilities), ApplyError> {
+        let (group, version) = match reference.api_version.split_once('/') {
+            Some((group, version)) => (group, version),
+            None => ("", reference.api_version.as_str()),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, &reference.kind);
+        if let Some(found) = self.cache.get(&gvk) {
+            return Ok(found.clone());
+        }
+        let found = kube::discovery::pinned_kind(&self.client, &gvk)
+            .await
+            .map_err(|error| ApplyError::UnknownKind {
+                object: reference.to_string(),
+                kind: format!("{}/{}", reference.api_version, reference.kind),
+                message: error.to_string(),
+            })?;
+        self.cache.insert(gvk, found.clone());
+        Ok(found)
+    }
+
+    /// The API for one object, namespaced or not as the cluster says.
+    pub async fn api(&mut self, reference: &ObjectRef) -> Result<Api<DynamicObject>, ApplyError> {
+        let (resource, capabilities) = self.resolve(reference).await?;
+        Ok(match (&capabilities.scope, &reference.namespace) {
+            (Scope::Namespaced, Some(namespace)) => {
+                Api::namespaced_with(self.client.clone(), namespace, &resource)
+            }
+            (Scope::Namespaced, None) => {
+                Api::default_namespaced_with(self.client.clone(), &resource)
+            }
+            (Scope::Cluster, _) => Api::all_with(self.client.clone(), &resource),
+        })
+    }
+}
+
+/// The reference of a manifest object.
+pub fn reference_of(object: &Value) -> ObjectRef {
+    let text = |pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let namespace = text("/metadata/namespace");
+    ObjectRef {
+        api_version: text("/apiVersion"),
+        kind: text("/kind"),
+        name: text("/metadata/name"),
+        namespace: (!namespace.is_empty()).then_some(namespace),
+    }
+}
+
+/// Applies every object (labelled with its Instance and Bundle) and returns
+/// their references. Stops at the first refusal, which names the object.
+pub async fn apply_all(
+    kinds: &mut Kinds,
+    objects: &[Value],
+    instance: &str,
+    bundle: &str,
+) -> Result<Vec<ObjectRef>, ApplyError> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut applied = Vec::with_capacity(objects.len());
+    for object in objects {
+        let mut object = object.clone();
+        let labels = object
+            .pointer_mut("/metadata")
+            .and_then(Value::as_object_mut)
+            .map(|metadata| {
+                metadata
+                    .entry("labels")
+                    .or_insert_with(|| Value::Object(Default::default()))
+            });
+        if let Some(Value::Object(labels)) = labels {
+            labels.insert(INSTANCE_LABEL.into(), Value::String(instance.into()));
+            labels.insert(BUNDLE_LABEL.into(), Value::String(bundle.into()));
+        }
+        let reference = reference_of(&object);
+        let api = kinds.api(&reference).await?;
+        api.patch(&reference.name, &params, &Patch::Apply(&object))
+            .await
+            .map_err(|error| ApplyError::Refused {
+                object: reference.to_string(),
+                message: error.to_string(),
+            })?;
+        applied.push(reference);
+    }
+    Ok(applied)
+}
+
+/// Deletes what `previous` had and `current` lacks: the second half of a pivot.
+pub async fn prune(
+    kinds: &mut Kinds,
+    previous: &[ObjectRef],
+    current: &[ObjectRef],
+) -> Result<usize, ApplyError> {
+    let keep: BTreeSet<&ObjectRef> = current.iter().collect();
+    let mut deleted = 0;
+    for reference in previous
+        .iter()
+        .filter(|reference| !keep.contains(reference))
+    {
+        deleted += usize::from(delete(kinds, reference).await?);
+    }
+    Ok(deleted)
+}
+
+/// Deletes one object; `false` when it was already gone.
+pub async fn delete(kinds: &mut Kinds, reference: &ObjectRef) -> Result<bool, ApplyError> {
+    let api = match kinds.api(reference).await {
+        Ok(api) => api,
+        // Its kind is gone (CRD removed): so is the object.
+        Err(ApplyError::UnknownKind { .. }) => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    match api
+        .delete(&reference.name, &DeleteParams::background())
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(ApplyError::Refused {
+            object: reference.to_string(),
+            message: error.to_string(),
+        }),
+    }
+}
+
+/// Objects that are not healthy, each with why: missing, a Deployment not
+/// Available, a CRD not Established.
+pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for reference in objects {
+        let found = match kinds.api(reference).await {
+            Ok(api) => api.get_opt(&reference.name).await.ok().flatten(),
+            Err(_) => None,
+        };
+        let Some(object) = found else {
+            problems.push(format!("{reference} is missing"));
+            continue;
+        };
+        let wanted = match reference.kind.as_str() {
+            "Deployment" => Some("Available"),
+            "CustomResourceDefinition" => Some("Established"),
+            _ => None,
+        };
+        if let Some(wanted) = wanted
+            && !condition_true(&object, wanted)
+        {
+            problems.push(format!("{reference} is not {wanted}"));
+        }
+    }
+    problems
+}
+
+fn condition_true(object: &DynamicObject, wanted: &str) -> bool {
+    object
+        .data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().any(|condition| {
+                condition.get("type").and_then(Value::as_str) == Some(wanted)
+                    && condition.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}

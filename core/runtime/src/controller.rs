@@ -1,0 +1,473 @@
+//! The Instance controller every provisioner runs: finalizer → class →
+//! bundle → unpack → approval → apply → pivot → health → status, each step
+//! writing the condition it owns, so `kubectl get instances` always says
+//! where an Instance stands and why.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::finalizer::{Event, finalizer};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use pakket_api::condition::{self, ConditionStatus};
+use pakket_api::{
+    Bundle, BundleStatus, ConditionType, Instance, InstanceStatus, PinnedSource, ProvisionerClass,
+    Reason, UnpackPhase,
+};
+use serde_json::json;
+
+use crate::apply::{self, FIELD_MANAGER, Kinds};
+use crate::content;
+use crate::provisioner::Provisioner;
+use crate::store::Store;
+
+/// Label on a Bundle an Instance pivoted away from, naming its successor.
+pub const REPLACED_BY_LABEL: &str = "core.pakket.dev/replaced-by";
+/// The finalizer that removes an Instance's objects before it goes.
+pub const FINALIZER: &str = "core.pakket.dev/cleanup";
+/// Default per-object size limit when the class sets no `maxObjectSize`.
+pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 1024 * 1024;
+/// How often an installed Instance is re-applied, which repairs drift.
+pub const RESYNC: Duration = Duration::from_secs(30);
+
+/// What the controller shares between reconciles.
+pub struct Context<P> {
+    /// The provisioner.
+    pub provisioner: P,
+    /// The cluster.
+    pub client: Client,
+    /// Unpacked content, by digest.
+    pub store: Store,
+}
+
+/// Errors that end a reconcile; they are retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server failed a call.
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    /// The finalizer machinery failed.
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+/// Runs the controller until the stream ends.
+pub async fn run<P: Provisioner>(
+    client: Client,
+    provisioner: P,
+    store_dir: PathBuf,
+) -> Result<(), crate::store::StoreError> {
+    let store = Store::open(store_dir)?;
+    let context = Arc::new(Context {
+        provisioner,
+        client: client.clone(),
+        store,
+    });
+    Controller::new(
+        Api::<Instance>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(Api::<Bundle>::all(client), watcher::Config::default())
+    .run(reconcile, error_policy, context)
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::debug!(%error, "reconcile");
+        }
+    })
+    .await;
+    Ok(())
+}
+
+fn error_policy<P: Provisioner>(_: Arc<Instance>, error: &Error, _: Arc<Context<P>>) -> Action {
+    tracing::warn!(%error, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile<P: Provisioner>(
+    instance: Arc<Instance>,
+    context: Arc<Context<P>>,
+) -> Result<Action, Error> {
+    // Only Instances of a class that names this provisioner.
+    let classes: Api<ProvisionerClass> = Api::all(context.client.clone());
+    let class = classes.get_opt(&instance.spec.class).await?;
+    let ours = class
+        .as_ref()
+        .is_some_and(|class| class.spec.provisioner == context.provisioner.id());
+    if !ours && !instance.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    let instances: Api<Instance> = Api::all(context.client.clone());
+    finalizer(&instances, FINALIZER, instance, |event| async {
+        match event {
+            Event::Apply(instance) => install(&instance, class.as_ref(), &context).await,
+            Event::Cleanup(instance) => uninstall(&instance, &context).await,
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(error.to_string()))
+}
+
+/// The conditions and facts a reconcile learns, written whole at the end.
+struct Report {
+    status: InstanceStatus,
+    generation: Option<i64>,
+}
+
+impl Report {
+    fn new(instance: &Instance) -> Self {
+        let status = instance.status.clone().unwrap_or_default();
+        Self {
+            status,
+            generation: instance.metadata.generation,
+        }
+    }
+
+    fn set(&mut self, reason: Reason, status: ConditionStatus, message: impl Into<String>) {
+        let condition = condition::new(reason, status, message, self.generation, Timestamp::now());
+        condition::set(&mut self.status.conditions, condition);
+    }
+
+    fn approved(&self) -> bool {
+        condition::find(&self.status.conditions, ConditionType::Approved)
+            .is_some_and(|c| c.status == "True")
+    }
+
+    /// Every condition type is always present, each with a reason.
+    fn fill_missing(&mut self) {
+        let defaults = [
+            (
+                ConditionType::Approved,
+                Reason::ApprovalPending,
+                ConditionStatus::False,
+                "not evaluated yet",
+            ),
+            (
+                ConditionType::Unpacked,
+                Reason::UnpackPending,
+                ConditionStatus::False,
+                "not unpacked yet",
+            ),
+            (
+                ConditionType::Installed,
+                Reason::InstallPending,
+                ConditionStatus::False,
+                "nothing applied yet",
+            ),
+            (
+                ConditionType::Healthy,
+                Reason::HealthUnknown,
+                ConditionStatus::Unknown,
+                "nothing installed yet",
+            ),
+        ];
+        for (kind, reason, status, message) in defaults {
+            if condition::find(&self.status.conditions, kind).is_none() {
+                self.set(reason, status, message);
+            }
+        }
+    }
+
+    async fn write(mut self, instances: &Api<Instance>, name: &str) -> Result<(), kube::Error> {
+        self.fill_missing();
+        self.status.observed_generation = self.generation;
+        let patch = json!({
+            "apiVersion": "core.pakket.dev/v1alpha1",
+            "kind": "Instance",
+            "status": self.status,
+        });
+        instances
+            .patch_status(
+                name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+async fn install<P: Provisioner>(
+    instance: &Instance,
+    class: Option<&ProvisionerClass>,
+    context: &Context<P>,
+) -> Result<Action, kube::Error> {
+    let name = instance.name_any();
+    let instances: Api<Instance> = Api::all(context.client.clone());
+    let mut report = Report::new(instance);
+    let Some(class) = class else {
+        let message = format!(
+            "ProvisionerClass {} does not exist; create it or fix spec.class",
+            instance.spec.class
+        );
+        report.set(Reason::InstallPending, ConditionStatus::False, message);
+        report.write(&instances, &name).await?;
+        return Ok(Action::requeue(Duration::from_secs(10)));
+    };
+
+    // The Bundle: the embedded spec is created (and owned) by the Instance.
+    let bundles: Api<Bundle> = Api::all(context.client.clone());
+    let bundle_name = &instance.spec.bundle.name;
+    let bundle = match (
+        bundles.get_opt(bundle_name).await?,
+        &instance.spec.bundle.spec,
+    ) {
+        (Some(bundle), _) => bundle,
+        (None, Some(spec)) => {
+            let mut bundle = Bundle::new(bundle_name, spec.clone());
+            bundle.metadata.owner_references =
+                instance.controller_owner_ref(&()).map(|owner| vec![owner]);
+            bundle.metadata.labels = instance.metadata.labels.clone();
+            bundles.create(&PostParams::default(), &bundle).await?
+        }
+        (None, None) => {
+            let message = format!(
+                "Bundle {bundle_name} does not exist; create it or embed its spec in spec.bundle.spec"
+            );
+            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+            report.write(&instances, &name).await?;
+            return Ok(Action::requeue(Duration::from_secs(10)));
+        }
+    };
+
+    // Unpack: content into the store by digest; the Bundle's status says how it went.
+    let unpacked = match content::unpack(&context.client, &bundle.spec, &context.store).await {
+        Ok(unpacked) => unpacked,
+        Err(error) => {
+            let message = format!("Bundle {bundle_name}: {error}");
+            write_bundle_status(
+                &bundles,
+                &bundle,
+                UnpackPhase::Failed,
+                None,
+                &[],
+                Reason::UnpackFailed,
+                &message,
+            )
+            .await?;
+            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+            report.write(&instances, &name).await?;
+            return Ok(Action::requeue(Duration::from_secs(10)));
+        }
+    };
+    let max_object_size = class
+        .spec
+        .parameters
+        .as_ref()
+        .and_then(|parameters| parameters.get("maxObjectSize"))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(DEFAULT_MAX_OBJECT_SIZE);
+    let objects = match context.provisioner.objects(&unpacked.dir, max_object_size) {
+        Ok(objects) => objects,
+        Err(error) => {
+            let message = format!("Bundle {bundle_name}: {error}");
+            write_bundle_status(
+                &bundles,
+                &bundle,
+                UnpackPhase::Failed,
+                Some(&unpacked),
+                &[],
+                Reason::UnpackFailed,
+                &message,
+            )
+            .await?;
+            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+            report.write(&instances, &name).await?;
+            return Ok(Action::requeue(Duration::from_secs(30)));
+        }
+    };
+    let references: Vec<_> = objects.iter().map(apply::reference_of).collect();
+    let message = format!(
+        "unpacked {} objects from {}",
+        objects.len(),
+        unpacked.reference
+    );
+    write_bundle_status(
+        &bundles,
+        &bundle,
+        UnpackPhase::Done,
+        Some(&unpacked),
+        &references,
+        Reason::UnpackSucceeded,
+        &message,
+    )
+    .await?;
+    report.set(
+        Reason::UnpackSucceeded,
+        ConditionStatus::True,
+        format!("Bundle {bundle_name}: {message}"),
+    );
+
+    // Approval: the class's policy, or a user with the `approve` verb.
+    let policy = class.parameter_str("approval").unwrap_or("AllowAll");
+    if !report.approved() {
+        if policy == "AllowAll" {
+            report.set(
+                Reason::ApprovedByPolicy,
+                ConditionStatus::True,
+                format!(
+                    "ProvisionerClass {} approves every Instance (approval: AllowAll)",
+                    class.name_any()
+                ),
+            );
+        } else {
+            let message = format!(
+                "waiting for approval (ProvisionerClass {} has approval: {policy}); run `kubectl instance approve {name}`",
+                class.name_any()
+            );
+            report.set(Reason::ApprovalPending, ConditionStatus::False, message);
+            report.set(
+                Reason::InstallPending,
+                ConditionStatus::False,
+                "nothing is applied before approval",
+            );
+            report.write(&instances, &name).await?;
+            return Ok(Action::await_change());
+        }
+    }
+
+    // Apply the new set, then delete what the old set had and this one lacks.
+    let mut kinds = Kinds::new(context.client.clone());
+    let previous = report.status.objects.clone();
+    let applied = match apply::apply_all(&mut kinds, &objects, &name, bundle_name).await {
+        Ok(applied) => applied,
+        Err(error) => {
+            // Half-way: what was running stays; status still lists the old set.
+            report.set(
+                Reason::InstallFailed,
+                ConditionStatus::False,
+                format!("{error}; the previous objects were left in place"),
+            );
+            report.write(&instances, &name).await?;
+            return Ok(Action::requeue(Duration::from_secs(10)));
+        }
+    };
+    let pruned = match apply::prune(&mut kinds, &previous, &applied).await {
+        Ok(pruned) => pruned,
+        Err(error) => {
+            report.set(
+                Reason::InstallFailed,
+                ConditionStatus::False,
+                format!("pivot: {error}"),
+            );
+            report.write(&instances, &name).await?;
+            return Ok(Action::requeue(Duration::from_secs(10)));
+        }
+    };
+    let pivot = report
+        .status
+        .active_bundle
+        .as_ref()
+        .filter(|old| *old != bundle_name)
+        .cloned();
+    report.status.objects = applied.clone();
+    report.status.active_bundle = Some(bundle_name.clone());
+    let mut message = format!("applied {} objects of Bundle {bundle_name}", applied.len());
+    if let Some(old) = &pivot {
+        message.push_str(&format!(
+            "; pivoted from Bundle {old}, deleting {pruned} objects it alone had"
+        ));
+        mark_replaced(&bundles, old, bundle_name).await?;
+    }
+    report.set(Reason::InstallSucceeded, ConditionStatus::True, message);
+
+    let problems = apply::unhealthy(&mut kinds, &applied).await;
+    if problems.is_empty() {
+        report.set(
+            Reason::ObjectsHealthy,
+            ConditionStatus::True,
+            format!("all {} objects are healthy", applied.len()),
+        );
+    } else {
+        report.set(
+            Reason::ObjectsUnhealthy,
+            ConditionStatus::False,
+            problems.join("; "),
+        );
+    }
+    report.write(&instances, &name).await?;
+    Ok(Action::requeue(RESYNC))
+}
+
+/// Labels a Bundle an Instance pivoted away from, so `kubectl get bundles
+/// -l core.pakket.dev/replaced-by` shows the history.
+async fn mark_replaced(bundles: &Api<Bundle>, old: &str, new: &str) -> Result<(), kube::Error> {
+    let label = json!({ "metadata": { "labels": { REPLACED_BY_LABEL: new } } });
+    match bundles
+        .patch(old, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+async fn uninstall<P: Provisioner>(
+    instance: &Instance,
+    context: &Context<P>,
+) -> Result<Action, kube::Error> {
+    let mut kinds = Kinds::new(context.client.clone());
+    let owned = instance
+        .status
+        .as_ref()
+        .map(|status| status.objects.clone())
+        .unwrap_or_default();
+    for reference in owned.iter().rev() {
+        if let Err(error) = apply::delete(&mut kinds, reference).await {
+            tracing::warn!(%error, "deleting an installed object");
+        }
+    }
+    Ok(Action::await_change())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn write_bundle_status(
+    bundles: &Api<Bundle>,
+    bundle: &Bundle,
+    phase: UnpackPhase,
+    unpacked: Option<&content::Unpacked>,
+    objects: &[pakket_api::ObjectRef],
+    reason: Reason,
+    message: &str,
+) -> Result<(), kube::Error> {
+    let mut status = bundle.status.clone().unwrap_or_default();
+    status.unpacked = phase;
+    if let Some(unpacked) = unpacked {
+        status.source = Some(PinnedSource {
+            reference: unpacked.reference.clone(),
+            digest: Some(unpacked.digest.as_str().to_owned()),
+            commit: None,
+        });
+    }
+    status.objects = objects.to_vec();
+    status.observed_generation = bundle.metadata.generation;
+    let condition_status = if phase == UnpackPhase::Done {
+        ConditionStatus::True
+    } else {
+        ConditionStatus::False
+    };
+    condition::set(
+        &mut status.conditions,
+        condition::new(
+            reason,
+            condition_status,
+            message,
+            bundle.metadata.generation,
+            Timestamp::now(),
+        ),
+    );
+    let patch = json!({ "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Bundle", "status": BundleStatus { ..status } });
+    bundles
+        .patch_status(
+            &bundle.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    Ok(())
+}

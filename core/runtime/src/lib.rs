@@ -1,0 +1,21 @@
+//! The shared provisioner runtime (issue 5), built up piece by piece:
+//!
+//! - [`archive`]: safe extraction of untrusted bundle archives (tar, gzip).
+//! - [`store`]: the on-disk content store, keyed by digest.
+//! - [`manifest`]: Kubernetes manifests from unpacked content, with file and line in errors.
+//! - [`source`]: fetching a Bundle's refs (OCI images first), pinned to a digest.
+//! - [`content`]: `file://` refs inside ConfigMaps, into the store.
+//! - [`provisioner`]: the trait an author implements, and the plain provisioner.
+//! - [`controller`]: the Instance controller (approval, apply, pivot, status).
+//! - [`apply`]: server-side apply, prune and health.
+
+pub mod apply;
+pub mod archive;
+pub mod content;
+pub mod controller;
+pub mod manifest;
+pub mod provisioner;
+pub mod source;
+pub mod store;
+
+pub use provisioner::{Plain, Provisioner};

@@ -1,0 +1,310 @@
+//! Kubernetes objects from a directory of plain manifests.
+//!
+//! [`load_dir`] walks the content root in a fixed order (paths sorted by
+//! component), reads every `*.yaml`, `*.yml` and `*.json` file, splits YAML
+//! and JSON streams into documents (skipping empty ones) and checks each
+//! document on its own. Refused, with the file and line in the error:
+//!
+//! - text that is not UTF-8, YAML or JSON that does not parse;
+//! - documents that are not mappings, and `kind: List` documents (their
+//!   items would have no line of their own; write them as documents);
+//! - objects without a non-empty string `apiVersion`, `kind` or
+//!   `metadata.name`: nothing can be applied without them;
+//! - objects larger than the per-object limit, measured as compact JSON,
+//!   the form the API server stores (YAML indentation does not count);
+//! - symbolic links that leave the root or name a directory (content
+//!   from [`crate::archive`] has none; a mounted ConfigMap links its files
+//!   into a hidden folder, which is allowed).
+//!
+//! Names starting with `.` are skipped: hidden files and folders are not
+//! manifests (editor backups, `.git`, a ConfigMap volume's `..data`).
+//! Other files (`README.md`, scripts) are skipped too. [`check_duplicates`]
+//! then refuses two documents that define the same object.
+
+mod decode;
+mod error;
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+pub use decode::Format;
+pub use error::{Location, ManifestError};
+
+/// The default per-object limit: 1.5 MiB, etcd's default request limit,
+/// so an object over it could not be stored anyway.
+pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 3 << 19;
+
+/// One object read from the content.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// The file it came from, relative to the content root.
+    pub file: PathBuf,
+    /// Its position among the file's non-empty documents, from 0.
+    pub document: usize,
+    /// The 1-based line its document starts on.
+    pub line: usize,
+    /// The object itself.
+    pub object: Value,
+}
+
+/// What identifies an object in a cluster, as written in a manifest.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    /// `apiVersion`, e.g. `apps/v1` or `v1`.
+    pub api_version: String,
+    /// `kind`, e.g. `Deployment`.
+    pub kind: String,
+    /// `metadata.namespace`; `None` when absent or empty (cluster-scoped,
+    /// or to be placed in the install namespace).
+    pub namespace: Option<String>,
+    /// `metadata.name`.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The API group: the part of `apiVersion` before `/`, empty for core.
+    pub fn group(&self) -> &str {
+        self.api_version
+            .split_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
+    /// Reads the key of `object`; `Err` names the first missing field.
+    pub fn of(object: &Value) -> Result<Self, &'static str> {
+        let text = |value: Option<&Value>| {
+            value
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        };
+        let api_version = text(object.get("apiVersion")).ok_or("apiVersion")?;
+        let kind = text(object.get("kind")).ok_or("kind")?;
+        let metadata = object.get("metadata");
+        let name = text(metadata.and_then(|m| m.get("name"))).ok_or("metadata.name")?;
+        let namespace = text(metadata.and_then(|m| m.get("namespace")));
+        Ok(Self {
+            api_version,
+            kind,
+            namespace,
+            name,
+        })
+    }
+
+    /// Whether `self` and `other` name the same object in a cluster: same
+    /// group and kind, namespace and name. The version is left out on
+    /// purpose: `apps/v1` and `apps/v1beta2` Deployments of one name are
+    /// one object, and two manifests would fight over it.
+    pub fn same_object(&self, other: &Self) -> bool {
+        self.group() == other.group()
+            && self.kind == other.kind
+            && self.namespace == other.namespace
+            && self.name == other.name
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    /// `apps/v1 Deployment ns/name`, or `v1 Namespace name`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ", self.api_version, self.kind)?;
+        if let Some(namespace) = &self.namespace {
+            write!(f, "{namespace}/")?;
+        }
+        f.write_str(&self.name)
+    }
+}
+
+impl Manifest {
+    /// Where this object was written.
+    pub fn location(&self) -> Location {
+        Location {
+            file: self.file.clone(),
+            line: self.line,
+        }
+    }
+
+    /// The object's key; an error only if `object` was changed since it
+    /// was loaded and lost a required field.
+    pub fn key(&self) -> Result<ObjectKey, ManifestError> {
+        ObjectKey::of(&self.object).map_err(|field| ManifestError::MissingField {
+            at: self.location(),
+            field,
+        })
+    }
+}
+
+/// Reads every manifest under `root`, in a fixed order, refusing objects
+/// over `max_object_size` bytes (see the module docs for what else).
+pub fn load_dir(root: &Path, max_object_size: u64) -> Result<Vec<Manifest>, ManifestError> {
+    let mut files = Vec::new();
+    let canonical_root = fs::canonicalize(root).map_err(|source| ManifestError::Read {
+        path: PathBuf::new(),
+        source,
+    })?;
+    walk(&canonical_root, Path::new(""), &mut files)?;
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut manifests = Vec::new();
+    for (relative, format) in files {
+        let bytes = fs::read(root.join(&relative)).map_err(|source| ManifestError::Read {
+            path: relative.clone(),
+            source,
+        })?;
+        manifests.extend(parse(&relative, &bytes, format, max_object_size)?);
+    }
+    Ok(manifests)
+}
+
+/// Reads the manifests in one file's bytes; `file` names the file in
+/// objects and errors.
+pub fn parse(
+    file: &Path,
+    bytes: &[u8],
+    format: Format,
+    max_object_size: u64,
+) -> Result<Vec<Manifest>, ManifestError> {
+    let documents = decode::decode(file, bytes, format)?;
+    let mut manifests = Vec::with_capacity(documents.len());
+    for (document, (line, object)) in documents.into_iter().enumerate() {
+        let manifest = Manifest {
+            file: file.to_path_buf(),
+            document,
+            line,
+            object,
+        };
+        check(&manifest, max_object_size)?;
+        manifests.push(manifest);
+    }
+    Ok(manifests)
+}
+
+/// Refuses two manifests that define the same object (see
+/// [`ObjectKey::same_object`]); the error names both places.
+pub fn check_duplicates(manifests: &[Manifest]) -> Result<(), ManifestError> {
+    let mut seen = std::collections::HashMap::new();
+    for manifest in manifests {
+        let key = manifest.key()?;
+        let identity = (
+            key.group().to_owned(),
+            key.kind.clone(),
+            key.namespace.clone(),
+            key.name.clone(),
+        );
+        if let Some(first) = seen.insert(identity, manifest.location()) {
+            return Err(ManifestError::Duplicate {
+                object: key.to_string(),
+                first,
+                second: manifest.location(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check(manifest: &Manifest, max_object_size: u64) -> Result<(), ManifestError> {
+    let at = Manifest::location;
+    let object = &manifest.object;
+    let Some(map) = object.as_object() else {
+        return Err(ManifestError::NotAnObject {
+            at: at(manifest),
+            found: match object {
+                Value::Array(_) => "a list",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                Value::Null | Value::Object(_) => "null",
+            },
+        });
+    };
+    if let Some(kind) = map.get("kind").and_then(Value::as_str)
+        && kind.ends_with("List")
+        && map.get("items").is_some_and(Value::is_array)
+    {
+        return Err(ManifestError::List {
+            at: at(manifest),
+            kind: kind.to_owned(),
+        });
+    }
+    manifest.key()?;
+    let namespace = object.get("metadata").and_then(|m| m.get("namespace"));
+    if namespace.is_some_and(|n| !n.is_string() && !n.is_null()) {
+        return Err(ManifestError::InvalidNamespace { at: at(manifest) });
+    }
+    let size = json_size(object);
+    if size > max_object_size {
+        return Err(ManifestError::TooLarge {
+            at: at(manifest),
+            size,
+            limit: max_object_size,
+        });
+    }
+    Ok(())
+}
+
+/// The length of `value` as compact JSON, without building the string.
+fn json_size(value: &Value) -> u64 {
+    struct Count(u64);
+    impl io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// Collects manifest files under `root/relative`, with their formats.
+fn walk(
+    root: &Path,
+    relative: &Path,
+    files: &mut Vec<(PathBuf, Format)>,
+) -> Result<(), ManifestError> {
+    let read_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ManifestError::Read { path, source }
+    };
+    let dir = root.join(relative);
+    for entry in fs::read_dir(&dir).map_err(read_error(relative))? {
+        let entry = entry.map_err(read_error(relative))?;
+        let name = entry.file_name();
+        if name.as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        let path = relative.join(&name);
+        let kind = entry.file_type().map_err(read_error(&path))?;
+        if kind.is_dir() {
+            walk(root, &path, files)?;
+            continue;
+        }
+        if kind.is_symlink() {
+            // Follow a link only to a file inside the root: walking linked
+            // directories could loop or leave the content.
+            let target = fs::canonicalize(root.join(&path)).map_err(read_error(&path))?;
+            let problem = if !target.starts_with(root) {
+                "the symbolic link points outside the content"
+            } else if target.is_dir() {
+                "the symbolic link names a directory, and linked directories are not followed"
+            } else {
+                ""
+            };
+            if !problem.is_empty() {
+                return Err(ManifestError::Link { path, problem });
+            }
+        } else if !kind.is_file() {
+            continue;
+        }
+        let Some(format) = Format::of(&path) else {
+            continue;
+        };
+        files.push((path, format));
+    }
+    Ok(())
+}

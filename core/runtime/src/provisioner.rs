@@ -1,0 +1,47 @@
+//! What a provisioner author writes: an id and how unpacked content becomes
+//! Kubernetes objects. The runtime does the rest (watching, unpacking,
+//! approval, apply, pivot, status).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// A provisioner: the runtime acts only on Instances whose ProvisionerClass
+/// names this provisioner's id.
+pub trait Provisioner: Send + Sync + 'static {
+    /// The unique id, e.g. `pakket.dev/plain`.
+    fn id(&self) -> &str;
+
+    /// The objects the unpacked content at `content` stands for.
+    /// `max_object_size` is the class's `maxObjectSize` in bytes.
+    fn objects(&self, content: &Path, max_object_size: u64) -> Result<Vec<Value>, String>;
+}
+
+/// The simplest provisioner: the content is a directory of plain manifests.
+#[derive(Clone, Debug)]
+pub struct Plain {
+    id: String,
+}
+
+impl Plain {
+    /// A plain-manifests provisioner answering to `id`.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self { id: id.into() }
+    }
+}
+
+impl Provisioner for Plain {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn objects(&self, content: &Path, max_object_size: u64) -> Result<Vec<Value>, String> {
+        let manifests = crate::manifest::load_dir(content, max_object_size)
+            .map_err(|error| error.to_string())?;
+        crate::manifest::check_duplicates(&manifests).map_err(|error| error.to_string())?;
+        Ok(manifests
+            .into_iter()
+            .map(|manifest| manifest.object)
+            .collect())
+    }
+}

@@ -1,0 +1,279 @@
+//! Fetching a Bundle's content from an OCI registry, pinned to a digest.
+//!
+//! A Bundle names its content with a ref such as
+//! `docker://quay.io/openshift-community-operators/etcd:v0.9.4`.
+//! [`ImageSource::resolve`] turns the tag into the manifest digest, and
+//! [`ImageSource::pull_layers`] fetches the layers of the manifest it
+//! resolved, so the digest a Bundle's status reports is the one whose
+//! content was unpacked, even if the tag moves meanwhile.
+//!
+//! Security choices:
+//! - **HTTPS by default; plain HTTP only on loopback** (`localhost`,
+//!   `127.0.0.0/8`, `::1`, see [`PlainHttp`]) unless explicitly allowed
+//!   for every registry. TLS is rustls on the ring provider.
+//! - **Every request is bounded in time**: a connect timeout, a read
+//!   timeout (the longest silence mid-transfer), a limit per small exchange
+//!   (resolving, fetching a manifest) and one for a whole pull. A dead or
+//!   stalled registry fails the reconcile with a message; it never hangs it.
+//! - **Size limits before and during download**: the layer sizes a manifest
+//!   declares must fit the caller's limit before any layer is fetched, and
+//!   the bytes actually received are counted so a registry that lies about
+//!   sizes is cut off at the limit.
+//! - **Content is verified**: each layer against its digest (and the
+//!   manifest against the digest of a pinned ref) while it streams;
+//!   a mismatch is an error, never content.
+//! - Only tar and gzip'd tar layers are accepted; unpacking them is
+//!   [`crate::archive`]'s job, which treats them as untrusted.
+//! - Credentials go only to the registry they belong to (`oci_client`
+//!   drops them on redirects to other hosts) and are never printed.
+//!
+//! Known limit: the manifest body itself is read whole by `oci_client`,
+//! bounded only by the request timeout.
+
+mod error;
+mod image;
+mod options;
+mod reference;
+
+use std::future::Future;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use oci_client::Client;
+use oci_client::client::ClientProtocol;
+use oci_client::manifest::OciDescriptor;
+use oci_client::secrets::RegistryAuth;
+
+pub use error::SourceError;
+pub use image::{Layer, PulledImage, layer_compression};
+pub use options::{Credentials, PlainHttp, SourceOptions};
+pub use reference::{ImageRef, is_loopback_registry};
+
+/// Fetches images from OCI registries under one set of [`SourceOptions`].
+///
+/// Holds one HTTP client per transport, built on first use, so connections
+/// and tokens are reused across pulls; share it behind an `Arc`.
+pub struct ImageSource {
+    options: SourceOptions,
+    https: OnceLock<Result<Client, String>>,
+    http: OnceLock<Result<Client, String>>,
+}
+
+impl ImageSource {
+    /// A source with these options.
+    pub fn new(options: SourceOptions) -> Self {
+        options::install_ring_provider();
+        Self {
+            options,
+            https: OnceLock::new(),
+            http: OnceLock::new(),
+        }
+    }
+
+    /// The options this source was made with.
+    pub fn options(&self) -> &SourceOptions {
+        &self.options
+    }
+
+    /// The `oci_client` client for `image`'s registry under the plain-HTTP
+    /// policy. `pakket bundle push` pushes through it, so pushes and pulls
+    /// share one transport policy and one set of timeouts.
+    pub fn client_for(&self, image: &ImageRef) -> Result<&Client, SourceError> {
+        let (cell, protocol) = if self.options.plain_http.applies_to(image.registry()) {
+            (&self.http, ClientProtocol::Http)
+        } else {
+            (&self.https, ClientProtocol::Https)
+        };
+        cell.get_or_init(|| {
+            Client::try_from(self.options.client_config(protocol))
+                .map_err(|error| error.to_string())
+        })
+        .as_ref()
+        .map_err(|cause| SourceError::Client {
+            cause: cause.clone(),
+        })
+    }
+
+    /// The credentials for `oci_client` calls.
+    pub fn auth(&self) -> RegistryAuth {
+        self.options.registry_auth()
+    }
+
+    /// Runs `work` under `limit`, turning the timeout into a [`SourceError::Timeout`].
+    pub async fn within<T>(
+        &self,
+        limit: Duration,
+        action: &'static str,
+        image: &ImageRef,
+        work: impl Future<Output = Result<T, SourceError>>,
+    ) -> Result<T, SourceError> {
+        tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+            Err(SourceError::Timeout {
+                registry: image.registry().to_owned(),
+                action,
+                image: image.to_string(),
+                after: limit,
+            })
+        })
+    }
+
+    /// The digest `image` points at now (`sha256:…`): its tag resolved by the
+    /// registry, or checked against the registry if the ref is pinned.
+    pub async fn resolve(&self, image: &ImageRef) -> Result<String, SourceError> {
+        let work = async {
+            self.client_for(image)?
+                .fetch_manifest_digest(image.as_reference(), &self.auth())
+                .await
+                .map_err(|error| SourceError::from_registry(error, "resolve", image))
+        };
+        self.within(self.options.request_timeout, "resolve", image, work)
+            .await
+    }
+
+    /// Pulls `image`'s layers, at most `max_total` bytes in all (as stored,
+    /// i.e. compressed), each verified against its digest.
+    pub async fn pull_layers(
+        &self,
+        image: &ImageRef,
+        max_total: u64,
+    ) -> Result<PulledImage, SourceError> {
+        let work = self.pull(image, max_total);
+        self.within(self.options.pull_timeout, "pull", image, work)
+            .await
+    }
+
+    async fn pull(&self, image: &ImageRef, max_total: u64) -> Result<PulledImage, SourceError> {
+        let client = self.client_for(image)?;
+        let reference = image.as_reference();
+        let registry_error = |error| SourceError::from_registry(error, "pull", image);
+
+        let auth = self.auth();
+        let manifest_request = client.pull_image_manifest_and_list_digest(reference, &auth);
+        let (manifest, manifest_digest, index_digest) = self
+            .within(self.options.request_timeout, "pull", image, async {
+                manifest_request.await.map_err(registry_error)
+            })
+            .await?;
+        let digest = index_digest.unwrap_or(manifest_digest);
+
+        let mut kinds = Vec::with_capacity(manifest.layers.len());
+        let mut declared: u64 = 0;
+        for layer in &manifest.layers {
+            let compression = layer_compression(&layer.media_type).ok_or_else(|| {
+                SourceError::UnsupportedLayer {
+                    image: image.to_string(),
+                    digest: layer.digest.clone(),
+                    media_type: layer.media_type.clone(),
+                }
+            })?;
+            kinds.push(compression);
+            let size = u64::try_from(layer.size).map_err(|_| SourceError::Registry {
+                registry: image.registry().to_owned(),
+                action: "pull",
+                image: image.to_string(),
+                registry_says: format!("the manifest gives layer {} a negative size", layer.digest),
+            })?;
+            declared = declared.saturating_add(size);
+        }
+        if declared > max_total {
+            return Err(SourceError::TooLarge {
+                image: image.to_string(),
+                detail: format!("its layers declare {declared} bytes"),
+                limit: max_total,
+            });
+        }
+        if manifest.layers.is_empty() {
+            return Err(SourceError::Registry {
+                registry: image.registry().to_owned(),
+                action: "pull",
+                image: image.to_string(),
+                registry_says: "the image has no layers, so there is no content to unpack".into(),
+            });
+        }
+
+        let mut layers = Vec::with_capacity(manifest.layers.len());
+        let mut received: u64 = 0;
+        for (descriptor, compression) in manifest.layers.iter().zip(kinds) {
+            let data = self
+                .pull_layer(client, image, descriptor, max_total, &mut received)
+                .await?;
+            layers.push(Layer {
+                digest: descriptor.digest.clone(),
+                media_type: descriptor.media_type.clone(),
+                compression,
+                data,
+            });
+        }
+        Ok(PulledImage {
+            pinned: image.pinned(&digest),
+            digest,
+            layers,
+        })
+    }
+
+    /// Streams one layer, cutting it off past the overall limit; the stream
+    /// verifies the digest when it ends.
+    async fn pull_layer(
+        &self,
+        client: &Client,
+        image: &ImageRef,
+        descriptor: &OciDescriptor,
+        max_total: u64,
+        received: &mut u64,
+    ) -> Result<Vec<u8>, SourceError> {
+        let mut stream = client
+            .pull_blob_stream(image.as_reference(), descriptor)
+            .await
+            .map_err(|error| SourceError::from_registry(error, "pull", image))?;
+        let expected = usize::try_from(descriptor.size).unwrap_or(0);
+        let mut data =
+            Vec::with_capacity(expected.min(usize::try_from(max_total).unwrap_or(usize::MAX)));
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|error| layer_error(error, image))?;
+            *received += chunk.len() as u64;
+            // The declared sizes fit the limit, so holding each layer to its
+            // own declared size keeps memory within the limit too.
+            if *received > max_total || data.len() + chunk.len() > expected {
+                return Err(SourceError::TooLarge {
+                    image: image.to_string(),
+                    detail: format!(
+                        "layer {} sends more than the {} bytes its manifest declares",
+                        descriptor.digest, descriptor.size
+                    ),
+                    limit: max_total,
+                });
+            }
+            data.extend_from_slice(&chunk);
+        }
+        if data.len() != expected {
+            return Err(SourceError::DigestMismatch {
+                registry: image.registry().to_owned(),
+                image: image.to_string(),
+                cause: format!(
+                    "layer {} has {} bytes, its manifest says {}",
+                    descriptor.digest,
+                    data.len(),
+                    descriptor.size
+                ),
+            });
+        }
+        Ok(data)
+    }
+}
+
+/// A failure while streaming a layer: a digest mismatch found at its end,
+/// or a transport error.
+fn layer_error(error: std::io::Error, image: &ImageRef) -> SourceError {
+    let digest = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<oci_client::errors::DigestError>());
+    match digest {
+        Some(mismatch) => SourceError::DigestMismatch {
+            registry: image.registry().to_owned(),
+            image: image.to_string(),
+            cause: mismatch.to_string(),
+        },
+        None => SourceError::from_transport(&error, "pull", image),
+    }
+}

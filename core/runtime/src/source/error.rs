@@ -1,0 +1,430 @@
+//! What can go wrong fetching an image, in words that say what to do.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use oci_client::errors::{OciDistributionError, OciEnvelope, OciErrorCode};
+
+use super::ImageRef;
+
+/// Why an image could not be resolved, pulled or pushed.
+///
+/// Messages name the image and the registry, carry the registry's own error
+/// text, and end with what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The ref is not an image ref.
+    #[error("{input:?} is not a valid image ref: {problem}")]
+    InvalidRef {
+        /// The ref as written.
+        input: String,
+        /// What is wrong and what to write instead.
+        problem: String,
+    },
+    /// Plain HTTP was asked for a registry the policy keeps on HTTPS.
+    #[error(
+        "refusing plain HTTP to registry {registry}: it is not on loopback, so content and \
+         credentials would cross the network unprotected; use HTTPS, or allow plain HTTP \
+         for it explicitly"
+    )]
+    PlainHttpRefused {
+        /// The registry.
+        registry: String,
+    },
+    /// No connection could be made.
+    #[error(
+        "cannot reach registry {registry} to {action} {image}: {cause}; is the registry running at {registry}?"
+    )]
+    Unreachable {
+        /// The registry (`host:port`).
+        registry: String,
+        /// `resolve`, `pull` or `push`.
+        action: &'static str,
+        /// The image.
+        image: String,
+        /// The system's words, e.g. `Connection refused (os error 111)`.
+        cause: String,
+    },
+    /// The registry did not answer in time.
+    #[error(
+        "{action} {image} timed out after {after:?}: registry {registry} did not answer in time; check that it is up and not overloaded"
+    )]
+    Timeout {
+        /// The registry.
+        registry: String,
+        /// `resolve`, `pull` or `push`.
+        action: &'static str,
+        /// The image.
+        image: String,
+        /// The limit that passed.
+        after: Duration,
+    },
+    /// The TLS handshake failed (bad certificate, or a plain-HTTP server).
+    #[error("TLS with registry {registry} failed while trying to {action} {image}: {cause}{hint}")]
+    Tls {
+        /// The registry.
+        registry: String,
+        /// `resolve`, `pull` or `push`.
+        action: &'static str,
+        /// The image.
+        image: String,
+        /// What rustls said.
+        cause: String,
+        /// A suggestion, starting with `; `, or empty.
+        hint: String,
+    },
+    /// The tag, digest or repository does not exist.
+    #[error(
+        "registry {registry} has no image {image}: {registry_says}; check the repository and tag, or push the image first"
+    )]
+    NotFound {
+        /// The registry.
+        registry: String,
+        /// The image.
+        image: String,
+        /// The registry's own error text.
+        registry_says: String,
+    },
+    /// The registry wants (other) credentials.
+    #[error(
+        "registry {registry} refused to let us {action} {image} without valid credentials: {registry_says}; give credentials that may {action} it (a pull secret for a Bundle, `--username` for `pakket bundle push`)"
+    )]
+    Unauthorized {
+        /// The registry.
+        registry: String,
+        /// `resolve`, `pull` or `push`.
+        action: &'static str,
+        /// The image.
+        image: String,
+        /// The registry's own error text.
+        registry_says: String,
+    },
+    /// The image is bigger than the caller allows.
+    #[error(
+        "image {image} is too large: {detail}, over the limit of {limit} bytes; raise the limit or make the image smaller"
+    )]
+    TooLarge {
+        /// The image.
+        image: String,
+        /// How large, and which layer.
+        detail: String,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A layer Pakket cannot unpack.
+    #[error(
+        "image {image} has layer {digest} of media type {media_type:?}; Pakket unpacks tar and gzip'd tar layers only, so rebuild the image with those (e.g. `pakket bundle push`)"
+    )]
+    UnsupportedLayer {
+        /// The image.
+        image: String,
+        /// The layer's digest.
+        digest: String,
+        /// Its media type.
+        media_type: String,
+    },
+    /// Content did not match its digest: corrupted or tampered with.
+    #[error(
+        "content of {image} from registry {registry} does not match its digest: {cause}; the registry or something between us and it changed the data"
+    )]
+    DigestMismatch {
+        /// The registry.
+        registry: String,
+        /// The image.
+        image: String,
+        /// Expected and actual digests.
+        cause: String,
+    },
+    /// Any other refusal or malformed answer from the registry.
+    #[error("registry {registry} failed to {action} {image}: {registry_says}")]
+    Registry {
+        /// The registry.
+        registry: String,
+        /// `resolve`, `pull` or `push`.
+        action: &'static str,
+        /// The image.
+        image: String,
+        /// The registry's own error text, or what was wrong with its answer.
+        registry_says: String,
+    },
+    /// A layer could not be unpacked safely.
+    #[error("cannot unpack layer {layer} of {image}: {error}")]
+    Unpack {
+        /// The image, pinned.
+        image: String,
+        /// The layer's digest.
+        layer: String,
+        /// What the archive checks found.
+        #[source]
+        error: crate::archive::ArchiveError,
+    },
+    /// The HTTP client could not be built (e.g. no usable TLS roots).
+    #[error("cannot set up an HTTP client for registries: {cause}")]
+    Client {
+        /// Why.
+        cause: String,
+    },
+}
+
+impl SourceError {
+    /// The condition reason a provisioner writes for this error (`Unpacked` condition).
+    pub fn reason(&self) -> &'static str {
+        "UnpackFailed"
+    }
+
+    /// Whether retrying the same Bundle cannot help: its ref or its content
+    /// is wrong, not the registry's current state.
+    pub fn is_terminal(&self) -> bool {
+        if let Self::Unpack { error, .. } = self {
+            return error.is_terminal();
+        }
+        matches!(
+            self,
+            Self::InvalidRef { .. }
+                | Self::PlainHttpRefused { .. }
+                | Self::TooLarge { .. }
+                | Self::UnsupportedLayer { .. }
+        )
+    }
+
+    /// A short, stable label for metrics.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::InvalidRef { .. } => "invalid_ref",
+            Self::PlainHttpRefused { .. } => "plain_http_refused",
+            Self::Unreachable { .. } => "unreachable",
+            Self::Timeout { .. } => "timeout",
+            Self::Tls { .. } => "tls",
+            Self::NotFound { .. } => "not_found",
+            Self::Unauthorized { .. } => "unauthorized",
+            Self::TooLarge { .. } => "too_large",
+            Self::UnsupportedLayer { .. } => "unsupported_layer",
+            Self::DigestMismatch { .. } => "digest_mismatch",
+            Self::Registry { .. } => "registry",
+            Self::Unpack { error, .. } => error.metric_label(),
+            Self::Client { .. } => "client",
+        }
+    }
+
+    /// Describes an `oci_client` failure to `action` (`resolve`, `pull`,
+    /// `push`) `image`, keeping the registry's own words.
+    pub fn from_registry(
+        error: OciDistributionError,
+        action: &'static str,
+        image: &ImageRef,
+    ) -> Self {
+        let registry = image.registry().to_owned();
+        let name = image.to_string();
+        match error {
+            OciDistributionError::RegistryError { envelope, url } => {
+                let says = envelope
+                    .errors
+                    .iter()
+                    .map(|error| format!("{} ({})", error.message, code_name(&error.code)))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let registry_says = format!("{says} at {url}");
+                let codes = || envelope.errors.iter().map(|error| &error.code);
+                if codes()
+                    .any(|code| matches!(code, OciErrorCode::Unauthorized | OciErrorCode::Denied))
+                {
+                    Self::Unauthorized {
+                        registry,
+                        action,
+                        image: name,
+                        registry_says,
+                    }
+                } else if codes().any(|code| {
+                    matches!(
+                        code,
+                        OciErrorCode::ManifestUnknown
+                            | OciErrorCode::NameUnknown
+                            | OciErrorCode::NotFound
+                            | OciErrorCode::BlobUnknown
+                    )
+                }) {
+                    Self::NotFound {
+                        registry,
+                        image: name,
+                        registry_says,
+                    }
+                } else {
+                    Self::Registry {
+                        registry,
+                        action,
+                        image: name,
+                        registry_says,
+                    }
+                }
+            }
+            OciDistributionError::UnauthorizedError { url } => Self::Unauthorized {
+                registry,
+                action,
+                image: name,
+                registry_says: format!("401 Unauthorized at {url}"),
+            },
+            OciDistributionError::AuthenticationFailure(reason) => Self::Unauthorized {
+                registry,
+                action,
+                image: name,
+                registry_says: format!("the token service refused: {}", reason.trim()),
+            },
+            // Push endpoints hand back the body unparsed; it is usually the
+            // spec's error envelope, which says more than the status code.
+            OciDistributionError::ServerError { url, message, .. }
+                if serde_json::from_str::<OciEnvelope>(&message).is_ok() =>
+            {
+                let envelope = serde_json::from_str(&message).expect("parsed just above");
+                Self::from_registry(
+                    OciDistributionError::RegistryError { envelope, url },
+                    action,
+                    image,
+                )
+            }
+            OciDistributionError::ServerError {
+                code: code @ (401 | 403),
+                url,
+                message,
+            } => Self::Unauthorized {
+                registry,
+                action,
+                image: name,
+                registry_says: format!("HTTP {code} at {url} {}", message.trim()),
+            },
+            OciDistributionError::ServerError {
+                code: 404,
+                url,
+                message,
+            } => Self::NotFound {
+                registry,
+                image: name,
+                registry_says: format!("404 at {url} {}", message.trim()),
+            },
+            OciDistributionError::ServerError { code, url, message } => Self::Registry {
+                registry,
+                action,
+                image: name,
+                registry_says: format!("HTTP {code} at {url}: {}", message.trim()),
+            },
+            OciDistributionError::DigestError(error) => Self::DigestMismatch {
+                registry,
+                image: name,
+                cause: error.to_string(),
+            },
+            OciDistributionError::ImageManifestNotFoundError(message) => Self::NotFound {
+                registry,
+                image: name,
+                registry_says: message,
+            },
+            other => Self::from_transport(&other, action, image),
+        }
+    }
+
+    /// Describes a failure below HTTP (connection, TLS, timeouts) or any
+    /// other error, by walking its chain of causes.
+    pub(super) fn from_transport(
+        error: &(dyn StdError + 'static),
+        action: &'static str,
+        image: &ImageRef,
+    ) -> Self {
+        let registry = image.registry().to_owned();
+        let name = image.to_string();
+        let chain = causes(error);
+        let innermost = chain
+            .last()
+            .map(|error| error.to_string())
+            .unwrap_or_default();
+
+        let tls = chain
+            .iter()
+            .find_map(|error| error.downcast_ref::<rustls::Error>());
+        if let Some(tls) = tls {
+            let hint = if image.is_loopback() {
+                "; if this loopback registry serves plain HTTP, allow plain HTTP for loopback (`--plain-http`)"
+            } else {
+                "; check the registry's certificate and that it serves HTTPS"
+            };
+            return Self::Tls {
+                registry,
+                action,
+                image: name,
+                cause: tls.to_string(),
+                hint: hint.into(),
+            };
+        }
+        if let Some(io) = chain.iter().find_map(|error| {
+            error
+                .downcast_ref::<std::io::Error>()
+                .filter(|io| io.kind() != std::io::ErrorKind::Other)
+        }) {
+            use std::io::ErrorKind::*;
+            match io.kind() {
+                ConnectionRefused | ConnectionReset | ConnectionAborted | HostUnreachable
+                | NetworkUnreachable | AddrNotAvailable | NotConnected => {
+                    return Self::Unreachable {
+                        registry,
+                        action,
+                        image: name,
+                        cause: io.to_string(),
+                    };
+                }
+                _ => {}
+            }
+        }
+        let text = chain
+            .iter()
+            .map(|error| error.to_string())
+            .collect::<Vec<_>>()
+            .join(": ");
+        let lower = text.to_lowercase();
+        if lower.contains("dns error") || lower.contains("failed to lookup address") {
+            return Self::Unreachable {
+                registry,
+                action,
+                image: name,
+                cause: innermost,
+            };
+        }
+        if lower.contains("timed out") || lower.contains("deadline has elapsed") {
+            return Self::Unreachable {
+                registry,
+                action,
+                image: name,
+                cause: format!("no answer in time ({innermost})"),
+            };
+        }
+        Self::Registry {
+            registry,
+            action,
+            image: name,
+            registry_says: text,
+        }
+    }
+}
+
+/// `error` and its causes, outermost first. `std::io::Error` hides the error
+/// it wraps from `source()` (it returns that error's source instead), and
+/// reqwest nests io errors, so wrapped errors are listed too.
+fn causes<'a>(error: &'a (dyn StdError + 'static)) -> Vec<&'a (dyn StdError + 'static)> {
+    let mut causes = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        causes.push(error);
+        next = match error
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn StdError + 'static)),
+            None => error.source(),
+        };
+    }
+    causes
+}
+
+/// The code as the distribution spec writes it, e.g. `MANIFEST_UNKNOWN`.
+fn code_name(code: &OciErrorCode) -> String {
+    serde_json::to_value(code)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{code:?}"))
+}

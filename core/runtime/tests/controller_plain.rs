@@ -1,0 +1,348 @@
+//! The runtime's Instance controller with the plain provisioner, on the real
+//! control plane: install from a ConfigMap, approval that waits, a pivot that
+//! deletes what the new bundle dropped, uninstall on delete, and clear status
+//! for content the runtime cannot fetch.
+//!
+//! Each test runs its own controller for a provisioner id of its own, so
+//! tests in parallel never act on each other's Instances.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use pakket_api::{
+    BundleSpec, BundleTemplate, ConditionType, ConfigMapSource, Instance, InstanceSpec,
+    ProvisionerClass, ProvisionerClassSpec, VolumeMount,
+};
+use pakket_runtime::{Plain, controller};
+use pakket_testkit::{Scope, install_crds};
+use serde_json::json;
+
+/// Polls until `check` passes (up to 60 s), returning the Instance it passed on.
+async fn wait_for(
+    instances: &Api<Instance>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Instance) -> bool,
+) -> Instance {
+    let mut last = None;
+    for _ in 0..600 {
+        if let Some(instance) = instances.get_opt(name).await.unwrap() {
+            if check(&instance) {
+                return instance;
+            }
+            last = Some(instance);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "{what} did not happen within 60 s; last seen: {:#?}",
+        last.and_then(|i| i.status)
+    );
+}
+
+fn condition_is(instance: &Instance, kind: ConditionType, status: &str) -> bool {
+    instance
+        .condition(kind)
+        .is_some_and(|condition| condition.status == status)
+}
+
+struct Fixture {
+    scope: Scope,
+    id: String,
+}
+
+impl Fixture {
+    async fn new(test: &str, approval: &str) -> Self {
+        let scope = Scope::new(test).await;
+        install_crds(&scope.client).await.unwrap();
+        let id = format!("test.pakket.dev/{}", scope.id);
+        let mut parameters = serde_json::Map::new();
+        parameters.insert("approval".into(), json!(approval));
+        let class = ProvisionerClass {
+            metadata: scope.meta("class"),
+            spec: ProvisionerClassSpec {
+                provisioner: id.clone(),
+                parameters: Some(parameters),
+            },
+        };
+        Api::<ProvisionerClass>::all(scope.client.clone())
+            .create(&PostParams::default(), &class)
+            .await
+            .unwrap();
+        let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+        let client = scope.client.clone();
+        let provisioner = Plain::new(id.clone());
+        tokio::spawn(async move { controller::run(client, provisioner, store).await });
+        Self { scope, id }
+    }
+
+    /// An immutable ConfigMap holding plain manifests of ConfigMaps named `names`.
+    async fn content(&self, name: &str, names: &[(&str, &str)]) {
+        let mut data = BTreeMap::new();
+        for (object, value) in names {
+            let manifest = format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {object}\n  namespace: {}\ndata:\n  value: {value}\n",
+                self.scope.namespace
+            );
+            data.insert(format!("{object}.yaml"), manifest);
+        }
+        let config_map = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            data: Some(data),
+            immutable: Some(true),
+            ..Default::default()
+        };
+        Api::<ConfigMap>::namespaced(self.scope.client.clone(), &self.scope.namespace)
+            .create(&PostParams::default(), &config_map)
+            .await
+            .unwrap();
+    }
+
+    fn bundle_spec(&self, content: &str, reference: &str) -> BundleSpec {
+        BundleSpec {
+            class: self.scope.name("class"),
+            refs: vec![reference.into()],
+            volume_mounts: vec![VolumeMount {
+                mount_path: "/content".into(),
+                config_map: ConfigMapSource {
+                    name: content.into(),
+                    namespace: self.scope.namespace.clone(),
+                },
+            }],
+        }
+    }
+
+    fn instance(&self, bundle: &str, spec: BundleSpec) -> Instance {
+        Instance {
+            metadata: self.scope.meta("instance"),
+            spec: InstanceSpec {
+                class: self.scope.name("class"),
+                selector: None,
+                bundle: BundleTemplate {
+                    name: self.scope.name(bundle),
+                    spec: Some(spec),
+                },
+            },
+            status: None,
+        }
+    }
+
+    fn instances(&self) -> Api<Instance> {
+        Api::all(self.scope.client.clone())
+    }
+
+    fn config_maps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.scope.client.clone(), &self.scope.namespace)
+    }
+
+    async fn value_of(&self, name: &str) -> Option<String> {
+        let found = self.config_maps().get_opt(name).await.unwrap()?;
+        found.data.and_then(|data| data.get("value").cloned())
+    }
+}
+
+#[tokio::test]
+async fn installs_pivots_and_uninstalls_a_plain_bundle_from_a_config_map() {
+    let fixture = Fixture::new("plain-lifecycle", "AllowAll").await;
+    fixture
+        .content("content-v1", &[("first", "one"), ("second", "two")])
+        .await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let spec = fixture.bundle_spec("content-v1", "file://content");
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle-v1", spec))
+        .await
+        .unwrap();
+
+    let installed = wait_for(&instances, &name, "install", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    assert!(condition_is(&installed, ConditionType::Approved, "True"));
+    assert!(condition_is(&installed, ConditionType::Unpacked, "True"));
+    assert_eq!(installed.status.as_ref().unwrap().objects.len(), 2);
+    assert_eq!(fixture.value_of("first").await.as_deref(), Some("one"));
+    let first = fixture.config_maps().get("first").await.unwrap();
+    let labels = first.metadata.labels.unwrap();
+    assert_eq!(labels.get("core.pakket.dev/instance"), Some(&name));
+    assert_eq!(
+        labels.get("core.pakket.dev/bundle"),
+        Some(&fixture.scope.name("bundle-v1"))
+    );
+    wait_for(&instances, &name, "health", |i| {
+        condition_is(i, ConditionType::Healthy, "True")
+    })
+    .await;
+
+    // Pivot to a bundle that changes `first` and drops `second`.
+    fixture.content("content-v2", &[("first", "uno")]).await;
+    let v2 = fixture.bundle_spec("content-v2", "file://content");
+    let pivot =
+        json!({ "spec": { "bundle": { "name": fixture.scope.name("bundle-v2"), "spec": v2 } } });
+    instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&pivot))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "pivot", |i| {
+        i.status.as_ref().and_then(|s| s.active_bundle.clone())
+            == Some(fixture.scope.name("bundle-v2"))
+    })
+    .await;
+    let bundles = Api::<pakket_api::Bundle>::all(fixture.scope.client.clone());
+    let old = bundles.get(&fixture.scope.name("bundle-v1")).await.unwrap();
+    let replaced_by = old
+        .metadata
+        .labels
+        .unwrap_or_default()
+        .get(controller::REPLACED_BY_LABEL)
+        .cloned();
+    assert_eq!(
+        replaced_by,
+        Some(fixture.scope.name("bundle-v2")),
+        "the old Bundle is marked as replaced"
+    );
+    assert_eq!(fixture.value_of("first").await.as_deref(), Some("uno"));
+    assert!(
+        fixture
+            .config_maps()
+            .get_opt("second")
+            .await
+            .unwrap()
+            .is_none(),
+        "the dropped object is deleted"
+    );
+
+    // Deleting the Instance removes what it installed.
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    for _ in 0..600 {
+        if instances.get_opt(&name).await.unwrap().is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        instances.get_opt(&name).await.unwrap().is_none(),
+        "the finalizer ran"
+    );
+    assert!(
+        fixture
+            .config_maps()
+            .get_opt("first")
+            .await
+            .unwrap()
+            .is_none(),
+        "installed objects are removed"
+    );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn an_unapproved_instance_waits_and_installs_once_approved() {
+    let fixture = Fixture::new("plain-approval", "DenyAll").await;
+    fixture.content("content", &[("guarded", "approved")]).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let spec = fixture.bundle_spec("content", "file://content/guarded.yaml");
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle", spec))
+        .await
+        .unwrap();
+
+    let waiting = wait_for(&instances, &name, "approval pending", |i| {
+        i.condition(ConditionType::Approved)
+            .is_some_and(|c| c.reason == "ApprovalPending")
+    })
+    .await;
+    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains(&format!("kubectl instance approve {name}")),
+        "{message}"
+    );
+    assert!(condition_is(&waiting, ConditionType::Installed, "False"));
+    assert!(
+        fixture
+            .config_maps()
+            .get_opt("guarded")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing applied before approval"
+    );
+
+    // An approver sets Approved=True on the status subresource.
+    let mut conditions = waiting.status.clone().unwrap().conditions;
+    for condition in &mut conditions {
+        if condition.type_ == "Approved" {
+            condition.status = "True".into();
+            condition.reason = "ApprovedByUser".into();
+            condition.message = "approved by the test".into();
+        }
+    }
+    let approval = json!({ "status": { "conditions": conditions } });
+    instances
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&approval))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "install after approval", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    assert_eq!(
+        fixture.value_of("guarded").await.as_deref(),
+        Some("approved")
+    );
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn content_the_runtime_cannot_fetch_is_reported_on_the_instance_and_bundle() {
+    let fixture = Fixture::new("plain-unsupported", "AllowAll").await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let mut spec = fixture.bundle_spec(
+        "unused",
+        "docker://quay.io/openshift-community-operators/etcd:v0.9.4",
+    );
+    spec.volume_mounts.clear();
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle", spec))
+        .await
+        .unwrap();
+    let failed = wait_for(&instances, &name, "unpack failure", |i| {
+        i.condition(ConditionType::Unpacked)
+            .is_some_and(|c| c.reason == "UnpackFailed")
+    })
+    .await;
+    let message = &failed.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(
+        message.contains("spec.refs[0]") && message.contains("docker://"),
+        "{message}"
+    );
+    let bundle = Api::<pakket_api::Bundle>::all(fixture.scope.client.clone())
+        .get(&fixture.scope.name("bundle"))
+        .await
+        .unwrap();
+    assert_eq!(
+        bundle.status.unwrap().unpacked,
+        pakket_api::UnpackPhase::Failed
+    );
+    let _ = &fixture.id;
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    fixture.scope.cleanup().await;
+}
