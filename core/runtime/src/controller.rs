@@ -116,6 +116,8 @@ async fn reconcile<P: Provisioner>(
 struct Report {
     status: InstanceStatus,
     generation: Option<i64>,
+    /// The Instance as read; the write is conditional on its resourceVersion.
+    instance: Instance,
 }
 
 impl Report {
@@ -124,6 +126,7 @@ impl Report {
         Self {
             status,
             generation: instance.metadata.generation,
+            instance: instance.clone(),
         }
     }
 
@@ -172,22 +175,32 @@ impl Report {
         }
     }
 
+    /// Writes the whole status, but only over the Instance this reconcile
+    /// read: if anyone changed it meanwhile (an approver setting `Approved`,
+    /// say), the write is refused with a conflict and dropped, and the watch
+    /// event of that change brings a fresh reconcile. Without this a
+    /// reconcile that started before an approval would write it away.
     async fn write(mut self, instances: &Api<Instance>, name: &str) -> Result<(), kube::Error> {
         self.fill_missing();
         self.status.observed_generation = self.generation;
-        let patch = json!({
-            "apiVersion": "core.pakket.dev/v1alpha1",
-            "kind": "Instance",
-            "status": self.status,
-        });
-        instances
-            .patch_status(
-                name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&patch),
-            )
-            .await?;
-        Ok(())
+        let mut updated = self.instance;
+        updated.status = Some(self.status);
+        updated.metadata.managed_fields = None;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        match instances.replace_status(name, &params, &updated).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                tracing::debug!(
+                    instance = name,
+                    "status changed meanwhile; reconciling again"
+                );
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
     }
 }
 
