@@ -33,8 +33,10 @@ kubectl apply --server-side -f crds/
 kubectl wait --for=condition=Established --timeout=60s -f crds/
 
 say "Starting the plain provisioner (log: $PAKKET_DEV_DIR/logs/pakket-plain.log)"
+# Its leader Lease lives in pakket-system; probes and metrics on a free port (see the log).
+kubectl create namespace pakket-system --dry-run=client -o yaml | kubectl apply -f -
 if ! { [[ -f $plain_pid ]] && kill -0 "$(cat "$plain_pid")" 2>/dev/null; }; then
-  nohup "$CARGO_TARGET_DIR/debug/pakket-plain" --store "$PAKKET_DEV_DIR/store" \
+  nohup "$CARGO_TARGET_DIR/debug/pakket-plain" --store "$PAKKET_DEV_DIR/store" --probe-address 127.0.0.1:0 \
     >"$PAKKET_DEV_DIR/logs/pakket-plain.log" 2>&1 &
   echo $! >"$plain_pid"
 fi
@@ -48,13 +50,15 @@ wait_for() { # instance condition field value
   echo "timed out waiting for $1 $2 $3=$4" >&2; return 1
 }
 
-say "The 'plain' class asks for approval, so 'hello' waits:"
-wait_for hello Approved reason ApprovalPending
-kubectl get instances
-echo "Approved: $(condition hello Approved message)"
+# A second run finds 'hello' installed already and skips the approval.
+if [[ $(condition hello Installed status) != True ]]; then
+  say "The 'plain' class asks for approval, so 'hello' waits:"
+  wait_for hello Approved reason ApprovalPending
+  kubectl get instances
+  echo "Approved: $(condition hello Approved message)"
 
-say "Approving it (what 'kubectl instance approve hello' will do): Approved=True on the status subresource"
-kubectl apply --server-side --force-conflicts --subresource=status --field-manager=demo-approver -f - <<YAML
+  say "Approving it (what 'kubectl instance approve hello' will do): Approved=True on the status subresource"
+  kubectl apply --server-side --force-conflicts --subresource=status --field-manager=demo-approver -f - <<YAML
 apiVersion: core.pakket.dev/v1alpha1
 kind: Instance
 metadata: {name: hello}
@@ -66,6 +70,7 @@ status:
     message: approved by the demo
     lastTransitionTime: "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 YAML
+fi
 wait_for hello Installed status True
 wait_for hello Healthy status True
 

@@ -2,9 +2,21 @@
 //! bundle → unpack → approval → apply → pivot → health → status, each step
 //! writing the condition it owns, so `kubectl get instances` always says
 //! where an Instance stands and why.
+//!
+//! ProvisionerClass parameters the runtime reads:
+//! - `approval`: `AllowAll` (the default) or anything else to wait for an approver;
+//! - `maxObjectSize`: bytes per manifest file (default 1 MiB);
+//! - `insecureRegistries`: `[host:port, ...]`, registries that image refs may
+//!   reach over plain HTTP. Loopback registries always may; every other one
+//!   is HTTPS unless listed here.
+//!
+//! A Bundle that fails to unpack is retried with a growing delay (1 s,
+//! doubling, at most [`MAX_UNPACK_BACKOFF`]), so a registry that comes
+//! back is noticed soon and one that stays down is not hammered.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -12,6 +24,7 @@ use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::finalizer::{Event, finalizer};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use pakket_api::condition::{self, ConditionStatus};
@@ -22,8 +35,9 @@ use pakket_api::{
 use serde_json::json;
 
 use crate::apply::{self, FIELD_MANAGER, Kinds};
-use crate::content;
+use crate::content::{self, ImageSources, UnpackOptions};
 use crate::provisioner::Provisioner;
+use crate::serve::Metrics;
 use crate::store::Store;
 
 /// Label on a Bundle an Instance pivoted away from, naming its successor.
@@ -34,6 +48,10 @@ pub const FINALIZER: &str = "core.pakket.dev/cleanup";
 pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 1024 * 1024;
 /// How often an installed Instance is re-applied, which repairs drift.
 pub const RESYNC: Duration = Duration::from_secs(30);
+/// The longest wait before retrying a Bundle that failed to unpack.
+pub const MAX_UNPACK_BACKOFF: Duration = Duration::from_secs(60);
+/// The first wait before retrying a Bundle that failed to unpack.
+const FIRST_UNPACK_BACKOFF: Duration = Duration::from_secs(1);
 
 /// What the controller shares between reconciles.
 pub struct Context<P> {
@@ -42,7 +60,41 @@ pub struct Context<P> {
     /// The cluster.
     pub client: Client,
     /// Unpacked content, by digest.
-    pub store: Store,
+    pub store: Arc<Store>,
+    /// Registries' clients, shared across reconciles.
+    pub images: ImageSources,
+    /// Unpack failures in a row, by Instance uid, for the retry backoff.
+    pub unpack_failures: Mutex<HashMap<String, u32>>,
+    /// Reconcile counts and durations, served on `/metrics`.
+    pub metrics: Arc<Metrics>,
+}
+
+impl<P> Context<P> {
+    /// Counts one more unpack failure of `instance`; returns how long to wait.
+    fn unpack_failed(&self, instance: &Instance) -> Duration {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        let mut failures = self.unpack_failures.lock().expect("not poisoned");
+        let count = failures.entry(key).or_default();
+        let delay = backoff(*count);
+        *count = count.saturating_add(1);
+        delay
+    }
+
+    /// Forgets `instance`'s unpack failures.
+    fn unpack_succeeded(&self, instance: &Instance) {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        self.unpack_failures
+            .lock()
+            .expect("not poisoned")
+            .remove(&key);
+    }
+}
+
+/// The wait after `failures` earlier failures in a row: 1 s, doubling, capped.
+fn backoff(failures: u32) -> Duration {
+    FIRST_UNPACK_BACKOFF
+        .saturating_mul(1u32.checked_shl(failures.min(16)).unwrap_or(u32::MAX))
+        .min(MAX_UNPACK_BACKOFF)
 }
 
 /// Errors that end a reconcile; they are retried with backoff.
@@ -56,30 +108,73 @@ pub enum Error {
     Finalizer(String),
 }
 
+impl Error {
+    /// The `result` label of the reconcile metrics.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Kube(_) => "kube_error",
+            Self::Finalizer(_) => "finalizer_error",
+        }
+    }
+}
+
 /// Runs the controller until the stream ends.
 pub async fn run<P: Provisioner>(
     client: Client,
     provisioner: P,
     store_dir: PathBuf,
 ) -> Result<(), crate::store::StoreError> {
+    run_with_metrics(client, provisioner, store_dir, Arc::new(Metrics::new())).await
+}
+
+/// [`run`], counting every reconcile into `metrics` (see [`crate::serve`]).
+pub async fn run_with_metrics<P: Provisioner>(
+    client: Client,
+    provisioner: P,
+    store_dir: PathBuf,
+    metrics: Arc<Metrics>,
+) -> Result<(), crate::store::StoreError> {
     let store = Store::open(store_dir)?;
     let context = Arc::new(Context {
         provisioner,
         client: client.clone(),
-        store,
+        store: Arc::new(store),
+        images: ImageSources::default(),
+        unpack_failures: Mutex::new(HashMap::new()),
+        metrics,
     });
-    Controller::new(
+    let controller = Controller::new(
         Api::<Instance>::all(client.clone()),
         watcher::Config::default(),
-    )
-    .owns(Api::<Bundle>::all(client), watcher::Config::default())
-    .run(reconcile, error_policy, context)
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(%error, "reconcile");
-        }
-    })
-    .await;
+    );
+    // A class created (or changed) after its Instances must reach them: an
+    // Instance whose class did not exist yet was set aside, not failed.
+    let instances = controller.store();
+    controller
+        .owns(
+            Api::<Bundle>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .watches(
+            Api::<ProvisionerClass>::all(client),
+            watcher::Config::default(),
+            move |class| {
+                let name = class.name_any();
+                instances
+                    .state()
+                    .into_iter()
+                    .filter(|instance| instance.spec.class == name)
+                    .map(|instance| ObjectRef::from_obj(&*instance))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile");
+            }
+        })
+        .await;
     Ok(())
 }
 
@@ -91,6 +186,20 @@ fn error_policy<P: Provisioner>(_: Arc<Instance>, error: &Error, _: Arc<Context<
 async fn reconcile<P: Provisioner>(
     instance: Arc<Instance>,
     context: Arc<Context<P>>,
+) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
+    let result = reconcile_instance(instance, &context).await;
+    let label = match &result {
+        Ok(_) => "ok",
+        Err(error) => error.metric_label(),
+    };
+    context.metrics.reconciled(label, started.elapsed());
+    result
+}
+
+async fn reconcile_instance<P: Provisioner>(
+    instance: Arc<Instance>,
+    context: &Arc<Context<P>>,
 ) -> Result<Action, Error> {
     // Only Instances of a class that names this provisioner.
     let classes: Api<ProvisionerClass> = Api::all(context.client.clone());
@@ -104,8 +213,8 @@ async fn reconcile<P: Provisioner>(
     let instances: Api<Instance> = Api::all(context.client.clone());
     finalizer(&instances, FINALIZER, instance, |event| async {
         match event {
-            Event::Apply(instance) => install(&instance, class.as_ref(), &context).await,
-            Event::Cleanup(instance) => uninstall(&instance, &context).await,
+            Event::Apply(instance) => install(&instance, class.as_ref(), context).await,
+            Event::Cleanup(instance) => uninstall(&instance, context).await,
         }
     })
     .await
@@ -248,7 +357,17 @@ async fn install<P: Provisioner>(
     };
 
     // Unpack: content into the store by digest; the Bundle's status says how it went.
-    let unpacked = match content::unpack(&context.client, &bundle.spec, &context.store).await {
+    let options =
+        UnpackOptions::from_parameters(class.spec.parameters.as_ref(), DEFAULT_MAX_OBJECT_SIZE);
+    let unpacked = match content::unpack(
+        &context.client,
+        &bundle.spec,
+        &context.store,
+        &context.images,
+        &options,
+    )
+    .await
+    {
         Ok(unpacked) => unpacked,
         Err(error) => {
             let message = format!("Bundle {bundle_name}: {error}");
@@ -264,16 +383,13 @@ async fn install<P: Provisioner>(
             .await?;
             report.set(Reason::UnpackFailed, ConditionStatus::False, message);
             report.write(&instances, &name).await?;
-            return Ok(Action::requeue(Duration::from_secs(10)));
+            let delay = context.unpack_failed(instance);
+            tracing::info!(instance = %name, %error, retry_in = ?delay, "unpack failed");
+            return Ok(Action::requeue(delay));
         }
     };
-    let max_object_size = class
-        .spec
-        .parameters
-        .as_ref()
-        .and_then(|parameters| parameters.get("maxObjectSize"))
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(DEFAULT_MAX_OBJECT_SIZE);
+    context.unpack_succeeded(instance);
+    let max_object_size = options.limits.max_file_size;
     let objects = match context.provisioner.objects(&unpacked.dir, max_object_size) {
         Ok(objects) => objects,
         Err(error) => {
@@ -483,4 +599,16 @@ async fn write_bundle_status(
         )
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpack_retries_back_off_from_one_second_to_a_minute() {
+        let delays: Vec<u64> = (0..9).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(backoff(u32::MAX), MAX_UNPACK_BACKOFF);
+    }
 }

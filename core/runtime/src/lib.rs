@@ -4,17 +4,22 @@
 //! - [`store`]: the on-disk content store, keyed by digest.
 //! - [`manifest`]: Kubernetes manifests from unpacked content, with file and line in errors.
 //! - [`source`]: fetching a Bundle's refs (OCI images first), pinned to a digest.
-//! - [`content`]: `file://` refs inside ConfigMaps, into the store.
+//! - [`content`]: a Bundle's content into the store by digest: `file://` refs
+//!   inside ConfigMaps, `docker://`/`oci://` images.
 //! - [`provisioner`]: the trait an author implements, and the plain provisioner.
 //! - [`controller`]: the Instance controller (approval, apply, pivot, status).
 //! - [`apply`]: server-side apply, prune and health.
+//! - [`leader`]: leader election on a Lease, so one replica reconciles at a time.
+//! - [`serve`]: `/healthz`, `/readyz` and `/metrics` over plain HTTP.
 
 pub mod apply;
 pub mod archive;
 pub mod content;
 pub mod controller;
+pub mod leader;
 pub mod manifest;
 pub mod provisioner;
+pub mod serve;
 pub mod source;
 pub mod store;
 

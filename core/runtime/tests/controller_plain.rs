@@ -55,27 +55,37 @@ struct Fixture {
 
 impl Fixture {
     async fn new(test: &str, approval: &str) -> Self {
+        let fixture = Self::without_class(test).await;
+        fixture.create_class(approval).await;
+        fixture
+    }
+
+    /// A running controller, but no ProvisionerClass yet.
+    async fn without_class(test: &str) -> Self {
         let scope = Scope::new(test).await;
         install_crds(&scope.client).await.unwrap();
         let id = format!("test.pakket.dev/{}", scope.id);
-        let mut parameters = serde_json::Map::new();
-        parameters.insert("approval".into(), json!(approval));
-        let class = ProvisionerClass {
-            metadata: scope.meta("class"),
-            spec: ProvisionerClassSpec {
-                provisioner: id.clone(),
-                parameters: Some(parameters),
-            },
-        };
-        Api::<ProvisionerClass>::all(scope.client.clone())
-            .create(&PostParams::default(), &class)
-            .await
-            .unwrap();
         let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
         let client = scope.client.clone();
         let provisioner = Plain::new(id.clone());
         tokio::spawn(async move { controller::run(client, provisioner, store).await });
         Self { scope, id }
+    }
+
+    async fn create_class(&self, approval: &str) {
+        let mut parameters = serde_json::Map::new();
+        parameters.insert("approval".into(), json!(approval));
+        let class = ProvisionerClass {
+            metadata: self.scope.meta("class"),
+            spec: ProvisionerClassSpec {
+                provisioner: self.id.clone(),
+                parameters: Some(parameters),
+            },
+        };
+        Api::<ProvisionerClass>::all(self.scope.client.clone())
+            .create(&PostParams::default(), &class)
+            .await
+            .unwrap();
     }
 
     /// An immutable ConfigMap holding plain manifests of ConfigMaps named `names`.
@@ -242,6 +252,36 @@ async fn installs_pivots_and_uninstalls_a_plain_bundle_from_a_config_map() {
             .is_none(),
         "installed objects are removed"
     );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn an_instance_created_before_its_class_installs_once_the_class_appears() {
+    let fixture = Fixture::without_class("plain-class-later").await;
+    fixture.content("content", &[("late", "fine")]).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let spec = fixture.bundle_spec("content", "file://content");
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle", spec))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let waiting = instances.get(&name).await.unwrap();
+    assert!(
+        waiting.status.is_none(),
+        "no provisioner claims an Instance of an unknown class"
+    );
+    fixture.create_class("AllowAll").await;
+    wait_for(&instances, &name, "install once the class exists", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    assert_eq!(fixture.value_of("late").await.as_deref(), Some("fine"));
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
     fixture.scope.cleanup().await;
 }
 

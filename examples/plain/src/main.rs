@@ -3,9 +3,13 @@
 //! server-side apply, pivot, status) is the shared runtime's job; this file
 //! is what a third-party provisioner author writes.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Parser;
+use pakket_runtime::leader::{Elector, LeaseConfig};
+use pakket_runtime::serve::{self, Metrics};
 use pakket_runtime::{Provisioner, controller, manifest};
 use serde_json::Value;
 
@@ -44,6 +48,15 @@ struct Args {
     /// Where unpacked content is kept, by digest.
     #[arg(long, default_value_os_t = std::env::temp_dir().join("pakket-plain-store"))]
     store: PathBuf,
+    /// The namespace of the Lease that elects the one replica that reconciles.
+    #[arg(long, default_value = "pakket-system")]
+    lease_namespace: String,
+    /// The Lease's name [default: from --id, e.g. pakket.dev-plain].
+    #[arg(long)]
+    lease_name: Option<String>,
+    /// Where /healthz, /readyz and /metrics answer (plain HTTP); port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    probe_address: SocketAddr,
 }
 
 #[tokio::main]
@@ -56,7 +69,36 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     // In-cluster config, or $KUBECONFIG / ~/.kube/config outside a cluster.
     let client = kube::Client::try_default().await?;
-    tracing::info!(id = %args.id, "plain provisioner started");
-    controller::run(client, PlainManifests { id: args.id }, args.store).await?;
+    let lease_name = args
+        .lease_name
+        .clone()
+        .unwrap_or_else(|| LeaseConfig::name_for(&args.id));
+    let elector = Elector::new(
+        client.clone(),
+        LeaseConfig::new(args.lease_namespace, lease_name),
+    );
+
+    // Probes and metrics answer from the start, leading or not.
+    let listener = tokio::net::TcpListener::bind(args.probe_address).await?;
+    println!("probes and metrics on http://{}", listener.local_addr()?);
+    let metrics = Arc::new(Metrics::new());
+    tokio::spawn(serve::serve(listener, metrics.clone(), elector.state()));
+
+    tracing::info!(id = %args.id, identity = %elector.config().identity, "plain provisioner started");
+    // Only the leader reconciles; on SIGTERM the controller stops, then the
+    // Lease is released so a standby takes over at once.
+    let work = || {
+        controller::run_with_metrics(
+            client.clone(),
+            PlainManifests {
+                id: args.id.clone(),
+            },
+            args.store.clone(),
+            metrics.clone(),
+        )
+    };
+    if let Some(result) = elector.run(serve::shutdown_signal(), work).await? {
+        result?;
+    }
     Ok(())
 }

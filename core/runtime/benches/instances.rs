@@ -1,0 +1,201 @@
+//! How fast the runtime brings many small Instances to `Installed`, beside
+//! the apiserver's own server-side-apply rate for the same objects, and the
+//! runtime's memory idle and busy. Printed, never asserted.
+//!
+//! ```text
+//! cargo bench -p pakket-runtime --bench instances [-- COUNT]
+//! ```
+//! Runs on the real control plane the test kit provides (started on first
+//! use, or `PAKKET_TEST_KUBECONFIG`). The controller runs in this process, so
+//! the RSS figures are the runtime's (plus the bench's own small share).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, stream};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use pakket_api::{
+    BundleSpec, BundleTemplate, ConfigMapSource, Instance, InstanceSpec, ProvisionerClass,
+    ProvisionerClassSpec, VolumeMount,
+};
+use pakket_runtime::{Plain, controller};
+use pakket_testkit::{Scope, install_crds};
+use serde_json::json;
+
+/// Resident memory of this process in MiB (`VmRSS`).
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find(|line| line.starts_with("VmRSS:"))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+fn manifest(namespace: &str, name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: v\n"
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let count: usize = std::env::args()
+        .skip(1)
+        .find(|arg| arg != "--bench")
+        .and_then(|arg| arg.parse().ok())
+        .unwrap_or(1000);
+    let scope = Scope::new("bench-instances").await;
+    install_crds(&scope.client).await.unwrap();
+    let client = scope.client.clone();
+    let namespace = scope.namespace.clone();
+    let concurrency = 16;
+
+    // The apiserver's raw rate: server-side apply of the same kind of objects.
+    let raw: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    let started = Instant::now();
+    stream::iter(0..count)
+        .for_each_concurrent(concurrency, |i| {
+            let raw = raw.clone();
+            let namespace = namespace.clone();
+            async move {
+                let object: serde_json::Value =
+                    serde_saphyr::from_str(&manifest(&namespace, &format!("raw-{i}"))).unwrap();
+                raw.patch(
+                    &format!("raw-{i}"),
+                    &PatchParams::apply("bench").force(),
+                    &Patch::Apply(&object),
+                )
+                .await
+                .unwrap();
+            }
+        })
+        .await;
+    let raw_time = started.elapsed();
+
+    // Content: one immutable ConfigMap per Instance, each holding one object.
+    let contents: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    stream::iter(0..count)
+        .for_each_concurrent(concurrency, |i| {
+            let contents = contents.clone();
+            let namespace = namespace.clone();
+            async move {
+                let config_map = ConfigMap {
+                    metadata: kube::api::ObjectMeta {
+                        name: Some(format!("content-{i}")),
+                        ..Default::default()
+                    },
+                    data: Some(BTreeMap::from([(
+                        "object.yaml".to_owned(),
+                        manifest(&namespace, &format!("installed-{i}")),
+                    )])),
+                    immutable: Some(true),
+                    ..Default::default()
+                };
+                contents
+                    .create(&PostParams::default(), &config_map)
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+
+    let id = format!("bench.pakket.dev/{}", scope.id);
+    let mut parameters = serde_json::Map::new();
+    parameters.insert("approval".into(), json!("AllowAll"));
+    let class = ProvisionerClass {
+        metadata: scope.meta("class"),
+        spec: ProvisionerClassSpec {
+            provisioner: id.clone(),
+            parameters: Some(parameters),
+        },
+    };
+    Api::<ProvisionerClass>::all(client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    let store = std::env::temp_dir().join(format!("pakket-bench-store-{}", scope.id));
+    let runtime_client = client.clone();
+    tokio::spawn(async move { controller::run(runtime_client, Plain::new(id), store).await });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = rss_mib();
+
+    let instances: Api<Instance> = Api::all(client.clone());
+    let started = Instant::now();
+    stream::iter(0..count)
+        .for_each_concurrent(concurrency, |i| {
+            let instances = instances.clone();
+            let scope = &scope;
+            let namespace = namespace.clone();
+            async move {
+                let instance = Instance {
+                    metadata: scope.meta(&format!("i{i}")),
+                    spec: InstanceSpec {
+                        class: scope.name("class"),
+                        selector: None,
+                        bundle: BundleTemplate {
+                            name: scope.name(&format!("b{i}")),
+                            spec: Some(BundleSpec {
+                                class: scope.name("class"),
+                                refs: vec!["file://content".into()],
+                                volume_mounts: vec![VolumeMount {
+                                    mount_path: "/content".into(),
+                                    config_map: ConfigMapSource {
+                                        name: format!("content-{i}"),
+                                        namespace,
+                                    },
+                                }],
+                            }),
+                        },
+                    },
+                    status: None,
+                };
+                instances
+                    .create(&PostParams::default(), &instance)
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+    let selector = ListParams::default().labels(&scope.selector());
+    let installed = loop {
+        let list = instances.list(&selector).await.unwrap();
+        let done = list
+            .items
+            .iter()
+            .filter(|i| {
+                i.condition(pakket_api::ConditionType::Installed)
+                    .is_some_and(|c| c.status == "True")
+            })
+            .count();
+        if done == count || started.elapsed() > Duration::from_secs(900) {
+            break done;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let runtime_time = started.elapsed();
+    let busy = rss_mib();
+
+    let per_second = |n: usize, d: Duration| n as f64 / d.as_secs_f64();
+    println!("{count} small objects, {concurrency} requests in flight:");
+    println!(
+        "  apiserver server-side apply, raw:       {:>7.1} s  ({:>6.1} objects/s)",
+        raw_time.as_secs_f64(),
+        per_second(count, raw_time)
+    );
+    println!(
+        "  runtime, Instance created → Installed: {:>7.1} s  ({:>6.1} Instances/s, {installed}/{count} installed)",
+        runtime_time.as_secs_f64(),
+        per_second(installed, runtime_time)
+    );
+    println!(
+        "  ratio runtime / raw: {:.1}×",
+        runtime_time.as_secs_f64() / raw_time.as_secs_f64()
+    );
+    println!("  process RSS: idle {idle:.1} MiB, with {count} Instances {busy:.1} MiB");
+    // Deleting the Instances would run {count} finalizers; the control plane
+    // the test kit started goes away with this process.
+}

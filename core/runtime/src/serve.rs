@@ -1,0 +1,193 @@
+//! Health, readiness and metrics over HTTP, for the kubelet's probes and for
+//! Prometheus.
+//!
+//! Plain HTTP on purpose: probes come from the kubelet on the node and scrapes
+//! from inside the cluster, nothing here is secret, and TLS would mean
+//! certificates to rotate for no gain. Bind it to the pod IP (or 127.0.0.1
+//! outside a cluster), never expose it through a Service meant for users.
+//!
+//! - `/healthz`: `200 ok` while the process serves HTTP at all (liveness).
+//! - `/readyz`: `200` while the candidate knows its role, leading **or**
+//!   standing by; `503` before it has read the Lease, while the apiserver
+//!   cannot be reached, and after the election stopped. A standby counts as
+//!   ready because it is a correct hot spare: were it unready, a rollout of a
+//!   Deployment with two replicas would wait for it forever.
+//! - `/metrics`: the [`Metrics`], OpenMetrics text (Prometheus reads it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+use crate::leader::{LeaderState, Role};
+
+/// The labels of `pakket_reconciles_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileLabels {
+    /// `ok`, or the error's metric label.
+    result: String,
+}
+
+/// The provisioner's metrics, shared by the controller and the `/metrics` endpoint.
+pub struct Metrics {
+    registry: Registry,
+    reconciles: Family<ReconcileLabels, Counter>,
+    reconcile_duration: Histogram,
+    is_leader: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Fresh metrics, all at zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        registry.register(
+            "pakket_reconciles",
+            "Instance reconciliations, by result (ok or the error's label)",
+            reconciles.clone(),
+        );
+        // 1 ms to ~33 s: an apply of a large bundle can take seconds.
+        let reconcile_duration = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        registry.register(
+            "pakket_reconcile_duration_seconds",
+            "How long Instance reconciliations take",
+            reconcile_duration.clone(),
+        );
+        let is_leader = Gauge::default();
+        registry.register(
+            "pakket_is_leader",
+            "1 while this replica holds the leader Lease and reconciles, else 0",
+            is_leader.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            reconcile_duration,
+            is_leader,
+        }
+    }
+
+    /// Counts one reconciliation: `result` is `ok` or the error's metric label.
+    pub fn reconciled(&self, result: &str, took: Duration) {
+        self.reconciles
+            .get_or_create(&ReconcileLabels {
+                result: result.to_string(),
+            })
+            .inc();
+        self.reconcile_duration.observe(took.as_secs_f64());
+    }
+
+    /// Sets the `pakket_is_leader` gauge.
+    pub fn set_leader(&self, leading: bool) {
+        self.is_leader.set(i64::from(leading));
+    }
+
+    /// The metrics in the OpenMetrics text format.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}
+
+#[derive(Clone)]
+struct Shared {
+    metrics: Arc<Metrics>,
+    leader: LeaderState,
+}
+
+/// The `/healthz`, `/readyz` and `/metrics` routes.
+pub fn router(metrics: Arc<Metrics>, leader: LeaderState) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .with_state(Shared { metrics, leader })
+}
+
+/// Serves [`router`] on `listener` until the task is dropped.
+pub async fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    leader: LeaderState,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(metrics, leader)).await
+}
+
+async fn readyz(State(shared): State<Shared>) -> (StatusCode, &'static str) {
+    match shared.leader.role() {
+        Role::Leading => (StatusCode::OK, "ok: leading"),
+        Role::Standby => (StatusCode::OK, "ok: standing by"),
+        Role::Unknown => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the leader lease has not been read yet or cannot be reached",
+        ),
+    }
+}
+
+async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
+    // Read at scrape time, so the gauge can never disagree with the elector.
+    shared.metrics.set_leader(shared.leader.is_leader());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        shared.metrics.encode(),
+    )
+}
+
+/// Completes on SIGTERM (the kubelet stopping the pod) or Ctrl-C.
+pub async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_text_names_every_metric() {
+        let metrics = Metrics::new();
+        metrics.reconciled("ok", Duration::from_millis(20));
+        metrics.reconciled("apply", Duration::from_millis(3));
+        metrics.set_leader(true);
+        let text = metrics.encode();
+        assert!(
+            text.contains("pakket_reconciles_total{result=\"ok\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pakket_reconciles_total{result=\"apply\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pakket_reconcile_duration_seconds_count 2"),
+            "{text}"
+        );
+        assert!(text.contains("pakket_is_leader 1"), "{text}");
+    }
+}

@@ -1,0 +1,437 @@
+//! The Instance controller installing image bundles (`docker://` refs) on
+//! the real control plane from a real registry (Debian's docker-registry on
+//! loopback, dev/registry): install and pin the digest, reuse a stored
+//! digest without pulling, and a registry that is down, then back.
+//!
+//! Each test runs its own controller for a provisioner id of its own, so
+//! tests in parallel never act on each other's Instances.
+
+#[path = "../../../dev/registry/testing.rs"]
+mod registry;
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DeleteParams, PostParams};
+use oci_client::manifest::{
+    IMAGE_CONFIG_MEDIA_TYPE, IMAGE_LAYER_GZIP_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor,
+    OciImageManifest,
+};
+use pakket_api::{
+    Bundle, BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
+    ProvisionerClassSpec, UnpackPhase,
+};
+use pakket_runtime::source::{ImageRef, ImageSource, SourceOptions};
+use pakket_runtime::store::{Digest, Store};
+use pakket_runtime::{Plain, controller};
+use pakket_testkit::{Scope, install_crds};
+use registry::Registry;
+use serde_json::json;
+use sha2::Digest as _;
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
+/// Polls until `check` passes (up to 90 s), returning the Instance it passed on.
+async fn wait_for(
+    instances: &Api<Instance>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Instance) -> bool,
+) -> Instance {
+    let mut last = None;
+    for _ in 0..900 {
+        if let Some(instance) = instances.get_opt(name).await.unwrap() {
+            if check(&instance) {
+                return instance;
+            }
+            last = Some(instance);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "{what} did not happen within 90 s; last seen: {:#?}",
+        last.and_then(|i| i.status)
+    );
+}
+
+fn condition_is(instance: &Instance, kind: ConditionType, status: &str) -> bool {
+    instance
+        .condition(kind)
+        .is_some_and(|condition| condition.status == status)
+}
+
+/// A gzip'd tar holding `manifests/NAME.yaml`, a ConfigMap per (name, value).
+fn layer(namespace: &str, objects: &[(&str, &str)]) -> Vec<u8> {
+    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gzip);
+    for (name, value) in objects {
+        let manifest = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: {value}\n"
+        );
+        let mut header = tar::Header::new_gnu();
+        header.set_size(manifest.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(
+            &mut header,
+            format!("manifests/{name}.yaml"),
+            manifest.as_bytes(),
+        )
+        .unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// Pushes a one-layer image with oci-client; returns (manifest digest, layer digest).
+async fn push(image: &str, layer: Vec<u8>) -> (String, String) {
+    let source = ImageSource::new(SourceOptions::default());
+    let image = ImageRef::parse(image).unwrap();
+    let client = source.client_for(&image).unwrap();
+    let reference = image.as_reference();
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let layer_digest = sha256(&layer);
+    let manifest = OciImageManifest {
+        media_type: Some(OCI_IMAGE_MEDIA_TYPE.into()),
+        config: OciDescriptor {
+            media_type: IMAGE_CONFIG_MEDIA_TYPE.into(),
+            digest: sha256(config),
+            size: config.len() as i64,
+            ..OciDescriptor::default()
+        },
+        layers: vec![OciDescriptor {
+            media_type: IMAGE_LAYER_GZIP_MEDIA_TYPE.into(),
+            digest: layer_digest.clone(),
+            size: layer.len() as i64,
+            ..OciDescriptor::default()
+        }],
+        ..OciImageManifest::default()
+    };
+    client
+        .push_blob(reference, layer, &layer_digest)
+        .await
+        .unwrap();
+    client
+        .push_blob(reference, config.to_vec(), &manifest.config.digest)
+        .await
+        .unwrap();
+    let body = serde_json::to_vec(&manifest).unwrap();
+    client
+        .push_manifest_raw(
+            reference,
+            body.clone(),
+            OCI_IMAGE_MEDIA_TYPE.parse().unwrap(),
+        )
+        .await
+        .unwrap();
+    (sha256(&body), layer_digest)
+}
+
+/// Deletes a blob through the registry's API (`DELETE /v2/NAME/blobs/DIGEST`),
+/// so a later pull of it fails; returns the status line.
+fn delete_blob(address: &str, repository: &str, digest: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "DELETE /v2/{repository}/blobs/{digest} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer.lines().next().unwrap_or_default().to_owned()
+}
+
+struct Fixture {
+    scope: Scope,
+    store: PathBuf,
+}
+
+impl Fixture {
+    async fn new(test: &str) -> Self {
+        let scope = Scope::new(test).await;
+        install_crds(&scope.client).await.unwrap();
+        let id = format!("test.pakket.dev/{}", scope.id);
+        let mut parameters = serde_json::Map::new();
+        parameters.insert("approval".into(), json!("AllowAll"));
+        let class = ProvisionerClass {
+            metadata: scope.meta("class"),
+            spec: ProvisionerClassSpec {
+                provisioner: id.clone(),
+                parameters: Some(parameters),
+            },
+        };
+        Api::<ProvisionerClass>::all(scope.client.clone())
+            .create(&PostParams::default(), &class)
+            .await
+            .unwrap();
+        let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+        let client = scope.client.clone();
+        let provisioner = Plain::new(id);
+        let root = store.clone();
+        tokio::spawn(async move { controller::run(client, provisioner, root).await });
+        Self { scope, store }
+    }
+
+    fn instance(&self, name: &str, bundle: &str, reference: &str) -> Instance {
+        Instance {
+            metadata: self.scope.meta(name),
+            spec: InstanceSpec {
+                class: self.scope.name("class"),
+                selector: None,
+                bundle: BundleTemplate {
+                    name: self.scope.name(bundle),
+                    spec: Some(BundleSpec {
+                        class: self.scope.name("class"),
+                        refs: vec![reference.into()],
+                        volume_mounts: vec![],
+                    }),
+                },
+            },
+            status: None,
+        }
+    }
+
+    fn instances(&self) -> Api<Instance> {
+        Api::all(self.scope.client.clone())
+    }
+
+    async fn bundle(&self, name: &str) -> Bundle {
+        Api::<Bundle>::all(self.scope.client.clone())
+            .get(&self.scope.name(name))
+            .await
+            .unwrap()
+    }
+
+    async fn value_of(&self, name: &str) -> Option<String> {
+        let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(self.scope.client.clone(), &self.scope.namespace);
+        let found = config_maps.get_opt(name).await.unwrap()?;
+        found.data.and_then(|data| data.get("value").cloned())
+    }
+
+    /// Creates an Instance and waits until it is installed; returns how long it took.
+    async fn install(&self, name: &str, bundle: &str, reference: &str) -> (Instance, Duration) {
+        let started = Instant::now();
+        self.instances()
+            .create(
+                &PostParams::default(),
+                &self.instance(name, bundle, reference),
+            )
+            .await
+            .unwrap();
+        let installed = wait_for(&self.instances(), &self.scope.name(name), "install", |i| {
+            condition_is(i, ConditionType::Installed, "True")
+        })
+        .await;
+        (installed, started.elapsed())
+    }
+
+    async fn cleanup(self, names: &[&str]) {
+        for name in names {
+            let _ = self
+                .instances()
+                .delete(&self.scope.name(name), &DeleteParams::default())
+                .await;
+        }
+        let _ = std::fs::remove_dir_all(&self.store);
+        self.scope.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn installs_an_image_bundle_and_reuses_a_stored_digest_without_pulling() {
+    let registry = Registry::shared();
+    let fixture = Fixture::new("image-install").await;
+    let repository = format!("bundles/{}", fixture.scope.id);
+    let reference = registry.image(&format!("{repository}:v1"));
+    let content = layer(
+        &fixture.scope.namespace,
+        &[("first", "one"), ("second", "two")],
+    );
+    let (pushed, layer_digest) = push(&reference, content).await;
+
+    // (a) Installed from the image; the Bundle pins the pushed digest.
+    let (installed, first_time) = fixture.install("first", "bundle-a", &reference).await;
+    assert!(condition_is(&installed, ConditionType::Unpacked, "True"));
+    assert_eq!(installed.status.as_ref().unwrap().objects.len(), 2);
+    assert_eq!(fixture.value_of("first").await.as_deref(), Some("one"));
+    assert_eq!(fixture.value_of("second").await.as_deref(), Some("two"));
+    let status = fixture.bundle("bundle-a").await.status.unwrap();
+    assert_eq!(status.unpacked, UnpackPhase::Done);
+    let source = status.source.unwrap();
+    assert_eq!(source.digest.as_deref(), Some(pushed.as_str()));
+    assert_eq!(source.reference, reference);
+    let store = Store::open(&fixture.store).unwrap();
+    let dir = store.get(&Digest::parse(&pushed).unwrap()).unwrap();
+    let before = std::fs::metadata(&dir).unwrap();
+
+    // (b) Take the layer out of the registry: a pull would now fail, a
+    // resolve still works. A second Bundle with the same digest installs
+    // anyway, so it pulled nothing; the stored directory is the same one.
+    let deleted = delete_blob(&registry.address, &repository, &layer_digest);
+    assert!(deleted.contains("202"), "blob delete: {deleted}");
+    let probe = ImageSource::new(SourceOptions::default());
+    let error = probe
+        .pull_layers(&ImageRef::parse(&reference).unwrap(), 1 << 20)
+        .await
+        .expect_err("the layer is gone from the registry, so a pull fails");
+    println!("a pull after the blob delete: {error}");
+    let (second, second_time) = fixture.install("second", "bundle-b", &reference).await;
+    assert!(condition_is(&second, ConditionType::Unpacked, "True"));
+    let status = fixture.bundle("bundle-b").await.status.unwrap();
+    assert_eq!(status.unpacked, UnpackPhase::Done);
+    assert_eq!(
+        status.source.unwrap().digest.as_deref(),
+        Some(pushed.as_str())
+    );
+    let after = std::fs::metadata(&dir).unwrap();
+    assert_eq!(
+        (after.ino(), after.mtime(), after.mtime_nsec()),
+        (before.ino(), before.mtime(), before.mtime_nsec()),
+        "the stored content was not written again"
+    );
+    assert_eq!(store.digests().unwrap().len(), 1);
+    println!(
+        "image bundle: created to Installed {first_time:.1?} (pull + unpack); \
+         same digest already stored: {second_time:.1?}"
+    );
+    fixture.cleanup(&["first", "second"]).await;
+}
+
+#[tokio::test]
+async fn a_registry_that_is_down_fails_the_unpack_and_the_instance_installs_once_it_is_back() {
+    let own = Registry::start("down", None);
+    let fixture = Fixture::new("image-down").await;
+    let reference = own.image(&format!("bundles/{}:v1", fixture.scope.id));
+    let (pushed, _) = push(
+        &reference,
+        layer(&fixture.scope.namespace, &[("later", "up")]),
+    )
+    .await;
+    own.stop();
+
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let started = Instant::now();
+    instances
+        .create(
+            &PostParams::default(),
+            &fixture.instance("instance", "bundle", &reference),
+        )
+        .await
+        .unwrap();
+    let failed = wait_for(&instances, &name, "unpack failure", |i| {
+        i.condition(ConditionType::Unpacked)
+            .is_some_and(|c| c.reason == "UnpackFailed")
+    })
+    .await;
+    let failed_after = started.elapsed();
+    let message = &failed.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(
+        message.contains("spec.refs[0]")
+            && message.contains(&reference)
+            && message.contains(&format!("is the registry running at {}", own.address)),
+        "{message}"
+    );
+    assert!(
+        failed_after < Duration::from_secs(15),
+        "took {failed_after:?}"
+    );
+    let bundle = fixture.bundle("bundle").await.status.unwrap();
+    assert_eq!(bundle.unpacked, UnpackPhase::Failed);
+    println!("registry down: UnpackFailed after {failed_after:.1?}: {message}");
+
+    // Let a few retries fail, then bring the registry back on the same port
+    // with the same data: start.sh always picks a new port, so run the same
+    // binary on its config with the old address (the file name keeps
+    // `config.yml` in the command line, so stop.sh and the watchdog stop it).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let config = std::fs::read_to_string(own.dir.join("config.yml")).unwrap();
+    let pinned = own.dir.join("config.yml.same-port");
+    std::fs::write(
+        &pinned,
+        config.replace("addr: 127.0.0.1:0", &format!("addr: {}", own.address)),
+    )
+    .unwrap();
+    let log = std::fs::File::create(own.dir.join("registry-again.log")).unwrap();
+    let child = std::process::Command::new("/usr/bin/docker-registry")
+        .arg("serve")
+        .arg(&pinned)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    std::fs::write(own.dir.join("pid"), child.id().to_string()).unwrap();
+    let back = Instant::now();
+    for _ in 0..100 {
+        if TcpStream::connect(&own.address).is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let installed = wait_for(
+        &instances,
+        &name,
+        "install after the registry is back",
+        |i| condition_is(i, ConditionType::Installed, "True"),
+    )
+    .await;
+    println!(
+        "registry back on {}: Installed {:.1?} later",
+        own.address,
+        back.elapsed()
+    );
+    assert!(condition_is(&installed, ConditionType::Unpacked, "True"));
+    assert_eq!(fixture.value_of("later").await.as_deref(), Some("up"));
+    let bundle = fixture.bundle("bundle").await.status.unwrap();
+    assert_eq!(bundle.unpacked, UnpackPhase::Done);
+    assert_eq!(
+        bundle.source.unwrap().digest.as_deref(),
+        Some(pushed.as_str())
+    );
+    fixture.cleanup(&["instance"]).await;
+    // stop.sh ends the registry by the pid written above.
+    own.stop();
+    let _ = child;
+}
+
+#[tokio::test]
+async fn an_unknown_tag_fails_the_unpack_with_the_registrys_words() {
+    let registry = Registry::shared();
+    let fixture = Fixture::new("image-unknown").await;
+    let reference = registry.image(&format!("bundles/{}:missing", fixture.scope.id));
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let started = Instant::now();
+    instances
+        .create(
+            &PostParams::default(),
+            &fixture.instance("instance", "bundle", &reference),
+        )
+        .await
+        .unwrap();
+    let failed = wait_for(&instances, &name, "unpack failure", |i| {
+        i.condition(ConditionType::Unpacked)
+            .is_some_and(|c| c.reason == "UnpackFailed")
+    })
+    .await;
+    let failed_after = started.elapsed();
+    let message = &failed.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(
+        message.contains("spec.refs[0]")
+            && message.contains(&reference)
+            && message.contains(&format!("registry {} has no image", registry.address)),
+        "{message}"
+    );
+    assert!(!condition_is(&failed, ConditionType::Installed, "True"));
+    let bundle = fixture.bundle("bundle").await.status.unwrap();
+    assert_eq!(bundle.unpacked, UnpackPhase::Failed);
+    println!("unknown tag: UnpackFailed after {failed_after:.1?}: {message}");
+    fixture.cleanup(&["instance"]).await;
+}
