@@ -27,42 +27,13 @@ use pakket_api::{
 use pakket_runtime::source::{ImageRef, ImageSource, SourceOptions};
 use pakket_runtime::store::{Digest, Store};
 use pakket_runtime::{Plain, controller};
-use pakket_testkit::{Scope, install_crds};
+use pakket_testkit::{Scope, condition_is, install_crds, wait_for_instance as wait_for};
 use registry::Registry;
 use serde_json::json;
 use sha2::Digest as _;
 
 fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
-}
-
-/// Polls until `check` passes (up to 90 s), returning the Instance it passed on.
-async fn wait_for(
-    instances: &Api<Instance>,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Instance) -> bool,
-) -> Instance {
-    let mut last = None;
-    for _ in 0..900 {
-        if let Some(instance) = instances.get_opt(name).await.unwrap() {
-            if check(&instance) {
-                return instance;
-            }
-            last = Some(instance);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "{what} did not happen within 90 s; last seen: {:#?}",
-        last.and_then(|i| i.status)
-    );
-}
-
-fn condition_is(instance: &Instance, kind: ConditionType, status: &str) -> bool {
-    instance
-        .condition(kind)
-        .is_some_and(|condition| condition.status == status)
 }
 
 /// A gzip'd tar holding `manifests/NAME.yaml`, a ConfigMap per (name, value).

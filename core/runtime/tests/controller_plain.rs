@@ -16,37 +16,8 @@ use pakket_api::{
     ProvisionerClass, ProvisionerClassSpec, VolumeMount,
 };
 use pakket_runtime::{Plain, controller};
-use pakket_testkit::{Scope, install_crds};
+use pakket_testkit::{Scope, condition_is, install_crds, wait_for_instance as wait_for};
 use serde_json::json;
-
-/// Polls until `check` passes (up to 60 s), returning the Instance it passed on.
-async fn wait_for(
-    instances: &Api<Instance>,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Instance) -> bool,
-) -> Instance {
-    let mut last = None;
-    for _ in 0..600 {
-        if let Some(instance) = instances.get_opt(name).await.unwrap() {
-            if check(&instance) {
-                return instance;
-            }
-            last = Some(instance);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "{what} did not happen within 60 s; last seen: {:#?}",
-        last.and_then(|i| i.status)
-    );
-}
-
-fn condition_is(instance: &Instance, kind: ConditionType, status: &str) -> bool {
-    instance
-        .condition(kind)
-        .is_some_and(|condition| condition.status == status)
-}
 
 struct Fixture {
     scope: Scope,

@@ -1,0 +1,38 @@
+//! Waiting for an Instance to reach a state, with the last status in the
+//! failure message so a failing test says where the Instance got stuck.
+
+use std::time::Duration;
+
+use kube::Api;
+use pakket_api::{ConditionType, Instance};
+
+/// Polls every 100 ms until `check` passes (up to 90 s) and returns the
+/// Instance it passed on; panics naming `what` and the last status seen.
+pub async fn wait_for_instance(
+    instances: &Api<Instance>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Instance) -> bool,
+) -> Instance {
+    let mut last = None;
+    for _ in 0..900 {
+        if let Some(instance) = instances.get_opt(name).await.expect("reading the Instance") {
+            if check(&instance) {
+                return instance;
+            }
+            last = Some(instance);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "{what} did not happen within 90 s; last seen: {:#?}",
+        last.and_then(|i| i.status)
+    );
+}
+
+/// Whether the Instance's condition `kind` has `status` (`"True"`, `"False"`, `"Unknown"`).
+pub fn condition_is(instance: &Instance, kind: ConditionType, status: &str) -> bool {
+    instance
+        .condition(kind)
+        .is_some_and(|condition| condition.status == status)
+}
