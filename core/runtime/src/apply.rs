@@ -2,6 +2,7 @@
 //! prune that completes a pivot, and the health of what was applied.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
@@ -42,10 +43,14 @@ pub enum ApplyError {
     },
 }
 
-/// Resolves kinds to API resources, once per kind per reconcile.
+/// Resolves kinds to API resources. Clones share one cache, so a kind is
+/// discovered once per process rather than once per reconcile (discovery is
+/// a round trip each). Only found kinds are cached: a kind whose CRD is not
+/// installed yet is asked for again next time.
+#[derive(Clone)]
 pub struct Kinds {
     client: Client,
-    cache: HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>,
+    cache: Arc<Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>>,
 }
 
 impl Kinds {
@@ -53,7 +58,7 @@ impl Kinds {
     pub fn new(client: Client) -> Self {
         Self {
             client,
-            cache: HashMap::new(),
+            cache: Arc::default(),
         }
     }
 
@@ -66,7 +71,7 @@ impl Kinds {
             None => ("", reference.api_version.as_str()),
         };
         let gvk = GroupVersionKind::gvk(group, version, &reference.kind);
-        if let Some(found) = self.cache.get(&gvk) {
+        if let Some(found) = self.cache.lock().expect("kinds cache").get(&gvk) {
             return Ok(found.clone());
         }
         let found = kube::discovery::pinned_kind(&self.client, &gvk)
@@ -76,7 +81,10 @@ impl Kinds {
                 kind: format!("{}/{}", reference.api_version, reference.kind),
                 message: error.to_string(),
             })?;
-        self.cache.insert(gvk, found.clone());
+        self.cache
+            .lock()
+            .expect("kinds cache")
+            .insert(gvk, found.clone());
         Ok(found)
     }
 

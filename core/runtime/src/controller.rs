@@ -67,6 +67,8 @@ pub struct Context<P> {
     pub unpack_failures: Mutex<HashMap<String, u32>>,
     /// Reconcile counts and durations, served on `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// Kinds discovered so far, shared by every reconcile.
+    pub kinds: Kinds,
 }
 
 impl<P> Context<P> {
@@ -142,6 +144,7 @@ pub async fn run_with_metrics<P: Provisioner>(
         images: ImageSources::default(),
         unpack_failures: Mutex::new(HashMap::new()),
         metrics,
+        kinds: Kinds::new(client.clone()),
     });
     let controller = Controller::new(
         Api::<Instance>::all(client.clone()),
@@ -460,7 +463,7 @@ async fn install<P: Provisioner>(
     }
 
     // Apply the new set, then delete what the old set had and this one lacks.
-    let mut kinds = Kinds::new(context.client.clone());
+    let mut kinds = context.kinds.clone();
     let previous = report.status.objects.clone();
     let applied = match apply::apply_all(&mut kinds, &objects, &name, bundle_name).await {
         Ok(applied) => applied,
@@ -540,7 +543,7 @@ async fn uninstall<P: Provisioner>(
     instance: &Instance,
     context: &Context<P>,
 ) -> Result<Action, kube::Error> {
-    let mut kinds = Kinds::new(context.client.clone());
+    let mut kinds = context.kinds.clone();
     let owned = instance
         .status
         .as_ref()
