@@ -180,6 +180,17 @@ pub fn parse(
     Ok(manifests)
 }
 
+/// The objects of a directory of plain manifests: [`load_dir`], then
+/// [`check_duplicates`]; what the plain provisioner (and most authors) need.
+pub fn load_objects(root: &Path, max_object_size: u64) -> Result<Vec<Value>, ManifestError> {
+    let manifests = load_dir(root, max_object_size)?;
+    check_duplicates(&manifests)?;
+    Ok(manifests
+        .into_iter()
+        .map(|manifest| manifest.object)
+        .collect())
+}
+
 /// Refuses two manifests that define the same object (see
 /// [`ObjectKey::same_object`]); the error names both places.
 pub fn check_duplicates(manifests: &[Manifest]) -> Result<(), ManifestError> {

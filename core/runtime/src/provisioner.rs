@@ -36,12 +36,6 @@ impl Provisioner for Plain {
     }
 
     fn objects(&self, content: &Path, max_object_size: u64) -> Result<Vec<Value>, String> {
-        let manifests = crate::manifest::load_dir(content, max_object_size)
-            .map_err(|error| error.to_string())?;
-        crate::manifest::check_duplicates(&manifests).map_err(|error| error.to_string())?;
-        Ok(manifests
-            .into_iter()
-            .map(|manifest| manifest.object)
-            .collect())
+        crate::manifest::load_objects(content, max_object_size).map_err(|error| error.to_string())
     }
 }

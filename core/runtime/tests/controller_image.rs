@@ -27,7 +27,7 @@ use pakket_api::{
 use pakket_runtime::source::{ImageRef, ImageSource, SourceOptions};
 use pakket_runtime::store::{Digest, Store};
 use pakket_runtime::{Plain, controller};
-use pakket_testkit::{Scope, condition_is, install_crds, wait_for_instance as wait_for};
+use pakket_testkit::{Scope, condition_is, install_crds, reason_is, wait_for_instance as wait_for};
 use registry::Registry;
 use serde_json::json;
 use sha2::Digest as _;
@@ -297,8 +297,7 @@ async fn a_registry_that_is_down_fails_the_unpack_and_the_instance_installs_once
         .await
         .unwrap();
     let failed = wait_for(&instances, &name, "unpack failure", |i| {
-        i.condition(ConditionType::Unpacked)
-            .is_some_and(|c| c.reason == "UnpackFailed")
+        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
     })
     .await;
     let failed_after = started.elapsed();
@@ -388,8 +387,7 @@ async fn an_unknown_tag_fails_the_unpack_with_the_registrys_words() {
         .await
         .unwrap();
     let failed = wait_for(&instances, &name, "unpack failure", |i| {
-        i.condition(ConditionType::Unpacked)
-            .is_some_and(|c| c.reason == "UnpackFailed")
+        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
     })
     .await;
     let failed_after = started.elapsed();

@@ -16,7 +16,7 @@ use pakket_api::{
     ProvisionerClass, ProvisionerClassSpec, VolumeMount,
 };
 use pakket_runtime::{Plain, controller};
-use pakket_testkit::{Scope, condition_is, install_crds, wait_for_instance as wait_for};
+use pakket_testkit::{Scope, condition_is, install_crds, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
 
 struct Fixture {
@@ -269,8 +269,7 @@ async fn an_unapproved_instance_waits_and_installs_once_approved() {
         .unwrap();
 
     let waiting = wait_for(&instances, &name, "approval pending", |i| {
-        i.condition(ConditionType::Approved)
-            .is_some_and(|c| c.reason == "ApprovalPending")
+        reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
     .await;
     let message = &waiting.condition(ConditionType::Approved).unwrap().message;
@@ -323,23 +322,21 @@ async fn content_the_runtime_cannot_fetch_is_reported_on_the_instance_and_bundle
     let fixture = Fixture::new("plain-unsupported", "AllowAll").await;
     let instances = fixture.instances();
     let name = fixture.scope.name("instance");
-    let mut spec = fixture.bundle_spec(
-        "unused",
-        "docker://quay.io/openshift-community-operators/etcd:v0.9.4",
-    );
+    // git sources are not fetched yet: the failure must say so, naming the
+    // field, and without touching the network.
+    let mut spec = fixture.bundle_spec("unused", "git+https://github.com/example/bundles?ref=v1");
     spec.volume_mounts.clear();
     instances
         .create(&PostParams::default(), &fixture.instance("bundle", spec))
         .await
         .unwrap();
     let failed = wait_for(&instances, &name, "unpack failure", |i| {
-        i.condition(ConditionType::Unpacked)
-            .is_some_and(|c| c.reason == "UnpackFailed")
+        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
     })
     .await;
     let message = &failed.condition(ConditionType::Unpacked).unwrap().message;
     assert!(
-        message.contains("spec.refs[0]") && message.contains("docker://"),
+        message.contains("spec.refs[0]") && message.contains("git+https://"),
         "{message}"
     );
     let bundle = Api::<pakket_api::Bundle>::all(fixture.scope.client.clone())
@@ -350,7 +347,6 @@ async fn content_the_runtime_cannot_fetch_is_reported_on_the_instance_and_bundle
         bundle.status.unwrap().unpacked,
         pakket_api::UnpackPhase::Failed
     );
-    let _ = &fixture.id;
     instances
         .delete(&name, &DeleteParams::default())
         .await

@@ -36,3 +36,10 @@ pub fn condition_is(instance: &Instance, kind: ConditionType, status: &str) -> b
         .condition(kind)
         .is_some_and(|condition| condition.status == status)
 }
+
+/// Whether the Instance's condition `kind` carries `reason`.
+pub fn reason_is(instance: &Instance, kind: ConditionType, reason: &str) -> bool {
+    instance
+        .condition(kind)
+        .is_some_and(|condition| condition.reason == reason)
+}

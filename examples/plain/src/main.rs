@@ -26,13 +26,7 @@ impl Provisioner for PlainManifests {
     fn objects(&self, content: &Path, max_object_size: u64) -> Result<Vec<Value>, String> {
         // Every *.yaml, *.yml and *.json file, in name order; errors name the
         // file and line. Duplicates (same kind, namespace and name) are refused.
-        let manifests =
-            manifest::load_dir(content, max_object_size).map_err(|error| error.to_string())?;
-        manifest::check_duplicates(&manifests).map_err(|error| error.to_string())?;
-        Ok(manifests
-            .into_iter()
-            .map(|manifest| manifest.object)
-            .collect())
+        manifest::load_objects(content, max_object_size).map_err(|error| error.to_string())
     }
 }
 

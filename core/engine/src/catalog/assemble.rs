@@ -109,12 +109,7 @@ impl Assembly {
         let name = describe(SCHEMA_CHANNEL, Some(&doc.package), Some(&doc.name));
         let diagnostic =
             |code, message: String| Diagnostic::new(code, origin.clone(), &name, message);
-        if doc.name.is_empty() || doc.package.is_empty() {
-            let field = if doc.name.is_empty() {
-                "name"
-            } else {
-                "package"
-            };
+        if let Some(field) = empty_field(&doc.name, &doc.package) {
             let message = format!("the channel has an empty {field}");
             self.report(diagnostic(DiagnosticCode::EmptyName, message).with_field(field));
             return;
@@ -205,12 +200,7 @@ impl Assembly {
         let name = object(SCHEMA_BUNDLE, &doc.name);
         let diagnostic =
             |code, message: String| Diagnostic::new(code, origin.clone(), &name, message);
-        if doc.name.is_empty() || doc.package.is_empty() {
-            let field = if doc.name.is_empty() {
-                "name"
-            } else {
-                "package"
-            };
+        if let Some(field) = empty_field(&doc.name, &doc.package) {
             let message = format!("the bundle has an empty {field}");
             self.report(diagnostic(DiagnosticCode::EmptyName, message).with_field(field));
             return;
@@ -507,5 +497,16 @@ impl Assembly {
                 self.diagnostics.extend(graph.check());
             }
         }
+    }
+}
+
+/// The first of `name` and `package` that is empty, as its field name.
+fn empty_field(name: &str, package: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("name")
+    } else if package.is_empty() {
+        Some("package")
+    } else {
+        None
     }
 }
