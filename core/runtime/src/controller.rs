@@ -38,6 +38,7 @@ use crate::apply::{self, FIELD_MANAGER, Kinds};
 use crate::content::{self, ImageSources, UnpackOptions};
 use crate::provisioner::Provisioner;
 use crate::serve::Metrics;
+use crate::source::SourceOptions;
 use crate::store::Store;
 
 /// Label on a Bundle an Instance pivoted away from, naming its successor.
@@ -120,13 +121,34 @@ impl Error {
     }
 }
 
+/// How [`run_with`] runs the controller.
+pub struct RunOptions {
+    /// Where the content store lives.
+    pub store_dir: PathBuf,
+    /// Reconcile counts and durations, served on `/metrics` (see [`crate::serve`]).
+    pub metrics: Arc<Metrics>,
+    /// How sources are fetched: timeouts, plain-HTTP policy, trusted roots.
+    pub sources: SourceOptions,
+}
+
+impl RunOptions {
+    /// Defaults with the content store in `store_dir`.
+    pub fn new(store_dir: PathBuf) -> Self {
+        Self {
+            store_dir,
+            metrics: Arc::new(Metrics::new()),
+            sources: SourceOptions::default(),
+        }
+    }
+}
+
 /// Runs the controller until the stream ends.
 pub async fn run<P: Provisioner>(
     client: Client,
     provisioner: P,
     store_dir: PathBuf,
 ) -> Result<(), crate::store::StoreError> {
-    run_with_metrics(client, provisioner, store_dir, Arc::new(Metrics::new())).await
+    run_with(client, provisioner, RunOptions::new(store_dir)).await
 }
 
 /// [`run`], counting every reconcile into `metrics` (see [`crate::serve`]).
@@ -136,14 +158,27 @@ pub async fn run_with_metrics<P: Provisioner>(
     store_dir: PathBuf,
     metrics: Arc<Metrics>,
 ) -> Result<(), crate::store::StoreError> {
-    let store = Store::open(store_dir)?;
+    let options = RunOptions {
+        metrics,
+        ..RunOptions::new(store_dir)
+    };
+    run_with(client, provisioner, options).await
+}
+
+/// Runs the controller with `options` until the stream ends.
+pub async fn run_with<P: Provisioner>(
+    client: Client,
+    provisioner: P,
+    options: RunOptions,
+) -> Result<(), crate::store::StoreError> {
+    let store = Store::open(options.store_dir)?;
     let context = Arc::new(Context {
         provisioner,
         client: client.clone(),
         store: Arc::new(store),
-        images: ImageSources::default(),
+        images: ImageSources::new(options.sources),
         unpack_failures: Mutex::new(HashMap::new()),
-        metrics,
+        metrics: options.metrics,
         kinds: Kinds::new(client.clone()),
     });
     let controller = Controller::new(
