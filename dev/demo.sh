@@ -68,6 +68,7 @@ status:
     status: "True"
     reason: ApprovedByUser
     message: approved by the demo
+    observedGeneration: $(kubectl get instance hello -o jsonpath='{.metadata.generation}')
     lastTransitionTime: "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 YAML
 fi

@@ -39,6 +39,28 @@ pub struct InstanceSpec {
 
     /// The Bundle that should be active.
     pub bundle: BundleTemplate,
+
+    /// What happens to the installed objects when the Instance is deleted:
+    /// `Delete` (the default) removes them, `Orphan` leaves them running
+    /// (for handing content over to another owner without downtime).
+    #[serde(default, skip_serializing_if = "DeletionPolicy::is_default")]
+    pub deletion_policy: DeletionPolicy,
+}
+
+/// What deleting an Instance does to the objects it installed.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DeletionPolicy {
+    /// Delete every object the Instance installed.
+    #[default]
+    Delete,
+    /// Leave the objects in place; only the Instance goes.
+    Orphan,
+}
+
+impl DeletionPolicy {
+    fn is_default(&self) -> bool {
+        *self == Self::Delete
+    }
 }
 
 /// A Bundle by name, optionally with the spec the provisioner should create it

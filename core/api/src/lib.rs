@@ -17,7 +17,7 @@ pub use bundle::{
     Bundle, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, UnpackPhase, VolumeMount,
 };
 pub use condition::{ConditionStatus, ConditionType, Reason};
-pub use instance::{BundleTemplate, Instance, InstanceSpec, InstanceStatus};
+pub use instance::{BundleTemplate, DeletionPolicy, Instance, InstanceSpec, InstanceStatus};
 pub use object_ref::ObjectRef;
 pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec};
 

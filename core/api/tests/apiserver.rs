@@ -49,6 +49,7 @@ fn instance(scope: &Scope) -> Instance {
         spec: InstanceSpec {
             class: scope.name("class"),
             selector: None,
+            deletion_policy: Default::default(),
             bundle: BundleTemplate {
                 name: scope.name("bundle"),
                 spec: None,

@@ -10,6 +10,7 @@
 //! the RSS figures are the runtime's (plus the bench's own small share).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, stream};
@@ -19,6 +20,7 @@ use pakket_api::{
     BundleSpec, BundleTemplate, ConfigMapSource, Instance, InstanceSpec, ProvisionerClass,
     ProvisionerClassSpec, VolumeMount,
 };
+use pakket_runtime::serve::Metrics;
 use pakket_runtime::{Plain, controller};
 use pakket_testkit::{Scope, install_crds};
 use serde_json::json;
@@ -119,7 +121,14 @@ async fn main() {
         .unwrap();
     let store = std::env::temp_dir().join(format!("pakket-bench-store-{}", scope.id));
     let runtime_client = client.clone();
-    tokio::spawn(async move { controller::run(runtime_client, Plain::new(id), store).await });
+    let metrics = Arc::new(Metrics::new());
+    let options = controller::RunOptions {
+        metrics: metrics.clone(),
+        ..controller::RunOptions::new(store)
+    };
+    tokio::spawn(
+        async move { controller::run_with(runtime_client, Plain::new(id), options).await },
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle = rss_mib();
 
@@ -136,6 +145,7 @@ async fn main() {
                     spec: InstanceSpec {
                         class: scope.name("class"),
                         selector: None,
+                        deletion_policy: Default::default(),
                         bundle: BundleTemplate {
                             name: scope.name(&format!("b{i}")),
                             spec: Some(BundleSpec {
@@ -196,6 +206,15 @@ async fn main() {
         runtime_time.as_secs_f64() / raw_time.as_secs_f64()
     );
     println!("  process RSS: idle {idle:.1} MiB, with {count} Instances {busy:.1} MiB");
+    // How much work the runtime did for it: reconciles and their durations.
+    for line in metrics.encode().lines() {
+        if line.starts_with("pakket_reconciles_total")
+            || line.starts_with("pakket_reconcile_duration_seconds_sum")
+            || line.starts_with("pakket_reconcile_duration_seconds_count")
+        {
+            println!("  {line}");
+        }
+    }
     // Deleting the Instances would run {count} finalizers; the control plane
     // the test kit started goes away with this process.
 }

@@ -11,6 +11,8 @@ use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use pakket_api::ObjectRef;
 use serde_json::Value;
 
+use crate::drift::Drift;
+
 /// The field manager of every object the runtime applies.
 pub const FIELD_MANAGER: &str = "pakket.dev/runtime";
 /// Label naming the Instance that installed an object.
@@ -47,10 +49,13 @@ pub enum ApplyError {
 /// discovered once per process rather than once per reconcile (discovery is
 /// a round trip each). Only found kinds are cached: a kind whose CRD is not
 /// installed yet is asked for again next time.
+///
+/// With [`Kinds::with_drift`], every kind resolved is also watched for drift.
 #[derive(Clone)]
 pub struct Kinds {
     client: Client,
     cache: Arc<Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>>,
+    drift: Option<Arc<Drift>>,
 }
 
 impl Kinds {
@@ -59,6 +64,15 @@ impl Kinds {
         Self {
             client,
             cache: Arc::default(),
+            drift: None,
+        }
+    }
+
+    /// An empty cache that watches every kind it resolves with `drift`.
+    pub fn with_drift(client: Client, drift: Arc<Drift>) -> Self {
+        Self {
+            drift: Some(drift),
+            ..Self::new(client)
         }
     }
 
@@ -85,6 +99,9 @@ impl Kinds {
             .lock()
             .expect("kinds cache")
             .insert(gvk, found.clone());
+        if let Some(drift) = &self.drift {
+            drift.watch(&found.0);
+        }
         Ok(found)
     }
 
@@ -121,16 +138,29 @@ pub fn reference_of(object: &Value) -> ObjectRef {
     }
 }
 
-/// Applies every object (labelled with its Instance and Bundle) and returns
-/// their references. Stops at the first refusal, which names the object.
+/// What an apply did: the objects, and the health problems the apiserver's
+/// answers already show (so a fresh apply needs no second read for health).
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Every object applied, in order.
+    pub objects: Vec<ObjectRef>,
+    /// Why some are not healthy, as [`unhealthy`] would say.
+    pub unhealthy: Vec<String>,
+}
+
+/// Applies every object (labelled with its Instance and Bundle). Stops at
+/// the first refusal, which names the object.
 pub async fn apply_all(
     kinds: &mut Kinds,
     objects: &[Value],
     instance: &str,
     bundle: &str,
-) -> Result<Vec<ObjectRef>, ApplyError> {
+) -> Result<Applied, ApplyError> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let mut applied = Vec::with_capacity(objects.len());
+    let mut applied = Applied {
+        objects: Vec::with_capacity(objects.len()),
+        unhealthy: Vec::new(),
+    };
     for object in objects {
         let mut object = object.clone();
         let labels = object
@@ -147,13 +177,17 @@ pub async fn apply_all(
         }
         let reference = reference_of(&object);
         let api = kinds.api(&reference).await?;
-        api.patch(&reference.name, &params, &Patch::Apply(&object))
+        let answer = api
+            .patch(&reference.name, &params, &Patch::Apply(&object))
             .await
             .map_err(|error| ApplyError::Refused {
                 object: reference.to_string(),
                 message: error.to_string(),
             })?;
-        applied.push(reference);
+        if let Some(problem) = health_problem(&reference, &answer) {
+            applied.unhealthy.push(problem);
+        }
+        applied.objects.push(reference);
     }
     Ok(applied)
 }
@@ -209,18 +243,20 @@ pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<String> 
             problems.push(format!("{reference} is missing"));
             continue;
         };
-        let wanted = match reference.kind.as_str() {
-            "Deployment" => Some("Available"),
-            "CustomResourceDefinition" => Some("Established"),
-            _ => None,
-        };
-        if let Some(wanted) = wanted
-            && !condition_true(&object, wanted)
-        {
-            problems.push(format!("{reference} is not {wanted}"));
-        }
+        problems.extend(health_problem(reference, &object));
     }
     problems
+}
+
+/// Why one object, as read, is not healthy: a Deployment not Available, a
+/// CRD not Established; every other kind is healthy when present.
+fn health_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<String> {
+    let wanted = match reference.kind.as_str() {
+        "Deployment" => "Available",
+        "CustomResourceDefinition" => "Established",
+        _ => return None,
+    };
+    (!condition_true(object, wanted)).then(|| format!("{reference} is not {wanted}"))
 }
 
 fn condition_true(object: &DynamicObject, wanted: &str) -> bool {

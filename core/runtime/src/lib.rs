@@ -3,12 +3,16 @@
 //! - [`archive`]: safe extraction of untrusted bundle archives (tar, gzip).
 //! - [`store`]: the on-disk content store, keyed by digest.
 //! - [`manifest`]: Kubernetes manifests from unpacked content, with file and line in errors.
-//! - [`source`]: fetching a Bundle's refs (OCI images first), pinned to a digest.
+//! - [`source`]: fetching a Bundle's refs, pinned: OCI images (with pull
+//!   secrets), `https://` tarballs (optionally pinned by sha256), git
+//!   repositories over HTTPS (resolved to a commit).
 //! - [`content`]: a Bundle's content into the store by digest: `file://` refs
-//!   inside ConfigMaps, `docker://`/`oci://` images.
+//!   inside ConfigMaps, `docker://`/`oci://` images, `https://` tarballs,
+//!   `git+https://` repositories.
 //! - [`provisioner`]: the trait an author implements, and the plain provisioner.
 //! - [`controller`]: the Instance controller (approval, apply, pivot, status).
 //! - [`apply`]: server-side apply, prune and health.
+//! - [`drift`]: watches on installed objects, so hand edits are put back.
 //! - [`leader`]: leader election on a Lease, so one replica reconciles at a time.
 //! - [`serve`]: `/healthz`, `/readyz` and `/metrics` over plain HTTP.
 
@@ -16,6 +20,7 @@ pub mod apply;
 pub mod archive;
 pub mod content;
 pub mod controller;
+pub mod drift;
 pub mod leader;
 pub mod manifest;
 pub mod provisioner;

@@ -154,6 +154,7 @@ impl Fixture {
             spec: InstanceSpec {
                 class: self.scope.name("class"),
                 selector: None,
+                deletion_policy: Default::default(),
                 bundle: BundleTemplate {
                     name: self.scope.name(bundle),
                     spec: Some(BundleSpec {

@@ -6,126 +6,17 @@
 //! Each test runs its own controller for a provisioner id of its own, so
 //! tests in parallel never act on each other's Instances.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use pakket_api::{
-    BundleSpec, BundleTemplate, ConditionType, ConfigMapSource, Instance, InstanceSpec,
-    ProvisionerClass, ProvisionerClassSpec, VolumeMount,
-};
-use pakket_runtime::{Plain, controller};
-use pakket_testkit::{Scope, condition_is, install_crds, reason_is, wait_for_instance as wait_for};
+use pakket_api::ConditionType;
+use pakket_runtime::controller;
+use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
 
-struct Fixture {
-    scope: Scope,
-    id: String,
-}
+mod plain_fixture;
 
-impl Fixture {
-    async fn new(test: &str, approval: &str) -> Self {
-        let fixture = Self::without_class(test).await;
-        fixture.create_class(approval).await;
-        fixture
-    }
-
-    /// A running controller, but no ProvisionerClass yet.
-    async fn without_class(test: &str) -> Self {
-        let scope = Scope::new(test).await;
-        install_crds(&scope.client).await.unwrap();
-        let id = format!("test.pakket.dev/{}", scope.id);
-        let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
-        let client = scope.client.clone();
-        let provisioner = Plain::new(id.clone());
-        tokio::spawn(async move { controller::run(client, provisioner, store).await });
-        Self { scope, id }
-    }
-
-    async fn create_class(&self, approval: &str) {
-        let mut parameters = serde_json::Map::new();
-        parameters.insert("approval".into(), json!(approval));
-        let class = ProvisionerClass {
-            metadata: self.scope.meta("class"),
-            spec: ProvisionerClassSpec {
-                provisioner: self.id.clone(),
-                parameters: Some(parameters),
-            },
-        };
-        Api::<ProvisionerClass>::all(self.scope.client.clone())
-            .create(&PostParams::default(), &class)
-            .await
-            .unwrap();
-    }
-
-    /// An immutable ConfigMap holding plain manifests of ConfigMaps named `names`.
-    async fn content(&self, name: &str, names: &[(&str, &str)]) {
-        let mut data = BTreeMap::new();
-        for (object, value) in names {
-            let manifest = format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {object}\n  namespace: {}\ndata:\n  value: {value}\n",
-                self.scope.namespace
-            );
-            data.insert(format!("{object}.yaml"), manifest);
-        }
-        let config_map = ConfigMap {
-            metadata: kube::api::ObjectMeta {
-                name: Some(name.into()),
-                ..Default::default()
-            },
-            data: Some(data),
-            immutable: Some(true),
-            ..Default::default()
-        };
-        Api::<ConfigMap>::namespaced(self.scope.client.clone(), &self.scope.namespace)
-            .create(&PostParams::default(), &config_map)
-            .await
-            .unwrap();
-    }
-
-    fn bundle_spec(&self, content: &str, reference: &str) -> BundleSpec {
-        BundleSpec {
-            class: self.scope.name("class"),
-            refs: vec![reference.into()],
-            volume_mounts: vec![VolumeMount {
-                mount_path: "/content".into(),
-                config_map: ConfigMapSource {
-                    name: content.into(),
-                    namespace: self.scope.namespace.clone(),
-                },
-            }],
-        }
-    }
-
-    fn instance(&self, bundle: &str, spec: BundleSpec) -> Instance {
-        Instance {
-            metadata: self.scope.meta("instance"),
-            spec: InstanceSpec {
-                class: self.scope.name("class"),
-                selector: None,
-                bundle: BundleTemplate {
-                    name: self.scope.name(bundle),
-                    spec: Some(spec),
-                },
-            },
-            status: None,
-        }
-    }
-
-    fn instances(&self) -> Api<Instance> {
-        Api::all(self.scope.client.clone())
-    }
-
-    fn config_maps(&self) -> Api<ConfigMap> {
-        Api::namespaced(self.scope.client.clone(), &self.scope.namespace)
-    }
-
-    async fn value_of(&self, name: &str) -> Option<String> {
-        let found = self.config_maps().get_opt(name).await.unwrap()?;
-        found.data.and_then(|data| data.get("value").cloned())
-    }
-}
+use plain_fixture::Fixture;
 
 #[tokio::test]
 async fn installs_pivots_and_uninstalls_a_plain_bundle_from_a_config_map() {

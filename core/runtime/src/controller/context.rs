@@ -1,0 +1,96 @@
+//! What every reconcile shares: the cluster, the caches, the content store,
+//! and the unpack retry bookkeeping.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Client, ResourceExt};
+use pakket_api::{Bundle, Instance, ProvisionerClass};
+
+use crate::apply::Kinds;
+use crate::content::ImageSources;
+use crate::drift::Drift;
+use crate::serve::Metrics;
+
+/// The longest wait before retrying a Bundle that failed to unpack.
+pub const MAX_UNPACK_BACKOFF: Duration = Duration::from_secs(60);
+/// The first wait before retrying a Bundle that failed to unpack.
+const FIRST_UNPACK_BACKOFF: Duration = Duration::from_secs(1);
+
+/// What the controller shares between reconciles.
+pub struct Context<P> {
+    /// The provisioner.
+    pub provisioner: P,
+    /// The cluster.
+    pub client: Client,
+    /// Unpacked content, by digest.
+    pub store: Arc<crate::store::Store>,
+    /// Registries' clients, shared across reconciles.
+    pub images: ImageSources,
+    /// Unpack failures in a row, by Instance uid, for the retry backoff.
+    pub unpack_failures: Mutex<HashMap<String, u32>>,
+    /// Reconcile counts and durations, served on `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// Kinds discovered so far, shared by every reconcile.
+    pub kinds: Kinds,
+    /// Every ProvisionerClass, kept current by a watch (no GET per reconcile).
+    pub classes: Store<ProvisionerClass>,
+    /// Every Bundle, kept current by a watch.
+    pub bundles: Store<Bundle>,
+    /// Watches on installed objects, so hand edits are put back.
+    pub drift: Arc<Drift>,
+    /// Publishes Events about Instances.
+    pub recorder: Recorder,
+}
+
+impl<P> Context<P> {
+    /// The Event recorder every provisioner process uses, named after its id.
+    pub fn recorder(client: Client, provisioner_id: &str) -> Recorder {
+        let reporter = Reporter {
+            controller: provisioner_id.to_owned(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Recorder::new(client, reporter)
+    }
+
+    /// Counts one more unpack failure of `instance`; returns how long to wait.
+    pub fn unpack_failed(&self, instance: &Instance) -> Duration {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        let mut failures = self.unpack_failures.lock().expect("not poisoned");
+        let count = failures.entry(key).or_default();
+        let delay = backoff(*count);
+        *count = count.saturating_add(1);
+        delay
+    }
+
+    /// Forgets `instance`'s unpack failures.
+    pub fn unpack_succeeded(&self, instance: &Instance) {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        self.unpack_failures
+            .lock()
+            .expect("not poisoned")
+            .remove(&key);
+    }
+}
+
+/// The wait after `failures` earlier failures in a row: 1 s, doubling, capped.
+fn backoff(failures: u32) -> Duration {
+    FIRST_UNPACK_BACKOFF
+        .saturating_mul(1u32.checked_shl(failures.min(16)).unwrap_or(u32::MAX))
+        .min(MAX_UNPACK_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpack_retries_back_off_from_one_second_to_a_minute() {
+        let delays: Vec<u64> = (0..9).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(backoff(u32::MAX), MAX_UNPACK_BACKOFF);
+    }
+}

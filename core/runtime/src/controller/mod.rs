@@ -1,0 +1,381 @@
+//! The Instance controller every provisioner runs: finalizer → class →
+//! bundle → unpack → approval → apply → pivot → health → status, each step
+//! writing the condition it owns, so `kubectl get instances` always says
+//! where an Instance stands and why, and an Event says what changed.
+//!
+//! ProvisionerClass parameters the runtime reads:
+//! - `approval`: `AllowAll` (the default) or anything else to wait for an approver;
+//! - `maxObjectSize`: bytes per manifest file (default 1 MiB);
+//! - `insecureRegistries`: `[host:port, ...]`, registries that image refs may
+//!   reach over plain HTTP. Loopback registries always may; every other one
+//!   is HTTPS unless listed here.
+//!
+//! What starts a reconcile, and what does not: an Instance's generation,
+//! finalizers, deletion or approval changing (not the runtime's own status
+//! writes); a Bundle it names appearing; its class changing; one of its
+//! installed objects changed by someone else ([`crate::drift`]). Everything
+//! is read from watch caches, and objects are re-applied only when their
+//! content, the Instance or the objects changed, or every [`RESYNC`].
+//!
+//! A Bundle that fails to unpack is retried with a growing delay (1 s,
+//! doubling, at most [`MAX_UNPACK_BACKOFF`]), so a registry that comes
+//! back is noticed soon and one that stays down is not hammered.
+
+mod bundle_status;
+mod context;
+mod install;
+mod report;
+mod uninstall;
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::finalizer::{Event, finalizer};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{PredicateConfig, WatchStreamExt, predicates, watcher};
+use kube::{Client, ResourceExt};
+use pakket_api::{Bundle, ConditionType, Instance, ProvisionerClass, Reason, condition};
+
+pub use bundle_status::REPLACED_BY_LABEL;
+pub use context::{Context, MAX_UNPACK_BACKOFF};
+
+use crate::apply::Kinds;
+use crate::content::ImageSources;
+use crate::drift::Drift;
+use crate::provisioner::Provisioner;
+use crate::serve::Metrics;
+use crate::source::SourceOptions;
+use crate::store::Store;
+
+/// The finalizer with which a provisioner removes an Instance's objects
+/// before it goes: the provisioner's own id (a domain-prefixed name, as
+/// finalizers are). One per provisioner, so an Instance whose class is gone
+/// is still cleaned up by the provisioner that installed it and by no other.
+pub fn finalizer_of(provisioner_id: &str) -> &str {
+    provisioner_id
+}
+/// Default per-object size limit when the class sets no `maxObjectSize`.
+pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 1024 * 1024;
+/// How often an installed, healthy Instance is re-applied and re-checked
+/// even if nothing said it changed: the safety net under the drift watches
+/// (which miss label-only edits of objects with generations).
+pub const RESYNC: Duration = Duration::from_secs(600);
+/// How often an unhealthy Instance's health is checked again.
+pub const RESYNC_UNHEALTHY: Duration = Duration::from_secs(15);
+
+/// Default for [`RunOptions::concurrency`].
+pub const DEFAULT_CONCURRENCY: u16 = 32;
+
+/// How [`run_with`] runs the controller.
+pub struct RunOptions {
+    /// Where the content store lives.
+    pub store_dir: PathBuf,
+    /// Reconcile counts and durations, served on `/metrics` (see [`crate::serve`]).
+    pub metrics: Arc<Metrics>,
+    /// How sources are fetched: timeouts, plain-HTTP policy, trusted roots.
+    pub sources: SourceOptions,
+    /// Most Instances reconciled at once. Beyond a few dozen, more only
+    /// queue up inside the apiserver: each reconcile's round trips get
+    /// slower and none finishes sooner.
+    pub concurrency: u16,
+}
+
+impl RunOptions {
+    /// Defaults with the content store in `store_dir`.
+    pub fn new(store_dir: PathBuf) -> Self {
+        Self {
+            store_dir,
+            metrics: Arc::new(Metrics::new()),
+            sources: SourceOptions::default(),
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
+}
+
+/// Errors that end a reconcile; they are retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server failed a call.
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    /// The finalizer machinery failed.
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+impl Error {
+    /// The `result` label of the reconcile metrics.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Kube(_) => "kube_error",
+            Self::Finalizer(_) => "finalizer_error",
+        }
+    }
+}
+
+/// Runs the controller until the stream ends.
+pub async fn run<P: Provisioner>(
+    client: Client,
+    provisioner: P,
+    store_dir: PathBuf,
+) -> Result<(), crate::store::StoreError> {
+    run_with(client, provisioner, RunOptions::new(store_dir)).await
+}
+
+/// [`run`], counting every reconcile into `metrics` (see [`crate::serve`]).
+pub async fn run_with_metrics<P: Provisioner>(
+    client: Client,
+    provisioner: P,
+    store_dir: PathBuf,
+    metrics: Arc<Metrics>,
+) -> Result<(), crate::store::StoreError> {
+    let options = RunOptions {
+        metrics,
+        ..RunOptions::new(store_dir)
+    };
+    run_with(client, provisioner, options).await
+}
+
+/// Runs the controller with `options` until the stream ends.
+pub async fn run_with<P: Provisioner>(
+    client: Client,
+    provisioner: P,
+    options: RunOptions,
+) -> Result<(), crate::store::StoreError> {
+    let store = Store::open(options.store_dir)?;
+    let (drift, drift_triggers) = Drift::new(client.clone());
+
+    // Instances: cached without managedFields (half their size), and only
+    // changes that matter start a reconcile; the runtime's own status
+    // writes do not.
+    let (instances, instance_writer) = reflector::store::<Instance>();
+    let instance_changes = watcher(
+        Api::<Instance>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .modify(|instance| instance.managed_fields_mut().clear())
+    .reflect(instance_writer)
+    .applied_objects()
+    .predicate_filter(trigger_key, PredicateConfig::default());
+
+    // Classes and Bundles: cached for lookups, and a new generation (which
+    // includes creation) reaches the Instances that name them.
+    let (classes, class_writer) = reflector::store::<ProvisionerClass>();
+    let class_changes = watcher(
+        Api::<ProvisionerClass>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .modify(|class| class.managed_fields_mut().clear())
+    .reflect(class_writer)
+    .applied_objects()
+    .predicate_filter(predicates::generation, PredicateConfig::default());
+    let (bundles, bundle_writer) = reflector::store::<Bundle>();
+    let bundle_changes = watcher(
+        Api::<Bundle>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .modify(|bundle| bundle.managed_fields_mut().clear())
+    .reflect(bundle_writer)
+    .applied_objects()
+    .predicate_filter(predicates::generation, PredicateConfig::default());
+
+    let recorder = Context::<P>::recorder(client.clone(), provisioner.id());
+    let context = Arc::new(Context {
+        provisioner,
+        client: client.clone(),
+        store: Arc::new(store),
+        images: ImageSources::new(options.sources),
+        unpack_failures: Mutex::new(HashMap::new()),
+        metrics: options.metrics,
+        kinds: Kinds::with_drift(client.clone(), drift.clone()),
+        classes,
+        bundles,
+        drift,
+        recorder,
+    });
+    let by_class = instances.clone();
+    let by_bundle = instances.clone();
+    Controller::for_stream(instance_changes, instances)
+        .watches_stream(class_changes, move |class: ProvisionerClass| {
+            let name = class.name_any();
+            by_class
+                .state()
+                .into_iter()
+                .filter(|instance| instance.spec.class == name)
+                .map(|instance| ObjectRef::from_obj(&*instance))
+                .collect::<Vec<_>>()
+        })
+        .watches_stream(bundle_changes, move |bundle: Bundle| {
+            // A Bundle an Instance embeds was created by that Instance's
+            // own reconcile, which goes on with it: no need to start another.
+            if bundle
+                .owner_references()
+                .iter()
+                .any(|owner| owner.kind == "Instance")
+            {
+                return Vec::new();
+            }
+            let name = bundle.name_any();
+            by_bundle
+                .state()
+                .into_iter()
+                .filter(|instance| instance.spec.bundle.name == name)
+                .map(|instance| ObjectRef::from_obj(&*instance))
+                .collect::<Vec<_>>()
+        })
+        .reconcile_on(drift_triggers)
+        .with_config(controller::Config::default().concurrency(options.concurrency))
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile");
+            }
+        })
+        .await;
+    Ok(())
+}
+
+/// What about an Instance starts a reconcile: its generation (the spec),
+/// finalizers and deletion, and approval given or denied by someone other
+/// than the runtime. Status the runtime writes itself hashes the same.
+fn trigger_key(instance: &Instance) -> Option<u64> {
+    let approval = instance
+        .status
+        .as_ref()
+        .and_then(|status| condition::find(&status.conditions, ConditionType::Approved))
+        .filter(|approved| approved.reason != Reason::ApprovedByPolicy.as_str())
+        .filter(|approved| {
+            approved.status == "True" || approved.reason == Reason::ApprovalDenied.as_str()
+        })
+        .map(|approved| (approved.status.clone(), approved.observed_generation));
+    let mut hasher = DefaultHasher::new();
+    (
+        instance.metadata.generation,
+        instance.metadata.deletion_timestamp.is_some(),
+        instance.finalizers(),
+        approval,
+    )
+        .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+fn error_policy<P: Provisioner>(_: Arc<Instance>, error: &Error, _: Arc<Context<P>>) -> Action {
+    tracing::warn!(%error, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile<P: Provisioner>(
+    instance: Arc<Instance>,
+    context: Arc<Context<P>>,
+) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
+    let result = reconcile_instance(instance, &context).await;
+    let label = match &result {
+        Ok(_) => "ok",
+        Err(error) => error.metric_label(),
+    };
+    context.metrics.reconciled(label, started.elapsed());
+    result
+}
+
+async fn reconcile_instance<P: Provisioner>(
+    instance: Arc<Instance>,
+    context: &Arc<Context<P>>,
+) -> Result<Action, Error> {
+    // Only Instances of a class that names this provisioner.
+    let class_name = &instance.spec.class;
+    let class = match context.classes.get(&ObjectRef::new(class_name)) {
+        Some(class) => Some((*class).clone()),
+        // Not cached (yet): the watch may not have listed it so far.
+        None => {
+            Api::<ProvisionerClass>::all(context.client.clone())
+                .get_opt(class_name)
+                .await?
+        }
+    };
+    let ours = class
+        .as_ref()
+        .is_some_and(|class| class.spec.provisioner == context.provisioner.id());
+    let finalizer_name = finalizer_of(context.provisioner.id());
+    if !ours && !instance.finalizers().iter().any(|f| f == finalizer_name) {
+        return Ok(Action::await_change());
+    }
+    let api: Api<Instance> = Api::all(context.client.clone());
+    finalizer(&api, finalizer_name, instance, |event| async {
+        match event {
+            Event::Apply(instance) => install::install(&instance, class.as_ref(), context).await,
+            Event::Cleanup(instance) => uninstall::uninstall(&instance, context).await,
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(error.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jiff::Timestamp;
+    use pakket_api::condition::ConditionStatus;
+    use pakket_api::{BundleTemplate, InstanceSpec, InstanceStatus};
+
+    fn instance(generation: i64, approved: Option<(Reason, ConditionStatus)>) -> Instance {
+        let mut instance = Instance::new(
+            "a",
+            InstanceSpec {
+                class: "c".into(),
+                selector: None,
+                bundle: BundleTemplate {
+                    name: "b".into(),
+                    spec: None,
+                },
+                deletion_policy: Default::default(),
+            },
+        );
+        instance.metadata.generation = Some(generation);
+        let conditions = approved
+            .map(|(reason, status)| {
+                vec![condition::new(
+                    reason,
+                    status,
+                    "m",
+                    Some(generation),
+                    Timestamp::UNIX_EPOCH,
+                )]
+            })
+            .unwrap_or_default();
+        instance.status = Some(InstanceStatus {
+            conditions,
+            ..InstanceStatus::default()
+        });
+        instance
+    }
+
+    #[test]
+    fn the_runtimes_own_status_writes_start_no_reconcile() {
+        let fresh = instance(1, None);
+        let by_policy = instance(1, Some((Reason::ApprovedByPolicy, ConditionStatus::True)));
+        let pending = instance(1, Some((Reason::ApprovalPending, ConditionStatus::False)));
+        assert_eq!(trigger_key(&fresh), trigger_key(&by_policy));
+        assert_eq!(trigger_key(&fresh), trigger_key(&pending));
+    }
+
+    #[test]
+    fn approvals_denials_and_new_generations_start_a_reconcile() {
+        let pending = trigger_key(&instance(1, None));
+        let approved = instance(1, Some((Reason::ApprovedByUser, ConditionStatus::True)));
+        let denied = instance(1, Some((Reason::ApprovalDenied, ConditionStatus::False)));
+        assert_ne!(pending, trigger_key(&approved));
+        assert_ne!(pending, trigger_key(&denied));
+        assert_ne!(trigger_key(&approved), trigger_key(&denied));
+        assert_ne!(pending, trigger_key(&instance(2, None)));
+    }
+}

@@ -1,0 +1,283 @@
+//! An Instance's status as one reconcile learns it, written whole at the end,
+//! and the Event that says what changed.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Resource, ResourceExt};
+use pakket_api::condition::{self, ConditionStatus};
+use pakket_api::{ConditionType, Instance, InstanceStatus, Reason};
+
+use crate::apply::FIELD_MANAGER;
+
+/// Reasons an Event reports as a warning: something an admin should look at.
+const WARNING_REASONS: [Reason; 4] = [
+    Reason::ApprovalDenied,
+    Reason::UnpackFailed,
+    Reason::InstallFailed,
+    Reason::ObjectsUnhealthy,
+];
+
+/// What became of a status write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusWrite {
+    /// The new status is stored.
+    Stored,
+    /// The Instance already had this status; nothing was sent.
+    Unchanged,
+    /// The Instance changed since it was read; the write was dropped and
+    /// the reconcile should run again soon.
+    Conflict,
+}
+
+/// The conditions and facts a reconcile learns, written whole at the end.
+pub struct Report {
+    /// The status being built.
+    pub status: InstanceStatus,
+    generation: Option<i64>,
+    /// The Instance as read; the write is conditional on its resourceVersion.
+    instance: Instance,
+}
+
+impl Report {
+    /// Starts from the status the Instance has now.
+    pub fn new(instance: &Instance) -> Self {
+        let status = instance.status.clone().unwrap_or_default();
+        Self {
+            status,
+            generation: instance.metadata.generation,
+            instance: instance.clone(),
+        }
+    }
+
+    /// Sets the condition `reason` belongs to.
+    pub fn set(&mut self, reason: Reason, status: ConditionStatus, message: impl Into<String>) {
+        let condition = condition::new(reason, status, message, self.generation, Timestamp::now());
+        condition::set(&mut self.status.conditions, condition);
+    }
+
+    /// The `Approved` condition as it stands.
+    pub fn approval(&self) -> Option<&Condition> {
+        condition::find(&self.status.conditions, ConditionType::Approved)
+    }
+
+    /// Whether `bundle`'s objects are installed, as the status read says.
+    pub fn installed(&self, bundle: &str) -> bool {
+        self.status.active_bundle.as_deref() == Some(bundle)
+            && condition::find(&self.status.conditions, ConditionType::Installed)
+                .is_some_and(|c| c.status == "True")
+    }
+
+    /// Whether the status read describes the Instance's current generation.
+    pub fn observed_current(&self) -> bool {
+        self.instance
+            .status
+            .as_ref()
+            .is_some_and(|status| status.observed_generation == self.generation)
+    }
+
+    /// Every condition type is always present, each with a reason.
+    fn fill_missing(&mut self) {
+        let defaults = [
+            (
+                ConditionType::Approved,
+                Reason::ApprovalPending,
+                ConditionStatus::False,
+                "not evaluated yet",
+            ),
+            (
+                ConditionType::Unpacked,
+                Reason::UnpackPending,
+                ConditionStatus::False,
+                "not unpacked yet",
+            ),
+            (
+                ConditionType::Installed,
+                Reason::InstallPending,
+                ConditionStatus::False,
+                "nothing applied yet",
+            ),
+            (
+                ConditionType::Healthy,
+                Reason::HealthUnknown,
+                ConditionStatus::Unknown,
+                "nothing installed yet",
+            ),
+        ];
+        for (kind, reason, status, message) in defaults {
+            if condition::find(&self.status.conditions, kind).is_none() {
+                self.set(reason, status, message);
+            }
+        }
+    }
+
+    /// Writes the whole status, if it changed, but only over the Instance
+    /// this reconcile read: if anyone changed it meanwhile (an approver
+    /// setting `Approved`, say), the write is refused with a conflict and
+    /// dropped, and the watch event of that change brings a fresh reconcile.
+    /// Without this a reconcile that started before an approval would write
+    /// it away. A written change is also published as one Event.
+    pub async fn write(
+        mut self,
+        instances: &Api<Instance>,
+        recorder: &Recorder,
+    ) -> Result<StatusWrite, kube::Error> {
+        let before = self.instance.status.clone().unwrap_or_default();
+        let event = change_event(&before.conditions, &self.status.conditions);
+        self.fill_missing();
+        self.status.observed_generation = self.generation;
+        if self.instance.status.as_ref() == Some(&self.status) {
+            return Ok(StatusWrite::Unchanged);
+        }
+        let name = self.instance.name_any();
+        let mut updated = self.instance;
+        updated.status = Some(self.status);
+        updated.metadata.managed_fields = None;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        match instances.replace_status(&name, &params, &updated).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                tracing::debug!(
+                    instance = name,
+                    "status changed meanwhile; reconciling again"
+                );
+                return Ok(StatusWrite::Conflict);
+            }
+            Err(error) => return Err(error),
+        }
+        if let Some(event) = event {
+            publish(recorder, &updated, event);
+        }
+        Ok(StatusWrite::Stored)
+    }
+}
+
+/// One Event for the conditions whose status or reason changed: the reason
+/// of the furthest step that moved (so `kubectl get events` reads like the
+/// Instance's progress), a warning if any step failed, and every changed
+/// condition's message. One Event per change, not per condition, keeps the
+/// apiserver's load per Instance low.
+fn change_event(before: &[Condition], after: &[Condition]) -> Option<Event> {
+    let changed: Vec<&Condition> = after
+        .iter()
+        .filter(|condition| {
+            !before.iter().any(|old| {
+                old.type_ == condition.type_
+                    && old.status == condition.status
+                    && old.reason == condition.reason
+            })
+        })
+        .collect();
+    let last = changed.last()?;
+    let warning = changed.iter().any(|condition| {
+        WARNING_REASONS
+            .iter()
+            .any(|reason| reason.as_str() == condition.reason)
+    });
+    let note = changed
+        .iter()
+        .map(|condition| format!("{}: {}", condition.type_, condition.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: last.reason.clone(),
+        note: Some(truncate(note, 1024)),
+        action: "Reconcile".into(),
+        secondary: None,
+    })
+}
+
+/// Events refuse notes over 1 KiB.
+fn truncate(mut text: String, limit: usize) -> String {
+    if text.len() > limit {
+        let mut end = limit - 3;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("...");
+    }
+    text
+}
+
+/// Publishes without holding up the reconcile; a lost Event loses nothing
+/// the status does not also say.
+fn publish(recorder: &Recorder, instance: &Instance, event: Event) {
+    let recorder = recorder.clone();
+    let reference = instance.object_ref(&());
+    tokio::spawn(async move {
+        if let Err(error) = recorder.publish(&event, &reference).await {
+            tracing::debug!(%error, "publishing an Event");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(reason: Reason, status: ConditionStatus, message: &str) -> Condition {
+        condition::new(reason, status, message, Some(1), Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn an_event_names_the_furthest_change_and_lists_every_changed_message() {
+        let before = vec![condition(
+            Reason::ApprovalPending,
+            ConditionStatus::False,
+            "waiting",
+        )];
+        let after = vec![
+            condition(Reason::ApprovedByUser, ConditionStatus::True, "by alice"),
+            condition(Reason::InstallSucceeded, ConditionStatus::True, "applied 3"),
+        ];
+        let event = change_event(&before, &after).expect("changes make an event");
+        assert_eq!(event.reason, "InstallSucceeded");
+        assert_eq!(event.type_, EventType::Normal);
+        assert_eq!(
+            event.note.as_deref(),
+            Some("Approved: by alice; Installed: applied 3")
+        );
+    }
+
+    #[test]
+    fn a_failure_among_the_changes_makes_a_warning() {
+        let after = vec![
+            condition(Reason::UnpackFailed, ConditionStatus::False, "no registry"),
+            condition(Reason::InstallPending, ConditionStatus::False, "waiting"),
+        ];
+        let event = change_event(&[], &after).expect("changes make an event");
+        assert_eq!(event.type_, EventType::Warning);
+    }
+
+    #[test]
+    fn unchanged_conditions_make_no_event_even_with_new_messages() {
+        let before = vec![condition(
+            Reason::ObjectsHealthy,
+            ConditionStatus::True,
+            "all 2",
+        )];
+        let after = vec![condition(
+            Reason::ObjectsHealthy,
+            ConditionStatus::True,
+            "all 3",
+        )];
+        assert!(change_event(&before, &after).is_none());
+    }
+
+    #[test]
+    fn long_notes_are_cut_at_a_character_boundary() {
+        let text = "é".repeat(600);
+        let cut = truncate(text, 1024);
+        assert!(cut.len() <= 1024 && cut.ends_with("..."));
+    }
+}

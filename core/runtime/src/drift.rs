@@ -1,0 +1,240 @@
+//! Drift: objects an Instance installed, edited or deleted by someone else,
+//! are put back. One metadata-only watch per kind the runtime has applied
+//! (objects carrying [`INSTANCE_LABEL`]) turns a foreign change into a
+//! reconcile of the Instance that owns the object.
+//!
+//! Who made a change is read from the object's managedFields: the entries
+//! with the latest timestamp are the last writers. If they are all the
+//! runtime's field manager, the event is the echo of its own apply and is
+//! ignored (this holds however the watch event and the apply's response
+//! race, unlike remembering resourceVersions). A foreign write to the
+//! object itself (`kubectl edit`, another controller) or a deletion marks
+//! the Instance *dirty*: its next reconcile re-applies. A foreign write to a
+//! subresource (a Deployment's status) only re-checks health. Timestamps
+//! have one-second resolution; a tie with a foreign writer counts as foreign.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::channel::mpsc;
+use kube::api::{Api, DynamicObject, ObjectMeta};
+use kube::core::PartialObjectMeta;
+use kube::discovery::ApiResource;
+use kube::runtime::reflector::ObjectRef as Trigger;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use pakket_api::{Instance, ObjectRef};
+
+use crate::apply::{FIELD_MANAGER, INSTANCE_LABEL};
+
+/// What an Instance's objects were last applied from, and when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fingerprint {
+    /// The Instance's generation.
+    pub generation: Option<i64>,
+    /// The Bundle applied.
+    pub bundle: String,
+    /// Its content digest.
+    pub digest: String,
+}
+
+/// Watches on installed objects, and what the runtime itself wrote.
+pub struct Drift {
+    client: Client,
+    watched: Mutex<HashSet<(String, String)>>,
+    applied: Mutex<HashMap<String, (Fingerprint, Instant)>>,
+    trigger: mpsc::UnboundedSender<Trigger<Instance>>,
+}
+
+impl Drift {
+    /// Drift tracking for `client`'s cluster, and the stream of Instances
+    /// to reconcile because something changed their objects.
+    pub fn new(
+        client: Client,
+    ) -> (
+        Arc<Self>,
+        impl futures::Stream<Item = Trigger<Instance>> + Send + 'static,
+    ) {
+        let (trigger, triggers) = mpsc::unbounded();
+        let drift = Arc::new(Self {
+            client,
+            watched: Mutex::default(),
+            applied: Mutex::default(),
+            trigger,
+        });
+        (drift, triggers)
+    }
+
+    /// Starts watching objects of `resource` (once per kind) that carry the
+    /// Instance label.
+    pub fn watch(self: &Arc<Self>, resource: &ApiResource) {
+        let key = (resource.api_version.clone(), resource.kind.clone());
+        if !self.watched.lock().expect("not poisoned").insert(key) {
+            return;
+        }
+        let api: Api<PartialObjectMeta<DynamicObject>> =
+            Api::all_with(self.client.clone(), resource);
+        let config = watcher::Config::default().labels(INSTANCE_LABEL);
+        let drift = Arc::downgrade(self);
+        let resource = resource.clone();
+        tokio::spawn(async move {
+            let mut events = watcher(api, config).default_backoff().boxed();
+            while let Some(event) = events.next().await {
+                let Some(drift) = drift.upgrade() else { return };
+                match event {
+                    // The listing at the start (and after a watch restart)
+                    // counts too: the watch starts after the first apply of
+                    // its kind, and an edit in between shows up only there.
+                    Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                        drift.changed(&resource, &object, false)
+                    }
+                    Ok(watcher::Event::Delete(object)) => drift.changed(&resource, &object, true),
+                    Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+                    Err(error) => tracing::debug!(%error, kind = %resource.kind, "drift watch"),
+                }
+            }
+        });
+    }
+
+    /// Records that `instance`'s objects were applied from `fingerprint`.
+    pub fn applied(&self, instance: &str, fingerprint: Fingerprint) {
+        self.applied
+            .lock()
+            .expect("not poisoned")
+            .insert(instance.to_owned(), (fingerprint, Instant::now()));
+    }
+
+    /// Whether `instance` must be applied again: its content or generation
+    /// moved, someone changed its objects, this process has not applied it
+    /// yet, or the last apply is older than `max_age`.
+    pub fn needs_apply(
+        &self,
+        instance: &str,
+        fingerprint: &Fingerprint,
+        max_age: Duration,
+    ) -> bool {
+        match self.applied.lock().expect("not poisoned").get(instance) {
+            Some((last, when)) => last != fingerprint || when.elapsed() >= max_age,
+            None => true,
+        }
+    }
+
+    /// Forgets an Instance that is gone.
+    pub fn forget_instance(&self, instance: &str) {
+        self.applied.lock().expect("not poisoned").remove(instance);
+    }
+
+    fn changed(
+        &self,
+        resource: &ApiResource,
+        object: &PartialObjectMeta<DynamicObject>,
+        deleted: bool,
+    ) {
+        let Some(instance) = object.labels().get(INSTANCE_LABEL).cloned() else {
+            return;
+        };
+        let reference = ObjectRef {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+            name: object.name_any(),
+            namespace: object.namespace(),
+        };
+        let spec_changed = match (deleted, last_writers(&object.metadata)) {
+            (true, _) => true,
+            (false, LastWriters::Runtime) => return,
+            (false, LastWriters::Foreign { to_object }) => to_object,
+        };
+        if spec_changed {
+            tracing::info!(%instance, object = %reference, deleted, "installed object changed by someone else; re-applying");
+            self.applied.lock().expect("not poisoned").remove(&instance);
+        }
+        let _ = self.trigger.unbounded_send(Trigger::new(&instance));
+    }
+}
+
+/// Who wrote an object last, from its managedFields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LastWriters {
+    /// Only the runtime's field manager.
+    Runtime,
+    /// Someone else, to the object itself or only to a subresource.
+    Foreign {
+        /// Whether a foreign write touched the object, not only its status.
+        to_object: bool,
+    },
+}
+
+fn last_writers(metadata: &ObjectMeta) -> LastWriters {
+    let entries = metadata.managed_fields.as_deref().unwrap_or_default();
+    let latest = entries.iter().filter_map(|entry| entry.time.as_ref()).max();
+    let foreign: Vec<_> = entries
+        .iter()
+        .filter(|entry| entry.time.as_ref() == latest)
+        .filter(|entry| entry.manager.as_deref() != Some(FIELD_MANAGER))
+        .collect();
+    if foreign.is_empty() && latest.is_some() {
+        return LastWriters::Runtime;
+    }
+    LastWriters::Foreign {
+        to_object: latest.is_none()
+            || foreign
+                .iter()
+                .any(|entry| entry.subresource.as_deref().unwrap_or_default().is_empty()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
+
+    fn written_by(entries: &[(&str, &str, i64)]) -> ObjectMeta {
+        ObjectMeta {
+            managed_fields: Some(
+                entries
+                    .iter()
+                    .map(|(manager, subresource, second)| ManagedFieldsEntry {
+                        manager: Some((*manager).into()),
+                        subresource: (!subresource.is_empty()).then(|| (*subresource).into()),
+                        time: Some(Time(
+                            jiff::Timestamp::from_second(*second).expect("valid time"),
+                        )),
+                        ..ManagedFieldsEntry::default()
+                    })
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn the_runtimes_own_apply_is_not_drift() {
+        let object = written_by(&[("kubectl-edit", "", 10), (FIELD_MANAGER, "", 20)]);
+        assert_eq!(last_writers(&object), LastWriters::Runtime);
+    }
+
+    #[test]
+    fn a_later_foreign_edit_is_drift_and_a_status_update_is_not() {
+        let edited = written_by(&[(FIELD_MANAGER, "", 10), ("kubectl-edit", "", 20)]);
+        assert_eq!(
+            last_writers(&edited),
+            LastWriters::Foreign { to_object: true }
+        );
+        let status = written_by(&[
+            (FIELD_MANAGER, "", 10),
+            ("kube-controller-manager", "status", 20),
+        ]);
+        assert_eq!(
+            last_writers(&status),
+            LastWriters::Foreign { to_object: false }
+        );
+    }
+
+    #[test]
+    fn a_tie_with_a_foreign_writer_counts_as_foreign() {
+        let tie = written_by(&[(FIELD_MANAGER, "", 20), ("someone", "", 20)]);
+        assert_eq!(last_writers(&tie), LastWriters::Foreign { to_object: true });
+    }
+}

@@ -1,0 +1,227 @@
+//! What the controller does when things change around an installed Instance,
+//! on the real control plane: hand edits and deletions of installed objects
+//! are put back, `deletionPolicy: Orphan` leaves objects behind, Events
+//! tell the story, a denial stands, and a changed spec needs approving again.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use pakket_api::{ConditionType, DeletionPolicy, Instance};
+use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
+use serde_json::json;
+
+mod plain_fixture;
+
+use plain_fixture::Fixture;
+
+/// Polls `check` every 100 ms for up to 30 s.
+async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..300 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 30 s");
+}
+
+async fn installed(fixture: &Fixture, content: &[(&str, &str)]) -> (Api<Instance>, String) {
+    fixture.content("content", content).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let spec = fixture.bundle_spec("content", "file://content");
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle", spec))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "install", |i| {
+        condition_is(i, ConditionType::Healthy, "True")
+    })
+    .await;
+    (instances, name)
+}
+
+async fn set_approval(instances: &Api<Instance>, name: &str, status: &str, reason: &str) {
+    let instance = instances.get(name).await.unwrap();
+    let mut conditions = instance.status.clone().unwrap_or_default().conditions;
+    for condition in &mut conditions {
+        if condition.type_ == "Approved" {
+            condition.status = status.into();
+            condition.reason = reason.into();
+            condition.message = format!("{reason} by the test");
+            condition.observed_generation = instance.metadata.generation;
+        }
+    }
+    let patch = json!({ "status": { "conditions": conditions } });
+    instances
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_installed_object_edited_or_deleted_by_hand_is_put_back() {
+    let fixture = Fixture::new("drift", "AllowAll").await;
+    let (_, _) = installed(&fixture, &[("watched", "original")]).await;
+    let config_maps = fixture.config_maps();
+
+    // Someone edits the installed ConfigMap under another field manager.
+    let edit = json!({ "data": { "value": "edited by hand" } });
+    config_maps
+        .patch(
+            "watched",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(&json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": { "name": "watched" },
+                "data": edit["data"],
+            })),
+        )
+        .await
+        .unwrap();
+    eventually("the hand edit is reverted", || async {
+        fixture.value_of("watched").await.as_deref() == Some("original")
+    })
+    .await;
+
+    // And deletes it.
+    config_maps
+        .delete("watched", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the deleted object is recreated", || async {
+        fixture.value_of("watched").await.as_deref() == Some("original")
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn orphan_policy_leaves_the_objects_and_events_tell_the_story() {
+    let fixture = Fixture::new("orphan", "AllowAll").await;
+    fixture.content("content", &[("kept", "still here")]).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let mut instance = fixture.instance("bundle", fixture.bundle_spec("content", "file://content"));
+    instance.spec.deletion_policy = DeletionPolicy::Orphan;
+    instances
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "install", |i| {
+        condition_is(i, ConditionType::Healthy, "True")
+    })
+    .await;
+
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(
+        fixture.value_of("kept").await.as_deref(),
+        Some("still here"),
+        "an orphaned object stays"
+    );
+
+    // Events about a cluster-scoped Instance land in `default`.
+    let events: Api<Event> = Api::namespaced(fixture.scope.client.clone(), "default");
+    let selector = format!("involvedObject.name={name},involvedObject.kind=Instance");
+    let reasons = || async {
+        events
+            .list(&ListParams::default().fields(&selector))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|event| event.reason)
+            .collect::<Vec<_>>()
+    };
+    eventually("an Orphaned event", || async {
+        reasons().await.iter().any(|reason| reason == "Orphaned")
+    })
+    .await;
+    let seen = reasons().await;
+    assert!(
+        seen.iter()
+            .any(|r| r == "ObjectsHealthy" || r == "InstallSucceeded"),
+        "the install is an Event too: {seen:?}"
+    );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
+    let fixture = Fixture::new("denial", "Manual").await;
+    fixture.content("content", &[("gated", "v1")]).await;
+    fixture.content("content-v2", &[("gated", "v2")]).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let spec = fixture.bundle_spec("content", "file://content");
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle", spec))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "waiting for approval", |i| {
+        reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+
+    set_approval(&instances, &name, "False", "ApprovalDenied").await;
+    let denied = wait_for(&instances, &name, "the denial is reported", |i| {
+        i.condition(ConditionType::Installed)
+            .is_some_and(|c| c.message.contains("denied"))
+    })
+    .await;
+    assert!(reason_is(
+        &denied,
+        ConditionType::Approved,
+        "ApprovalDenied"
+    ));
+    assert_eq!(fixture.value_of("gated").await, None, "nothing applied");
+
+    set_approval(&instances, &name, "True", "ApprovedByUser").await;
+    wait_for(&instances, &name, "install after approval", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    assert_eq!(fixture.value_of("gated").await.as_deref(), Some("v1"));
+
+    // A new Bundle is a new generation: the old approval does not cover it.
+    let v2 = fixture.bundle_spec("content-v2", "file://content");
+    let change =
+        json!({ "spec": { "bundle": { "name": fixture.scope.name("bundle-v2"), "spec": v2 } } });
+    instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&change))
+        .await
+        .unwrap();
+    let pending = wait_for(&instances, &name, "approval asked again", |i| {
+        reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    let message = &pending.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains("spec changed since generation 1"),
+        "{message}"
+    );
+    assert_eq!(
+        fixture.value_of("gated").await.as_deref(),
+        Some("v1"),
+        "the approved content keeps running"
+    );
+
+    set_approval(&instances, &name, "True", "ApprovedByUser").await;
+    eventually("the new Bundle installs once approved", || async {
+        fixture.value_of("gated").await.as_deref() == Some("v2")
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}

@@ -1,0 +1,127 @@
+//! A plain provisioner's controller on the real control plane, for the
+//! controller tests: one per test, with a provisioner id of its own, so
+//! tests in parallel never act on each other's Instances.
+#![allow(dead_code)] // each test binary uses its own share of the helpers
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use pakket_api::{
+    BundleSpec, BundleTemplate, ConfigMapSource, Instance, InstanceSpec, ProvisionerClass,
+    ProvisionerClassSpec, VolumeMount,
+};
+use pakket_runtime::{Plain, controller};
+use pakket_testkit::{Scope, install_crds};
+use serde_json::json;
+
+pub struct Fixture {
+    /// The test's namespace, label and admin client.
+    pub scope: Scope,
+    /// The provisioner id of this test's controller.
+    pub id: String,
+}
+
+impl Fixture {
+    pub async fn new(test: &str, approval: &str) -> Self {
+        let fixture = Self::without_class(test).await;
+        fixture.create_class(approval).await;
+        fixture
+    }
+
+    /// A running controller, but no ProvisionerClass yet.
+    pub async fn without_class(test: &str) -> Self {
+        let scope = Scope::new(test).await;
+        install_crds(&scope.client).await.unwrap();
+        let id = format!("test.pakket.dev/{}", scope.id);
+        let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+        let client = scope.client.clone();
+        let provisioner = Plain::new(id.clone());
+        tokio::spawn(async move { controller::run(client, provisioner, store).await });
+        Self { scope, id }
+    }
+
+    pub async fn create_class(&self, approval: &str) {
+        let mut parameters = serde_json::Map::new();
+        parameters.insert("approval".into(), json!(approval));
+        let class = ProvisionerClass {
+            metadata: self.scope.meta("class"),
+            spec: ProvisionerClassSpec {
+                provisioner: self.id.clone(),
+                parameters: Some(parameters),
+            },
+        };
+        Api::<ProvisionerClass>::all(self.scope.client.clone())
+            .create(&PostParams::default(), &class)
+            .await
+            .unwrap();
+    }
+
+    /// An immutable ConfigMap holding plain manifests of ConfigMaps named `names`.
+    pub async fn content(&self, name: &str, names: &[(&str, &str)]) {
+        let mut data = BTreeMap::new();
+        for (object, value) in names {
+            let manifest = format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {object}\n  namespace: {}\ndata:\n  value: {value}\n",
+                self.scope.namespace
+            );
+            data.insert(format!("{object}.yaml"), manifest);
+        }
+        let config_map = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            data: Some(data),
+            immutable: Some(true),
+            ..Default::default()
+        };
+        Api::<ConfigMap>::namespaced(self.scope.client.clone(), &self.scope.namespace)
+            .create(&PostParams::default(), &config_map)
+            .await
+            .unwrap();
+    }
+
+    pub fn bundle_spec(&self, content: &str, reference: &str) -> BundleSpec {
+        BundleSpec {
+            class: self.scope.name("class"),
+            refs: vec![reference.into()],
+            volume_mounts: vec![VolumeMount {
+                mount_path: "/content".into(),
+                config_map: ConfigMapSource {
+                    name: content.into(),
+                    namespace: self.scope.namespace.clone(),
+                },
+            }],
+        }
+    }
+
+    pub fn instance(&self, bundle: &str, spec: BundleSpec) -> Instance {
+        Instance {
+            metadata: self.scope.meta("instance"),
+            spec: InstanceSpec {
+                class: self.scope.name("class"),
+                selector: None,
+                deletion_policy: Default::default(),
+                bundle: BundleTemplate {
+                    name: self.scope.name(bundle),
+                    spec: Some(spec),
+                },
+            },
+            status: None,
+        }
+    }
+
+    pub fn instances(&self) -> Api<Instance> {
+        Api::all(self.scope.client.clone())
+    }
+
+    pub fn config_maps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.scope.client.clone(), &self.scope.namespace)
+    }
+
+    pub async fn value_of(&self, name: &str) -> Option<String> {
+        let found = self.config_maps().get_opt(name).await.unwrap()?;
+        found.data.and_then(|data| data.get("value").cloned())
+    }
+}

@@ -1,0 +1,474 @@
+//! `kubectl instance describe NAME`: everything about one Instance on one
+//! page: conditions, class, Bundle, objects, pivot history, events.
+//!
+//! Only the Instance itself must be readable; the Bundle, class, history
+//! and events add detail, and what cannot be read is said, not fatal.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use jiff::Timestamp;
+use kube::ResourceExt;
+use pakket_api::{Bundle, ConditionType, Instance, ProvisionerClass};
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::events::{self, EventLine};
+use crate::output::{self, Format};
+use crate::pivot::{self, Pivot};
+use crate::table::Table;
+use crate::{age, lookup};
+
+/// What `describe` found.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Description {
+    /// The Instance as the server has it.
+    pub instance: Instance,
+    /// Its ProvisionerClass, if it exists and could be read.
+    pub class: Option<ProvisionerClass>,
+    /// Its wanted Bundle.
+    pub bundle: BundleFacts,
+    /// Pivots that led to the active Bundle, oldest first.
+    pub pivot_history: Vec<Pivot>,
+    /// Events regarding the Instance, oldest first.
+    pub events: Vec<EventLine>,
+    /// What could not be read, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The Bundle an Instance names.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleFacts {
+    /// `spec.bundle.name`.
+    pub name: String,
+    /// Whether the Instance embeds the Bundle's spec (and so owns the Bundle).
+    pub embedded: bool,
+    /// The Bundle object, if it exists and could be read.
+    pub object: Option<Bundle>,
+}
+
+/// Gathers the facts about Instance `name`.
+pub async fn gather(client: &kube::Client, name: &str) -> Result<Description, Error> {
+    let mut instance = lookup::instance(client, name).await?;
+    // As kubectl does unless --show-managed-fields: noise to a reader.
+    instance.metadata.managed_fields = None;
+    let mut notes = Vec::new();
+    let bundle_name = instance.spec.bundle.name.clone();
+    let object = lookup::bundle(client, &bundle_name)
+        .await
+        .unwrap_or_else(|error| {
+            notes.push(error.to_string());
+            None
+        })
+        .map(|mut bundle| {
+            bundle.metadata.managed_fields = None;
+            bundle
+        });
+    let class = lookup::class(client, &instance.spec.class)
+        .await
+        .unwrap_or_else(|error| {
+            notes.push(error.to_string());
+            None
+        });
+    let active = active_bundle(&instance).to_owned();
+    let pivot_history = match pivot::replaced_bundles(client).await {
+        Ok(pivots) => pivot::history(&active, &pivots),
+        Err(error) => {
+            notes.push(error.to_string());
+            Vec::new()
+        }
+    };
+    let events = events::for_instance(client, name)
+        .await
+        .unwrap_or_else(|error| {
+            notes.push(error.to_string());
+            Vec::new()
+        });
+    Ok(Description {
+        bundle: BundleFacts {
+            name: bundle_name,
+            embedded: instance.spec.bundle.spec.is_some(),
+            object,
+        },
+        instance,
+        class,
+        pivot_history,
+        events,
+        notes,
+    })
+}
+
+/// The Bundle installed now, else the one wanted.
+fn active_bundle(instance: &Instance) -> &str {
+    instance
+        .status
+        .as_ref()
+        .and_then(|status| status.active_bundle.as_deref())
+        .unwrap_or(&instance.spec.bundle.name)
+}
+
+/// Describes Instance `name`.
+pub async fn run(
+    client: &kube::Client,
+    name: &str,
+    format: Option<Format>,
+    out: &mut impl Write,
+) -> Result<(), Error> {
+    let description = gather(client, name).await?;
+    match format {
+        Some(format) => output::print(&description, format, out),
+        None => {
+            out.write_all(render(&description, Timestamp::now()).as_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+/// The description as `kubectl describe`-style text.
+pub fn render(description: &Description, now: Timestamp) -> String {
+    let instance = &description.instance;
+    let mut text = String::new();
+    let field = |text: &mut String, label: &str, value: &str| {
+        let _ = writeln!(text, "{:<15}{value}", format!("{label}:"));
+    };
+    field(&mut text, "Name", &instance.name_any());
+    let labels: Vec<String> = instance
+        .labels()
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    field(
+        &mut text,
+        "Labels",
+        &if labels.is_empty() {
+            "<none>".to_owned()
+        } else {
+            labels.join(",")
+        },
+    );
+    if let Some(created) = instance.creation_timestamp() {
+        field(
+            &mut text,
+            "Created",
+            &format!("{} ({} ago)", created.0, age::since(created.0, now)),
+        );
+    }
+    field(&mut text, "Class", &class_line(instance, description));
+    let bundle = &description.bundle;
+    field(
+        &mut text,
+        "Bundle",
+        &format!(
+            "{} ({})",
+            bundle.name,
+            if bundle.embedded {
+                "spec embedded in the Instance, which owns the Bundle"
+            } else {
+                "a Bundle object of its own"
+            }
+        ),
+    );
+    let status = instance.status.clone().unwrap_or_default();
+    field(
+        &mut text,
+        "Active Bundle",
+        status.active_bundle.as_deref().unwrap_or("<none>"),
+    );
+
+    text.push_str("Conditions:\n");
+    if status.conditions.is_empty() {
+        text.push_str("  <none> (no provisioner has written status yet)\n");
+    } else {
+        text.push_str(&conditions_table(&status.conditions, now));
+    }
+
+    let _ = writeln!(text, "Bundle {}:", bundle.name);
+    text.push_str(&bundle_section(instance, bundle));
+
+    if status.objects.is_empty() {
+        text.push_str("Objects:       <none>\n");
+    } else {
+        let _ = writeln!(text, "Objects ({}):", status.objects.len());
+        for object in &status.objects {
+            let _ = writeln!(text, "  {object} ({})", object.api_version);
+        }
+    }
+
+    let active = active_bundle(instance);
+    if description.pivot_history.is_empty() {
+        text.push_str("Pivot history: <none>\n");
+    } else {
+        text.push_str("Pivot history (oldest first):\n");
+        let _ = writeln!(
+            text,
+            "  {}",
+            pivot::render(&description.pivot_history, active)
+        );
+    }
+    if active != bundle.name {
+        let _ = writeln!(
+            text,
+            "  pivot pending: {active} → {} (wanted, not active yet)",
+            bundle.name
+        );
+    }
+
+    if description.events.is_empty() {
+        text.push_str("Events:        <none>\n");
+    } else {
+        text.push_str("Events (oldest first):\n");
+        text.push_str(&events_table(&description.events, now));
+    }
+    for note in &description.notes {
+        let _ = writeln!(text, "Note: {note}");
+    }
+    text
+}
+
+fn class_line(instance: &Instance, description: &Description) -> String {
+    let name = &instance.spec.class;
+    match &description.class {
+        Some(class) => {
+            let approval = class.parameter_str("approval").unwrap_or("AllowAll");
+            format!(
+                "{name} (provisioner {}, approval {approval})",
+                class.spec.provisioner
+            )
+        }
+        None => format!("{name} (ProvisionerClass not found or not readable)"),
+    }
+}
+
+/// Conditions in display order: TYPE STATUS REASON AGE MESSAGE; messages
+/// of several lines get their first line in the table and the whole text
+/// below it.
+fn conditions_table(
+    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    now: Timestamp,
+) -> String {
+    let mut ordered: Vec<_> = ConditionType::INSTANCE
+        .iter()
+        .filter_map(|kind| pakket_api::condition::find(conditions, *kind))
+        .collect();
+    // Conditions of other types (a provisioner's own) follow the four.
+    ordered.extend(conditions.iter().filter(|condition| {
+        !ConditionType::INSTANCE
+            .iter()
+            .any(|kind| kind.as_str() == condition.type_)
+    }));
+    let mut table = Table::new(&["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"]);
+    let mut long = Vec::new();
+    for condition in &ordered {
+        let mut lines = condition.message.lines();
+        let mut first = lines.next().unwrap_or_default().to_owned();
+        if lines.next().is_some() {
+            first.push_str(" (continued below)");
+            long.push(condition);
+        }
+        table.row(vec![
+            condition.type_.clone(),
+            condition.status.clone(),
+            condition.reason.clone(),
+            age::since(condition.last_transition_time.0, now),
+            first,
+        ]);
+    }
+    let mut text = indent(&table.render(), "  ");
+    for condition in long {
+        let _ = writeln!(text, "  {} message:", condition.type_);
+        text.push_str(&indent(&condition.message, "    "));
+    }
+    text
+}
+
+fn bundle_section(instance: &Instance, bundle: &BundleFacts) -> String {
+    let mut text = String::new();
+    let refs = bundle
+        .object
+        .as_ref()
+        .map(|object| object.spec.refs.clone())
+        .or_else(|| {
+            instance
+                .spec
+                .bundle
+                .spec
+                .as_ref()
+                .map(|spec| spec.refs.clone())
+        })
+        .unwrap_or_default();
+    for reference in &refs {
+        let _ = writeln!(text, "  Ref:         {reference}");
+    }
+    let Some(object) = &bundle.object else {
+        text.push_str("  Object:      <none> (not created yet, or not readable)\n");
+        return text;
+    };
+    let status = object.status.clone().unwrap_or_default();
+    let _ = writeln!(text, "  Unpacked:    {:?}", status.unpacked);
+    match &status.source {
+        Some(source) => {
+            let mut pinned = source.reference.clone();
+            if let Some(digest) = &source.digest {
+                let _ = write!(pinned, " @ {digest}");
+            }
+            if let Some(commit) = &source.commit {
+                let _ = write!(pinned, " (commit {commit})");
+            }
+            let _ = writeln!(text, "  Pinned:      {pinned}");
+        }
+        None => text.push_str("  Pinned:      <none>\n"),
+    }
+    if let Some(unpacked) = pakket_api::condition::find(&status.conditions, ConditionType::Unpacked)
+        && unpacked.status != "True"
+    {
+        let _ = writeln!(text, "  Message:     {}", unpacked.message);
+    }
+    let _ = writeln!(text, "  Holds:       {} objects", status.objects.len());
+    if let Some(successor) = object.labels().get(pivot::REPLACED_BY_LABEL) {
+        let _ = writeln!(text, "  Replaced by: {successor}");
+    }
+    text
+}
+
+fn events_table(events: &[EventLine], now: Timestamp) -> String {
+    let mut table = Table::new(&["TYPE", "REASON", "AGE", "FROM", "MESSAGE"]);
+    for event in events {
+        let mut age = event
+            .time
+            .map(|time| age::since(time, now))
+            .unwrap_or_default();
+        if event.count > 1 {
+            age = format!("{age} (x{})", event.count);
+        }
+        table.row(vec![
+            event.kind.clone(),
+            event.reason.clone(),
+            age,
+            event.from.clone(),
+            event.message.replace('\n', " "),
+        ]);
+    }
+    indent(&table.render(), "  ")
+}
+
+fn indent(text: &str, prefix: &str) -> String {
+    text.lines()
+        .map(|line| format!("{prefix}{line}\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pakket_api::condition::{self, ConditionStatus};
+    use pakket_api::{
+        BundleSpec, BundleStatus, InstanceStatus, ObjectRef, PinnedSource, Reason, UnpackPhase,
+    };
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(second).unwrap()
+    }
+
+    #[test]
+    fn renders_every_section() {
+        let mut instance = crate::fixture::instance("web", "web.v3");
+        let mut status = InstanceStatus {
+            active_bundle: Some("web.v2".into()),
+            objects: vec![ObjectRef {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: "settings".into(),
+                namespace: Some("web".into()),
+            }],
+            ..InstanceStatus::default()
+        };
+        condition::set(
+            &mut status.conditions,
+            condition::new(
+                Reason::InstallFailed,
+                ConditionStatus::False,
+                "cannot install web:\n  because",
+                None,
+                at(900),
+            ),
+        );
+        condition::set(
+            &mut status.conditions,
+            condition::new(
+                Reason::ApprovedByUser,
+                ConditionStatus::True,
+                "approved by alice",
+                None,
+                at(400),
+            ),
+        );
+        instance.status = Some(status);
+        let mut bundle = Bundle::new(
+            "web.v3",
+            BundleSpec {
+                class: "plain".into(),
+                refs: vec!["docker://registry/web:v3".into()],
+                volume_mounts: Vec::new(),
+            },
+        );
+        bundle.status = Some(BundleStatus {
+            unpacked: UnpackPhase::Done,
+            source: Some(PinnedSource {
+                reference: "docker://registry/web:v3".into(),
+                digest: Some("sha256:abc".into()),
+                commit: None,
+            }),
+            ..BundleStatus::default()
+        });
+        let description = Description {
+            instance,
+            class: None,
+            bundle: BundleFacts {
+                name: "web.v3".into(),
+                embedded: false,
+                object: Some(bundle),
+            },
+            pivot_history: vec![Pivot {
+                bundle: "web.v1".into(),
+                replaced_by: "web.v2".into(),
+            }],
+            events: vec![EventLine {
+                kind: "Warning".into(),
+                reason: "InstallFailed".into(),
+                message: "no".into(),
+                from: "pakket.dev/plain".into(),
+                time: Some(at(950)),
+                count: 2,
+            }],
+            notes: Vec::new(),
+        };
+        let text = render(&description, at(1_000));
+        // Approved sorts before Installed whatever the stored order.
+        let approved = text.find("  Approved ").unwrap();
+        let installed = text.find("  Installed ").unwrap();
+        assert!(approved < installed, "{text}");
+        assert!(
+            text.contains("cannot install web: (continued below)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  Installed message:\n    cannot install web:\n      because\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  Pinned:      docker://registry/web:v3 @ sha256:abc\n"),
+            "{text}"
+        );
+        assert!(text.contains("  ConfigMap/web/settings (v1)\n"), "{text}");
+        assert!(text.contains("  web.v1 → web.v2 (active)\n"), "{text}");
+        assert!(text.contains("pivot pending: web.v2 → web.v3"), "{text}");
+        assert!(text.contains("50s (x2)"), "{text}");
+        assert!(
+            text.contains("Class:         plain (ProvisionerClass not found"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! `kubectl instance`: a kubectl plugin for Pakket Instances.
+//!
+//! `list`, `describe NAME`, `approve NAME`, `deny NAME`, `why NAME` talk to
+//! the cluster as the caller (same kubeconfig, context and rights as
+//! kubectl); `graph PACKAGE` reads catalog files and needs no cluster.
+//!
+//! Exit status: 0 done (also "already approved"), 1 the request failed (not
+//! found, forbidden, unreachable, package not in any catalog), 2 bad usage.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod age;
+mod approval;
+mod connect;
+mod describe;
+mod error;
+mod events;
+#[cfg(test)]
+mod fixture;
+mod graph;
+mod identity;
+mod list;
+mod lookup;
+mod output;
+mod pivot;
+mod table;
+mod why;
+
+use connect::ClusterArgs;
+use error::Error;
+use output::Format;
+
+#[derive(Parser)]
+#[command(
+    name = "kubectl-instance",
+    bin_name = "kubectl instance",
+    version,
+    about = "Inspect, approve and explain Pakket Instances",
+    long_about = "Inspect, approve and explain Pakket Instances (core.pakket.dev/v1alpha1).\n\n\
+                  Install by putting kubectl-instance on PATH; kubectl then runs it as `kubectl instance`.\n\
+                  Flags go after `instance`: `kubectl instance --context alice approve NAME`."
+)]
+struct Cli {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List Instances, like `kubectl get instances`.
+    List {
+        /// Only Instances whose labels match this selector (`-l app=x,tier!=db`).
+        #[arg(short = 'l', long)]
+        selector: Option<String>,
+        /// Print the Instances as a `List` in JSON or YAML instead of a table.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<Format>,
+    },
+    /// Show an Instance: conditions, Bundle, objects, pivot history and events.
+    Describe {
+        /// The Instance's name.
+        name: String,
+        /// Print the same facts as JSON or YAML.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<Format>,
+    },
+    /// Approve an Instance that waits for approval (needs verb `approve` on instances).
+    ///
+    /// Writes the Approved condition (True, ApprovedByUser, "approved by
+    /// USER at TIME for Bundle B") on the status subresource, as you. An
+    /// Instance that is approved already is left alone.
+    ///
+    /// The rights it takes, as a ClusterRole an admin can bind:
+    ///
+    ///   apiVersion: rbac.authorization.k8s.io/v1
+    ///   kind: ClusterRole
+    ///   metadata: {name: pakket-instance-approver}
+    ///   rules:
+    ///   - apiGroups: [core.pakket.dev]
+    ///     resources: [instances]
+    ///     verbs: [get, list, approve]
+    ///   - apiGroups: [core.pakket.dev]
+    ///     resources: [instances/status]
+    ///     verbs: [update, patch]
+    #[command(verbatim_doc_comment)]
+    Approve {
+        /// The Instance's name.
+        name: String,
+        /// A note appended to the Approved condition's message.
+        #[arg(short = 'm', long)]
+        message: Option<String>,
+    },
+    /// Refuse an Instance's approval (needs verb `approve` on instances).
+    Deny {
+        /// The Instance's name.
+        name: String,
+        /// Why, appended to the Approved condition's message.
+        #[arg(short = 'm', long)]
+        message: Option<String>,
+    },
+    /// Explain why an Instance is in its state, and what to do next.
+    Why {
+        /// The Instance's name.
+        name: String,
+        /// Print the explanation as JSON or YAML.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<Format>,
+    },
+    /// Print a package's update graphs from catalog files (no cluster needed).
+    Graph(graph::GraphArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: starting the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    match cli.command {
+        Command::Graph(args) => graph::run(&args, &mut out),
+        Command::List { selector, output } => {
+            let client = cli.cluster.client().await?;
+            list::run(&client, selector.as_deref(), output, &mut out).await
+        }
+        Command::Describe { name, output } => {
+            let client = cli.cluster.client().await?;
+            describe::run(&client, &name, output, &mut out).await
+        }
+        Command::Why { name, output } => {
+            let client = cli.cluster.client().await?;
+            why::run(&client, &name, output, &mut out).await
+        }
+        Command::Approve { name, message } => {
+            let client = cli.cluster.client().await?;
+            let decision = approval::Decision::Approve;
+            approval::run(&client, &name, decision, message.as_deref(), &mut out).await
+        }
+        Command::Deny { name, message } => {
+            let client = cli.cluster.client().await?;
+            let decision = approval::Decision::Deny;
+            approval::run(&client, &name, decision, message.as_deref(), &mut out).await
+        }
+    }
+}

@@ -1,0 +1,499 @@
+//! `kubectl instance why NAME`: why an Instance is where it is, one
+//! paragraph per problem, each with the next step.
+//!
+//! The diagnosis is read from the four conditions (Approved, Unpacked,
+//! Installed, Healthy). Failures come first, in that order, because they
+//! are what blocks; of the conditions that are merely not done yet only the
+//! first one is shown, and only when no failure comes before it (anything
+//! after a failure is its consequence). The runtime decides approval after
+//! unpacking, so an `ApprovalPending` before the Bundle is unpacked is a
+//! placeholder and is not reported as "waiting for approval".
+
+use std::io::Write;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::ResourceExt;
+use pakket_api::{Bundle, ConditionType, Instance, ProvisionerClass, Reason};
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::output::{self, Format};
+use crate::{age, lookup};
+
+/// Where an Instance stands, in one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Kind {
+    /// Every condition is True.
+    Ready,
+    /// No provisioner has written any condition yet.
+    NotReconciled,
+    /// Waiting for someone with the `approve` verb.
+    WaitingForApproval,
+    /// Approval was refused.
+    ApprovalDenied,
+    /// The Bundle is being fetched or unpacked.
+    Unpacking,
+    /// The Bundle could not be fetched, or its content was refused.
+    UnpackFailed,
+    /// Nothing applied yet, for the reason in the message.
+    InstallPending,
+    /// Applying or pivoting failed.
+    InstallFailed,
+    /// Dependency resolution found no set of bundles that works together.
+    DependencyConflict,
+    /// Installed, but some objects are not healthy.
+    Unhealthy,
+    /// Still on its way (health not known yet, and the like).
+    Progressing,
+    /// A condition with a reason this plugin does not know.
+    Other,
+}
+
+/// One problem: the condition that shows it, and what to do.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    /// What kind of problem.
+    pub kind: Kind,
+    /// One sentence for people.
+    pub summary: String,
+    /// The condition type that shows it.
+    pub condition: String,
+    /// That condition's status.
+    pub status: String,
+    /// That condition's reason.
+    pub reason: String,
+    /// That condition's message, verbatim (may span lines).
+    pub message: String,
+    /// Since when the condition has had this status.
+    pub since: Timestamp,
+    /// The Bundle concerned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
+    /// The Bundle's sources, for unpack problems.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refs: Vec<String>,
+    /// Each object the Healthy condition names, with what is wrong.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<String>,
+    /// Commands or actions that move things on.
+    pub next_steps: Vec<String>,
+}
+
+/// The whole answer to "why".
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnosis {
+    /// The Instance's name.
+    pub instance: String,
+    /// The state, from the first problem (or `Ready`).
+    pub state: Kind,
+    /// One sentence.
+    pub summary: String,
+    /// The problems, most blocking first.
+    pub problems: Vec<Problem>,
+}
+
+/// What is known besides the Instance: its Bundle and its class, when they
+/// could be read.
+pub struct Context<'a> {
+    /// The Bundle `spec.bundle.name` names, if it exists and could be read.
+    pub bundle: Option<&'a Bundle>,
+    /// The ProvisionerClass, if it exists and could be read.
+    pub class: Option<&'a ProvisionerClass>,
+    /// Whether the class was looked up and is absent (not merely unreadable).
+    pub class_missing: bool,
+}
+
+/// Explains `instance`.
+pub fn diagnose(instance: &Instance, context: &Context<'_>) -> Diagnosis {
+    let name = instance.name_any();
+    let conditions = instance
+        .status
+        .as_ref()
+        .map(|status| status.conditions.as_slice())
+        .unwrap_or_default();
+    if conditions.is_empty() {
+        return not_reconciled(instance, context);
+    }
+    let unpacked = pakket_api::condition::find(conditions, ConditionType::Unpacked)
+        .is_some_and(|condition| condition.status == "True");
+    let mut problems = Vec::new();
+    let mut first_pending = None;
+    let mut failed = false;
+    for kind in ConditionType::INSTANCE {
+        let Some(condition) = pakket_api::condition::find(conditions, kind) else {
+            continue;
+        };
+        if condition.status == "True" {
+            continue;
+        }
+        if is_failure(condition) {
+            failed = true;
+            problems.push(problem(instance, condition, context));
+        } else if !failed && first_pending.is_none() {
+            let placeholder = kind == ConditionType::Approved && !unpacked;
+            if !placeholder {
+                first_pending = Some(condition);
+            }
+        }
+    }
+    if let Some(condition) = first_pending {
+        problems.push(problem(instance, condition, context));
+    }
+    let (state, summary) = match problems.first() {
+        Some(first) => (first.kind, first.summary.clone()),
+        None if ConditionType::INSTANCE.iter().all(|kind| {
+            pakket_api::condition::find(conditions, *kind).is_some_and(|c| c.status == "True")
+        }) =>
+        {
+            (
+                Kind::Ready,
+                format!("Instance {name} is installed and healthy."),
+            )
+        }
+        // Only placeholders are left: the provisioner is still working.
+        None => (
+            Kind::Progressing,
+            format!("Instance {name} is still being worked on; nothing has failed."),
+        ),
+    };
+    Diagnosis {
+        instance: name,
+        state,
+        summary,
+        problems,
+    }
+}
+
+/// A failure blocks until someone acts; anything else is "not done yet".
+fn is_failure(condition: &Condition) -> bool {
+    match known_reason(&condition.reason) {
+        Some(Reason::ApprovalDenied)
+        | Some(Reason::UnpackFailed)
+        | Some(Reason::InstallFailed)
+        | Some(Reason::ObjectsUnhealthy) => true,
+        Some(_) => false,
+        // A reason we do not know (a resolver's, say) that is not True is
+        // worth showing in full.
+        None => condition.status == "False",
+    }
+}
+
+fn known_reason(reason: &str) -> Option<Reason> {
+    Reason::ALL
+        .into_iter()
+        .find(|known| known.as_str() == reason)
+}
+
+/// Whether a message is a dependency engine explanation, whatever reason
+/// carries it: the engine's explanations start "cannot install".
+fn is_dependency_conflict(condition: &Condition) -> bool {
+    let reason = condition.reason.as_str();
+    reason.contains("Dependenc")
+        || reason.contains("Conflict")
+        || reason.contains("Resolution")
+        || condition
+            .message
+            .trim_start()
+            .starts_with("cannot install ")
+}
+
+fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) -> Problem {
+    let name = instance.name_any();
+    let bundle = instance.spec.bundle.name.clone();
+    let mut problem = Problem {
+        kind: Kind::Other,
+        summary: format!(
+            "Instance {name}: condition {} is {} ({}).",
+            condition.type_, condition.status, condition.reason
+        ),
+        condition: condition.type_.clone(),
+        status: condition.status.clone(),
+        reason: condition.reason.clone(),
+        message: condition.message.clone(),
+        since: condition.last_transition_time.0,
+        bundle: None,
+        refs: Vec::new(),
+        objects: Vec::new(),
+        next_steps: Vec::new(),
+    };
+    if is_dependency_conflict(condition) {
+        problem.kind = Kind::DependencyConflict;
+        problem.summary =
+            format!("Instance {name} cannot be installed: its dependencies conflict.");
+        problem.next_steps.push(
+            "the explanation above names the chain of requirements that rules each candidate out; \
+             change the request, the installed set or the catalogs it names"
+                .to_owned(),
+        );
+        return problem;
+    }
+    match known_reason(&condition.reason) {
+        Some(Reason::ApprovalPending) => {
+            problem.kind = Kind::WaitingForApproval;
+            problem.summary =
+                format!("Instance {name} is waiting for approval to install Bundle {bundle}.");
+            problem.bundle = Some(bundle);
+            problem.next_steps = vec![
+                format!("kubectl instance describe {name}   # review what would be installed"),
+                format!(
+                    "kubectl instance approve {name}    # needs verb approve on instances.core.pakket.dev"
+                ),
+            ];
+        }
+        Some(Reason::ApprovalDenied) => {
+            problem.kind = Kind::ApprovalDenied;
+            problem.summary = format!("Instance {name} was denied approval for Bundle {bundle}.");
+            problem.bundle = Some(bundle);
+            problem.next_steps = vec![format!(
+                "if it should go ahead after all: kubectl instance approve {name}"
+            )];
+        }
+        Some(Reason::UnpackPending | Reason::Unpacking) => {
+            problem.kind = Kind::Unpacking;
+            problem.summary = format!("Bundle {bundle} of Instance {name} is not unpacked yet.");
+            problem.refs = refs(instance, context.bundle);
+            problem.bundle = Some(bundle);
+        }
+        Some(Reason::UnpackFailed) => {
+            problem.kind = Kind::UnpackFailed;
+            problem.summary = format!("Bundle {bundle} of Instance {name} failed to unpack.");
+            problem.refs = refs(instance, context.bundle);
+            problem.next_steps = unpack_steps(instance, context.bundle);
+            problem.bundle = Some(bundle);
+        }
+        Some(Reason::InstallPending) => {
+            problem.kind = Kind::InstallPending;
+            problem.summary = format!("Instance {name} is not installed yet.");
+            if context.class_missing {
+                problem.next_steps.push(format!(
+                    "create ProvisionerClass {} or point spec.class at an existing one (kubectl get provisionerclasses)",
+                    instance.spec.class
+                ));
+            }
+        }
+        Some(Reason::InstallFailed) => {
+            problem.kind = Kind::InstallFailed;
+            problem.summary = format!("Instance {name} failed to install Bundle {bundle}.");
+            problem.bundle = Some(bundle);
+            problem.next_steps.push(
+                "the objects of the previously active Bundle stay in place; fix the cause above and the provisioner retries on its own"
+                    .to_owned(),
+            );
+        }
+        Some(Reason::ObjectsUnhealthy) => {
+            problem.kind = Kind::Unhealthy;
+            problem.objects = unhealthy_objects(&condition.message);
+            problem.summary = format!(
+                "Instance {name} is installed, but {} of its objects {} not healthy.",
+                problem.objects.len(),
+                if problem.objects.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                }
+            );
+            problem.next_steps = problem
+                .objects
+                .iter()
+                .filter_map(|object| describe_command(object))
+                .collect();
+        }
+        Some(Reason::HealthUnknown) | Some(_) => {
+            problem.kind = Kind::Progressing;
+            problem.summary = format!(
+                "Instance {name} is on its way: {} is {} ({}).",
+                condition.type_, condition.status, condition.reason
+            );
+        }
+        None => {}
+    }
+    problem
+}
+
+fn not_reconciled(instance: &Instance, context: &Context<'_>) -> Diagnosis {
+    let name = instance.name_any();
+    let class = &instance.spec.class;
+    let step = match (context.class, context.class_missing) {
+        (Some(found), _) => format!(
+            "check that the provisioner {} (named by ProvisionerClass {class}) is running; it writes conditions within seconds",
+            found.spec.provisioner
+        ),
+        (None, true) => format!(
+            "ProvisionerClass {class} does not exist: create it, or point spec.class at an existing one (kubectl get provisionerclasses)"
+        ),
+        (None, false) => format!(
+            "check that ProvisionerClass {class} exists and that its provisioner is running"
+        ),
+    };
+    let summary = format!("No provisioner has acted on Instance {name} yet.");
+    let created = instance
+        .creation_timestamp()
+        .map(|time| time.0)
+        .unwrap_or_else(Timestamp::now);
+    Diagnosis {
+        instance: name.clone(),
+        state: Kind::NotReconciled,
+        summary: summary.clone(),
+        problems: vec![Problem {
+            kind: Kind::NotReconciled,
+            summary,
+            condition: String::new(),
+            status: String::new(),
+            reason: String::new(),
+            message: "the Instance has no status conditions".to_owned(),
+            since: created,
+            bundle: Some(instance.spec.bundle.name.clone()),
+            refs: Vec::new(),
+            objects: Vec::new(),
+            next_steps: vec![step],
+        }],
+    }
+}
+
+/// The Bundle's refs: from the Bundle object, else from the embedded spec.
+fn refs(instance: &Instance, bundle: Option<&Bundle>) -> Vec<String> {
+    bundle
+        .map(|bundle| bundle.spec.refs.clone())
+        .or_else(|| {
+            instance
+                .spec
+                .bundle
+                .spec
+                .as_ref()
+                .map(|spec| spec.refs.clone())
+        })
+        .unwrap_or_default()
+}
+
+fn unpack_steps(instance: &Instance, bundle: Option<&Bundle>) -> Vec<String> {
+    let name = &instance.spec.bundle.name;
+    if bundle.is_none() && instance.spec.bundle.spec.is_none() {
+        return vec![format!(
+            "create Bundle {name}, or embed its spec in the Instance's spec.bundle.spec"
+        )];
+    }
+    vec![
+        "make each ref reachable from the provisioner (registry up, image pushed, credentials); it retries on its own, waiting up to a minute between tries".to_owned(),
+        format!(
+            "Bundle specs are immutable: to use other content, create a new Bundle and point the Instance's spec.bundle.name at it (kubectl get bundle {name} -o yaml shows the current one)"
+        ),
+    ]
+}
+
+/// The objects a Healthy message names: the runtime joins one
+/// `Kind/namespace/name is …` clause per object with `; `.
+fn unhealthy_objects(message: &str) -> Vec<String> {
+    message
+        .split("; ")
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `kubectl describe kind [-n namespace] name` for `Kind/ns/name is …`.
+fn describe_command(problem: &str) -> Option<String> {
+    let reference = problem.split_whitespace().next()?;
+    let parts: Vec<&str> = reference.split('/').collect();
+    let command = match parts.as_slice() {
+        [kind, namespace, name] => format!(
+            "kubectl describe {} -n {namespace} {name}",
+            kind.to_lowercase()
+        ),
+        [kind, name] => format!("kubectl describe {} {name}", kind.to_lowercase()),
+        _ => return None,
+    };
+    Some(command)
+}
+
+/// The diagnosis as paragraphs.
+pub fn render(diagnosis: &Diagnosis, now: Timestamp) -> String {
+    let mut text = String::new();
+    if diagnosis.problems.is_empty() {
+        text.push_str(&diagnosis.summary);
+        text.push('\n');
+        return text;
+    }
+    for (i, problem) in diagnosis.problems.iter().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(&problem.summary);
+        text.push('\n');
+        if !problem.condition.is_empty() {
+            text.push_str(&format!(
+                "  {}={} ({}) for {}:\n",
+                problem.condition,
+                problem.status,
+                problem.reason,
+                age::since(problem.since, now)
+            ));
+        }
+        for line in problem.message.lines() {
+            text.push_str("    ");
+            text.push_str(line);
+            text.push('\n');
+        }
+        if !problem.refs.is_empty() {
+            text.push_str(&format!(
+                "  Bundle {} reads from:\n",
+                problem.bundle.as_deref().unwrap_or("?")
+            ));
+            for reference in &problem.refs {
+                text.push_str(&format!("    {reference}\n"));
+            }
+        }
+        if !problem.objects.is_empty() {
+            text.push_str("  Not healthy:\n");
+            for object in &problem.objects {
+                text.push_str(&format!("    - {object}\n"));
+            }
+        }
+        if !problem.next_steps.is_empty() {
+            text.push_str("  Next:\n");
+            for step in &problem.next_steps {
+                text.push_str(&format!("    {step}\n"));
+            }
+        }
+    }
+    text
+}
+
+/// Explains Instance `name`.
+pub async fn run(
+    client: &kube::Client,
+    name: &str,
+    format: Option<Format>,
+    out: &mut impl Write,
+) -> Result<(), Error> {
+    let instance = lookup::instance(client, name).await?;
+    // The Bundle and class only add detail: a caller who may read Instances
+    // but not Bundles or classes still gets the diagnosis.
+    let bundle = lookup::bundle(client, &instance.spec.bundle.name)
+        .await
+        .ok()
+        .flatten();
+    let class = lookup::class(client, &instance.spec.class).await;
+    let class_missing = matches!(class, Ok(None));
+    let class = class.ok().flatten();
+    let context = Context {
+        bundle: bundle.as_ref(),
+        class: class.as_ref(),
+        class_missing,
+    };
+    let diagnosis = diagnose(&instance, &context);
+    match format {
+        Some(format) => output::print(&diagnosis, format, out),
+        None => {
+            out.write_all(render(&diagnosis, Timestamp::now()).as_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "why_tests.rs"]
+mod tests;

@@ -1,0 +1,198 @@
+use super::*;
+use pakket_api::condition::{self, ConditionStatus};
+use pakket_api::{BundleSpec, InstanceStatus};
+
+fn at(second: i64) -> Timestamp {
+    Timestamp::from_second(second).unwrap()
+}
+
+fn instance(conditions: &[(Reason, ConditionStatus, &str)]) -> Instance {
+    let mut instance = crate::fixture::instance("web", "web.v2");
+    instance.spec.bundle.spec = Some(BundleSpec {
+        class: "plain".into(),
+        refs: vec!["docker://127.0.0.1:5000/web:v2".into()],
+        volume_mounts: Vec::new(),
+    });
+    let mut status = InstanceStatus::default();
+    for (reason, state, message) in conditions {
+        condition::set(
+            &mut status.conditions,
+            condition::new(*reason, *state, *message, Some(1), at(1_000)),
+        );
+    }
+    instance.status = Some(status);
+    instance
+}
+
+fn known() -> Context<'static> {
+    Context {
+        bundle: None,
+        class: None,
+        class_missing: false,
+    }
+}
+
+use ConditionStatus::{False, True, Unknown};
+
+#[test]
+fn waiting_for_approval_says_how_to_approve() {
+    let web = instance(&[
+        (
+            Reason::ApprovalPending,
+            False,
+            "waiting for approval (ProvisionerClass plain has approval: Manual)",
+        ),
+        (Reason::UnpackSucceeded, True, "unpacked 2 objects"),
+        (
+            Reason::InstallPending,
+            False,
+            "nothing is applied before approval",
+        ),
+        (Reason::HealthUnknown, Unknown, "nothing installed yet"),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    assert_eq!(diagnosis.state, Kind::WaitingForApproval);
+    // Install pending and health unknown are consequences, not problems.
+    assert_eq!(diagnosis.problems.len(), 1);
+    let text = render(&diagnosis, at(1_090));
+    assert!(
+        text.starts_with("Instance web is waiting for approval to install Bundle web.v2.\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  Approved=False (ApprovalPending) for 90s:\n    waiting for approval"),
+        "{text}"
+    );
+    assert!(text.contains("    kubectl instance approve web "), "{text}");
+}
+
+#[test]
+fn unpack_failure_comes_with_the_refs_and_hides_the_approval_placeholder() {
+    let web = instance(&[
+        (Reason::ApprovalPending, False, "not evaluated yet"),
+        (
+            Reason::UnpackFailed,
+            False,
+            "Bundle web.v2: pulling docker://127.0.0.1:5000/web:v2: connection refused",
+        ),
+        (Reason::InstallPending, False, "nothing applied yet"),
+        (Reason::HealthUnknown, Unknown, "nothing installed yet"),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    assert_eq!(diagnosis.state, Kind::UnpackFailed);
+    assert_eq!(diagnosis.problems.len(), 1, "{diagnosis:#?}");
+    let problem = &diagnosis.problems[0];
+    assert_eq!(problem.refs, ["docker://127.0.0.1:5000/web:v2"]);
+    let text = render(&diagnosis, at(1_000));
+    assert!(text.contains("connection refused"), "{text}");
+    assert!(
+        text.contains("  Bundle web.v2 reads from:\n    docker://127.0.0.1:5000/web:v2\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unhealthy_lists_each_object_with_a_describe_command() {
+    let web = instance(&[
+        (Reason::ApprovedByUser, True, "approved by alice"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (Reason::InstallSucceeded, True, "applied 3 objects"),
+        (
+            Reason::ObjectsUnhealthy,
+            False,
+            "Deployment/web/server is not Available; CustomResourceDefinition/widgets.example.com is not Established; ConfigMap/web/settings is missing",
+        ),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    assert_eq!(diagnosis.state, Kind::Unhealthy);
+    let problem = &diagnosis.problems[0];
+    assert_eq!(problem.objects.len(), 3);
+    assert_eq!(
+        problem.summary,
+        "Instance web is installed, but 3 of its objects are not healthy."
+    );
+    assert_eq!(
+        problem.next_steps,
+        [
+            "kubectl describe deployment -n web server",
+            "kubectl describe customresourcedefinition widgets.example.com",
+            "kubectl describe configmap -n web settings",
+        ]
+    );
+    let text = render(&diagnosis, at(1_000));
+    assert!(
+        text.contains("    - Deployment/web/server is not Available\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_dependency_explanation_is_printed_verbatim() {
+    let explanation = "cannot install eclipse-che >=7.100.0:\n  request eclipse-che >=7.100.0 needs package eclipse-che (>=7.100.0)\n      but nothing fits";
+    let web = instance(&[
+        (Reason::ApprovedByPolicy, True, "AllowAll"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (Reason::InstallFailed, False, explanation),
+        (Reason::HealthUnknown, Unknown, "nothing installed yet"),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    assert_eq!(diagnosis.state, Kind::DependencyConflict);
+    let text = render(&diagnosis, at(1_000));
+    let indented: String = explanation
+        .lines()
+        .map(|line| format!("    {line}\n"))
+        .collect();
+    assert!(text.contains(&indented), "{text}");
+}
+
+#[test]
+fn everything_true_is_ready_and_no_status_points_at_the_class() {
+    let ready = instance(&[
+        (Reason::ApprovedByPolicy, True, "AllowAll"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (Reason::InstallSucceeded, True, "applied"),
+        (Reason::ObjectsHealthy, True, "all healthy"),
+    ]);
+    let diagnosis = diagnose(&ready, &known());
+    assert_eq!(diagnosis.state, Kind::Ready);
+    assert_eq!(
+        render(&diagnosis, at(1_000)),
+        "Instance web is installed and healthy.\n"
+    );
+
+    let partial = instance(&[(Reason::ApprovedByUser, True, "approved by alice")]);
+    assert_eq!(diagnose(&partial, &known()).state, Kind::Progressing);
+
+    let mut fresh = ready.clone();
+    fresh.status = None;
+    let missing = Context {
+        bundle: None,
+        class: None,
+        class_missing: true,
+    };
+    let diagnosis = diagnose(&fresh, &missing);
+    assert_eq!(diagnosis.state, Kind::NotReconciled);
+    assert!(
+        diagnosis.problems[0].next_steps[0].starts_with("ProvisionerClass plain does not exist")
+    );
+}
+
+#[test]
+fn failures_come_before_an_earlier_wait() {
+    let web = instance(&[
+        (Reason::ApprovalPending, False, "waiting for approval"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (Reason::InstallSucceeded, True, "applied"),
+        (
+            Reason::ObjectsUnhealthy,
+            False,
+            "Deployment/web/server is not Available",
+        ),
+    ]);
+    let kinds: Vec<Kind> = diagnose(&web, &known())
+        .problems
+        .iter()
+        .map(|p| p.kind)
+        .collect();
+    assert_eq!(kinds, [Kind::Unhealthy, Kind::WaitingForApproval]);
+}

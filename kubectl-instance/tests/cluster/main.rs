@@ -1,0 +1,12 @@
+//! `kubectl instance` against a real kube-apiserver (the test kit's control
+//! plane): the real binary, run as the kubeconfig users admin, alice, bob
+//! and carol. No provisioner runs: each test writes the statuses a
+//! provisioner would, as admin, on Instances of a class nobody serves.
+//!
+//! One test binary, so `cargo test` starts one control plane for all of them.
+
+mod approval;
+mod inspect;
+mod kubectl_plugin;
+mod support;
+mod why;
