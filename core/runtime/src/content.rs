@@ -1,40 +1,58 @@
-//! A Bundle's content, written into the content store by digest: `file://`
-//! refs inside ConfigMaps named in `spec.volumeMounts`, and `docker://` or
-//! `oci://` image refs pulled from a registry.
+//! A Bundle's content, written into the content store by digest. The first
+//! ref's scheme picks the source:
 //!
-//! An image ref is resolved to its manifest digest first; if the store holds
-//! that digest already nothing is pulled, so a second Bundle with the same
-//! digest costs one manifest `HEAD`. Otherwise the layers are pulled (bounded
-//! by [`UnpackOptions::max_image_size`]) and unpacked with [`crate::archive`]'s
-//! checks into the store under the manifest digest, all or nothing.
+//! | ref | store key | fetched when |
+//! |---|---|---|
+//! | `docker://` or `oci://` `REGISTRY/REPO:TAG[@DIGEST]` | the manifest digest | the digest is not stored (one manifest `HEAD` otherwise) |
+//! | `https://HOST/PATH.tar.gz[#sha256=HEX]` | the sha256 of the bytes | always, unless pinned and stored |
+//! | `git+https://HOST/REPO.git[?ref=REF][&path=DIR]` | a digest of `git-<commit>[-<path>]` | the resolved commit is not stored (one `ls-remote` otherwise) |
+//! | `file://PATH` in a `spec.volumeMounts` ConfigMap | a digest of its keys and values | always (an API read) |
+//!
+//! Images are pulled (bounded by [`UnpackOptions::max_image_size`], with the
+//! class's `pullSecrets`, see [`crate::source::pull_secret`]); tarballs and
+//! git commits are downloaded (bounded by [`UnpackOptions::max_download_size`]);
+//! all are unpacked with [`crate::archive`]'s checks into the store, all or
+//! nothing. `git://` (unencrypted) is refused.
 //!
 //! `file://content` (or `file:///content`) with a volume mounted at
 //! `/content` is the whole ConfigMap, one file per key; `file://content/x.yaml`
 //! is the single key `x.yaml`. ConfigMap keys cannot hold `/`, so there is no
 //! deeper path, and a key can never escape the content directory.
 
-use std::collections::BTreeMap;
+mod file;
+mod git;
+mod https;
+mod image;
+
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::{Api, Client};
+use kube::Client;
 use pakket_api::BundleSpec;
-use sha2::{Digest as _, Sha256};
 
 use crate::archive::Limits;
+use crate::source::git::{GitError, GitSource};
+use crate::source::https::{HttpsError, HttpsSource};
+use crate::source::pull_secret::PullSecretError;
 use crate::source::{ImageRef, ImageSource, PlainHttp, SourceError, SourceOptions};
 use crate::store::{Digest, Store};
 
-/// How image refs are fetched, from the ProvisionerClass's parameters.
+/// How refs are fetched, from the ProvisionerClass's parameters.
 #[derive(Clone, Debug)]
 pub struct UnpackOptions {
-    /// Limits on what the layers unpack to (`maxObjectSize` per file).
+    /// Limits on what the content unpacks to (`maxObjectSize` per file).
     pub limits: Limits,
     /// Most bytes an image's layers may hold, as stored (compressed).
     pub max_image_size: u64,
+    /// Most bytes an `https://` tarball (as served) or a git fetch (the
+    /// objects received) may hold.
+    pub max_download_size: u64,
     /// Registries (`host:port`) that may be reached over plain HTTP besides
     /// loopback ones (the class parameter `insecureRegistries`).
     pub insecure_registries: Vec<String>,
+    /// Secrets of type `kubernetes.io/dockerconfigjson` in the provisioner's
+    /// namespace whose credentials image pulls use (the class parameter
+    /// `pullSecrets`); none: the source's own credentials (anonymous).
+    pub pull_secrets: Vec<String>,
 }
 
 impl Default for UnpackOptions {
@@ -43,15 +61,19 @@ impl Default for UnpackOptions {
         Self {
             limits,
             max_image_size: limits.max_total_size,
+            max_download_size: limits.max_total_size,
             insecure_registries: Vec::new(),
+            pull_secrets: Vec::new(),
         }
     }
 }
 
 impl UnpackOptions {
     /// The options a class's `parameters` ask for: `maxObjectSize` (bytes
-    /// per file, `default_object_size` if unset) and `insecureRegistries`
-    /// (a list of `host:port` allowed plain HTTP; loopback always is).
+    /// per file, `default_object_size` if unset), `insecureRegistries`
+    /// (a list of `host:port` allowed plain HTTP; loopback always is) and
+    /// `pullSecrets` (a list of Secret names). List entries that are not
+    /// strings are ignored.
     pub fn from_parameters(
         parameters: Option<&serde_json::Map<String, serde_json::Value>>,
         default_object_size: u64,
@@ -61,25 +83,33 @@ impl UnpackOptions {
         options.limits.max_file_size = get("maxObjectSize")
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(default_object_size);
-        options.insecure_registries = get("insecureRegistries")
-            .and_then(serde_json::Value::as_array)
-            .map(|hosts| {
-                hosts
-                    .iter()
-                    .filter_map(serde_json::Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let strings = |name: &str| -> Vec<String> {
+            get(name)
+                .and_then(serde_json::Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(serde_json::Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        options.insecure_registries = strings("insecureRegistries");
+        options.pull_secrets = strings("pullSecrets");
         options
     }
 }
 
-/// The image sources a controller shares across reconciles, one per
-/// plain-HTTP policy, so connections and tokens are reused.
+/// The sources a controller shares across reconciles: images (one per
+/// plain-HTTP policy), `https://` tarballs and git, so connections and
+/// tokens are reused; and where pull secrets are read from.
 pub struct ImageSources {
     loopback: ImageSource,
     everywhere: ImageSource,
+    https: HttpsSource,
+    git: GitSource,
+    secret_namespace: Option<String>,
 }
 
 impl Default for ImageSources {
@@ -89,8 +119,9 @@ impl Default for ImageSources {
 }
 
 impl ImageSources {
-    /// Sources with `options`' timeouts and credentials; plain HTTP is
-    /// decided per registry by [`UnpackOptions::insecure_registries`].
+    /// Sources with `options`' timeouts, roots and credentials; plain HTTP
+    /// to registries is decided per registry by
+    /// [`UnpackOptions::insecure_registries`] (tarballs and git are HTTPS only).
     pub fn new(options: SourceOptions) -> Self {
         Self {
             loopback: ImageSource::new(SourceOptions {
@@ -99,9 +130,27 @@ impl ImageSources {
             }),
             everywhere: ImageSource::new(SourceOptions {
                 plain_http: PlainHttp::Everywhere,
-                ..options
+                ..options.clone()
             }),
+            https: HttpsSource::new(options.clone()),
+            git: GitSource::new(options.clone()),
+            secret_namespace: options.secret_namespace,
         }
+    }
+
+    /// The `https://` tarball source.
+    pub fn https(&self) -> &HttpsSource {
+        &self.https
+    }
+
+    /// The git source.
+    pub fn git(&self) -> &GitSource {
+        &self.git
+    }
+
+    /// The namespace pull secrets are read from (the provisioner's own).
+    pub fn secret_namespace(&self) -> Option<&str> {
+        self.secret_namespace.as_deref()
     }
 
     /// The source for `image`: plain HTTP only to loopback and to the
@@ -121,10 +170,14 @@ impl ImageSources {
 pub struct Unpacked {
     /// The ref the content came from.
     pub reference: String,
-    /// Digest of the content (sha256 over the sorted keys and values).
+    /// The content's store key: the image manifest digest, the tarball's
+    /// sha256, a digest of the git commit and path, or of a ConfigMap's
+    /// sorted keys and values.
     pub digest: Digest,
     /// The directory holding it, inside the store.
     pub dir: std::path::PathBuf,
+    /// The commit a git ref resolved to; `None` for other sources.
+    pub commit: Option<String>,
 }
 
 /// Why content could not be unpacked; the message names the Bundle's field.
@@ -132,7 +185,7 @@ pub struct Unpacked {
 pub enum ContentError {
     /// A ref scheme this runtime does not fetch yet.
     #[error(
-        "spec.refs[{index}] {reference}: this provisioner cannot fetch {scheme}:// content yet; use a file:// ref with a ConfigMap in spec.volumeMounts"
+        "spec.refs[{index}] {reference}: this provisioner cannot fetch {scheme}:// content; use a docker://, oci://, https://, git+https:// or file:// ref"
     )]
     Unsupported {
         /// Position in spec.refs.
@@ -188,6 +241,48 @@ pub enum ContentError {
         /// The source's error, with the registry's own words (boxed: it is large).
         source: Box<SourceError>,
     },
+    /// The registry refused the credentials used (or their absence).
+    #[error("spec.refs[{index}] {reference}: {}; {advice}", refusal(source))]
+    Unauthorized {
+        /// Position in spec.refs.
+        index: usize,
+        /// The ref.
+        reference: String,
+        /// The registry's refusal.
+        source: Box<SourceError>,
+        /// Which pull secret was refused, or how to give one.
+        advice: String,
+    },
+    /// The class's pull secrets gave no credentials for the image.
+    #[error("spec.refs[{index}] {reference}: {source}")]
+    PullSecret {
+        /// Position in spec.refs.
+        index: usize,
+        /// The ref.
+        reference: String,
+        /// What is wrong with the Secrets.
+        source: Box<PullSecretError>,
+    },
+    /// Downloading or unpacking an `https://` tarball failed.
+    #[error("spec.refs[{index}] {reference}: {source}")]
+    Https {
+        /// Position in spec.refs.
+        index: usize,
+        /// The ref.
+        reference: String,
+        /// The source's error, with the server's own words.
+        source: Box<HttpsError>,
+    },
+    /// Resolving, fetching or unpacking a git ref failed.
+    #[error("spec.refs[{index}] {reference}: {source}")]
+    Git {
+        /// Position in spec.refs.
+        index: usize,
+        /// The ref.
+        reference: String,
+        /// The source's error, with git's own words.
+        source: Box<GitError>,
+    },
     /// The unpacking task died.
     #[error("spec.refs[{index}] {reference}: unpacking stopped: {cause}")]
     Task {
@@ -217,8 +312,25 @@ impl ContentError {
         match self {
             Self::Unsupported { .. } => true,
             Self::Image { source, .. } => source.is_terminal(),
+            Self::Https { source, .. } => source.is_terminal(),
+            Self::Git { source, .. } => source.is_terminal(),
             _ => false,
         }
+    }
+}
+
+/// A registry's refusal without the generic advice, which `advice` replaces.
+fn refusal(source: &SourceError) -> String {
+    match source {
+        SourceError::Unauthorized {
+            registry,
+            action,
+            image,
+            registry_says,
+        } => format!(
+            "registry {registry} refused to let us {action} {image} without valid credentials: {registry_says}"
+        ),
+        other => other.to_string(),
     }
 }
 
@@ -234,8 +346,13 @@ pub async fn unpack(
     let reference = spec.refs.first().cloned().unwrap_or_default();
     let scheme = reference.split("://").next().unwrap_or_default().to_owned();
     match scheme.as_str() {
-        "file" => unpack_file(client, spec, store, index, reference).await,
-        "docker" | "oci" => unpack_image(store, images, options, index, reference).await,
+        "file" => file::unpack_file(client, spec, store, index, reference).await,
+        "docker" | "oci" => {
+            image::unpack_image(client, store, images, options, index, reference).await
+        }
+        "https" => https::unpack_tarball(store, images, options, index, reference).await,
+        // `git://` is parsed to be refused with a message saying why.
+        "git+https" | "git" => git::unpack_git(store, images, options, index, reference).await,
         _ => Err(ContentError::Unsupported {
             index,
             reference,
@@ -244,169 +361,17 @@ pub async fn unpack(
     }
 }
 
-/// An image ref: resolve, and pull and unpack only a digest the store lacks.
-async fn unpack_image(
-    store: &Arc<Store>,
-    images: &ImageSources,
-    options: &UnpackOptions,
+/// Runs blocking `work` (file IO, child processes) off the async threads.
+async fn blocking<T: Send + 'static>(
     index: usize,
-    reference: String,
-) -> Result<Unpacked, ContentError> {
-    let image_error = |source: SourceError| ContentError::Image {
-        index,
-        reference: reference.clone(),
-        source: Box::new(source),
-    };
-    let image = ImageRef::parse(&reference).map_err(image_error)?;
-    let source = images.for_image(&image, options);
-    let resolved = source.resolve(&image).await.map_err(image_error)?;
-    let digest = Digest::parse(&resolved).map_err(|error| {
-        image_error(SourceError::Registry {
-            registry: image.registry().to_owned(),
-            action: "resolve",
-            image: image.to_string(),
-            registry_says: format!("answered with digest {resolved:?}: {error}"),
-        })
-    })?;
-    if let Some(dir) = store.get(&digest) {
-        tracing::debug!(%reference, digest = digest.as_str(), "already in the store; nothing to pull");
-        return Ok(Unpacked {
-            reference,
-            digest,
-            dir,
-        });
-    }
-    // Pull what the digest names, so the content is the digest's even if
-    // the tag moves meanwhile.
-    let pinned = image.pinned(digest.as_str());
-    let pulled = source
-        .pull_layers(&pinned, options.max_image_size)
+    reference: &str,
+    work: impl FnOnce() -> Result<T, ContentError> + Send + 'static,
+) -> Result<T, ContentError> {
+    tokio::task::spawn_blocking(work)
         .await
-        .map_err(image_error)?;
-    let limits = options.limits;
-    let task_store = Arc::clone(store);
-    let task_digest = digest.clone();
-    // Unpacking is blocking file IO.
-    let dir = tokio::task::spawn_blocking(move || {
-        task_store.insert_with(&task_digest, |dir| -> Result<(), ContentError> {
-            // `unpack` wants a destination that does not exist yet; the
-            // store renames whatever is at `dir` into place.
-            std::fs::remove_dir(dir).map_err(|source| ContentError::Io {
-                path: dir.display().to_string(),
-                source,
-            })?;
-            pulled
-                .unpack(dir, &limits)
-                .map(|_| ())
-                .map_err(|source| ContentError::Image {
-                    index,
-                    reference: pulled.pinned.to_string(),
-                    source: Box::new(source),
-                })
-        })
-    })
-    .await
-    .map_err(|error| ContentError::Task {
-        index,
-        reference: reference.clone(),
-        cause: error.to_string(),
-    })??;
-    Ok(Unpacked {
-        reference,
-        digest,
-        dir,
-    })
-}
-
-/// A `file://` ref: the ConfigMap mounted at its path.
-async fn unpack_file(
-    client: &Client,
-    spec: &BundleSpec,
-    store: &Store,
-    index: usize,
-    reference: String,
-) -> Result<Unpacked, ContentError> {
-    let path = reference.strip_prefix("file://").unwrap_or_default();
-    let path = format!("/{}", path.trim_start_matches('/'));
-    let (mount, key) = spec
-        .volume_mounts
-        .iter()
-        .find_map(|mount| {
-            let root = mount.mount_path.trim_end_matches('/');
-            let rest = path.strip_prefix(root)?;
-            match rest.trim_start_matches('/') {
-                "" => Some((mount, None)),
-                key if rest.starts_with('/') => Some((mount, Some(key.to_owned()))),
-                _ => None,
-            }
-        })
-        .ok_or_else(|| ContentError::NoMount {
+        .map_err(|error| ContentError::Task {
             index,
-            reference: reference.clone(),
-            path: path.clone(),
-        })?;
-    let source = &mount.config_map;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &source.namespace);
-    let config_map_error = |message: String| ContentError::ConfigMap {
-        namespace: source.namespace.clone(),
-        name: source.name.clone(),
-        message,
-    };
-    let config_map = api
-        .get_opt(&source.name)
-        .await
-        .map_err(|error| config_map_error(error.to_string()))?
-        .ok_or_else(|| {
-            config_map_error(
-                "not found; create it (immutable: true) or fix spec.volumeMounts".into(),
-            )
-        })?;
-    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for (name, value) in config_map.data.unwrap_or_default() {
-        files.insert(name, value.into_bytes());
-    }
-    for (name, value) in config_map.binary_data.unwrap_or_default() {
-        files.insert(name, value.0);
-    }
-    if let Some(key) = &key {
-        let Some(value) = files.remove(key) else {
-            return Err(ContentError::MissingKey {
-                index,
-                reference,
-                namespace: source.namespace.clone(),
-                name: source.name.clone(),
-                key: key.clone(),
-            });
-        };
-        files = BTreeMap::from([(key.clone(), value)]);
-    }
-    let digest = digest_of(&files);
-    let dir = store.insert_with(&digest, |dir| -> Result<(), ContentError> {
-        for (name, value) in &files {
-            // ConfigMap keys are [-._a-zA-Z0-9]+: no separator, no escape.
-            let path = dir.join(name);
-            std::fs::write(&path, value).map_err(|source| ContentError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
-        }
-        Ok(())
-    })?;
-    Ok(Unpacked {
-        reference,
-        digest,
-        dir,
-    })
-}
-
-/// sha256 over each key and value, length-prefixed so no two contents collide.
-fn digest_of(files: &BTreeMap<String, Vec<u8>>) -> Digest {
-    let mut hasher = Sha256::new();
-    for (name, value) in files {
-        hasher.update((name.len() as u64).to_be_bytes());
-        hasher.update(name.as_bytes());
-        hasher.update((value.len() as u64).to_be_bytes());
-        hasher.update(value);
-    }
-    Digest::from_sha256(hasher.finalize().into())
+            reference: reference.to_owned(),
+            cause: error.to_string(),
+        })?
 }

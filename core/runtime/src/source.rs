@@ -1,6 +1,8 @@
-//! Fetching a Bundle's content from an OCI registry, pinned to a digest.
+//! Fetching a Bundle's content, pinned: OCI images (this file), `https://`
+//! tarballs ([`https`]), git repositories ([`git`]), and registry
+//! credentials from pull secrets ([`pull_secret`]).
 //!
-//! A Bundle names its content with a ref such as
+//! A Bundle names image content with a ref such as
 //! `docker://quay.io/openshift-community-operators/etcd:v0.9.4`.
 //! [`ImageSource::resolve`] turns the tag into the manifest digest, and
 //! [`ImageSource::pull_layers`] fetches the layers of the manifest it
@@ -25,18 +27,26 @@
 //! - Only tar and gzip'd tar layers are accepted; unpacking them is
 //!   [`crate::archive`]'s job, which treats them as untrusted.
 //! - Credentials go only to the registry they belong to (`oci_client`
-//!   drops them on redirects to other hosts) and are never printed.
+//!   drops them on redirects to other hosts) and are never printed. Each
+//!   set of credentials gets an `oci_client` client of its own (see
+//!   [`ImageSource::resolve_as`]), so tokens one class's pull secret earned
+//!   never authorize another class's pull.
 //!
 //! Known limit: the manifest body itself is read whole by `oci_client`,
 //! bounded only by the request timeout.
 
 mod error;
+pub mod git;
+pub mod https;
 mod image;
 mod options;
+pub mod pull_secret;
 mod reference;
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::OnceLock;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
@@ -50,6 +60,10 @@ pub use image::{Layer, PulledImage, layer_compression};
 pub use options::{Credentials, PlainHttp, SourceOptions};
 pub use reference::{ImageRef, is_loopback_registry};
 
+/// How many clients for per-call credentials an [`ImageSource`] keeps
+/// before it starts afresh; a provisioner sees a handful of pull secrets.
+const MAX_CREDENTIAL_CLIENTS: usize = 64;
+
 /// Fetches images from OCI registries under one set of [`SourceOptions`].
 ///
 /// Holds one HTTP client per transport, built on first use, so connections
@@ -58,6 +72,31 @@ pub struct ImageSource {
     options: SourceOptions,
     https: OnceLock<Result<Client, String>>,
     http: OnceLock<Result<Client, String>>,
+    /// Clients for credentials given per call, by (plain HTTP, credentials).
+    /// `oci_client` keeps the first credentials a client is given for a
+    /// registry, and the tokens they earn, so a client shared across
+    /// credentials would authorize one Bundle's pull with another's secret.
+    per_credentials: Mutex<HashMap<ClientKey, Arc<Client>>>,
+}
+
+/// Which client serves a call: plain HTTP or not, and whose credentials.
+type ClientKey = (bool, Option<Credentials>);
+
+/// An `oci_client` client: the source's own, or one for per-call credentials.
+enum ClientRef<'a> {
+    Own(&'a Client),
+    PerCredentials(Arc<Client>),
+}
+
+impl Deref for ClientRef<'_> {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        match self {
+            Self::Own(client) => client,
+            Self::PerCredentials(client) => client,
+        }
+    }
 }
 
 impl ImageSource {
@@ -68,6 +107,7 @@ impl ImageSource {
             options,
             https: OnceLock::new(),
             http: OnceLock::new(),
+            per_credentials: Mutex::new(HashMap::new()),
         }
     }
 
@@ -85,14 +125,52 @@ impl ImageSource {
         } else {
             (&self.https, ClientProtocol::Https)
         };
-        cell.get_or_init(|| {
-            Client::try_from(self.options.client_config(protocol))
-                .map_err(|error| error.to_string())
-        })
-        .as_ref()
-        .map_err(|cause| SourceError::Client {
-            cause: cause.clone(),
-        })
+        cell.get_or_init(|| self.build_client(protocol))
+            .as_ref()
+            .map_err(|cause| SourceError::Client {
+                cause: cause.clone(),
+            })
+    }
+
+    fn build_client(&self, protocol: ClientProtocol) -> Result<Client, String> {
+        Client::try_from(self.options.client_config(protocol)?).map_err(|error| error.to_string())
+    }
+
+    /// The client for `image` acting as the holder of `credentials`: the
+    /// source's own if they are the source's, else one kept for them.
+    fn client_as(
+        &self,
+        image: &ImageRef,
+        credentials: Option<&Credentials>,
+    ) -> Result<ClientRef<'_>, SourceError> {
+        if credentials == self.options.credentials.as_ref() {
+            return self.client_for(image).map(ClientRef::Own);
+        }
+        let plain = self.options.plain_http.applies_to(image.registry());
+        let key = (plain, credentials.cloned());
+        let mut clients = self
+            .per_credentials
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(client) = clients.get(&key) {
+            return Ok(ClientRef::PerCredentials(Arc::clone(client)));
+        }
+        let protocol = if plain {
+            ClientProtocol::Http
+        } else {
+            ClientProtocol::Https
+        };
+        let client = Arc::new(
+            self.build_client(protocol)
+                .map_err(|cause| SourceError::Client { cause })?,
+        );
+        if clients.len() >= MAX_CREDENTIAL_CLIENTS {
+            // Rotated secrets leave old entries behind; dropping them all
+            // costs only new connections and tokens.
+            clients.clear();
+        }
+        clients.insert(key, Arc::clone(&client));
+        Ok(ClientRef::PerCredentials(client))
     }
 
     /// The credentials for `oci_client` calls.
@@ -121,9 +199,20 @@ impl ImageSource {
     /// The digest `image` points at now (`sha256:…`): its tag resolved by the
     /// registry, or checked against the registry if the ref is pinned.
     pub async fn resolve(&self, image: &ImageRef) -> Result<String, SourceError> {
+        self.resolve_as(image, self.options.credentials.as_ref())
+            .await
+    }
+
+    /// [`ImageSource::resolve`] with `credentials` (anonymous if `None`)
+    /// instead of the source's own, e.g. from a class's pull secret.
+    pub async fn resolve_as(
+        &self,
+        image: &ImageRef,
+        credentials: Option<&Credentials>,
+    ) -> Result<String, SourceError> {
         let work = async {
-            self.client_for(image)?
-                .fetch_manifest_digest(image.as_reference(), &self.auth())
+            self.client_as(image, credentials)?
+                .fetch_manifest_digest(image.as_reference(), &options::registry_auth(credentials))
                 .await
                 .map_err(|error| SourceError::from_registry(error, "resolve", image))
         };
@@ -138,17 +227,35 @@ impl ImageSource {
         image: &ImageRef,
         max_total: u64,
     ) -> Result<PulledImage, SourceError> {
-        let work = self.pull(image, max_total);
+        self.pull_layers_as(image, max_total, self.options.credentials.as_ref())
+            .await
+    }
+
+    /// [`ImageSource::pull_layers`] with `credentials` (anonymous if `None`)
+    /// instead of the source's own.
+    pub async fn pull_layers_as(
+        &self,
+        image: &ImageRef,
+        max_total: u64,
+        credentials: Option<&Credentials>,
+    ) -> Result<PulledImage, SourceError> {
+        let work = self.pull(image, max_total, credentials);
         self.within(self.options.pull_timeout, "pull", image, work)
             .await
     }
 
-    async fn pull(&self, image: &ImageRef, max_total: u64) -> Result<PulledImage, SourceError> {
-        let client = self.client_for(image)?;
+    async fn pull(
+        &self,
+        image: &ImageRef,
+        max_total: u64,
+        credentials: Option<&Credentials>,
+    ) -> Result<PulledImage, SourceError> {
+        let client = self.client_as(image, credentials)?;
+        let client = &*client;
         let reference = image.as_reference();
         let registry_error = |error| SourceError::from_registry(error, "pull", image);
 
-        let auth = self.auth();
+        let auth = options::registry_auth(credentials);
         let manifest_request = client.pull_image_manifest_and_list_digest(reference, &auth);
         let (manifest, manifest_digest, index_digest) = self
             .within(self.options.request_timeout, "pull", image, async {

@@ -213,9 +213,9 @@ async fn content_the_runtime_cannot_fetch_is_reported_on_the_instance_and_bundle
     let fixture = Fixture::new("plain-unsupported", "AllowAll").await;
     let instances = fixture.instances();
     let name = fixture.scope.name("instance");
-    // git sources are not fetched yet: the failure must say so, naming the
+    // Unencrypted git:// is refused: the failure must say so, naming the
     // field, and without touching the network.
-    let mut spec = fixture.bundle_spec("unused", "git+https://github.com/example/bundles?ref=v1");
+    let mut spec = fixture.bundle_spec("unused", "git://github.com/example/bundles");
     spec.volume_mounts.clear();
     instances
         .create(&PostParams::default(), &fixture.instance("bundle", spec))
@@ -227,7 +227,7 @@ async fn content_the_runtime_cannot_fetch_is_reported_on_the_instance_and_bundle
     .await;
     let message = &failed.condition(ConditionType::Unpacked).unwrap().message;
     assert!(
-        message.contains("spec.refs[0]") && message.contains("git+https://"),
+        message.contains("spec.refs[0]") && message.contains("git+https"),
         "{message}"
     );
     let bundle = Api::<pakket_api::Bundle>::all(fixture.scope.client.clone())

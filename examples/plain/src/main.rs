@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Parser;
+use pakket_runtime::controller::RunOptions;
 use pakket_runtime::leader::{Elector, LeaseConfig};
 use pakket_runtime::serve::{self, Metrics};
+use pakket_runtime::source::SourceOptions;
 use pakket_runtime::{Provisioner, controller, manifest};
 use serde_json::Value;
 
@@ -81,14 +83,26 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(id = %args.id, identity = %elector.config().identity, "plain provisioner started");
     // Only the leader reconciles; on SIGTERM the controller stops, then the
     // Lease is released so a standby takes over at once.
+    // Pull secrets (the class parameter `pullSecrets`) are read from this
+    // pod's own namespace only, given by the downward API.
+    let sources = SourceOptions {
+        secret_namespace: std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|namespace| !namespace.is_empty()),
+        ..SourceOptions::default()
+    };
     let work = || {
-        controller::run_with_metrics(
+        let options = RunOptions {
+            metrics: metrics.clone(),
+            sources: sources.clone(),
+            ..RunOptions::new(args.store.clone())
+        };
+        controller::run_with(
             client.clone(),
             PlainManifests {
                 id: args.id.clone(),
             },
-            args.store.clone(),
-            metrics.clone(),
+            options,
         )
     };
     if let Some(result) = elector.run(serve::shutdown_signal(), work).await? {

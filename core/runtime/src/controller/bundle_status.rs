@@ -43,7 +43,7 @@ pub async fn write(
         status.source = Some(PinnedSource {
             reference: unpacked.reference.clone(),
             digest: Some(unpacked.digest.as_str().to_owned()),
-            commit: None,
+            commit: unpacked.commit.clone(),
         });
     }
     status.objects = outcome.objects.to_vec();

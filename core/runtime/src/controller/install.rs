@@ -279,6 +279,7 @@ fn already_unpacked<P>(bundle: &Bundle, context: &Context<P>) -> Option<Unpacked
         reference: source.reference.clone(),
         digest,
         dir,
+        commit: source.commit.clone(),
     })
 }
 

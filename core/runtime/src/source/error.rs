@@ -329,28 +329,62 @@ impl SourceError {
     ) -> Self {
         let registry = image.registry().to_owned();
         let name = image.to_string();
+        match TransportFailure::of(error) {
+            TransportFailure::Tls(cause) => {
+                let hint = if image.is_loopback() {
+                    "; if this loopback registry serves plain HTTP, allow plain HTTP for loopback (`--plain-http`)"
+                } else {
+                    "; check the registry's certificate and that it serves HTTPS"
+                };
+                Self::Tls {
+                    registry,
+                    action,
+                    image: name,
+                    cause,
+                    hint: hint.into(),
+                }
+            }
+            TransportFailure::Unreachable(cause) => Self::Unreachable {
+                registry,
+                action,
+                image: name,
+                cause,
+            },
+            TransportFailure::Other(registry_says) => Self::Registry {
+                registry,
+                action,
+                image: name,
+                registry_says,
+            },
+        }
+    }
+}
+
+/// What went wrong below HTTP, read from an error's chain of causes; shared
+/// by the image and `https://` sources.
+#[derive(Debug)]
+pub(crate) enum TransportFailure {
+    /// The TLS handshake failed: rustls's words.
+    Tls(String),
+    /// No connection, or no answer in time: the system's words.
+    Unreachable(String),
+    /// Anything else: the whole chain, outermost first.
+    Other(String),
+}
+
+impl TransportFailure {
+    /// Classifies `error` by walking its causes.
+    pub(crate) fn of(error: &(dyn StdError + 'static)) -> Self {
         let chain = causes(error);
         let innermost = chain
             .last()
             .map(|error| error.to_string())
             .unwrap_or_default();
-
-        let tls = chain
+        if let Some(tls) = chain
             .iter()
-            .find_map(|error| error.downcast_ref::<rustls::Error>());
-        if let Some(tls) = tls {
-            let hint = if image.is_loopback() {
-                "; if this loopback registry serves plain HTTP, allow plain HTTP for loopback (`--plain-http`)"
-            } else {
-                "; check the registry's certificate and that it serves HTTPS"
-            };
-            return Self::Tls {
-                registry,
-                action,
-                image: name,
-                cause: tls.to_string(),
-                hint: hint.into(),
-            };
+            .find_map(|error| error.downcast_ref::<rustls::Error>())
+        {
+            return Self::Tls(tls.to_string());
         }
         if let Some(io) = chain.iter().find_map(|error| {
             error
@@ -358,17 +392,17 @@ impl SourceError {
                 .filter(|io| io.kind() != std::io::ErrorKind::Other)
         }) {
             use std::io::ErrorKind::*;
-            match io.kind() {
-                ConnectionRefused | ConnectionReset | ConnectionAborted | HostUnreachable
-                | NetworkUnreachable | AddrNotAvailable | NotConnected => {
-                    return Self::Unreachable {
-                        registry,
-                        action,
-                        image: name,
-                        cause: io.to_string(),
-                    };
-                }
-                _ => {}
+            if matches!(
+                io.kind(),
+                ConnectionRefused
+                    | ConnectionReset
+                    | ConnectionAborted
+                    | HostUnreachable
+                    | NetworkUnreachable
+                    | AddrNotAvailable
+                    | NotConnected
+            ) {
+                return Self::Unreachable(io.to_string());
             }
         }
         let text = chain
@@ -378,28 +412,34 @@ impl SourceError {
             .join(": ");
         let lower = text.to_lowercase();
         if lower.contains("dns error") || lower.contains("failed to lookup address") {
-            return Self::Unreachable {
-                registry,
-                action,
-                image: name,
-                cause: innermost,
-            };
+            return Self::Unreachable(innermost);
         }
         if lower.contains("timed out") || lower.contains("deadline has elapsed") {
-            return Self::Unreachable {
-                registry,
-                action,
-                image: name,
-                cause: format!("no answer in time ({innermost})"),
-            };
+            return Self::Unreachable(format!("no answer in time ({innermost})"));
         }
-        Self::Registry {
-            registry,
-            action,
-            image: name,
-            registry_says: text,
-        }
+        Self::Other(text)
     }
+}
+
+/// `text` as one line: control characters and runs of white space become
+/// one space, cut at `max_chars` characters (with `…`). For quoting a
+/// server's body or a tool's stderr in a message.
+pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
+    let mut line = String::new();
+    for word in text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|word| !word.is_empty())
+    {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if line.chars().count() > max_chars {
+        line = line.chars().take(max_chars).collect();
+        line.push('…');
+    }
+    line
 }
 
 /// `error` and its causes, outermost first. `std::io::Error` hides the error
@@ -427,4 +467,20 @@ fn code_name(code: &OciErrorCode) -> String {
         .ok()
         .and_then(|value| value.as_str().map(str::to_owned))
         .unwrap_or_else(|| format!("{code:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_one_short_line() {
+        assert_eq!(
+            one_line("<h1>Not\r\n Found</h1>\n", 200),
+            "<h1>Not Found</h1>"
+        );
+        let long = one_line(&"x".repeat(500), 200);
+        assert_eq!(long.chars().count(), 201);
+        assert!(long.ends_with('…'));
+    }
 }

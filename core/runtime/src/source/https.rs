@@ -1,0 +1,375 @@
+//! `https://` tarballs: `https://HOST/PATH/bundle.tar.gz[#sha256=HEX]`.
+//!
+//! The body is a tar stream, gzip'd or not (detected by its magic bytes,
+//! when it is unpacked). The optional fragment `#sha256=` followed by 64 hex
+//! digits pins the tarball: the downloaded bytes must hash to it, or the
+//! download is an error naming both digests, and nothing is unpacked.
+//!
+//! Security choices:
+//! - **HTTPS only**, redirects included (a redirect to `http://` fails);
+//!   TLS is rustls on the ring provider, trusting the system's roots and
+//!   [`SourceOptions::extra_roots`].
+//! - **No credentials**: a ref with `user:password@` is refused (Bundles
+//!   are readable by many; a token in one is a leaked token).
+//! - **Bounded**: a connect timeout, a read timeout (the longest silence
+//!   mid-body), a limit for the answer's headers and one for the whole
+//!   download; a `Content-Length` over the size limit fails before the body
+//!   is read, and the bytes actually received are counted, so an endless
+//!   body stops at the limit.
+//! - Nothing is decompressed in transit (no `Accept-Encoding`), so the
+//!   digest is the one of the file as published.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use futures_util::StreamExt as _;
+use reqwest::Url;
+
+mod error;
+
+pub use error::HttpsError;
+
+use super::error::{TransportFailure, one_line};
+use super::{SourceOptions, options};
+use crate::store::Digest;
+
+/// The fragment that pins a tarball's sha256.
+const PIN_PREFIX: &str = "sha256=";
+/// How many characters of an error body go into a message.
+const BODY_SNIPPET_CHARS: usize = 200;
+
+/// A parsed `https://` tarball ref.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TarballRef {
+    url: Url,
+    pin: Option<Digest>,
+}
+
+impl TarballRef {
+    /// Parses `https://HOST[:PORT]/PATH[?QUERY][#sha256=HEX]`.
+    pub fn parse(input: &str) -> Result<Self, HttpsError> {
+        let invalid = |problem: String| HttpsError::InvalidRef {
+            input: input.to_owned(),
+            problem,
+        };
+        let mut url = Url::parse(input).map_err(|error| {
+            invalid(format!(
+                "{error}; write https://HOST/PATH/bundle.tar.gz[#sha256=HEX]"
+            ))
+        })?;
+        match url.scheme() {
+            "https" => {}
+            "http" => {
+                return Err(invalid(
+                    "plain http:// is refused: the content could be read or changed on \
+                     the way; serve it over https://"
+                        .into(),
+                ));
+            }
+            other => {
+                return Err(invalid(format!(
+                    "the scheme {other}:// is not a tarball URL; write https://HOST/PATH/bundle.tar.gz"
+                )));
+            }
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(invalid(
+                "it names no host; write https://HOST/PATH/bundle.tar.gz".into(),
+            ));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(invalid(
+                "it carries credentials (user:password@); Bundles are readable by many, \
+                 so serve the tarball without them (e.g. a pre-signed URL) or publish it \
+                 as an image and use the class's pullSecrets"
+                    .into(),
+            ));
+        }
+        let pin = match url.fragment() {
+            None => None,
+            Some(fragment) => Some(parse_pin(fragment).map_err(invalid)?),
+        };
+        url.set_fragment(None);
+        Ok(Self { url, pin })
+    }
+
+    /// The URL fetched (without the pin).
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The sha256 the ref pins the tarball to, if any.
+    pub fn pin(&self) -> Option<&Digest> {
+        self.pin.as_ref()
+    }
+}
+
+impl fmt::Display for TarballRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.url)?;
+        if let Some(pin) = &self.pin {
+            write!(f, "#{PIN_PREFIX}{}", pin.hex())?;
+        }
+        Ok(())
+    }
+}
+
+/// `sha256=<64 hex>` (hex in either case) as a digest.
+fn parse_pin(fragment: &str) -> Result<Digest, String> {
+    let usage = "write the pin as #sha256= followed by the tarball's 64 hex digits \
+                 (sha256sum bundle.tar.gz)";
+    let Some(hex) = fragment.strip_prefix(PIN_PREFIX) else {
+        return Err(format!("the fragment #{fragment} is not a pin; {usage}"));
+    };
+    Digest::parse(&format!("sha256:{}", hex.to_ascii_lowercase())).map_err(|error| {
+        format!(
+            "the pin #{fragment} is invalid ({}); {usage}",
+            error.problem
+        )
+    })
+}
+
+/// A downloaded tarball, verified against its pin.
+#[derive(Clone, Debug)]
+pub struct Downloaded {
+    /// The sha256 of the bytes: the content store key.
+    pub digest: Digest,
+    /// The bytes as served (still compressed, if they were).
+    pub bytes: Vec<u8>,
+}
+
+/// Downloads tarballs over HTTPS under one set of [`SourceOptions`]; one
+/// HTTP client, built on first use, so connections are reused.
+pub struct HttpsSource {
+    options: SourceOptions,
+    client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl HttpsSource {
+    /// A source with these timeouts and roots.
+    pub fn new(options: SourceOptions) -> Self {
+        options::install_ring_provider();
+        Self {
+            options,
+            client: OnceLock::new(),
+        }
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, HttpsError> {
+        self.client
+            .get_or_init(|| {
+                let roots = self
+                    .options
+                    .extra_root_certificates()?
+                    .into_iter()
+                    .map(|der| reqwest::Certificate::from_der(&der))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|error| format!("an extra root is not a certificate: {error}"))?;
+                reqwest::Client::builder()
+                    .https_only(true)
+                    .connect_timeout(self.options.connect_timeout)
+                    .read_timeout(self.options.read_timeout)
+                    .redirect(reqwest::redirect::Policy::limited(10))
+                    .user_agent(concat!("pakket/", env!("CARGO_PKG_VERSION")))
+                    .tls_certs_merge(roots)
+                    .build()
+                    .map_err(|error| error.to_string())
+            })
+            .as_ref()
+            .map_err(|cause| HttpsError::Client {
+                cause: cause.clone(),
+            })
+    }
+
+    /// Downloads `tarball`, at most `max_size` bytes, and checks its pin.
+    pub async fn download(
+        &self,
+        tarball: &TarballRef,
+        max_size: u64,
+    ) -> Result<Downloaded, HttpsError> {
+        let limit = self.options.pull_timeout;
+        let url = tarball.url().to_string();
+        let downloaded = tokio::time::timeout(limit, self.fetch(tarball, max_size))
+            .await
+            .unwrap_or_else(|_| {
+                Err(HttpsError::Timeout {
+                    url: url.clone(),
+                    what: "the whole download",
+                    after: limit,
+                })
+            })?;
+        if let Some(expected) = tarball.pin()
+            && *expected != downloaded.digest
+        {
+            return Err(HttpsError::DigestMismatch {
+                url,
+                expected: expected.clone(),
+                actual: downloaded.digest,
+            });
+        }
+        Ok(downloaded)
+    }
+
+    async fn fetch(&self, tarball: &TarballRef, max_size: u64) -> Result<Downloaded, HttpsError> {
+        let url = tarball.url();
+        let client = self.client()?;
+        let limit = self.options.request_timeout;
+        let response = tokio::time::timeout(limit, client.get(url.clone()).send())
+            .await
+            .map_err(|_| HttpsError::Timeout {
+                url: url.to_string(),
+                what: "waiting for the server's answer",
+                after: limit,
+            })?
+            .map_err(|error| self.transport_error(url, &error))?;
+        let status = response.status();
+        if !status.is_success() {
+            let server_says = tokio::time::timeout(limit, body_snippet(response))
+                .await
+                .unwrap_or_default();
+            return Err(HttpsError::Status {
+                url: url.to_string(),
+                status: status.as_u16(),
+                server_says,
+                advice: advice_for(status.as_u16()),
+            });
+        }
+        if let Some(declared) = response.content_length()
+            && declared > max_size
+        {
+            return Err(HttpsError::TooLarge {
+                url: url.to_string(),
+                detail: format!("the server declares {declared} bytes"),
+                limit: max_size,
+            });
+        }
+        let capacity = response.content_length().unwrap_or(0).min(max_size);
+        let mut bytes = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|error| self.transport_error(url, &error))?;
+            if bytes.len() as u64 + chunk.len() as u64 > max_size {
+                return Err(HttpsError::TooLarge {
+                    url: url.to_string(),
+                    detail: format!("the server sent more than {max_size} bytes"),
+                    limit: max_size,
+                });
+            }
+            sha2::Digest::update(&mut hasher, &chunk);
+            bytes.extend_from_slice(&chunk);
+        }
+        let digest = Digest::from_sha256(sha2::Digest::finalize(hasher).into());
+        Ok(Downloaded { digest, bytes })
+    }
+
+    /// Describes a reqwest failure: timeout, TLS, no connection, or other.
+    fn transport_error(&self, url: &Url, error: &reqwest::Error) -> HttpsError {
+        let host = match (url.host_str(), url.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_owned(),
+            _ => String::new(),
+        };
+        if error.is_timeout() {
+            return HttpsError::Timeout {
+                url: url.to_string(),
+                what: "the server went silent",
+                after: self.options.read_timeout,
+            };
+        }
+        match TransportFailure::of(error) {
+            TransportFailure::Tls(cause) => HttpsError::Tls {
+                host,
+                url: url.to_string(),
+                cause,
+            },
+            TransportFailure::Unreachable(cause) => HttpsError::Unreachable {
+                host,
+                url: url.to_string(),
+                cause,
+            },
+            TransportFailure::Other(cause) => HttpsError::Transfer {
+                url: url.to_string(),
+                cause,
+            },
+        }
+    }
+}
+
+/// What to do about an error status.
+fn advice_for(status: u16) -> &'static str {
+    match status {
+        401 | 403 => {
+            "Pakket sends no credentials with https:// refs: make the tarball readable \
+             without them (e.g. a pre-signed URL), or publish the bundle as an image and \
+             name a pull secret in the class's pullSecrets"
+        }
+        404 | 410 => "check the URL, or publish the tarball there",
+        400..=499 => "check the URL",
+        _ => "the server failed; it is retried with backoff",
+    }
+}
+
+/// The start of an error body, as one line of printable text.
+async fn body_snippet(response: reqwest::Response) -> String {
+    let mut stream = response.bytes_stream();
+    let mut head = Vec::new();
+    while let Some(Ok(chunk)) = stream.next().await {
+        head.extend_from_slice(&chunk);
+        if head.len() >= BODY_SNIPPET_CHARS * 4 {
+            break;
+        }
+    }
+    one_line(&String::from_utf8_lossy(&head), BODY_SNIPPET_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_url_and_its_pin() {
+        let hex = "AB".repeat(32);
+        let tarball = TarballRef::parse(&format!(
+            "https://example.com:8443/b/etcd.tar.gz?x=1#sha256={hex}"
+        ))
+        .unwrap();
+        assert_eq!(
+            tarball.url().as_str(),
+            "https://example.com:8443/b/etcd.tar.gz?x=1"
+        );
+        assert_eq!(
+            tarball.pin().unwrap().as_str(),
+            format!("sha256:{}", "ab".repeat(32))
+        );
+        assert_eq!(
+            tarball.to_string(),
+            format!(
+                "https://example.com:8443/b/etcd.tar.gz?x=1#sha256={}",
+                "ab".repeat(32)
+            )
+        );
+        let plain = TarballRef::parse("https://example.com/b.tgz").unwrap();
+        assert_eq!(plain.pin(), None);
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_fetch_safely_and_says_what_to_write() {
+        for (input, expected) in [
+            ("http://example.com/b.tgz", "plain http:// is refused"),
+            ("ftp://example.com/b.tgz", "not a tarball URL"),
+            ("https://bob:pw@example.com/b.tgz", "carries credentials"),
+            ("https://example.com/b.tgz#md5=00", "is not a pin"),
+            (
+                "https://example.com/b.tgz#sha256=abc",
+                "exactly 64 hex digits",
+            ),
+            ("https://", "empty host"),
+        ] {
+            let error = TarballRef::parse(input).unwrap_err();
+            let message = error.to_string();
+            assert!(message.contains(expected), "{input}: {message}");
+            assert!(error.is_terminal(), "{input}");
+        }
+    }
+}
