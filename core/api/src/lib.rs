@@ -8,6 +8,7 @@
 pub mod bundle;
 pub mod condition;
 pub mod crd;
+pub mod creator;
 pub mod instance;
 pub mod object_ref;
 pub mod provisioner_class;
@@ -17,6 +18,7 @@ pub use bundle::{
     Bundle, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, UnpackPhase, VolumeMount,
 };
 pub use condition::{ConditionStatus, ConditionType, Reason};
+pub use creator::{CREATED_BY_ANNOTATION, CreatorRecord};
 pub use instance::{BundleTemplate, DeletionPolicy, Instance, InstanceSpec, InstanceStatus};
 pub use object_ref::ObjectRef;
 pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec};

@@ -244,11 +244,10 @@ async fn find_or_create_bundle<P>(
     if let Some(bundle) = context.bundles.get(&StoreKey::new(name)) {
         return Ok(Some((*bundle).clone()));
     }
-    if let Some(bundle) = bundles.get_opt(name).await? {
-        return Ok(Some(bundle));
-    }
+    // Not cached: a Bundle the Instance embeds is usually not created yet,
+    // so create it straight away (a conflict means it exists after all).
     let Some(spec) = &instance.spec.bundle.spec else {
-        return Ok(None);
+        return bundles.get_opt(name).await;
     };
     let mut bundle = Bundle::new(name, spec.clone());
     bundle.metadata.owner_references = instance.controller_owner_ref(&()).map(|owner| vec![owner]);

@@ -23,6 +23,7 @@
 
 mod bundle_status;
 mod context;
+mod finalizer;
 mod install;
 mod report;
 mod uninstall;
@@ -36,7 +37,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::finalizer::{Event, finalizer};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{PredicateConfig, WatchStreamExt, predicates, watcher};
 use kube::{Client, ResourceExt};
@@ -70,7 +70,7 @@ pub const RESYNC: Duration = Duration::from_secs(600);
 pub const RESYNC_UNHEALTHY: Duration = Duration::from_secs(15);
 
 /// Default for [`RunOptions::concurrency`].
-pub const DEFAULT_CONCURRENCY: u16 = 32;
+pub const DEFAULT_CONCURRENCY: u16 = 64;
 
 /// How [`run_with`] runs the controller.
 pub struct RunOptions {
@@ -104,9 +104,6 @@ pub enum Error {
     /// The API server failed a call.
     #[error(transparent)]
     Kube(#[from] kube::Error),
-    /// The finalizer machinery failed.
-    #[error("finalizer: {0}")]
-    Finalizer(String),
 }
 
 impl Error {
@@ -114,7 +111,6 @@ impl Error {
     pub fn metric_label(&self) -> &'static str {
         match self {
             Self::Kube(_) => "kube_error",
-            Self::Finalizer(_) => "finalizer_error",
         }
     }
 }
@@ -245,8 +241,9 @@ pub async fn run_with<P: Provisioner>(
 }
 
 /// What about an Instance starts a reconcile: its generation (the spec),
-/// finalizers and deletion, and approval given or denied by someone other
-/// than the runtime. Status the runtime writes itself hashes the same.
+/// its deletion, and approval given or denied by someone other than the
+/// runtime. Status and finalizers the runtime writes itself hash the same
+/// (a finalizer someone strips by hand is put back at the next resync).
 fn trigger_key(instance: &Instance) -> Option<u64> {
     let approval = instance
         .status
@@ -261,7 +258,6 @@ fn trigger_key(instance: &Instance) -> Option<u64> {
     (
         instance.metadata.generation,
         instance.metadata.deletion_timestamp.is_some(),
-        instance.finalizers(),
         approval,
     )
         .hash(&mut hasher);
@@ -310,14 +306,31 @@ async fn reconcile_instance<P: Provisioner>(
         return Ok(Action::await_change());
     }
     let api: Api<Instance> = Api::all(context.client.clone());
-    finalizer(&api, finalizer_name, instance, |event| async {
-        match event {
-            Event::Apply(instance) => install::install(&instance, class.as_ref(), context).await,
-            Event::Cleanup(instance) => uninstall::uninstall(&instance, context).await,
+    let holds_finalizer = finalizer::has(&instance, finalizer_name);
+    if instance.metadata.deletion_timestamp.is_some() {
+        if holds_finalizer {
+            uninstall::uninstall(&instance, context).await?;
+            match finalizer::remove(&api, &instance, finalizer_name).await {
+                Ok(_) => {}
+                // Gone already, or changed meanwhile: the next event decides.
+                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+                Err(error) => return Err(error.into()),
+            }
         }
-    })
-    .await
-    .map_err(|error| Error::Finalizer(error.to_string()))
+        return Ok(Action::await_change());
+    }
+    let instance = if holds_finalizer {
+        (*instance).clone()
+    } else {
+        match finalizer::add(&api, &instance, finalizer_name).await {
+            Ok(updated) => updated,
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                return Ok(Action::requeue(Duration::from_millis(500)));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    };
+    Ok(install::install(&instance, class.as_ref(), context).await?)
 }
 
 #[cfg(test)]

@@ -1,0 +1,432 @@
+//! The admission reviews answered: dispatches a request to the rules for
+//! its resource, asks the apiserver what the rules need asked (permissions,
+//! ConfigMaps), and merges the answers into one [`Verdict`].
+//!
+//! Cheap pure checks come first; a request they already refuse costs no
+//! SubjectAccessReview and no lookup.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kube::core::admission::{AdmissionResponse, Operation};
+use kube::{Client, ResourceExt};
+use pakket_api::{Bundle, BundleSpec, Instance};
+
+use crate::authz::Authorizer;
+use crate::index::Index;
+use crate::review::{Request, Requester, Target, decode};
+use crate::rules::content::ConfigMapState;
+use crate::rules::use_verb::ClassUse;
+use crate::rules::{Verdict, approval, bundle, content, creator, use_verb};
+
+/// Which of the two endpoints a review came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Webhook {
+    /// `/validate`: the ValidatingWebhookConfiguration.
+    Validate,
+    /// `/mutate`: the MutatingWebhookConfiguration.
+    Mutate,
+}
+
+impl Webhook {
+    /// `validate` or `mutate`, for metrics and logs.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Validate => "validate",
+            Self::Mutate => "mutate",
+        }
+    }
+}
+
+/// Answers admission reviews.
+#[derive(Clone)]
+pub struct Admission {
+    client: Client,
+    authorizer: Authorizer,
+    index: Index,
+}
+
+impl Admission {
+    /// Answers with `authorizer` for permissions, `index` for Bundles and
+    /// classes, and `client` for ConfigMap lookups.
+    pub fn new(client: Client, authorizer: Authorizer, index: Index) -> Self {
+        Self {
+            client,
+            authorizer,
+            index,
+        }
+    }
+
+    /// Whether the watches behind the answers have synced.
+    pub fn is_ready(&self) -> bool {
+        self.index.is_ready()
+    }
+
+    /// The verdict on one request.
+    pub async fn answer(&self, webhook: Webhook, request: &Request) -> Verdict {
+        let requester = Requester::from_user_info(&request.user_info);
+        let mut verdict = Verdict::default();
+        let writes = matches!(request.operation, Operation::Create | Operation::Update);
+        let result = match (webhook, Target::of(request)) {
+            (Webhook::Validate, Target::Bundle) if writes => {
+                self.validate_bundle(request, &requester, &mut verdict)
+                    .await
+            }
+            (Webhook::Validate, Target::Instance) if writes => {
+                self.validate_instance(request, &requester, &mut verdict)
+                    .await
+            }
+            (Webhook::Validate, Target::InstanceStatus) if writes => {
+                self.validate_instance_status(request, &requester, &mut verdict)
+                    .await
+            }
+            (Webhook::Validate, Target::ConfigMap) => {
+                self.validate_config_map(request, &mut verdict);
+                Ok(())
+            }
+            (Webhook::Mutate, Target::Bundle) if writes => mutate_bundle(request, &mut verdict),
+            (Webhook::Mutate, Target::Instance) if writes => {
+                mutate_instance(request, &requester, &mut verdict)
+            }
+            (_, target) => {
+                tracing::debug!(?target, operation = ?request.operation, "nothing to check");
+                Ok(())
+            }
+        };
+        if let Err(message) = result {
+            verdict.deny(422, message);
+        }
+        verdict
+    }
+
+    async fn validate_bundle(
+        &self,
+        request: &Request,
+        requester: &Requester,
+        verdict: &mut Verdict,
+    ) -> Result<(), String> {
+        let (old, new) = objects::<Bundle>(request, "Bundle")?;
+        let name = new.name_any();
+        if let Some(old) = &old
+            && let Err(message) = bundle::immutable(&name, &old.spec, &new.spec)
+        {
+            verdict.deny(422, message);
+        }
+        let spec_is_new = use_verb::spec_is_new(old.as_ref().map(|old| &old.spec), &new.spec);
+        if spec_is_new {
+            verdict.invalid(in_object(
+                "Bundle",
+                &name,
+                bundle::spec_problems(&new.spec, "spec"),
+            ));
+        }
+        if !verdict.is_allowed() || !spec_is_new {
+            return Ok(());
+        }
+        let uses = use_verb::bundle_classes(&new.spec);
+        self.check_use("Bundle", &name, requester, &uses, verdict)
+            .await;
+        self.warn_missing_classes("Bundle", &name, &uses, verdict);
+        self.check_content("Bundle", &name, &new.spec, "spec", verdict)
+            .await;
+        Ok(())
+    }
+
+    async fn validate_instance(
+        &self,
+        request: &Request,
+        requester: &Requester,
+        verdict: &mut Verdict,
+    ) -> Result<(), String> {
+        let (old, new) = objects::<Instance>(request, "Instance")?;
+        let name = new.name_any();
+        let creator = match &old {
+            None => creator::check_create(&name, &new.metadata, requester),
+            Some(old) => creator::check_update(&name, &old.metadata, &new.metadata),
+        };
+        if let Err(message) = creator {
+            verdict.deny(403, message);
+        }
+        let spec_is_new = use_verb::spec_is_new(old.as_ref().map(|old| &old.spec), &new.spec);
+        let embedded = new.spec.bundle.spec.as_ref().filter(|_| spec_is_new);
+        if let Some(spec) = embedded {
+            verdict.invalid(in_object(
+                "Instance",
+                &name,
+                bundle::spec_problems(spec, "spec.bundle.spec"),
+            ));
+        }
+        if !verdict.is_allowed() {
+            return Ok(());
+        }
+        self.check_approval(old.as_ref(), &new, requester, verdict)
+            .await;
+        if spec_is_new {
+            let uses = use_verb::instance_classes(&new.spec);
+            self.check_use("Instance", &name, requester, &uses, verdict)
+                .await;
+            self.warn_missing_classes("Instance", &name, &uses, verdict);
+        }
+        if let Some(spec) = embedded {
+            self.check_content("Instance", &name, spec, "spec.bundle.spec", verdict)
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn validate_instance_status(
+        &self,
+        request: &Request,
+        requester: &Requester,
+        verdict: &mut Verdict,
+    ) -> Result<(), String> {
+        let (old, new) = objects::<Instance>(request, "Instance")?;
+        if let Some(old) = &old
+            && let Err(message) =
+                creator::check_update(&new.name_any(), &old.metadata, &new.metadata)
+        {
+            verdict.deny(403, message);
+            return Ok(());
+        }
+        self.check_approval(old.as_ref(), &new, requester, verdict)
+            .await;
+        Ok(())
+    }
+
+    fn validate_config_map(&self, request: &Request, verdict: &mut Verdict) {
+        if !self.index.is_ready() {
+            verdict.deny(
+                503,
+                "the pakket webhook has not finished reading Bundles yet, so it cannot tell \
+                 whether this ConfigMap is Bundle content; retry in a few seconds",
+            );
+            return;
+        }
+        let namespace = request.namespace.as_deref().unwrap_or_default();
+        let bundles = self.index.bundles_mounting(namespace, &request.name);
+        let checked = match request.operation {
+            Operation::Delete => content::check_delete(namespace, &request.name, &bundles),
+            Operation::Create | Operation::Update => {
+                let immutable = request
+                    .object
+                    .as_ref()
+                    .and_then(|object| object.data.get("immutable"))
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false);
+                content::check_write(namespace, &request.name, immutable, &bundles)
+            }
+            Operation::Connect => Ok(()),
+        };
+        if let Err(message) = checked {
+            verdict.deny(403, message);
+        }
+    }
+
+    /// Denies unless the requester may `approve` when the write changes the
+    /// Approved condition; free when it does not.
+    async fn check_approval(
+        &self,
+        old: Option<&Instance>,
+        new: &Instance,
+        requester: &Requester,
+        verdict: &mut Verdict,
+    ) {
+        let Some(change) = approval::change(old, new) else {
+            return;
+        };
+        let name = new.name_any();
+        match self
+            .authorizer
+            .allows(requester, &approval::permission(&name))
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => verdict.deny(403, approval::denial(requester, &name, &change)),
+            Err(error) => verdict.deny(503, unavailable(&error)),
+        }
+    }
+
+    async fn check_use(
+        &self,
+        kind: &str,
+        name: &str,
+        requester: &Requester,
+        uses: &[ClassUse],
+        verdict: &mut Verdict,
+    ) {
+        let permissions: Vec<_> = uses
+            .iter()
+            .map(|used| use_verb::permission(&used.class))
+            .collect();
+        let answers = futures::future::join_all(
+            permissions
+                .iter()
+                .map(|permission| self.authorizer.allows(requester, permission)),
+        )
+        .await;
+        for (used, answer) in uses.iter().zip(answers) {
+            match answer {
+                Ok(true) => {}
+                Ok(false) => verdict.deny(403, use_verb::denial(kind, name, requester, used)),
+                Err(error) => verdict.deny(503, unavailable(&error)),
+            }
+        }
+    }
+
+    fn warn_missing_classes(
+        &self,
+        kind: &str,
+        name: &str,
+        uses: &[ClassUse],
+        verdict: &mut Verdict,
+    ) {
+        if !self.index.is_ready() {
+            return;
+        }
+        for used in uses {
+            if !self.index.class_exists(&used.class) {
+                verdict.warnings.push(format!(
+                    "{kind} {name:?}: ProvisionerClass {:?} named in {} does not exist yet; \
+                     nothing acts on this {kind} until an admin creates it",
+                    used.class, used.field
+                ));
+            }
+        }
+    }
+
+    async fn check_content(
+        &self,
+        kind: &str,
+        name: &str,
+        spec: &BundleSpec,
+        field: &str,
+        verdict: &mut Verdict,
+    ) {
+        for (at, source) in content::mounts(spec, field) {
+            let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &source.namespace);
+            let state = match api.get_opt(&source.name).await {
+                Ok(None) => ConfigMapState::Missing,
+                Ok(Some(found)) if found.immutable == Some(true) => ConfigMapState::Immutable,
+                Ok(Some(_)) => ConfigMapState::Mutable,
+                Err(source_error) => {
+                    let error = crate::Error::Lookup {
+                        what: format!("ConfigMap {}/{}", source.namespace, source.name),
+                        source: source_error,
+                    };
+                    verdict.deny(503, unavailable(&error));
+                    continue;
+                }
+            };
+            match content::check_mount(kind, name, &at, source, state) {
+                Ok(None) => {}
+                Ok(Some(warning)) => verdict.warnings.push(warning),
+                Err(message) => verdict.deny(403, message),
+            }
+        }
+    }
+}
+
+/// Bundle UPDATE in the mutating phase: refuses a changed spec before the
+/// CRD's CEL rule would, with a message that names what changed.
+fn mutate_bundle(request: &Request, verdict: &mut Verdict) -> Result<(), String> {
+    let (old, new) = objects::<Bundle>(request, "Bundle")?;
+    if let Some(old) = old
+        && let Err(message) = bundle::immutable(&new.name_any(), &old.spec, &new.spec)
+    {
+        verdict.deny(422, message);
+    }
+    Ok(())
+}
+
+/// Instance CREATE and UPDATE in the mutating phase: the creator record.
+fn mutate_instance(
+    request: &Request,
+    requester: &Requester,
+    verdict: &mut Verdict,
+) -> Result<(), String> {
+    let new = request
+        .object
+        .as_ref()
+        .ok_or("the request carries no object")?;
+    match request.old_object.as_ref() {
+        None => match creator::on_create(&display_name(request, new), &new.metadata, requester) {
+            Ok(patch) => verdict.patch = patch,
+            Err(message) => verdict.deny(403, message),
+        },
+        Some(old) => verdict.patch = creator::on_update(&old.metadata, &new.metadata),
+    }
+    Ok(())
+}
+
+/// The old (on UPDATE) and new objects of a request, decoded.
+fn objects<K: serde::de::DeserializeOwned>(
+    request: &Request,
+    kind: &str,
+) -> Result<(Option<K>, K), String> {
+    let new = request
+        .object
+        .as_ref()
+        .ok_or_else(|| format!("the {kind} request carries no object"))?;
+    let new = decode(new, kind, "object")?;
+    let old = match (&request.operation, &request.old_object) {
+        (Operation::Update, Some(old)) => Some(decode(old, kind, "oldObject")?),
+        _ => None,
+    };
+    Ok((old, new))
+}
+
+/// Prefixes each problem with the object it is about.
+fn in_object(kind: &str, name: &str, problems: Vec<String>) -> Vec<String> {
+    problems
+        .into_iter()
+        .map(|problem| format!("{kind} {name:?}: {problem}"))
+        .collect()
+}
+
+fn unavailable(error: &crate::Error) -> String {
+    format!("the pakket webhook could not decide: {error}; retry, and tell an admin if it persists")
+}
+
+/// The admission response for a verdict.
+pub fn respond(request: &Request, verdict: Verdict) -> AdmissionResponse {
+    let mut response = AdmissionResponse::from(request);
+    if !verdict.warnings.is_empty() {
+        response.warnings = Some(verdict.warnings.clone());
+    }
+    if !verdict.is_allowed() {
+        let reason = match verdict.code {
+            403 => "Forbidden",
+            422 => "Invalid",
+            _ => "ServiceUnavailable",
+        };
+        response = response.deny(verdict.message());
+        response.result.code = verdict.code;
+        response.result.reason = reason.to_owned();
+        return response;
+    }
+    if verdict.patch.is_empty() {
+        return response;
+    }
+    match response
+        .clone()
+        .with_patch(json_patch::Patch(verdict.patch))
+    {
+        Ok(patched) => patched,
+        Err(error) => {
+            let mut failed = response.deny(format!(
+                "the pakket webhook could not write its patch: {error}"
+            ));
+            failed.result.code = 500;
+            failed
+        }
+    }
+}
+
+/// A name for the object in messages, even on CREATE with `generateName`.
+fn display_name(request: &Request, object: &kube::core::DynamicObject) -> String {
+    object
+        .metadata
+        .name
+        .clone()
+        .or_else(|| object.metadata.generate_name.clone())
+        .unwrap_or_else(|| request.name.clone())
+}

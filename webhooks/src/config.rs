@@ -1,0 +1,434 @@
+//! The webhook configurations the apiserver needs to call this server, built
+//! in one place for `deploy/` (where a test keeps the YAML in step) and for
+//! the integration tests (which point them at a server on loopback).
+//!
+//! Why they cannot deadlock the cluster:
+//! - The Bundle and Instance webhooks (`failurePolicy: Fail`) match only
+//!   Pakket's own cluster-scoped kinds, which nothing the webhook or the
+//!   control plane needs to start. DELETE is never intercepted, so cleanup
+//!   works while the webhook is down.
+//! - `matchConditions` (CEL, evaluated by the apiserver) skip the call when
+//!   there is nothing to check: an UPDATE that leaves spec and creator record
+//!   alone (finalizers, labels, owner references from the garbage
+//!   collector) and a status write that leaves `Approved` alone (the
+//!   runtime's progress reports). Those keep working even with the webhook
+//!   down, and cost no round trip.
+//! - The ConfigMap webhook is `failurePolicy: Ignore` with a 2 s timeout:
+//!   ConfigMaps are everywhere (kube-controller-manager publishes
+//!   `kube-root-ca.crt` into every new namespace), so it must never block
+//!   them. Down, it lets a delete of Bundle content through — the runtime
+//!   keeps unpacked content by digest, so that costs at most a failed
+//!   re-unpack. It skips `kube-system`, `kube-public` and `kube-node-lease`
+//!   and writes of ConfigMaps that are already immutable. It does cover the
+//!   webhook's own namespace: with `Ignore` it cannot block its own start,
+//!   and `pakket-system` holds Bundle content in the examples.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
+    ServiceReference, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube::api::ObjectMeta;
+use pakket_api::CREATED_BY_ANNOTATION;
+
+/// The namespace `deploy/` installs the webhook into.
+pub const NAMESPACE: &str = "pakket-system";
+/// The name of the Service, Deployment, ServiceAccount and configurations.
+pub const NAME: &str = "pakket-webhooks";
+/// Namespaces the ConfigMap webhook never looks at.
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
+/// Where the apiserver reaches the webhook.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    /// A Service in the cluster (port 443); the CA is injected by cert-manager.
+    Service {
+        /// The Service's namespace.
+        namespace: String,
+        /// The Service's name.
+        name: String,
+    },
+    /// A URL such as `https://127.0.0.1:PORT` (tests), with the CA that
+    /// signed the server's certificate.
+    Url {
+        /// Base URL, no trailing slash.
+        base: String,
+        /// PEM CA certificate.
+        ca_pem: Vec<u8>,
+    },
+}
+
+/// What varies between the deployed configurations and a test's.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Name of both configurations.
+    pub name: String,
+    /// Where the server is.
+    pub endpoint: Endpoint,
+    /// Only objects with these labels are sent (tests scope their objects).
+    pub object_selector: Option<LabelSelector>,
+    /// Annotations on both configurations (cert-manager's CA injection).
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl Options {
+    /// The configurations `deploy/` installs.
+    pub fn deployed() -> Self {
+        Self {
+            name: NAME.to_owned(),
+            endpoint: Endpoint::Service {
+                namespace: NAMESPACE.to_owned(),
+                name: NAME.to_owned(),
+            },
+            object_selector: None,
+            annotations: BTreeMap::from([(
+                "cert-manager.io/inject-ca-from".to_owned(),
+                format!("{NAMESPACE}/{NAME}"),
+            )]),
+        }
+    }
+
+    fn client_config(&self, path: &str) -> WebhookClientConfig {
+        match &self.endpoint {
+            Endpoint::Service { namespace, name } => WebhookClientConfig {
+                service: Some(ServiceReference {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    path: Some(path.to_owned()),
+                    port: Some(443),
+                }),
+                ..WebhookClientConfig::default()
+            },
+            Endpoint::Url { base, ca_pem } => WebhookClientConfig {
+                url: Some(format!("{base}{path}")),
+                ca_bundle: Some(ByteString(ca_pem.clone())),
+                ..WebhookClientConfig::default()
+            },
+        }
+    }
+
+    fn meta(&self) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(self.name.clone()),
+            annotations: (!self.annotations.is_empty()).then(|| self.annotations.clone()),
+            ..ObjectMeta::default()
+        }
+    }
+}
+
+/// The creator record of `object` (`''` when absent), as CEL.
+fn creator_of(object: &str) -> String {
+    format!(
+        "(has({object}.metadata.annotations) && '{CREATED_BY_ANNOTATION}' in {object}.metadata.annotations \
+         ? {object}.metadata.annotations['{CREATED_BY_ANNOTATION}'] : '')"
+    )
+}
+
+/// The Approved condition's `status/reason` of `object` (empty when absent), as CEL.
+fn approval_of(object: &str) -> String {
+    format!(
+        "(has({object}.status) && has({object}.status.conditions) \
+         ? {object}.status.conditions.filter(c, c.type == 'Approved').map(c, c.status + '/' + c.reason) : [])"
+    )
+}
+
+fn condition(name: &str, expression: String) -> MatchCondition {
+    MatchCondition {
+        name: name.to_owned(),
+        expression,
+    }
+}
+
+fn spec_or_creator_changed() -> MatchCondition {
+    condition(
+        "create-or-spec-or-creator-changed",
+        format!(
+            "request.operation == 'CREATE' || object.spec != oldObject.spec || {} != {}",
+            creator_of("object"),
+            creator_of("oldObject")
+        ),
+    )
+}
+
+fn approval_or_creator_changed() -> MatchCondition {
+    condition(
+        "approved-or-creator-changed",
+        format!(
+            "{} != {} || {} != {}",
+            approval_of("object"),
+            approval_of("oldObject"),
+            creator_of("object"),
+            creator_of("oldObject")
+        ),
+    )
+}
+
+fn rule(
+    group: &str,
+    version: &str,
+    resource: &str,
+    operations: &[&str],
+    scope: &str,
+) -> RuleWithOperations {
+    RuleWithOperations {
+        api_groups: Some(vec![group.to_owned()]),
+        api_versions: Some(vec![version.to_owned()]),
+        resources: Some(vec![resource.to_owned()]),
+        operations: Some(operations.iter().map(|op| (*op).to_owned()).collect()),
+        scope: Some(scope.to_owned()),
+    }
+}
+
+fn pakket_rule(resource: &str, operations: &[&str]) -> RuleWithOperations {
+    rule(pakket_api::GROUP, "*", resource, operations, "Cluster")
+}
+
+/// One validating webhook with the settings every one of ours shares.
+fn validating_webhook(
+    options: &Options,
+    name: &str,
+    rules: Vec<RuleWithOperations>,
+    conditions: Vec<MatchCondition>,
+) -> ValidatingWebhook {
+    ValidatingWebhook {
+        name: format!("{name}.{}", pakket_api::GROUP),
+        admission_review_versions: vec!["v1".to_owned()],
+        client_config: options.client_config("/validate"),
+        failure_policy: Some("Fail".to_owned()),
+        match_policy: Some("Equivalent".to_owned()),
+        side_effects: "None".to_owned(),
+        timeout_seconds: Some(5),
+        rules: Some(rules),
+        match_conditions: Some(conditions),
+        object_selector: options.object_selector.clone(),
+        ..ValidatingWebhook::default()
+    }
+}
+
+/// The ValidatingWebhookConfiguration: Bundles, Instances, Instance status,
+/// ConfigMaps.
+pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
+    let bundles = validating_webhook(
+        options,
+        "bundles.validate",
+        vec![pakket_rule("bundles", &["CREATE", "UPDATE"])],
+        vec![condition(
+            "create-or-spec-changed",
+            "request.operation == 'CREATE' || object.spec != oldObject.spec".to_owned(),
+        )],
+    );
+    let instances = validating_webhook(
+        options,
+        "instances.validate",
+        vec![pakket_rule("instances", &["CREATE", "UPDATE"])],
+        vec![spec_or_creator_changed()],
+    );
+    let approval = validating_webhook(
+        options,
+        "instance-approval.validate",
+        vec![pakket_rule("instances/status", &["UPDATE"])],
+        vec![approval_or_creator_changed()],
+    );
+    let mut config_maps = validating_webhook(
+        options,
+        "configmaps.validate",
+        vec![rule(
+            "",
+            "v1",
+            "configmaps",
+            &["CREATE", "UPDATE", "DELETE"],
+            "Namespaced",
+        )],
+        vec![condition(
+            "delete-or-mutable",
+            "request.operation == 'DELETE' || !has(object.immutable) || object.immutable != true"
+                .to_owned(),
+        )],
+    );
+    config_maps.failure_policy = Some("Ignore".to_owned());
+    config_maps.timeout_seconds = Some(2);
+    config_maps.namespace_selector = Some(LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: "kubernetes.io/metadata.name".to_owned(),
+            operator: "NotIn".to_owned(),
+            values: Some(
+                SYSTEM_NAMESPACES
+                    .iter()
+                    .map(|ns| (*ns).to_owned())
+                    .collect(),
+            ),
+        }]),
+        ..LabelSelector::default()
+    });
+    ValidatingWebhookConfiguration {
+        metadata: options.meta(),
+        webhooks: Some(vec![bundles, instances, approval, config_maps]),
+    }
+}
+
+/// One mutating webhook with the settings every one of ours shares.
+fn mutating_webhook(
+    options: &Options,
+    name: &str,
+    rules: Vec<RuleWithOperations>,
+    conditions: Vec<MatchCondition>,
+) -> MutatingWebhook {
+    MutatingWebhook {
+        name: format!("{name}.{}", pakket_api::GROUP),
+        admission_review_versions: vec!["v1".to_owned()],
+        client_config: options.client_config("/mutate"),
+        failure_policy: Some("Fail".to_owned()),
+        match_policy: Some("Equivalent".to_owned()),
+        side_effects: "None".to_owned(),
+        timeout_seconds: Some(5),
+        // Our patch only adds the creator record, which no later webhook
+        // should touch; running again would change nothing.
+        reinvocation_policy: Some("Never".to_owned()),
+        rules: Some(rules),
+        match_conditions: Some(conditions),
+        object_selector: options.object_selector.clone(),
+        ..MutatingWebhook::default()
+    }
+}
+
+/// The MutatingWebhookConfiguration: the creator record on Instances, and
+/// the early, clearer refusal of a changed Bundle spec.
+pub fn mutating(options: &Options) -> MutatingWebhookConfiguration {
+    let instances = mutating_webhook(
+        options,
+        "instances.mutate",
+        vec![pakket_rule("instances", &["CREATE", "UPDATE"])],
+        vec![condition(
+            "create-or-creator-dropped",
+            format!(
+                "request.operation == 'CREATE' || ({} != '' && {} == '')",
+                creator_of("oldObject"),
+                creator_of("object")
+            ),
+        )],
+    );
+    let bundles = mutating_webhook(
+        options,
+        "bundles.mutate",
+        vec![pakket_rule("bundles", &["UPDATE"])],
+        vec![condition(
+            "spec-changed",
+            "object.spec != oldObject.spec".to_owned(),
+        )],
+    );
+    MutatingWebhookConfiguration {
+        metadata: options.meta(),
+        webhooks: Some(vec![instances, bundles]),
+    }
+}
+
+/// Both deployed configurations as one YAML stream, with a header saying
+/// where it came from.
+pub fn deployed_yaml() -> Result<String, serde_saphyr::ser::Error> {
+    let options = Options::deployed();
+    let validating = serde_saphyr::to_string(&typed(validating(&options)))?;
+    let mutating = serde_saphyr::to_string(&typed(mutating(&options)))?;
+    Ok(format!(
+        "# Generated by `cargo run -p pakket-webhooks -- configurations` from webhooks/src/config.rs. Do not edit.\n\
+         {validating}---\n{mutating}"
+    ))
+}
+
+/// The object with its apiVersion and kind, as a manifest needs.
+fn typed<K: k8s_openapi::Resource + serde::Serialize>(object: K) -> serde_json::Value {
+    let mut value = serde_json::to_value(&object).expect("API objects serialize");
+    value["apiVersion"] = K::API_VERSION.into();
+    value["kind"] = K::KIND.into();
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_webhook_is_v1_side_effect_free_equivalent_and_bounded_in_time() {
+        let options = Options::deployed();
+        let validating = validating(&options).webhooks.unwrap();
+        let mutating = mutating(&options).webhooks.unwrap();
+        assert_eq!(validating.len(), 4);
+        assert_eq!(mutating.len(), 2);
+        for webhook in &validating {
+            assert_eq!(webhook.side_effects, "None");
+            assert_eq!(webhook.match_policy.as_deref(), Some("Equivalent"));
+            assert!(webhook.timeout_seconds.unwrap() <= 5);
+            let fail = webhook.failure_policy.as_deref() == Some("Fail");
+            let config_maps = webhook.name.starts_with("configmaps.");
+            // Only the webhook on Pakket's own kinds may fail closed.
+            assert_eq!(fail, !config_maps, "{}", webhook.name);
+        }
+        for webhook in &mutating {
+            assert_eq!(webhook.failure_policy.as_deref(), Some("Fail"));
+            assert_eq!(webhook.reinvocation_policy.as_deref(), Some("Never"));
+        }
+    }
+
+    #[test]
+    fn no_fail_closed_webhook_matches_deletes_or_anything_outside_pakket() {
+        let options = Options::deployed();
+        let rules = validating(&options)
+            .webhooks
+            .unwrap()
+            .into_iter()
+            .filter(|webhook| webhook.failure_policy.as_deref() == Some("Fail"))
+            .flat_map(|webhook| webhook.rules.unwrap())
+            .chain(
+                mutating(&options)
+                    .webhooks
+                    .unwrap()
+                    .into_iter()
+                    .flat_map(|w| w.rules.unwrap()),
+            );
+        for rule in rules {
+            assert_eq!(rule.api_groups.unwrap(), [pakket_api::GROUP]);
+            assert!(
+                !rule
+                    .operations
+                    .unwrap()
+                    .iter()
+                    .any(|op| op == "DELETE" || op == "*")
+            );
+        }
+    }
+
+    #[test]
+    fn the_config_map_webhook_skips_system_namespaces() {
+        let config_maps = validating(&Options::deployed())
+            .webhooks
+            .unwrap()
+            .pop()
+            .unwrap();
+        let selector = serde_json::to_string(&config_maps.namespace_selector).unwrap();
+        for namespace in SYSTEM_NAMESPACES {
+            assert!(selector.contains(namespace), "{selector}");
+        }
+        assert_eq!(config_maps.failure_policy.as_deref(), Some("Ignore"));
+    }
+
+    #[test]
+    fn a_url_endpoint_carries_its_ca_and_path() {
+        let options = Options {
+            name: "t".into(),
+            endpoint: Endpoint::Url {
+                base: "https://127.0.0.1:1234".into(),
+                ca_pem: b"pem".to_vec(),
+            },
+            object_selector: None,
+            annotations: BTreeMap::new(),
+        };
+        let webhook = &mutating(&options).webhooks.unwrap()[0];
+        assert_eq!(
+            webhook.client_config.url.as_deref(),
+            Some("https://127.0.0.1:1234/mutate")
+        );
+        assert_eq!(webhook.client_config.ca_bundle.as_ref().unwrap().0, b"pem");
+    }
+}

@@ -1,0 +1,116 @@
+//! What the webhook keeps in memory from watches: the Bundles (to know which
+//! ConfigMaps are Bundle content) and the names of the ProvisionerClasses
+//! (to warn about a class that does not exist).
+//!
+//! Watching instead of asking per request keeps ConfigMap deletes and class
+//! lookups off the apiserver's back; Bundles are stored without status and
+//! managed fields, the parts that grow.
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use pakket_api::{Bundle, ProvisionerClass};
+use tokio::sync::watch;
+
+use crate::rules::content;
+
+/// The in-memory view of Bundles and ProvisionerClasses.
+#[derive(Clone)]
+pub struct Index {
+    bundles: Store<Bundle>,
+    classes: Store<PartialObjectMeta<ProvisionerClass>>,
+    /// Flips to `true` once; a watch channel because the stores' own
+    /// `wait_until_ready` wakes only one of several concurrent waiters.
+    ready: watch::Receiver<bool>,
+}
+
+impl Index {
+    /// Starts watching (on the current tokio runtime); the index is
+    /// [`ready`](Self::is_ready) once both initial lists arrived.
+    pub fn spawn(client: Client) -> Self {
+        let (bundles, bundle_writer) = reflector::store();
+        let bundle_events = watcher(
+            Api::<Bundle>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .modify(|bundle: &mut Bundle| {
+            bundle.status = None;
+            bundle.managed_fields_mut().clear();
+        });
+        tokio::spawn(drain(reflector::reflector(bundle_writer, bundle_events)));
+
+        let (classes, class_writer) = reflector::store();
+        let class_events = watcher(
+            Api::<PartialObjectMeta<ProvisionerClass>>::all(client),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .modify(|class: &mut PartialObjectMeta<ProvisionerClass>| {
+            class.managed_fields_mut().clear();
+        });
+        tokio::spawn(drain(reflector::reflector(class_writer, class_events)));
+
+        let (synced, ready) = watch::channel(false);
+        let index = Self {
+            bundles,
+            classes,
+            ready,
+        };
+        let (bundles, classes) = (index.bundles.clone(), index.classes.clone());
+        tokio::spawn(async move {
+            if bundles.wait_until_ready().await.is_ok() && classes.wait_until_ready().await.is_ok()
+            {
+                let _ = synced.send(true);
+                tracing::info!("bundle and class index synced");
+            }
+        });
+        index
+    }
+
+    /// Whether both watches have delivered their initial list.
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
+    /// Waits until [`is_ready`](Self::is_ready).
+    pub async fn wait_ready(&self) {
+        let mut ready = self.ready.clone();
+        let _ = ready.wait_for(|ready| *ready).await;
+    }
+
+    /// Whether a ProvisionerClass of that name exists (as far as the watch knows).
+    pub fn class_exists(&self, name: &str) -> bool {
+        self.classes.get(&ObjectRef::new(name)).is_some()
+    }
+
+    /// The names of the Bundles that mount ConfigMap `namespace/name`, sorted.
+    pub fn bundles_mounting(&self, namespace: &str, name: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .bundles
+            .state()
+            .iter()
+            .filter(|bundle| content::spec_mounts(&bundle.spec, namespace, name))
+            .map(|bundle| bundle.name_any())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+/// Drives a reflector stream; watch errors are retried by the backoff and
+/// only logged here.
+async fn drain<S, T>(stream: S)
+where
+    S: futures::Stream<Item = Result<T, watcher::Error>>,
+{
+    futures::pin_mut!(stream);
+    while let Some(event) = stream.next().await {
+        if let Err(error) = event {
+            tracing::warn!(%error, "watch failed; retrying");
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Pakket's admission webhooks: who may name a ProvisionerClass, who may
+//! approve an Instance, who created it, and what a Bundle may hold.
+//!
+//! # What is checked
+//!
+//! | rule | on | needs |
+//! |---|---|---|
+//! | [`rules::use_verb`] | Bundle / Instance CREATE, and UPDATE that changes the spec | `use` on `provisionerclasses/<class>` for every class named (an Instance's embedded Bundle spec included) |
+//! | [`rules::approval`] | Instance (and `instances/status`) writes that change `Approved` status or reason | `approve` on `instances/<name>` |
+//! | [`rules::creator`] | Instance CREATE (mutating + validating) and UPDATE | the `core.pakket.dev/created-by` record is the requester's and never changes |
+//! | [`rules::bundle`] | Bundle UPDATE; Bundle / Instance CREATE | spec immutable (refused in the mutating phase, before CEL, with a message naming the change); refs parse |
+//! | [`rules::content`] | Bundle CREATE; ConfigMap CREATE/UPDATE/DELETE | mounted ConfigMaps are `immutable: true` and not deleted while mounted |
+//!
+//! A class that does not exist is a warning, not a denial: GitOps tools apply
+//! in any order, and nothing acts on the object until the class appears.
+//!
+//! # Shape
+//!
+//! The rules are pure functions over decoded objects ([`rules`]), tested
+//! without HTTP. [`admission`] asks the cluster what they need asked
+//! ([`authz`] for SubjectAccessReviews, [`index`] for watched Bundles and
+//! classes, a GET for a mounted ConfigMap) and merges their answers.
+//! [`server`] is the thin HTTP layer over TLS ([`tls`], certificates reloaded
+//! when their files change). [`config`] builds the webhook configurations
+//! for `deploy/` and for tests.
+//!
+//! # Permission answers are cached briefly
+//!
+//! "Yes" answers are kept 10 s per (full identity, verb, resource, name);
+//! "no" is never kept, so a fresh grant works at once. See [`authz`]. With
+//! that, the steady state (status writes, repeated creates by the same
+//! users) costs no apiserver round trip, and `matchConditions` keep status
+//! writes that leave `Approved` alone from calling the webhook at all.
+//!
+//! # The creator record
+//!
+//! [`pakket_api::CREATED_BY_ANNOTATION`] holds [`pakket_api::CreatorRecord`]
+//! JSON (user name, uid, sorted groups; not `extra`, which describes the
+//! credential rather than the user). Provisioners read it for
+//! `approval: UserPermission`.
+
+pub mod admission;
+pub mod authz;
+pub mod config;
+mod error;
+pub mod index;
+pub mod metrics;
+pub mod review;
+pub mod rules;
+pub mod server;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use error::Error;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Address to listen on (port 0: the kernel picks one).
+    pub listen: SocketAddr,
+    /// The serving certificate's files.
+    pub cert: tls::CertFiles,
+    /// How often to look for a new certificate.
+    pub reload_interval: Duration,
+    /// How long a "yes" from a SubjectAccessReview is kept (zero: never).
+    pub access_cache_ttl: Duration,
+}
+
+/// A server started by [`start`].
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its metrics.
+    pub metrics: Arc<metrics::Metrics>,
+    /// Its watches of Bundles and classes.
+    pub index: index::Index,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+    watcher: JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops accepting, lets open requests finish, and returns when done.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+        self.watcher.abort();
+    }
+
+    /// Completes when the server stops on its own (it does not, normally).
+    pub async fn wait(&mut self) {
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Loads the certificate, starts the watches and serves, all on the current
+/// tokio runtime. `client` makes the SubjectAccessReviews and the watches.
+pub async fn start(client: kube::Client, settings: Settings) -> Result<Running, StartError> {
+    let metrics = Arc::new(metrics::Metrics::new());
+    let cert = tls::ReloadingCert::load(settings.cert.clone())?;
+    let tls_config = cert.server_config()?;
+    let watcher = tokio::spawn(cert.watch(settings.reload_interval, metrics.clone()));
+    let index = index::Index::spawn(client.clone());
+    let authorizer =
+        authz::Authorizer::new(client.clone(), settings.access_cache_ttl, metrics.clone());
+    let admission = admission::Admission::new(client, authorizer, index.clone());
+    let listener = TcpListener::bind(settings.listen)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: settings.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: settings.listen,
+        source,
+    })?;
+    let router = server::router(admission, metrics.clone());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(server::serve(listener, tls_config, router, async {
+        let _ = stopped.await;
+    }));
+    tracing::info!(%addr, "serving admission reviews");
+    Ok(Running {
+        addr,
+        metrics,
+        index,
+        stop,
+        task,
+        watcher,
+    })
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The certificate could not be loaded.
+    #[error(transparent)]
+    Certificate(#[from] Error),
+    /// The address could not be bound.
+    #[error("listening on {addr}: {source}; is another process on that port?")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,156 @@
+//! The webhook's Prometheus metrics, served at `/metrics`.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AdmissionLabels {
+    /// `validate` or `mutate`.
+    webhook: &'static str,
+    /// `bundles`, `instances`, `instances/status`, `configmaps`, `other`.
+    resource: &'static str,
+    /// `allowed`, `denied`, `error`.
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    webhook: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+/// Counters and histograms, shared by the handlers, the authorizer and the
+/// certificate watcher.
+pub struct Metrics {
+    registry: Registry,
+    admissions: Family<AdmissionLabels, Counter>,
+    duration: Family<WebhookLabels, Histogram>,
+    access_reviews: Family<ResultLabels, Counter>,
+    certificate_reloads: Family<ResultLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Fresh metrics, all at zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let admissions = Family::<AdmissionLabels, Counter>::default();
+        registry.register(
+            "pakket_webhook_admissions",
+            "Admission reviews answered, by webhook, resource and result",
+            admissions.clone(),
+        );
+        // 50 µs to ~1.6 s: a cached answer takes microseconds, a review
+        // that waits on the apiserver milliseconds.
+        let duration = Family::<WebhookLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.000_05, 2.0, 16))
+        });
+        registry.register(
+            "pakket_webhook_admission_duration_seconds",
+            "Time from receiving an admission review to answering it",
+            duration.clone(),
+        );
+        let access_reviews = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "pakket_webhook_subject_access_reviews",
+            "Permission checks: cached, allowed, denied or error",
+            access_reviews.clone(),
+        );
+        let certificate_reloads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "pakket_webhook_certificate_reloads",
+            "Serving certificate reloads after the files changed: ok or error",
+            certificate_reloads.clone(),
+        );
+        Self {
+            registry,
+            admissions,
+            duration,
+            access_reviews,
+            certificate_reloads,
+        }
+    }
+
+    /// Counts one answered review.
+    pub fn admitted(
+        &self,
+        webhook: &'static str,
+        resource: &'static str,
+        result: &'static str,
+        took: Duration,
+    ) {
+        self.admissions
+            .get_or_create(&AdmissionLabels {
+                webhook,
+                resource,
+                result,
+            })
+            .inc();
+        self.duration
+            .get_or_create(&WebhookLabels { webhook })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts one permission check by its outcome.
+    pub fn access_reviewed(&self, result: &'static str) {
+        self.access_reviews
+            .get_or_create(&ResultLabels { result })
+            .inc();
+    }
+
+    /// Counts one certificate reload by its outcome.
+    pub fn certificate_reloaded(&self, result: &'static str) {
+        self.certificate_reloads
+            .get_or_create(&ResultLabels { result })
+            .inc();
+    }
+
+    /// The metrics in the OpenMetrics text format.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_is_named_in_the_text() {
+        let metrics = Metrics::new();
+        metrics.admitted(
+            "validate",
+            "instances",
+            "denied",
+            Duration::from_micros(300),
+        );
+        metrics.access_reviewed("cached");
+        metrics.certificate_reloaded("ok");
+        let text = metrics.encode();
+        for expected in [
+            r#"pakket_webhook_admissions_total{webhook="validate",resource="instances",result="denied"} 1"#,
+            r#"pakket_webhook_admission_duration_seconds_count{webhook="validate"} 1"#,
+            r#"pakket_webhook_subject_access_reviews_total{result="cached"} 1"#,
+            r#"pakket_webhook_certificate_reloads_total{result="ok"} 1"#,
+        ] {
+            assert!(text.contains(expected), "{expected} missing from\n{text}");
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! ConfigMaps as Bundle content: a ConfigMap a Bundle mounts must be
+//! `immutable: true` (so the content behind a digest cannot change under an
+//! installed Bundle), and cannot be deleted while a Bundle mounts it.
+//!
+//! A Bundle may name a ConfigMap that does not exist yet (GitOps tools apply
+//! in any order): that is allowed with a warning, and the ConfigMap's own
+//! CREATE is then held to the same rule.
+
+use pakket_api::{BundleSpec, ConfigMapSource};
+
+/// What the webhook found when it looked up a mounted ConfigMap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigMapState {
+    /// No such ConfigMap (yet).
+    Missing,
+    /// It exists without `immutable: true`.
+    Mutable,
+    /// It exists with `immutable: true`.
+    Immutable,
+}
+
+/// The ConfigMaps a Bundle spec mounts, with the field naming each.
+pub fn mounts<'a>(
+    spec: &'a BundleSpec,
+    field: &str,
+) -> impl Iterator<Item = (String, &'a ConfigMapSource)> {
+    spec.volume_mounts
+        .iter()
+        .enumerate()
+        .map(move |(index, mount)| {
+            (
+                format!("{field}.volumeMounts[{index}].configMap"),
+                &mount.config_map,
+            )
+        })
+}
+
+/// The verdict on one mounted ConfigMap: `Ok(None)` fine, `Ok(Some(_))` a
+/// warning, `Err(_)` a denial.
+pub fn check_mount(
+    kind: &str,
+    object: &str,
+    field: &str,
+    source: &ConfigMapSource,
+    state: ConfigMapState,
+) -> Result<Option<String>, String> {
+    let (namespace, name) = (&source.namespace, &source.name);
+    match state {
+        ConfigMapState::Immutable => Ok(None),
+        ConfigMapState::Missing => Ok(Some(format!(
+            "{kind} {object:?}: {field} names ConfigMap {namespace}/{name}, which does not exist \
+             yet; create it with immutable: true"
+        ))),
+        ConfigMapState::Mutable => Err(format!(
+            "{kind} {object:?}: {field} names ConfigMap {namespace}/{name}, which is not \
+             immutable; Bundle content must not change behind its digest: recreate the \
+             ConfigMap with immutable: true (or copy it to a new, immutable one and mount that)"
+        )),
+    }
+}
+
+/// Whether `spec` mounts the ConfigMap `namespace/name`.
+pub fn spec_mounts(spec: &BundleSpec, namespace: &str, name: &str) -> bool {
+    spec.volume_mounts
+        .iter()
+        .any(|mount| mount.config_map.namespace == namespace && mount.config_map.name == name)
+}
+
+fn listed(bundles: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut names: Vec<String> = bundles
+        .iter()
+        .take(SHOWN)
+        .map(|name| format!("{name:?}"))
+        .collect();
+    if bundles.len() > SHOWN {
+        names.push(format!("and {} more", bundles.len() - SHOWN));
+    }
+    names.join(", ")
+}
+
+/// Refuses deleting a ConfigMap that Bundles mount, naming them.
+pub fn check_delete(namespace: &str, name: &str, bundles: &[String]) -> Result<(), String> {
+    if bundles.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "ConfigMap {namespace}/{name} is the content of Bundle {}; delete those Bundles (or \
+         the Instances that own them) first",
+        listed(bundles)
+    ))
+}
+
+/// Refuses creating or keeping a mutable ConfigMap that Bundles mount.
+pub fn check_write(
+    namespace: &str,
+    name: &str,
+    immutable: bool,
+    bundles: &[String],
+) -> Result<(), String> {
+    if immutable || bundles.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "ConfigMap {namespace}/{name} is the content of Bundle {} and must be immutable: \
+         set immutable: true",
+        listed(bundles)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source() -> ConfigMapSource {
+        ConfigMapSource {
+            name: "hello-v1".into(),
+            namespace: "content".into(),
+        }
+    }
+
+    #[test]
+    fn a_mounted_config_map_must_be_immutable_and_may_come_later() {
+        let check = |state| {
+            check_mount(
+                "Bundle",
+                "hello",
+                "spec.volumeMounts[0].configMap",
+                &source(),
+                state,
+            )
+        };
+        assert_eq!(check(ConfigMapState::Immutable), Ok(None));
+        let warning = check(ConfigMapState::Missing).unwrap().unwrap();
+        assert!(
+            warning.contains("content/hello-v1, which does not exist yet"),
+            "{warning}"
+        );
+        let denial = check(ConfigMapState::Mutable).unwrap_err();
+        assert!(denial.contains("not immutable"), "{denial}");
+        assert!(denial.contains("Bundle \"hello\""), "{denial}");
+    }
+
+    #[test]
+    fn deleting_or_unfreezing_mounted_content_is_refused_naming_the_bundles() {
+        let bundles: Vec<String> = (1..=7).map(|i| format!("b{i}")).collect();
+        assert_eq!(check_delete("ns", "cm", &[]), Ok(()));
+        let error = check_delete("ns", "cm", &bundles).unwrap_err();
+        assert!(
+            error.contains(r#"Bundle "b1", "b2", "b3", "b4", "b5", and 2 more"#),
+            "{error}"
+        );
+        assert_eq!(check_write("ns", "cm", true, &bundles), Ok(()));
+        assert_eq!(check_write("ns", "cm", false, &[]), Ok(()));
+        assert!(
+            check_write("ns", "cm", false, &bundles[..1])
+                .unwrap_err()
+                .contains("set immutable: true")
+        );
+    }
+
+    #[test]
+    fn mounts_are_listed_with_their_fields() {
+        let spec: BundleSpec = serde_json::from_value(serde_json::json!({
+            "class": "plain",
+            "refs": ["file://content"],
+            "volumeMounts": [{"mountPath": "/content", "configMap": {"name": "hello-v1", "namespace": "content"}}],
+        }))
+        .unwrap();
+        let listed: Vec<String> = mounts(&spec, "spec.bundle.spec")
+            .map(|(field, _)| field)
+            .collect();
+        assert_eq!(listed, ["spec.bundle.spec.volumeMounts[0].configMap"]);
+        assert!(spec_mounts(&spec, "content", "hello-v1"));
+        assert!(!spec_mounts(&spec, "other", "hello-v1"));
+    }
+}

@@ -1,0 +1,143 @@
+//! `deploy/`: the generated webhook configurations are in step with the
+//! code, every YAML file parses, and the apiserver accepts every object in a
+//! server-side dry run (admission, schema, CEL in `matchConditions`).
+//!
+//! Namespaced objects are dry-run in the test's own namespace (other tests
+//! share the control plane, and `pakket-system` may come and go with them);
+//! cert-manager's objects are skipped: the test cluster has no cert-manager.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use pakket_testkit::{Scope, cluster};
+use serde_json::Value;
+use support::repo_path;
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(yaml_files(&path));
+        } else if path.extension().is_some_and(|ext| ext == "yaml") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+fn documents(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_saphyr::from_multiple::<Value>(&text)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .into_iter()
+        .filter(|document| !document.is_null())
+        .collect()
+}
+
+#[test]
+fn the_webhook_configurations_in_deploy_are_generated_from_the_code() {
+    let path = repo_path("deploy/webhooks/webhook-configurations.yaml");
+    let committed = std::fs::read_to_string(&path).unwrap();
+    let generated = pakket_webhooks::config::deployed_yaml().unwrap();
+    assert!(
+        committed == generated,
+        "{} is stale: run `cargo run -p pakket-webhooks -- configurations > {}`",
+        path.display(),
+        path.display()
+    );
+}
+
+#[tokio::test]
+async fn every_object_in_deploy_passes_a_server_side_dry_run() {
+    let scope = Scope::new("deploy-dry-run").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let mut applied = Vec::new();
+    let mut skipped = Vec::new();
+    let mut documents_seen = 0;
+    for file in yaml_files(&repo_path("deploy")) {
+        for mut object in documents(&file) {
+            documents_seen += 1;
+            let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+            let name = object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(
+                !kind.is_empty() && !name.is_empty(),
+                "{}: a document without kind or name",
+                file.display()
+            );
+            if object["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("cert-manager.io/")
+            {
+                skipped.push(kind);
+                continue;
+            }
+            move_into(&mut object, &scope.namespace);
+            applied.push(format!("{kind}/{name}"));
+            dry_run(&object, &file).await;
+        }
+    }
+    assert!(
+        documents_seen > 10,
+        "only {documents_seen} documents in deploy/"
+    );
+    for expected in [
+        "ValidatingWebhookConfiguration/pakket-webhooks",
+        "MutatingWebhookConfiguration/pakket-webhooks",
+        "Deployment/pakket-webhooks",
+        "PodDisruptionBudget/pakket-webhooks",
+        "ClusterRole/pakket-use-plain",
+        "ClusterRole/pakket-instance-approver",
+    ] {
+        assert!(
+            applied.iter().any(|seen| seen == expected),
+            "{expected} not in {applied:?}"
+        );
+    }
+    skipped.sort();
+    skipped.dedup();
+    assert_eq!(skipped, ["Certificate", "Issuer"]);
+    scope.cleanup().await;
+}
+
+/// Puts a namespaced object (and ServiceAccount subjects) into `namespace`.
+fn move_into(object: &mut Value, namespace: &str) {
+    if object["metadata"]["namespace"].is_string() {
+        object["metadata"]["namespace"] = namespace.into();
+    }
+    if let Some(subjects) = object["subjects"].as_array_mut() {
+        for subject in subjects {
+            if subject["namespace"].is_string() {
+                subject["namespace"] = namespace.into();
+            }
+        }
+    }
+}
+
+async fn dry_run(object: &Value, file: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("object.json");
+    std::fs::write(&manifest, object.to_string()).unwrap();
+    let mut kubectl = tokio::process::Command::from(cluster().kubectl());
+    let output = kubectl
+        .args(["apply", "--dry-run=server", "-f"])
+        .arg(&manifest)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("(server dry run)"),
+        "{}: {} {}: {stdout}{}",
+        file.display(),
+        object["kind"],
+        object["metadata"]["name"],
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
