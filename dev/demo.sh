@@ -14,7 +14,9 @@ export PAKKET_DEV_DIR=${PAKKET_DEV_DIR:-${TMPDIR:-/tmp}/pakket-dev}
 say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
 dev/prerequisites.sh >/dev/null
-cargo build --quiet --locked --bin pakket-dev --bin crdgen --bin pakket-plain
+cargo build --quiet --locked --bin pakket-dev --bin crdgen --bin pakket-plain --bin kubectl-instance
+# kubectl finds its plugins on PATH: `kubectl instance ...` runs kubectl-instance.
+export PATH="$CARGO_TARGET_DIR/debug:$PATH"
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
 plain_pid="$PAKKET_DEV_DIR.pakket-plain.pid"
 
@@ -57,20 +59,11 @@ if [[ $(condition hello Installed status) != True ]]; then
   kubectl get instances
   echo "Approved: $(condition hello Approved message)"
 
-  say "Approving it (what 'kubectl instance approve hello' will do): Approved=True on the status subresource"
-  kubectl apply --server-side --force-conflicts --subresource=status --field-manager=demo-approver -f - <<YAML
-apiVersion: core.pakket.dev/v1alpha1
-kind: Instance
-metadata: {name: hello}
-status:
-  conditions:
-  - type: Approved
-    status: "True"
-    reason: ApprovedByUser
-    message: approved by the demo
-    observedGeneration: $(kubectl get instance hello -o jsonpath='{.metadata.generation}')
-    lastTransitionTime: "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-YAML
+  say "kubectl instance why hello"
+  kubectl instance why hello
+
+  say "kubectl instance approve hello (as admin; approving needs the 'approve' verb on instances)"
+  kubectl instance approve hello
 fi
 wait_for hello Installed status True
 wait_for hello Healthy status True
@@ -78,6 +71,9 @@ wait_for hello Healthy status True
 say "kubectl get pakket"
 kubectl get pakket
 echo "Installed: $(condition hello Installed message)"
+
+say "kubectl instance describe hello"
+kubectl instance describe hello
 echo "ConfigMap hello/greeting says: $(kubectl get configmap greeting -n hello -o jsonpath='{.data.message}')"
 
 say "The apiserver itself refuses a change to a Bundle's spec:"
@@ -92,6 +88,7 @@ cat <<MSG
 The control plane keeps running. To use it from this shell:
   eval "\$($pakket_dev env)"
   kubectl get pakket                  # as admin
+  kubectl instance list               # the plugin: list, describe, why, approve, deny, graph
   kubectl --context alice get pakket  # as the non-admin user alice (or bob, carol)
 The plain provisioner keeps running too (pid in $plain_pid).
 Stop both with: dev/demo.sh down
