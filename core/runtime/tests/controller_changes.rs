@@ -1,13 +1,18 @@
 //! What the controller does when things change around an installed Instance,
 //! on the real control plane: hand edits and deletions of installed objects
 //! are put back, `deletionPolicy: Orphan` leaves objects behind, Events
-//! tell the story, a denial stands, and a changed spec needs approving again.
+//! tell the story, a denial stands, a changed spec needs approving again,
+//! and the selector finds the earlier Bundles.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use pakket_api::{ConditionType, DeletionPolicy, Instance};
+use pakket_api::{Bundle, ConditionType, DeletionPolicy, Instance};
+use pakket_runtime::controller;
 use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
 
@@ -223,5 +228,58 @@ async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
         fixture.value_of("gated").await.as_deref() == Some("v2")
     })
     .await;
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_selector_finds_the_earlier_bundles_and_marks_them_replaced() {
+    let fixture = Fixture::new("selector", "AllowAll").await;
+    fixture.content("content", &[("current", "v3")]).await;
+    let bundles: Api<Bundle> = Api::all(fixture.scope.client.clone());
+    let mut labels = fixture.scope.labels();
+    labels.insert("app".into(), "selected".into());
+    for earlier in ["v1", "v2"] {
+        let mut bundle = Bundle::new(
+            &fixture.scope.name(earlier),
+            fixture.bundle_spec("content", "file://content"),
+        );
+        bundle.metadata.labels = Some(labels.clone());
+        bundles
+            .create(&PostParams::default(), &bundle)
+            .await
+            .unwrap();
+    }
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let mut instance = fixture.instance("v3", fixture.bundle_spec("content", "file://content"));
+    instance.metadata.labels = Some(labels.clone());
+    instance.spec.selector = Some(LabelSelector {
+        match_labels: Some(BTreeMap::from([("app".into(), "selected".into())])),
+        ..LabelSelector::default()
+    });
+    instances
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "install", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let current = fixture.scope.name("v3");
+    for earlier in ["v1", "v2"] {
+        let earlier = fixture.scope.name(earlier);
+        eventually("the earlier Bundle is marked replaced", || async {
+            let bundle = bundles.get(&earlier).await.unwrap();
+            bundle.labels().get(controller::REPLACED_BY_LABEL) == Some(&current)
+        })
+        .await;
+    }
+    let installed = bundles.get(&current).await.unwrap();
+    assert!(
+        !installed
+            .labels()
+            .contains_key(controller::REPLACED_BY_LABEL),
+        "the installed Bundle is not replaced"
+    );
     fixture.scope.cleanup().await;
 }

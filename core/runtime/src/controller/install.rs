@@ -201,6 +201,9 @@ pub async fn install<P: Provisioner>(
             ));
             bundle_status::mark_replaced(&bundles, old, bundle_name).await?;
         }
+        if pivot.is_some() || !installed_here {
+            mark_earlier_bundles(instance, context, bundle_name).await?;
+        }
         report.set(Reason::InstallSucceeded, ConditionStatus::True, message);
         context.drift.applied(&name, fingerprint);
         Some(applied.unhealthy)
@@ -258,6 +261,40 @@ async fn find_or_create_bundle<P>(
         Err(kube::Error::Api(status)) if status.code == 409 => bundles.get_opt(name).await,
         Err(error) => Err(error),
     }
+}
+
+/// Labels every Bundle the Instance's `spec.selector` finds, other than
+/// the one now installed, as replaced by it: with a selector, the earlier
+/// Bundles of an Instance are the ones it matches, whether or not this
+/// runtime ever installed them (another provisioner's, or ones from before
+/// the Instance was re-created). A selector that cannot be read is ignored
+/// here: the apiserver validated its shape.
+async fn mark_earlier_bundles<P>(
+    instance: &Instance,
+    context: &Context<P>,
+    current: &str,
+) -> Result<(), kube::Error> {
+    let Some(selector) = instance.spec.selector.clone() else {
+        return Ok(());
+    };
+    let Ok(selector) = kube::core::Selector::try_from(selector) else {
+        return Ok(());
+    };
+    let bundles: Api<Bundle> = Api::all(context.client.clone());
+    // Listed, not read from the cache: this runs once per pivot, and a
+    // Bundle created just before the Instance may not be cached yet.
+    let earlier = bundles
+        .list(&kube::api::ListParams::default().labels_from(&selector))
+        .await?;
+    for bundle in earlier {
+        let name = bundle.name_any();
+        let already =
+            bundle.labels().get(bundle_status::REPLACED_BY_LABEL) == Some(&current.to_owned());
+        if name != current && !already {
+            bundle_status::mark_replaced(&bundles, &name, current).await?;
+        }
+    }
+    Ok(())
 }
 
 /// The Bundle's content, if its status pins a digest the store holds: then
