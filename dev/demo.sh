@@ -14,14 +14,22 @@ export PAKKET_DEV_DIR=${PAKKET_DEV_DIR:-${TMPDIR:-/tmp}/pakket-dev}
 say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
 dev/prerequisites.sh >/dev/null
-cargo build --quiet --locked --bin pakket-dev --bin crdgen --bin pakket-plain --bin kubectl-instance
+cargo build --quiet --locked --bin pakket-dev --bin crdgen --bin pakket-plain --bin kubectl-instance --bin pakket-webhooks
 # kubectl finds its plugins on PATH: `kubectl instance ...` runs kubectl-instance.
 export PATH="$CARGO_TARGET_DIR/debug:$PATH"
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
 plain_pid="$PAKKET_DEV_DIR.pakket-plain.pid"
+webhooks_pid="$PAKKET_DEV_DIR.pakket-webhooks.pid"
+running() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 if [[ ${1:-} == down ]]; then
   [[ -f $plain_pid ]] && kill "$(cat "$plain_pid")" 2>/dev/null; rm -f "$plain_pid"
+  # SIGTERM: the webhooks remove their configurations before they exit.
+  if running "$webhooks_pid"; then
+    pid=$(cat "$webhooks_pid"); kill "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  rm -f "$webhooks_pid"
   "$pakket_dev" down
   exit 0
 fi
@@ -34,10 +42,21 @@ say "Installing Pakket's CRDs"
 kubectl apply --server-side -f crds/
 kubectl wait --for=condition=Established --timeout=60s -f crds/
 
+say "Starting Pakket's admission webhooks on loopback (log: $PAKKET_DEV_DIR/logs/pakket-webhooks.log)"
+# The `use` verb on classes, the Approved guard, the creator record, Bundle
+# validation; registered with the apiserver while they run.
+if ! running "$webhooks_pid"; then
+  webhooks_log="$PAKKET_DEV_DIR/logs/pakket-webhooks.log"
+  nohup "$CARGO_TARGET_DIR/debug/pakket-webhooks" local --name demo >"$webhooks_log" 2>&1 &
+  echo $! >"$webhooks_pid"
+  for _ in $(seq 1 300); do grep -q "^webhooks on" "$webhooks_log" && break; sleep 0.1; done
+  grep "^webhooks on" "$webhooks_log" || { cat "$webhooks_log" >&2; exit 1; }
+fi
+
 say "Starting the plain provisioner (log: $PAKKET_DEV_DIR/logs/pakket-plain.log)"
 # Its leader Lease lives in pakket-system; probes and metrics on a free port (see the log).
 kubectl create namespace pakket-system --dry-run=client -o yaml | kubectl apply -f -
-if ! { [[ -f $plain_pid ]] && kill -0 "$(cat "$plain_pid")" 2>/dev/null; }; then
+if ! running "$plain_pid"; then
   nohup "$CARGO_TARGET_DIR/debug/pakket-plain" --store "$PAKKET_DEV_DIR/store" --probe-address 127.0.0.1:0 \
     >"$PAKKET_DEV_DIR/logs/pakket-plain.log" 2>&1 &
   echo $! >"$plain_pid"
@@ -83,6 +102,30 @@ kubectl patch bundle etcd-operator.v0.9.4 --type=merge \
 say "Test users are real non-admins (alice cannot list bundles):"
 kubectl --context alice get bundles || true
 
+say "RBAC lets alice create Instances, but the webhook wants the 'use' verb on the class:"
+kubectl apply -f - <<YAML
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: pakket-demo-instance-writer}
+rules:
+- {apiGroups: [core.pakket.dev], resources: [instances], verbs: [get, list, watch, create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: pakket-demo-instance-writer-alice}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pakket-demo-instance-writer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+YAML
+kubectl --context alice create --dry-run=server -f - <<YAML || true
+apiVersion: core.pakket.dev/v1alpha1
+kind: Instance
+metadata: {name: alice-hello}
+spec: {class: plain, bundle: {name: hello-v1}}
+YAML
+
+say "Who created 'hello' is recorded by the webhook, not by the client:"
+kubectl get instance hello -o jsonpath='{.metadata.annotations.core\.pakket\.dev/created-by}'; echo
+
 cat <<MSG
 
 The control plane keeps running. To use it from this shell:
@@ -90,6 +133,6 @@ The control plane keeps running. To use it from this shell:
   kubectl get pakket                  # as admin
   kubectl instance list               # the plugin: list, describe, why, approve, deny, graph
   kubectl --context alice get pakket  # as the non-admin user alice (or bob, carol)
-The plain provisioner keeps running too (pid in $plain_pid).
-Stop both with: dev/demo.sh down
+The plain provisioner and the webhooks keep running too (pids in $plain_pid, $webhooks_pid).
+Stop everything with: dev/demo.sh down
 MSG

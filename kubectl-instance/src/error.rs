@@ -60,12 +60,54 @@ impl fmt::Display for Forbidden {
             Some(user) => format!("you ({user})"),
             None => "you".to_owned(),
         };
-        write!(
-            f,
-            "{who} may not {}: {}; {}",
-            self.attempt, self.server, self.advice
-        )
+        match webhook_denial(&self.server) {
+            // RBAC let the request through, so our advice (which is about
+            // RBAC too) would only repeat or contradict the webhook's own
+            // reason, which says what is missing.
+            Some(WebhookDenial {
+                webhook,
+                reason: Some(reason),
+            }) => write!(
+                f,
+                "{who} may not {}: refused by admission webhook {webhook}: {reason}",
+                self.attempt
+            ),
+            Some(WebhookDenial {
+                webhook,
+                reason: None,
+            }) => write!(
+                f,
+                "{who} may not {}: refused by admission webhook {webhook}, which gave no reason; {}",
+                self.attempt, self.advice
+            ),
+            None => write!(
+                f,
+                "{who} may not {}: {}; {}",
+                self.attempt, self.server, self.advice
+            ),
+        }
     }
+}
+
+/// An admission webhook's refusal, taken apart from the apiserver's words
+/// around it (`admission webhook "NAME" denied the request: REASON`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct WebhookDenial<'a> {
+    /// The webhook's name, e.g. `instance-approval.validate.core.pakket.dev`.
+    pub webhook: &'a str,
+    /// What the webhook said; `None` when it said nothing.
+    pub reason: Option<&'a str>,
+}
+
+/// The webhook refusal in an apiserver message, if it is one.
+pub fn webhook_denial(message: &str) -> Option<WebhookDenial<'_>> {
+    let rest = message.strip_prefix("admission webhook \"")?;
+    let (webhook, rest) = rest.split_once("\" denied the request")?;
+    let reason = match rest.strip_prefix(": ") {
+        Some(reason) if !reason.trim().is_empty() => Some(reason.trim()),
+        _ => None,
+    };
+    Some(WebhookDenial { webhook, reason })
 }
 
 /// The HTTP status of an API error, if the server answered.
@@ -125,5 +167,71 @@ mod tests {
             name: "x".into(),
         };
         assert_eq!(missing.to_string(), r#"instance "x" not found"#);
+    }
+
+    #[test]
+    fn a_webhook_refusal_is_told_in_the_webhooks_words_without_rbac_advice() {
+        // The message the apiserver wraps around Pakket's approval guard.
+        let server = "admission webhook \"instance-approval.validate.core.pakket.dev\" denied the request: \
+             Instance \"web\": user \"bob\" may not change the Approved condition (from False/ApprovalPending \
+             to True/ApprovedByUser): that needs verb \"approve\" on instances.core.pakket.dev/web; an admin \
+             can grant it with a ClusterRole rule {apiGroups: [core.pakket.dev], resources: [instances], \
+             verbs: [approve]} (see the example ClusterRole pakket-instance-approver) bound to the user";
+        let error = Error::Forbidden(Box::new(Forbidden {
+            user: Some("bob".into()),
+            attempt: "approve Instance web".into(),
+            server: server.into(),
+            advice: "ask an admin for verb approve on instances.core.pakket.dev and verbs update, \
+                     patch on instances/status"
+                .into(),
+        }));
+        let text = error.to_string();
+        assert!(
+            text.starts_with(
+                "you (bob) may not approve Instance web: refused by admission webhook \
+                 instance-approval.validate.core.pakket.dev: Instance \"web\": user \"bob\" may not \
+                 change the Approved condition"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "(see the example ClusterRole pakket-instance-approver) bound to the user"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("ask an admin"), "{text}");
+        assert!(!text.contains("denied the request"), "{text}");
+    }
+
+    #[test]
+    fn a_webhook_refusal_without_a_reason_keeps_the_advice() {
+        let denial = webhook_denial(
+            "admission webhook \"policy.example.com\" denied the request without explanation",
+        );
+        assert_eq!(
+            denial,
+            Some(WebhookDenial {
+                webhook: "policy.example.com",
+                reason: None
+            })
+        );
+        let error = Forbidden {
+            user: None,
+            attempt: "deny Instance web".into(),
+            server:
+                "admission webhook \"policy.example.com\" denied the request without explanation"
+                    .into(),
+            advice: "ask an admin for verb approve on instances.core.pakket.dev".into(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "you may not deny Instance web: refused by admission webhook policy.example.com, \
+             which gave no reason; ask an admin for verb approve on instances.core.pakket.dev"
+        );
+        assert_eq!(
+            webhook_denial(r#"instances.core.pakket.dev "web" is forbidden"#),
+            None
+        );
     }
 }

@@ -27,12 +27,13 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use pakket_api::{CreatorRecord, Instance};
+use pakket_webhooks::local::LoopbackCa;
 use pakket_webhooks::review::Requester;
 use pakket_webhooks::{Running, Settings, tls};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
-use support::{TestPki, pakket_rule, user};
+use support::{pakket_rule, user};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -60,8 +61,8 @@ async fn run() {
         cert: dir.path().join("tls.crt"),
         key: dir.path().join("tls.key"),
     };
-    let pki = TestPki::new("bench-ca");
-    pki.issue(&files, "bench");
+    let pki = LoopbackCa::new("bench-ca").unwrap();
+    pki.issue(&files, "bench").unwrap();
     let cached = start(&client, &files, Duration::from_secs(10)).await;
     let uncached = start(&client, &files, Duration::ZERO).await;
 

@@ -6,6 +6,8 @@
 //! lookups off the apiserver's back; Bundles are stored without status and
 //! managed fields, the parts that grow.
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
@@ -14,6 +16,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use pakket_api::{Bundle, ProvisionerClass};
 use tokio::sync::watch;
+use tokio::task::AbortHandle;
 
 use crate::rules::content;
 
@@ -25,6 +28,8 @@ pub struct Index {
     /// Flips to `true` once; a watch channel because the stores' own
     /// `wait_until_ready` wakes only one of several concurrent waiters.
     ready: watch::Receiver<bool>,
+    /// The watch tasks, ended by [`stop`](Self::stop).
+    tasks: Arc<[AbortHandle]>,
 }
 
 impl Index {
@@ -41,7 +46,7 @@ impl Index {
             bundle.status = None;
             bundle.managed_fields_mut().clear();
         });
-        tokio::spawn(drain(reflector::reflector(bundle_writer, bundle_events)));
+        let bundle_task = tokio::spawn(drain(reflector::reflector(bundle_writer, bundle_events)));
 
         let (classes, class_writer) = reflector::store();
         let class_events = watcher(
@@ -52,13 +57,14 @@ impl Index {
         .modify(|class: &mut PartialObjectMeta<ProvisionerClass>| {
             class.managed_fields_mut().clear();
         });
-        tokio::spawn(drain(reflector::reflector(class_writer, class_events)));
+        let class_task = tokio::spawn(drain(reflector::reflector(class_writer, class_events)));
 
         let (synced, ready) = watch::channel(false);
         let index = Self {
             bundles,
             classes,
             ready,
+            tasks: Arc::new([bundle_task.abort_handle(), class_task.abort_handle()]),
         };
         let (bundles, classes) = (index.bundles.clone(), index.classes.clone());
         tokio::spawn(async move {
@@ -80,6 +86,14 @@ impl Index {
     pub async fn wait_ready(&self) {
         let mut ready = self.ready.clone();
         let _ = ready.wait_for(|ready| *ready).await;
+    }
+
+    /// Ends the watches (every clone of this index stops updating): a
+    /// server that stops must not keep a watch on the apiserver.
+    pub fn stop(&self) {
+        for task in self.tasks.iter() {
+            task.abort();
+        }
     }
 
     /// Whether a ProvisionerClass of that name exists (as far as the watch knows).

@@ -22,7 +22,8 @@
 //! classes, a GET for a mounted ConfigMap) and merges their answers.
 //! [`server`] is the thin HTTP layer over TLS ([`tls`], certificates reloaded
 //! when their files change). [`config`] builds the webhook configurations
-//! for `deploy/` and for tests.
+//! for `deploy/`; [`local`] runs the server on 127.0.0.1 and registers it
+//! by URL, for the demo on a loopback control plane and for tests.
 //!
 //! # Permission answers are cached briefly
 //!
@@ -44,6 +45,7 @@ pub mod authz;
 pub mod config;
 mod error;
 pub mod index;
+pub mod local;
 pub mod metrics;
 pub mod review;
 pub mod rules;
@@ -91,6 +93,15 @@ impl Running {
         let _ = self.stop.send(());
         let _ = self.task.await;
         self.watcher.abort();
+        self.index.stop();
+    }
+
+    /// Ends everything at once, open connections included: for a `Drop`,
+    /// where there is no waiting for [`stop`](Self::stop).
+    pub fn abort(self) {
+        self.task.abort();
+        self.watcher.abort();
+        self.index.stop();
     }
 
     /// Completes when the server stops on its own (it does not, normally).

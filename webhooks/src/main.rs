@@ -3,15 +3,21 @@
 //! ```text
 //! pakket-webhooks serve --cert /tls/tls.crt --key /tls/tls.key   serve over TLS on :8443
 //! pakket-webhooks configurations                                 print deploy/'s webhook configurations
+//! pakket-webhooks local [--name NAME] [--context CTX]             serve on 127.0.0.1, registered by URL
 //! ```
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use kube::config::{Config, KubeConfigOptions};
+use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
 use pakket_webhooks::{Settings, config, tls};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 #[derive(Parser)]
 #[command(version, about = "Pakket's admission webhooks")]
@@ -42,15 +48,39 @@ enum Command {
     },
     /// Print the Validating- and MutatingWebhookConfiguration of deploy/.
     Configurations,
+    /// Serve on 127.0.0.1 for a cluster without the in-cluster deployment
+    /// (a loopback control plane): a throwaway CA, configurations registered
+    /// by URL, removed again on SIGTERM or Ctrl-C.
+    ///
+    /// Prints one line once the apiserver calls the server:
+    /// `webhooks on https://127.0.0.1:PORT, registered as ...`.
+    Local {
+        /// Suffix of the configurations' name: pakket-webhooks-<NAME>.
+        #[arg(long, default_value = "local")]
+        name: String,
+        /// The kubeconfig context (default: its current context); the
+        /// kubeconfig is $KUBECONFIG or ~/.kube/config, as for kubectl.
+        #[arg(long)]
+        context: Option<String>,
+        /// Only objects with these labels go to the webhooks
+        /// (`key=value[,key=value]`); default: all.
+        #[arg(long, short = 'l', value_name = "LABELS", value_parser = parse_labels)]
+        selector: Option<BTreeMap<String, String>>,
+        /// Seconds a "yes" from a SubjectAccessReview is reused (0: never).
+        #[arg(long, default_value_t = 10)]
+        access_cache_seconds: u64,
+    },
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Logs on stderr: stdout is for what `configurations` and `local` print.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,kube=warn".into()),
         )
+        .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
         Command::Configurations => print!("{}", config::deployed_yaml()?),
@@ -70,23 +100,129 @@ async fn main() -> anyhow::Result<()> {
                 reload_interval: Duration::from_secs(reload_seconds.max(1)),
                 access_cache_ttl: Duration::from_secs(access_cache_seconds),
             };
+            let mut shutdown = Shutdown::listen()?;
             let mut running = pakket_webhooks::start(client, settings).await?;
             tokio::select! {
-                () = shutdown_signal() => tracing::info!("stopping"),
+                () = shutdown.wait() => tracing::info!("stopping"),
                 () = running.wait() => anyhow::bail!("the server stopped on its own"),
             }
             running.stop().await;
         }
+        Command::Local {
+            name,
+            context,
+            selector,
+            access_cache_seconds,
+        } => local(name, context, selector, access_cache_seconds).await?,
     }
     Ok(())
 }
 
-/// Completes on SIGTERM (the kubelet stopping the pod) or Ctrl-C.
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
+/// `pakket-webhooks local`: runs [`LocalWebhooks`] until a signal, then
+/// removes its configurations.
+async fn local(
+    name: String,
+    context: Option<String>,
+    selector: Option<BTreeMap<String, String>>,
+    access_cache_seconds: u64,
+) -> anyhow::Result<()> {
+    let kubeconfig = KubeConfigOptions {
+        context: context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let client_config = Config::from_kubeconfig(&kubeconfig)
+        .await
+        .with_context(|| {
+            format!(
+                "reading the kubeconfig ($KUBECONFIG or ~/.kube/config{})",
+                context
+                    .map(|c| format!(", context {c}"))
+                    .unwrap_or_default()
+            )
+        })?;
+    let client = kube::Client::try_from(client_config).context("building the API client")?;
+    let mut options = match selector {
+        Some(labels) => LocalOptions::for_labels(name, labels),
+        None => LocalOptions {
+            name,
+            ..LocalOptions::default()
+        },
+    };
+    options.access_cache_ttl = Duration::from_secs(access_cache_seconds);
+    let mut shutdown = Shutdown::listen()?;
+    let webhooks = LocalWebhooks::start(client, options).await?;
+    let name = webhooks.configuration_name();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "webhooks on {}, registered as validatingwebhookconfiguration/{name} and mutatingwebhookconfiguration/{name}",
+        webhooks.url()
+    )?;
+    stdout.flush()?;
+    drop(stdout);
+    shutdown.wait().await;
+    tracing::info!("removing the webhook configurations, then stopping");
+    webhooks.stop().await?;
+    Ok(())
+}
+
+/// `key=value[,key=value]`, as in `kubectl -l` but equality only.
+fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
+    text.split(',')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) if !key.is_empty() && !key.ends_with('!') => {
+                Ok((key.trim().to_owned(), value.trim().to_owned()))
+            }
+            _ => Err(format!(
+                "{pair:?} is not key=value; write e.g. --selector test.pakket.dev/scope=demo"
+            )),
+        })
+        .collect()
+}
+
+/// SIGTERM (the kubelet stopping the pod) and SIGINT (Ctrl-C), caught from
+/// the moment this is made: one that arrives while starting waits for
+/// [`Shutdown::wait`] instead of killing the process half-registered.
+struct Shutdown {
+    term: Signal,
+    interrupt: Signal,
+}
+
+impl Shutdown {
+    fn listen() -> anyhow::Result<Self> {
+        Ok(Self {
+            term: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
+            interrupt: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
+        })
+    }
+
+    /// Completes on the first SIGTERM or SIGINT.
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_parse_as_equality_pairs_only() {
+        assert_eq!(
+            parse_labels("test.pakket.dev/scope=t-1,tier=web").unwrap(),
+            BTreeMap::from([
+                ("test.pakket.dev/scope".to_owned(), "t-1".to_owned()),
+                ("tier".to_owned(), "web".to_owned()),
+            ])
+        );
+        for bad in ["tier", "tier!=web", "=web", "a=b,"] {
+            assert!(
+                parse_labels(bad).unwrap_err().contains("is not key=value"),
+                "{bad}"
+            );
+        }
     }
 }

@@ -105,6 +105,24 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
+    /// How many reviews of `resource` (a [`crate::review::Target`] label)
+    /// `webhook` has answered, whatever the answer. Reads without adding a
+    /// series, so `/metrics` shows only what happened.
+    pub fn answered(&self, webhook: &'static str, resource: &'static str) -> u64 {
+        ["allowed", "denied", "error"]
+            .into_iter()
+            .filter_map(|result| {
+                self.admissions
+                    .get(&AdmissionLabels {
+                        webhook,
+                        resource,
+                        result,
+                    })
+                    .map(|counter| counter.get())
+            })
+            .sum()
+    }
+
     /// Counts one permission check by its outcome.
     pub fn access_reviewed(&self, result: &'static str) {
         self.access_reviews
@@ -143,6 +161,8 @@ mod tests {
         );
         metrics.access_reviewed("cached");
         metrics.certificate_reloaded("ok");
+        assert_eq!(metrics.answered("validate", "instances"), 1);
+        assert_eq!(metrics.answered("mutate", "instances"), 0);
         let text = metrics.encode();
         for expected in [
             r#"pakket_webhook_admissions_total{webhook="validate",resource="instances",result="denied"} 1"#,

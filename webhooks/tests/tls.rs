@@ -11,10 +11,11 @@ use std::time::Duration;
 use axum::body::Body;
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use pakket_webhooks::local::LoopbackCa;
 use pakket_webhooks::{Settings, tls};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use support::{TestPki, eventually};
+use support::eventually;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -94,8 +95,8 @@ async fn a_rotated_certificate_is_served_without_a_restart() {
         cert: dir.path().join("tls.crt"),
         key: dir.path().join("tls.key"),
     };
-    let pki = TestPki::new("tls-rotation-ca");
-    pki.issue(&files, "first");
+    let pki = LoopbackCa::new("tls-rotation-ca").unwrap();
+    pki.issue(&files, "first").unwrap();
     let first = leaf_in(&files);
     let settings = Settings {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -136,7 +137,7 @@ async fn a_rotated_certificate_is_served_without_a_restart() {
     );
 
     // cert-manager renews: same CA, new key and certificate.
-    pki.issue(&files, "second");
+    pki.issue(&files, "second").unwrap();
     let second = leaf_in(&files);
     assert_ne!(first, second);
     eventually("the renewed certificate being served", || async {
@@ -157,7 +158,7 @@ async fn a_rotated_certificate_is_served_without_a_restart() {
         cert: other.path().join("tls.crt"),
         key: other.path().join("tls.key"),
     };
-    pki.issue(&stray, "stray");
+    pki.issue(&stray, "stray").unwrap();
     let errors_before = reload_errors(&get(&mut open, "/metrics").await.1);
     std::fs::copy(&stray.key, &files.key).unwrap();
     eventually("the bad pair being refused", || {

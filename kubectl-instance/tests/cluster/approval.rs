@@ -1,40 +1,15 @@
 //! `approve` and `deny`: who may, what is written, and what a refused user
 //! is told.
 //!
-//! This control plane runs without Pakket's admission webhook (webhooks/),
-//! so what stops a user here is RBAC on `instances/status`. With the
-//! webhook installed, a user who may patch `instances/status` but lacks the
-//! `approve` verb is refused by the webhook instead, and the plugin turns
-//! that refusal into the same message (`is_refusal` covers webhook
-//! denials); that path is for the webhook's own end-to-end tests.
+//! These tests run without Pakket's admission webhook (webhooks/), so what
+//! stops a user here is RBAC on `instances/status`. With the webhook in
+//! front, a user who may patch `instances/status` but lacks the `approve`
+//! verb is refused by the webhook instead: see `webhook_approval`.
 
 use pakket_api::ConditionType;
-use pakket_api::Reason::{self, *};
-use pakket_api::condition::ConditionStatus::{False, True, Unknown};
 use pakket_testkit::{Scope, install_crds};
-use serde_json::json;
 
-use crate::support::{
-    Grant, approver_rules, conditions, create_instance, get_instance, plugin, reader_rules,
-    set_status,
-};
-
-/// An Instance whose Bundle is unpacked and which waits for approval.
-async fn pending_instance(scope: &Scope, suffix: &str) -> (String, String) {
-    let bundle = scope.name(&format!("{suffix}-v1"));
-    let name = create_instance(scope, suffix, &bundle).await;
-    let waiting = format!(
-        "waiting for approval (ProvisionerClass x has approval: Manual); run `kubectl instance approve {name}`"
-    );
-    let list: [(Reason, _, &str); 4] = [
-        (ApprovalPending, False, waiting.as_str()),
-        (UnpackSucceeded, True, "Bundle unpacked 2 objects"),
-        (InstallPending, False, "nothing is applied before approval"),
-        (HealthUnknown, Unknown, "nothing installed yet"),
-    ];
-    set_status(scope, &name, json!({ "conditions": conditions(&list) })).await;
-    (name, bundle)
-}
+use crate::support::{Grant, approver_rules, get_instance, pending_instance, plugin, reader_rules};
 
 #[tokio::test]
 async fn an_approver_approves_and_denies_leaving_the_other_conditions_alone() {

@@ -9,4 +9,5 @@ mod approval;
 mod inspect;
 mod kubectl_plugin;
 mod support;
+mod webhook_approval;
 mod why;

@@ -11,6 +11,8 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use pakket_api::Reason::{ApprovalPending, HealthUnknown, InstallPending, UnpackSucceeded};
+use pakket_api::condition::ConditionStatus::{False, True, Unknown};
 use pakket_api::condition::{self, ConditionStatus};
 use pakket_api::{Bundle, Instance, Reason};
 use pakket_testkit::{Scope, cluster};
@@ -62,6 +64,25 @@ pub async fn create_instance(scope: &Scope, suffix: &str, bundle: &str) -> Strin
         .await
         .unwrap_or_else(|error| panic!("creating Instance {name}: {error}"));
     name
+}
+
+/// Creates Instance `<scope>-<suffix>` wanting Bundle `<scope>-<suffix>-v1`,
+/// and writes the status of one whose Bundle is unpacked and which waits
+/// for approval; returns the Instance's and the Bundle's names.
+pub async fn pending_instance(scope: &Scope, suffix: &str) -> (String, String) {
+    let bundle = scope.name(&format!("{suffix}-v1"));
+    let name = create_instance(scope, suffix, &bundle).await;
+    let waiting = format!(
+        "waiting for approval (ProvisionerClass x has approval: Manual); run `kubectl instance approve {name}`"
+    );
+    let list: [(Reason, _, &str); 4] = [
+        (ApprovalPending, False, waiting.as_str()),
+        (UnpackSucceeded, True, "Bundle unpacked 2 objects"),
+        (InstallPending, False, "nothing is applied before approval"),
+        (HealthUnknown, Unknown, "nothing installed yet"),
+    ];
+    set_status(scope, &name, json!({ "conditions": conditions(&list) })).await;
+    (name, bundle)
 }
 
 /// Creates Bundle `name` with `refs`, extra labels, and `status` (if any).
@@ -144,6 +165,20 @@ pub fn approver_rules() -> Vec<PolicyRule> {
         rule("instances", &["get", "list", "approve"]),
         rule("instances/status", &["update", "patch"]),
     ]
+}
+
+/// `instances`: get, list; `instances/status`: update, patch. All RBAC
+/// asks of an approval, without the webhook's `approve` verb.
+pub fn status_writer_rules() -> Vec<PolicyRule> {
+    vec![
+        rule("instances", &["get", "list"]),
+        rule("instances/status", &["update", "patch"]),
+    ]
+}
+
+/// `instances`: approve only, the verb Pakket's webhook asks for.
+pub fn approve_verb_rules() -> Vec<PolicyRule> {
+    vec![rule("instances", &["approve"])]
 }
 
 /// `instances`: get, list only.

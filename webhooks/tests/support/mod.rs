@@ -1,89 +1,30 @@
-//! What the webhook integration tests share: a webhook server on loopback
-//! (certificate for 127.0.0.1 from a CA made here), registered with the
-//! shared apiserver for this test's objects only (an `objectSelector` on the
-//! scope label), RBAC grants named after the scope, and a bounded retry for
-//! what the apiserver applies eventually (new RBAC bindings, new webhook
-//! configurations).
+//! What the webhook integration tests share: the webhook server on loopback
+//! ([`LocalWebhooks`]), registered with the shared apiserver for this test's
+//! objects only (an `objectSelector` on the scope label), RBAC grants named
+//! after the scope, and a bounded retry for what the apiserver applies
+//! eventually (new RBAC bindings).
 //!
 //! Not every test binary uses every helper.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use pakket_api::{Bundle, Instance, ProvisionerClass};
 use pakket_testkit::Scope;
-use pakket_webhooks::config::{self, Endpoint, Options};
-use pakket_webhooks::{Running, Settings, tls};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose, SanType,
-};
+use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
 use serde_json::json;
 
 /// A provisioner id no provisioner in the test suite serves, so nothing but
 /// the webhook acts on these tests' objects.
 pub const NO_PROVISIONER: &str = "webhooks.test.pakket.dev/none";
-
-/// A private CA issuing serving certificates for 127.0.0.1.
-pub struct TestPki {
-    ca: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl TestPki {
-    /// A fresh CA.
-    pub fn new(name: &str) -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        Self { ca }
-    }
-
-    /// The CA certificate, PEM.
-    pub fn ca_pem(&self) -> String {
-        self.ca.pem()
-    }
-
-    /// Writes a new serving certificate (new key) for 127.0.0.1 to `files`,
-    /// each file replaced in one rename so a reader never sees half of one.
-    pub fn issue(&self, files: &tls::CertFiles, common_name: &str) {
-        let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
-        params.subject_alt_names = vec![SanType::IpAddress("127.0.0.1".parse().unwrap())];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let cert = params.signed_by(&key, &self.ca).unwrap();
-        write_atomically(&files.key, key.serialize_pem().as_bytes());
-        write_atomically(&files.cert, cert.pem().as_bytes());
-    }
-}
-
-fn write_atomically(path: &Path, contents: &[u8]) {
-    let staged = path.with_extension("new");
-    std::fs::write(&staged, contents).unwrap();
-    std::fs::rename(&staged, path).unwrap();
-}
 
 /// Retries `attempt` every 200 ms until it returns `Ok`, for at most 60 s
 /// (what the apiserver applies eventually: RBAC, webhook configurations);
@@ -104,18 +45,13 @@ where
     panic!("{what} did not happen within 60 s; last: {last}");
 }
 
-/// One test's webhook: a scope, a server on loopback and its registration.
+/// One test's webhooks: a scope, and the server on loopback registered for
+/// objects carrying the scope label ([`LocalWebhooks`]).
 pub struct Harness {
     /// The test's namespace, label and admin client.
     pub scope: Scope,
-    /// The CA the apiserver trusts for this server.
-    pub pki: TestPki,
-    /// Where the server listens (kept across restarts: the registration names it).
-    pub addr: SocketAddr,
-    /// The certificate files.
-    pub cert: tls::CertFiles,
-    server: Option<Running>,
-    _dir: tempfile::TempDir,
+    /// The server and its registration.
+    pub webhooks: LocalWebhooks,
 }
 
 impl Harness {
@@ -128,111 +64,21 @@ impl Harness {
             .try_init();
         let scope = Scope::new(test).await;
         pakket_testkit::install_crds(&scope.client).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let cert = tls::CertFiles {
-            cert: dir.path().join("tls.crt"),
-            key: dir.path().join("tls.key"),
-        };
-        let pki = TestPki::new(&scope.id);
-        pki.issue(&cert, "pakket-webhooks-test");
-        let mut harness = Self {
-            scope,
-            pki,
-            addr: "127.0.0.1:0".parse().unwrap(),
-            cert,
-            server: None,
-            _dir: dir,
-        };
-        harness.start_server().await;
-        harness.register().await;
-        harness.wait_until_called().await;
-        harness
-    }
-
-    fn settings(&self) -> Settings {
-        Settings {
-            listen: self.addr,
-            cert: self.cert.clone(),
-            reload_interval: Duration::from_millis(200),
-            access_cache_ttl: Duration::from_secs(10),
-        }
-    }
-
-    /// Starts the server (on the same port as before, if it ran).
-    pub async fn start_server(&mut self) {
-        let running = pakket_webhooks::start(self.scope.client.clone(), self.settings())
+        let options = LocalOptions::for_labels(scope.id.clone(), scope.labels());
+        let webhooks = LocalWebhooks::start(scope.client.clone(), options)
             .await
             .unwrap();
-        running.index.wait_ready().await;
-        self.addr = running.addr;
-        self.server = Some(running);
+        Self { scope, webhooks }
     }
 
     /// Stops the server; its registration stays, so calls to it fail.
     pub async fn stop_server(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.stop().await;
-        }
+        self.webhooks.stop_server().await;
     }
 
-    /// The webhook configurations, as registered.
-    pub fn options(&self) -> Options {
-        Options {
-            name: self.scope.id.clone(),
-            endpoint: Endpoint::Url {
-                base: format!("https://{}", self.addr),
-                ca_pem: self.pki.ca_pem().into_bytes(),
-            },
-            object_selector: Some(LabelSelector {
-                match_labels: Some(self.scope.labels()),
-                ..LabelSelector::default()
-            }),
-            annotations: BTreeMap::new(),
-        }
-    }
-
-    async fn register(&self) {
-        let options = self.options();
-        Api::<ValidatingWebhookConfiguration>::all(self.scope.client.clone())
-            .create(&PostParams::default(), &config::validating(&options))
-            .await
-            .unwrap();
-        Api::<MutatingWebhookConfiguration>::all(self.scope.client.clone())
-            .create(&PostParams::default(), &config::mutating(&options))
-            .await
-            .unwrap();
-    }
-
-    /// Waits until the apiserver calls both configurations: dry-run creates
-    /// that only the webhook refuses.
-    async fn wait_until_called(&self) {
-        let instances: Api<Instance> = Api::all(self.scope.client.clone());
-        let bundles: Api<Bundle> = Api::all(self.scope.client.clone());
-        let dry_run = PostParams {
-            dry_run: true,
-            ..PostParams::default()
-        };
-        let mut forged = self.instance("probe", "none");
-        forged.metadata.annotations = Some(BTreeMap::from([(
-            pakket_api::CREATED_BY_ANNOTATION.to_owned(),
-            r#"{"username":"nobody"}"#.to_owned(),
-        )]));
-        let bad_ref =
-            self.bundle_with_refs("probe", "none", &["docker://quay.io/Not/Lowercase:v1"]);
-        eventually("the apiserver calling the test's webhooks", || async {
-            let mutating = refusal(instances.create(&dry_run, &forged).await);
-            let validating = refusal(bundles.create(&dry_run, &bad_ref).await);
-            match (mutating, validating) {
-                (Some(m), Some(v))
-                    if m.contains("records the creator itself")
-                        && v.contains("lowercase repository") =>
-                {
-                    Ok(())
-                }
-                other => Err(format!("{other:?}")),
-            }
-        })
-        .await;
+    /// Starts the server again on the same port; returns once it is called.
+    pub async fn start_server(&mut self) {
+        self.webhooks.restart_server().await.unwrap();
     }
 
     /// Metadata for a cluster-scoped object of this test: scope name and label.
@@ -367,23 +213,17 @@ impl Harness {
 
     /// Removes the registration first (so nothing of this test is refused
     /// on the way out), then the server, the grants and the scope.
-    pub async fn cleanup(mut self) {
-        let client = self.scope.client.clone();
-        let _ = Api::<ValidatingWebhookConfiguration>::all(client.clone())
-            .delete(&self.scope.id, &DeleteParams::default())
-            .await;
-        let _ = Api::<MutatingWebhookConfiguration>::all(client.clone())
-            .delete(&self.scope.id, &DeleteParams::default())
-            .await;
-        self.stop_server().await;
-        let labelled = ListParams::default().labels(&self.scope.selector());
-        let _ = Api::<ClusterRoleBinding>::all(client.clone())
+    pub async fn cleanup(self) {
+        let Self { scope, webhooks } = self;
+        webhooks.stop().await.unwrap();
+        let labelled = ListParams::default().labels(&scope.selector());
+        let _ = Api::<ClusterRoleBinding>::all(scope.client.clone())
             .delete_collection(&DeleteParams::default(), &labelled)
             .await;
-        let _ = Api::<ClusterRole>::all(client)
+        let _ = Api::<ClusterRole>::all(scope.client.clone())
             .delete_collection(&DeleteParams::default(), &labelled)
             .await;
-        self.scope.cleanup().await;
+        scope.cleanup().await;
     }
 }
 
