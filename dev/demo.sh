@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 
 cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
+# The shared build cache lives on: incremental data there only grows (gigabytes
+# per week of commits) and buys little for whole-workspace builds.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 export PAKKET_DEV_DIR=${PAKKET_DEV_DIR:-${TMPDIR:-/tmp}/pakket-dev}
 say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 

@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
 # Cargo's build cache lives outside the repository so a fresh clone reuses it.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
+# The shared build cache lives on: incremental data there only grows (gigabytes
+# per week of commits) and buys little for whole-workspace builds.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 step() { printf '\n== %s (%ss)\n' "$*" "$SECONDS"; }
 

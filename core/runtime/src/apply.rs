@@ -105,6 +105,15 @@ impl Kinds {
         Ok(found)
     }
 
+    /// The API resource of one object's kind, and whether it is namespaced.
+    pub async fn resource(
+        &mut self,
+        reference: &ObjectRef,
+    ) -> Result<(ApiResource, bool), ApplyError> {
+        let (resource, capabilities) = self.resolve(reference).await?;
+        Ok((resource, capabilities.scope == Scope::Namespaced))
+    }
+
     /// The API for one object, namespaced or not as the cluster says.
     pub async fn api(&mut self, reference: &ObjectRef) -> Result<Api<DynamicObject>, ApplyError> {
         let (resource, capabilities) = self.resolve(reference).await?;

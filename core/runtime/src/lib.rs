@@ -10,6 +10,7 @@
 //!   inside ConfigMaps, `docker://`/`oci://` images, `https://` tarballs,
 //!   `git+https://` repositories.
 //! - [`provisioner`]: the trait an author implements, and the plain provisioner.
+//! - [`approval`]: approval policies a provisioner adds, and `UserPermission`.
 //! - [`controller`]: the Instance controller (approval, apply, pivot, status).
 //! - [`apply`]: server-side apply, prune and health.
 //! - [`drift`]: watches on installed objects, so hand edits are put back.
@@ -17,6 +18,7 @@
 //! - [`serve`]: `/healthz`, `/readyz` and `/metrics` over plain HTTP.
 
 pub mod apply;
+pub mod approval;
 pub mod archive;
 pub mod content;
 pub mod controller;

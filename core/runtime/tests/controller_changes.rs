@@ -2,16 +2,20 @@
 //! on the real control plane: hand edits and deletions of installed objects
 //! are put back, `deletionPolicy: Orphan` leaves objects behind, Events
 //! tell the story, a denial stands, a changed spec needs approving again,
-//! and the selector finds the earlier Bundles.
+//! the selector finds the earlier Bundles, and `approval: UserPermission`
+//! installs only what the Instance's creator may install.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use pakket_api::{Bundle, ConditionType, DeletionPolicy, Instance};
+use pakket_api::{
+    Bundle, CREATED_BY_ANNOTATION, ConditionType, CreatorRecord, DeletionPolicy, Instance,
+};
 use pakket_runtime::controller;
 use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
@@ -280,6 +284,104 @@ async fn the_selector_finds_the_earlier_bundles_and_marks_them_replaced() {
             .labels()
             .contains_key(controller::REPLACED_BY_LABEL),
         "the installed Bundle is not replaced"
+    );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn user_permission_approves_what_the_creator_may_install_and_nothing_more() {
+    let fixture = Fixture::new("user-permission", "UserPermission").await;
+    fixture.content("content", &[("granted", "v1")]).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let mut instance = fixture.instance("bundle", fixture.bundle_spec("content", "file://content"));
+    // What the admission webhook records on create (the runtime's tests run
+    // without it): alice, a test user with no rights on ConfigMaps yet.
+    let alice = CreatorRecord::new("alice", None, vec!["system:authenticated".into()]);
+    instance.metadata.annotations = Some(BTreeMap::from([(
+        CREATED_BY_ANNOTATION.to_owned(),
+        alice.to_annotation(),
+    )]));
+    instances
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap();
+    let waiting = wait_for(&instances, &name, "waiting on alice's rights", |i| {
+        reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains("the creator alice may not create ConfigMap")
+            && message.contains("\"create\" on configmaps"),
+        "{message}"
+    );
+    assert_eq!(fixture.value_of("granted").await, None, "nothing applied");
+
+    // An admin lets alice write ConfigMaps in the namespace: the next check
+    // approves and installs, without anyone running `approve`.
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": { "name": "configmap-writer", "namespace": fixture.scope.namespace },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"] }],
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": { "name": "configmap-writer-alice", "namespace": fixture.scope.namespace },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "configmap-writer" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice" }],
+    });
+    let roles: Api<Role> = Api::namespaced(fixture.scope.client.clone(), &fixture.scope.namespace);
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(role).unwrap(),
+        )
+        .await
+        .unwrap();
+    let bindings: Api<RoleBinding> =
+        Api::namespaced(fixture.scope.client.clone(), &fixture.scope.namespace);
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(binding).unwrap(),
+        )
+        .await
+        .unwrap();
+    let installed = wait_for(&instances, &name, "install once alice may", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let approved = installed.condition(ConditionType::Approved).unwrap();
+    assert_eq!(approved.reason, "ApprovedByPolicy");
+    assert!(
+        approved.message.contains("UserPermission"),
+        "{}",
+        approved.message
+    );
+    assert_eq!(fixture.value_of("granted").await.as_deref(), Some("v1"));
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn user_permission_without_a_creator_record_waits_for_a_person() {
+    let fixture = Fixture::new("no-creator", "UserPermission").await;
+    fixture.content("content", &[("unrecorded", "v1")]).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let spec = fixture.bundle_spec("content", "file://content");
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle", spec))
+        .await
+        .unwrap();
+    let waiting = wait_for(&instances, &name, "waiting for a person", |i| {
+        reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains("creator record") && message.contains("kubectl instance approve"),
+        "{message}"
     );
     fixture.scope.cleanup().await;
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Parser;
+use pakket_runtime::approval::{self, Approval, ApprovalRequest};
 use pakket_runtime::controller::RunOptions;
 use pakket_runtime::leader::{Elector, LeaseConfig};
 use pakket_runtime::serve::{self, Metrics};
@@ -29,6 +30,16 @@ impl Provisioner for PlainManifests {
         // Every *.yaml, *.yml and *.json file, in name order; errors name the
         // file and line. Duplicates (same kind, namespace and name) are refused.
         manifest::load_objects(content, max_object_size).map_err(|error| error.to_string())
+    }
+
+    // Approval beyond `AllowAll`: `UserPermission` installs what the
+    // Instance's creator could have installed by hand; any other policy
+    // waits for `kubectl instance approve`.
+    async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
+        match request.policy {
+            "UserPermission" => approval::user_permission(request).await,
+            _ => request.wait_for_a_person(),
+        }
     }
 }
 

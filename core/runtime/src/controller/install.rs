@@ -16,6 +16,7 @@ use super::context::Context;
 use super::report::{Report, StatusWrite};
 use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC, RESYNC_UNHEALTHY};
 use crate::apply;
+use crate::approval::{Approval, ApprovalRequest};
 use crate::content::{self, UnpackOptions, Unpacked};
 use crate::drift::Fingerprint;
 use crate::provisioner::Provisioner;
@@ -144,9 +145,10 @@ pub async fn install<P: Provisioner>(
     );
 
     // Approval: the class's policy, or a user with the `approve` verb.
-    if let Some(waiting) = approve(instance, class, &mut report) {
+    if let Some((waiting, retry)) = approve(instance, class, &objects, context, &mut report).await {
         report.set(Reason::InstallPending, ConditionStatus::False, waiting);
-        return finish(report, context, Action::await_change()).await;
+        let next = retry.map_or_else(Action::await_change, Action::requeue);
+        return finish(report, context, next).await;
     }
 
     // Apply the new set, then delete what the old set had and this one lacks.
@@ -320,14 +322,23 @@ fn already_unpacked<P>(bundle: &Bundle, context: &Context<P>) -> Option<Unpacked
 }
 
 /// Decides approval. `None` when the Instance may be installed; otherwise
-/// why it waits (the `Approved` condition is set accordingly).
+/// why it waits and when to ask again (the `Approved` condition is set
+/// accordingly).
 ///
 /// A user's approval holds for the generation it was given at: a changed
 /// spec (say, a new Bundle) needs approving again, so an approval of one
 /// Bundle never carries over to content the approver has not seen. A denial
 /// stands until someone with `approve` changes it. `AllowAll` approves every
 /// generation; a class that stops allowing all withdraws its approvals.
-fn approve(instance: &Instance, class: &ProvisionerClass, report: &mut Report) -> Option<String> {
+/// Other policies are the provisioner's ([`Provisioner::approve`]); what it
+/// approved holds for that generation under that policy.
+async fn approve<P: Provisioner>(
+    instance: &Instance,
+    class: &ProvisionerClass,
+    objects: &[serde_json::Value],
+    context: &Context<P>,
+    report: &mut Report,
+) -> Option<(String, Option<Duration>)> {
     let name = instance.name_any();
     let class_name = class.name_any();
     let policy = class.parameter_str("approval").unwrap_or("AllowAll");
@@ -336,26 +347,25 @@ fn approve(instance: &Instance, class: &ProvisionerClass, report: &mut Report) -
     let by_policy = |c: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition| {
         c.reason == Reason::ApprovedByPolicy.as_str()
     };
-    match current {
+    match &current {
         Some(c) if c.status == "False" && c.reason == Reason::ApprovalDenied.as_str() => {
-            return Some(format!(
+            let message = format!(
                 "approval was denied ({}); nothing is applied. An approver can run `kubectl instance approve {name}`",
                 c.message
-            ));
+            );
+            return Some((message, None));
         }
-        Some(c) if c.status == "True" && !by_policy(&c) && c.observed_generation == generation => {
+        Some(c) if c.status == "True" && !by_policy(c) && c.observed_generation == generation => {
             return None;
         }
-        Some(c) if c.status == "True" && by_policy(&c) && policy == "AllowAll" => return None,
-        // Already waiting for this generation: the message said why
-        // (perhaps that an earlier approval no longer holds); keep it.
+        Some(c) if c.status == "True" && by_policy(c) && policy == "AllowAll" => return None,
         Some(c)
-            if policy != "AllowAll"
-                && c.reason == Reason::ApprovalPending.as_str()
+            if c.status == "True"
+                && by_policy(c)
                 && c.observed_generation == generation
-                && c.message.contains(&format!("approval: {policy})")) =>
+                && c.message.contains(&format!("approval: {policy}")) =>
         {
-            return Some("nothing is applied before approval".into());
+            return None;
         }
         _ => {}
     }
@@ -367,19 +377,37 @@ fn approve(instance: &Instance, class: &ProvisionerClass, report: &mut Report) -
         );
         return None;
     }
-    let changed = match report.approval() {
-        Some(c) if c.status == "True" && !by_policy(c) => format!(
-            "; the spec changed since generation {} was approved",
-            c.observed_generation.unwrap_or_default()
-        ),
-        _ => String::new(),
+    let request = ApprovalRequest {
+        client: &context.client,
+        instance,
+        class,
+        policy,
+        objects,
+        kinds: context.kinds.clone(),
     };
-    report.set(
-        Reason::ApprovalPending,
-        ConditionStatus::False,
-        format!(
-            "waiting for approval (ProvisionerClass {class_name} has approval: {policy}){changed}; run `kubectl instance approve {name}`"
-        ),
-    );
-    Some("nothing is applied before approval".into())
+    let (message, retry) = match context.provisioner.approve(&request).await {
+        Approval::Approved(message) => {
+            report.set(Reason::ApprovedByPolicy, ConditionStatus::True, message);
+            return None;
+        }
+        Approval::Pending { message, retry } => (message, retry),
+    };
+    let waiting = "nothing is applied before approval".to_owned();
+    match &current {
+        // A person's approval of an earlier generation: say why it is asked again.
+        Some(c) if c.status == "True" && !by_policy(c) => {
+            let message = format!(
+                "{message}; the spec changed since generation {} was approved",
+                c.observed_generation.unwrap_or_default()
+            );
+            report.set(Reason::ApprovalPending, ConditionStatus::False, message);
+        }
+        // Already waiting for the same reason (perhaps with that note): keep it.
+        Some(c)
+            if c.reason == Reason::ApprovalPending.as_str()
+                && c.observed_generation == generation
+                && c.message.starts_with(&message) => {}
+        _ => report.set(Reason::ApprovalPending, ConditionStatus::False, message),
+    }
+    Some((waiting, retry))
 }
