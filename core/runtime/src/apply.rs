@@ -239,6 +239,35 @@ pub async fn delete(kinds: &mut Kinds, reference: &ObjectRef) -> Result<bool, Ap
     }
 }
 
+/// Lets go of one object an orphaned Instance leaves behind: removes the
+/// Instance and Bundle labels, so no drift watch, pivot or later Instance
+/// of the same name takes it for its own. `false` when it was gone already.
+pub async fn release(kinds: &mut Kinds, reference: &ObjectRef) -> Result<bool, ApplyError> {
+    let api = match kinds.api(reference).await {
+        Ok(api) => api,
+        Err(ApplyError::UnknownKind { .. }) => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    let unlabel = serde_json::json!({
+        "metadata": { "labels": { INSTANCE_LABEL: null, BUNDLE_LABEL: null } }
+    });
+    match api
+        .patch(
+            &reference.name,
+            &PatchParams::default(),
+            &Patch::Merge(&unlabel),
+        )
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(ApplyError::Refused {
+            object: reference.to_string(),
+            message: error.to_string(),
+        }),
+    }
+}
+
 /// Objects that are not healthy, each with why: missing, a Deployment not
 /// Available, a CRD not Established.
 pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<String> {

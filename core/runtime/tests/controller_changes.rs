@@ -16,6 +16,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use pakket_api::{
     Bundle, CREATED_BY_ANNOTATION, ConditionType, CreatorRecord, DeletionPolicy, Instance,
 };
+use pakket_runtime::apply::{BUNDLE_LABEL, INSTANCE_LABEL};
 use pakket_runtime::controller;
 use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
@@ -139,6 +140,12 @@ async fn orphan_policy_leaves_the_objects_and_events_tell_the_story() {
         fixture.value_of("kept").await.as_deref(),
         Some("still here"),
         "an orphaned object stays"
+    );
+    let kept = fixture.config_maps().get("kept").await.unwrap();
+    assert!(
+        !kept.labels().contains_key(INSTANCE_LABEL) && !kept.labels().contains_key(BUNDLE_LABEL),
+        "an orphaned object is no longer labelled as installed: {:?}",
+        kept.labels()
     );
 
     // Events about a cluster-scoped Instance land in `default`.

@@ -1,5 +1,6 @@
 //! An Instance being deleted: its objects go with it, unless its
-//! `deletionPolicy` is `Orphan`.
+//! `deletionPolicy` is `Orphan`, which leaves them running and unlabelled
+//! (no longer anyone's, as far as Pakket is concerned).
 
 use kube::Resource;
 use kube::ResourceExt;
@@ -25,13 +26,21 @@ pub async fn uninstall<P>(
         .map(|status| status.objects.clone())
         .unwrap_or_default();
     let (reason, note) = match instance.spec.deletion_policy {
-        DeletionPolicy::Orphan => (
-            "Orphaned",
-            format!(
-                "deletionPolicy: Orphan; left {} installed objects in place",
-                owned.len()
-            ),
-        ),
+        DeletionPolicy::Orphan => {
+            let mut kinds = context.kinds.clone();
+            for reference in &owned {
+                if let Err(error) = apply::release(&mut kinds, reference).await {
+                    tracing::warn!(%error, "releasing an orphaned object");
+                }
+            }
+            (
+                "Orphaned",
+                format!(
+                    "deletionPolicy: Orphan; left {} installed objects in place, without Pakket's labels",
+                    owned.len()
+                ),
+            )
+        }
         DeletionPolicy::Delete => {
             let mut kinds = context.kinds.clone();
             let mut deleted = 0;
