@@ -30,6 +30,7 @@ use kube::Client;
 use pakket_api::BundleSpec;
 
 use crate::archive::Limits;
+use crate::class_parameters::{self, ParameterError};
 use crate::source::git::{GitError, GitSource};
 use crate::source::https::{HttpsError, HttpsSource};
 use crate::source::pull_secret::PullSecretError;
@@ -72,32 +73,18 @@ impl UnpackOptions {
     /// The options a class's `parameters` ask for: `maxObjectSize` (bytes
     /// per file, `default_object_size` if unset), `insecureRegistries`
     /// (a list of `host:port` allowed plain HTTP; loopback always is) and
-    /// `pullSecrets` (a list of Secret names). List entries that are not
-    /// strings are ignored.
+    /// `pullSecrets` (a list of Secret names). A value of the wrong shape is
+    /// an error naming the parameter (see [`class_parameters`]).
     pub fn from_parameters(
         parameters: Option<&serde_json::Map<String, serde_json::Value>>,
         default_object_size: u64,
-    ) -> Self {
-        let get = |name: &str| parameters.and_then(|parameters| parameters.get(name));
+    ) -> Result<Self, ParameterError> {
         let mut options = Self::default();
-        options.limits.max_file_size = get("maxObjectSize")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(default_object_size);
-        let strings = |name: &str| -> Vec<String> {
-            get(name)
-                .and_then(serde_json::Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(serde_json::Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        options.insecure_registries = strings("insecureRegistries");
-        options.pull_secrets = strings("pullSecrets");
-        options
+        options.limits.max_file_size =
+            class_parameters::size(parameters, "maxObjectSize", default_object_size)?;
+        options.insecure_registries = class_parameters::strings(parameters, "insecureRegistries")?;
+        options.pull_secrets = class_parameters::strings(parameters, "pullSecrets")?;
+        Ok(options)
     }
 }
 

@@ -6,6 +6,7 @@
 //! - [`source`]: fetching a Bundle's refs, pinned: OCI images (with pull
 //!   secrets), `https://` tarballs (optionally pinned by sha256), git
 //!   repositories over HTTPS (resolved to a commit).
+//! - [`class_parameters`]: a ProvisionerClass's parameters, read strictly.
 //! - [`content`]: a Bundle's content into the store by digest: `file://` refs
 //!   inside ConfigMaps, `docker://`/`oci://` images, `https://` tarballs,
 //!   `git+https://` repositories.
@@ -20,6 +21,7 @@
 pub mod apply;
 pub mod approval;
 pub mod archive;
+pub mod class_parameters;
 pub mod content;
 pub mod controller;
 pub mod drift;

@@ -15,6 +15,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use pakket_api::{
     Bundle, CREATED_BY_ANNOTATION, ConditionType, CreatorRecord, DeletionPolicy, Instance,
+    ProvisionerClass,
 };
 use pakket_runtime::apply::{BUNDLE_LABEL, INSTANCE_LABEL};
 use pakket_runtime::controller;
@@ -390,5 +391,50 @@ async fn user_permission_without_a_creator_record_waits_for_a_person() {
         message.contains("creator record") && message.contains("kubectl instance approve"),
         "{message}"
     );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
+    let fixture = Fixture::new("bad-parameter", "AllowAll").await;
+    let classes: Api<ProvisionerClass> = Api::all(fixture.scope.client.clone());
+    let class = fixture.scope.name("class");
+    let typo =
+        json!({ "spec": { "parameters": { "approval": "AllowAll", "maxObjectSize": "1 MB" } } });
+    classes
+        .patch(&class, &PatchParams::default(), &Patch::Merge(&typo))
+        .await
+        .unwrap();
+    fixture.content("content", &[("sized", "v1")]).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let spec = fixture.bundle_spec("content", "file://content");
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle", spec))
+        .await
+        .unwrap();
+    let refused = wait_for(&instances, &name, "the class's mistake reported", |i| {
+        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(
+        message.contains(&format!("ProvisionerClass {class}"))
+            && message.contains("parameter maxObjectSize")
+            && message.contains("1Mi"),
+        "{message}"
+    );
+    assert_eq!(fixture.value_of("sized").await, None, "nothing applied");
+
+    let fixed = json!({ "spec": { "parameters": { "maxObjectSize": "1Mi" } } });
+    classes
+        .patch(&class, &PatchParams::default(), &Patch::Merge(&fixed))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "install once the class is fixed", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    assert_eq!(fixture.value_of("sized").await.as_deref(), Some("v1"));
     fixture.scope.cleanup().await;
 }

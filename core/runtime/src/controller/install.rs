@@ -73,8 +73,22 @@ pub async fn install<P: Provisioner>(
     };
 
     // Unpack: content into the store by digest; the Bundle's status says how it went.
-    let options =
-        UnpackOptions::from_parameters(class.spec.parameters.as_ref(), DEFAULT_MAX_OBJECT_SIZE);
+    let options = match UnpackOptions::from_parameters(
+        class.spec.parameters.as_ref(),
+        DEFAULT_MAX_OBJECT_SIZE,
+    ) {
+        Ok(options) => options,
+        Err(error) => {
+            // The class is wrong, not the Bundle: its watch brings the
+            // Instance back once an admin fixes it.
+            let message = format!(
+                "ProvisionerClass {}: {error}; fix the class",
+                class.name_any()
+            );
+            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+            return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+        }
+    };
     let unpacked = match already_unpacked(&bundle, context) {
         Some(unpacked) => unpacked,
         None => match content::unpack(
