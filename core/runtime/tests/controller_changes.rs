@@ -3,7 +3,8 @@
 //! are put back, `deletionPolicy: Orphan` leaves objects behind, Events
 //! tell the story, a denial stands, a changed spec needs approving again,
 //! the selector finds the earlier Bundles, and `approval: UserPermission`
-//! installs only what the Instance's creator may install.
+//! installs only what the Instance's creator may install, and a bad class
+//! parameter is reported until the class is fixed.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
