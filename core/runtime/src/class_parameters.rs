@@ -47,6 +47,21 @@ pub fn size(
     }
 }
 
+/// A string; `None` when absent.
+pub fn string<'a>(
+    parameters: Option<&'a Map<String, Value>>,
+    name: &str,
+) -> Result<Option<&'a str>, ParameterError> {
+    match parameters.and_then(|parameters| parameters.get(name)) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(value) => Err(error(
+            name,
+            format!("{value} is not a string; write e.g. AllowAll"),
+        )),
+    }
+}
+
 /// A list of strings; empty when absent.
 pub fn strings(
     parameters: Option<&Map<String, Value>>,
@@ -141,6 +156,15 @@ mod tests {
             assert_eq!(refused.name, "maxObjectSize");
             assert!(refused.to_string().contains("512Ki"), "{refused}");
         }
+    }
+
+    #[test]
+    fn a_string_parameter_that_is_not_a_string_is_an_error() {
+        let good = parameters(json!({ "approval": "DenyAll" }));
+        assert_eq!(string(Some(&good), "approval"), Ok(Some("DenyAll")));
+        assert_eq!(string(None, "approval"), Ok(None));
+        let bad = parameters(json!({ "approval": false }));
+        assert!(string(Some(&bad), "approval").is_err());
     }
 
     #[test]

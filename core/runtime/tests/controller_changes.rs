@@ -439,3 +439,31 @@ async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
     assert_eq!(fixture.value_of("sized").await.as_deref(), Some("v1"));
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn an_approval_parameter_that_is_not_a_string_gates_instead_of_allowing_all() {
+    let fixture = Fixture::new("bad-approval", "AllowAll").await;
+    let classes: Api<ProvisionerClass> = Api::all(fixture.scope.client.clone());
+    let class = fixture.scope.name("class");
+    let mistake = json!({ "spec": { "parameters": { "approval": false } } });
+    classes
+        .patch(&class, &PatchParams::default(), &Patch::Merge(&mistake))
+        .await
+        .unwrap();
+    fixture.content("content", &[("gated", "v1")]).await;
+    let instances = fixture.instances();
+    let name = fixture.scope.name("instance");
+    let spec = fixture.bundle_spec("content", "file://content");
+    instances
+        .create(&PostParams::default(), &fixture.instance("bundle", spec))
+        .await
+        .unwrap();
+    let waiting = wait_for(&instances, &name, "waiting, not installed", |i| {
+        reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    assert!(message.contains("parameter approval"), "{message}");
+    assert_eq!(fixture.value_of("gated").await, None, "nothing applied");
+    fixture.scope.cleanup().await;
+}

@@ -17,6 +17,7 @@ use super::report::{Report, StatusWrite};
 use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC, RESYNC_UNHEALTHY};
 use crate::apply;
 use crate::approval::{Approval, ApprovalRequest};
+use crate::class_parameters;
 use crate::content::{self, UnpackOptions, Unpacked};
 use crate::drift::Fingerprint;
 use crate::provisioner::Provisioner;
@@ -355,7 +356,27 @@ async fn approve<P: Provisioner>(
 ) -> Option<(String, Option<Duration>)> {
     let name = instance.name_any();
     let class_name = class.name_any();
-    let policy = class.parameter_str("approval").unwrap_or("AllowAll");
+    // An `approval` that is not a string must not fall back to AllowAll:
+    // a class meant to be gated would install everything.
+    let policy = match class_parameters::string(class.spec.parameters.as_ref(), "approval") {
+        Ok(policy) => policy.unwrap_or("AllowAll"),
+        Err(error) => {
+            let approved_by_a_person = report.approval().is_some_and(|c| {
+                c.status == "True"
+                    && c.reason != Reason::ApprovedByPolicy.as_str()
+                    && c.observed_generation == instance.metadata.generation
+            });
+            if approved_by_a_person {
+                return None;
+            }
+            report.set(
+                Reason::ApprovalPending,
+                ConditionStatus::False,
+                format!("ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"),
+            );
+            return Some(("nothing is applied before approval".into(), None));
+        }
+    };
     let generation = instance.metadata.generation;
     let current = report.approval().cloned();
     let by_policy = |c: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition| {
