@@ -232,7 +232,18 @@ fn class_line(instance: &Instance, description: &Description) -> String {
     let name = &instance.spec.class;
     match &description.class {
         Some(class) => {
-            let approval = class.parameter_str("approval").unwrap_or("AllowAll");
+            // As the runtime reads it: absent is AllowAll, a non-string
+            // gates every Instance (shown as written, so the mistake shows).
+            let approval = match class
+                .spec
+                .parameters
+                .as_ref()
+                .and_then(|parameters| parameters.get("approval"))
+            {
+                None => "AllowAll".to_owned(),
+                Some(serde_json::Value::String(policy)) => policy.clone(),
+                Some(other) => format!("{other} (not a string: nothing installs)"),
+            };
             format!(
                 "{name} (provisioner {}, approval {approval})",
                 class.spec.provisioner
