@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use pakket_engine::catalog::{Catalog, CatalogSet};
+use pakket_engine::catalog::{Catalog, CatalogArgument, CatalogSet};
 use pakket_engine::resolve::{
     Installed, Request, Resolution, ResolveError, SelectionReason, Universe, resolve,
 };
@@ -89,9 +89,8 @@ fn load_inputs(args: &ResolveArgs) -> Result<(Universe, Vec<Request>, Vec<Instal
         .collect::<Result<Vec<_>, _>>()?;
     let mut catalogs = Vec::new();
     for spec in &args.catalogs {
-        let (path, priority) = catalog_spec(spec)?;
-        let name = catalog_name(&path);
-        let catalog = Catalog::load(&path, &name, priority)
+        let argument = CatalogArgument::parse(spec).map_err(Failure::BadInput)?;
+        let catalog = Catalog::load(&argument.path, &argument.name, argument.priority)
             // The catalog error already names the file, line and column.
             .map_err(|error| Failure::BadInput(error.to_string()))?;
         report_diagnostics(&catalog, args.verbose);
@@ -104,40 +103,6 @@ fn load_inputs(args: &ResolveArgs) -> Result<(Universe, Vec<Request>, Vec<Instal
         None => Vec::new(),
     };
     Ok((universe, requests, installed))
-}
-
-/// `PATH` or `PATH@PRIORITY`; an `@` followed by something that is not a
-/// number is part of the path.
-fn catalog_spec(spec: &str) -> Result<(PathBuf, i32), Failure> {
-    if let Some((path, priority)) = spec.rsplit_once('@')
-        && let Ok(priority) = priority.parse::<i32>()
-    {
-        return Ok((PathBuf::from(path), priority));
-    }
-    let path = PathBuf::from(spec);
-    if !path.exists() {
-        return Err(Failure::BadInput(format!(
-            "--catalog {spec}: no such file or directory (write PATH or PATH@PRIORITY, e.g. catalog.json@10)"
-        )));
-    }
-    Ok((path, 0))
-}
-
-/// A catalog is named after its file or folder (`catalog.json` → `catalog`).
-fn catalog_name(path: &Path) -> String {
-    // `catalog.json` or `index.yaml` says little; its folder says more.
-    let generic = path
-        .file_stem()
-        .is_some_and(|stem| stem == "catalog" || stem == "index");
-    let name = if path.is_dir() {
-        path.file_name()
-    } else if generic {
-        path.parent().and_then(Path::file_name)
-    } else {
-        path.file_stem()
-    };
-    name.map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "catalog".to_owned())
 }
 
 fn report_diagnostics(catalog: &Catalog, verbose: bool) {

@@ -8,10 +8,9 @@
 //! installed bundle to the one that can replace it.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use pakket_engine::catalog::{Catalog, UpdateGraph};
+use pakket_engine::catalog::{Catalog, CatalogArgument, UpdateGraph};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -303,9 +302,8 @@ pub fn render_text(graphs: &[ChannelGraph]) -> String {
 pub fn run(args: &GraphArgs, out: &mut impl Write) -> Result<(), Error> {
     let mut catalogs = Vec::new();
     for spec in &args.catalogs {
-        let (path, priority) = catalog_spec(spec)?;
-        let name = catalog_name(&path);
-        let catalog = Catalog::load(&path, &name, priority)
+        let argument = CatalogArgument::parse(spec).map_err(Error::Catalog)?;
+        let catalog = Catalog::load(&argument.path, &argument.name, argument.priority)
             // The engine's error names the file, line and column.
             .map_err(|error| Error::Catalog(error.to_string()))?;
         catalogs.push(catalog);
@@ -317,39 +315,6 @@ pub fn run(args: &GraphArgs, out: &mut impl Write) -> Result<(), Error> {
     };
     out.write_all(text.as_bytes())?;
     Ok(())
-}
-
-/// `PATH` or `PATH@PRIORITY` (the same form as `pakket resolve --catalog`).
-fn catalog_spec(spec: &str) -> Result<(PathBuf, i32), Error> {
-    if let Some((path, priority)) = spec.rsplit_once('@')
-        && let Ok(priority) = priority.parse::<i32>()
-    {
-        return Ok((PathBuf::from(path), priority));
-    }
-    let path = PathBuf::from(spec);
-    if !path.exists() {
-        return Err(Error::Catalog(format!(
-            "--catalog {spec}: no such file or directory (write PATH or PATH@PRIORITY, e.g. catalog.json@10)"
-        )));
-    }
-    Ok((path, 0))
-}
-
-/// A catalog is named after its file, or its folder when the file is
-/// called `catalog` or `index` (as `pakket resolve` names them).
-fn catalog_name(path: &Path) -> String {
-    let generic = path
-        .file_stem()
-        .is_some_and(|stem| stem == "catalog" || stem == "index");
-    let name = if path.is_dir() {
-        path.file_name()
-    } else if generic {
-        path.parent().and_then(Path::file_name)
-    } else {
-        path.file_stem()
-    };
-    name.map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "catalog".to_owned())
 }
 
 #[cfg(test)]

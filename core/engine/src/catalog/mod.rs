@@ -88,6 +88,7 @@
 //! entry nothing replaces or skips by name (`skipRange` does not count, as in
 //! operator-registry).
 
+mod argument;
 mod assemble;
 mod diagnostic;
 mod document;
@@ -97,6 +98,7 @@ mod model;
 mod property;
 mod set;
 
+pub use argument::CatalogArgument;
 pub use diagnostic::{CatalogError, Diagnostic, DiagnosticCode, Origin, Severity};
 pub use document::{Format, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE};
 pub use graph::UpdateGraph;
