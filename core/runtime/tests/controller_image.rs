@@ -6,6 +6,7 @@
 //! Each test runs its own controller for a provisioner id of its own, so
 //! tests in parallel never act on each other's Instances.
 
+mod images;
 #[path = "../../../dev/registry/testing.rs"]
 mod registry;
 
@@ -15,11 +16,8 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use images::sha256;
 use kube::api::{Api, DeleteParams, PostParams};
-use oci_client::manifest::{
-    IMAGE_CONFIG_MEDIA_TYPE, IMAGE_LAYER_GZIP_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor,
-    OciImageManifest,
-};
 use pakket_api::{
     Bundle, BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
     ProvisionerClassSpec, UnpackPhase,
@@ -30,11 +28,6 @@ use pakket_runtime::{Plain, controller};
 use pakket_testkit::{Scope, condition_is, install_crds, reason_is, wait_for_instance as wait_for};
 use registry::Registry;
 use serde_json::json;
-use sha2::Digest as _;
-
-fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
-}
 
 /// A gzip'd tar holding `manifests/NAME.yaml`, a ConfigMap per (name, value).
 fn layer(namespace: &str, objects: &[(&str, &str)]) -> Vec<u8> {
@@ -58,49 +51,14 @@ fn layer(namespace: &str, objects: &[(&str, &str)]) -> Vec<u8> {
     tar.into_inner().unwrap().finish().unwrap()
 }
 
-/// Pushes a one-layer image with oci-client; returns (manifest digest, layer digest).
+/// Pushes a one-layer image anonymously; returns the manifest and layer digests.
 async fn push(image: &str, layer: Vec<u8>) -> (String, String) {
-    let source = ImageSource::new(SourceOptions::default());
-    let image = ImageRef::parse(image).unwrap();
-    let client = source.client_for(&image).unwrap();
-    let reference = image.as_reference();
-    let config =
-        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
     let layer_digest = sha256(&layer);
-    let manifest = OciImageManifest {
-        media_type: Some(OCI_IMAGE_MEDIA_TYPE.into()),
-        config: OciDescriptor {
-            media_type: IMAGE_CONFIG_MEDIA_TYPE.into(),
-            digest: sha256(config),
-            size: config.len() as i64,
-            ..OciDescriptor::default()
-        },
-        layers: vec![OciDescriptor {
-            media_type: IMAGE_LAYER_GZIP_MEDIA_TYPE.into(),
-            digest: layer_digest.clone(),
-            size: layer.len() as i64,
-            ..OciDescriptor::default()
-        }],
-        ..OciImageManifest::default()
-    };
-    client
-        .push_blob(reference, layer, &layer_digest)
-        .await
-        .unwrap();
-    client
-        .push_blob(reference, config.to_vec(), &manifest.config.digest)
-        .await
-        .unwrap();
-    let body = serde_json::to_vec(&manifest).unwrap();
-    client
-        .push_manifest_raw(
-            reference,
-            body.clone(),
-            OCI_IMAGE_MEDIA_TYPE.parse().unwrap(),
-        )
-        .await
-        .unwrap();
-    (sha256(&body), layer_digest)
+    let source = ImageSource::new(SourceOptions::default());
+    (
+        images::push_gzip_layer(&source, image, layer).await,
+        layer_digest,
+    )
 }
 
 /// Deletes a blob through the registry's API (`DELETE /v2/NAME/blobs/DIGEST`),

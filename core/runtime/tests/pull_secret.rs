@@ -5,6 +5,7 @@
 //!
 //! The images hold ConfigMap manifests written by the test.
 
+mod images;
 #[path = "../../../dev/registry/testing.rs"]
 mod registry;
 mod support;
@@ -16,25 +17,16 @@ use base64::Engine as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, PostParams};
-use oci_client::manifest::{
-    IMAGE_CONFIG_MEDIA_TYPE, IMAGE_LAYER_GZIP_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor,
-    OciImageManifest,
-};
 use pakket_api::{BundleSpec, ConditionType, UnpackPhase};
 use pakket_runtime::content::{self, ContentError, ImageSources, UnpackOptions};
-use pakket_runtime::source::{Credentials, ImageRef, ImageSource, SourceOptions};
+use pakket_runtime::source::{Credentials, ImageSource, SourceOptions};
 use pakket_testkit::{Scope, condition_is};
 use registry::Registry;
 use serde_json::json;
-use sha2::Digest as _;
 use support::{Controller, Scratch, config_map, tarball};
 
 const USER: &str = "alice";
 const PASSWORD: &str = "s3cret";
-
-fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
-}
 
 /// Pushes a one-layer image as `USER`; returns the manifest digest.
 async fn push(image: &str, layer: Vec<u8>) -> String {
@@ -45,49 +37,7 @@ async fn push(image: &str, layer: Vec<u8>) -> String {
         }),
         ..SourceOptions::default()
     });
-    let image = ImageRef::parse(image).unwrap();
-    let client = source.client_for(&image).unwrap();
-    client
-        .store_auth_if_needed(image.registry(), &source.auth())
-        .await;
-    let reference = image.as_reference();
-    let config =
-        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
-    let layer_digest = sha256(&layer);
-    let manifest = OciImageManifest {
-        media_type: Some(OCI_IMAGE_MEDIA_TYPE.into()),
-        config: OciDescriptor {
-            media_type: IMAGE_CONFIG_MEDIA_TYPE.into(),
-            digest: sha256(config),
-            size: config.len() as i64,
-            ..OciDescriptor::default()
-        },
-        layers: vec![OciDescriptor {
-            media_type: IMAGE_LAYER_GZIP_MEDIA_TYPE.into(),
-            digest: layer_digest.clone(),
-            size: layer.len() as i64,
-            ..OciDescriptor::default()
-        }],
-        ..OciImageManifest::default()
-    };
-    client
-        .push_blob(reference, layer, &layer_digest)
-        .await
-        .unwrap();
-    client
-        .push_blob(reference, config.to_vec(), &manifest.config.digest)
-        .await
-        .unwrap();
-    let body = serde_json::to_vec(&manifest).unwrap();
-    client
-        .push_manifest_raw(
-            reference,
-            body.clone(),
-            OCI_IMAGE_MEDIA_TYPE.parse().unwrap(),
-        )
-        .await
-        .unwrap();
-    sha256(&body)
+    images::push_gzip_layer(&source, image, layer).await
 }
 
 /// A Secret `name` in `namespace` of `kind` holding a docker config whose

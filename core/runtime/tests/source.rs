@@ -6,6 +6,7 @@
 //! bundle from redhat-openshift-ecosystem/community-operators-prod at 699495f2
 //! (`operators/etcd/0.9.4/`); see ../shared/data/README.md.
 
+mod images;
 #[path = "../../../dev/registry/testing.rs"]
 mod registry;
 
@@ -14,16 +15,13 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use oci_client::manifest::{
-    IMAGE_CONFIG_MEDIA_TYPE, IMAGE_LAYER_GZIP_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor,
-    OciImageManifest,
-};
+use images::{push, sha256};
+use oci_client::manifest::IMAGE_LAYER_GZIP_MEDIA_TYPE;
 use pakket_runtime::archive::Limits;
 use pakket_runtime::source::{
     Credentials, ImageRef, ImageSource, PlainHttp, SourceError, SourceOptions,
 };
 use registry::Registry;
-use sha2::Digest as _;
 
 const MAX: u64 = 64 << 20;
 
@@ -43,10 +41,6 @@ fn data(path: &str) -> PathBuf {
 
 fn etcd_bundle() -> PathBuf {
     data("bundles/etcd/0.9.4")
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }
 
 /// A gzip'd tar of the named subdirectories of `dir`.
@@ -88,52 +82,6 @@ fn temp_dir(name: &str) -> PathBuf {
 
 fn loopback() -> ImageSource {
     ImageSource::new(SourceOptions::default())
-}
-
-/// Pushes an image of `layers` (bytes, media type) with oci-client directly;
-/// returns the manifest digest.
-async fn push(source: &ImageSource, image: &ImageRef, layers: &[(Vec<u8>, &str)]) -> String {
-    let client = source.client_for(image).unwrap();
-    let reference = image.as_reference();
-    client
-        .store_auth_if_needed(image.registry(), &source.auth())
-        .await;
-    let config =
-        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
-    let mut manifest = OciImageManifest {
-        media_type: Some(OCI_IMAGE_MEDIA_TYPE.into()),
-        config: OciDescriptor {
-            media_type: IMAGE_CONFIG_MEDIA_TYPE.into(),
-            digest: sha256(config),
-            size: config.len() as i64,
-            ..OciDescriptor::default()
-        },
-        ..OciImageManifest::default()
-    };
-    for (data, media_type) in layers {
-        let digest = sha256(data);
-        client
-            .push_blob(reference, data.clone(), &digest)
-            .await
-            .unwrap();
-        manifest.layers.push(OciDescriptor {
-            media_type: (*media_type).into(),
-            digest,
-            size: data.len() as i64,
-            ..OciDescriptor::default()
-        });
-    }
-    client
-        .push_blob(reference, config.to_vec(), &manifest.config.digest)
-        .await
-        .unwrap();
-    let body = serde_json::to_vec(&manifest).unwrap();
-    let content_type = OCI_IMAGE_MEDIA_TYPE.parse().unwrap();
-    client
-        .push_manifest_raw(reference, body.clone(), content_type)
-        .await
-        .unwrap();
-    sha256(&body)
 }
 
 fn image(registry: &Registry, repository_and_tag: &str) -> ImageRef {
