@@ -42,15 +42,35 @@ where
     panic!("{what} did not happen within 30 s");
 }
 
-async fn installed(fixture: &Fixture, content: &[(&str, &str)]) -> (Api<Instance>, String) {
-    fixture.content("content", content).await;
+/// Creates the test's Instance of a Bundle embedding the ConfigMap
+/// `content` (which must exist); returns the Instances API and its name.
+async fn create_instance(fixture: &Fixture) -> (Api<Instance>, String) {
     let instances = fixture.instances();
-    let name = fixture.scope.name("instance");
     let spec = fixture.bundle_spec("content", "file://content");
     instances
         .create(&PostParams::default(), &fixture.instance("bundle", spec))
         .await
         .unwrap();
+    (instances, fixture.scope.name("instance"))
+}
+
+/// Sets the test class's parameters, as an admin would by hand.
+async fn patch_class(fixture: &Fixture, parameters: serde_json::Value) {
+    let classes: Api<ProvisionerClass> = Api::all(fixture.scope.client.clone());
+    let patch = json!({ "spec": { "parameters": parameters } });
+    classes
+        .patch(
+            &fixture.scope.name("class"),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+}
+
+async fn installed(fixture: &Fixture, content: &[(&str, &str)]) -> (Api<Instance>, String) {
+    fixture.content("content", content).await;
+    let (instances, name) = create_instance(fixture).await;
     wait_for(&instances, &name, "install", |i| {
         condition_is(i, ConditionType::Healthy, "True")
     })
@@ -181,13 +201,7 @@ async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
     let fixture = Fixture::new("denial", "Manual").await;
     fixture.content("content", &[("gated", "v1")]).await;
     fixture.content("content-v2", &[("gated", "v2")]).await;
-    let instances = fixture.instances();
-    let name = fixture.scope.name("instance");
-    let spec = fixture.bundle_spec("content", "file://content");
-    instances
-        .create(&PostParams::default(), &fixture.instance("bundle", spec))
-        .await
-        .unwrap();
+    let (instances, name) = create_instance(&fixture).await;
     wait_for(&instances, &name, "waiting for approval", |i| {
         reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
@@ -376,13 +390,7 @@ async fn user_permission_approves_what_the_creator_may_install_and_nothing_more(
 async fn user_permission_without_a_creator_record_waits_for_a_person() {
     let fixture = Fixture::new("no-creator", "UserPermission").await;
     fixture.content("content", &[("unrecorded", "v1")]).await;
-    let instances = fixture.instances();
-    let name = fixture.scope.name("instance");
-    let spec = fixture.bundle_spec("content", "file://content");
-    instances
-        .create(&PostParams::default(), &fixture.instance("bundle", spec))
-        .await
-        .unwrap();
+    let (instances, name) = create_instance(&fixture).await;
     let waiting = wait_for(&instances, &name, "waiting for a person", |i| {
         reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
@@ -398,22 +406,14 @@ async fn user_permission_without_a_creator_record_waits_for_a_person() {
 #[tokio::test]
 async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
     let fixture = Fixture::new("bad-parameter", "AllowAll").await;
-    let classes: Api<ProvisionerClass> = Api::all(fixture.scope.client.clone());
     let class = fixture.scope.name("class");
-    let typo =
-        json!({ "spec": { "parameters": { "approval": "AllowAll", "maxObjectSize": "1 MB" } } });
-    classes
-        .patch(&class, &PatchParams::default(), &Patch::Merge(&typo))
-        .await
-        .unwrap();
+    patch_class(
+        &fixture,
+        json!({ "approval": "AllowAll", "maxObjectSize": "1 MB" }),
+    )
+    .await;
     fixture.content("content", &[("sized", "v1")]).await;
-    let instances = fixture.instances();
-    let name = fixture.scope.name("instance");
-    let spec = fixture.bundle_spec("content", "file://content");
-    instances
-        .create(&PostParams::default(), &fixture.instance("bundle", spec))
-        .await
-        .unwrap();
+    let (instances, name) = create_instance(&fixture).await;
     let refused = wait_for(&instances, &name, "the class's mistake reported", |i| {
         reason_is(i, ConditionType::Unpacked, "UnpackFailed")
     })
@@ -427,11 +427,7 @@ async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
     );
     assert_eq!(fixture.value_of("sized").await, None, "nothing applied");
 
-    let fixed = json!({ "spec": { "parameters": { "maxObjectSize": "1Mi" } } });
-    classes
-        .patch(&class, &PatchParams::default(), &Patch::Merge(&fixed))
-        .await
-        .unwrap();
+    patch_class(&fixture, json!({ "maxObjectSize": "1Mi" })).await;
     wait_for(&instances, &name, "install once the class is fixed", |i| {
         condition_is(i, ConditionType::Installed, "True")
     })
@@ -443,21 +439,9 @@ async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
 #[tokio::test]
 async fn an_approval_parameter_that_is_not_a_string_gates_instead_of_allowing_all() {
     let fixture = Fixture::new("bad-approval", "AllowAll").await;
-    let classes: Api<ProvisionerClass> = Api::all(fixture.scope.client.clone());
-    let class = fixture.scope.name("class");
-    let mistake = json!({ "spec": { "parameters": { "approval": false } } });
-    classes
-        .patch(&class, &PatchParams::default(), &Patch::Merge(&mistake))
-        .await
-        .unwrap();
+    patch_class(&fixture, json!({ "approval": false })).await;
     fixture.content("content", &[("gated", "v1")]).await;
-    let instances = fixture.instances();
-    let name = fixture.scope.name("instance");
-    let spec = fixture.bundle_spec("content", "file://content");
-    instances
-        .create(&PostParams::default(), &fixture.instance("bundle", spec))
-        .await
-        .unwrap();
+    let (instances, name) = create_instance(&fixture).await;
     let waiting = wait_for(&instances, &name, "waiting, not installed", |i| {
         reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
