@@ -9,7 +9,7 @@
 #[path = "../../dev/registry/testing.rs"]
 mod registry;
 
-use std::collections::BTreeMap;
+use pakket_testkit::files;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
@@ -21,16 +21,7 @@ use registry::Registry;
 
 /// The etcd bundle in the shared data: `$PAKKET_DATA`, else `../shared/data` beside the repository.
 fn etcd_bundle() -> PathBuf {
-    let root = std::env::var_os("PAKKET_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
-    let dir = root.join("bundles/etcd/0.9.4");
-    assert!(
-        dir.is_dir(),
-        "test data {} is missing; set PAKKET_DATA to the shared data folder",
-        dir.display()
-    );
-    dir
+    pakket_testkit::data("bundles/etcd/0.9.4")
 }
 
 fn pakket(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -80,26 +71,6 @@ fn push(dir: &Path, target: &str) -> String {
 
 fn digest_of(printed: &str) -> &str {
     &printed[printed.find("@sha256:").unwrap() + 1..]
-}
-
-/// Every file under `dir`, by relative path.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                out.insert(
-                    path.strip_prefix(root).unwrap().display().to_string(),
-                    std::fs::read(&path).unwrap(),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
 }
 
 /// A fresh directory inside the shared registry's, which the registry's

@@ -6,22 +6,9 @@
 //! - `fbc/community-operators-prod-v4.20/`: verbatim `catalogs/v4.20/<pkg>/catalog.yaml`
 //!   files of the same repository and commit.
 
+use pakket_testkit::data as data_path;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// A file of the shared test data: `$PAKKET_DATA`, else `../shared/data` beside the repository.
-fn data(path: &str) -> String {
-    let root = std::env::var_os("PAKKET_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
-    let file = root.join(path);
-    assert!(
-        file.exists(),
-        "test data {} is missing; set PAKKET_DATA to the shared data folder",
-        file.display()
-    );
-    file.display().to_string()
-}
 
 fn derived() -> String {
     data("fbc/community-operators-prod-derived/catalog.json")
@@ -257,4 +244,9 @@ fn bad_input_exits_2_and_names_what_is_wrong() {
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
     assert!(message.contains("malformed.json:2:12"), "{message}");
+}
+
+/// A path in the shared test data, as an argument (`pakket_testkit::data`).
+fn data(path: &str) -> String {
+    data_path(path).display().to_string()
 }

@@ -6,26 +6,12 @@
 //! - `fbc/community-operators-prod-v4.20/`: verbatim
 //!   `catalogs/v4.20/<pkg>/catalog.yaml` files of the same repository and commit.
 
+use pakket_testkit::data as data_path;
 use std::collections::BTreeSet;
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-
-/// A path in the shared test data: `$PAKKET_DATA`, else `../shared/data` beside the repository.
-fn data(path: &str) -> String {
-    let root = std::env::var_os("PAKKET_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
-    let file = root.join(path);
-    assert!(
-        file.exists(),
-        "test data {} is missing; set PAKKET_DATA",
-        file.display()
-    );
-    file.display().to_string()
-}
 
 fn derived() -> String {
     data("fbc/community-operators-prod-derived/catalog.json")
@@ -312,4 +298,9 @@ fn an_unknown_package_or_channel_fails_naming_what_exists() {
         String::from_utf8_lossy(&output.stderr)
             .contains("--catalog /nonexistent/catalog.json: no such file or directory")
     );
+}
+
+/// A path in the shared test data, as an argument (`pakket_testkit::data`).
+fn data(path: &str) -> String {
+    data_path(path).display().to_string()
 }

@@ -42,18 +42,6 @@ where
     panic!("{what} did not happen within 30 s");
 }
 
-/// Creates the test's Instance of a Bundle embedding the ConfigMap
-/// `content` (which must exist); returns the Instances API and its name.
-async fn create_instance(fixture: &Fixture) -> (Api<Instance>, String) {
-    let instances = fixture.instances();
-    let spec = fixture.bundle_spec("content", "file://content");
-    instances
-        .create(&PostParams::default(), &fixture.instance("bundle", spec))
-        .await
-        .unwrap();
-    (instances, fixture.scope.name("instance"))
-}
-
 /// Sets the test class's parameters, as an admin would by hand.
 async fn patch_class(fixture: &Fixture, parameters: serde_json::Value) {
     let classes: Api<ProvisionerClass> = Api::all(fixture.scope.client.clone());
@@ -70,7 +58,9 @@ async fn patch_class(fixture: &Fixture, parameters: serde_json::Value) {
 
 async fn installed(fixture: &Fixture, content: &[(&str, &str)]) -> (Api<Instance>, String) {
     fixture.content("content", content).await;
-    let (instances, name) = create_instance(fixture).await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
     wait_for(&instances, &name, "install", |i| {
         condition_is(i, ConditionType::Healthy, "True")
     })
@@ -201,7 +191,9 @@ async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
     let fixture = Fixture::new("denial", "Manual").await;
     fixture.content("content", &[("gated", "v1")]).await;
     fixture.content("content-v2", &[("gated", "v2")]).await;
-    let (instances, name) = create_instance(&fixture).await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
     wait_for(&instances, &name, "waiting for approval", |i| {
         reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
@@ -390,7 +382,9 @@ async fn user_permission_approves_what_the_creator_may_install_and_nothing_more(
 async fn user_permission_without_a_creator_record_waits_for_a_person() {
     let fixture = Fixture::new("no-creator", "UserPermission").await;
     fixture.content("content", &[("unrecorded", "v1")]).await;
-    let (instances, name) = create_instance(&fixture).await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
     let waiting = wait_for(&instances, &name, "waiting for a person", |i| {
         reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
@@ -413,7 +407,9 @@ async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
     )
     .await;
     fixture.content("content", &[("sized", "v1")]).await;
-    let (instances, name) = create_instance(&fixture).await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
     let refused = wait_for(&instances, &name, "the class's mistake reported", |i| {
         reason_is(i, ConditionType::Unpacked, "UnpackFailed")
     })
@@ -441,7 +437,9 @@ async fn an_approval_parameter_that_is_not_a_string_gates_instead_of_allowing_al
     let fixture = Fixture::new("bad-approval", "AllowAll").await;
     patch_class(&fixture, json!({ "approval": false })).await;
     fixture.content("content", &[("gated", "v1")]).await;
-    let (instances, name) = create_instance(&fixture).await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
     let waiting = wait_for(&instances, &name, "waiting, not installed", |i| {
         reason_is(i, ConditionType::Approved, "ApprovalPending")
     })

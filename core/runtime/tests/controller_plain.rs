@@ -24,13 +24,8 @@ async fn installs_pivots_and_uninstalls_a_plain_bundle_from_a_config_map() {
     fixture
         .content("content-v1", &[("first", "one"), ("second", "two")])
         .await;
-    let instances = fixture.instances();
-    let name = fixture.scope.name("instance");
     let spec = fixture.bundle_spec("content-v1", "file://content");
-    instances
-        .create(&PostParams::default(), &fixture.instance("bundle-v1", spec))
-        .await
-        .unwrap();
+    let (instances, name) = fixture.create_instance("bundle-v1", spec).await;
 
     let installed = wait_for(&instances, &name, "install", |i| {
         condition_is(i, ConditionType::Installed, "True")
@@ -121,13 +116,8 @@ async fn installs_pivots_and_uninstalls_a_plain_bundle_from_a_config_map() {
 async fn an_instance_created_before_its_class_installs_once_the_class_appears() {
     let fixture = Fixture::without_class("plain-class-later").await;
     fixture.content("content", &[("late", "fine")]).await;
-    let instances = fixture.instances();
-    let name = fixture.scope.name("instance");
     let spec = fixture.bundle_spec("content", "file://content");
-    instances
-        .create(&PostParams::default(), &fixture.instance("bundle", spec))
-        .await
-        .unwrap();
+    let (instances, name) = fixture.create_instance("bundle", spec).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let waiting = instances.get(&name).await.unwrap();
     assert!(
@@ -151,13 +141,8 @@ async fn an_instance_created_before_its_class_installs_once_the_class_appears() 
 async fn an_unapproved_instance_waits_and_installs_once_approved() {
     let fixture = Fixture::new("plain-approval", "DenyAll").await;
     fixture.content("content", &[("guarded", "approved")]).await;
-    let instances = fixture.instances();
-    let name = fixture.scope.name("instance");
     let spec = fixture.bundle_spec("content", "file://content/guarded.yaml");
-    instances
-        .create(&PostParams::default(), &fixture.instance("bundle", spec))
-        .await
-        .unwrap();
+    let (instances, name) = fixture.create_instance("bundle", spec).await;
 
     let waiting = wait_for(&instances, &name, "approval pending", |i| {
         reason_is(i, ConditionType::Approved, "ApprovalPending")

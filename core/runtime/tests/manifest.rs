@@ -259,21 +259,13 @@ fn symlinks_are_followed_only_to_files_inside() {
     assert!(matches!(error, ManifestError::Link { .. }), "{error}");
 }
 
-/// The shared data folder: `PAKKET_DATA`, else `../shared/data` beside the repo.
-fn data_dir() -> PathBuf {
-    std::env::var_os("PAKKET_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
-
 /// Every manifest of the real registry+v1 bundles under
 /// `bundles/<package>/<version>/manifests/`: verbatim copies from
 /// redhat-openshift-ecosystem/community-operators-prod at commit
 /// 699495f2ff526f9679a0d9d54688f09c683eff2c (see shared/data/README.md).
 #[test]
 fn real_olm_bundle_manifests_parse() {
-    let bundles = data_dir().join("bundles");
+    let bundles = pakket_testkit::data_root().join("bundles");
     let mut dirs: Vec<PathBuf> = fs::read_dir(&bundles)
         .unwrap_or_else(|e| panic!("{}: {e}; set PAKKET_DATA", bundles.display()))
         .flat_map(|package| fs::read_dir(package.unwrap().path()).unwrap())

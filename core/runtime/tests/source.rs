@@ -10,7 +10,6 @@ mod images;
 #[path = "../../../dev/registry/testing.rs"]
 mod registry;
 
-use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -21,23 +20,10 @@ use pakket_runtime::archive::Limits;
 use pakket_runtime::source::{
     Credentials, ImageRef, ImageSource, PlainHttp, SourceError, SourceOptions,
 };
+use pakket_testkit::{data, files};
 use registry::Registry;
 
 const MAX: u64 = 64 << 20;
-
-/// The shared data folder: `$PAKKET_DATA`, else `shared/data` beside the repository.
-fn data(path: &str) -> PathBuf {
-    let root = std::env::var_os("PAKKET_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let path = root.join(path);
-    assert!(
-        path.exists(),
-        "test data {} is missing; set PAKKET_DATA",
-        path.display()
-    );
-    path
-}
 
 fn etcd_bundle() -> PathBuf {
     data("bundles/etcd/0.9.4")
@@ -51,24 +37,6 @@ fn layer_of(dir: &Path, subdirs: &[&str]) -> Vec<u8> {
         tar.append_dir_all(subdir, dir.join(subdir)).unwrap();
     }
     tar.into_inner().unwrap().finish().unwrap()
-}
-
-/// Every file under `dir`, by relative path.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                let relative = path.strip_prefix(root).unwrap().display().to_string();
-                out.insert(relative, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
 }
 
 /// A fresh directory inside the shared registry's, which the registry's

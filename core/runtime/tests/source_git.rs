@@ -10,8 +10,7 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,41 +20,9 @@ use pakket_runtime::content::{self, ContentError, ImageSources, UnpackOptions};
 use pakket_runtime::source::SourceOptions;
 use pakket_runtime::source::git::GitRef;
 use pakket_runtime::store::Store;
-use pakket_testkit::condition_is;
+use pakket_testkit::{condition_is, data, files};
 use serde_json::json;
 use support::{Controller, GitServer, HttpsServer, Repo, Scratch, config_map, git};
-
-/// The shared data folder: `$PAKKET_DATA`, else `shared/data` beside the repository.
-fn data(path: &str) -> PathBuf {
-    let root = std::env::var_os("PAKKET_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let path = root.join(path);
-    assert!(
-        path.exists(),
-        "test data {} is missing; set PAKKET_DATA",
-        path.display()
-    );
-    path
-}
-
-/// Every file under `dir`, by relative path.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                let relative = path.strip_prefix(root).unwrap().display().to_string();
-                out.insert(relative, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
 
 /// A client for `content::unpack`'s signature; git refs never use it.
 fn unused_client() -> kube::Client {

@@ -7,11 +7,13 @@
 //! parallel without seeing each other, and [`Scope::cleanup`] removes them.
 
 mod crds;
+mod data;
 mod scope;
 mod shared;
 mod wait;
 
 pub use crds::install_crds;
+pub use data::{data, data_root, files};
 pub use scope::Scope;
 pub use shared::{TestCluster, cluster};
 pub use wait::{condition_is, reason_is, wait_for_instance};

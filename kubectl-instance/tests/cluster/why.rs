@@ -1,8 +1,6 @@
 //! `why` on Instances in each state a provisioner reports, with statuses
 //! the test writes as a provisioner would.
 
-use std::path::PathBuf;
-
 use pakket_api::Reason::{self, *};
 use pakket_api::condition::ConditionStatus::{False, True, Unknown};
 use pakket_engine::catalog::{Catalog, CatalogSet};
@@ -18,15 +16,7 @@ use crate::support::{conditions, create_bundle, create_instance, plugin, set_sta
 /// in the shared data (DERIVED from redhat-openshift-ecosystem/
 /// community-operators-prod at 699495f2, see its README), read unedited.
 fn real_dependency_explanation() -> String {
-    let root = std::env::var_os("PAKKET_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
-    let path = root.join("fbc/community-operators-prod-derived/catalog.json");
-    assert!(
-        path.exists(),
-        "test data {} is missing; set PAKKET_DATA",
-        path.display()
-    );
+    let path = pakket_testkit::data("fbc/community-operators-prod-derived/catalog.json");
     let catalog = Catalog::load(&path, "community-operators-prod-derived", 0).unwrap();
     let set = CatalogSet::new(vec![catalog]);
     let universe = Universe::from_catalogs(&set);

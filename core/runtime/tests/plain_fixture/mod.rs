@@ -112,6 +112,17 @@ impl Fixture {
         }
     }
 
+    /// Creates the test's Instance, embedding `spec` as Bundle `bundle`;
+    /// returns the Instances API and the Instance's name.
+    pub async fn create_instance(&self, bundle: &str, spec: BundleSpec) -> (Api<Instance>, String) {
+        let instances = self.instances();
+        instances
+            .create(&PostParams::default(), &self.instance(bundle, spec))
+            .await
+            .unwrap();
+        (instances, self.scope.name("instance"))
+    }
+
     pub fn instances(&self) -> Api<Instance> {
         Api::all(self.scope.client.clone())
     }
