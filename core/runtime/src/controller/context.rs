@@ -46,16 +46,17 @@ pub struct Context<P> {
     pub recorder: Recorder,
 }
 
-impl<P> Context<P> {
-    /// The Event recorder every provisioner process uses, named after its id.
-    pub fn recorder(client: Client, provisioner_id: &str) -> Recorder {
-        let reporter = Reporter {
-            controller: provisioner_id.to_owned(),
-            instance: std::env::var("POD_NAME").ok(),
-        };
-        Recorder::new(client, reporter)
-    }
+/// The Event recorder of a provisioner process, named after its id (and
+/// its pod, when it runs in one).
+pub fn recorder(client: Client, provisioner_id: &str) -> Recorder {
+    let reporter = Reporter {
+        controller: provisioner_id.to_owned(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    Recorder::new(client, reporter)
+}
 
+impl<P> Context<P> {
     /// Counts one more unpack failure of `instance`; returns how long to wait.
     pub fn unpack_failed(&self, instance: &Instance) -> Duration {
         let key = instance.uid().unwrap_or_else(|| instance.name_any());

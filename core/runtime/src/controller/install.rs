@@ -356,32 +356,13 @@ async fn approve<P: Provisioner>(
 ) -> Option<(String, Option<Duration>)> {
     let name = instance.name_any();
     let class_name = class.name_any();
-    // An `approval` that is not a string must not fall back to AllowAll:
-    // a class meant to be gated would install everything.
-    let policy = match class_parameters::string(class.spec.parameters.as_ref(), "approval") {
-        Ok(policy) => policy.unwrap_or("AllowAll"),
-        Err(error) => {
-            let approved_by_a_person = report.approval().is_some_and(|c| {
-                c.status == "True"
-                    && c.reason != Reason::ApprovedByPolicy.as_str()
-                    && c.observed_generation == instance.metadata.generation
-            });
-            if approved_by_a_person {
-                return None;
-            }
-            report.set(
-                Reason::ApprovalPending,
-                ConditionStatus::False,
-                format!("ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"),
-            );
-            return Some(("nothing is applied before approval".into(), None));
-        }
-    };
     let generation = instance.metadata.generation;
     let current = report.approval().cloned();
     let by_policy = |c: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition| {
         c.reason == Reason::ApprovedByPolicy.as_str()
     };
+    // A person's decision comes first: a denial stands, an approval holds
+    // for the generation it was given at, whatever the class says.
     match &current {
         Some(c) if c.status == "False" && c.reason == Reason::ApprovalDenied.as_str() => {
             let message = format!(
@@ -393,16 +374,31 @@ async fn approve<P: Provisioner>(
         Some(c) if c.status == "True" && !by_policy(c) && c.observed_generation == generation => {
             return None;
         }
-        Some(c) if c.status == "True" && by_policy(c) && policy == "AllowAll" => return None,
-        Some(c)
-            if c.status == "True"
-                && by_policy(c)
-                && c.observed_generation == generation
-                && c.message.contains(&format!("approval: {policy}")) =>
-        {
-            return None;
-        }
         _ => {}
+    }
+    // An `approval` that is not a string must not fall back to AllowAll:
+    // a class meant to be gated would install everything.
+    let policy = match class_parameters::string(class.spec.parameters.as_ref(), "approval") {
+        Ok(policy) => policy.unwrap_or("AllowAll"),
+        Err(error) => {
+            report.set(
+                Reason::ApprovalPending,
+                ConditionStatus::False,
+                format!("ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"),
+            );
+            return Some(("nothing is applied before approval".into(), None));
+        }
+    };
+    // A policy's approval holds while the policy does (AllowAll: always;
+    // others: for the generation they approved).
+    if let Some(c) = &current
+        && c.status == "True"
+        && by_policy(c)
+        && (policy == "AllowAll"
+            || (c.observed_generation == generation
+                && c.message.contains(&format!("approval: {policy}"))))
+    {
+        return None;
     }
     if policy == "AllowAll" {
         report.set(

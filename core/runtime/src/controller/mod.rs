@@ -184,7 +184,7 @@ pub async fn run_with<P: Provisioner>(
     .applied_objects()
     .predicate_filter(predicates::generation, PredicateConfig::default());
 
-    let recorder = Context::<P>::recorder(client.clone(), provisioner.id());
+    let recorder = context::recorder(client.clone(), provisioner.id());
     let context = Arc::new(Context {
         provisioner,
         client: client.clone(),
