@@ -108,6 +108,10 @@ pub struct BundleStatus {
     /// The Kubernetes objects the content holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<ObjectRef>,
+    /// The RBAC the content would grant (Roles, ClusterRoles and their
+    /// bindings), so an approver sees it before approving.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<RbacGrant>,
     /// `Unpacked`, with reason and message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
@@ -115,6 +119,17 @@ pub struct BundleStatus {
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// One RBAC object in a Bundle and what it grants, in words.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RbacGrant {
+    /// The Role, ClusterRole, RoleBinding or ClusterRoleBinding.
+    pub object: ObjectRef,
+    /// Each rule (`get, list on pods`), or for a binding whom it binds to which role.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<String>,
 }
 
 /// A ref pinned to exactly the content that was unpacked, so a moving tag or

@@ -1,22 +1,39 @@
-//! Who created an Instance, recorded by the admission webhook so nobody can
-//! forge it.
+//! Who asked for an Instance's content, recorded by the admission webhook
+//! and sealed so that nobody else can write a record the runtime trusts.
 //!
-//! On CREATE the mutating webhook writes [`CREATED_BY_ANNOTATION`] from the
-//! request's authenticated user info (refusing a value that names someone
-//! else), and the validating webhook refuses any UPDATE that changes it.
-//! Provisioners read it back with [`CreatorRecord::of`] when a class's
-//! `approval: UserPermission` asks whether the creator may do what the
-//! Instance installs.
+//! Two records, both [`CreatorRecord`] as JSON in an annotation:
+//! - [`CREATED_BY_ANNOTATION`]: who created the Instance (written on CREATE);
+//! - [`LAST_CHANGED_BY_ANNOTATION`]: who last changed its spec (written on
+//!   every UPDATE that changes the spec).
+//!
+//! The mutating webhook writes them from the request's authenticated user
+//! info (refusing a value that names someone else) and seals each with an
+//! HMAC-SHA256 over the Instance's name, the identity and the digest of the
+//! spec that person asked for, keyed with a secret only the webhooks and
+//! provisioners read ([`RecordKey`]). The runtime trusts a record only if the
+//! seal verifies and the spec digest is the current spec's
+//! ([`requester`]): a record written while the webhooks were not running, or
+//! copied from another Instance, or left behind by a spec change the webhook
+//! never saw, is not trusted, and approval then waits for a person.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
+use ring::hmac;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-/// The annotation holding the [`CreatorRecord`] as JSON.
+use crate::{Instance, InstanceSpec};
+
+/// The annotation holding the creator's [`CreatorRecord`] as JSON.
 pub const CREATED_BY_ANNOTATION: &str = "core.pakket.dev/created-by";
+/// The annotation holding the [`CreatorRecord`] of whoever last changed the spec.
+pub const LAST_CHANGED_BY_ANNOTATION: &str = "core.pakket.dev/last-changed-by";
+/// The fewest bytes a [`RecordKey`] may have.
+pub const MIN_KEY_BYTES: usize = 32;
 
-/// The authenticated identity that created an object, as the apiserver
-/// reported it to the admission webhook.
+/// An authenticated identity that asked for an Instance's spec, as the
+/// apiserver reported it to the admission webhook.
 ///
 /// `extra` is left out on purpose: it carries per-session values (service
 /// account token ids, pod names) that describe the credential, not the user.
@@ -31,10 +48,16 @@ pub struct CreatorRecord {
     /// The user's groups, sorted, so equal identities compare equal.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// The digest of the spec this person asked for ([`spec_digest`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    /// The webhook's HMAC-SHA256 seal, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 impl CreatorRecord {
-    /// A record with its groups sorted and deduplicated.
+    /// An unsealed record with its groups sorted and deduplicated.
     pub fn new(username: impl Into<String>, uid: Option<String>, mut groups: Vec<String>) -> Self {
         groups.sort_unstable();
         groups.dedup();
@@ -42,7 +65,81 @@ impl CreatorRecord {
             username: username.into(),
             uid,
             groups,
+            spec: None,
+            seal: None,
         }
+    }
+
+    /// Whether both records name the same identity (seal and spec aside).
+    pub fn same_identity(&self, other: &Self) -> bool {
+        self.username == other.username && self.uid == other.uid && self.groups == other.groups
+    }
+
+    /// This identity, sealed as the requester of `spec` on Instance
+    /// `instance` in annotation `annotation`.
+    pub fn sealed(
+        &self,
+        key: &RecordKey,
+        annotation: &str,
+        instance: &str,
+        spec: &InstanceSpec,
+    ) -> Self {
+        let mut sealed = Self::new(self.username.clone(), self.uid.clone(), self.groups.clone());
+        let digest = spec_digest(spec);
+        let tag = hmac::sign(&key.0, &sealed.sealed_text(annotation, instance, &digest));
+        sealed.spec = Some(digest);
+        sealed.seal = Some(hex::encode(tag.as_ref()));
+        sealed
+    }
+
+    /// Checks that this record was sealed with `key` for `spec` on Instance
+    /// `instance` in annotation `annotation`.
+    pub fn verify(
+        &self,
+        key: &RecordKey,
+        annotation: &'static str,
+        instance: &str,
+        spec: &InstanceSpec,
+    ) -> Result<(), RecordError> {
+        let (Some(digest), Some(seal)) = (&self.spec, &self.seal) else {
+            return Err(RecordError::Unsealed { annotation });
+        };
+        let tag = hex::decode(seal).map_err(|_| RecordError::BadSeal { annotation })?;
+        hmac::verify(
+            &key.0,
+            &self.sealed_text(annotation, instance, digest),
+            &tag,
+        )
+        .map_err(|_| RecordError::BadSeal { annotation })?;
+        let current = spec_digest(spec);
+        if *digest != current {
+            return Err(RecordError::SpecChanged {
+                annotation,
+                sealed: digest.clone(),
+                current,
+            });
+        }
+        Ok(())
+    }
+
+    /// What the seal covers: every field, each one length-prefixed so no
+    /// two different records read the same.
+    fn sealed_text(&self, annotation: &str, instance: &str, digest: &str) -> Vec<u8> {
+        let mut text = Vec::new();
+        let mut field = |value: &str| {
+            text.extend_from_slice(&(value.len() as u64).to_be_bytes());
+            text.extend_from_slice(value.as_bytes());
+        };
+        field("pakket.dev/requester-record/v1");
+        field(annotation);
+        field(instance);
+        field(&self.username);
+        field(self.uid.as_deref().unwrap_or_default());
+        for group in &self.groups {
+            field(group);
+        }
+        field(digest);
+        text
     }
 
     /// The annotation value: compact JSON.
@@ -52,19 +149,190 @@ impl CreatorRecord {
 
     /// Parses an annotation value.
     pub fn from_annotation(value: &str) -> Result<Self, serde_json::Error> {
-        let parsed: Self = serde_json::from_str(value)?;
-        Ok(Self::new(parsed.username, parsed.uid, parsed.groups))
+        let mut parsed: Self = serde_json::from_str(value)?;
+        parsed.groups.sort_unstable();
+        parsed.groups.dedup();
+        Ok(parsed)
     }
 
-    /// The record on an object's annotations: `None` when absent, an error
-    /// when present but not a record.
+    /// The creator record on an object's annotations: `None` when absent,
+    /// an error when present but not a record.
     pub fn of(
         annotations: Option<&BTreeMap<String, String>>,
     ) -> Option<Result<Self, serde_json::Error>> {
+        Self::in_annotation(annotations, CREATED_BY_ANNOTATION)
+    }
+
+    /// The record in annotation `annotation`, like [`CreatorRecord::of`].
+    pub fn in_annotation(
+        annotations: Option<&BTreeMap<String, String>>,
+        annotation: &str,
+    ) -> Option<Result<Self, serde_json::Error>> {
         annotations?
-            .get(CREATED_BY_ANNOTATION)
+            .get(annotation)
             .map(|value| Self::from_annotation(value))
     }
+}
+
+/// The digest of a spec as the seal covers it: SHA-256 of its JSON as the
+/// API types write it (fields in declaration order, defaults left out), so
+/// the webhook and every provisioner compute the same value.
+pub fn spec_digest(spec: &InstanceSpec) -> String {
+    let json = serde_json::to_vec(spec).expect("a spec always serializes");
+    format!("sha256:{}", hex::encode(Sha256::digest(&json)))
+}
+
+/// The secret that seals requester records. The webhooks and provisioners
+/// read the same key (in a cluster, one Secret mounted into both).
+#[derive(Clone)]
+pub struct RecordKey(hmac::Key);
+
+impl std::fmt::Debug for RecordKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RecordKey(..)")
+    }
+}
+
+impl RecordKey {
+    /// A key from its bytes; at least [`MIN_KEY_BYTES`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, KeyError> {
+        if bytes.len() < MIN_KEY_BYTES {
+            return Err(KeyError::TooShort { found: bytes.len() });
+        }
+        Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, bytes)))
+    }
+
+    /// The key in a file (surrounding whitespace ignored, so a Secret made
+    /// with `--from-literal` or `--from-file` both work).
+    pub fn read(path: &Path) -> Result<Self, KeyError> {
+        let bytes = std::fs::read(path).map_err(|source| KeyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let text = bytes.trim_ascii();
+        Self::from_bytes(text).map_err(|error| match error {
+            KeyError::TooShort { found } => KeyError::FileTooShort {
+                path: path.display().to_string(),
+                found,
+            },
+            other => other,
+        })
+    }
+
+    /// A fresh random key, and its text (64 hex digits) to write to a file.
+    pub fn generate() -> (Self, String) {
+        use ring::rand::SecureRandom;
+        let mut bytes = [0u8; MIN_KEY_BYTES];
+        ring::rand::SystemRandom::new()
+            .fill(&mut bytes)
+            .expect("the system random source works");
+        let text = hex::encode(bytes);
+        let key = Self::from_bytes(text.as_bytes()).expect("64 bytes of text");
+        (key, text)
+    }
+}
+
+/// Why a record key cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// Fewer bytes than [`MIN_KEY_BYTES`].
+    #[error("a record key needs at least {MIN_KEY_BYTES} bytes, this one has {found}")]
+    TooShort {
+        /// How many bytes it had.
+        found: usize,
+    },
+    /// The file holds fewer bytes than [`MIN_KEY_BYTES`].
+    #[error(
+        "record key file {path} holds {found} bytes; it needs at least {MIN_KEY_BYTES} (make one with `head -c 32 /dev/urandom | base64`)"
+    )]
+    FileTooShort {
+        /// The file.
+        path: String,
+        /// How many bytes it held.
+        found: usize,
+    },
+    /// The file could not be read.
+    #[error("cannot read record key file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Why a requester record is not trusted. Every message says what an admin
+/// or the requester can do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// No record at all.
+    #[error(
+        "the Instance has no {CREATED_BY_ANNOTATION} record: it was created while Pakket's admission webhooks were not running"
+    )]
+    Missing,
+    /// The annotation is not a record.
+    #[error("annotation {annotation} is not a requester record: {message}")]
+    Malformed {
+        /// The annotation.
+        annotation: &'static str,
+        /// The parser's words.
+        message: String,
+    },
+    /// A record without a seal.
+    #[error("annotation {annotation} carries no seal: Pakket's admission webhook did not write it")]
+    Unsealed {
+        /// The annotation.
+        annotation: &'static str,
+    },
+    /// The seal does not verify.
+    #[error(
+        "the seal of annotation {annotation} does not verify: Pakket's admission webhook did not write it for this Instance (or uses another record key)"
+    )]
+    BadSeal {
+        /// The annotation.
+        annotation: &'static str,
+    },
+    /// The record covers another spec.
+    #[error(
+        "annotation {annotation} was sealed for spec {sealed}, but the spec is now {current}: it was changed while Pakket's admission webhooks were not running"
+    )]
+    SpecChanged {
+        /// The annotation.
+        annotation: &'static str,
+        /// The digest sealed.
+        sealed: String,
+        /// The current spec's digest.
+        current: String,
+    },
+    /// The provisioner was given no key.
+    #[error(
+        "this provisioner has no record key (--record-key-file), so it cannot verify who asked"
+    )]
+    NoKey,
+}
+
+/// Who asked for the Instance's current spec: the last person who changed
+/// the spec if anyone did, else the creator; verified with `key`. This is
+/// whose rights `approval: UserPermission` asks about.
+pub fn requester(
+    instance: &Instance,
+    key: Option<&RecordKey>,
+) -> Result<(CreatorRecord, &'static str), RecordError> {
+    let annotations = instance.metadata.annotations.as_ref();
+    let name = instance.metadata.name.as_deref().unwrap_or_default();
+    let (annotation, found) = [LAST_CHANGED_BY_ANNOTATION, CREATED_BY_ANNOTATION]
+        .into_iter()
+        .find_map(|annotation| {
+            CreatorRecord::in_annotation(annotations, annotation).map(|found| (annotation, found))
+        })
+        .ok_or(RecordError::Missing)?;
+    let record = found.map_err(|error| RecordError::Malformed {
+        annotation,
+        message: error.to_string(),
+    })?;
+    let key = key.ok_or(RecordError::NoKey)?;
+    record.verify(key, annotation, name, &instance.spec)?;
+    Ok((record, annotation))
 }
 
 #[cfg(test)]
@@ -96,5 +364,130 @@ mod tests {
         assert!(CreatorRecord::of(None).is_none());
         let annotations = BTreeMap::from([(CREATED_BY_ANNOTATION.to_owned(), "bob".to_owned())]);
         assert!(CreatorRecord::of(Some(&annotations)).unwrap().is_err());
+    }
+
+    fn spec(bundle: &str) -> InstanceSpec {
+        InstanceSpec {
+            class: "plain".into(),
+            selector: None,
+            bundle: crate::BundleTemplate {
+                name: bundle.into(),
+                spec: None,
+            },
+            deletion_policy: Default::default(),
+        }
+    }
+
+    fn instance_with(annotations: &[(&str, String)], bundle: &str) -> Instance {
+        let mut instance = Instance::new("hello", spec(bundle));
+        instance.metadata.annotations = Some(
+            annotations
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), value.clone()))
+                .collect(),
+        );
+        instance
+    }
+
+    fn key() -> RecordKey {
+        RecordKey::from_bytes(&[7; 32]).unwrap()
+    }
+
+    #[test]
+    fn a_sealed_record_verifies_for_its_instance_annotation_and_spec_only() {
+        let alice = CreatorRecord::new("alice", None, vec!["g".into()]);
+        let sealed = alice.sealed(&key(), CREATED_BY_ANNOTATION, "hello", &spec("v1"));
+        assert!(sealed.same_identity(&alice));
+        sealed
+            .verify(&key(), CREATED_BY_ANNOTATION, "hello", &spec("v1"))
+            .unwrap();
+        assert!(matches!(
+            sealed.verify(&key(), CREATED_BY_ANNOTATION, "hello", &spec("v2")),
+            Err(RecordError::SpecChanged { .. })
+        ));
+        assert_eq!(
+            sealed.verify(&key(), CREATED_BY_ANNOTATION, "other", &spec("v1")),
+            Err(RecordError::BadSeal {
+                annotation: CREATED_BY_ANNOTATION
+            })
+        );
+        assert!(
+            sealed
+                .verify(&key(), LAST_CHANGED_BY_ANNOTATION, "hello", &spec("v1"))
+                .is_err()
+        );
+        let other_key = RecordKey::from_bytes(&[8; 32]).unwrap();
+        assert!(
+            sealed
+                .verify(&other_key, CREATED_BY_ANNOTATION, "hello", &spec("v1"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_forged_identity_under_a_real_seal_does_not_verify() {
+        let alice = CreatorRecord::new("alice", None, vec![]);
+        let mut forged = alice.sealed(&key(), CREATED_BY_ANNOTATION, "hello", &spec("v1"));
+        forged.groups = vec!["system:masters".into()];
+        assert!(
+            forged
+                .verify(&key(), CREATED_BY_ANNOTATION, "hello", &spec("v1"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn the_requester_is_the_last_changer_else_the_creator_and_only_if_sealed() {
+        let admin = CreatorRecord::new("admin", None, vec!["system:masters".into()]);
+        let bob = CreatorRecord::new("bob", None, vec![]);
+        let created = admin.sealed(&key(), CREATED_BY_ANNOTATION, "hello", &spec("v1"));
+        let one = instance_with(&[(CREATED_BY_ANNOTATION, created.to_annotation())], "v1");
+        assert_eq!(requester(&one, Some(&key())).unwrap().0.username, "admin");
+
+        // bob changed the spec through the webhook: his rights count now.
+        let changed = bob.sealed(&key(), LAST_CHANGED_BY_ANNOTATION, "hello", &spec("v2"));
+        let two = instance_with(
+            &[
+                (CREATED_BY_ANNOTATION, created.to_annotation()),
+                (LAST_CHANGED_BY_ANNOTATION, changed.to_annotation()),
+            ],
+            "v2",
+        );
+        let (who, annotation) = requester(&two, Some(&key())).unwrap();
+        assert_eq!(
+            (who.username.as_str(), annotation),
+            ("bob", LAST_CHANGED_BY_ANNOTATION)
+        );
+
+        // The spec changed without the webhook: the admin's record no longer counts.
+        let bypassed = instance_with(&[(CREATED_BY_ANNOTATION, created.to_annotation())], "v2");
+        assert!(matches!(
+            requester(&bypassed, Some(&key())),
+            Err(RecordError::SpecChanged { .. })
+        ));
+        // A hand-written record, and no record at all.
+        let forged = instance_with(&[(CREATED_BY_ANNOTATION, admin.to_annotation())], "v1");
+        assert!(matches!(
+            requester(&forged, Some(&key())),
+            Err(RecordError::Unsealed { .. })
+        ));
+        assert_eq!(
+            requester(&instance_with(&[], "v1"), Some(&key())),
+            Err(RecordError::Missing)
+        );
+        assert_eq!(requester(&one, None), Err(RecordError::NoKey));
+    }
+
+    #[test]
+    fn keys_are_long_enough_and_generated_keys_work() {
+        assert!(RecordKey::from_bytes(b"short").is_err());
+        let (generated, text) = RecordKey::generate();
+        assert_eq!(text.len(), 64);
+        let again = RecordKey::from_bytes(text.as_bytes()).unwrap();
+        let alice = CreatorRecord::new("alice", None, vec![]);
+        alice
+            .sealed(&generated, CREATED_BY_ANNOTATION, "x", &spec("v1"))
+            .verify(&again, CREATED_BY_ANNOTATION, "x", &spec("v1"))
+            .unwrap();
     }
 }

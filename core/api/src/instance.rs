@@ -5,7 +5,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{BundleSpec, ObjectRef};
+use crate::{ApprovedContent, BundleSpec, ObjectRef};
 
 /// Which Bundle should be active, and which earlier Bundles it pivots from.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -91,9 +91,16 @@ pub struct InstanceStatus {
     /// The Bundle whose objects are on the cluster now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_bundle: Option<String>,
-    /// The objects this Instance installed and owns.
+    /// The objects this Instance installed. A summary for people: what the
+    /// provisioner deletes is decided by records on the objects themselves
+    /// (the Instance's UID label and the runtime's field manager), never by
+    /// this list, which anyone who may write the status can change.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<ObjectRef>,
+    /// The content the `Approved` condition covers: the Bundle and digest
+    /// the approver (or the class's policy) saw. Guarded like the condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovedContent>,
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -138,6 +138,15 @@ async fn objects_round_trip_with_their_status_subresources() {
             name: "etcd-operator".into(),
             namespace: Some("operators".into()),
         }],
+        grants: vec![pakket_api::RbacGrant {
+            object: ObjectRef {
+                api_version: "rbac.authorization.k8s.io/v1".into(),
+                kind: "ClusterRole".into(),
+                name: "etcd-operator".into(),
+                namespace: None,
+            },
+            grants: vec!["get,list on pods (core)".into()],
+        }],
         conditions: vec![condition::new(
             Reason::UnpackSucceeded,
             ConditionStatus::True,
@@ -191,6 +200,11 @@ async fn objects_round_trip_with_their_status_subresources() {
         ],
         active_bundle: None,
         objects: Vec::new(),
+        approval: Some(pakket_api::ApprovedContent {
+            bundle: "etcd-operator.v0.9.4".into(),
+            digest: DIGEST.into(),
+            approved_by: "alice".into(),
+        }),
         observed_generation: Some(1),
     };
     let instance_name = scope.name("instance");

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use pakket_api::ObjectRef;
@@ -13,12 +13,9 @@ use serde_json::Value;
 
 use crate::drift::Drift;
 
-/// The field manager of every object the runtime applies.
-pub const FIELD_MANAGER: &str = "pakket.dev/runtime";
-/// Label naming the Instance that installed an object.
-pub const INSTANCE_LABEL: &str = "core.pakket.dev/instance";
-/// Label naming the Bundle an object came from.
-pub const BUNDLE_LABEL: &str = "core.pakket.dev/bundle";
+pub use pakket_api::ownership::{BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INSTANCE_UID_LABEL};
+
+use crate::ownership::{self, Claimant, Removal, Standing};
 
 /// Why applying or pruning failed, naming the object.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +32,9 @@ pub enum ApplyError {
         /// The discovery error.
         message: String,
     },
+    /// Objects that exist and are not this Instance's: nothing was applied.
+    #[error("{} of the Bundle's objects already exist and are not this Instance's, so nothing was applied: {}", .0.len(), .0.join("; "))]
+    Conflicts(Vec<String>),
     /// The apiserver refused the object.
     #[error("{object}: {message}")]
     Refused {
@@ -157,32 +157,75 @@ pub struct Applied {
     pub unhealthy: Vec<String>,
 }
 
-/// Applies every object (labelled with its Instance and Bundle). Stops at
-/// the first refusal, which names the object.
+/// The apiserver's own words for a failed call (its status message), never
+/// a Debug dump.
+pub fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) if !status.message.is_empty() => {
+            format!("{} (HTTP {})", status.message, status.code)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// What an apply adopted, besides what it created or updated.
+#[derive(Debug, Default)]
+pub struct Adoptions {
+    /// Objects taken over on an explicit offer ([`pakket_api::ownership::ADOPT_ANNOTATION`]).
+    pub adopted: Vec<ObjectRef>,
+}
+
+/// Applies every object (labelled with its Instance, the Instance's UID and
+/// its Bundle), after checking that none of them exists as someone else's:
+/// any conflict stops the apply before anything is written, naming every
+/// conflicting object and its owner. Stops at the first refusal.
 pub async fn apply_all(
     kinds: &mut Kinds,
     objects: &[Value],
-    instance: &str,
+    claimant: Claimant<'_>,
     bundle: &str,
-) -> Result<Applied, ApplyError> {
+) -> Result<(Applied, Adoptions), ApplyError> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut standings = Vec::with_capacity(objects.len());
+    let mut conflicts = Vec::new();
+    for object in objects {
+        let reference = reference_of(object);
+        match ownership::standing(kinds, &reference, claimant).await? {
+            Standing::Conflict(why) => conflicts.push(why),
+            standing => standings.push(standing),
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(ApplyError::Conflicts(conflicts));
+    }
     let mut applied = Applied {
         objects: Vec::with_capacity(objects.len()),
         unhealthy: Vec::new(),
     };
-    for object in objects {
+    let mut adoptions = Adoptions::default();
+    for (object, standing) in objects.iter().zip(standings) {
         let mut object = object.clone();
-        let labels = object
+        if let Some(metadata) = object
             .pointer_mut("/metadata")
             .and_then(Value::as_object_mut)
-            .map(|metadata| {
-                metadata
-                    .entry("labels")
-                    .or_insert_with(|| Value::Object(Default::default()))
-            });
-        if let Some(Value::Object(labels)) = labels {
-            labels.insert(INSTANCE_LABEL.into(), Value::String(instance.into()));
-            labels.insert(BUNDLE_LABEL.into(), Value::String(bundle.into()));
+        {
+            if let Value::Object(labels) = metadata
+                .entry("labels")
+                .or_insert_with(|| Value::Object(Default::default()))
+            {
+                labels.insert(INSTANCE_LABEL.into(), Value::String(claimant.name.into()));
+                labels.insert(
+                    INSTANCE_UID_LABEL.into(),
+                    Value::String(claimant.uid.into()),
+                );
+                labels.insert(BUNDLE_LABEL.into(), Value::String(bundle.into()));
+            }
+            // An object that exists is applied only at the version that was
+            // checked: if it was replaced meanwhile, the apply fails rather
+            // than take over the replacement.
+            if let Standing::Ours(version) | Standing::Offered(version) = &standing {
+                metadata.insert("resourceVersion".into(), Value::String(version.clone()));
+            }
         }
         let reference = reference_of(&object);
         let api = kinds.api(&reference).await?;
@@ -191,81 +234,66 @@ pub async fn apply_all(
             .await
             .map_err(|error| ApplyError::Refused {
                 object: reference.to_string(),
-                message: error.to_string(),
+                message: api_message(&error),
             })?;
+        if let Standing::Offered(_) = standing {
+            // The offer is used up: drop the annotation so it cannot hand
+            // the object to a later Instance of the same name.
+            let drop = serde_json::json!({
+                "metadata": { "annotations": { pakket_api::ownership::ADOPT_ANNOTATION: null } }
+            });
+            api.patch(
+                &reference.name,
+                &PatchParams::default(),
+                &Patch::Merge(&drop),
+            )
+            .await
+            .map_err(|error| ApplyError::Refused {
+                object: reference.to_string(),
+                message: api_message(&error),
+            })?;
+            adoptions.adopted.push(reference.clone());
+        }
         if let Some(problem) = health_problem(&reference, &answer) {
             applied.unhealthy.push(problem);
         }
         applied.objects.push(reference);
     }
-    Ok(applied)
+    Ok((applied, adoptions))
 }
 
-/// Deletes what `previous` had and `current` lacks: the second half of a pivot.
+/// What a prune or uninstall did.
+#[derive(Debug, Default)]
+pub struct Removed {
+    /// Objects deleted (or released).
+    pub done: usize,
+    /// Objects left alone because they are not this Instance's, with why.
+    pub not_ours: Vec<String>,
+}
+
+/// Deletes what `previous` had and `current` lacks: the second half of a
+/// pivot. `previous` comes from a status anyone with status rights can
+/// write, so each object is deleted only if its own records say it is the
+/// claimant's ([`ownership::delete_owned`]).
 pub async fn prune(
     kinds: &mut Kinds,
     previous: &[ObjectRef],
     current: &[ObjectRef],
-) -> Result<usize, ApplyError> {
+    claimant: Claimant<'_>,
+) -> Result<Removed, ApplyError> {
     let keep: BTreeSet<&ObjectRef> = current.iter().collect();
-    let mut deleted = 0;
+    let mut removed = Removed::default();
     for reference in previous
         .iter()
         .filter(|reference| !keep.contains(reference))
     {
-        deleted += usize::from(delete(kinds, reference).await?);
+        match ownership::delete_owned(kinds, reference, claimant).await? {
+            Removal::Done => removed.done += 1,
+            Removal::Gone => {}
+            Removal::NotOurs(why) => removed.not_ours.push(why),
+        }
     }
-    Ok(deleted)
-}
-
-/// Deletes one object; `false` when it was already gone.
-pub async fn delete(kinds: &mut Kinds, reference: &ObjectRef) -> Result<bool, ApplyError> {
-    let api = match kinds.api(reference).await {
-        Ok(api) => api,
-        // Its kind is gone (CRD removed): so is the object.
-        Err(ApplyError::UnknownKind { .. }) => return Ok(false),
-        Err(error) => return Err(error),
-    };
-    match api
-        .delete(&reference.name, &DeleteParams::background())
-        .await
-    {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-        Err(error) => Err(ApplyError::Refused {
-            object: reference.to_string(),
-            message: error.to_string(),
-        }),
-    }
-}
-
-/// Lets go of one object an orphaned Instance leaves behind: removes the
-/// Instance and Bundle labels, so no drift watch, pivot or later Instance
-/// of the same name takes it for its own. `false` when it was gone already.
-pub async fn release(kinds: &mut Kinds, reference: &ObjectRef) -> Result<bool, ApplyError> {
-    let api = match kinds.api(reference).await {
-        Ok(api) => api,
-        Err(ApplyError::UnknownKind { .. }) => return Ok(false),
-        Err(error) => return Err(error),
-    };
-    let unlabel = serde_json::json!({
-        "metadata": { "labels": { INSTANCE_LABEL: null, BUNDLE_LABEL: null } }
-    });
-    match api
-        .patch(
-            &reference.name,
-            &PatchParams::default(),
-            &Patch::Merge(&unlabel),
-        )
-        .await
-    {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-        Err(error) => Err(ApplyError::Refused {
-            object: reference.to_string(),
-            message: error.to_string(),
-        }),
-    }
+    Ok(removed)
 }
 
 /// Objects that are not healthy, each with why: missing, a Deployment not

@@ -2,25 +2,28 @@
 //! class's `approval` parameter names a policy the runtime does not apply
 //! itself, and `UserPermission`, which a provisioner can adopt in one line.
 //!
-//! `UserPermission` approves an Instance when the user who created it may
-//! create and patch every object it installs, asked of the apiserver with a
-//! SubjectAccessReview per object and verb. So an Instance never installs
-//! more than its creator could have installed by hand: a bundle cannot
-//! grant itself (or its creator) anything. The creator is read from the
-//! record the admission webhook writes and nobody can forge
-//! ([`pakket_api::CREATED_BY_ANNOTATION`]); without one, a person approves.
+//! `UserPermission` approves an Instance when the person who asked for its
+//! current spec could have installed every object by hand, asked the way
+//! RBAC would ask (see [`user_permission`]). The requester is read from the
+//! sealed records the admission webhook writes ([`pakket_api::requester`]):
+//! the last person who changed the spec, else the creator. A record the
+//! webhook did not write (or that covers another spec) is not trusted, and
+//! then a person approves.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
-use pakket_api::{CreatorRecord, Instance, ProvisionerClass};
+use pakket_api::{CreatorRecord, Instance, ProvisionerClass, RecordKey};
 use serde_json::Value;
 
 use crate::apply::{self, Kinds};
+use crate::rbac::{self, Access, Need, RoleKey};
 
 /// How long a `UserPermission` Instance waits before its creator's rights
 /// are asked again (a grant does not start a reconcile by itself).
@@ -54,6 +57,8 @@ pub struct ApprovalRequest<'a> {
     pub objects: &'a [Value],
     /// Kinds, for what the objects are (resources, scopes).
     pub kinds: Kinds,
+    /// The key that verifies the webhook's requester records, if configured.
+    pub record_key: Option<&'a RecordKey>,
 }
 
 impl ApprovalRequest<'_> {
@@ -72,11 +77,24 @@ impl ApprovalRequest<'_> {
 }
 
 /// The verbs a server-side apply needs: create for a new object, patch for
-/// an existing one.
+/// an existing one (asked both: whether it exists can change before apply).
 const APPLY_VERBS: [&str; 2] = ["create", "patch"];
 
-/// `UserPermission`: approved when the Instance's creator may create and
-/// patch every object in it; otherwise waits, naming the first missing right.
+/// Most SubjectAccessReviews one decision asks: a bundle whose RBAC would
+/// need more (a role listing hundreds of resources) waits for a person.
+pub const MAX_REVIEWS: usize = 5_000;
+
+/// `UserPermission`: approved when the requester of the current spec may
+/// do everything the apply does, as RBAC would judge it:
+/// - `create` and `patch` on every object, in the namespace it lands in
+///   (`default` for a namespaced object that names none);
+/// - for a Role or ClusterRole, hold every rule in it where it applies, or
+///   `escalate` on it (a ClusterRole with an aggregationRule: `escalate`);
+/// - for a RoleBinding or ClusterRoleBinding, hold every rule of the role
+///   it references (from the bundle, else from the cluster) where the
+///   binding applies, or `bind` on that role.
+///
+/// Otherwise it waits, naming the first missing right.
 pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
     let name = request.instance.name_any();
     let pending = |message: String| Approval::Pending {
@@ -85,20 +103,29 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
         ),
         retry: Some(USER_PERMISSION_RETRY),
     };
-    let creator = match CreatorRecord::of(request.instance.metadata.annotations.as_ref()) {
-        Some(Ok(creator)) => creator,
-        Some(Err(error)) => {
-            return pending(format!(
-                "approval: UserPermission cannot read the creator record ({error})"
-            ));
-        }
-        None => {
-            return pending(
-                "approval: UserPermission needs the creator record the admission webhooks write, and this Instance has none".into(),
-            );
+    let (requester, annotation) = match pakket_api::requester(request.instance, request.record_key)
+    {
+        Ok(found) => found,
+        Err(error) => {
+            return Approval::Pending {
+                message: format!(
+                    "approval: UserPermission does not trust this Instance's requester record: {error}; a person must approve: run `kubectl instance approve {name}`"
+                ),
+                retry: None,
+            };
         }
     };
-    let reviews: Api<SubjectAccessReview> = Api::all(request.client.clone());
+    let role = if annotation == pakket_api::LAST_CHANGED_BY_ANNOTATION {
+        "who last changed the spec"
+    } else {
+        "the creator"
+    };
+    let mut checker = Checker {
+        reviews: Api::all(request.client.clone()),
+        client: request.client.clone(),
+        requester: &requester,
+        answers: HashMap::new(),
+    };
     let mut kinds = request.kinds.clone();
     for object in request.objects {
         let reference = apply::reference_of(object);
@@ -106,54 +133,210 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
             Ok(found) => found,
             Err(error) => return pending(format!("cannot check {reference}: {error}")),
         };
+        let namespace = namespaced.then(|| {
+            reference
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_owned())
+        });
         for verb in APPLY_VERBS {
-            let review = SubjectAccessReview {
-                spec: SubjectAccessReviewSpec {
-                    user: Some(creator.username.clone()),
-                    uid: creator.uid.clone(),
-                    groups: Some(creator.groups.clone()),
-                    resource_attributes: Some(ResourceAttributes {
-                        group: Some(resource.group.clone()),
-                        version: Some(resource.version.clone()),
-                        resource: Some(resource.plural.clone()),
-                        namespace: if namespaced {
-                            reference.namespace.clone()
-                        } else {
-                            None
-                        },
-                        name: Some(reference.name.clone()),
-                        verb: Some(verb.into()),
-                        ..ResourceAttributes::default()
-                    }),
-                    ..SubjectAccessReviewSpec::default()
-                },
-                ..SubjectAccessReview::default()
+            let access = Access::Resource {
+                group: resource.group.clone(),
+                resource: resource.plural.clone(),
+                subresource: String::new(),
+                verb: verb.into(),
+                namespace: namespace.clone(),
+                name: Some(reference.name.clone()),
             };
-            let answer = match reviews.create(&PostParams::default(), &review).await {
-                Ok(answer) => answer,
-                Err(error) => {
+            match checker.allows(&access).await {
+                Ok(true) => {}
+                Ok(false) => {
                     return pending(format!(
-                        "cannot ask whether {} may {verb} {reference}: {error}",
-                        creator.username
+                        "approval: UserPermission: {role} {} may not {verb} {reference} (verb {verb:?} on {}{})",
+                        requester.username,
+                        resource.plural,
+                        if resource.group.is_empty() {
+                            String::new()
+                        } else {
+                            format!(".{}", resource.group)
+                        },
                     ));
                 }
-            };
-            if !answer.status.is_some_and(|status| status.allowed) {
-                let group = if resource.group.is_empty() {
-                    String::new()
-                } else {
-                    format!(".{}", resource.group)
-                };
-                return pending(format!(
-                    "approval: UserPermission: the creator {} may not {verb} {reference} (verb {verb:?} on {}{group})",
-                    creator.username, resource.plural
-                ));
+                Err(error) => return pending(error),
             }
+        }
+        let need = match rbac::need_of(object, namespace.as_deref()) {
+            Ok(need) => need,
+            Err(error) => return pending(format!("cannot read {error}")),
+        };
+        if let Err(missing) = checker.meets(&need, request.objects).await {
+            return pending(format!(
+                "approval: UserPermission: {role} {} may not create {reference}: {missing}",
+                requester.username
+            ));
         }
     }
     Approval::Approved(format!(
-        "approval: UserPermission: the creator {} may create and patch all {} objects",
-        creator.username,
+        "approval: UserPermission: {role} {} may create all {} objects, RBAC included",
+        requester.username,
         request.objects.len()
     ))
+}
+
+/// Asks the apiserver about one requester, once per distinct question.
+struct Checker<'a> {
+    reviews: Api<SubjectAccessReview>,
+    client: Client,
+    requester: &'a CreatorRecord,
+    answers: HashMap<Access, bool>,
+}
+
+impl Checker<'_> {
+    async fn allows(&mut self, access: &Access) -> Result<bool, String> {
+        if let Some(answer) = self.answers.get(access) {
+            return Ok(*answer);
+        }
+        if self.answers.len() >= MAX_REVIEWS {
+            return Err(format!(
+                "approval: UserPermission: checking this bundle would take more than {MAX_REVIEWS} access reviews"
+            ));
+        }
+        let (resource_attributes, non_resource_attributes) = match access {
+            Access::Resource {
+                group,
+                resource,
+                subresource,
+                verb,
+                namespace,
+                name,
+            } => (
+                Some(ResourceAttributes {
+                    group: Some(group.clone()),
+                    resource: Some(resource.clone()),
+                    subresource: (!subresource.is_empty()).then(|| subresource.clone()),
+                    verb: Some(verb.clone()),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    ..ResourceAttributes::default()
+                }),
+                None,
+            ),
+            Access::NonResource { path, verb } => (
+                None,
+                Some(NonResourceAttributes {
+                    path: Some(path.clone()),
+                    verb: Some(verb.clone()),
+                }),
+            ),
+        };
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(self.requester.username.clone()),
+                uid: self.requester.uid.clone(),
+                groups: Some(self.requester.groups.clone()),
+                resource_attributes,
+                non_resource_attributes,
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let answer = self
+            .reviews
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|error| {
+                format!(
+                    "cannot ask whether {} may {access}: {}",
+                    self.requester.username,
+                    apply::api_message(&error)
+                )
+            })?
+            .status
+            .is_some_and(|status| status.allowed);
+        self.answers.insert(access.clone(), answer);
+        Ok(answer)
+    }
+
+    /// `Ok` when the requester meets what one RBAC object asks; otherwise
+    /// the first thing missing, in words.
+    async fn meets(&mut self, need: &Need, objects: &[Value]) -> Result<(), String> {
+        match need {
+            Need::Nothing => Ok(()),
+            Need::Role {
+                escalate,
+                held,
+                aggregated,
+            } => {
+                if self.allows(escalate).await? {
+                    return Ok(());
+                }
+                if *aggregated {
+                    return Err(format!(
+                        "a ClusterRole with an aggregationRule needs {escalate}"
+                    ));
+                }
+                for access in held {
+                    if !self.allows(access).await? {
+                        return Err(format!(
+                            "it grants {access}, which the requester does not hold (nor {escalate})"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Need::Binding {
+                bind,
+                role,
+                namespace,
+            } => {
+                if self.allows(bind).await? {
+                    return Ok(());
+                }
+                let rules = match rbac::rules_in_bundle(objects, role) {
+                    Some(rules) => rules,
+                    None => match self.rules_in_cluster(role).await? {
+                        Some(rules) => rules,
+                        None => {
+                            return Err(format!(
+                                "it binds {role}, which does not exist, and only {bind} allows that"
+                            ));
+                        }
+                    },
+                };
+                for rule in &rules {
+                    for access in rbac::rule_accesses(rule, namespace.as_deref()) {
+                        if !self.allows(&access).await? {
+                            return Err(format!(
+                                "it binds {role}, which grants {access}, which the requester does not hold (nor {bind})"
+                            ));
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The rules of a role on the cluster, read with the provisioner's
+    /// rights (only to compare with the requester's, never shown).
+    async fn rules_in_cluster(&self, role: &RoleKey) -> Result<Option<Vec<PolicyRule>>, String> {
+        let unreadable =
+            |error: kube::Error| format!("cannot read {role}: {}", apply::api_message(&error));
+        if role.kind == "Role" {
+            let namespace = role.namespace.clone().unwrap_or_else(|| "default".into());
+            let roles: Api<Role> = Api::namespaced(self.client.clone(), &namespace);
+            Ok(roles
+                .get_opt(&role.name)
+                .await
+                .map_err(unreadable)?
+                .map(|role| role.rules.unwrap_or_default()))
+        } else {
+            let roles: Api<ClusterRole> = Api::all(self.client.clone());
+            Ok(roles
+                .get_opt(&role.name)
+                .await
+                .map_err(unreadable)?
+                .map(|role| role.rules.unwrap_or_default()))
+        }
+    }
 }

@@ -14,6 +14,8 @@
 //! - [`approval`]: approval policies a provisioner adds, and `UserPermission`.
 //! - [`controller`]: the Instance controller (approval, apply, pivot, status).
 //! - [`apply`]: server-side apply, prune and health.
+//! - [`ownership`]: which existing objects an Instance may write, adopt and delete.
+//! - [`rbac`]: what RBAC objects in a bundle grant, and the access checks behind them.
 //! - [`drift`]: watches on installed objects, so hand edits are put back.
 //! - [`leader`]: leader election on a Lease, so one replica reconciles at a time.
 //! - [`serve`]: `/healthz`, `/readyz` and `/metrics` over plain HTTP.
@@ -27,7 +29,9 @@ pub mod controller;
 pub mod drift;
 pub mod leader;
 pub mod manifest;
+pub mod ownership;
 pub mod provisioner;
+pub mod rbac;
 pub mod serve;
 pub mod source;
 pub mod store;

@@ -64,6 +64,11 @@ struct Args {
     /// Where /healthz, /readyz and /metrics answer (plain HTTP); port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:8080")]
     probe_address: SocketAddr,
+    /// The key that verifies the admission webhook's requester records (the
+    /// same Secret the webhooks mount). Without it, `approval: UserPermission`
+    /// trusts no record and waits for a person.
+    #[arg(long, env = "PAKKET_RECORD_KEY_FILE")]
+    record_key_file: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -74,6 +79,15 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let args = Args::parse();
+    let record_key = match &args.record_key_file {
+        Some(path) => Some(pakket_api::RecordKey::read(path)?),
+        None => {
+            tracing::warn!(
+                "no --record-key-file: approval: UserPermission will wait for a person on every Instance"
+            );
+            None
+        }
+    };
     // In-cluster config, or $KUBECONFIG / ~/.kube/config outside a cluster.
     let client = kube::Client::try_default().await?;
     let lease_name = args
@@ -106,6 +120,7 @@ async fn main() -> anyhow::Result<()> {
         let options = RunOptions {
             metrics: metrics.clone(),
             sources: sources.clone(),
+            record_key: record_key.clone(),
             ..RunOptions::new(args.store.clone())
         };
         controller::run_with(

@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pakket_api::condition::{self, ConditionStatus};
-use pakket_api::{Bundle, BundleStatus, ObjectRef, PinnedSource, Reason, UnpackPhase};
+use pakket_api::{Bundle, BundleStatus, ObjectRef, PinnedSource, RbacGrant, Reason, UnpackPhase};
 use serde_json::json;
 
 use crate::apply::FIELD_MANAGER;
@@ -22,6 +22,8 @@ pub struct UnpackOutcome<'a> {
     pub unpacked: Option<&'a Unpacked>,
     /// The objects the content holds.
     pub objects: &'a [ObjectRef],
+    /// The RBAC they would grant, for approvers.
+    pub grants: Vec<RbacGrant>,
     /// The `Unpacked` condition's reason.
     pub reason: Reason,
     /// And its message.
@@ -47,6 +49,7 @@ pub async fn write(
         });
     }
     status.objects = outcome.objects.to_vec();
+    status.grants = outcome.grants;
     status.observed_generation = bundle.metadata.generation;
     let condition_status = if outcome.phase == UnpackPhase::Done {
         ConditionStatus::True

@@ -44,6 +44,8 @@ pub struct Context<P> {
     pub drift: Arc<Drift>,
     /// Publishes Events about Instances.
     pub recorder: Recorder,
+    /// Verifies the admission webhook's requester records.
+    pub record_key: Option<pakket_api::RecordKey>,
 }
 
 /// The Event recorder of a provisioner process, named after its id (and

@@ -5,11 +5,15 @@
 use std::time::Duration;
 
 use kube::api::{Api, PostParams};
+use kube::core::SelectorExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef as StoreKey;
 use kube::{Resource, ResourceExt};
 use pakket_api::condition::ConditionStatus;
-use pakket_api::{Bundle, Instance, ProvisionerClass, Reason, UnpackPhase};
+use pakket_api::ownership::ACTIVE_FOR_LABEL;
+use pakket_api::{
+    ApprovalState, ApprovedContent, Bundle, Instance, ProvisionerClass, Reason, UnpackPhase,
+};
 
 use super::bundle_status::{self, UnpackOutcome};
 use super::context::Context;
@@ -20,6 +24,7 @@ use crate::approval::{Approval, ApprovalRequest};
 use crate::class_parameters;
 use crate::content::{self, UnpackOptions, Unpacked};
 use crate::drift::Fingerprint;
+use crate::ownership::Claimant;
 use crate::provisioner::Provisioner;
 use crate::store::Digest;
 
@@ -65,12 +70,19 @@ pub async fn install<P: Provisioner>(
     // The Bundle: the embedded spec is created (and owned) by the Instance.
     let bundles: Api<Bundle> = Api::all(context.client.clone());
     let bundle_name = &instance.spec.bundle.name;
-    let Some(bundle) = find_or_create_bundle(instance, &bundles, context).await? else {
-        let message = format!(
-            "Bundle {bundle_name} does not exist; create it or embed its spec in spec.bundle.spec"
-        );
-        report.set(Reason::UnpackFailed, ConditionStatus::False, message);
-        return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+    let bundle = match find_or_create_bundle(instance, &bundles, context).await? {
+        Lookup::Found(bundle) => *bundle,
+        Lookup::Missing => {
+            let message = format!(
+                "Bundle {bundle_name} does not exist; create it or embed its spec in spec.bundle.spec"
+            );
+            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+            return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+        }
+        Lookup::Refused(message) => {
+            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+            return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+        }
     };
 
     // Unpack: content into the store by digest; the Bundle's status says how it went.
@@ -108,6 +120,7 @@ pub async fn install<P: Provisioner>(
                     phase: UnpackPhase::Failed,
                     unpacked: None,
                     objects: &[],
+                    grants: Vec::new(),
                     reason: Reason::UnpackFailed,
                     message: &message,
                 };
@@ -119,6 +132,13 @@ pub async fn install<P: Provisioner>(
             }
         },
     };
+    // A Bundle's pin never moves: a source that now serves other content
+    // is an error on the Bundle, not a new pin (and not new content under
+    // an old approval).
+    if let Some(message) = pin_moved(&bundle, &unpacked) {
+        report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+        return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+    }
     context.unpack_succeeded(instance);
     let objects = match context
         .provisioner
@@ -131,6 +151,7 @@ pub async fn install<P: Provisioner>(
                 phase: UnpackPhase::Failed,
                 unpacked: Some(&unpacked),
                 objects: &[],
+                grants: Vec::new(),
                 reason: Reason::UnpackFailed,
                 message: &message,
             };
@@ -149,6 +170,7 @@ pub async fn install<P: Provisioner>(
         phase: UnpackPhase::Done,
         unpacked: Some(&unpacked),
         objects: &references,
+        grants: crate::rbac::grants(&objects),
         reason: Reason::UnpackSucceeded,
         message: &message,
     };
@@ -160,7 +182,14 @@ pub async fn install<P: Provisioner>(
     );
 
     // Approval: the class's policy, or a user with the `approve` verb.
-    if let Some((waiting, retry)) = approve(instance, class, &objects, context, &mut report).await {
+    let content = ApprovedContent {
+        bundle: bundle_name.clone(),
+        digest: unpacked.digest.as_str().to_owned(),
+        approved_by: String::new(),
+    };
+    if let Some((waiting, retry)) =
+        approve(instance, class, &objects, &content, context, &mut report).await
+    {
         report.set(Reason::InstallPending, ConditionStatus::False, waiting);
         let next = retry.map_or_else(Action::await_change, Action::requeue);
         return finish(report, context, next).await;
@@ -177,20 +206,26 @@ pub async fn install<P: Provisioner>(
     {
         let mut kinds = context.kinds.clone();
         let previous = report.status.objects.clone();
-        let applied = match apply::apply_all(&mut kinds, &objects, &name, bundle_name).await {
-            Ok(applied) => applied,
-            Err(error) => {
-                // Half-way: what was running stays; status still lists the old set.
-                report.set(
-                    Reason::InstallFailed,
-                    ConditionStatus::False,
-                    format!("{error}; the previous objects were left in place"),
-                );
-                return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
-            }
+        let uid = instance.uid().unwrap_or_default();
+        let claimant = Claimant {
+            name: &name,
+            uid: &uid,
         };
-        let pruned = match apply::prune(&mut kinds, &previous, &applied.objects).await {
-            Ok(pruned) => pruned,
+        let (applied, adoptions) =
+            match apply::apply_all(&mut kinds, &objects, claimant, bundle_name).await {
+                Ok(applied) => applied,
+                Err(error) => {
+                    // Half-way: what was running stays; status still lists the old set.
+                    report.set(
+                        Reason::InstallFailed,
+                        ConditionStatus::False,
+                        format!("{error}; the previous objects were left in place"),
+                    );
+                    return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
+                }
+            };
+        let removed = match apply::prune(&mut kinds, &previous, &applied.objects, claimant).await {
+            Ok(removed) => removed,
             Err(error) => {
                 report.set(
                     Reason::InstallFailed,
@@ -212,14 +247,30 @@ pub async fn install<P: Provisioner>(
             "applied {} objects of Bundle {bundle_name}",
             applied.objects.len()
         );
+        if !adoptions.adopted.is_empty() {
+            let names: Vec<String> = adoptions.adopted.iter().map(ToString::to_string).collect();
+            message.push_str(&format!(
+                "; adopted {} offered to it: {}",
+                names.len(),
+                names.join(", ")
+            ));
+        }
         if let Some(old) = &pivot {
             message.push_str(&format!(
-                "; pivoted from Bundle {old}, deleting {pruned} objects it alone had"
+                "; pivoted from Bundle {old}, deleting {} objects it alone had",
+                removed.done
             ));
-            bundle_status::mark_replaced(&bundles, old, bundle_name).await?;
+        }
+        if !removed.not_ours.is_empty() {
+            message.push_str(&format!(
+                "; left {} listed objects alone because they are not this Instance's (first: {})",
+                removed.not_ours.len(),
+                removed.not_ours[0]
+            ));
         }
         if pivot.is_some() || !installed_here {
-            mark_earlier_bundles(instance, context, bundle_name).await?;
+            mark_active(&bundles, &bundle, &uid).await?;
+            mark_earlier_bundles(instance, context, bundle_name, pivot.as_deref()).await?;
         }
         report.set(Reason::InstallSucceeded, ConditionStatus::True, message);
         context.drift.applied(&name, fingerprint);
@@ -252,62 +303,165 @@ pub async fn install<P: Provisioner>(
     finish(report, context, Action::requeue(next)).await
 }
 
+/// What looking for the Instance's Bundle found.
+enum Lookup {
+    /// The Bundle, and this Instance may install it.
+    Found(Box<Bundle>),
+    /// No such Bundle, and no embedded spec to create it from.
+    Missing,
+    /// A Bundle this Instance may not install; the text says why.
+    Refused(String),
+}
+
 /// The Instance's Bundle: from the watch cache, else from the apiserver,
-/// else created from the embedded spec (owned by the Instance). `None` when
-/// it does not exist and the Instance embeds no spec.
+/// else created from the embedded spec (owned by the Instance).
+///
+/// Bundles are claimed so that one user's Instance never installs content
+/// another user's Instance put there: a Bundle created from an Instance's
+/// embedded spec (a controller ownerReference to that Instance) belongs to
+/// that Instance alone, and an Instance that embeds a spec installs only
+/// the Bundle it created from exactly that spec. A Bundle nobody embeds
+/// (created on its own) may be named by any Instance whose requester could
+/// `use` its class.
 async fn find_or_create_bundle<P>(
     instance: &Instance,
     bundles: &Api<Bundle>,
     context: &Context<P>,
-) -> Result<Option<Bundle>, kube::Error> {
+) -> Result<Lookup, kube::Error> {
     let name = &instance.spec.bundle.name;
-    if let Some(bundle) = context.bundles.get(&StoreKey::new(name)) {
-        return Ok(Some((*bundle).clone()));
-    }
-    // Not cached: a Bundle the Instance embeds is usually not created yet,
-    // so create it straight away (a conflict means it exists after all).
-    let Some(spec) = &instance.spec.bundle.spec else {
-        return bundles.get_opt(name).await;
+    let found = match context.bundles.get(&StoreKey::new(name)) {
+        Some(bundle) => Some((*bundle).clone()),
+        None => match &instance.spec.bundle.spec {
+            // Not cached: a Bundle the Instance embeds is usually not
+            // created yet, so create it straight away (a conflict means it
+            // exists after all).
+            Some(spec) => {
+                let mut bundle = Bundle::new(name, spec.clone());
+                bundle.metadata.owner_references =
+                    instance.controller_owner_ref(&()).map(|owner| vec![owner]);
+                bundle.metadata.labels = instance.metadata.labels.clone();
+                match bundles.create(&PostParams::default(), &bundle).await {
+                    Ok(created) => Some(created),
+                    Err(kube::Error::Api(status)) if status.code == 409 => {
+                        bundles.get_opt(name).await?
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+            None => bundles.get_opt(name).await?,
+        },
     };
-    let mut bundle = Bundle::new(name, spec.clone());
-    bundle.metadata.owner_references = instance.controller_owner_ref(&()).map(|owner| vec![owner]);
-    bundle.metadata.labels = instance.metadata.labels.clone();
-    match bundles.create(&PostParams::default(), &bundle).await {
-        Ok(created) => Ok(Some(created)),
-        // Created meanwhile (a reconcile racing this one): use that one.
-        Err(kube::Error::Api(status)) if status.code == 409 => bundles.get_opt(name).await,
+    let Some(bundle) = found else {
+        return Ok(Lookup::Missing);
+    };
+    Ok(match claim(instance, &bundle) {
+        Ok(()) => Lookup::Found(Box::new(bundle)),
+        Err(why) => Lookup::Refused(why),
+    })
+}
+
+/// Whether `instance` may install `bundle` (see [`find_or_create_bundle`]).
+fn claim(instance: &Instance, bundle: &Bundle) -> Result<(), String> {
+    let name = bundle.name_any();
+    let uid = instance.uid().unwrap_or_default();
+    let owner = bundle
+        .owner_references()
+        .iter()
+        .find(|owner| owner.kind == "Instance" && owner.controller == Some(true));
+    if let Some(owner) = owner
+        && owner.uid != uid
+    {
+        return Err(format!(
+            "Bundle {name} belongs to Instance {} (it was created from that Instance's embedded spec), \
+             so this Instance may not install it; name a Bundle of your own in spec.bundle.name",
+            owner.name
+        ));
+    }
+    if let Some(spec) = &instance.spec.bundle.spec {
+        if owner.is_none() {
+            return Err(format!(
+                "Bundle {name} already exists and was not created from this Instance's embedded spec; \
+                 choose another spec.bundle.name, or drop spec.bundle.spec to install the existing Bundle"
+            ));
+        }
+        if *spec != bundle.spec {
+            return Err(format!(
+                "Bundle {name} differs from this Instance's spec.bundle.spec; \
+                 new content needs a new spec.bundle.name"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why the content just unpacked cannot be the Bundle's: its status pins
+/// other content. `None` when there is no pin yet, or it matches.
+fn pin_moved(bundle: &Bundle, unpacked: &Unpacked) -> Option<String> {
+    let pinned = bundle.status.as_ref()?.source.as_ref()?;
+    let digest = pinned.digest.as_deref()?;
+    (digest != unpacked.digest.as_str()).then(|| {
+        format!(
+            "Bundle {}: the content of {} changed at its source: it was pinned at {digest} and \
+             now is {}; a Bundle's content never changes, so nothing new is installed: create a \
+             new Bundle (and approve it) for the new content",
+            bundle.name_any(),
+            unpacked.reference,
+            unpacked.digest.as_str()
+        )
+    })
+}
+
+/// Labels the Bundle now installed as active for this Instance (by UID),
+/// the record a later pivot goes by.
+async fn mark_active(bundles: &Api<Bundle>, bundle: &Bundle, uid: &str) -> Result<(), kube::Error> {
+    if bundle.labels().get(ACTIVE_FOR_LABEL).map(String::as_str) == Some(uid) {
+        return Ok(());
+    }
+    let label = serde_json::json!({ "metadata": { "labels": { ACTIVE_FOR_LABEL: uid } } });
+    match bundles
+        .patch(
+            &bundle.name_any(),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&label),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error),
     }
 }
 
-/// Labels every Bundle the Instance's `spec.selector` finds, other than
-/// the one now installed, as replaced by it: with a selector, the earlier
-/// Bundles of an Instance are the ones it matches, whether or not this
-/// runtime ever installed them (another provisioner's, or ones from before
-/// the Instance was re-created). A selector that cannot be read is ignored
-/// here: the apiserver validated its shape.
+/// Labels the Bundles this Instance has had active before (the one its
+/// status names, and any its `spec.selector` finds), other than the one
+/// now installed, as replaced by it. Only Bundles whose
+/// [`ACTIVE_FOR_LABEL`] is this Instance's UID are touched: a selector that
+/// matches everything, or a status someone rewrote, relabels nobody else's.
 async fn mark_earlier_bundles<P>(
     instance: &Instance,
     context: &Context<P>,
     current: &str,
+    previous: Option<&str>,
 ) -> Result<(), kube::Error> {
-    let Some(selector) = instance.spec.selector.clone() else {
-        return Ok(());
-    };
-    let Ok(selector) = kube::core::Selector::try_from(selector) else {
-        return Ok(());
-    };
+    let uid = instance.uid().unwrap_or_default();
     let bundles: Api<Bundle> = Api::all(context.client.clone());
     // Listed, not read from the cache: this runs once per pivot, and a
     // Bundle created just before the Instance may not be cached yet.
-    let earlier = bundles
-        .list(&kube::api::ListParams::default().labels_from(&selector))
-        .await?;
-    for bundle in earlier {
+    let mine = kube::api::ListParams::default().labels(&format!("{ACTIVE_FOR_LABEL}={uid}"));
+    let selector = instance
+        .spec
+        .selector
+        .clone()
+        .and_then(|selector| kube::core::Selector::try_from(selector).ok());
+    for bundle in bundles.list(&mine).await? {
         let name = bundle.name_any();
+        let matches = Some(name.as_str()) == previous
+            || selector
+                .as_ref()
+                .is_some_and(|selector| selector.matches(bundle.labels()));
         let already =
             bundle.labels().get(bundle_status::REPLACED_BY_LABEL) == Some(&current.to_owned());
-        if name != current && !already {
+        if name != current && matches && !already {
             bundle_status::mark_replaced(&bundles, &name, current).await?;
         }
     }
@@ -336,74 +490,81 @@ fn already_unpacked<P>(bundle: &Bundle, context: &Context<P>) -> Option<Unpacked
     })
 }
 
-/// Decides approval. `None` when the Instance may be installed; otherwise
-/// why it waits and when to ask again (the `Approved` condition is set
+/// Decides approval of exactly `content` (this Bundle at this digest).
+/// `None` when it may be installed; otherwise why it waits and when to ask
+/// again (the `Approved` condition and `status.approval` are set
 /// accordingly).
 ///
-/// A user's approval holds for the generation it was given at: a changed
-/// spec (say, a new Bundle) needs approving again, so an approval of one
-/// Bundle never carries over to content the approver has not seen. A denial
-/// stands until someone with `approve` changes it. `AllowAll` approves every
-/// generation; a class that stops allowing all withdraws its approvals.
-/// Other policies are the provisioner's ([`Provisioner::approve`]); what it
-/// approved holds for that generation under that policy.
+/// What decides is [`ApprovalState`], the one definition the admission
+/// webhook guards: a person's approval holds for the content it names and
+/// for no other; a denial stands until someone with `approve` changes it.
+/// `AllowAll` approves any content; other policies are the provisioner's
+/// ([`Provisioner::approve`]), and what a policy approved holds for that
+/// content while the class keeps that policy.
 async fn approve<P: Provisioner>(
     instance: &Instance,
     class: &ProvisionerClass,
     objects: &[serde_json::Value],
+    content: &ApprovedContent,
     context: &Context<P>,
     report: &mut Report,
 ) -> Option<(String, Option<Duration>)> {
     let name = instance.name_any();
     let class_name = class.name_any();
-    let generation = instance.metadata.generation;
-    let current = report.approval().cloned();
-    let by_policy = |c: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition| {
-        c.reason == Reason::ApprovedByPolicy.as_str()
-    };
-    // A person's decision comes first: a denial stands, an approval holds
-    // for the generation it was given at, whatever the class says.
-    match &current {
-        Some(c) if c.status == "False" && c.reason == Reason::ApprovalDenied.as_str() => {
-            let message = format!(
-                "approval was denied ({}); nothing is applied. An approver can run `kubectl instance approve {name}`",
-                c.message
-            );
-            return Some((message, None));
-        }
-        Some(c) if c.status == "True" && !by_policy(c) && c.observed_generation == generation => {
-            return None;
-        }
-        _ => {}
+    let state = ApprovalState::of(instance);
+    let waiting = "nothing is applied before approval".to_owned();
+    // A person's decision comes first, whatever the class says.
+    if state.is_denied() {
+        let message = report
+            .approval()
+            .map(|c| c.message.clone())
+            .unwrap_or_default();
+        return Some((
+            format!(
+                "approval was denied ({message}); nothing is applied. An approver can run `kubectl instance approve {name}`"
+            ),
+            None,
+        ));
+    }
+    if state.by_person() && state.covers(&content.bundle, &content.digest) {
+        return None;
     }
     // An `approval` that is not a string must not fall back to AllowAll:
     // a class meant to be gated would install everything.
     let policy = match class_parameters::string(class.spec.parameters.as_ref(), "approval") {
         Ok(policy) => policy.unwrap_or("AllowAll"),
         Err(error) => {
-            report.set(
-                Reason::ApprovalPending,
-                ConditionStatus::False,
-                format!("ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"),
+            set_pending(
+                report,
+                format!(
+                    "ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"
+                ),
             );
-            return Some(("nothing is applied before approval".into(), None));
+            return Some((waiting, None));
         }
     };
-    // A policy's approval holds while the policy does (AllowAll: always;
-    // others: for the generation they approved).
-    if let Some(c) = &current
-        && c.status == "True"
-        && by_policy(c)
-        && (policy == "AllowAll"
-            || (c.observed_generation == generation
-                && c.message.contains(&format!("approval: {policy}"))))
+    let by_policy = format!("policy {policy}");
+    // A policy's approval holds for the content it approved, while the
+    // class keeps that policy.
+    if state.by_policy()
+        && state.covers(&content.bundle, &content.digest)
+        && state
+            .content
+            .as_ref()
+            .is_some_and(|approved| approved.approved_by == by_policy)
     {
         return None;
     }
+    let approved = |report: &mut Report, message: String| {
+        report.set(Reason::ApprovedByPolicy, ConditionStatus::True, message);
+        report.status.approval = Some(ApprovedContent {
+            approved_by: by_policy.clone(),
+            ..content.clone()
+        });
+    };
     if policy == "AllowAll" {
-        report.set(
-            Reason::ApprovedByPolicy,
-            ConditionStatus::True,
+        approved(
+            report,
             format!("ProvisionerClass {class_name} approves every Instance (approval: AllowAll)"),
         );
         return None;
@@ -415,30 +576,39 @@ async fn approve<P: Provisioner>(
         policy,
         objects,
         kinds: context.kinds.clone(),
+        record_key: context.record_key.as_ref(),
     };
     let (message, retry) = match context.provisioner.approve(&request).await {
         Approval::Approved(message) => {
-            report.set(Reason::ApprovedByPolicy, ConditionStatus::True, message);
+            approved(report, message);
             return None;
         }
         Approval::Pending { message, retry } => (message, retry),
     };
-    let waiting = "nothing is applied before approval".to_owned();
-    match &current {
-        // A person's approval of an earlier generation: say why it is asked again.
-        Some(c) if c.status == "True" && !by_policy(c) => {
-            let message = format!(
-                "{message}; the spec changed since generation {} was approved",
-                c.observed_generation.unwrap_or_default()
-            );
-            report.set(Reason::ApprovalPending, ConditionStatus::False, message);
+    // An earlier approval of other content: say why it is asked again.
+    let message = match &state.content {
+        Some(earlier)
+            if (state.by_person() || state.by_policy())
+                && (earlier.bundle != content.bundle || earlier.digest != content.digest) =>
+        {
+            format!(
+                "{message}; the approval covers Bundle {} at {}, but the content to install is Bundle {} at {}",
+                earlier.bundle, earlier.digest, content.bundle, content.digest
+            )
         }
-        // Already waiting for the same reason (perhaps with that note): keep it.
-        Some(c)
-            if c.reason == Reason::ApprovalPending.as_str()
-                && c.observed_generation == generation
-                && c.message.starts_with(&message) => {}
-        _ => report.set(Reason::ApprovalPending, ConditionStatus::False, message),
-    }
+        _ => message,
+    };
+    set_pending(report, message);
     Some((waiting, retry))
+}
+
+/// Sets `ApprovalPending`, keeping the condition as it is when it already
+/// says the same (so its lastTransitionTime and Event are not renewed).
+fn set_pending(report: &mut Report, message: String) {
+    let same = report
+        .approval()
+        .is_some_and(|c| c.reason == Reason::ApprovalPending.as_str() && c.message == message);
+    if !same {
+        report.set(Reason::ApprovalPending, ConditionStatus::False, message);
+    }
 }

@@ -40,7 +40,7 @@ use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{PredicateConfig, WatchStreamExt, predicates, watcher};
 use kube::{Client, ResourceExt};
-use pakket_api::{Bundle, ConditionType, Instance, ProvisionerClass, Reason, condition};
+use pakket_api::{ApprovalState, Bundle, Instance, ProvisionerClass};
 
 pub use bundle_status::REPLACED_BY_LABEL;
 pub use context::{Context, MAX_UNPACK_BACKOFF};
@@ -84,6 +84,9 @@ pub struct RunOptions {
     /// queue up inside the apiserver: each reconcile's round trips get
     /// slower and none finishes sooner.
     pub concurrency: u16,
+    /// The key that verifies the admission webhook's requester records
+    /// (`approval: UserPermission` trusts no record without it).
+    pub record_key: Option<pakket_api::RecordKey>,
 }
 
 impl RunOptions {
@@ -94,6 +97,7 @@ impl RunOptions {
             metrics: Arc::new(Metrics::new()),
             sources: SourceOptions::default(),
             concurrency: DEFAULT_CONCURRENCY,
+            record_key: None,
         }
     }
 }
@@ -197,6 +201,7 @@ pub async fn run_with<P: Provisioner>(
         bundles,
         drift,
         recorder,
+        record_key: options.record_key,
     });
     let by_class = instances.clone();
     let by_bundle = instances.clone();
@@ -245,15 +250,9 @@ pub async fn run_with<P: Provisioner>(
 /// runtime. Status and finalizers the runtime writes itself hash the same
 /// (a finalizer someone strips by hand is put back at the next resync).
 fn trigger_key(instance: &Instance) -> Option<u64> {
-    let approval = instance
-        .status
-        .as_ref()
-        .and_then(|status| condition::find(&status.conditions, ConditionType::Approved))
-        .filter(|approved| approved.reason != Reason::ApprovedByPolicy.as_str())
-        .filter(|approved| {
-            approved.status == "True" || approved.reason == Reason::ApprovalDenied.as_str()
-        })
-        .map(|approved| (approved.status.clone(), approved.observed_generation));
+    // A person's decision (what the webhook guards), not the runtime's own.
+    let approval =
+        Some(ApprovalState::of(instance)).filter(|state| state.by_person() || state.is_denied());
     let mut hasher = DefaultHasher::new();
     (
         instance.metadata.generation,
@@ -337,8 +336,8 @@ async fn reconcile_instance<P: Provisioner>(
 mod tests {
     use super::*;
     use jiff::Timestamp;
-    use pakket_api::condition::ConditionStatus;
-    use pakket_api::{BundleTemplate, InstanceSpec, InstanceStatus};
+    use pakket_api::condition::{self, ConditionStatus};
+    use pakket_api::{BundleTemplate, InstanceSpec, InstanceStatus, Reason};
 
     fn instance(generation: i64, approved: Option<(Reason, ConditionStatus)>) -> Instance {
         let mut instance = Instance::new(

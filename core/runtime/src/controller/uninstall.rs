@@ -1,6 +1,10 @@
 //! An Instance being deleted: its objects go with it, unless its
 //! `deletionPolicy` is `Orphan`, which leaves them running and unlabelled
 //! (no longer anyone's, as far as Pakket is concerned).
+//!
+//! The list comes from the Instance's status, which status writers can
+//! change; each object is removed only if its own records say it is this
+//! Instance's ([`crate::ownership`]), so a forged entry deletes nothing.
 
 use kube::Resource;
 use kube::ResourceExt;
@@ -9,7 +13,7 @@ use kube::runtime::events::{Event, EventType};
 use pakket_api::{DeletionPolicy, Instance};
 
 use super::context::Context;
-use crate::apply;
+use crate::ownership::{self, Claimant, Removal};
 
 /// Deletes (or, under `Orphan`, leaves) everything `instance` installed.
 /// Objects go newest-first, the reverse of the order they were applied in,
@@ -19,47 +23,65 @@ pub async fn uninstall<P>(
     context: &Context<P>,
 ) -> Result<Action, kube::Error> {
     let name = instance.name_any();
+    let uid = instance.uid().unwrap_or_default();
+    let claimant = Claimant {
+        name: &name,
+        uid: &uid,
+    };
     context.drift.forget_instance(&name);
     let owned = instance
         .status
         .as_ref()
         .map(|status| status.objects.clone())
         .unwrap_or_default();
-    let (reason, note) = match instance.spec.deletion_policy {
-        DeletionPolicy::Orphan => {
-            let mut kinds = context.kinds.clone();
-            for reference in &owned {
-                if let Err(error) = apply::release(&mut kinds, reference).await {
-                    tracing::warn!(%error, "releasing an orphaned object");
-                }
+    let orphan = instance.spec.deletion_policy == DeletionPolicy::Orphan;
+    let mut kinds = context.kinds.clone();
+    let mut done = 0;
+    let mut not_ours = Vec::new();
+    for reference in owned.iter().rev() {
+        let result = if orphan {
+            ownership::release_owned(&mut kinds, reference, claimant).await
+        } else {
+            ownership::delete_owned(&mut kinds, reference, claimant).await
+        };
+        match result {
+            Ok(Removal::Done) => done += 1,
+            Ok(Removal::Gone) => {}
+            Ok(Removal::NotOurs(why)) => {
+                tracing::warn!(instance = %name, %why, "left an object that is not this Instance's");
+                not_ours.push(why);
             }
-            (
-                "Orphaned",
-                format!(
-                    "deletionPolicy: Orphan; left {} installed objects in place, without Pakket's labels",
-                    owned.len()
-                ),
-            )
+            Err(error) => tracing::warn!(%error, "removing an installed object"),
         }
-        DeletionPolicy::Delete => {
-            let mut kinds = context.kinds.clone();
-            let mut deleted = 0;
-            for reference in owned.iter().rev() {
-                match apply::delete(&mut kinds, reference).await {
-                    Ok(gone) => deleted += usize::from(gone),
-                    Err(error) => tracing::warn!(%error, "deleting an installed object"),
-                }
-            }
-            (
-                "Uninstalled",
-                format!("deleted {deleted} of {} installed objects", owned.len()),
-            )
-        }
+    }
+    let (reason, mut note) = if orphan {
+        (
+            "Orphaned",
+            format!(
+                "deletionPolicy: Orphan; left {done} installed objects in place, without Pakket's labels"
+            ),
+        )
+    } else {
+        (
+            "Uninstalled",
+            format!("deleted {done} of {} installed objects", owned.len()),
+        )
     };
+    if !not_ours.is_empty() {
+        note.push_str(&format!(
+            "; left {} listed objects alone because they are not this Instance's (first: {})",
+            not_ours.len(),
+            not_ours[0]
+        ));
+    }
     let event = Event {
-        type_: EventType::Normal,
+        type_: if not_ours.is_empty() {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        },
         reason: reason.into(),
-        note: Some(note),
+        note: Some(note.chars().take(1000).collect()),
         action: "Delete".into(),
         secondary: None,
     };

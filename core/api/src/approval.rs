@@ -1,0 +1,218 @@
+//! What "approved" means, defined once for everyone who decides it: the
+//! admission webhook guards exactly the fields [`ApprovalState`] reads, and
+//! the runtime installs only what [`ApprovalState::covers`] says.
+//!
+//! An approval names the content it approves: the Bundle and the digest the
+//! approver saw ([`ApprovedContent`] in `status.approval`). Content whose
+//! digest differs is never installed under it. The `Approved` condition's
+//! `observedGeneration`, message and timestamps decide nothing, so moving
+//! them cannot approve anything.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{ConditionType, Instance, Reason};
+
+/// The content an approval covers, written with the `Approved` condition by
+/// whoever approves (`kubectl instance approve`, or the provisioner under a
+/// policy), and guarded by the admission webhook like the condition itself.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovedContent {
+    /// The Bundle approved.
+    #[schemars(length(min = 1, max = 253))]
+    pub bundle: String,
+    /// Its pinned content digest (`sha256:<hex>`), as its status showed it.
+    #[schemars(length(min = 1, max = 128))]
+    pub digest: String,
+    /// Who approved: a user name, or `policy <name>` for a class policy.
+    #[schemars(length(max = 512))]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub approved_by: String,
+}
+
+/// Everything that decides approval, and nothing else: the `Approved`
+/// condition's status and reason, and the content the approval covers.
+/// A write that changes this needs the `approve` verb.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ApprovalState {
+    /// `True`, `False`, `Unknown`, or empty when the condition is absent.
+    pub status: String,
+    /// The condition's reason, or empty.
+    pub reason: String,
+    /// `status.approval`.
+    pub content: Option<ApprovedContent>,
+}
+
+impl ApprovalState {
+    /// The state of an Instance as written.
+    pub fn of(instance: &Instance) -> Self {
+        let condition = instance.condition(ConditionType::Approved);
+        Self {
+            status: condition.map(|c| c.status.clone()).unwrap_or_default(),
+            reason: condition.map(|c| c.reason.clone()).unwrap_or_default(),
+            content: instance
+                .status
+                .as_ref()
+                .and_then(|status| status.approval.clone()),
+        }
+    }
+
+    /// Whether nothing about approval has been written yet.
+    pub fn is_empty(&self) -> bool {
+        self.status.is_empty() && self.reason.is_empty() && self.content.is_none()
+    }
+
+    /// Whether an approver denied the Instance (a denial stands until
+    /// someone with `approve` changes it).
+    pub fn is_denied(&self) -> bool {
+        self.status == "False" && self.reason == Reason::ApprovalDenied.as_str()
+    }
+
+    /// Whether a person (not a class policy) approved.
+    pub fn by_person(&self) -> bool {
+        self.status == "True" && self.reason == Reason::ApprovedByUser.as_str()
+    }
+
+    /// Whether a class policy approved.
+    pub fn by_policy(&self) -> bool {
+        self.status == "True" && self.reason == Reason::ApprovedByPolicy.as_str()
+    }
+
+    /// Whether this approval covers exactly `bundle` with content `digest`:
+    /// the one question the runtime asks before it installs anything.
+    pub fn covers(&self, bundle: &str, digest: &str) -> bool {
+        self.status == "True"
+            && (self.by_person() || self.by_policy())
+            && self
+                .content
+                .as_ref()
+                .is_some_and(|content| content.bundle == bundle && content.digest == digest)
+    }
+
+    /// `True/ApprovedByUser for Bundle b at sha256:…`, for messages.
+    pub fn describe(&self) -> String {
+        if self.is_empty() {
+            return "absent".to_owned();
+        }
+        let mut text = format!("{}/{}", self.status, self.reason);
+        if let Some(content) = &self.content {
+            text.push_str(&format!(
+                " for Bundle {} at {}",
+                content.bundle, content.digest
+            ));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use jiff::Timestamp;
+
+    use super::*;
+    use crate::condition::{self, ConditionStatus};
+    use crate::{BundleTemplate, InstanceSpec, InstanceStatus};
+
+    fn instance(
+        reason: Reason,
+        status: ConditionStatus,
+        content: Option<(&str, &str)>,
+    ) -> Instance {
+        let mut instance = Instance::new(
+            "a",
+            InstanceSpec {
+                class: "c".into(),
+                selector: None,
+                bundle: BundleTemplate {
+                    name: "b".into(),
+                    spec: None,
+                },
+                deletion_policy: Default::default(),
+            },
+        );
+        let mut conditions = Vec::new();
+        condition::set(
+            &mut conditions,
+            condition::new(reason, status, "m", Some(1), Timestamp::UNIX_EPOCH),
+        );
+        instance.status = Some(InstanceStatus {
+            conditions,
+            approval: content.map(|(bundle, digest)| ApprovedContent {
+                bundle: bundle.into(),
+                digest: digest.into(),
+                approved_by: "alice".into(),
+            }),
+            ..InstanceStatus::default()
+        });
+        instance
+    }
+
+    #[test]
+    fn an_approval_covers_exactly_the_bundle_and_digest_it_names() {
+        let approved = ApprovalState::of(&instance(
+            Reason::ApprovedByUser,
+            ConditionStatus::True,
+            Some(("b", "sha256:1")),
+        ));
+        assert!(approved.covers("b", "sha256:1"));
+        assert!(!approved.covers("b", "sha256:2"));
+        assert!(!approved.covers("other", "sha256:1"));
+    }
+
+    #[test]
+    fn a_true_condition_without_content_approves_nothing() {
+        let bare = ApprovalState::of(&instance(
+            Reason::ApprovedByUser,
+            ConditionStatus::True,
+            None,
+        ));
+        assert!(!bare.covers("b", "sha256:1"));
+        let pending = ApprovalState::of(&instance(
+            Reason::ApprovalPending,
+            ConditionStatus::True,
+            Some(("b", "sha256:1")),
+        ));
+        assert!(
+            !pending.covers("b", "sha256:1"),
+            "only approval reasons approve"
+        );
+    }
+
+    #[test]
+    fn the_state_ignores_generation_message_and_time() {
+        let mut one = instance(
+            Reason::ApprovedByUser,
+            ConditionStatus::True,
+            Some(("b", "sha256:1")),
+        );
+        let before = ApprovalState::of(&one);
+        let condition = &mut one.status.as_mut().unwrap().conditions[0];
+        condition.observed_generation = Some(7);
+        condition.message = "moved".into();
+        assert_eq!(ApprovalState::of(&one), before);
+        one.status
+            .as_mut()
+            .unwrap()
+            .approval
+            .as_mut()
+            .unwrap()
+            .digest = "sha256:2".into();
+        assert_ne!(ApprovalState::of(&one), before);
+    }
+
+    #[test]
+    fn denials_stand_apart() {
+        let denied = ApprovalState::of(&instance(
+            Reason::ApprovalDenied,
+            ConditionStatus::False,
+            Some(("b", "sha256:1")),
+        ));
+        assert!(denied.is_denied());
+        assert!(!denied.covers("b", "sha256:1"));
+        assert_eq!(
+            denied.describe(),
+            "False/ApprovalDenied for Bundle b at sha256:1"
+        );
+    }
+}
