@@ -20,27 +20,12 @@ use pakket_api::{
 };
 use pakket_runtime::apply::{BUNDLE_LABEL, INSTANCE_LABEL};
 use pakket_runtime::controller;
-use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
+use pakket_testkit::{condition_is, eventually, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
 
 mod plain_fixture;
 
-use plain_fixture::Fixture;
-
-/// Polls `check` every 100 ms for up to 30 s.
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..300 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what} did not happen within 30 s");
-}
+use plain_fixture::{Fixture, sealed, set_approval};
 
 /// Sets the test class's parameters, as an admin would by hand.
 async fn patch_class(fixture: &Fixture, parameters: serde_json::Value) {
@@ -66,24 +51,6 @@ async fn installed(fixture: &Fixture, content: &[(&str, &str)]) -> (Api<Instance
     })
     .await;
     (instances, name)
-}
-
-async fn set_approval(instances: &Api<Instance>, name: &str, status: &str, reason: &str) {
-    let instance = instances.get(name).await.unwrap();
-    let mut conditions = instance.status.clone().unwrap_or_default().conditions;
-    for condition in &mut conditions {
-        if condition.type_ == "Approved" {
-            condition.status = status.into();
-            condition.reason = reason.into();
-            condition.message = format!("{reason} by the test");
-            condition.observed_generation = instance.metadata.generation;
-        }
-    }
-    let patch = json!({ "status": { "conditions": conditions } });
-    instances
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
 }
 
 #[tokio::test]
@@ -219,7 +186,7 @@ async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
     .await;
     assert_eq!(fixture.value_of("gated").await.as_deref(), Some("v1"));
 
-    // A new Bundle is a new generation: the old approval does not cover it.
+    // A new Bundle is new content: the old approval does not cover it.
     let v2 = fixture.bundle_spec("content-v2", "file://content");
     let change =
         json!({ "spec": { "bundle": { "name": fixture.scope.name("bundle-v2"), "spec": v2 } } });
@@ -233,7 +200,13 @@ async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
     .await;
     let message = &pending.condition(ConditionType::Approved).unwrap().message;
     assert!(
-        message.contains("spec changed since generation 1"),
+        message.contains(&format!(
+            "the last approval covered Bundle {} at sha256:",
+            fixture.scope.name("bundle")
+        )) && message.contains(&format!(
+            "but the content to install is Bundle {} at sha256:",
+            fixture.scope.name("bundle-v2")
+        )),
         "{message}"
     );
     assert_eq!(
@@ -251,26 +224,26 @@ async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
 }
 
 #[tokio::test]
-async fn the_selector_finds_the_earlier_bundles_and_marks_them_replaced() {
+async fn a_pivot_marks_the_bundles_this_instance_had_active_and_no_others() {
     let fixture = Fixture::new("selector", "AllowAll").await;
-    fixture.content("content", &[("current", "v3")]).await;
+    fixture.content("content", &[("current", "v1")]).await;
+    fixture.content("content-v2", &[("current", "v2")]).await;
     let bundles: Api<Bundle> = Api::all(fixture.scope.client.clone());
     let mut labels = fixture.scope.labels();
     labels.insert("app".into(), "selected".into());
-    for earlier in ["v1", "v2"] {
-        let mut bundle = Bundle::new(
-            &fixture.scope.name(earlier),
-            fixture.bundle_spec("content", "file://content"),
-        );
-        bundle.metadata.labels = Some(labels.clone());
-        bundles
-            .create(&PostParams::default(), &bundle)
-            .await
-            .unwrap();
-    }
+    // A Bundle the selector matches but this Instance never had active.
+    let mut stranger = Bundle::new(
+        &fixture.scope.name("stranger"),
+        fixture.bundle_spec("content", "file://content"),
+    );
+    stranger.metadata.labels = Some(labels.clone());
+    bundles
+        .create(&PostParams::default(), &stranger)
+        .await
+        .unwrap();
     let instances = fixture.instances();
     let name = fixture.scope.name("instance");
-    let mut instance = fixture.instance("v3", fixture.bundle_spec("content", "file://content"));
+    let mut instance = fixture.instance("v1", fixture.bundle_spec("content", "file://content"));
     instance.metadata.labels = Some(labels.clone());
     instance.spec.selector = Some(LabelSelector {
         match_labels: Some(BTreeMap::from([("app".into(), "selected".into())])),
@@ -280,26 +253,34 @@ async fn the_selector_finds_the_earlier_bundles_and_marks_them_replaced() {
         .create(&PostParams::default(), &instance)
         .await
         .unwrap();
-    wait_for(&instances, &name, "install", |i| {
+    wait_for(&instances, &name, "install v1", |i| {
         condition_is(i, ConditionType::Installed, "True")
     })
     .await;
-    let current = fixture.scope.name("v3");
-    for earlier in ["v1", "v2"] {
-        let earlier = fixture.scope.name(earlier);
-        eventually("the earlier Bundle is marked replaced", || async {
-            let bundle = bundles.get(&earlier).await.unwrap();
-            bundle.labels().get(controller::REPLACED_BY_LABEL) == Some(&current)
-        })
-        .await;
+    let v2 = fixture.bundle_spec("content-v2", "file://content");
+    let change = json!({ "spec": { "bundle": { "name": fixture.scope.name("v2"), "spec": v2 } } });
+    instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&change))
+        .await
+        .unwrap();
+    eventually("v2 installed", || async {
+        fixture.value_of("current").await.as_deref() == Some("v2")
+    })
+    .await;
+    let current = fixture.scope.name("v2");
+    let earlier = fixture.scope.name("v1");
+    eventually("the earlier Bundle is marked replaced", || async {
+        let bundle = bundles.get(&earlier).await.unwrap();
+        bundle.labels().get(controller::REPLACED_BY_LABEL) == Some(&current)
+    })
+    .await;
+    for untouched in [current.clone(), fixture.scope.name("stranger")] {
+        let bundle = bundles.get(&untouched).await.unwrap();
+        assert!(
+            !bundle.labels().contains_key(controller::REPLACED_BY_LABEL),
+            "{untouched} is not marked replaced"
+        );
     }
-    let installed = bundles.get(&current).await.unwrap();
-    assert!(
-        !installed
-            .labels()
-            .contains_key(controller::REPLACED_BY_LABEL),
-        "the installed Bundle is not replaced"
-    );
     fixture.scope.cleanup().await;
 }
 
@@ -315,7 +296,7 @@ async fn user_permission_approves_what_the_creator_may_install_and_nothing_more(
     let alice = CreatorRecord::new("alice", None, vec!["system:authenticated".into()]);
     instance.metadata.annotations = Some(BTreeMap::from([(
         CREATED_BY_ANNOTATION.to_owned(),
-        alice.to_annotation(),
+        sealed(&instance, &alice),
     )]));
     instances
         .create(&PostParams::default(), &instance)
@@ -391,7 +372,8 @@ async fn user_permission_without_a_creator_record_waits_for_a_person() {
     .await;
     let message = &waiting.condition(ConditionType::Approved).unwrap().message;
     assert!(
-        message.contains("creator record") && message.contains("kubectl instance approve"),
+        message.contains("does not trust this Instance's requester record")
+            && message.contains("kubectl instance approve"),
         "{message}"
     );
     fixture.scope.cleanup().await;

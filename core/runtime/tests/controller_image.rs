@@ -200,6 +200,18 @@ async fn installs_an_image_bundle_and_reuses_a_stored_digest_without_pulling() {
     let dir = store.get(&Digest::parse(&pushed).unwrap()).unwrap();
     let before = std::fs::metadata(&dir).unwrap();
 
+    // The objects can have one owner: the first Instance goes (and its
+    // objects with it) before a second installs the same content.
+    fixture
+        .instances()
+        .delete(&fixture.scope.name("first"), &DeleteParams::default())
+        .await
+        .unwrap();
+    pakket_testkit::eventually("the first Instance's objects are gone", || async {
+        fixture.value_of("first").await.is_none()
+    })
+    .await;
+
     // (b) Take the layer out of the registry: a pull would now fail, a
     // resolve still works. A second Bundle with the same digest installs
     // anyway, so it pulled nothing; the stored directory is the same one.

@@ -164,20 +164,8 @@ async fn an_unapproved_instance_waits_and_installs_once_approved() {
         "nothing applied before approval"
     );
 
-    // An approver sets Approved=True on the status subresource.
-    let mut conditions = waiting.status.clone().unwrap().conditions;
-    for condition in &mut conditions {
-        if condition.type_ == "Approved" {
-            condition.status = "True".into();
-            condition.reason = "ApprovedByUser".into();
-            condition.message = "approved by the test".into();
-        }
-    }
-    let approval = json!({ "status": { "conditions": conditions } });
-    instances
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&approval))
-        .await
-        .unwrap();
+    // An approver approves the Bundle at the digest its status pins.
+    plain_fixture::set_approval(&instances, &name, "True", "ApprovedByUser").await;
     wait_for(&instances, &name, "install after approval", |i| {
         condition_is(i, ConditionType::Installed, "True")
     })

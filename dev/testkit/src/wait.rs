@@ -43,3 +43,18 @@ pub fn reason_is(instance: &Instance, kind: ConditionType, reason: &str) -> bool
         .condition(kind)
         .is_some_and(|condition| condition.reason == reason)
 }
+
+/// Polls `check` every 100 ms for up to 30 s; panics naming `what`.
+pub async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..300 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 30 s");
+}

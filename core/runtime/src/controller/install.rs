@@ -585,14 +585,13 @@ async fn approve<P: Provisioner>(
         }
         Approval::Pending { message, retry } => (message, retry),
     };
-    // An earlier approval of other content: say why it is asked again.
+    // An earlier approval of other content: say why it is asked again
+    // (the record stays until a new approval replaces it, so every later
+    // pass says the same).
     let message = match &state.content {
-        Some(earlier)
-            if (state.by_person() || state.by_policy())
-                && (earlier.bundle != content.bundle || earlier.digest != content.digest) =>
-        {
+        Some(earlier) if earlier.bundle != content.bundle || earlier.digest != content.digest => {
             format!(
-                "{message}; the approval covers Bundle {} at {}, but the content to install is Bundle {} at {}",
+                "{message}; the last approval covered Bundle {} at {}, but the content to install is Bundle {} at {}",
                 earlier.bundle, earlier.digest, content.bundle, content.digest
             )
         }

@@ -15,6 +15,61 @@ use pakket_runtime::{Plain, controller};
 use pakket_testkit::{Scope, install_crds};
 use serde_json::json;
 
+/// The key the fixture's controller verifies requester records with; the
+/// tests seal records with it as the admission webhook would.
+pub fn record_key() -> pakket_api::RecordKey {
+    pakket_api::RecordKey::from_bytes(b"pakket runtime tests' record key, 32+ bytes").unwrap()
+}
+
+/// `record` sealed as the webhook would seal it on `instance`.
+pub fn sealed(instance: &Instance, record: &pakket_api::CreatorRecord) -> String {
+    record
+        .sealed(
+            &record_key(),
+            pakket_api::CREATED_BY_ANNOTATION,
+            instance.metadata.name.as_deref().unwrap(),
+            &instance.spec,
+        )
+        .to_annotation()
+}
+
+/// Approves (or denies) the Instance's current Bundle at the digest its
+/// status pins, the way `kubectl instance approve` writes it.
+pub async fn set_approval(instances: &Api<Instance>, name: &str, status: &str, reason: &str) {
+    let instance = instances.get(name).await.unwrap();
+    let bundle = instance.spec.bundle.name.clone();
+    let bundles: Api<pakket_api::Bundle> = Api::all(instances.clone().into_client());
+    let digest = bundles
+        .get(&bundle)
+        .await
+        .unwrap()
+        .status
+        .and_then(|status| status.source)
+        .and_then(|source| source.digest)
+        .expect("an unpacked Bundle");
+    let mut conditions = instance.status.clone().unwrap_or_default().conditions;
+    for condition in &mut conditions {
+        if condition.type_ == "Approved" {
+            condition.status = status.into();
+            condition.reason = reason.into();
+            condition.message = format!("{reason} by the test");
+            condition.observed_generation = instance.metadata.generation;
+        }
+    }
+    let patch = json!({ "status": {
+        "conditions": conditions,
+        "approval": { "bundle": bundle, "digest": digest, "approvedBy": "the test" },
+    } });
+    instances
+        .patch_status(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+}
+
 pub struct Fixture {
     /// The test's namespace, label and admin client.
     pub scope: Scope,
@@ -37,7 +92,11 @@ impl Fixture {
         let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
         let client = scope.client.clone();
         let provisioner = Plain::new(id.clone());
-        tokio::spawn(async move { controller::run(client, provisioner, store).await });
+        let options = controller::RunOptions {
+            record_key: Some(record_key()),
+            ..controller::RunOptions::new(store)
+        };
+        tokio::spawn(async move { controller::run_with(client, provisioner, options).await });
         Self { scope, id }
     }
 
