@@ -286,7 +286,7 @@ async fn a_pivot_marks_the_bundles_this_instance_had_active_and_no_others() {
 
 #[tokio::test]
 async fn user_permission_approves_what_the_creator_may_install_and_nothing_more() {
-    let fixture = Fixture::new("user-permission", "UserPermission").await;
+    let fixture = Fixture::with_records("user-permission", "UserPermission").await;
     fixture.content("content", &[("granted", "v1")]).await;
     let instances = fixture.instances();
     let name = fixture.scope.name("instance");
@@ -361,7 +361,7 @@ async fn user_permission_approves_what_the_creator_may_install_and_nothing_more(
 
 #[tokio::test]
 async fn user_permission_without_a_creator_record_waits_for_a_person() {
-    let fixture = Fixture::new("no-creator", "UserPermission").await;
+    let fixture = Fixture::with_records("no-creator", "UserPermission").await;
     fixture.content("content", &[("unrecorded", "v1")]).await;
     let (instances, name) = fixture
         .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
@@ -372,7 +372,7 @@ async fn user_permission_without_a_creator_record_waits_for_a_person() {
     .await;
     let message = &waiting.condition(ConditionType::Approved).unwrap().message;
     assert!(
-        message.contains("does not trust this Instance's requester record")
+        message.contains("has no core.pakket.dev/created-by record")
             && message.contains("kubectl instance approve"),
         "{message}"
     );

@@ -555,6 +555,21 @@ async fn approve<P: Provisioner>(
     {
         return None;
     }
+    // With a record key (every deployment has one), a policy approves only
+    // content someone asked for through Pakket's webhooks: a record the
+    // webhook sealed for this very spec. Without it (webhooks removed, or
+    // bypassed while absent), only a person approves.
+    if let Some(key) = &context.record_key
+        && let Err(error) = pakket_api::requester(instance, Some(key))
+    {
+        set_pending(
+            report,
+            format!(
+                "ProvisionerClass {class_name} (approval: {policy}) approves only Instances whose requester Pakket's admission webhook recorded, and {error}; a person must approve: run `kubectl instance approve {name}`"
+            ),
+        );
+        return Some((waiting, None));
+    }
     let approved = |report: &mut Report, message: String| {
         report.set(Reason::ApprovedByPolicy, ConditionStatus::True, message);
         report.status.approval = Some(ApprovedContent {

@@ -79,13 +79,26 @@ pub struct Fixture {
 
 impl Fixture {
     pub async fn new(test: &str, approval: &str) -> Self {
-        let fixture = Self::without_class(test).await;
+        let fixture = Self::start(test, None).await;
+        fixture.create_class(approval).await;
+        fixture
+    }
+
+    /// A controller that verifies requester records with [`record_key`],
+    /// as a deployed provisioner does: policies approve only Instances
+    /// with a record sealed for their current spec.
+    pub async fn with_records(test: &str, approval: &str) -> Self {
+        let fixture = Self::start(test, Some(record_key())).await;
         fixture.create_class(approval).await;
         fixture
     }
 
     /// A running controller, but no ProvisionerClass yet.
     pub async fn without_class(test: &str) -> Self {
+        Self::start(test, None).await
+    }
+
+    async fn start(test: &str, key: Option<pakket_api::RecordKey>) -> Self {
         let scope = Scope::new(test).await;
         install_crds(&scope.client).await.unwrap();
         let id = format!("test.pakket.dev/{}", scope.id);
@@ -93,7 +106,7 @@ impl Fixture {
         let client = scope.client.clone();
         let provisioner = Plain::new(id.clone());
         let options = controller::RunOptions {
-            record_key: Some(record_key()),
+            record_key: key,
             ..controller::RunOptions::new(store)
         };
         tokio::spawn(async move { controller::run_with(client, provisioner, options).await });
