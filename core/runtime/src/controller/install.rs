@@ -339,7 +339,14 @@ async fn find_or_create_bundle<P>(
                 let mut bundle = Bundle::new(name, spec.clone());
                 bundle.metadata.owner_references =
                     instance.controller_owner_ref(&()).map(|owner| vec![owner]);
-                bundle.metadata.labels = instance.metadata.labels.clone();
+                // Labelled as this Instance's from the start: it is, and a
+                // later pivot then needs no write to find it.
+                let mut labels = instance.metadata.labels.clone().unwrap_or_default();
+                labels.insert(
+                    ACTIVE_FOR_LABEL.to_owned(),
+                    instance.uid().unwrap_or_default(),
+                );
+                bundle.metadata.labels = Some(labels);
                 match bundles.create(&PostParams::default(), &bundle).await {
                     Ok(created) => Some(created),
                     Err(kube::Error::Api(status)) if status.code == 409 => {
@@ -443,6 +450,9 @@ async fn mark_earlier_bundles<P>(
     current: &str,
     previous: Option<&str>,
 ) -> Result<(), kube::Error> {
+    if previous.is_none() && instance.spec.selector.is_none() {
+        return Ok(());
+    }
     let uid = instance.uid().unwrap_or_default();
     let bundles: Api<Bundle> = Api::all(context.client.clone());
     // Listed, not read from the cache: this runs once per pivot, and a
