@@ -66,10 +66,10 @@ impl ApprovalRequest<'_> {
     pub fn wait_for_a_person(&self) -> Approval {
         Approval::Pending {
             message: format!(
-                "waiting for approval (ProvisionerClass {} has approval: {}); run `kubectl instance approve {}`",
+                "waiting for approval (ProvisionerClass {} has approval: {}, so no policy approves): a person with the approve verb decides; review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}` or `kubectl instance deny {name}`",
                 self.class.name_any(),
                 self.policy,
-                self.instance.name_any()
+                name = self.instance.name_any()
             ),
             retry: None,
         }
