@@ -67,7 +67,15 @@ async fn run() {
     let uncached = start(&client, &files, Duration::ZERO).await;
 
     let alice = Requester::named("alice", &["pakket:test-users", "system:authenticated"]);
-    let alice_record = alice.creator_record();
+    // Sealed as the mutating webhook seals it, with the server's key.
+    let bench_spec: pakket_api::InstanceSpec =
+        serde_json::from_value(instance(None)["spec"].clone()).unwrap();
+    let alice_record = alice.creator_record().sealed(
+        &bench_key(),
+        pakket_api::CREATED_BY_ANNOTATION,
+        "bench",
+        &bench_spec,
+    );
     let scenarios: Vec<(&str, &Running, &str, Bytes)> = vec![
         (
             "status write, Approved unchanged (no SubjectAccessReview)",
@@ -144,12 +152,18 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The record key of the bench's server.
+fn bench_key() -> pakket_api::RecordKey {
+    pakket_api::RecordKey::from_bytes(&[9; 32]).unwrap()
+}
+
 async fn start(client: &kube::Client, files: &tls::CertFiles, ttl: Duration) -> Running {
     let settings = Settings {
         listen: "127.0.0.1:0".parse().unwrap(),
         cert: files.clone(),
         reload_interval: Duration::from_secs(5),
         access_cache_ttl: ttl,
+        record_key: bench_key(),
     };
     let server = pakket_webhooks::start(client.clone(), settings)
         .await

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::core::admission::{AdmissionResponse, Operation};
 use kube::{Client, ResourceExt};
-use pakket_api::{Bundle, BundleSpec, Instance};
+use pakket_api::{Bundle, BundleSpec, Instance, RecordKey};
 
 use crate::authz::Authorizer;
 use crate::index::Index;
@@ -43,16 +43,19 @@ pub struct Admission {
     client: Client,
     authorizer: Authorizer,
     index: Index,
+    key: RecordKey,
 }
 
 impl Admission {
     /// Answers with `authorizer` for permissions, `index` for Bundles and
-    /// classes, and `client` for ConfigMap lookups.
-    pub fn new(client: Client, authorizer: Authorizer, index: Index) -> Self {
+    /// classes, `client` for ConfigMap lookups, and `key` to seal and
+    /// verify requester records.
+    pub fn new(client: Client, authorizer: Authorizer, index: Index, key: RecordKey) -> Self {
         Self {
             client,
             authorizer,
             index,
+            key,
         }
     }
 
@@ -85,7 +88,7 @@ impl Admission {
             }
             (Webhook::Mutate, Target::Bundle) if writes => mutate_bundle(request, &mut verdict),
             (Webhook::Mutate, Target::Instance) if writes => {
-                mutate_instance(request, &requester, &mut verdict)
+                mutate_instance(request, &requester, &self.key, &mut verdict)
             }
             (_, target) => {
                 tracing::debug!(?target, operation = ?request.operation, "nothing to check");
@@ -126,7 +129,7 @@ impl Admission {
         self.check_use("Bundle", &name, requester, &uses, verdict)
             .await;
         self.warn_missing_classes("Bundle", &name, &uses, verdict);
-        self.check_content("Bundle", &name, &new.spec, "spec", verdict)
+        self.check_content("Bundle", &name, requester, &new.spec, "spec", verdict)
             .await;
         Ok(())
     }
@@ -140,8 +143,15 @@ impl Admission {
         let (old, new) = objects::<Instance>(request, "Instance")?;
         let name = new.name_any();
         let creator = match &old {
-            None => creator::check_create(&name, &new.metadata, requester),
-            Some(old) => creator::check_update(&name, &old.metadata, &new.metadata),
+            None => creator::check_create(&name, &new.metadata, &new.spec, requester, &self.key),
+            Some(old) => creator::check_update(
+                &name,
+                (&old.metadata, &old.spec),
+                (&new.metadata, &new.spec),
+                requester,
+                &self.key,
+                false,
+            ),
         };
         if let Err(message) = creator {
             verdict.deny(403, message);
@@ -167,8 +177,15 @@ impl Admission {
             self.warn_missing_classes("Instance", &name, &uses, verdict);
         }
         if let Some(spec) = embedded {
-            self.check_content("Instance", &name, spec, "spec.bundle.spec", verdict)
-                .await;
+            self.check_content(
+                "Instance",
+                &name,
+                requester,
+                spec,
+                "spec.bundle.spec",
+                verdict,
+            )
+            .await;
         }
         Ok(())
     }
@@ -181,8 +198,14 @@ impl Admission {
     ) -> Result<(), String> {
         let (old, new) = objects::<Instance>(request, "Instance")?;
         if let Some(old) = &old
-            && let Err(message) =
-                creator::check_update(&new.name_any(), &old.metadata, &new.metadata)
+            && let Err(message) = creator::check_update(
+                &new.name_any(),
+                (&old.metadata, &old.spec),
+                (&new.metadata, &new.spec),
+                requester,
+                &self.key,
+                true,
+            )
         {
             verdict.deny(403, message);
             return Ok(());
@@ -297,11 +320,30 @@ impl Admission {
         &self,
         kind: &str,
         name: &str,
+        requester: &Requester,
         spec: &BundleSpec,
         field: &str,
         verdict: &mut Verdict,
     ) {
         for (at, source) in content::mounts(spec, field) {
+            match self
+                .authorizer
+                .allows(requester, &content::read_permission(source))
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    verdict.deny(
+                        403,
+                        content::read_denial(kind, name, &at, requester, source),
+                    );
+                    continue;
+                }
+                Err(error) => {
+                    verdict.deny(503, unavailable(&error));
+                    continue;
+                }
+            }
             let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &source.namespace);
             let state = match api.get_opt(&source.name).await {
                 Ok(None) => ConfigMapState::Missing,
@@ -337,22 +379,33 @@ fn mutate_bundle(request: &Request, verdict: &mut Verdict) -> Result<(), String>
     Ok(())
 }
 
-/// Instance CREATE and UPDATE in the mutating phase: the creator record.
+/// Instance CREATE and UPDATE in the mutating phase: the requester records.
 fn mutate_instance(
     request: &Request,
     requester: &Requester,
+    key: &RecordKey,
     verdict: &mut Verdict,
 ) -> Result<(), String> {
-    let new = request
+    let raw = request
         .object
         .as_ref()
         .ok_or("the request carries no object")?;
-    match request.old_object.as_ref() {
-        None => match creator::on_create(&display_name(request, new), &new.metadata, requester) {
+    let shown = display_name(request, raw);
+    let (old, new) = objects::<Instance>(request, "Instance")?;
+    match old {
+        None => match creator::on_create(&shown, &new.metadata, &new.spec, requester, key) {
             Ok(patch) => verdict.patch = patch,
             Err(message) => verdict.deny(403, message),
         },
-        Some(old) => verdict.patch = creator::on_update(&old.metadata, &new.metadata),
+        Some(old) => {
+            verdict.patch = creator::on_update(
+                &new.name_any(),
+                (&old.metadata, &old.spec),
+                (&new.metadata, &new.spec),
+                requester,
+                key,
+            )
+        }
     }
     Ok(())
 }

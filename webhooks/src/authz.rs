@@ -87,9 +87,10 @@ pub fn subject_access_review(
             groups: Some(requester.groups.clone()),
             extra: (!requester.extra.is_empty()).then(|| requester.extra.clone()),
             resource_attributes: Some(ResourceAttributes {
-                group: Some(pakket_api::GROUP.to_owned()),
+                group: Some(permission.group.to_owned()),
                 resource: Some(permission.resource.to_owned()),
                 verb: Some(permission.verb.to_owned()),
+                namespace: permission.namespace.clone(),
                 name: Some(permission.name.clone()),
                 ..ResourceAttributes::default()
             }),

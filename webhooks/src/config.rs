@@ -32,7 +32,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::api::ObjectMeta;
-use pakket_api::CREATED_BY_ANNOTATION;
+use pakket_api::{CREATED_BY_ANNOTATION, LAST_CHANGED_BY_ANNOTATION};
 
 /// The namespace `deploy/` installs the webhook into.
 pub const NAMESPACE: &str = "pakket-system";
@@ -119,19 +119,31 @@ impl Options {
     }
 }
 
-/// The creator record of `object` (`''` when absent), as CEL.
+/// The requester records of `object` (`''` for each one absent), as CEL.
 fn creator_of(object: &str) -> String {
+    let one = |annotation: &str| {
+        format!(
+            "(has({object}.metadata.annotations) && '{annotation}' in {object}.metadata.annotations \
+             ? {object}.metadata.annotations['{annotation}'] : '')"
+        )
+    };
     format!(
-        "(has({object}.metadata.annotations) && '{CREATED_BY_ANNOTATION}' in {object}.metadata.annotations \
-         ? {object}.metadata.annotations['{CREATED_BY_ANNOTATION}'] : '')"
+        "[{}, {}]",
+        one(CREATED_BY_ANNOTATION),
+        one(LAST_CHANGED_BY_ANNOTATION)
     )
 }
 
-/// The Approved condition's `status/reason` of `object` (empty when absent), as CEL.
+/// What decides approval in `object` (`pakket_api::ApprovalState`), as CEL:
+/// the Approved condition's `status/reason`, then `status.approval`'s
+/// bundle, digest and approver (empty when absent).
 fn approval_of(object: &str) -> String {
     format!(
         "(has({object}.status) && has({object}.status.conditions) \
-         ? {object}.status.conditions.filter(c, c.type == 'Approved').map(c, c.status + '/' + c.reason) : [])"
+         ? {object}.status.conditions.filter(c, c.type == 'Approved').map(c, c.status + '/' + c.reason) : []) + \
+         (has({object}.status) && has({object}.status.approval) \
+         ? [{object}.status.approval.bundle, {object}.status.approval.digest, \
+            has({object}.status.approval.approvedBy) ? {object}.status.approval.approvedBy : ''] : [])"
     )
 }
 
@@ -284,9 +296,10 @@ fn mutating_webhook(
         match_policy: Some("Equivalent".to_owned()),
         side_effects: "None".to_owned(),
         timeout_seconds: Some(5),
-        // Our patch only adds the creator record, which no later webhook
-        // should touch; running again would change nothing.
-        reinvocation_policy: Some("Never".to_owned()),
+        // Our patch seals the requester records for the spec as it stands:
+        // if a later mutating webhook changes the spec, run again and seal
+        // the final one (the validating check refuses a stale seal).
+        reinvocation_policy: Some("IfNeeded".to_owned()),
         rules: Some(rules),
         match_conditions: Some(conditions),
         object_selector: options.object_selector.clone(),
@@ -302,9 +315,9 @@ pub fn mutating(options: &Options) -> MutatingWebhookConfiguration {
         "instances.mutate",
         vec![pakket_rule("instances", &["CREATE", "UPDATE"])],
         vec![condition(
-            "create-or-creator-dropped",
+            "create-or-spec-or-records-changed",
             format!(
-                "request.operation == 'CREATE' || ({} != '' && {} == '')",
+                "request.operation == 'CREATE' || object.spec != oldObject.spec || {} != {}",
                 creator_of("oldObject"),
                 creator_of("object")
             ),
@@ -367,7 +380,7 @@ mod tests {
         }
         for webhook in &mutating {
             assert_eq!(webhook.failure_policy.as_deref(), Some("Fail"));
-            assert_eq!(webhook.reinvocation_policy.as_deref(), Some("Never"));
+            assert_eq!(webhook.reinvocation_policy.as_deref(), Some("IfNeeded"));
         }
     }
 

@@ -6,10 +6,10 @@
 //! | rule | on | needs |
 //! |---|---|---|
 //! | [`rules::use_verb`] | Bundle / Instance CREATE, and UPDATE that changes the spec | `use` on `provisionerclasses/<class>` for every class named (an Instance's embedded Bundle spec included) |
-//! | [`rules::approval`] | Instance (and `instances/status`) writes that change `Approved` status or reason | `approve` on `instances/<name>` |
-//! | [`rules::creator`] | Instance CREATE (mutating + validating) and UPDATE | the `core.pakket.dev/created-by` record is the requester's and never changes |
+//! | [`rules::approval`] | Instance (and `instances/status`) writes that change what decides approval ([`pakket_api::ApprovalState`]: `Approved` status and reason, `status.approval`) | `approve` on `instances/<name>` |
+//! | [`rules::creator`] | Instance CREATE (mutating + validating) and UPDATE | `core.pakket.dev/created-by` is the requester's, sealed for the spec, and never changes; a spec change writes `core.pakket.dev/last-changed-by` (the requester, sealed for the new spec); neither is written by hand |
 //! | [`rules::bundle`] | Bundle UPDATE; Bundle / Instance CREATE | spec immutable (refused in the mutating phase, before CEL, with a message naming the change); refs parse |
-//! | [`rules::content`] | Bundle CREATE; ConfigMap CREATE/UPDATE/DELETE | mounted ConfigMaps are `immutable: true` and not deleted while mounted |
+//! | [`rules::content`] | Bundle CREATE (and an Instance's embedded spec); ConfigMap CREATE/UPDATE/DELETE | the requester may `get` every mounted ConfigMap; mounted ConfigMaps are `immutable: true` and not deleted while mounted |
 //!
 //! A class that does not exist is a warning, not a denial: GitOps tools apply
 //! in any order, and nothing acts on the object until the class appears.
@@ -33,12 +33,15 @@
 //! users) costs no apiserver round trip, and `matchConditions` keep status
 //! writes that leave `Approved` alone from calling the webhook at all.
 //!
-//! # The creator record
+//! # The requester records
 //!
-//! [`pakket_api::CREATED_BY_ANNOTATION`] holds [`pakket_api::CreatorRecord`]
+//! [`pakket_api::CREATED_BY_ANNOTATION`] and
+//! [`pakket_api::LAST_CHANGED_BY_ANNOTATION`] hold [`pakket_api::CreatorRecord`]
 //! JSON (user name, uid, sorted groups; not `extra`, which describes the
-//! credential rather than the user). Provisioners read it for
-//! `approval: UserPermission`.
+//! credential rather than the user), sealed with the record key
+//! (`--record-key-file`) for the Instance's name and spec. Provisioners
+//! verify the seal ([`pakket_api::requester`]) before any policy approves,
+//! and `approval: UserPermission` asks about that requester's rights.
 
 pub mod admission;
 pub mod authz;
@@ -72,6 +75,8 @@ pub struct Settings {
     pub reload_interval: Duration,
     /// How long a "yes" from a SubjectAccessReview is kept (zero: never).
     pub access_cache_ttl: Duration,
+    /// The key that seals requester records (the provisioners verify with it).
+    pub record_key: pakket_api::RecordKey,
 }
 
 /// A server started by [`start`].
@@ -120,7 +125,12 @@ pub async fn start(client: kube::Client, settings: Settings) -> Result<Running, 
     let index = index::Index::spawn(client.clone());
     let authorizer =
         authz::Authorizer::new(client.clone(), settings.access_cache_ttl, metrics.clone());
-    let admission = admission::Admission::new(client, authorizer, index.clone());
+    let admission = admission::Admission::new(
+        client,
+        authorizer,
+        index.clone(),
+        settings.record_key.clone(),
+    );
     let listener = TcpListener::bind(settings.listen)
         .await
         .map_err(|source| StartError::Bind {

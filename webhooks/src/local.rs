@@ -54,6 +54,7 @@ mod probe;
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -102,6 +103,10 @@ pub struct LocalOptions {
     /// How long to wait for the watches to sync and for the apiserver to
     /// call the server, before giving up.
     pub ready_timeout: Duration,
+    /// The record key's file; `None` makes a fresh key in the server's
+    /// temporary directory (see [`LocalWebhooks::record_key_file`], to hand
+    /// to provisioners).
+    pub record_key_file: Option<PathBuf>,
 }
 
 impl Default for LocalOptions {
@@ -111,6 +116,7 @@ impl Default for LocalOptions {
             object_selector: None,
             access_cache_ttl: Duration::from_secs(10),
             ready_timeout: Duration::from_secs(60),
+            record_key_file: None,
         }
     }
 }
@@ -141,6 +147,7 @@ pub struct LocalWebhooks {
     /// Whether configurations may exist that [`stop`](Self::stop) or `Drop`
     /// must delete.
     registered: bool,
+    key_file: PathBuf,
     _cert_dir: tempfile::TempDir,
 }
 
@@ -164,11 +171,27 @@ impl LocalWebhooks {
             key: cert_dir.path().join("tls.key"),
         };
         ca.issue(&cert, &configuration)?;
+        let key_file = match &options.record_key_file {
+            Some(file) => file.clone(),
+            None => {
+                let file = cert_dir.path().join("record-key");
+                std::fs::write(&file, pakket_api::RecordKey::generate().1).map_err(|source| {
+                    Error::WriteFile {
+                        path: file.clone(),
+                        source,
+                    }
+                })?;
+                file
+            }
+        };
+        let record_key = pakket_api::RecordKey::read(&key_file)
+            .map_err(|error| Error::RecordKey(error.to_string()))?;
         let settings = Settings {
             listen: (Ipv4Addr::LOCALHOST, 0).into(),
             cert,
             reload_interval: RELOAD_INTERVAL,
             access_cache_ttl: options.access_cache_ttl,
+            record_key,
         };
         let mut webhooks = Self {
             client,
@@ -178,6 +201,7 @@ impl LocalWebhooks {
             settings,
             server: None,
             registered: false,
+            key_file,
             _cert_dir: cert_dir,
         };
         webhooks.serve().await?;
@@ -199,6 +223,17 @@ impl LocalWebhooks {
             "local webhooks registered and called by the apiserver"
         );
         Ok(webhooks)
+    }
+
+    /// The file holding the record key the server seals with: give it to
+    /// provisioners (`--record-key-file`) so they trust its records.
+    pub fn record_key_file(&self) -> &Path {
+        &self.key_file
+    }
+
+    /// The record key the server seals with.
+    pub fn record_key(&self) -> pakket_api::RecordKey {
+        self.settings.record_key.clone()
     }
 
     /// Where the server listens (the same across [`restart_server`](Self::restart_server)).

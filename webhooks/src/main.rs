@@ -45,6 +45,10 @@ enum Command {
         /// Seconds a "yes" from a SubjectAccessReview is reused (0: never).
         #[arg(long, default_value_t = 10)]
         access_cache_seconds: u64,
+        /// The key that seals requester records (at least 32 bytes; the
+        /// same Secret the provisioners mount).
+        #[arg(long, env = "PAKKET_RECORD_KEY_FILE")]
+        record_key_file: PathBuf,
     },
     /// Print the Validating- and MutatingWebhookConfiguration of deploy/.
     Configurations,
@@ -69,6 +73,10 @@ enum Command {
         /// Seconds a "yes" from a SubjectAccessReview is reused (0: never).
         #[arg(long, default_value_t = 10)]
         access_cache_seconds: u64,
+        /// The key that seals requester records; default: a fresh one,
+        /// whose file is printed so provisioners can be given it.
+        #[arg(long)]
+        record_key_file: Option<PathBuf>,
     },
 }
 
@@ -90,7 +98,10 @@ async fn main() -> anyhow::Result<()> {
             key,
             reload_seconds,
             access_cache_seconds,
+            record_key_file,
         } => {
+            let record_key = pakket_api::RecordKey::read(&record_key_file)
+                .context("the record key (--record-key-file)")?;
             let client = kube::Client::try_default()
                 .await
                 .context("connecting to the apiserver (in-cluster config or KUBECONFIG)")?;
@@ -99,6 +110,7 @@ async fn main() -> anyhow::Result<()> {
                 cert: tls::CertFiles { cert, key },
                 reload_interval: Duration::from_secs(reload_seconds.max(1)),
                 access_cache_ttl: Duration::from_secs(access_cache_seconds),
+                record_key,
             };
             let mut shutdown = Shutdown::listen()?;
             let mut running = pakket_webhooks::start(client, settings).await?;
@@ -113,7 +125,17 @@ async fn main() -> anyhow::Result<()> {
             context,
             selector,
             access_cache_seconds,
-        } => local(name, context, selector, access_cache_seconds).await?,
+            record_key_file,
+        } => {
+            local(
+                name,
+                context,
+                selector,
+                access_cache_seconds,
+                record_key_file,
+            )
+            .await?
+        }
     }
     Ok(())
 }
@@ -125,6 +147,7 @@ async fn local(
     context: Option<String>,
     selector: Option<BTreeMap<String, String>>,
     access_cache_seconds: u64,
+    record_key_file: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let kubeconfig = KubeConfigOptions {
         context: context.clone(),
@@ -149,14 +172,16 @@ async fn local(
         },
     };
     options.access_cache_ttl = Duration::from_secs(access_cache_seconds);
+    options.record_key_file = record_key_file;
     let mut shutdown = Shutdown::listen()?;
     let webhooks = LocalWebhooks::start(client, options).await?;
     let name = webhooks.configuration_name();
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
-        "webhooks on {}, registered as validatingwebhookconfiguration/{name} and mutatingwebhookconfiguration/{name}",
-        webhooks.url()
+        "webhooks on {}, registered as validatingwebhookconfiguration/{name} and mutatingwebhookconfiguration/{name}; record key in {}",
+        webhooks.url(),
+        webhooks.record_key_file().display()
     )?;
     stdout.flush()?;
     drop(stdout);

@@ -13,6 +13,7 @@ use std::process::Stdio;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::condition::{self, ConditionStatus};
@@ -324,7 +325,13 @@ async fn the_creator_is_recorded_and_cannot_be_forged() {
         Some("alice".into()),
         vec!["pakket:test-users".into(), "system:authenticated".into()],
     );
-    assert_eq!(record_of(&created), alices);
+    let sealed_for = |instance: &Instance| {
+        pakket_api::requester(instance, Some(&harness.webhooks.record_key()))
+            .expect("a record the webhook sealed for this spec")
+            .0
+    };
+    assert!(record_of(&created).same_identity(&alices));
+    assert!(sealed_for(&created).same_identity(&alices));
 
     // A record naming someone else is refused, for users and admins alike.
     let mut forged = harness.instance("forged", &class);
@@ -368,7 +375,7 @@ async fn the_creator_is_recorded_and_cannot_be_forged() {
     let mut replacement = alice.get(&name).await.unwrap();
     replacement.metadata.annotations = None;
     let replaced = alice.replace(&name, &post(), &replacement).await.unwrap();
-    assert_eq!(record_of(&replaced), alices);
+    assert_eq!(record_of(&replaced), record_of(&created));
 
     // So does server-side apply of a manifest without it, twice.
     let manifest = harness.instance("applied", &class);
@@ -389,9 +396,148 @@ async fn the_creator_is_recorded_and_cannot_be_forged() {
         )
         .await
         .unwrap();
-    assert_eq!(record_of(&first), alices);
-    assert_eq!(record_of(&second), alices);
+    assert!(sealed_for(&first).same_identity(&alices));
+    assert_eq!(record_of(&second), record_of(&first));
 
+    harness.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_spec_change_records_who_made_it_and_nothing_else_moves_the_record() {
+    let harness = Harness::start("last-changed").await;
+    let class = create_class(&harness, "class").await;
+    let admin: Api<Instance> = Api::all(harness.scope.client.clone());
+    let created = admin
+        .create(&post(), &harness.instance("shared", &class))
+        .await
+        .unwrap();
+    let name = harness.scope.name("shared");
+    let key = harness.webhooks.record_key();
+    let (creator, annotation) = pakket_api::requester(&created, Some(&key)).unwrap();
+    assert_eq!(
+        (creator.username.as_str(), annotation),
+        ("pakket-admin", CREATED_BY_ANNOTATION)
+    );
+    // bob may edit this one Instance and use the class.
+    harness
+        .grant(
+            "bob",
+            vec![user("bob")],
+            vec![
+                pakket_rule(&["instances"], &["get", "update", "patch"], &[&name]),
+                pakket_rule(&["provisionerclasses"], &["use"], &[&class]),
+            ],
+        )
+        .await;
+    let bob: Api<Instance> = Api::all(cluster().client_as("bob").await);
+    let change = json!({"spec": {"bundle": {"name": harness.scope.name("shared-v2")}}});
+    let changed = eventually("bob's grant", || async {
+        bob.patch(&name, &PatchParams::default(), &Patch::Merge(&change))
+            .await
+            .map_err(|error| error.to_string())
+    })
+    .await;
+    let (changer, annotation) = pakket_api::requester(&changed, Some(&key)).unwrap();
+    assert_eq!(
+        (changer.username.as_str(), annotation),
+        ("bob", pakket_api::LAST_CHANGED_BY_ANNOTATION)
+    );
+    // A label (no spec change) leaves the record as it was.
+    let label = json!({"metadata": {"labels": {"touched": "yes"}}});
+    let labelled = admin
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
+    assert_eq!(
+        pakket_api::requester(&labelled, Some(&key))
+            .unwrap()
+            .0
+            .username,
+        "bob"
+    );
+    // Writing the record by hand is refused, admin or not.
+    let forged = json!({"metadata": {"annotations": {
+        pakket_api::LAST_CHANGED_BY_ANNOTATION: r#"{"username":"someone-else"}"#,
+    }}});
+    let message = refusal(
+        admin
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&forged))
+            .await,
+    )
+    .expect("a hand-written record is refused");
+    assert!(
+        message.contains("cannot be added, changed or removed by hand"),
+        "{message}"
+    );
+    harness.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_approved_content_is_guarded_like_the_condition() {
+    let harness = Harness::start("approval-content").await;
+    let class = create_class(&harness, "class").await;
+    let admin: Api<Instance> = Api::all(harness.scope.client.clone());
+    admin
+        .create(&post(), &harness.instance("guarded", &class))
+        .await
+        .unwrap();
+    let name = harness.scope.name("guarded");
+    harness
+        .grant(
+            "bob",
+            vec![user("bob")],
+            vec![
+                pakket_rule(&["instances"], &["get"], &[&name]),
+                pakket_rule(&["instances/status"], &["update", "patch"], &[&name]),
+            ],
+        )
+        .await;
+    let bob: Api<Instance> = Api::all(cluster().client_as("bob").await);
+    let content = json!({"status": {"approval": {
+        "bundle": harness.scope.name("guarded-v1"), "digest": format!("sha256:{}", "a".repeat(64)),
+        "approvedBy": "bob",
+    }}});
+    let message = eventually("bob's grant, then the webhook's refusal", || async {
+        match bob
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&content))
+            .await
+        {
+            Ok(_) => panic!("status.approval written without the approve verb"),
+            Err(error)
+                if error
+                    .to_string()
+                    .contains("may not change the Approved condition") =>
+            {
+                Ok(error.to_string())
+            }
+            Err(error) => Err(error.to_string()),
+        }
+    })
+    .await;
+    assert!(message.contains("for Bundle"), "{message}");
+    let unchanged = admin.get(&name).await.unwrap();
+    assert!(
+        unchanged
+            .status
+            .and_then(|status| status.approval)
+            .is_none()
+    );
+
+    // With `approve`, the same write goes through.
+    harness
+        .grant(
+            "bob-approves",
+            vec![user("bob")],
+            vec![pakket_rule(&["instances"], &["approve"], &[&name])],
+        )
+        .await;
+    eventually("bob's approve grant", || async {
+        bob.patch_status(&name, &PatchParams::default(), &Patch::Merge(&content))
+            .await
+            .map(drop)
+            .map_err(|error| error.to_string())
+    })
+    .await;
     harness.cleanup().await;
 }
 
@@ -472,6 +618,62 @@ fn mounting(harness: &Harness, suffix: &str, class: &str, config_map: &str) -> B
         .unwrap(),
     ];
     bundle
+}
+
+#[tokio::test]
+async fn a_bundle_may_mount_only_a_config_map_its_requester_may_read() {
+    let harness = Harness::start("content-read").await;
+    let class = create_class(&harness, "class").await;
+    let config_maps: Api<ConfigMap> =
+        Api::namespaced(harness.scope.client.clone(), &harness.scope.namespace);
+    config_maps
+        .create(&post(), &config_map(&harness, "private", true))
+        .await
+        .unwrap();
+    harness
+        .grant(
+            "alice",
+            vec![user("alice")],
+            vec![
+                pakket_rule(&["bundles"], &["create", "get"], &[]),
+                pakket_rule(&["provisionerclasses"], &["use"], &[&class]),
+            ],
+        )
+        .await;
+    let alice: Api<Bundle> = Api::all(cluster().client_as("alice").await);
+    let bundle = mounting(&harness, "reads-private", &class, "private");
+    let message = webhook_refusal(&alice, &bundle, "may not read").await;
+    assert!(
+        message.contains(&format!(
+            "spec.volumeMounts[0].configMap names ConfigMap {}/private, which user \"alice\" may not read",
+            harness.scope.namespace
+        )) && message.contains("resources: [configmaps], resourceNames: [private], verbs: [get]"),
+        "{message}"
+    );
+    let admin_bundles: Api<Bundle> = Api::all(harness.scope.client.clone());
+    assert!(
+        admin_bundles
+            .get_opt(&harness.scope.name("reads-private"))
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing was created"
+    );
+    harness
+        .grant(
+            "alice-reads",
+            vec![user("alice")],
+            vec![PolicyRule {
+                api_groups: Some(vec![String::new()]),
+                resources: Some(vec!["configmaps".into()]),
+                resource_names: Some(vec!["private".into()]),
+                verbs: vec!["get".into()],
+                ..PolicyRule::default()
+            }],
+        )
+        .await;
+    create_when_allowed(&alice, &bundle, &["may not read"]).await;
+    harness.cleanup().await;
 }
 
 #[tokio::test]

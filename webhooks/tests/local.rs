@@ -150,7 +150,7 @@ async fn local_webhooks_register_deploys_webhooks_at_loopback_and_are_removed_on
     let message = dry_run_refusal(&scope, &forged_instance(&scope, "forged", true))
         .await
         .expect("a forged creator record refused by the local webhook");
-    assert!(message.contains("records the creator itself"), "{message}");
+    assert!(message.contains("records who asks itself"), "{message}");
     // What the selector leaves out never reaches the server.
     let metrics = webhooks.metrics().unwrap().clone();
     let before = metrics.answered("mutate", "instances");
@@ -232,11 +232,14 @@ async fn the_local_command_prints_where_it_serves_and_unregisters_on_sigterm_and
             .and_then(|(port, _)| port.parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line: {line}"));
         assert!(
-            line.ends_with(&format!(
-                ", registered as validatingwebhookconfiguration/{name} and mutatingwebhookconfiguration/{name}"
+            line.contains(&format!(
+                ", registered as validatingwebhookconfiguration/{name} and mutatingwebhookconfiguration/{name}; record key in /"
             )),
             "{line}"
         );
+        // The key it prints is the one a provisioner is given.
+        let key_file = line.rsplit("record key in ").next().unwrap();
+        pakket_api::RecordKey::read(std::path::Path::new(key_file)).expect("a usable record key");
         let validating = Api::<ValidatingWebhookConfiguration>::all(scope.client.clone())
             .get(&name)
             .await
@@ -248,7 +251,7 @@ async fn the_local_command_prints_where_it_serves_and_unregisters_on_sigterm_and
         let message = dry_run_refusal(&scope, &forged_instance(&scope, "forged", true))
             .await
             .expect("refused by the webhook as soon as the line is printed");
-        assert!(message.contains("records the creator itself"), "{message}");
+        assert!(message.contains("records who asks itself"), "{message}");
 
         let pid = Pid::from_raw(child.id().unwrap().try_into().unwrap());
         nix::sys::signal::kill(pid, signal).unwrap();

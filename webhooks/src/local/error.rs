@@ -32,6 +32,9 @@ pub enum Error {
     /// No temporary directory for the certificate files.
     #[error("making a temporary directory for the serving certificate: {0}; check $TMPDIR")]
     TempDir(#[source] std::io::Error),
+    /// The record key file cannot be used.
+    #[error("{0}")]
+    RecordKey(String),
     /// The server did not start.
     #[error("starting the webhook server: {0}")]
     Start(#[from] StartError),

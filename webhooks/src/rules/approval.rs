@@ -1,83 +1,53 @@
-//! The Approved guard: changing an Instance's `Approved` condition needs the
-//! `approve` verb on `instances` (provisioners' service accounts hold it, and
-//! whoever an admin binds `pakket-instance-approver` to).
+//! The Approved guard: changing what decides an Instance's approval needs
+//! the `approve` verb on `instances` (provisioners' service accounts hold
+//! it, and whoever an admin binds `pakket-instance-approver` to).
 //!
-//! A change is a different `status` or `reason`, or the condition appearing
-//! or disappearing. Message, timestamps and observedGeneration are not: the
-//! runtime refreshes them on every pass, and they decide nothing. So a status
-//! write that leaves approval alone costs no SubjectAccessReview.
+//! What decides approval is [`ApprovalState`], the one definition the
+//! runtime installs by: the `Approved` condition's status and reason, and
+//! `status.approval` (the Bundle and digest approved). Message, timestamps
+//! and observedGeneration are not part of it: the runtime refreshes them on
+//! every pass and they decide nothing, so a status write that leaves
+//! approval alone costs no SubjectAccessReview, and moving them approves
+//! nothing.
 
-use pakket_api::{ConditionType, Instance};
+use pakket_api::{ApprovalState, Instance};
 
 use super::Permission;
 use crate::review::Requester;
 
-/// What decides approval: the condition's status and reason.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Approval {
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    /// The machine-readable reason, e.g. `ApprovedByUser`.
-    pub reason: String,
-}
-
-impl std::fmt::Display for Approval {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.status, self.reason)
-    }
-}
-
-/// A change to the Approved condition.
+/// A change to what decides approval.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApprovalChange {
-    /// Before; `None` when the condition was absent.
-    pub from: Option<Approval>,
-    /// After; `None` when the condition is removed.
-    pub to: Option<Approval>,
+    /// Before (empty on CREATE).
+    pub from: ApprovalState,
+    /// After.
+    pub to: ApprovalState,
 }
 
-/// The Approved condition's status and reason, if the Instance has one.
-pub fn approval_of(instance: &Instance) -> Option<Approval> {
-    instance
-        .condition(ConditionType::Approved)
-        .map(|condition| Approval {
-            status: condition.status.clone(),
-            reason: condition.reason.clone(),
-        })
-}
-
-/// The change this write makes to the Approved condition, if any. `old` is
+/// The change this write makes to what decides approval, if any. `old` is
 /// `None` on CREATE.
 pub fn change(old: Option<&Instance>, new: &Instance) -> Option<ApprovalChange> {
-    let from = old.and_then(approval_of);
-    let to = approval_of(new);
+    let from = old.map(ApprovalState::of).unwrap_or_default();
+    let to = ApprovalState::of(new);
     (from != to).then_some(ApprovalChange { from, to })
 }
 
 /// The permission changing an Instance's approval needs.
 pub fn permission(instance: &str) -> Permission {
-    Permission {
-        verb: "approve",
-        resource: "instances",
-        name: instance.to_owned(),
-    }
+    Permission::pakket("approve", "instances", instance)
 }
 
 /// Why an approval change is refused: names the user, the Instance, the
 /// change, the verb and the rule that grants it.
 pub fn denial(requester: &Requester, instance: &str, change: &ApprovalChange) -> String {
-    let show = |approval: &Option<Approval>| match approval {
-        Some(approval) => approval.to_string(),
-        None => "absent".to_owned(),
-    };
     let permission = permission(instance);
     format!(
         "Instance {instance:?}: {requester} may not change the Approved condition \
          (from {from} to {to}): that needs {described}; an admin can grant it with a ClusterRole \
          rule {{apiGroups: [{group}], resources: [instances], verbs: [approve]}} (see the example \
          ClusterRole pakket-instance-approver) bound to the user",
-        from = show(&change.from),
-        to = show(&change.to),
+        from = change.from.describe(),
+        to = change.to.describe(),
         described = permission.describe(),
         group = pakket_api::GROUP,
     )
@@ -87,11 +57,11 @@ pub fn denial(requester: &Requester, instance: &str, change: &ApprovalChange) ->
 mod tests {
     use jiff::Timestamp;
     use pakket_api::condition::{self, ConditionStatus};
-    use pakket_api::{InstanceStatus, Reason};
+    use pakket_api::{ApprovedContent, InstanceStatus, Reason};
 
     use super::*;
 
-    fn instance(conditions: &[(Reason, ConditionStatus, &str)]) -> Instance {
+    fn instance(conditions: &[(Reason, ConditionStatus, &str)], digest: Option<&str>) -> Instance {
         let mut instance: Instance = serde_json::from_value(serde_json::json!({
             "apiVersion": "core.pakket.dev/v1alpha1",
             "kind": "Instance",
@@ -106,65 +76,88 @@ mod tests {
                 condition::new(*reason, *state, *message, Some(1), Timestamp::UNIX_EPOCH),
             );
         }
+        status.approval = digest.map(|digest| ApprovedContent {
+            bundle: "hello-v1".into(),
+            digest: digest.into(),
+            approved_by: "alice".into(),
+        });
         instance.status = Some(status);
         instance
     }
 
     #[test]
-    fn refreshing_message_or_other_conditions_is_no_change() {
-        let old = instance(&[
-            (Reason::ApprovalPending, ConditionStatus::False, "waiting"),
-            (Reason::Unpacking, ConditionStatus::False, "pulling"),
-        ]);
-        let new = instance(&[
-            (
-                Reason::ApprovalPending,
-                ConditionStatus::False,
-                "still waiting",
-            ),
-            (Reason::UnpackSucceeded, ConditionStatus::True, "done"),
-        ]);
+    fn refreshing_message_generation_or_other_conditions_is_no_change() {
+        let old = instance(
+            &[
+                (Reason::ApprovalPending, ConditionStatus::False, "waiting"),
+                (Reason::Unpacking, ConditionStatus::False, "pulling"),
+            ],
+            None,
+        );
+        let mut new = instance(
+            &[
+                (
+                    Reason::ApprovalPending,
+                    ConditionStatus::False,
+                    "still waiting",
+                ),
+                (Reason::UnpackSucceeded, ConditionStatus::True, "done"),
+            ],
+            None,
+        );
+        new.status.as_mut().unwrap().conditions[0].observed_generation = Some(9);
         assert_eq!(change(Some(&old), &new), None);
     }
 
     #[test]
-    fn approving_denying_adding_and_removing_are_changes() {
-        let pending = instance(&[(Reason::ApprovalPending, ConditionStatus::False, "")]);
-        let approved = instance(&[(Reason::ApprovedByUser, ConditionStatus::True, "")]);
-        let denied = instance(&[(Reason::ApprovalDenied, ConditionStatus::False, "")]);
-        let none = instance(&[]);
-        let approval = |reason: &str, status: &str| Approval {
-            status: status.into(),
-            reason: reason.into(),
-        };
-        assert_eq!(
-            change(Some(&pending), &approved),
-            Some(ApprovalChange {
-                from: Some(approval("ApprovalPending", "False")),
-                to: Some(approval("ApprovedByUser", "True")),
-            })
+    fn approving_denying_removing_and_moving_the_approved_content_are_changes() {
+        let pending = instance(
+            &[(Reason::ApprovalPending, ConditionStatus::False, "")],
+            None,
         );
-        // Same status, new reason: still a decision someone made.
+        let approved = instance(
+            &[(Reason::ApprovedByUser, ConditionStatus::True, "")],
+            Some("sha256:1"),
+        );
+        let denied = instance(
+            &[(Reason::ApprovalDenied, ConditionStatus::False, "")],
+            None,
+        );
+        let none = instance(&[], None);
+        assert!(change(Some(&pending), &approved).is_some());
         assert!(change(Some(&pending), &denied).is_some());
-        assert!(change(Some(&approved), &none).unwrap().to.is_none());
-        assert!(change(None, &approved).unwrap().from.is_none());
+        assert!(change(Some(&approved), &none).is_some());
+        assert!(change(None, &approved).is_some());
         assert_eq!(change(None, &none), None);
+        // Only the content moves: still a decision someone made.
+        let other_digest = instance(
+            &[(Reason::ApprovedByUser, ConditionStatus::True, "")],
+            Some("sha256:2"),
+        );
+        assert!(change(Some(&approved), &other_digest).is_some());
+        let pending_with_content = instance(
+            &[(Reason::ApprovalPending, ConditionStatus::False, "")],
+            Some("sha256:2"),
+        );
+        assert!(change(Some(&pending), &pending_with_content).is_some());
     }
 
     #[test]
     fn a_denial_names_user_instance_change_and_verb() {
+        let pending = instance(
+            &[(Reason::ApprovalPending, ConditionStatus::False, "")],
+            None,
+        );
+        let approved = instance(
+            &[(Reason::ApprovedByUser, ConditionStatus::True, "")],
+            Some("sha256:1"),
+        );
         let message = denial(
             &Requester::named("bob", &[]),
             "hello",
-            &ApprovalChange {
-                from: None,
-                to: Some(Approval {
-                    status: "True".into(),
-                    reason: "ApprovedByUser".into(),
-                }),
-            },
+            &change(Some(&pending), &approved).unwrap(),
         );
-        assert!(message.starts_with(r#"Instance "hello": user "bob" may not change the Approved condition (from absent to True/ApprovedByUser)"#), "{message}");
+        assert!(message.starts_with(r#"Instance "hello": user "bob" may not change the Approved condition (from False/ApprovalPending to True/ApprovedByUser for Bundle hello-v1 at sha256:1)"#), "{message}");
         assert!(
             message.contains(r#"verb "approve" on instances.core.pakket.dev/hello"#),
             "{message}"

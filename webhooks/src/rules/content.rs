@@ -2,11 +2,51 @@
 //! `immutable: true` (so the content behind a digest cannot change under an
 //! installed Bundle), and cannot be deleted while a Bundle mounts it.
 //!
+//! The provisioner reads a mounted ConfigMap on the requester's behalf, so
+//! the requester must be allowed to `get` it ([`read_permission`]); asked
+//! first, so a refusal says nothing about whether the ConfigMap exists.
+//!
 //! A Bundle may name a ConfigMap that does not exist yet (GitOps tools apply
 //! in any order): that is allowed with a warning, and the ConfigMap's own
 //! CREATE is then held to the same rule.
 
 use pakket_api::{BundleSpec, ConfigMapSource};
+
+use super::Permission;
+use crate::review::Requester;
+
+/// `get` on the mounted ConfigMap: what the requester must hold for the
+/// provisioner to read it for him.
+pub fn read_permission(source: &ConfigMapSource) -> Permission {
+    Permission {
+        verb: "get",
+        group: "",
+        resource: "configmaps",
+        namespace: Some(source.namespace.clone()),
+        name: source.name.clone(),
+    }
+}
+
+/// Why mounting a ConfigMap the requester may not read is refused.
+pub fn read_denial(
+    kind: &str,
+    object: &str,
+    field: &str,
+    requester: &Requester,
+    source: &ConfigMapSource,
+) -> String {
+    let permission = read_permission(source);
+    format!(
+        "{kind} {object:?}: {field} names ConfigMap {}/{}, which {requester} may not read \
+         (that needs {}); the provisioner reads Bundle content only on its requester's behalf: \
+         an admin can grant it with a Role rule {} in namespace {}",
+        source.namespace,
+        source.name,
+        permission.describe(),
+        permission.rbac_rule(),
+        source.namespace
+    )
+}
 
 /// What the webhook found when it looked up a mounted ConfigMap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,115 +1,237 @@
-//! The creator record: who created an Instance, written by the mutating
-//! webhook from the authenticated request, never from what the user sent.
+//! The requester records: who created an Instance and who last changed its
+//! spec, written by the mutating webhook from the authenticated request
+//! (never from what the user sent) and sealed with the record key, so the
+//! runtime can tell them from forgeries ([`pakket_api::requester`]).
 //!
-//! - CREATE (mutating): no record → add the requester's; a record equal to
-//!   the requester's (re-applying an exported manifest) → keep; any other
-//!   record → refuse as forged.
-//! - UPDATE (mutating): a record the update drops (a client re-applying a
-//!   manifest without it) is put back, so `kubectl apply` keeps working.
-//! - CREATE (validating, after every mutation): the record must be the
-//!   requester's.
-//! - UPDATE (validating, main resource and status): the record may not be
-//!   added, changed or removed.
+//! - CREATE (mutating): no record, or one naming the requester (re-applying
+//!   an exported manifest) → the requester's record, sealed for this spec;
+//!   a record naming anyone else → refused as forged.
+//! - UPDATE (mutating): a spec change writes `last-changed-by` (the
+//!   requester, sealed for the new spec); records the update drops (a
+//!   client re-applying a manifest without them) are put back.
+//! - CREATE (validating, after every mutation): `created-by` is the
+//!   requester's and its seal verifies for the final spec (so a later
+//!   mutating webhook that changed the spec is caught).
+//! - UPDATE (validating, main resource): `created-by` never changes;
+//!   `last-changed-by` changes only with the spec, to the requester's
+//!   record sealed for the new spec. Status writes change neither.
 
 use std::collections::BTreeMap;
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation};
 use kube::api::ObjectMeta;
-use pakket_api::{CREATED_BY_ANNOTATION, CreatorRecord};
+use pakket_api::{
+    CREATED_BY_ANNOTATION, CreatorRecord, InstanceSpec, LAST_CHANGED_BY_ANNOTATION, RecordKey,
+};
 
 use crate::review::Requester;
 
-fn record_text(meta: &ObjectMeta) -> Option<&str> {
+fn record_text<'a>(meta: &'a ObjectMeta, annotation: &str) -> Option<&'a str> {
     meta.annotations
         .as_ref()?
-        .get(CREATED_BY_ANNOTATION)
+        .get(annotation)
         .map(String::as_str)
 }
 
-fn forged(instance: &str, requester: &Requester, found: &str) -> String {
+fn forged(instance: &str, annotation: &str, requester: &Requester, found: &str) -> String {
     format!(
-        "Instance {instance:?}: annotation {CREATED_BY_ANNOTATION} is {found:?} but the request \
-         comes from {requester}; the webhook records the creator itself, so remove the \
+        "Instance {instance:?}: annotation {annotation} is {found:?} but the request \
+         comes from {requester}; the webhook records who asks itself, so remove the \
          annotation from the manifest"
     )
 }
 
-/// The mutating answer on CREATE: the patch that adds the record (or none
-/// when the requester's own record is already there), or why the record
-/// the request carries is refused.
+/// Whether `text` is a record naming the requester (seal aside).
+fn names_requester(text: &str, requester: &Requester) -> bool {
+    CreatorRecord::from_annotation(text)
+        .is_ok_and(|record| record.same_identity(&requester.creator_record()))
+}
+
+/// The mutating answer on CREATE: the patch that writes the requester's
+/// sealed record, or why the record the request carries is refused.
 pub fn on_create(
     instance: &str,
     meta: &ObjectMeta,
+    spec: &InstanceSpec,
     requester: &Requester,
+    key: &RecordKey,
 ) -> Result<Vec<PatchOperation>, String> {
-    let mine = requester.creator_record();
-    match record_text(meta) {
-        None => Ok(vec![add(meta, &mine.to_annotation())]),
-        Some(found) => match CreatorRecord::from_annotation(found) {
-            Ok(record) if record == mine => Ok(Vec::new()),
-            _ => Err(forged(instance, requester, found)),
-        },
+    if meta.name.as_deref().unwrap_or_default().is_empty() {
+        return Err(
+            "an Instance needs metadata.name (generateName is not supported: the requester \
+             record is sealed for the Instance's name)"
+                .to_owned(),
+        );
     }
+    for annotation in [CREATED_BY_ANNOTATION, LAST_CHANGED_BY_ANNOTATION] {
+        if let Some(found) = record_text(meta, annotation)
+            && !names_requester(found, requester)
+        {
+            return Err(forged(instance, annotation, requester, found));
+        }
+    }
+    let sealed = requester
+        .creator_record()
+        .sealed(key, CREATED_BY_ANNOTATION, instance, spec);
+    let mut patch = vec![add(meta, CREATED_BY_ANNOTATION, &sealed.to_annotation())];
+    if record_text(meta, LAST_CHANGED_BY_ANNOTATION).is_some() {
+        // A re-applied export may carry it; a new Instance has no changer yet.
+        patch.push(PatchOperation::Remove(json_patch::RemoveOperation {
+            path: PointerBuf::from_tokens(["metadata", "annotations", LAST_CHANGED_BY_ANNOTATION]),
+        }));
+    }
+    Ok(patch)
 }
 
-/// The mutating answer on UPDATE: puts back a record the update dropped.
-pub fn on_update(old: &ObjectMeta, new: &ObjectMeta) -> Vec<PatchOperation> {
-    match (record_text(old), record_text(new)) {
-        (Some(kept), None) => vec![add(new, kept)],
-        _ => Vec::new(),
+/// The mutating answer on UPDATE: the requester's sealed `last-changed-by`
+/// when the spec changes; records the update dropped, put back otherwise.
+pub fn on_update(
+    instance: &str,
+    old: (&ObjectMeta, &InstanceSpec),
+    new: (&ObjectMeta, &InstanceSpec),
+    requester: &Requester,
+    key: &RecordKey,
+) -> Vec<PatchOperation> {
+    let (old_meta, old_spec) = old;
+    let (new_meta, new_spec) = new;
+    let mut patch = Vec::new();
+    let mut annotations_exist = new_meta.annotations.is_some();
+    let mut put = |annotation: &str, value: &str, patch: &mut Vec<PatchOperation>| {
+        patch.push(add_to(annotations_exist, annotation, value));
+        annotations_exist = true;
+    };
+    if let (Some(kept), None) = (
+        record_text(old_meta, CREATED_BY_ANNOTATION),
+        record_text(new_meta, CREATED_BY_ANNOTATION),
+    ) {
+        put(CREATED_BY_ANNOTATION, kept, &mut patch);
     }
+    if old_spec != new_spec {
+        let sealed =
+            requester
+                .creator_record()
+                .sealed(key, LAST_CHANGED_BY_ANNOTATION, instance, new_spec);
+        put(
+            LAST_CHANGED_BY_ANNOTATION,
+            &sealed.to_annotation(),
+            &mut patch,
+        );
+    } else if let (Some(kept), None) = (
+        record_text(old_meta, LAST_CHANGED_BY_ANNOTATION),
+        record_text(new_meta, LAST_CHANGED_BY_ANNOTATION),
+    ) {
+        put(LAST_CHANGED_BY_ANNOTATION, kept, &mut patch);
+    }
+    patch
 }
 
-/// The validating check on CREATE: the record is there and is the requester's.
+/// The validating check on CREATE: the record is the requester's and its
+/// seal verifies for the spec as created.
 pub fn check_create(
     instance: &str,
     meta: &ObjectMeta,
+    spec: &InstanceSpec,
     requester: &Requester,
+    key: &RecordKey,
 ) -> Result<(), String> {
-    let mine = requester.creator_record();
-    match record_text(meta) {
-        None => Err(format!(
+    let Some(found) = record_text(meta, CREATED_BY_ANNOTATION) else {
+        return Err(format!(
             "Instance {instance:?} has no {CREATED_BY_ANNOTATION} annotation: the mutating \
              webhook pakket-webhooks did not run; check that its MutatingWebhookConfiguration \
              is installed"
+        ));
+    };
+    verify(instance, CREATED_BY_ANNOTATION, found, spec, requester, key)
+}
+
+fn verify(
+    instance: &str,
+    annotation: &'static str,
+    found: &str,
+    spec: &InstanceSpec,
+    requester: &Requester,
+    key: &RecordKey,
+) -> Result<(), String> {
+    if !names_requester(found, requester) {
+        return Err(forged(instance, annotation, requester, found));
+    }
+    let record = CreatorRecord::from_annotation(found).map_err(|error| error.to_string())?;
+    record.verify(key, annotation, instance, spec).map_err(|error| {
+        format!(
+            "Instance {instance:?}: {error}; a mutating webhook that ran after Pakket's changed \
+             the spec: let Pakket's webhook run last (reinvocationPolicy: IfNeeded)"
+        )
+    })
+}
+
+/// The validating check on UPDATE. `spec` is `None` for status writes
+/// (which may change neither record).
+pub fn check_update(
+    instance: &str,
+    old: (&ObjectMeta, &InstanceSpec),
+    new: (&ObjectMeta, &InstanceSpec),
+    requester: &Requester,
+    key: &RecordKey,
+    status: bool,
+) -> Result<(), String> {
+    let unchanged = |annotation: &str| -> Result<(), String> {
+        let (before, after) = (
+            record_text(old.0, annotation),
+            record_text(new.0, annotation),
+        );
+        if before == after {
+            return Ok(());
+        }
+        let show =
+            |text: Option<&str>| text.map_or("absent".to_owned(), |text| format!("{text:?}"));
+        Err(format!(
+            "Instance {instance:?}: annotation {annotation} cannot be added, changed or \
+             removed by hand (it was {}, the update makes it {}); leave it as the webhook \
+             wrote it",
+            show(before),
+            show(after)
+        ))
+    };
+    unchanged(CREATED_BY_ANNOTATION)?;
+    if status || old.1 == new.1 {
+        return unchanged(LAST_CHANGED_BY_ANNOTATION);
+    }
+    match record_text(new.0, LAST_CHANGED_BY_ANNOTATION) {
+        None => Err(format!(
+            "Instance {instance:?} changes its spec without a {LAST_CHANGED_BY_ANNOTATION} \
+             annotation: the mutating webhook pakket-webhooks did not run"
         )),
-        Some(found) => match CreatorRecord::from_annotation(found) {
-            Ok(record) if record == mine => Ok(()),
-            _ => Err(forged(instance, requester, found)),
-        },
+        Some(found) => verify(
+            instance,
+            LAST_CHANGED_BY_ANNOTATION,
+            found,
+            new.1,
+            requester,
+            key,
+        ),
     }
 }
 
-/// The validating check on UPDATE: the record is exactly as it was.
-pub fn check_update(instance: &str, old: &ObjectMeta, new: &ObjectMeta) -> Result<(), String> {
-    let (before, after) = (record_text(old), record_text(new));
-    if before == after {
-        return Ok(());
-    }
-    let show = |text: Option<&str>| text.map_or("absent".to_owned(), |text| format!("{text:?}"));
-    Err(format!(
-        "Instance {instance:?}: annotation {CREATED_BY_ANNOTATION} cannot be added, changed or \
-         removed after creation (it was {}, the update makes it {}); leave it as the webhook \
-         wrote it",
-        show(before),
-        show(after)
-    ))
+/// The JSON-patch operation that sets `annotation`, creating the
+/// annotations map when the object has none (a JSON-patch `add` needs the
+/// parent).
+fn add(meta: &ObjectMeta, annotation: &str, value: &str) -> PatchOperation {
+    add_to(meta.annotations.is_some(), annotation, value)
 }
 
-/// The JSON-patch operation that sets the record, creating the annotations
-/// map when the object has none (a JSON-patch `add` needs the parent).
-fn add(meta: &ObjectMeta, value: &str) -> PatchOperation {
-    match &meta.annotations {
-        Some(_) => PatchOperation::Add(AddOperation {
-            path: PointerBuf::from_tokens(["metadata", "annotations", CREATED_BY_ANNOTATION]),
+fn add_to(annotations_exist: bool, annotation: &str, value: &str) -> PatchOperation {
+    if annotations_exist {
+        PatchOperation::Add(AddOperation {
+            path: PointerBuf::from_tokens(["metadata", "annotations", annotation]),
             value: value.into(),
-        }),
-        None => PatchOperation::Add(AddOperation {
+        })
+    } else {
+        PatchOperation::Add(AddOperation {
             path: PointerBuf::from_tokens(["metadata", "annotations"]),
-            value: serde_json::to_value(BTreeMap::from([(CREATED_BY_ANNOTATION, value)]))
+            value: serde_json::to_value(BTreeMap::from([(annotation, value)]))
                 .expect("a map of strings serializes"),
-        }),
+        })
     }
 }
 
@@ -121,15 +243,23 @@ mod tests {
         Requester::named("alice", &["system:authenticated", "pakket:test-users"])
     }
 
-    fn meta_with(record: Option<&str>) -> ObjectMeta {
+    fn key() -> RecordKey {
+        RecordKey::from_bytes(&[3; 32]).unwrap()
+    }
+
+    fn spec(bundle: &str) -> InstanceSpec {
+        serde_json::from_value(serde_json::json!({"class": "plain", "bundle": {"name": bundle}}))
+            .unwrap()
+    }
+
+    fn meta_with(records: &[(&str, &str)]) -> ObjectMeta {
+        let mut annotations = BTreeMap::from([("other".to_owned(), "x".to_owned())]);
+        for (annotation, record) in records {
+            annotations.insert((*annotation).to_owned(), (*record).to_owned());
+        }
         ObjectMeta {
             name: Some("hello".into()),
-            annotations: record.map(|record| {
-                BTreeMap::from([
-                    ("other".to_owned(), "x".to_owned()),
-                    (CREATED_BY_ANNOTATION.to_owned(), record.to_owned()),
-                ])
-            }),
+            annotations: Some(annotations),
             ..ObjectMeta::default()
         }
     }
@@ -141,57 +271,143 @@ mod tests {
     }
 
     #[test]
-    fn create_adds_the_requesters_record_with_or_without_annotations() {
-        let no_annotations = ObjectMeta::default();
-        let patch = on_create("hello", &no_annotations, &alice()).unwrap();
-        let patched = applied(&no_annotations, patch);
-        check_create("hello", &patched, &alice()).unwrap();
-
-        let other = ObjectMeta {
-            annotations: Some(BTreeMap::from([("k".to_owned(), "v".to_owned())])),
+    fn create_seals_the_requesters_record_with_or_without_annotations() {
+        let bare = ObjectMeta {
+            name: Some("hello".into()),
             ..ObjectMeta::default()
         };
-        let patched = applied(&other, on_create("hello", &other, &alice()).unwrap());
-        assert_eq!(patched.annotations.as_ref().unwrap().len(), 2);
-        check_create("hello", &patched, &alice()).unwrap();
+        let patched = applied(
+            &bare,
+            on_create("hello", &bare, &spec("v1"), &alice(), &key()).unwrap(),
+        );
+        check_create("hello", &patched, &spec("v1"), &alice(), &key()).unwrap();
+        // The spec changed after our webhook: the seal no longer verifies.
+        let error = check_create("hello", &patched, &spec("v2"), &alice(), &key()).unwrap_err();
+        assert!(error.contains("reinvocationPolicy"), "{error}");
     }
 
     #[test]
-    fn create_keeps_the_requesters_own_record_and_refuses_anyone_elses() {
-        let own = alice().creator_record().to_annotation();
-        assert_eq!(
-            on_create("hello", &meta_with(Some(&own)), &alice()),
-            Ok(vec![])
-        );
-
+    fn create_refuses_a_record_naming_someone_else_and_reseals_the_requesters_own() {
         let admin = Requester::named("pakket-admin", &["system:masters"])
             .creator_record()
             .to_annotation();
-        let error = on_create("hello", &meta_with(Some(&admin)), &alice()).unwrap_err();
+        let error = on_create(
+            "hello",
+            &meta_with(&[(CREATED_BY_ANNOTATION, &admin)]),
+            &spec("v1"),
+            &alice(),
+            &key(),
+        )
+        .unwrap_err();
         assert!(
             error.contains("the request comes from user \"alice\""),
             "{error}"
         );
-        assert!(on_create("hello", &meta_with(Some("not json")), &alice()).is_err());
-        assert!(check_create("hello", &meta_with(Some(&admin)), &alice()).is_err());
-        assert!(check_create("hello", &meta_with(None), &alice()).is_err());
+        let forged_changer = on_create(
+            "hello",
+            &meta_with(&[(LAST_CHANGED_BY_ANNOTATION, &admin)]),
+            &spec("v1"),
+            &alice(),
+            &key(),
+        );
+        assert!(forged_changer.is_err());
+        // Her own unsealed record (an export re-applied) is sealed afresh.
+        let own = alice().creator_record().to_annotation();
+        let meta = meta_with(&[(CREATED_BY_ANNOTATION, &own)]);
+        let patched = applied(
+            &meta,
+            on_create("hello", &meta, &spec("v1"), &alice(), &key()).unwrap(),
+        );
+        check_create("hello", &patched, &spec("v1"), &alice(), &key()).unwrap();
+        assert!(
+            check_create("hello", &meta, &spec("v1"), &alice(), &key()).is_err(),
+            "unsealed"
+        );
     }
 
     #[test]
-    fn update_puts_back_a_dropped_record_and_refuses_any_other_change() {
-        let own = alice().creator_record().to_annotation();
-        let old = meta_with(Some(&own));
-        let dropped = ObjectMeta::default();
-        let restored = applied(&dropped, on_update(&old, &dropped));
-        check_update("hello", &old, &restored).unwrap();
-        assert!(on_update(&old, &old).is_empty());
-
-        let error = check_update("hello", &old, &meta_with(Some("{}"))).unwrap_err();
+    fn a_spec_change_records_who_made_it_and_nothing_else_moves_the_records() {
+        let created =
+            alice()
+                .creator_record()
+                .sealed(&key(), CREATED_BY_ANNOTATION, "hello", &spec("v1"));
+        let old = meta_with(&[(CREATED_BY_ANNOTATION, &created.to_annotation())]);
+        let bob = Requester::named("bob", &[]);
+        // bob changes the spec: last-changed-by is his, sealed for v2.
+        let dropped = ObjectMeta {
+            name: Some("hello".into()),
+            ..ObjectMeta::default()
+        };
+        let patch = on_update(
+            "hello",
+            (&old, &spec("v1")),
+            (&dropped, &spec("v2")),
+            &bob,
+            &key(),
+        );
+        let new = applied(&dropped, patch);
+        check_update(
+            "hello",
+            (&old, &spec("v1")),
+            (&new, &spec("v2")),
+            &bob,
+            &key(),
+            false,
+        )
+        .unwrap();
+        let record =
+            CreatorRecord::from_annotation(record_text(&new, LAST_CHANGED_BY_ANNOTATION).unwrap())
+                .unwrap();
+        assert_eq!(record.username, "bob");
+        // ...and alice cannot pass bob's record off as hers.
         assert!(
-            error.contains("cannot be added, changed or removed"),
+            check_update(
+                "hello",
+                (&old, &spec("v1")),
+                (&new, &spec("v2")),
+                &alice(),
+                &key(),
+                false
+            )
+            .is_err()
+        );
+        // A metadata-only update keeps both records; a hand edit is refused.
+        let same = on_update(
+            "hello",
+            (&new, &spec("v2")),
+            (&new, &spec("v2")),
+            &alice(),
+            &key(),
+        );
+        assert!(same.is_empty());
+        let forged = meta_with(&[
+            (CREATED_BY_ANNOTATION, &created.to_annotation()),
+            (LAST_CHANGED_BY_ANNOTATION, "{}"),
+        ]);
+        let error = check_update(
+            "hello",
+            (&new, &spec("v2")),
+            (&forged, &spec("v2")),
+            &alice(),
+            &key(),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("cannot be added, changed or removed by hand"),
             "{error}"
         );
-        assert!(check_update("hello", &old, &dropped).is_err());
-        assert!(check_update("hello", &meta_with(None), &old).is_err());
+        // A status write may change neither, even with a spec that differs.
+        assert!(
+            check_update(
+                "hello",
+                (&old, &spec("v1")),
+                (&new, &spec("v2")),
+                &bob,
+                &key(),
+                true
+            )
+            .is_err()
+        );
     }
 }

@@ -12,36 +12,67 @@ pub mod use_verb;
 
 use json_patch::PatchOperation;
 
-/// A permission in group `core.pakket.dev` the requester must hold, asked of
-/// the apiserver with a SubjectAccessReview.
+/// A permission the requester must hold, asked of the apiserver with a
+/// SubjectAccessReview: a verb in group `core.pakket.dev` (`use`,
+/// `approve`), or `get` on a ConfigMap a Bundle mounts.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Permission {
-    /// The verb (`use`, `approve`).
+    /// The verb (`use`, `approve`, `get`).
     pub verb: &'static str,
-    /// The resource (`provisionerclasses`, `instances`).
+    /// The API group (`core.pakket.dev`, or `""` for core).
+    pub group: &'static str,
+    /// The resource (`provisionerclasses`, `instances`, `configmaps`).
     pub resource: &'static str,
+    /// The object's namespace, for namespaced resources.
+    pub namespace: Option<String>,
     /// The object's name.
     pub name: String,
 }
 
 impl Permission {
-    /// `verb "use" on provisionerclasses.core.pakket.dev/plain`.
+    /// A verb on a cluster-scoped Pakket object.
+    pub fn pakket(verb: &'static str, resource: &'static str, name: &str) -> Self {
+        Self {
+            verb,
+            group: pakket_api::GROUP,
+            resource,
+            namespace: None,
+            name: name.to_owned(),
+        }
+    }
+
+    /// `verb "use" on provisionerclasses.core.pakket.dev/plain`, or
+    /// `verb "get" on configmaps in namespace team, name content`.
     pub fn describe(&self) -> String {
-        format!(
-            "verb {:?} on {}.{}/{}",
-            self.verb,
-            self.resource,
-            pakket_api::GROUP,
-            self.name
-        )
+        match (&self.namespace, self.group) {
+            (Some(namespace), group) => format!(
+                "verb {:?} on {}{} {namespace}/{}",
+                self.verb,
+                self.resource,
+                if group.is_empty() {
+                    String::new()
+                } else {
+                    format!(".{group}")
+                },
+                self.name
+            ),
+            (None, group) => format!(
+                "verb {:?} on {}.{group}/{}",
+                self.verb, self.resource, self.name
+            ),
+        }
     }
 
     /// The RBAC rule that grants exactly this permission, in the flow style
-    /// an admin can paste into a ClusterRole.
+    /// an admin can paste into a (Cluster)Role.
     pub fn rbac_rule(&self) -> String {
         format!(
             "{{apiGroups: [{}], resources: [{}], resourceNames: [{}], verbs: [{}]}}",
-            pakket_api::GROUP,
+            if self.group.is_empty() {
+                "\"\""
+            } else {
+                self.group
+            },
             self.resource,
             self.name,
             self.verb
@@ -96,11 +127,7 @@ mod tests {
 
     #[test]
     fn a_permission_describes_itself_and_the_rule_that_grants_it() {
-        let permission = Permission {
-            verb: "use",
-            resource: "provisionerclasses",
-            name: "plain".into(),
-        };
+        let permission = Permission::pakket("use", "provisionerclasses", "plain");
         assert_eq!(
             permission.describe(),
             r#"verb "use" on provisionerclasses.core.pakket.dev/plain"#

@@ -54,11 +54,7 @@ pub fn spec_is_new<S: PartialEq>(old: Option<&S>, new: &S) -> bool {
 
 /// The permission a class use needs.
 pub fn permission(class: &str) -> Permission {
-    Permission {
-        verb: "use",
-        resource: "provisionerclasses",
-        name: class.to_owned(),
-    }
+    Permission::pakket("use", "provisionerclasses", class)
 }
 
 /// Why a class use is refused: names the object, the user, the class, the
