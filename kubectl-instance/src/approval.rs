@@ -8,6 +8,11 @@
 //! Instance the caller did not see: if the Instance changed meanwhile it is
 //! read again, and if it now wants another Bundle the command stops.
 //!
+//! An approval names the content it covers: `status.approval` holds the
+//! Bundle and the digest its status pins, written in the same apply as the
+//! condition; the provisioner installs exactly that content and nothing
+//! else (`pakket_api::ApprovalState`).
+//!
 //! Who may approve is the apiserver's call: RBAC on `instances/status`
 //! (update, patch), and Pakket's admission webhook, which asks for the
 //! `approve` verb on `instances`. A refusal is turned into a message that
@@ -19,7 +24,9 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
 use pakket_api::condition::{self, ConditionStatus};
-use pakket_api::{ConditionType, Instance, Reason};
+use pakket_api::{
+    ApprovalState, ApprovedContent, Bundle, ConditionType, Instance, Reason, UnpackPhase,
+};
 use serde_json::json;
 
 use crate::error::{self, Error};
@@ -33,7 +40,7 @@ const ATTEMPTS: usize = 5;
 
 /// What a caller needs to approve or deny, said as a request to an admin.
 pub const APPROVE_ADVICE: &str = "ask an admin for verb approve on instances.core.pakket.dev \
-     and verbs update, patch on instances/status \
+     and verbs update, patch on instances/status, and get on bundles \
      (`kubectl instance approve --help` shows a ClusterRole, pakket-instance-approver, that grants them)";
 
 /// Approve or deny.
@@ -61,25 +68,79 @@ impl Decision {
     }
 }
 
+/// What the caller asked for besides the decision.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Request<'a> {
+    /// A note appended to the condition's message.
+    pub note: Option<&'a str>,
+    /// Decide only if the Bundle's content has this digest.
+    pub digest: Option<&'a str>,
+}
+
+/// The digest Bundle `bundle`'s status pins: the content a decision covers.
+async fn pinned_digest(
+    client: &kube::Client,
+    bundle: &str,
+    instance: &str,
+) -> Result<String, Error> {
+    let bundles: Api<Bundle> = Api::all(client.clone());
+    let found = match bundles.get_opt(bundle).await {
+        Ok(found) => found,
+        Err(source) => {
+            return Err(identity::refused(
+                client,
+                source,
+                format!("get Bundle {bundle}"),
+                APPROVE_ADVICE,
+            )
+            .await);
+        }
+    };
+    let not_yet = || {
+        Error::Changed(format!(
+            "Bundle {bundle} is not unpacked yet, so there is no content to approve; wait until \
+             `kubectl instance describe {instance}` shows Unpacked=True"
+        ))
+    };
+    let status = found.ok_or_else(not_yet)?.status.ok_or_else(not_yet)?;
+    if status.unpacked != UnpackPhase::Done {
+        return Err(not_yet());
+    }
+    status
+        .source
+        .and_then(|source| source.digest)
+        .ok_or_else(not_yet)
+}
+
 /// Records `decision` on Instance `name` as the caller.
 pub async fn run(
     client: &kube::Client,
     name: &str,
     decision: Decision,
-    note: Option<&str>,
+    request: Request<'_>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
     let instances: Api<Instance> = Api::all(client.clone());
     let mut current = lookup::instance_with_advice(client, name, APPROVE_ADVICE).await?;
     let bundle = current.spec.bundle.name.clone();
-    if let Some(already) = already_decided(&current, decision) {
+    let digest = pinned_digest(client, &bundle, name).await?;
+    if let Some(wanted) = request.digest
+        && wanted != digest
+    {
+        return Err(Error::Changed(format!(
+            "Bundle {bundle} has content {digest}, not {wanted}; nothing was {}: review it \
+             (kubectl instance describe {name}) and run the command again",
+            decision.past()
+        )));
+    }
+    if let Some(already) = already_decided(&current, decision, &digest) {
         writeln!(out, "{already}")?;
         return Ok(());
     }
     let user = identity::whoami(client).await?;
     let params = PatchParams::apply(FIELD_MANAGER).force();
     for _ in 0..ATTEMPTS {
-        let condition = decided(&current, decision, &user, note, Timestamp::now());
+        let condition = decided(&current, decision, &user, request.note, Timestamp::now());
         let patch = json!({
             "apiVersion": format!("{}/{}", pakket_api::GROUP, pakket_api::VERSION),
             "kind": "Instance",
@@ -88,7 +149,14 @@ pub async fn run(
                 // A precondition: refused with 409 if anyone wrote since.
                 "resourceVersion": current.metadata.resource_version,
             },
-            "status": { "conditions": [condition] },
+            "status": {
+                "conditions": [condition],
+                "approval": ApprovedContent {
+                    bundle: bundle.clone(),
+                    digest: digest.clone(),
+                    approved_by: user.clone(),
+                },
+            },
         });
         match instances
             .patch_status(name, &params, &Patch::Apply(&patch))
@@ -97,7 +165,7 @@ pub async fn run(
             Ok(_) => {
                 writeln!(
                     out,
-                    "instance {name} {} (Bundle {bundle}, by {user})",
+                    "instance {name} {} (Bundle {bundle} at {digest}, by {user})",
                     decision.past()
                 )?;
                 return Ok(());
@@ -112,7 +180,7 @@ pub async fn run(
                         decision.verb()
                     )));
                 }
-                if let Some(already) = already_decided(&current, decision) {
+                if let Some(already) = already_decided(&current, decision, &digest) {
                     writeln!(out, "{already}")?;
                     return Ok(());
                 }
@@ -139,19 +207,16 @@ pub async fn run(
     )))
 }
 
-/// A note when the decision is already in place, so nothing is written.
-fn already_decided(instance: &Instance, decision: Decision) -> Option<String> {
+/// A note when the decision is already in place for this content, so
+/// nothing is written.
+fn already_decided(instance: &Instance, decision: Decision, digest: &str) -> Option<String> {
     let existing = instance.condition(ConditionType::Approved)?;
     let name = &instance.spec.bundle.name;
     let instance_name = instance.metadata.name.as_deref().unwrap_or_default();
     let done = match decision {
-        // A user's approval holds for the generation it was given for: the
-        // runtime asks again when the spec changes, and so may we.
-        Decision::Approve => {
-            existing.status == "True"
-                && (existing.reason == Reason::ApprovedByPolicy.as_str()
-                    || existing.observed_generation == instance.metadata.generation)
-        }
+        // An approval covers one Bundle at one digest: other content is
+        // approved again, as the runtime asks.
+        Decision::Approve => ApprovalState::of(instance).covers(name, digest),
         Decision::Deny => {
             existing.status == "False" && existing.reason == Reason::ApprovalDenied.as_str()
         }
@@ -255,26 +320,34 @@ mod tests {
         let status = approved.status.as_mut().unwrap();
         status.conditions[0].status = "True".into();
         status.conditions[0].reason = "ApprovedByPolicy".into();
-        let note = already_decided(&approved, Decision::Approve).unwrap();
+        status.approval = Some(ApprovedContent {
+            bundle: "web.v2".into(),
+            digest: "sha256:1".into(),
+            approved_by: "policy AllowAll".into(),
+        });
+        let note = already_decided(&approved, Decision::Approve, "sha256:1").unwrap();
         assert!(
             note.starts_with(
                 "instance web is already approved for Bundle web.v2 (ApprovedByPolicy"
             ),
             "{note}"
         );
-        assert!(already_decided(&approved, Decision::Deny).is_none());
-        assert!(already_decided(&pending(), Decision::Approve).is_none());
+        assert!(already_decided(&approved, Decision::Deny, "sha256:1").is_none());
+        assert!(already_decided(&pending(), Decision::Approve, "sha256:1").is_none());
     }
 
     #[test]
-    fn an_approval_of_an_older_generation_does_not_count() {
+    fn an_approval_of_other_content_does_not_count() {
         let mut stale = pending();
         let status = stale.status.as_mut().unwrap();
         status.conditions[0].status = "True".into();
         status.conditions[0].reason = "ApprovedByUser".into();
-        status.conditions[0].observed_generation = Some(2);
-        assert!(already_decided(&stale, Decision::Approve).is_none());
-        stale.status.as_mut().unwrap().conditions[0].observed_generation = Some(3);
-        assert!(already_decided(&stale, Decision::Approve).is_some());
+        status.approval = Some(ApprovedContent {
+            bundle: "web.v2".into(),
+            digest: "sha256:old".into(),
+            approved_by: "alice".into(),
+        });
+        assert!(already_decided(&stale, Decision::Approve, "sha256:new").is_none());
+        assert!(already_decided(&stale, Decision::Approve, "sha256:old").is_some());
     }
 }

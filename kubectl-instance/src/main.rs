@@ -71,8 +71,12 @@ enum Command {
     /// Approve an Instance that waits for approval (needs verb `approve` on instances).
     ///
     /// Writes the Approved condition (True, ApprovedByUser, "approved by
-    /// USER at TIME for Bundle B") on the status subresource, as you. An
-    /// Instance that is approved already is left alone.
+    /// USER at TIME for Bundle B") and the content it covers
+    /// (status.approval: the Bundle and the digest its status pins) on the
+    /// status subresource, as you. The provisioner installs exactly that
+    /// content: other bytes under the same name wait for a new approval.
+    /// Review first with `kubectl instance describe NAME`. An Instance
+    /// approved already for that content is left alone.
     ///
     /// The rights it takes, as a ClusterRole an admin can bind:
     ///
@@ -86,6 +90,9 @@ enum Command {
     ///   - apiGroups: [core.pakket.dev]
     ///     resources: [instances/status]
     ///     verbs: [update, patch]
+    ///   - apiGroups: [core.pakket.dev]
+    ///     resources: [bundles]
+    ///     verbs: [get, list, watch]
     #[command(verbatim_doc_comment)]
     Approve {
         /// The Instance's name.
@@ -93,6 +100,10 @@ enum Command {
         /// A note appended to the Approved condition's message.
         #[arg(short = 'm', long)]
         message: Option<String>,
+        /// Approve only if the Bundle's content has this digest (sha256:...),
+        /// e.g. content reviewed elsewhere.
+        #[arg(long)]
+        digest: Option<String>,
     },
     /// Refuse an Instance's approval (needs verb `approve` on instances).
     Deny {
@@ -151,15 +162,27 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let client = cli.cluster.client().await?;
             why::run(&client, &name, output, &mut out).await
         }
-        Command::Approve { name, message } => {
+        Command::Approve {
+            name,
+            message,
+            digest,
+        } => {
             let client = cli.cluster.client().await?;
             let decision = approval::Decision::Approve;
-            approval::run(&client, &name, decision, message.as_deref(), &mut out).await
+            let request = approval::Request {
+                note: message.as_deref(),
+                digest: digest.as_deref(),
+            };
+            approval::run(&client, &name, decision, request, &mut out).await
         }
         Command::Deny { name, message } => {
             let client = cli.cluster.client().await?;
             let decision = approval::Decision::Deny;
-            approval::run(&client, &name, decision, message.as_deref(), &mut out).await
+            let request = approval::Request {
+                note: message.as_deref(),
+                digest: None,
+            };
+            approval::run(&client, &name, decision, request, &mut out).await
         }
     }
 }

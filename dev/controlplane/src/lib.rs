@@ -27,8 +27,10 @@ pub const ADMIN_CONTEXT: &str = "admin";
 /// The admin identity's user name.
 pub const ADMIN_USER: &str = "pakket-admin";
 /// The non-admin users every control plane knows; each has a kubeconfig
-/// context of the same name.
-pub const TEST_USERS: &[&str] = &["alice", "bob", "carol"];
+/// context of the same name. Tests that run side by side grant them rights
+/// cluster-wide, so a test whose assertion depends on what a user lacks
+/// picks one no concurrent test in its binary grants that right.
+pub const TEST_USERS: &[&str] = &["alice", "bob", "carol", "dave", "erin", "mallory"];
 /// The cluster's name in kubeconfig files.
 pub const CLUSTER_NAME: &str = "pakket-dev";
 /// The ClusterIP of the `kubernetes` Service, first address of the range.

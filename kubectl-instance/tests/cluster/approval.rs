@@ -9,7 +9,9 @@
 use pakket_api::ConditionType;
 use pakket_testkit::{Scope, install_crds};
 
-use crate::support::{Grant, approver_rules, get_instance, pending_instance, plugin, reader_rules};
+use crate::support::{
+    Grant, PENDING_DIGEST, approver_rules, get_instance, pending_instance, plugin, reviewer_rules,
+};
 
 #[tokio::test]
 async fn an_approver_approves_and_denies_leaving_the_other_conditions_alone() {
@@ -23,9 +25,24 @@ async fn an_approver_approves_and_denies_leaving_the_other_conditions_alone() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
         run.stdout,
-        format!("instance {name} approved (Bundle {bundle}, by alice)\n")
+        format!("instance {name} approved (Bundle {bundle} at {PENDING_DIGEST}, by alice)\n")
     );
     let after = get_instance(&scope, &name).await;
+    // The approval names the content it covers.
+    let content = after
+        .status
+        .clone()
+        .unwrap()
+        .approval
+        .expect("status.approval");
+    assert_eq!(
+        (
+            content.bundle.as_str(),
+            content.digest.as_str(),
+            content.approved_by.as_str()
+        ),
+        (bundle.as_str(), PENDING_DIGEST, "alice")
+    );
     let approved = after.condition(ConditionType::Approved).unwrap();
     assert_eq!(approved.status, "True");
     assert_eq!(approved.reason, "ApprovedByUser");
@@ -97,13 +114,70 @@ async fn an_approver_approves_and_denies_leaving_the_other_conditions_alone() {
 }
 
 #[tokio::test]
+async fn approve_refuses_content_not_unpacked_or_not_the_digest_reviewed() {
+    let scope = Scope::new("approve-digest").await;
+    install_crds(&scope.client).await.unwrap();
+    let (name, bundle) = pending_instance(&scope, "web").await;
+    let grant = Grant::new(&scope, "approver", "alice", approver_rules()).await;
+    let before = get_instance(&scope, &name).await;
+
+    // --digest names other content: nothing is written.
+    let other = format!("sha256:{}", "2".repeat(64));
+    let run = plugin("alice", &["approve", &name, "--digest", &other]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "Bundle {bundle} has content {PENDING_DIGEST}, not {other}; nothing was approved"
+        )),
+        "{run:?}"
+    );
+    // A Bundle not unpacked yet: there is no content to approve.
+    let unpacked_not = scope.name("web-v2");
+    crate::support::create_bundle(
+        &scope,
+        &unpacked_not,
+        &["docker://registry.example/web:v2"],
+        &[],
+        None,
+    )
+    .await;
+    let patch = serde_json::json!({"spec": {"bundle": {"name": unpacked_not}}});
+    kube::Api::<pakket_api::Instance>::all(scope.client.clone())
+        .patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    let moved = get_instance(&scope, &name).await;
+    let run = plugin("alice", &["approve", &name]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "Bundle {unpacked_not} is not unpacked yet, so there is no content to approve"
+        )),
+        "{run:?}"
+    );
+    let after = get_instance(&scope, &name).await;
+    assert_eq!(
+        after.metadata.resource_version,
+        moved.metadata.resource_version
+    );
+    assert!(before.status.unwrap().approval.is_none());
+    assert!(after.status.unwrap().approval.is_none());
+    grant.revoke().await;
+    scope.cleanup().await;
+}
+
+#[tokio::test]
 async fn a_user_without_rbac_on_instances_status_is_told_what_to_ask_for() {
     let scope = Scope::new("refused").await;
     install_crds(&scope.client).await.unwrap();
     let (name, _) = pending_instance(&scope, "web").await;
     let before = get_instance(&scope, &name).await;
-    // bob may read Instances but not write their status.
-    let grant = Grant::new(&scope, "reader", "bob", reader_rules()).await;
+    // bob may read Instances and Bundles but not write status.
+    let grant = Grant::new(&scope, "reader", "bob", reviewer_rules()).await;
 
     for verb in ["approve", "deny"] {
         let run = plugin("bob", &[verb, &name]).await;

@@ -310,9 +310,9 @@ async fn a_user_who_may_read_only_instances_still_gets_describe_and_why() {
         None,
     )
     .await;
-    let grant = Grant::new(&scope, "reader", "bob", reader_rules()).await;
+    let grant = Grant::new(&scope, "reader", "dave", reader_rules()).await;
 
-    let run = plugin("bob", &["describe", &name]).await;
+    let run = plugin("dave", &["describe", &name]).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stdout.starts_with(&format!("Name:          {name}\n")),
@@ -321,7 +321,7 @@ async fn a_user_who_may_read_only_instances_still_gets_describe_and_why() {
     );
     assert!(
         run.stdout.contains(&format!(
-            "Note: reading Bundle {bundle}: bundles.core.pakket.dev \"{bundle}\" is forbidden: User \"bob\" cannot get resource \"bundles\""
+            "Note: reading Bundle {bundle}: bundles.core.pakket.dev \"{bundle}\" is forbidden: User \"dave\" cannot get resource \"bundles\""
         )),
         "{}",
         run.stdout
@@ -332,7 +332,7 @@ async fn a_user_who_may_read_only_instances_still_gets_describe_and_why() {
         "{}",
         run.stdout
     );
-    let why = plugin("bob", &["why", &name]).await;
+    let why = plugin("dave", &["why", &name]).await;
     assert_eq!(why.code, 0, "{why:?}");
     assert!(
         why.stdout.starts_with(&format!(

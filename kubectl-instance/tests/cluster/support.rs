@@ -66,11 +66,27 @@ pub async fn create_instance(scope: &Scope, suffix: &str, bundle: &str) -> Strin
     name
 }
 
+/// The digest [`pending_instance`]'s Bundle pins.
+pub const PENDING_DIGEST: &str =
+    "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+
 /// Creates Instance `<scope>-<suffix>` wanting Bundle `<scope>-<suffix>-v1`,
 /// and writes the status of one whose Bundle is unpacked and which waits
 /// for approval; returns the Instance's and the Bundle's names.
 pub async fn pending_instance(scope: &Scope, suffix: &str) -> (String, String) {
     let bundle = scope.name(&format!("{suffix}-v1"));
+    // Unpacked, with the digest an approval names.
+    create_bundle(
+        scope,
+        &bundle,
+        &["docker://registry.example/web:v1"],
+        &[],
+        Some(json!({
+            "unpacked": "Done",
+            "source": { "ref": "docker://registry.example/web:v1", "digest": PENDING_DIGEST },
+        })),
+    )
+    .await;
     let name = create_instance(scope, suffix, &bundle).await;
     let waiting = format!(
         "waiting for approval (ProvisionerClass x has approval: Manual); run `kubectl instance approve {name}`"
@@ -164,6 +180,7 @@ pub fn approver_rules() -> Vec<PolicyRule> {
     vec![
         rule("instances", &["get", "list", "approve"]),
         rule("instances/status", &["update", "patch"]),
+        rule("bundles", &["get", "list"]),
     ]
 }
 
@@ -173,6 +190,7 @@ pub fn status_writer_rules() -> Vec<PolicyRule> {
     vec![
         rule("instances", &["get", "list"]),
         rule("instances/status", &["update", "patch"]),
+        rule("bundles", &["get", "list"]),
     ]
 }
 
@@ -184,6 +202,14 @@ pub fn approve_verb_rules() -> Vec<PolicyRule> {
 /// `instances`: get, list only.
 pub fn reader_rules() -> Vec<PolicyRule> {
     vec![rule("instances", &["get", "list"])]
+}
+
+/// `instances` and `bundles`: get, list: everything an approver reads.
+pub fn reviewer_rules() -> Vec<PolicyRule> {
+    vec![
+        rule("instances", &["get", "list"]),
+        rule("bundles", &["get", "list"]),
+    ]
 }
 
 fn rule(resource: &str, verbs: &[&str]) -> PolicyRule {

@@ -9,7 +9,8 @@ use pakket_testkit::{Scope, install_crds};
 use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
 
 use crate::support::{
-    Grant, approve_verb_rules, get_instance, pending_instance, plugin, status_writer_rules,
+    Grant, PENDING_DIGEST, approve_verb_rules, get_instance, pending_instance, plugin,
+    status_writer_rules,
 };
 
 #[tokio::test]
@@ -34,18 +35,19 @@ async fn the_webhook_refuses_an_approval_without_the_approve_verb_until_it_is_gr
         creator.is_some_and(|record| record.contains(r#""username":"pakket-admin""#)),
         "{creator:?}"
     );
-    // bob may write instances/status as far as RBAC goes, but lacks `approve`.
-    let status_writer = Grant::new(&scope, "status-writer", "bob", status_writer_rules()).await;
+    // erin may write instances/status as far as RBAC goes, but lacks `approve`.
+    let status_writer = Grant::new(&scope, "status-writer", "erin", status_writer_rules()).await;
 
-    let run = plugin("bob", &["approve", &name]).await;
+    let run = plugin("erin", &["approve", &name]).await;
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stdout.is_empty(), "{run:?}");
     let stderr = &run.stderr;
     assert!(
         stderr.starts_with(&format!(
-            "error: you (bob) may not approve Instance {name}: refused by admission webhook \
-             instance-approval.validate.core.pakket.dev: Instance {name:?}: user \"bob\" may not \
-             change the Approved condition (from False/ApprovalPending to True/ApprovedByUser): "
+            "error: you (erin) may not approve Instance {name}: refused by admission webhook \
+             instance-approval.validate.core.pakket.dev: Instance {name:?}: user \"erin\" may not \
+             change the Approved condition (from False/ApprovalPending to True/ApprovedByUser \
+             for Bundle {bundle} at {PENDING_DIGEST}): "
         )),
         "{stderr}"
     );
@@ -60,18 +62,19 @@ async fn the_webhook_refuses_an_approval_without_the_approve_verb_until_it_is_gr
         "{stderr}"
     );
     assert!(stderr.contains("pakket-instance-approver"), "{stderr}");
-    // One line, and no RBAC advice bob has already followed.
+    // One line, and no RBAC advice erin has already followed.
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(!stderr.contains("update, patch"), "{stderr}");
     // Denying changes the Approved condition too, so it needs the same verb.
-    let run = plugin("bob", &["deny", &name]).await;
+    let run = plugin("erin", &["deny", &name]).await;
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr.starts_with(&format!(
-            "error: you (bob) may not deny Instance {name}: refused by admission webhook "
-        )) && run.stderr.contains(
-            "(from False/ApprovalPending to False/ApprovalDenied): that needs verb \"approve\""
-        ),
+            "error: you (erin) may not deny Instance {name}: refused by admission webhook "
+        )) && run.stderr.contains(&format!(
+            "(from False/ApprovalPending to False/ApprovalDenied for Bundle {bundle} at \
+             {PENDING_DIGEST}): that needs verb \"approve\""
+        )),
         "{run:?}"
     );
     let refused = get_instance(&scope, &name).await;
@@ -85,12 +88,12 @@ async fn the_webhook_refuses_an_approval_without_the_approve_verb_until_it_is_gr
     );
 
     // The webhook never keeps a "no": the grant works on the next try.
-    let approver = Grant::new(&scope, "approve-verb", "bob", approve_verb_rules()).await;
-    let run = plugin("bob", &["approve", &name]).await;
+    let approver = Grant::new(&scope, "approve-verb", "erin", approve_verb_rules()).await;
+    let run = plugin("erin", &["approve", &name]).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
         run.stdout,
-        format!("instance {name} approved (Bundle {bundle}, by bob)\n")
+        format!("instance {name} approved (Bundle {bundle} at {PENDING_DIGEST}, by erin)\n")
     );
     let approved = get_instance(&scope, &name).await;
     let condition = approved.condition(ConditionType::Approved).unwrap();
@@ -99,7 +102,7 @@ async fn the_webhook_refuses_an_approval_without_the_approve_verb_until_it_is_gr
         ("True", "ApprovedByUser")
     );
     assert!(
-        condition.message.starts_with("approved by bob at "),
+        condition.message.starts_with("approved by erin at "),
         "{}",
         condition.message
     );
