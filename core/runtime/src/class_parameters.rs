@@ -47,6 +47,22 @@ pub fn size(
     }
 }
 
+/// A boolean; `default` when absent.
+pub fn boolean(
+    parameters: Option<&Map<String, Value>>,
+    name: &str,
+    default: bool,
+) -> Result<bool, ParameterError> {
+    match parameters.and_then(|parameters| parameters.get(name)) {
+        None => Ok(default),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(value) => Err(error(
+            name,
+            format!("{value} is not a boolean; write true or false"),
+        )),
+    }
+}
+
 /// A string; `None` when absent.
 pub fn string<'a>(
     parameters: Option<&'a Map<String, Value>>,

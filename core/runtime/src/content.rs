@@ -32,7 +32,7 @@ use pakket_api::BundleSpec;
 use crate::archive::Limits;
 use crate::class_parameters::{self, ParameterError};
 use crate::source::git::{GitError, GitSource};
-use crate::source::https::{HttpsError, HttpsSource};
+use crate::source::https::{HttpsError, HttpsSource, Reach};
 use crate::source::pull_secret::PullSecretError;
 use crate::source::{ImageRef, ImageSource, PlainHttp, SourceError, SourceOptions};
 use crate::store::{Digest, Store};
@@ -54,6 +54,13 @@ pub struct UnpackOptions {
     /// namespace whose credentials image pulls use (the class parameter
     /// `pullSecrets`); none: the source's own credentials (anonymous).
     pub pull_secrets: Vec<String>,
+    /// Whether `https://` and git refs may reach loopback, link-local,
+    /// private and cluster-internal addresses (the class parameter
+    /// `allowInternalAddresses`; default false).
+    pub allow_internal_addresses: bool,
+    /// The ProvisionerClass these options come from, for the advice in a
+    /// refusal.
+    pub class: String,
 }
 
 impl Default for UnpackOptions {
@@ -65,6 +72,8 @@ impl Default for UnpackOptions {
             max_download_size: limits.max_total_size,
             insecure_registries: Vec::new(),
             pull_secrets: Vec::new(),
+            allow_internal_addresses: false,
+            class: String::new(),
         }
     }
 }
@@ -84,7 +93,20 @@ impl UnpackOptions {
             class_parameters::size(parameters, "maxObjectSize", default_object_size)?;
         options.insecure_registries = class_parameters::strings(parameters, "insecureRegistries")?;
         options.pull_secrets = class_parameters::strings(parameters, "pullSecrets")?;
+        options.allow_internal_addresses =
+            class_parameters::boolean(parameters, "allowInternalAddresses", false)?;
         Ok(options)
+    }
+
+    /// Where `https://` and git fetches may connect.
+    pub fn reach(&self) -> Reach {
+        if self.allow_internal_addresses {
+            Reach::Any
+        } else {
+            Reach::Public {
+                class: self.class.clone(),
+            }
+        }
     }
 }
 

@@ -35,6 +35,7 @@
 //! Known limit: the manifest body itself is read whole by `oci_client`,
 //! bounded only by the request timeout.
 
+pub mod address;
 mod error;
 pub mod git;
 pub mod https;

@@ -7,7 +7,6 @@
 //! parameter is reported until the class is fixed.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};

@@ -73,7 +73,7 @@ async fn resolves_branches_tags_and_commits_and_a_stored_commit_fetches_nothing(
     let head = repo.commit("a later commit", &[("README.md", "changed\n")]);
     let sources = ImageSources::new(trusting(&server.https));
     let store = scratch.store();
-    let options = UnpackOptions::default();
+    let options = loopback();
 
     // (a) A branch, and a subdirectory: the tree below `bundle/` is the content.
     let reference = server.reference("etcd", "?ref=main&path=bundle");
@@ -152,7 +152,7 @@ async fn unknown_and_ambiguous_refs_and_missing_paths_are_named() {
     repo.push();
     let sources = ImageSources::new(trusting(&server.https));
     let store = scratch.store();
-    let options = UnpackOptions::default();
+    let options = loopback();
     let cases = [
         (
             "?ref=v9.9.9",
@@ -203,7 +203,7 @@ async fn symlinks_and_dot_dot_entries_in_a_repository_are_refused() {
     let server = GitServer::start(&scratch.path.join("served"));
     let sources = ImageSources::new(trusting(&server.https));
     let store = scratch.store();
-    let options = UnpackOptions::default();
+    let options = loopback();
 
     // A symlink committed like any file: the extractor refuses it.
     let linked = Repo::create(&server, "linked");
@@ -316,7 +316,7 @@ async fn unreachable_untrusted_silent_and_oversized_servers_stop_with_gits_words
         &format!("git+https://127.0.0.1:{port}/r.git"),
         &store,
         &sources,
-        &UnpackOptions::default(),
+        &loopback(),
     )
     .await
     .unwrap_err();
@@ -334,14 +334,9 @@ async fn unreachable_untrusted_silent_and_oversized_servers_stop_with_gits_words
     assert!(!error.is_terminal());
 
     // A CA git is not told to trust.
-    let error = unpack(
-        &server.reference("big", ""),
-        &store,
-        &sources,
-        &UnpackOptions::default(),
-    )
-    .await
-    .unwrap_err();
+    let error = unpack(&server.reference("big", ""), &store, &sources, &loopback())
+        .await
+        .unwrap_err();
     let message = error.to_string();
     println!("untrusted: {message}");
     assert!(message.contains("certificate"), "{message}");
@@ -358,7 +353,7 @@ async fn unreachable_untrusted_silent_and_oversized_servers_stop_with_gits_words
         &format!("git+{}", silent.url("r.git")),
         &store,
         &sources,
-        &UnpackOptions::default(),
+        &loopback(),
     )
     .await
     .unwrap_err();
@@ -374,7 +369,7 @@ async fn unreachable_untrusted_silent_and_oversized_servers_stop_with_gits_words
     let sources = ImageSources::new(trusting(&server.https));
     let options = UnpackOptions {
         max_download_size: 64 * 1024,
-        ..UnpackOptions::default()
+        ..loopback()
     };
     let error = unpack(&server.reference("big", ""), &store, &sources, &options)
         .await
@@ -393,7 +388,7 @@ async fn plain_git_is_refused_without_touching_the_network() {
         "git://192.0.2.1/org/repo.git",
         &Scratch::new("git-plain").store(),
         &sources,
-        &UnpackOptions::default(),
+        &loopback(),
     )
     .await
     .unwrap_err();
@@ -410,7 +405,12 @@ async fn plain_git_is_refused_without_touching_the_network() {
 async fn the_controller_installs_an_instance_from_a_git_ref() {
     let scratch = Scratch::new("git-controller");
     let server = GitServer::start(&scratch.path.join("served"));
-    let controller = Controller::start("git-install", json!({}), |_| trusting(&server.https)).await;
+    let controller = Controller::start(
+        "git-install",
+        json!({"allowInternalAddresses": true}),
+        |_| trusting(&server.https),
+    )
+    .await;
     let namespace = controller.scope.namespace.clone();
     let repo = Repo::create(&server, "app");
     let commit = repo.commit(
@@ -459,4 +459,46 @@ async fn the_controller_installs_an_instance_from_a_git_ref() {
         "the Bundle pins the commit the tag named"
     );
     controller.cleanup(&["instance"]).await;
+}
+
+/// Options for the loopback test servers: the class allows internal
+/// addresses (without it, the address guard refuses them).
+fn loopback() -> UnpackOptions {
+    UnpackOptions {
+        allow_internal_addresses: true,
+        ..UnpackOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn a_git_server_on_an_internal_address_is_refused_unless_the_class_allows_it() {
+    let scratch = Scratch::new("git-internal");
+    let server = GitServer::start(&scratch.path.join("served"));
+    let repo = Repo::create(&server, "internal");
+    add_etcd_bundle(&repo);
+    repo.commit("etcd", &[("README.md", "the etcd bundle\n")]);
+    repo.push();
+    let sources = ImageSources::new(trusting(&server.https));
+    let public_only = UnpackOptions {
+        class: "plain".into(),
+        ..UnpackOptions::default()
+    };
+    let reference = server.reference("internal", "?ref=main&path=bundle");
+    let before = server.fetches();
+    let error = unpack(&reference, &scratch.store(), &sources, &public_only)
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    println!("refused: {message}");
+    assert!(
+        message.contains("host 127.0.0.1 is a loopback address; nothing was sent to it")
+            && message.contains("allowInternalAddresses: true"),
+        "{message}"
+    );
+    assert!(error.is_terminal());
+    assert_eq!(server.fetches(), before, "git never reached the server");
+    // Allowed by the class: the same ref is fetched.
+    unpack(&reference, &scratch.store(), &sources, &loopback())
+        .await
+        .unwrap();
 }

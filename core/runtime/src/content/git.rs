@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::{ContentError, ImageSources, UnpackOptions, Unpacked, blocking};
+use crate::source::address;
 use crate::source::git::{GitError, GitRef};
 use crate::store::Store;
 
@@ -23,7 +24,22 @@ pub(super) async fn unpack_git(
             source: Box::new(source),
         }
     };
-    let repo = GitRef::parse(&reference).map_err(git_error(reference.clone()))?;
+    let mut repo = GitRef::parse(&reference).map_err(git_error(reference.clone()))?;
+    // Public addresses only, unless the class allows more: resolved and
+    // checked here, and git is held to the address checked.
+    if !options.allow_internal_addresses {
+        let (host, port) = repo.host_and_port();
+        match address::resolve_public(&host, port).await {
+            Ok(addresses) => repo.pin_to(addresses[0]),
+            Err(why) => {
+                return Err(git_error(reference.clone())(GitError::Internal {
+                    repository: repo.repository().to_string(),
+                    why,
+                    advice: address::advice(&options.class),
+                }));
+            }
+        }
+    }
 
     // git runs as a child process: blocking work.
     let (git, to_resolve) = (sources.git().clone(), repo.clone());

@@ -35,7 +35,7 @@ pub(super) async fn unpack_tarball(
     }
     let downloaded = sources
         .https()
-        .download(&tarball, options.max_download_size)
+        .download(&tarball, options.max_download_size, &options.reach())
         .await
         .map_err(https_error)?;
     let digest = downloaded.digest.clone();

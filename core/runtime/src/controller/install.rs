@@ -102,6 +102,10 @@ pub async fn install<P: Provisioner>(
             return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
         }
     };
+    let options = UnpackOptions {
+        class: class.name_any(),
+        ..options
+    };
     let unpacked = match already_unpacked(&bundle, context) {
         Some(unpacked) => unpacked,
         None => match content::unpack(

@@ -84,6 +84,7 @@ impl GitSource {
             ],
         };
         let mut command = workspace.git(self.options.read_timeout);
+        repo.pin_arguments(&mut command);
         command
             .args(["ls-remote", "--"])
             .arg(repo.repository().as_str())
@@ -139,6 +140,7 @@ impl GitSource {
         self.run(repo, "init", init)?;
 
         let mut fetch = workspace.git(self.options.read_timeout);
+        repo.pin_arguments(&mut fetch);
         fetch
             .arg("--git-dir")
             .arg(&repository)
@@ -300,10 +302,17 @@ impl GitSource {
         } else {
             ""
         };
+        // `remote:` lines are the server's own words (its sideband), which
+        // the requester must not read through us; git's own lines stay.
+        tracing::debug!(repository = %repo.repository(), action, %git_says, "git failed");
+        let own: Vec<&str> = git_says
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("remote:"))
+            .collect();
         GitError::Git {
             repository: repo.repository().to_string(),
             action,
-            git_says: one_line(&git_says, MAX_QUOTED),
+            git_says: one_line(&own.join("\n"), MAX_QUOTED),
             advice: advice.into(),
         }
     }

@@ -9,6 +9,11 @@
 //! - **HTTPS only**, redirects included (a redirect to `http://` fails);
 //!   TLS is rustls on the ring provider, trusting the system's roots and
 //!   [`SourceOptions::extra_roots`].
+//! - **Public addresses only**, unless the class allows internal ones
+//!   ([`super::address`]): every resolved address, literal IP and redirect
+//!   hop is checked, and nothing is sent to a refused one.
+//! - **No echo**: an error status is reported by its code; the body is
+//!   logged for the operator, never put in a status the requester reads.
 //! - **No credentials**: a ref with `user:password@` is refused (Bundles
 //!   are readable by many; a token in one is a leaked token).
 //! - **Bounded**: a connect timeout, a read timeout (the longest silence
@@ -24,6 +29,8 @@ use std::sync::OnceLock;
 
 use futures_util::StreamExt as _;
 use reqwest::Url;
+
+use super::address;
 
 mod error;
 
@@ -142,7 +149,22 @@ pub struct Downloaded {
 /// HTTP client, built on first use, so connections are reused.
 pub struct HttpsSource {
     options: SourceOptions,
-    client: OnceLock<Result<reqwest::Client, String>>,
+    /// Public addresses only (the default).
+    guarded: OnceLock<Result<reqwest::Client, String>>,
+    /// Any address, for classes with `allowInternalAddresses: true`.
+    open: OnceLock<Result<reqwest::Client, String>>,
+}
+
+/// Where a download may connect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Public addresses only; the class's name, for the refusal's advice.
+    Public {
+        /// The ProvisionerClass.
+        class: String,
+    },
+    /// Any address (the class allows internal addresses).
+    Any,
 }
 
 impl HttpsSource {
@@ -151,45 +173,63 @@ impl HttpsSource {
         options::install_ring_provider();
         Self {
             options,
-            client: OnceLock::new(),
+            guarded: OnceLock::new(),
+            open: OnceLock::new(),
         }
     }
 
-    fn client(&self) -> Result<&reqwest::Client, HttpsError> {
-        self.client
-            .get_or_init(|| {
-                let roots = self
-                    .options
-                    .extra_root_certificates()?
-                    .into_iter()
-                    .map(|der| reqwest::Certificate::from_der(&der))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|error| format!("an extra root is not a certificate: {error}"))?;
-                reqwest::Client::builder()
-                    .https_only(true)
-                    .connect_timeout(self.options.connect_timeout)
-                    .read_timeout(self.options.read_timeout)
-                    .redirect(reqwest::redirect::Policy::limited(10))
-                    .user_agent(concat!("pakket/", env!("CARGO_PKG_VERSION")))
-                    .tls_certs_merge(roots)
-                    .build()
-                    .map_err(|error| error.to_string())
-            })
-            .as_ref()
-            .map_err(|cause| HttpsError::Client {
-                cause: cause.clone(),
-            })
+    fn client(&self, reach: &Reach) -> Result<&reqwest::Client, HttpsError> {
+        let guarded = matches!(reach, Reach::Public { .. });
+        let cell = if guarded { &self.guarded } else { &self.open };
+        cell.get_or_init(|| {
+            let roots = self
+                .options
+                .extra_root_certificates()?
+                .into_iter()
+                .map(|der| reqwest::Certificate::from_der(&der))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| format!("an extra root is not a certificate: {error}"))?;
+            let builder = reqwest::Client::builder()
+                .https_only(true)
+                .connect_timeout(self.options.connect_timeout)
+                .read_timeout(self.options.read_timeout)
+                .user_agent(concat!("pakket/", env!("CARGO_PKG_VERSION")))
+                .tls_certs_merge(roots);
+            let builder = if guarded {
+                builder
+                    .dns_resolver(address::guarded_resolver())
+                    .redirect(address::redirect_policy(10))
+            } else {
+                builder.redirect(reqwest::redirect::Policy::limited(10))
+            };
+            builder.build().map_err(|error| error.to_string())
+        })
+        .as_ref()
+        .map_err(|cause| HttpsError::Client {
+            cause: cause.clone(),
+        })
     }
 
-    /// Downloads `tarball`, at most `max_size` bytes, and checks its pin.
+    /// Downloads `tarball`, at most `max_size` bytes, connecting only where
+    /// `reach` allows, and checks its pin.
     pub async fn download(
         &self,
         tarball: &TarballRef,
         max_size: u64,
+        reach: &Reach,
     ) -> Result<Downloaded, HttpsError> {
         let limit = self.options.pull_timeout;
         let url = tarball.url().to_string();
-        let downloaded = tokio::time::timeout(limit, self.fetch(tarball, max_size))
+        if let Reach::Public { class } = reach
+            && let Some(why) = tarball.url().host_str().and_then(address::refused_host)
+        {
+            return Err(HttpsError::Internal {
+                url,
+                why,
+                advice: address::advice(class),
+            });
+        }
+        let downloaded = tokio::time::timeout(limit, self.fetch(tarball, max_size, reach))
             .await
             .unwrap_or_else(|_| {
                 Err(HttpsError::Timeout {
@@ -210,9 +250,14 @@ impl HttpsSource {
         Ok(downloaded)
     }
 
-    async fn fetch(&self, tarball: &TarballRef, max_size: u64) -> Result<Downloaded, HttpsError> {
+    async fn fetch(
+        &self,
+        tarball: &TarballRef,
+        max_size: u64,
+        reach: &Reach,
+    ) -> Result<Downloaded, HttpsError> {
         let url = tarball.url();
-        let client = self.client()?;
+        let client = self.client(reach)?;
         let limit = self.options.request_timeout;
         let response = tokio::time::timeout(limit, client.get(url.clone()).send())
             .await
@@ -221,16 +266,17 @@ impl HttpsSource {
                 what: "waiting for the server's answer",
                 after: limit,
             })?
-            .map_err(|error| self.transport_error(url, &error))?;
+            .map_err(|error| self.refused_or_transport_error(url, &error, reach))?;
         let status = response.status();
         if !status.is_success() {
+            // For the operator's log only: the requester reads the status.
             let server_says = tokio::time::timeout(limit, body_snippet(response))
                 .await
                 .unwrap_or_default();
+            tracing::debug!(%url, status = status.as_u16(), %server_says, "error answer");
             return Err(HttpsError::Status {
                 url: url.to_string(),
                 status: status.as_u16(),
-                server_says,
                 advice: advice_for(status.as_u16()),
             });
         }
@@ -261,6 +307,34 @@ impl HttpsSource {
         }
         let digest = Digest::from_sha256(sha2::Digest::finalize(hasher).into());
         Ok(Downloaded { digest, bytes })
+    }
+
+    /// A refusal by the address guard (resolver or redirect policy), or
+    /// else [`Self::transport_error`].
+    fn refused_or_transport_error(
+        &self,
+        url: &Url,
+        error: &reqwest::Error,
+        reach: &Reach,
+    ) -> HttpsError {
+        if let Reach::Public { class } = reach {
+            let mut cause: Option<&dyn std::error::Error> = Some(error);
+            while let Some(current) = cause {
+                let text = current.to_string();
+                if text.starts_with("host ") && text.contains(" is ")
+                    || text.contains("resolves to")
+                    || text.starts_with("a redirect went to an internal address")
+                {
+                    return HttpsError::Internal {
+                        url: url.to_string(),
+                        why: text,
+                        advice: address::advice(class),
+                    };
+                }
+                cause = current.source();
+            }
+        }
+        self.transport_error(url, error)
     }
 
     /// Describes a reqwest failure: timeout, TLS, no connection, or other.

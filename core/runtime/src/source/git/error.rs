@@ -8,6 +8,16 @@ use crate::archive::ArchiveError;
 /// the repository, quote git, and end with what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
+    /// The host is internal and the class does not allow that.
+    #[error("{repository}: {why}; nothing was sent to it. {advice}")]
+    Internal {
+        /// The repository.
+        repository: String,
+        /// Which address, and why it is internal.
+        why: String,
+        /// What to do.
+        advice: String,
+    },
     /// The ref is not a valid git ref.
     #[error("{input:?} is not a valid git ref: {problem}")]
     InvalidRef {
@@ -139,6 +149,7 @@ impl GitError {
             Self::InvalidRef { .. }
             | Self::PlainGitRefused { .. }
             | Self::Ambiguous { .. }
+            | Self::Internal { .. }
             | Self::TooLarge { .. } => true,
             _ => false,
         }
@@ -159,6 +170,7 @@ impl GitError {
             Self::Spawn { .. } => "spawn",
             Self::Workspace { .. } => "workspace",
             Self::Client { .. } => "client",
+            Self::Internal { .. } => "internal_address",
         }
     }
 }

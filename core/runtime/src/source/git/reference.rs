@@ -19,6 +19,8 @@ pub struct GitRef {
     url: Url,
     reference: Option<String>,
     path: Option<String>,
+    /// The checked address git must connect to (no other, no redirects).
+    pinned: Option<std::net::SocketAddr>,
 }
 
 impl GitRef {
@@ -88,12 +90,44 @@ impl GitRef {
             url,
             reference,
             path,
+            pinned: None,
         })
     }
 
     /// The repository's URL, as git fetches it.
     pub fn repository(&self) -> &Url {
         &self.url
+    }
+
+    /// The host and port git connects to.
+    pub fn host_and_port(&self) -> (String, u16) {
+        (
+            self.url.host_str().unwrap_or_default().to_owned(),
+            self.url.port_or_known_default().unwrap_or(443),
+        )
+    }
+
+    /// Makes git connect to `address` only, without redirects: the address
+    /// [`crate::source::address::resolve_public`] checked.
+    pub fn pin_to(&mut self, address: std::net::SocketAddr) {
+        self.pinned = Some(address);
+    }
+
+    /// The `-c` settings that hold git to the pinned address, if any.
+    pub(crate) fn pin_arguments(&self, command: &mut std::process::Command) {
+        let Some(address) = self.pinned else {
+            return;
+        };
+        let (host, port) = self.host_and_port();
+        let ip = match address.ip() {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        };
+        command
+            .arg("-c")
+            .arg(format!("http.curloptResolve={host}:{port}:{ip}"))
+            .arg("-c")
+            .arg("http.followRedirects=false");
     }
 
     /// The ref to resolve, if not `HEAD`.

@@ -55,17 +55,27 @@ pub enum HttpsError {
         /// What rustls said.
         cause: String,
     },
-    /// The server answered with an error status.
-    #[error("{url}: the server answered HTTP {status}: {server_says:?}; {advice}")]
+    /// The server answered with an error status. Its body is never
+    /// echoed: the requester reads this message, and the body is what the
+    /// provisioner saw, not what the requester may see.
+    #[error("{url}: the server answered HTTP {status}; {advice}")]
     Status {
         /// The URL.
         url: String,
         /// The status code.
         status: u16,
-        /// The start of the server's body.
-        server_says: String,
         /// What to do.
         advice: &'static str,
+    },
+    /// The host is internal and the class does not allow that.
+    #[error("{url}: {why}; nothing was sent to it. {advice}")]
+    Internal {
+        /// The URL (or the redirect target).
+        url: String,
+        /// Which address, and why it is internal.
+        why: String,
+        /// What to do.
+        advice: String,
     },
     /// The tarball is bigger than allowed.
     #[error(
@@ -124,7 +134,10 @@ impl HttpsError {
     pub fn is_terminal(&self) -> bool {
         match self {
             Self::Unpack { error, .. } => error.is_terminal(),
-            Self::InvalidRef { .. } | Self::TooLarge { .. } | Self::DigestMismatch { .. } => true,
+            Self::InvalidRef { .. }
+            | Self::TooLarge { .. }
+            | Self::DigestMismatch { .. }
+            | Self::Internal { .. } => true,
             _ => false,
         }
     }
@@ -142,6 +155,7 @@ impl HttpsError {
             Self::Transfer { .. } => "transfer",
             Self::Unpack { error, .. } => error.metric_label(),
             Self::Client { .. } => "client",
+            Self::Internal { .. } => "internal_address",
         }
     }
 }
