@@ -1,0 +1,26 @@
+//! Pakket's trust model, played as attacks by non-admin users on the real
+//! control plane, with the real admission webhooks over TLS and the real
+//! `pakket-plain` process. One module per property, so a reader sees the
+//! threat model; each attack asserts that it failed and that nothing was
+//! written or deleted, then shows the legitimate path still works.
+//!
+//! | module | property |
+//! |---|---|
+//! | [`deletion`] | nothing a user can write decides what is deleted |
+//! | [`adoption`] | no silent adoption; explicit adoption by whoever may write the object |
+//! | [`user_permission`] | `UserPermission` asks what RBAC would ask, of whoever asked for this spec |
+//! | [`approval`] | an approval covers exactly the content approved; the guard covers what the runtime reads |
+//! | [`claims`] | an unapproved Instance creates nothing another Instance installs |
+//! | [`records`] | a requester record no webhook wrote is not trusted |
+//! | [`deputy`] | the provisioner reads and fetches only what the requester could |
+//! | [`pivot`] | a pivot touches only Bundles this Instance has had active |
+
+mod adoption;
+mod approval;
+mod claims;
+mod deletion;
+mod deputy;
+mod pivot;
+mod records;
+mod support;
+mod user_permission;

@@ -1,0 +1,99 @@
+//! A pivot touches only Bundles this Instance has had active: a selector
+//! that matches everything relabels nobody else's Bundles.
+
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pakket_api::{Bundle, ConditionType};
+use pakket_runtime::controller::REPLACED_BY_LABEL;
+use pakket_testkit::{condition_is, eventually};
+use serde_json::json;
+
+use crate::support::{Stage, Webhooks, rule};
+
+#[tokio::test]
+async fn a_selector_that_matches_everything_relabels_no_one_elses_bundles() {
+    let stage = Stage::new("trust-pivot", "AllowAll", Webhooks::On).await;
+    stage.grant_requester("alice").await;
+    stage
+        .grant(
+            "alice-content",
+            "alice",
+            vec![rule("", "configmaps", &["get"], &["v1", "v2"])],
+        )
+        .await;
+    stage
+        .content("v1", &[("a.yaml", stage.config_map_manifest("a", "v1"))])
+        .await;
+    stage
+        .content("v2", &[("a.yaml", stage.config_map_manifest("a", "v2"))])
+        .await;
+    // Someone else's Bundle.
+    let theirs: Bundle = serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Bundle",
+        "metadata": { "name": stage.scope.name("theirs"), "labels": stage.scope.labels() },
+        "spec": stage.bundle_spec("v1"),
+    }))
+    .unwrap();
+    let bundles: Api<Bundle> = Api::all(stage.admin());
+    bundles
+        .create(&PostParams::default(), &theirs)
+        .await
+        .unwrap();
+
+    let alice = stage.client_as("alice").await;
+    let mut instance = stage.instance("greedy", "greedy-v1", "v1");
+    instance["spec"]["selector"] = json!({});
+    stage.create(&alice, instance).await.unwrap();
+    stage
+        .wait("greedy", "v1 installed", |i| {
+            condition_is(i, ConditionType::Installed, "True")
+        })
+        .await;
+    let change = json!({ "spec": { "bundle": {
+        "name": stage.scope.name("greedy-v2"), "spec": stage.bundle_spec("v2"),
+    } } });
+    stage
+        .grant(
+            "alice-edits",
+            "alice",
+            vec![rule(
+                pakket_api::GROUP,
+                "instances",
+                &["patch"],
+                &[&stage.scope.name("greedy")],
+            )],
+        )
+        .await;
+    Api::<pakket_api::Instance>::all(alice)
+        .patch(
+            &stage.scope.name("greedy"),
+            &PatchParams::default(),
+            &Patch::Merge(&change),
+        )
+        .await
+        .unwrap();
+    eventually("v2 installed", || async {
+        stage.value_of("a").await.as_deref() == Some("v2")
+    })
+    .await;
+    eventually("her own earlier Bundle is marked replaced", || async {
+        bundles
+            .get(&stage.scope.name("greedy-v1"))
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key(REPLACED_BY_LABEL)
+    })
+    .await;
+    let untouched = bundles.get(&stage.scope.name("theirs")).await.unwrap();
+    assert!(
+        !untouched
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key(REPLACED_BY_LABEL),
+        "someone else's Bundle is not relabelled"
+    );
+    stage.cleanup().await;
+}

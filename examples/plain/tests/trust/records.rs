@@ -1,0 +1,83 @@
+//! A requester record no webhook wrote is not trusted. The webhook seals
+//! each record (HMAC over the Instance's name, the identity and the spec's
+//! digest) with a key only the webhooks and provisioners read; the runtime
+//! verifies it. Here the webhooks are not registered at all, as before they
+//! are installed or after someone removed them.
+
+use pakket_api::{CREATED_BY_ANNOTATION, ConditionType};
+use pakket_testkit::condition_is;
+use serde_json::json;
+
+use crate::support::{Stage, Webhooks, rule};
+
+#[tokio::test]
+async fn a_forged_creator_record_is_not_honoured_without_the_webhook() {
+    let stage = Stage::new("trust-records", "UserPermission", Webhooks::Off).await;
+    stage.grant_requester("alice").await;
+    stage.grant_approver("bob").await;
+    stage
+        .grant(
+            "alice-content",
+            "alice",
+            vec![rule("", "configmaps", &["get"], &["content"])],
+        )
+        .await;
+    stage
+        .content(
+            "content",
+            &[("x.yaml", stage.config_map_manifest("x", "installed"))],
+        )
+        .await;
+    let alice = stage.client_as("alice").await;
+    let forgeries = [
+        (
+            "unsealed",
+            json!({"username": "pakket-admin", "groups": ["system:masters"]}),
+        ),
+        (
+            "bad-seal",
+            json!({
+                "username": "pakket-admin", "groups": ["system:masters"],
+                "spec": "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                "seal": "00".repeat(32),
+            }),
+        ),
+    ];
+    for (suffix, record) in &forgeries {
+        let mut instance = stage.instance(suffix, &format!("{suffix}-v1"), "content");
+        instance["metadata"]["annotations"] = json!({ CREATED_BY_ANNOTATION: record.to_string() });
+        stage
+            .create(&alice, instance)
+            .await
+            .expect("without the webhooks, RBAC alone lets alice create it");
+        let waiting = stage
+            .wait(suffix, "waiting for a person", |i| {
+                i.condition(ConditionType::Approved)
+                    .is_some_and(|c| c.message.contains("a person must approve"))
+            })
+            .await;
+        let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+        assert!(
+            message.contains("kubectl instance approve")
+                && (message.contains("carries no seal") || message.contains("does not verify")),
+            "{message}"
+        );
+        assert!(condition_is(&waiting, ConditionType::Installed, "False"));
+    }
+    assert_eq!(
+        stage.value_of("x").await,
+        None,
+        "the forged admin installed nothing"
+    );
+
+    // The legitimate path: a person looks and approves.
+    let bob = stage.client_as("bob").await;
+    stage.approve_as(&bob, "unsealed").await.unwrap();
+    stage
+        .wait("unsealed", "installed once a person approved", |i| {
+            condition_is(i, ConditionType::Installed, "True")
+        })
+        .await;
+    assert_eq!(stage.value_of("x").await.as_deref(), Some("installed"));
+    stage.cleanup().await;
+}

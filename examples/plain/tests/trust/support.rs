@@ -1,0 +1,419 @@
+//! One attack's stage: a scope on the shared control plane, Pakket's
+//! admission webhooks over TLS (registered for this scope's objects), a real
+//! `pakket-plain` process with a provisioner id of its own and the
+//! webhooks' record key, a ProvisionerClass, and the token users alice and
+//! bob with exactly the rights a test grants them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use pakket_api::{Instance, ProvisionerClass, ProvisionerClassSpec};
+use pakket_testkit::{Scope, cluster, install_crds, wait_for_instance};
+use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+/// Whether the stage runs Pakket's webhooks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Webhooks {
+    /// Registered for the scope's objects.
+    On,
+    /// Not registered at all (what a cluster looks like before they are
+    /// installed, or after someone removed them).
+    Off,
+}
+
+pub struct Stage {
+    pub scope: Scope,
+    pub webhooks: Option<LocalWebhooks>,
+    provisioner: Option<Child>,
+    store: PathBuf,
+    key_file: PathBuf,
+    pub id: String,
+}
+
+impl Stage {
+    /// A stage whose class has `approval: <approval>`.
+    pub async fn new(test: &str, approval: &str, webhooks: Webhooks) -> Self {
+        let scope = Scope::new(test).await;
+        install_crds(&scope.client).await.unwrap();
+        let webhooks = match webhooks {
+            Webhooks::On => Some(
+                LocalWebhooks::start(
+                    scope.client.clone(),
+                    LocalOptions::for_labels(scope.id.clone(), scope.labels()),
+                )
+                .await
+                .expect("starting the webhooks"),
+            ),
+            Webhooks::Off => None,
+        };
+        let key_file = match &webhooks {
+            Some(webhooks) => webhooks.record_key_file().to_path_buf(),
+            None => {
+                // The key a deployment would have: the provisioner still
+                // verifies, there is just no webhook writing records.
+                let file = std::env::temp_dir().join(format!("pakket-key-{}", scope.id));
+                std::fs::write(&file, pakket_api::RecordKey::generate().1).unwrap();
+                file
+            }
+        };
+        let id = format!("test.pakket.dev/{}", scope.id);
+        let store = std::env::temp_dir().join(format!("pakket-trust-{}", scope.id));
+        let mut stage = Self {
+            scope,
+            webhooks,
+            provisioner: None,
+            store,
+            key_file,
+            id,
+        };
+        stage.start_provisioner().await;
+        stage.create_class(approval).await;
+        stage
+    }
+
+    /// Starts the provisioner process (again).
+    pub async fn start_provisioner(&mut self) {
+        let child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
+            .args(["--id", &self.id, "--lease-namespace", &self.scope.namespace])
+            .args(["--probe-address", "127.0.0.1:0", "--store"])
+            .arg(&self.store)
+            .arg("--record-key-file")
+            .arg(&self.key_file)
+            .env("KUBECONFIG", cluster().kubeconfig())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("starting pakket-plain");
+        self.provisioner = Some(child);
+    }
+
+    /// Kills the provisioner (SIGKILL) and, with `lose_store`, its content
+    /// store: what a pod restart on an emptyDir does.
+    pub async fn kill_provisioner(&mut self, lose_store: bool) {
+        if let Some(mut child) = self.provisioner.take() {
+            let _ = child.kill().await;
+        }
+        if lose_store {
+            let _ = std::fs::remove_dir_all(&self.store);
+        }
+    }
+
+    async fn create_class(&self, approval: &str) {
+        let class = ProvisionerClass {
+            metadata: self.scope.meta("class"),
+            spec: ProvisionerClassSpec {
+                provisioner: self.id.clone(),
+                parameters: Some(
+                    json!({ "approval": approval })
+                        .as_object()
+                        .cloned()
+                        .unwrap(),
+                ),
+            },
+        };
+        Api::<ProvisionerClass>::all(self.scope.client.clone())
+            .create(&PostParams::default(), &class)
+            .await
+            .unwrap();
+    }
+
+    pub fn class(&self) -> String {
+        self.scope.name("class")
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.scope.namespace
+    }
+
+    pub async fn client_as(&self, user: &str) -> Client {
+        cluster().client_as(user).await
+    }
+
+    pub fn admin(&self) -> Client {
+        self.scope.client.clone()
+    }
+
+    /// A ClusterRole with `rules` bound to `user`, named after the scope and
+    /// `suffix`, labelled so cleanup removes it.
+    pub async fn grant(&self, suffix: &str, user: &str, rules: Vec<PolicyRule>) {
+        let name = self.scope.name(suffix);
+        let role = ClusterRole {
+            metadata: self.scope.meta(suffix),
+            rules: Some(rules),
+            ..ClusterRole::default()
+        };
+        Api::<ClusterRole>::all(self.admin())
+            .create(&PostParams::default(), &role)
+            .await
+            .unwrap();
+        let binding = ClusterRoleBinding {
+            metadata: self.scope.meta(suffix),
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "ClusterRole".into(),
+                name: name.clone(),
+            },
+            subjects: Some(vec![Subject {
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                kind: "User".into(),
+                name: user.into(),
+                namespace: None,
+            }]),
+        };
+        Api::<ClusterRoleBinding>::all(self.admin())
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+
+    /// A Role with `rules` in the scope's namespace, bound to `user`.
+    pub async fn grant_in_namespace(&self, suffix: &str, user: &str, rules: Vec<PolicyRule>) {
+        let role: Role = serde_json::from_value(json!({
+            "metadata": { "name": suffix, "namespace": self.scope.namespace },
+            "rules": rules,
+        }))
+        .unwrap();
+        Api::<Role>::namespaced(self.admin(), &self.scope.namespace)
+            .create(&PostParams::default(), &role)
+            .await
+            .unwrap();
+        let binding: RoleBinding = serde_json::from_value(json!({
+            "metadata": { "name": suffix, "namespace": self.scope.namespace },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": suffix },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+        }))
+        .unwrap();
+        Api::<RoleBinding>::namespaced(self.admin(), &self.scope.namespace)
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+
+    /// What a user who may ask this class for content holds: create, get
+    /// and list on Instances, and `use` on the class.
+    pub async fn grant_requester(&self, user: &str) {
+        self.grant(
+            &format!("{user}-requester"),
+            user,
+            vec![
+                rule(
+                    pakket_api::GROUP,
+                    "instances",
+                    &["create", "get", "list", "watch"],
+                    &[],
+                ),
+                rule(
+                    pakket_api::GROUP,
+                    "provisionerclasses",
+                    &["use"],
+                    &[&self.class()],
+                ),
+            ],
+        )
+        .await;
+    }
+
+    /// The rights of the `pakket-instance-approver` role deploy/rbac ships.
+    pub async fn grant_approver(&self, user: &str) {
+        let shipped = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/rbac/examples.yaml"
+        ))
+        .unwrap();
+        let approver: ClusterRole = serde_saphyr_docs(&shipped)
+            .into_iter()
+            .find(|doc| {
+                doc.get("kind") == Some(&json!("ClusterRole"))
+                    && doc.pointer("/metadata/name") == Some(&json!("pakket-instance-approver"))
+            })
+            .map(|doc| serde_json::from_value(doc).unwrap())
+            .expect("deploy/rbac/examples.yaml ships pakket-instance-approver");
+        self.grant(
+            &format!("{user}-approver"),
+            user,
+            approver.rules.unwrap_or_default(),
+        )
+        .await;
+    }
+
+    /// An immutable ConfigMap in the scope's namespace holding `files`.
+    pub async fn content(&self, name: &str, files: &[(&str, String)]) {
+        let config_map = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some(self.scope.labels()),
+                ..ObjectMeta::default()
+            },
+            data: Some(
+                files
+                    .iter()
+                    .map(|(file, text)| ((*file).to_owned(), text.clone()))
+                    .collect(),
+            ),
+            immutable: Some(true),
+            ..ConfigMap::default()
+        };
+        self.config_maps()
+            .create(&PostParams::default(), &config_map)
+            .await
+            .unwrap();
+    }
+
+    /// The manifest of a ConfigMap `name` in the scope's namespace.
+    pub fn config_map_manifest(&self, name: &str, value: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {}\ndata:\n  value: {value}\n",
+            self.scope.namespace
+        )
+    }
+
+    /// An Instance `suffix` of this stage's class embedding a Bundle
+    /// `bundle` whose content is ConfigMap `content`.
+    pub fn instance(&self, suffix: &str, bundle: &str, content: &str) -> Value {
+        json!({
+            "apiVersion": "core.pakket.dev/v1alpha1",
+            "kind": "Instance",
+            "metadata": { "name": self.scope.name(suffix), "labels": self.scope.labels() },
+            "spec": {
+                "class": self.class(),
+                "bundle": { "name": self.scope.name(bundle), "spec": self.bundle_spec(content) },
+            },
+        })
+    }
+
+    pub fn bundle_spec(&self, content: &str) -> Value {
+        json!({
+            "class": self.class(),
+            "refs": ["file://content"],
+            "volumeMounts": [{
+                "mountPath": "/content",
+                "configMap": { "name": content, "namespace": self.scope.namespace },
+            }],
+        })
+    }
+
+    /// Creates an Instance as `client`.
+    pub async fn create(&self, client: &Client, instance: Value) -> Result<Instance, kube::Error> {
+        let instance: Instance = serde_json::from_value(instance).unwrap();
+        Api::<Instance>::all(client.clone())
+            .create(&PostParams::default(), &instance)
+            .await
+    }
+
+    pub fn instances(&self) -> Api<Instance> {
+        Api::all(self.admin())
+    }
+
+    pub fn config_maps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.admin(), &self.scope.namespace)
+    }
+
+    /// Waits for Instance `suffix` to pass `check`.
+    pub async fn wait(
+        &self,
+        suffix: &str,
+        what: &str,
+        check: impl Fn(&Instance) -> bool,
+    ) -> Instance {
+        wait_for_instance(&self.instances(), &self.scope.name(suffix), what, check).await
+    }
+
+    /// `data.value` of ConfigMap `name` in the scope's namespace.
+    pub async fn value_of(&self, name: &str) -> Option<String> {
+        let found = self.config_maps().get_opt(name).await.unwrap()?;
+        found.data.and_then(|data| data.get("value").cloned())
+    }
+
+    /// Approves Instance `suffix` as `client` the way `kubectl instance
+    /// approve` does: the condition and the content (the Bundle's digest).
+    pub async fn approve_as(&self, client: &Client, suffix: &str) -> Result<(), kube::Error> {
+        let name = self.scope.name(suffix);
+        let instance = self.instances().get(&name).await.unwrap();
+        let bundle = instance.spec.bundle.name.clone();
+        let digest = Api::<pakket_api::Bundle>::all(self.admin())
+            .get(&bundle)
+            .await
+            .unwrap()
+            .status
+            .and_then(|status| status.source)
+            .and_then(|source| source.digest)
+            .expect("an unpacked Bundle");
+        let patch = json!({
+            "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
+            "metadata": { "name": name },
+            "status": {
+                "conditions": [{
+                    "type": "Approved", "status": "True", "reason": "ApprovedByUser",
+                    "message": "approved by the test", "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }],
+                "approval": { "bundle": bundle, "digest": digest, "approvedBy": "the test" },
+            },
+        });
+        Api::<Instance>::all(client.clone())
+            .patch_status(
+                &name,
+                &PatchParams::apply("kubectl-instance").force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    pub async fn cleanup(mut self) {
+        self.kill_provisioner(true).await;
+        let _ = Api::<ClusterRoleBinding>::all(self.admin())
+            .delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&self.scope.selector()),
+            )
+            .await;
+        let _ = Api::<ClusterRole>::all(self.admin())
+            .delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&self.scope.selector()),
+            )
+            .await;
+        if let Some(webhooks) = self.webhooks.take() {
+            let _ = webhooks.stop().await;
+        }
+        let _ = std::fs::remove_file(&self.key_file);
+        self.scope.cleanup().await;
+    }
+}
+
+/// An RBAC rule: `verbs` on `resource` in `group`, limited to `names` if any.
+pub fn rule(group: &str, resource: &str, verbs: &[&str], names: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(vec![resource.to_owned()]),
+        verbs: verbs.iter().map(|verb| (*verb).to_owned()).collect(),
+        resource_names: (!names.is_empty())
+            .then(|| names.iter().map(|name| (*name).to_owned()).collect()),
+        ..PolicyRule::default()
+    }
+}
+
+/// The documents of a multi-document YAML file, as JSON.
+fn serde_saphyr_docs(text: &str) -> Vec<Value> {
+    serde_saphyr::from_multiple::<Value>(text).expect("valid YAML")
+}
+
+/// Whether an API call was refused with HTTP `code`.
+pub fn refused_with(result: &Result<impl std::fmt::Debug, kube::Error>, code: u16) -> bool {
+    matches!(result, Err(kube::Error::Api(status)) if status.code == code)
+}
+
+/// The labels of an object, for assertions.
+pub fn labels_of(object: &ConfigMap) -> BTreeMap<String, String> {
+    object.metadata.labels.clone().unwrap_or_default()
+}
