@@ -45,12 +45,19 @@ say "Installing Pakket's CRDs"
 kubectl apply --server-side -f crds/
 kubectl wait --for=condition=Established --timeout=60s -f crds/
 
+# The record key: the webhooks seal who asked for each Instance with it, and
+# the provisioner trusts only records it verifies (SECURITY.md). In a
+# cluster it is the Secret pakket-record-key; here, a file made once.
+record_key="$PAKKET_DEV_DIR.record-key"
+[[ -s $record_key ]] || (umask 077 && head -c 32 /dev/urandom | base64 >"$record_key")
+
 say "Starting Pakket's admission webhooks on loopback (log: $PAKKET_DEV_DIR/logs/pakket-webhooks.log)"
 # The `use` verb on classes, the Approved guard, the creator record, Bundle
 # validation; registered with the apiserver while they run.
 if ! running "$webhooks_pid"; then
   webhooks_log="$PAKKET_DEV_DIR/logs/pakket-webhooks.log"
-  nohup "$CARGO_TARGET_DIR/debug/pakket-webhooks" local --name demo >"$webhooks_log" 2>&1 &
+  nohup "$CARGO_TARGET_DIR/debug/pakket-webhooks" local --name demo --record-key-file "$record_key" \
+    >"$webhooks_log" 2>&1 &
   echo $! >"$webhooks_pid"
   for _ in $(seq 1 300); do grep -q "^webhooks on" "$webhooks_log" && break; sleep 0.1; done
   grep "^webhooks on" "$webhooks_log" || { cat "$webhooks_log" >&2; exit 1; }
@@ -61,7 +68,7 @@ say "Starting the plain provisioner (log: $PAKKET_DEV_DIR/logs/pakket-plain.log)
 kubectl create namespace pakket-system --dry-run=client -o yaml | kubectl apply -f -
 if ! running "$plain_pid"; then
   nohup "$CARGO_TARGET_DIR/debug/pakket-plain" --store "$PAKKET_DEV_DIR/store" --probe-address 127.0.0.1:0 \
-    >"$PAKKET_DEV_DIR/logs/pakket-plain.log" 2>&1 &
+    --record-key-file "$record_key" >"$PAKKET_DEV_DIR/logs/pakket-plain.log" 2>&1 &
   echo $! >"$plain_pid"
 fi
 
@@ -84,7 +91,10 @@ if [[ $(condition hello Installed status) != True ]]; then
   say "kubectl instance why hello"
   kubectl instance why hello
 
-  say "kubectl instance approve hello (as admin; approving needs the 'approve' verb on instances)"
+  say "kubectl instance describe hello: what the pending content holds, before anyone approves it"
+  kubectl instance describe hello
+
+  say "kubectl instance approve hello (as admin; approving needs the 'approve' verb on instances, and covers exactly the digest shown)"
   kubectl instance approve hello
 fi
 wait_for hello Installed status True
@@ -126,8 +136,11 @@ metadata: {name: alice-hello}
 spec: {class: plain, bundle: {name: hello-v1}}
 YAML
 
-say "Who created 'hello' is recorded by the webhook, not by the client:"
+say "Who created 'hello' is recorded (and sealed) by the webhook, not by the client:"
 kubectl get instance hello -o jsonpath='{.metadata.annotations.core\.pakket\.dev/created-by}'; echo
+
+say "The approval names the content it covers (a new digest needs a new approval):"
+kubectl get instance hello -o jsonpath='{.status.approval}'; echo
 
 cat <<MSG
 

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::events::{self, EventLine};
 use crate::output::{self, Format};
+use crate::pending::{self, PendingContent};
 use crate::pivot::{self, Pivot};
 use crate::table::Table;
 use crate::{age, lookup};
@@ -33,6 +34,10 @@ pub struct Description {
     pub pivot_history: Vec<Pivot>,
     /// Events regarding the Instance, oldest first.
     pub events: Vec<EventLine>,
+    /// What approving (or the next install) would do, when the wanted
+    /// Bundle is not the one installed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingContent>,
     /// What could not be read, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -87,7 +92,12 @@ pub async fn gather(client: &kube::Client, name: &str) -> Result<Description, Er
             notes.push(error.to_string());
             Vec::new()
         });
+    let pending = match &object {
+        Some(bundle) => pending::gather(client, &instance, bundle).await,
+        None => None,
+    };
     Ok(Description {
+        pending,
         bundle: BundleFacts {
             name: bundle_name,
             embedded: instance.spec.bundle.spec.is_some(),
@@ -156,6 +166,14 @@ pub fn render(description: &Description, now: Timestamp) -> String {
             &format!("{} ({} ago)", created.0, age::since(created.0, now)),
         );
     }
+    for (label, annotation) in [
+        ("Created by", pakket_api::CREATED_BY_ANNOTATION),
+        ("Changed by", pakket_api::LAST_CHANGED_BY_ANNOTATION),
+    ] {
+        if let Some(record) = requester_line(instance, annotation) {
+            field(&mut text, label, &record);
+        }
+    }
     field(&mut text, "Class", &class_line(instance, description));
     let bundle = &description.bundle;
     field(
@@ -197,6 +215,23 @@ pub fn render(description: &Description, now: Timestamp) -> String {
         }
     }
 
+    if let Some(content) = &status.approval {
+        let _ = writeln!(
+            text,
+            "Approval:      covers Bundle {} at {} (by {})",
+            content.bundle,
+            content.digest,
+            if content.approved_by.is_empty() {
+                "unknown"
+            } else {
+                &content.approved_by
+            }
+        );
+    }
+    if let Some(pending) = &description.pending {
+        text.push_str(&pending_section(pending));
+    }
+
     let active = active_bundle(instance);
     if description.pivot_history.is_empty() {
         text.push_str("Pivot history: <none>\n");
@@ -224,6 +259,59 @@ pub fn render(description: &Description, now: Timestamp) -> String {
     }
     for note in &description.notes {
         let _ = writeln!(text, "Note: {note}");
+    }
+    text
+}
+
+/// `alice (groups a, b)`, with whether the webhook sealed the record (the
+/// plugin has no key to verify it; the provisioner does).
+fn requester_line(instance: &Instance, annotation: &str) -> Option<String> {
+    let record = pakket_api::CreatorRecord::in_annotation(
+        instance.metadata.annotations.as_ref(),
+        annotation,
+    )?;
+    Some(match record {
+        Ok(record) => {
+            let groups = if record.groups.is_empty() {
+                String::new()
+            } else {
+                format!(" (groups {})", record.groups.join(", "))
+            };
+            let sealed = if record.seal.is_some() {
+                ""
+            } else {
+                "; not sealed by Pakket's webhook, so not trusted"
+            };
+            format!("{}{groups}{sealed}", record.username)
+        }
+        Err(error) => format!("unreadable record: {error}"),
+    })
+}
+
+/// What approving the pending content would do, for the reader.
+fn pending_section(pending: &PendingContent) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "Pending content: Bundle {} at {} (what an approval covers)",
+        pending.bundle,
+        pending.digest.as_deref().unwrap_or("an unpinned digest")
+    );
+    let _ = writeln!(
+        text,
+        "  Objects ({}), and what applying each would do:",
+        pending.objects.len()
+    );
+    for object in &pending.objects {
+        let _ = writeln!(text, "    {}: {}", object.object, object.action);
+    }
+    if !pending.grants.is_empty() {
+        let _ = writeln!(text, "  RBAC it would grant:");
+        for grant in &pending.grants {
+            for words in &grant.grants {
+                let _ = writeln!(text, "    {}: {words}", grant.object);
+            }
+        }
     }
     text
 }
@@ -455,8 +543,39 @@ mod tests {
                 count: 2,
             }],
             notes: Vec::new(),
+            pending: Some(PendingContent {
+                bundle: "web.v3".into(),
+                digest: Some("sha256:abc".into()),
+                objects: vec![crate::pending::PendingObject {
+                    object: ObjectRef {
+                        api_version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        name: "taken".into(),
+                        namespace: Some("web".into()),
+                    },
+                    action: "conflict: not managed by Pakket".into(),
+                }],
+                grants: vec![pakket_api::RbacGrant {
+                    object: ObjectRef {
+                        api_version: "rbac.authorization.k8s.io/v1".into(),
+                        kind: "ClusterRole".into(),
+                        name: "web".into(),
+                        namespace: None,
+                    },
+                    grants: vec!["get on secrets (core)".into()],
+                }],
+            }),
         };
         let text = render(&description, at(1_000));
+        assert!(
+            text.contains(
+                "Pending content: Bundle web.v3 at sha256:abc (what an approval covers)\n"
+            ) && text.contains("    ConfigMap/web/taken: conflict: not managed by Pakket\n")
+                && text.contains(
+                    "  RBAC it would grant:\n    ClusterRole/web: get on secrets (core)\n"
+                ),
+            "{text}"
+        );
         // Approved sorts before Installed whatever the stored order.
         let approved = text.find("  Approved ").unwrap();
         let installed = text.find("  Installed ").unwrap();

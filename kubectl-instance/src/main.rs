@@ -24,6 +24,7 @@ mod identity;
 mod list;
 mod lookup;
 mod output;
+mod pending;
 mod pivot;
 mod table;
 mod why;

@@ -345,3 +345,118 @@ async fn a_user_who_may_read_only_instances_still_gets_describe_and_why() {
     grant.revoke().await;
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn describe_shows_what_approving_the_pending_content_would_do() {
+    let scope = Scope::new("pending").await;
+    install_crds(&scope.client).await.unwrap();
+    let (name, bundle) = crate::support::pending_instance(&scope, "web").await;
+    let uid = crate::support::get_instance(&scope, &name)
+        .await
+        .metadata
+        .uid
+        .unwrap();
+    let namespace = scope.namespace.clone();
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(scope.client.clone(), &namespace);
+    // One written by hand, one Pakket installed for this Instance.
+    let by_hand = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "by-hand"}});
+    config_maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(by_hand).unwrap(),
+        )
+        .await
+        .unwrap();
+    let ours = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "ours", "labels": {pakket_api::ownership::INSTANCE_UID_LABEL: uid}},
+    });
+    config_maps
+        .patch(
+            "ours",
+            &kube::api::PatchParams::apply(pakket_api::ownership::FIELD_MANAGER),
+            &kube::api::Patch::Apply(&ours),
+        )
+        .await
+        .unwrap();
+    let object = |kind: &str, name: &str, namespaced: bool| {
+        json!({"apiVersion": if kind == "ClusterRole" { "rbac.authorization.k8s.io/v1" } else { "v1" },
+               "kind": kind, "name": name,
+               "namespace": if namespaced { Some(&namespace) } else { None }})
+    };
+    let status = json!({
+        "unpacked": "Done",
+        "source": {"ref": "docker://registry.example/web:v1", "digest": crate::support::PENDING_DIGEST},
+        "objects": [
+            object("ConfigMap", "fresh", true),
+            object("ConfigMap", "by-hand", true),
+            object("ConfigMap", "ours", true),
+            object("ClusterRole", &scope.name("reader"), false),
+        ],
+        "grants": [{"object": object("ClusterRole", &scope.name("reader"), false),
+                    "grants": ["get,list on secrets (core)"]}],
+    });
+    Api::<pakket_api::Bundle>::all(scope.client.clone())
+        .patch_status(
+            &bundle,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "status": status })),
+        )
+        .await
+        .unwrap();
+
+    // A record written by hand (no webhook in this test): shown, and said untrusted.
+    let record = json!({"metadata": {"annotations": {
+        pakket_api::CREATED_BY_ANNOTATION: r#"{"username":"alice"}"#,
+    }}});
+    Api::<pakket_api::Instance>::all(scope.client.clone())
+        .patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&record),
+        )
+        .await
+        .unwrap();
+    let run = plugin("admin", &["describe", &name]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = &run.stdout;
+    for line in [
+        format!(
+            "Pending content: Bundle {bundle} at {} (what an approval covers)",
+            crate::support::PENDING_DIGEST
+        ),
+        format!("    ConfigMap/{namespace}/fresh: create"),
+        format!("    ConfigMap/{namespace}/by-hand: conflict: not managed by Pakket"),
+        format!("    ConfigMap/{namespace}/ours: update"),
+        format!("    ClusterRole/{}: create", scope.name("reader")),
+        format!(
+            "    ClusterRole/{}: get,list on secrets (core)",
+            scope.name("reader")
+        ),
+        "Created by:    alice; not sealed by Pakket's webhook, so not trusted".to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line:?} in:\n{text}");
+    }
+
+    // An approver with the shipped role sees the objects and the grants
+    // (what his rights cannot read, it says so).
+    let grant = Grant::new(
+        &scope,
+        "approver",
+        "mallory",
+        crate::support::approver_rules(),
+    )
+    .await;
+    let run = plugin("mallory", &["describe", &name]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains(&format!(
+            "    ConfigMap/{namespace}/by-hand: cannot read it with your rights"
+        )) && run.stdout.contains("get,list on secrets (core)"),
+        "{}",
+        run.stdout
+    );
+    grant.revoke().await;
+    scope.cleanup().await;
+}
