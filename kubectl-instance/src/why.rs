@@ -236,12 +236,13 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.summary =
                 format!("Instance {name} is waiting for approval to install Bundle {bundle}.");
             problem.bundle = Some(bundle);
-            problem.next_steps = vec![
+            problem.next_steps = trust_steps(&condition.message, &name).unwrap_or_default();
+            problem.next_steps.extend([
                 format!("kubectl instance describe {name}   # review what would be installed"),
                 format!(
                     "kubectl instance approve {name}    # needs verb approve on instances.core.pakket.dev"
                 ),
-            ];
+            ]);
         }
         Some(Reason::ApprovalDenied) => {
             problem.kind = Kind::ApprovalDenied;
@@ -261,7 +262,8 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.kind = Kind::UnpackFailed;
             problem.summary = format!("Bundle {bundle} of Instance {name} failed to unpack.");
             problem.refs = refs(instance, context.bundle);
-            problem.next_steps = unpack_steps(instance, context.bundle);
+            problem.next_steps = trust_steps(&condition.message, &name)
+                .unwrap_or_else(|| unpack_steps(instance, context.bundle));
             problem.bundle = Some(bundle);
         }
         Some(Reason::InstallPending) => {
@@ -278,6 +280,9 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.kind = Kind::InstallFailed;
             problem.summary = format!("Instance {name} failed to install Bundle {bundle}.");
             problem.bundle = Some(bundle);
+            if let Some(steps) = trust_steps(&condition.message, &name) {
+                problem.next_steps = steps;
+            }
             problem.next_steps.push(
                 "the objects of the previously active Bundle stay in place; fix the cause above and the provisioner retries on its own"
                     .to_owned(),
@@ -366,6 +371,39 @@ fn refs(instance: &Instance, bundle: Option<&Bundle>) -> Vec<String> {
                 .map(|spec| spec.refs.clone())
         })
         .unwrap_or_default()
+}
+
+/// Next steps for what the trust model refuses, recognised by the
+/// runtime's wording: conflicts over objects, a Bundle someone else's
+/// Instance owns, content that changed at its source, an internal address,
+/// an approval of other content, a requester record no webhook sealed.
+fn trust_steps(message: &str, instance: &str) -> Option<Vec<String>> {
+    let steps = if message.contains("is not managed by Pakket") {
+        vec![
+            "an object the Bundle holds already exists and Pakket never takes one over silently: someone who may write it hands it over with the `kubectl annotate` command above, or remove it from the Bundle".to_owned(),
+        ]
+    } else if message.contains("belongs to Instance") && message.contains("uid") {
+        vec!["an object can have one owner: remove it from one of the two Bundles, or delete the other Instance (deletionPolicy: Orphan keeps it running) and adopt it".to_owned()]
+    } else if message.contains("belongs to Instance")
+        || message.contains("was not created from this Instance's embedded spec")
+    {
+        vec![format!(
+            "name a Bundle of your own in spec.bundle.name of Instance {instance}"
+        )]
+    } else if message.contains("changed at its source") {
+        vec!["the source now serves other bytes than the Bundle pinned; create a new Bundle for the new content and have it approved".to_owned()]
+    } else if message.contains("allowInternalAddresses") {
+        vec!["the ref points at an internal address; publish the content where the provisioner may fetch it, or ask an admin to set allowInternalAddresses: true on the class".to_owned()]
+    } else if message.contains("the last approval covered") {
+        vec![format!(
+            "the approval covered other content; review the new content (kubectl instance describe {instance}) and approve it again"
+        )]
+    } else if message.contains("a person must approve") {
+        vec!["no class policy approves an Instance whose requester record Pakket's webhook did not seal for its spec; check that the webhooks run, then write the spec again, or have a person approve".to_owned()]
+    } else {
+        return None;
+    };
+    Some(steps)
 }
 
 fn unpack_steps(instance: &Instance, bundle: Option<&Bundle>) -> Vec<String> {

@@ -196,3 +196,41 @@ fn failures_come_before_an_earlier_wait() {
         .collect();
     assert_eq!(kinds, [Kind::Unhealthy, Kind::WaitingForApproval]);
 }
+
+#[test]
+fn what_the_trust_model_refuses_gets_its_own_next_step() {
+    let cases = [
+        (
+            "ConfigMap/ns/x exists and is not managed by Pakket; Pakket never takes over an object silently",
+            "hands it over",
+        ),
+        (
+            "ConfigMap/ns/x belongs to Instance other (uid 1234); an object can have one owner",
+            "one owner",
+        ),
+        (
+            "Bundle b belongs to Instance other (it was created from that Instance's embedded spec)",
+            "name a Bundle of your own",
+        ),
+        (
+            "Bundle b: the content of file://x changed at its source: it was pinned at sha256:a",
+            "create a new Bundle",
+        ),
+        (
+            "https://127.0.0.1/x: host 127.0.0.1 is a loopback address; nothing was sent to it. ProvisionerClass p does not allow internal addresses (set its parameter allowInternalAddresses: true to allow them)",
+            "internal address",
+        ),
+        (
+            "waiting for approval; the last approval covered Bundle a at sha256:1, but the content to install is Bundle b at sha256:2",
+            "approve it again",
+        ),
+    ];
+    for (message, expected) in cases {
+        let steps = trust_steps(message, "web").unwrap_or_else(|| panic!("{message}"));
+        assert!(
+            steps.iter().any(|step| step.contains(expected)),
+            "{message}: {steps:?}"
+        );
+    }
+    assert!(trust_steps("registry down", "web").is_none());
+}
