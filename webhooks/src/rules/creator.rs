@@ -165,8 +165,8 @@ fn verify(
     })
 }
 
-/// The validating check on UPDATE. `spec` is `None` for status writes
-/// (which may change neither record).
+/// The validating check on UPDATE; `status` for writes to the status
+/// subresource, which may change neither record.
 pub fn check_update(
     instance: &str,
     old: (&ObjectMeta, &InstanceSpec),

@@ -5,10 +5,10 @@
 //! object annotates it with `core.pakket.dev/adopt-into: <instance>`.
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use pakket_api::ConditionType;
 use pakket_api::ownership::{ADOPT_ANNOTATION, INSTANCE_UID_LABEL};
-use pakket_testkit::{condition_is, eventually, reason_is};
+use pakket_testkit::{condition_is, reason_is};
 use serde_json::json;
 
 use crate::support::{Stage, Webhooks, labels_of, refused_with, rule};
@@ -102,20 +102,7 @@ async fn an_object_pakket_did_not_create_is_not_taken_over_and_survives_the_inst
     let kept = stage.config_maps().get("settings").await.unwrap();
     assert!(!labels_of(&kept).contains_key(INSTANCE_UID_LABEL));
 
-    stage
-        .instances()
-        .delete(&stage.scope.name("alices"), &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("alice's Instance is gone", || async {
-        stage
-            .instances()
-            .get_opt(&stage.scope.name("alices"))
-            .await
-            .unwrap()
-            .is_none()
-    })
-    .await;
+    stage.delete_instance("alices").await;
     assert_eq!(
         stage.value_of("settings").await.as_deref(),
         Some("the admin's")
@@ -127,26 +114,16 @@ async fn an_object_pakket_did_not_create_is_not_taken_over_and_survives_the_inst
 async fn another_instances_object_is_a_conflict_and_the_owner_stays_healthy() {
     let stage = Stage::new("trust-adopt-other", "AllowAll", Webhooks::On).await;
     stage
-        .content(
-            "first",
-            &[("shared.yaml", stage.config_map_manifest("shared", "first"))],
-        )
+        .config_map_content("first", &[("shared", "first")])
         .await;
     stage
-        .content(
-            "second",
-            &[("shared.yaml", stage.config_map_manifest("shared", "second"))],
-        )
+        .config_map_content("second", &[("shared", "second")])
         .await;
     stage
         .create(&stage.admin(), stage.instance("owner", "owner-v1", "first"))
         .await
         .unwrap();
-    stage
-        .wait("owner", "installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("owner").await;
     stage
         .create(
             &stage.admin(),
@@ -177,20 +154,7 @@ async fn another_instances_object_is_a_conflict_and_the_owner_stays_healthy() {
     assert!(condition_is(&owner, ConditionType::Healthy, "True"));
 
     // The intruder goes; the owner's object stays.
-    stage
-        .instances()
-        .delete(&stage.scope.name("intruder"), &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the intruder is gone", || async {
-        stage
-            .instances()
-            .get_opt(&stage.scope.name("intruder"))
-            .await
-            .unwrap()
-            .is_none()
-    })
-    .await;
+    stage.delete_instance("intruder").await;
     assert_eq!(stage.value_of("shared").await.as_deref(), Some("first"));
     stage.cleanup().await;
 }

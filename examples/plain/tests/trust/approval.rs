@@ -53,11 +53,7 @@ async fn content_that_changed_at_its_source_is_not_installed_under_the_old_appro
         .await;
     let bob = stage.client_as("bob").await;
     stage.approve_as(&bob, "app").await.unwrap();
-    stage
-        .wait("app", "installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("app").await;
     let bundles: Api<Bundle> = Api::all(stage.admin());
     let pinned = bundles
         .get(&stage.scope.name("app-v1"))
@@ -119,18 +115,8 @@ async fn moving_what_the_guard_ignores_approves_nothing_and_what_it_guards_needs
             ],
         )
         .await;
-    stage
-        .content(
-            "v1",
-            &[("app.yaml", stage.config_map_manifest("app", "v1"))],
-        )
-        .await;
-    stage
-        .content(
-            "v2",
-            &[("app.yaml", stage.config_map_manifest("app", "v2"))],
-        )
-        .await;
+    stage.config_map_content("v1", &[("app", "v1")]).await;
+    stage.config_map_content("v2", &[("app", "v2")]).await;
     stage
         .create(&stage.admin(), stage.instance("app", "app-v1", "v1"))
         .await
@@ -142,11 +128,7 @@ async fn moving_what_the_guard_ignores_approves_nothing_and_what_it_guards_needs
         .await;
     let bob = stage.client_as("bob").await;
     stage.approve_as(&bob, "app").await.unwrap();
-    stage
-        .wait("app", "v1 installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("app").await;
     let name = stage.scope.name("app");
     let change = json!({ "spec": { "bundle": {
         "name": stage.scope.name("app-v2"), "spec": stage.bundle_spec("v2"),

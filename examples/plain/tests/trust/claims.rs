@@ -23,16 +23,10 @@ async fn a_squatted_bundle_name_is_refused_and_nothing_is_installed() {
         )
         .await;
     stage
-        .content(
-            "evil",
-            &[("evil.yaml", stage.config_map_manifest("evil", "alice's"))],
-        )
+        .config_map_content("evil", &[("evil", "alice's")])
         .await;
     stage
-        .content(
-            "real",
-            &[("team.yaml", stage.config_map_manifest("team", "the team's"))],
-        )
+        .config_map_content("real", &[("team", "the team's")])
         .await;
     // alice's Instance, never approved, embeds a Bundle under the name the
     // team's Instance is about to ask for.
@@ -113,11 +107,7 @@ async fn a_squatted_bundle_name_is_refused_and_nothing_is_installed() {
         })
         .await;
     stage.approve_as(&bob, "team3").await.unwrap();
-    stage
-        .wait("team3", "installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("team3").await;
     assert_eq!(stage.value_of("team").await.as_deref(), Some("the team's"));
     stage.cleanup().await;
 }

@@ -11,7 +11,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use pakket_api::ConditionType;
-use pakket_testkit::{condition_is, eventually};
+use pakket_testkit::condition_is;
 use serde_json::json;
 
 use crate::support::{Stage, Webhooks};
@@ -95,37 +95,15 @@ async fn a_forged_status_list_deletes_nothing_at_uninstall() {
     let stage = Stage::new("trust-delete-uninstall", "AllowAll", Webhooks::On).await;
     stage.grant_approver("bob").await;
     let (_, namespace) = victims(&stage).await;
-    stage
-        .content(
-            "content",
-            &[("app.yaml", stage.config_map_manifest("app", "v1"))],
-        )
-        .await;
+    stage.config_map_content("content", &[("app", "v1")]).await;
     stage
         .create(&stage.admin(), stage.instance("app", "app-v1", "content"))
         .await
         .unwrap();
-    stage
-        .wait("app", "installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("app").await;
 
     forge_objects(&stage, "app", &namespace).await;
-    stage
-        .instances()
-        .delete(&stage.scope.name("app"), &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the Instance is gone", || async {
-        stage
-            .instances()
-            .get_opt(&stage.scope.name("app"))
-            .await
-            .unwrap()
-            .is_none()
-    })
-    .await;
+    stage.delete_instance("app").await;
     assert_eq!(
         stage.value_of("app").await,
         None,
@@ -143,21 +121,13 @@ async fn a_forged_status_list_deletes_nothing_at_a_pivot() {
     let stage = Stage::new("trust-delete-pivot", "AllowAll", Webhooks::On).await;
     stage.grant_approver("bob").await;
     let (_, namespace) = victims(&stage).await;
-    stage
-        .content("v1", &[("a.yaml", stage.config_map_manifest("a", "v1"))])
-        .await;
-    stage
-        .content("v2", &[("b.yaml", stage.config_map_manifest("b", "v2"))])
-        .await;
+    stage.config_map_content("v1", &[("a", "v1")]).await;
+    stage.config_map_content("v2", &[("b", "v2")]).await;
     stage
         .create(&stage.admin(), stage.instance("app", "app-v1", "v1"))
         .await
         .unwrap();
-    stage
-        .wait("app", "v1 installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("app").await;
 
     forge_objects(&stage, "app", &namespace).await;
     // The admin moves the Instance to v2: the pivot deletes what v1 alone had.

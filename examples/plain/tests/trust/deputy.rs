@@ -72,11 +72,7 @@ async fn a_bundle_cannot_mount_a_config_map_its_requester_cannot_read() {
         .create(&alice, stage.instance("reader", "reader-v1", "private"))
         .await
         .unwrap();
-    stage
-        .wait("reader", "installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("reader").await;
     stage.cleanup().await;
 }
 

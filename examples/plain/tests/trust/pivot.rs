@@ -2,9 +2,9 @@
 //! that matches everything relabels nobody else's Bundles.
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pakket_api::{Bundle, ConditionType};
+use pakket_api::Bundle;
 use pakket_runtime::controller::REPLACED_BY_LABEL;
-use pakket_testkit::{condition_is, eventually};
+use pakket_testkit::eventually;
 use serde_json::json;
 
 use crate::support::{Stage, Webhooks, rule};
@@ -20,12 +20,8 @@ async fn a_selector_that_matches_everything_relabels_no_one_elses_bundles() {
             vec![rule("", "configmaps", &["get"], &["v1", "v2"])],
         )
         .await;
-    stage
-        .content("v1", &[("a.yaml", stage.config_map_manifest("a", "v1"))])
-        .await;
-    stage
-        .content("v2", &[("a.yaml", stage.config_map_manifest("a", "v2"))])
-        .await;
+    stage.config_map_content("v1", &[("a", "v1")]).await;
+    stage.config_map_content("v2", &[("a", "v2")]).await;
     // Someone else's Bundle.
     let theirs: Bundle = serde_json::from_value(json!({
         "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Bundle",
@@ -43,11 +39,7 @@ async fn a_selector_that_matches_everything_relabels_no_one_elses_bundles() {
     let mut instance = stage.instance("greedy", "greedy-v1", "v1");
     instance["spec"]["selector"] = json!({});
     stage.create(&alice, instance).await.unwrap();
-    stage
-        .wait("greedy", "v1 installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("greedy").await;
     let change = json!({ "spec": { "bundle": {
         "name": stage.scope.name("greedy-v2"), "spec": stage.bundle_spec("v2"),
     } } });

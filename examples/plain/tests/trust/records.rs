@@ -23,10 +23,7 @@ async fn a_forged_creator_record_is_not_honoured_without_the_webhook() {
         )
         .await;
     stage
-        .content(
-            "content",
-            &[("x.yaml", stage.config_map_manifest("x", "installed"))],
-        )
+        .config_map_content("content", &[("x", "installed")])
         .await;
     let alice = stage.client_as("alice").await;
     let forgeries = [
@@ -73,11 +70,7 @@ async fn a_forged_creator_record_is_not_honoured_without_the_webhook() {
     // The legitimate path: a person looks and approves.
     let bob = stage.client_as("bob").await;
     stage.approve_as(&bob, "unsealed").await.unwrap();
-    stage
-        .wait("unsealed", "installed once a person approved", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("unsealed").await;
     assert_eq!(stage.value_of("x").await.as_deref(), Some("installed"));
     stage.cleanup().await;
 }

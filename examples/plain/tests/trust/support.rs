@@ -269,6 +269,47 @@ impl Stage {
             .unwrap();
     }
 
+    /// Content ConfigMap `name` holding one ConfigMap manifest per
+    /// `(object, value)`.
+    pub async fn config_map_content(&self, name: &str, objects: &[(&str, &str)]) {
+        let files: Vec<(String, String)> = objects
+            .iter()
+            .map(|(object, value)| {
+                (
+                    format!("{object}.yaml"),
+                    self.config_map_manifest(object, value),
+                )
+            })
+            .collect();
+        let files: Vec<(&str, String)> = files
+            .iter()
+            .map(|(file, text)| (file.as_str(), text.clone()))
+            .collect();
+        self.content(name, &files).await;
+    }
+
+    /// Waits until Instance `suffix` is installed.
+    pub async fn installed(&self, suffix: &str) -> Instance {
+        self.wait(suffix, "installed", |i| {
+            pakket_testkit::condition_is(i, pakket_api::ConditionType::Installed, "True")
+        })
+        .await
+    }
+
+    /// Deletes Instance `suffix` as admin and waits until it is gone
+    /// (its finalizer ran).
+    pub async fn delete_instance(&self, suffix: &str) {
+        let name = self.scope.name(suffix);
+        self.instances()
+            .delete(&name, &DeleteParams::default())
+            .await
+            .unwrap();
+        pakket_testkit::eventually("the Instance is gone", || async {
+            self.instances().get_opt(&name).await.unwrap().is_none()
+        })
+        .await;
+    }
+
     /// The manifest of a ConfigMap `name` in the scope's namespace.
     pub fn config_map_manifest(&self, name: &str, value: &str) -> String {
         format!(

@@ -7,7 +7,7 @@
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, LAST_CHANGED_BY_ANNOTATION};
-use pakket_testkit::{condition_is, reason_is};
+use pakket_testkit::reason_is;
 use serde_json::json;
 
 use crate::support::{Stage, Webhooks, refused_with, rule};
@@ -100,11 +100,7 @@ async fn a_binding_to_rules_the_requester_lacks_waits_until_she_may_bind() {
             vec![rule(RBAC, "clusterroles", &["bind"], &["admin"])],
         )
         .await;
-    stage
-        .wait("escalate", "installed once alice may bind", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("escalate").await;
     assert!(bindings.get_opt("alice-admin").await.unwrap().is_some());
     stage.cleanup().await;
 }
@@ -149,10 +145,7 @@ async fn a_role_with_rules_the_requester_lacks_is_not_installed() {
 async fn a_spec_change_is_judged_by_who_made_it_not_by_the_creator() {
     let stage = Stage::new("trust-userperm-editor", "UserPermission", Webhooks::On).await;
     stage
-        .content(
-            "harmless-content",
-            &[("h.yaml", stage.config_map_manifest("harmless", "v1"))],
-        )
+        .config_map_content("harmless-content", &[("harmless", "v1")])
         .await;
     let takeover = format!(
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: bob\n",
@@ -167,11 +160,7 @@ async fn a_spec_change_is_judged_by_who_made_it_not_by_the_creator() {
         )
         .await
         .unwrap();
-    stage
-        .wait("admins", "installed", |i| {
-            condition_is(i, ConditionType::Installed, "True")
-        })
-        .await;
+    stage.installed("admins").await;
 
     // bob may edit that one Instance (and use the class, read the content).
     let name = stage.scope.name("admins");
