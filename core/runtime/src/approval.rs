@@ -183,6 +183,67 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
     ))
 }
 
+/// Asks the apiserver whether `requester` may `access`, as RBAC would
+/// answer if he asked himself.
+pub(crate) async fn review(
+    reviews: &Api<SubjectAccessReview>,
+    requester: &CreatorRecord,
+    access: &Access,
+) -> Result<bool, String> {
+    let (resource_attributes, non_resource_attributes) = match access {
+        Access::Resource {
+            group,
+            resource,
+            subresource,
+            verb,
+            namespace,
+            name,
+        } => (
+            Some(ResourceAttributes {
+                group: Some(group.clone()),
+                resource: Some(resource.clone()),
+                subresource: (!subresource.is_empty()).then(|| subresource.clone()),
+                verb: Some(verb.clone()),
+                namespace: namespace.clone(),
+                name: name.clone(),
+                ..ResourceAttributes::default()
+            }),
+            None,
+        ),
+        Access::NonResource { path, verb } => (
+            None,
+            Some(NonResourceAttributes {
+                path: Some(path.clone()),
+                verb: Some(verb.clone()),
+            }),
+        ),
+    };
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(requester.username.clone()),
+            uid: requester.uid.clone(),
+            groups: Some(requester.groups.clone()),
+            resource_attributes,
+            non_resource_attributes,
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let answer: bool = reviews
+        .create(&PostParams::default(), &review)
+        .await
+        .map_err(|error| {
+            format!(
+                "cannot ask whether {} may {access}: {}",
+                requester.username,
+                apply::api_message(&error)
+            )
+        })?
+        .status
+        .is_some_and(|status| status.allowed);
+    Ok(answer)
+}
+
 /// Asks the apiserver about one requester, once per distinct question.
 struct Checker<'a> {
     reviews: Api<SubjectAccessReview>,
@@ -201,58 +262,7 @@ impl Checker<'_> {
                 "approval: UserPermission: checking this bundle would take more than {MAX_REVIEWS} access reviews"
             ));
         }
-        let (resource_attributes, non_resource_attributes) = match access {
-            Access::Resource {
-                group,
-                resource,
-                subresource,
-                verb,
-                namespace,
-                name,
-            } => (
-                Some(ResourceAttributes {
-                    group: Some(group.clone()),
-                    resource: Some(resource.clone()),
-                    subresource: (!subresource.is_empty()).then(|| subresource.clone()),
-                    verb: Some(verb.clone()),
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    ..ResourceAttributes::default()
-                }),
-                None,
-            ),
-            Access::NonResource { path, verb } => (
-                None,
-                Some(NonResourceAttributes {
-                    path: Some(path.clone()),
-                    verb: Some(verb.clone()),
-                }),
-            ),
-        };
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(self.requester.username.clone()),
-                uid: self.requester.uid.clone(),
-                groups: Some(self.requester.groups.clone()),
-                resource_attributes,
-                non_resource_attributes,
-                ..SubjectAccessReviewSpec::default()
-            },
-            ..SubjectAccessReview::default()
-        };
-        let answer = self
-            .reviews
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(|error| {
-                format!(
-                    "cannot ask whether {} may {access}: {}",
-                    self.requester.username,
-                    apply::api_message(&error)
-                )
-            })?
-            .status
-            .is_some_and(|status| status.allowed);
+        let answer = review(&self.reviews, self.requester, access).await?;
         self.answers.insert(access.clone(), answer);
         Ok(answer)
     }

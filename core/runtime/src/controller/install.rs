@@ -15,6 +15,7 @@ use pakket_api::{
     ApprovalState, ApprovedContent, Bundle, Instance, ProvisionerClass, Reason, UnpackPhase,
 };
 
+use super::behalf;
 use super::bundle_status::{self, UnpackOutcome};
 use super::context::Context;
 use super::report::{Report, StatusWrite};
@@ -108,6 +109,14 @@ pub async fn install<P: Provisioner>(
     };
     let unpacked = match already_unpacked(&bundle, context) {
         Some(unpacked) => unpacked,
+        None if let Some(why) = behalf::refused_read(instance, &bundle, context).await => {
+            report.set(
+                Reason::UnpackFailed,
+                ConditionStatus::False,
+                format!("Bundle {bundle_name}: {why}"),
+            );
+            return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+        }
         None => match content::unpack(
             &context.client,
             &bundle.spec,

@@ -181,3 +181,42 @@ async fn an_approver_sees_the_objects_and_rbac_before_approving() {
     );
     stage.cleanup().await;
 }
+
+#[tokio::test]
+async fn without_the_webhooks_the_provisioner_still_reads_nothing_for_an_unknown_requester() {
+    let stage = Stage::new("trust-deputy-nowebhook", "AllowAll", Webhooks::Off).await;
+    stage.grant_requester("alice").await;
+    // Not valid YAML, so a parser error would quote it if it were read.
+    stage
+        .content(
+            "private",
+            &[("secret.yaml", "token: [TOKEN=hunter2".to_owned())],
+        )
+        .await;
+    let alice = stage.client_as("alice").await;
+    stage
+        .create(&alice, stage.instance("reader", "reader-v1", "private"))
+        .await
+        .expect("without the webhooks, RBAC alone lets alice create it");
+    let refused = stage
+        .wait("reader", "the read refused", |i| {
+            reason_is(i, ConditionType::Unpacked, "UnpackFailed")
+        })
+        .await;
+    let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(
+        message.contains("on the requester's behalf") && message.contains("nothing was read"),
+        "{message}"
+    );
+    let everything = serde_json::to_string(&refused).unwrap();
+    assert!(!everything.contains("hunter2"), "{everything}");
+    let bundle = Api::<Bundle>::all(stage.admin())
+        .get(&stage.scope.name("reader-v1"))
+        .await
+        .unwrap();
+    assert!(
+        !serde_json::to_string(&bundle).unwrap().contains("hunter2"),
+        "nothing of the content reaches the Bundle's status"
+    );
+    stage.cleanup().await;
+}
