@@ -290,8 +290,35 @@ async fn user_permission_approves_what_the_creator_may_install_and_nothing_more(
     let instances = fixture.instances();
     let name = fixture.scope.name("instance");
     let mut instance = fixture.instance("bundle", fixture.bundle_spec("content", "file://content"));
+    // alice may read the content (the provisioner reads it on her behalf)
+    // but not write ConfigMaps yet.
+    let reader = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": { "name": "content-reader", "namespace": fixture.scope.namespace },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["content"], "verbs": ["get"] }],
+    });
+    let reader_binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": { "name": "content-reader-alice", "namespace": fixture.scope.namespace },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "content-reader" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice" }],
+    });
+    Api::<Role>::namespaced(fixture.scope.client.clone(), &fixture.scope.namespace)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(reader).unwrap(),
+        )
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(fixture.scope.client.clone(), &fixture.scope.namespace)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(reader_binding).unwrap(),
+        )
+        .await
+        .unwrap();
     // What the admission webhook records on create (the runtime's tests run
-    // without it): alice, a test user with no rights on ConfigMaps yet.
+    // without it), sealed with the fixture's key.
     let alice = CreatorRecord::new("alice", None, vec!["system:authenticated".into()]);
     instance.metadata.annotations = Some(BTreeMap::from([(
         CREATED_BY_ANNOTATION.to_owned(),
@@ -359,22 +386,24 @@ async fn user_permission_approves_what_the_creator_may_install_and_nothing_more(
 }
 
 #[tokio::test]
-async fn user_permission_without_a_creator_record_waits_for_a_person() {
+async fn without_a_creator_record_nothing_is_read_or_approved() {
     let fixture = Fixture::with_records("no-creator", "UserPermission").await;
     fixture.content("content", &[("unrecorded", "v1")]).await;
     let (instances, name) = fixture
         .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
         .await;
-    let waiting = wait_for(&instances, &name, "waiting for a person", |i| {
-        reason_is(i, ConditionType::Approved, "ApprovalPending")
+    // Nobody's record: nothing is read on nobody's behalf, nothing approved.
+    let waiting = wait_for(&instances, &name, "the read refused", |i| {
+        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
     })
     .await;
-    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    let message = &waiting.condition(ConditionType::Unpacked).unwrap().message;
     assert!(
         message.contains("has no core.pakket.dev/created-by record")
-            && message.contains("kubectl instance approve"),
+            && message.contains("nothing was read"),
         "{message}"
     );
+    assert!(condition_is(&waiting, ConditionType::Installed, "False"));
     fixture.scope.cleanup().await;
 }
 

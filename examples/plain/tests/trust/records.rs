@@ -12,9 +12,8 @@ use crate::support::{Stage, Webhooks, rule};
 
 #[tokio::test]
 async fn a_forged_creator_record_is_not_honoured_without_the_webhook() {
-    let stage = Stage::new("trust-records", "UserPermission", Webhooks::Off).await;
+    let mut stage = Stage::new("trust-records", "UserPermission", Webhooks::Off).await;
     stage.grant_requester("alice").await;
-    stage.grant_approver("bob").await;
     stage
         .grant(
             "alice-content",
@@ -47,19 +46,20 @@ async fn a_forged_creator_record_is_not_honoured_without_the_webhook() {
             .create(&alice, instance)
             .await
             .expect("without the webhooks, RBAC alone lets alice create it");
-        let waiting = stage
-            .wait(suffix, "waiting for a person", |i| {
-                i.condition(ConditionType::Approved)
-                    .is_some_and(|c| c.message.contains("a person must approve"))
+        // Not trusted: nothing is read on the forged admin's behalf, so
+        // nothing can be approved or installed.
+        let refused = stage
+            .wait(suffix, "the forged record refused", |i| {
+                i.condition(ConditionType::Unpacked)
+                    .is_some_and(|c| c.message.contains("nothing was read"))
             })
             .await;
-        let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+        let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
         assert!(
-            message.contains("kubectl instance approve")
-                && (message.contains("carries no seal") || message.contains("does not verify")),
+            message.contains("carries no seal") || message.contains("does not verify"),
             "{message}"
         );
-        assert!(condition_is(&waiting, ConditionType::Installed, "False"));
+        assert!(condition_is(&refused, ConditionType::Installed, "False"));
     }
     assert_eq!(
         stage.value_of("x").await,
@@ -67,10 +67,17 @@ async fn a_forged_creator_record_is_not_honoured_without_the_webhook() {
         "the forged admin installed nothing"
     );
 
-    // The legitimate path: a person looks and approves.
-    let bob = stage.client_as("bob").await;
-    stage.approve_as(&bob, "unsealed").await.unwrap();
-    stage.installed("unsealed").await;
+    // The legitimate path: with the webhooks registered, the admin's own
+    // Instance carries a sealed record, and UserPermission approves it.
+    stage.start_webhooks().await;
+    stage
+        .create(
+            &stage.admin(),
+            stage.instance("admins", "admins-v1", "content"),
+        )
+        .await
+        .unwrap();
+    stage.installed("admins").await;
     assert_eq!(stage.value_of("x").await.as_deref(), Some("installed"));
     stage.cleanup().await;
 }

@@ -80,6 +80,18 @@ impl Stage {
         stage
     }
 
+    /// Registers Pakket's webhooks now (a stage started without them),
+    /// sealing with the key the provisioner already has.
+    pub async fn start_webhooks(&mut self) {
+        let mut options = LocalOptions::for_labels(self.scope.id.clone(), self.scope.labels());
+        options.record_key_file = Some(self.key_file.clone());
+        self.webhooks = Some(
+            LocalWebhooks::start(self.scope.client.clone(), options)
+                .await
+                .expect("starting the webhooks"),
+        );
+    }
+
     /// Starts the provisioner process (again).
     pub async fn start_provisioner(&mut self) {
         let child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
