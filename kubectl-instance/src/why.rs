@@ -398,8 +398,10 @@ fn trust_steps(message: &str, instance: &str) -> Option<Vec<String>> {
         vec![format!(
             "the approval covered other content; review the new content (kubectl instance describe {instance}) and approve it again"
         )]
-    } else if message.contains("a person must approve") {
-        vec!["no class policy approves an Instance whose requester record Pakket's webhook did not seal for its spec; check that the webhooks run, then write the spec again, or have a person approve".to_owned()]
+    } else if message.contains("a person must approve")
+        || message.contains("on the requester's behalf")
+    {
+        vec!["no class policy approves an Instance whose requester record Pakket's webhook did not seal for its spec; nor reads its content; check that the webhooks run, then write the Instance again".to_owned()]
     } else {
         return None;
     };
