@@ -401,7 +401,7 @@ fn trust_steps(message: &str, instance: &str) -> Option<Vec<String>> {
     } else if message.contains("a person must approve")
         || message.contains("on the requester's behalf")
     {
-        vec!["no class policy approves an Instance whose requester record Pakket's webhook did not seal for its spec; nor reads its content; check that the webhooks run, then write the Instance again".to_owned()]
+        vec!["no class policy approves an Instance whose requester record Pakket's webhook did not seal for its spec, and the provisioner reads none of its ConfigMaps; check that the webhooks run, then write the Instance again".to_owned()]
     } else {
         return None;
     };
