@@ -58,3 +58,16 @@ where
     }
     panic!("{what} did not happen within 30 s");
 }
+
+/// The digest Bundle `name`'s status pins (what an approval covers);
+/// panics if it is not unpacked.
+pub async fn pinned_digest(client: &kube::Client, name: &str) -> String {
+    Api::<pakket_api::Bundle>::all(client.clone())
+        .get(name)
+        .await
+        .unwrap_or_else(|error| panic!("reading Bundle {name}: {error}"))
+        .status
+        .and_then(|status| status.source)
+        .and_then(|source| source.digest)
+        .unwrap_or_else(|| panic!("Bundle {name} is not unpacked"))
+}

@@ -38,15 +38,7 @@ pub fn sealed(instance: &Instance, record: &pakket_api::CreatorRecord) -> String
 pub async fn set_approval(instances: &Api<Instance>, name: &str, status: &str, reason: &str) {
     let instance = instances.get(name).await.unwrap();
     let bundle = instance.spec.bundle.name.clone();
-    let bundles: Api<pakket_api::Bundle> = Api::all(instances.clone().into_client());
-    let digest = bundles
-        .get(&bundle)
-        .await
-        .unwrap()
-        .status
-        .and_then(|status| status.source)
-        .and_then(|source| source.digest)
-        .expect("an unpacked Bundle");
+    let digest = pakket_testkit::pinned_digest(&instances.clone().into_client(), &bundle).await;
     let mut conditions = instance.status.clone().unwrap_or_default().conditions;
     for condition in &mut conditions {
         if condition.type_ == "Approved" {

@@ -5,8 +5,8 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use pakket_api::{Bundle, ConditionType, Instance};
-use pakket_testkit::{condition_is, eventually, reason_is};
+use pakket_api::{ConditionType, Instance};
+use pakket_testkit::{condition_is, eventually, pinned_digest, reason_is};
 use serde_json::json;
 
 use crate::support::{Stage, Webhooks, refused_with, rule};
@@ -54,16 +54,7 @@ async fn content_that_changed_at_its_source_is_not_installed_under_the_old_appro
     let bob = stage.client_as("bob").await;
     stage.approve_as(&bob, "app").await.unwrap();
     stage.installed("app").await;
-    let bundles: Api<Bundle> = Api::all(stage.admin());
-    let pinned = bundles
-        .get(&stage.scope.name("app-v1"))
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .source
-        .unwrap()
-        .digest;
+    let pinned = pinned_digest(&stage.admin(), &stage.scope.name("app-v1")).await;
 
     // The provisioner restarts on an empty store, and meanwhile the source
     // serves other bytes under the same name.
@@ -82,12 +73,11 @@ async fn content_that_changed_at_its_source_is_not_installed_under_the_old_appro
         .await;
     let message = &failed.condition(ConditionType::Unpacked).unwrap().message;
     assert!(
-        message.contains("changed at its source") && message.contains(pinned.as_deref().unwrap()),
+        message.contains("changed at its source") && message.contains(&pinned),
         "{message}"
     );
-    let after = bundles.get(&stage.scope.name("app-v1")).await.unwrap();
     assert_eq!(
-        after.status.unwrap().source.unwrap().digest,
+        pinned_digest(&stage.admin(), &stage.scope.name("app-v1")).await,
         pinned,
         "a Bundle's pin never moves"
     );
@@ -144,16 +134,7 @@ async fn moving_what_the_guard_ignores_approves_nothing_and_what_it_guards_needs
                 && i.metadata.generation == Some(2)
         })
         .await;
-    let v2_digest = Api::<Bundle>::all(stage.admin())
-        .get(&stage.scope.name("app-v2"))
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .source
-        .unwrap()
-        .digest
-        .unwrap();
+    let v2_digest = pinned_digest(&stage.admin(), &stage.scope.name("app-v2")).await;
 
     // While the provisioner is away, carol tries everything around the guard.
     stage.kill_provisioner(false).await;

@@ -393,14 +393,7 @@ impl Stage {
         let name = self.scope.name(suffix);
         let instance = self.instances().get(&name).await.unwrap();
         let bundle = instance.spec.bundle.name.clone();
-        let digest = Api::<pakket_api::Bundle>::all(self.admin())
-            .get(&bundle)
-            .await
-            .unwrap()
-            .status
-            .and_then(|status| status.source)
-            .and_then(|source| source.digest)
-            .expect("an unpacked Bundle");
+        let digest = pakket_testkit::pinned_digest(&self.admin(), &bundle).await;
         let patch = json!({
             "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
             "metadata": { "name": name },
