@@ -17,6 +17,14 @@ pub use pakket_api::ownership::{BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INS
 
 use crate::ownership::{self, Claimant, Removal, Standing};
 
+mod order;
+
+pub use order::defined_resource;
+
+/// How long a custom resource waits for its CustomResourceDefinition (from
+/// the same bundle) to be Established and served.
+pub const CRD_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Why applying or pruning failed, naming the object.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -114,6 +122,46 @@ impl Kinds {
         Ok((resource, capabilities.scope == Scope::Namespaced))
     }
 
+    /// The API for a custom resource whose CustomResourceDefinition `crd`
+    /// was just applied: waits (up to [`CRD_WAIT`]) until the CRD is
+    /// Established and its kind is served.
+    pub async fn await_served(
+        &mut self,
+        reference: &ObjectRef,
+        crd: &str,
+    ) -> Result<Api<DynamicObject>, ApplyError> {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let deadline = tokio::time::Instant::now() + CRD_WAIT;
+        loop {
+            let established = crds.get_opt(crd).await.ok().flatten().is_some_and(|found| {
+                found
+                    .status
+                    .and_then(|status| status.conditions)
+                    .is_some_and(|conditions| {
+                        conditions
+                            .iter()
+                            .any(|c| c.type_ == "Established" && c.status == "True")
+                    })
+            });
+            if established && let Ok(api) = self.api(reference).await {
+                return Ok(api);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ApplyError::Refused {
+                    object: reference.to_string(),
+                    message: format!(
+                        "it waits for CustomResourceDefinition {crd} (in the same Bundle) to be \
+                         Established and served, which it was not after {}s; check the CRD's \
+                         conditions (kubectl get crd {crd} -o yaml)",
+                        CRD_WAIT.as_secs()
+                    ),
+                });
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     /// The API for one object, namespaced or not as the cluster says.
     pub async fn api(&mut self, reference: &ObjectRef) -> Result<Api<DynamicObject>, ApplyError> {
         let (resource, capabilities) = self.resolve(reference).await?;
@@ -186,13 +234,29 @@ pub async fn apply_all(
     bundle: &str,
 ) -> Result<(Applied, Adoptions), ApplyError> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
+    let sequence = order::apply_order(objects);
+    let defined = order::defined_kinds(objects);
+    // The CRD (from this bundle) a custom resource of a kind not yet served waits for.
+    let awaited = |reference: &ObjectRef| {
+        defined
+            .get(&(
+                order::group_of(&reference.api_version).to_owned(),
+                reference.kind.clone(),
+            ))
+            .cloned()
+    };
     let mut standings = Vec::with_capacity(objects.len());
     let mut conflicts = Vec::new();
-    for object in objects {
-        let reference = reference_of(object);
-        match ownership::standing(kinds, &reference, claimant).await? {
-            Standing::Conflict(why) => conflicts.push(why),
-            standing => standings.push(standing),
+    for &index in &sequence {
+        let reference = reference_of(&objects[index]);
+        match ownership::standing(kinds, &reference, claimant).await {
+            Ok(Standing::Conflict(why)) => conflicts.push(why),
+            Ok(standing) => standings.push(standing),
+            // Its CRD comes with the bundle, so no object of its kind exists yet.
+            Err(ApplyError::UnknownKind { .. }) if awaited(&reference).is_some() => {
+                standings.push(Standing::Absent);
+            }
+            Err(error) => return Err(error),
         }
     }
     if !conflicts.is_empty() {
@@ -203,8 +267,8 @@ pub async fn apply_all(
         unhealthy: Vec::new(),
     };
     let mut adoptions = Adoptions::default();
-    for (object, standing) in objects.iter().zip(standings) {
-        let mut object = object.clone();
+    for (&index, standing) in sequence.iter().zip(standings) {
+        let mut object = objects[index].clone();
         if let Some(metadata) = object
             .pointer_mut("/metadata")
             .and_then(Value::as_object_mut)
@@ -228,7 +292,13 @@ pub async fn apply_all(
             }
         }
         let reference = reference_of(&object);
-        let api = kinds.api(&reference).await?;
+        let api = match kinds.api(&reference).await {
+            Ok(api) => api,
+            Err(ApplyError::UnknownKind { .. }) if let Some(crd) = awaited(&reference) => {
+                kinds.await_served(&reference, &crd).await?
+            }
+            Err(error) => return Err(error),
+        };
         let answer = api
             .patch(&reference.name, &params, &Patch::Apply(&object))
             .await

@@ -129,9 +129,19 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
     let mut kinds = request.kinds.clone();
     for object in request.objects {
         let reference = apply::reference_of(object);
-        let (resource, namespaced) = match kinds.resource(&reference).await {
-            Ok(found) => found,
-            Err(error) => return pending(format!("cannot check {reference}: {error}")),
+        let (group, plural, namespaced) = match kinds.resource(&reference).await {
+            Ok((resource, namespaced)) => (resource.group, resource.plural, namespaced),
+            // A kind whose CRD comes with the bundle: asked as the CRD defines it.
+            Err(error) => {
+                let group = reference
+                    .api_version
+                    .split_once('/')
+                    .map_or("", |(group, _)| group);
+                match apply::defined_resource(request.objects, group, &reference.kind) {
+                    Some((plural, namespaced)) => (group.to_owned(), plural, namespaced),
+                    None => return pending(format!("cannot check {reference}: {error}")),
+                }
+            }
         };
         let namespace = namespaced.then(|| {
             reference
@@ -141,8 +151,8 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
         });
         for verb in APPLY_VERBS {
             let access = Access::Resource {
-                group: resource.group.clone(),
-                resource: resource.plural.clone(),
+                group: group.clone(),
+                resource: plural.clone(),
                 subresource: String::new(),
                 verb: verb.into(),
                 namespace: namespace.clone(),
@@ -154,11 +164,11 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
                     return pending(format!(
                         "approval: UserPermission: {role} {} may not {verb} {reference} (verb {verb:?} on {}{})",
                         requester.username,
-                        resource.plural,
-                        if resource.group.is_empty() {
+                        plural,
+                        if group.is_empty() {
                             String::new()
                         } else {
-                            format!(".{}", resource.group)
+                            format!(".{group}")
                         },
                     ));
                 }

@@ -217,3 +217,83 @@ async fn content_the_runtime_cannot_fetch_is_reported_on_the_instance_and_bundle
         .unwrap();
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn custom_resources_before_their_crd_and_objects_before_their_namespace_install() {
+    let fixture = Fixture::new("plain-order", "AllowAll").await;
+    let group = format!("{}.pakket.test", fixture.scope.id);
+    let app = fixture.scope.name("app");
+    // File order is the worst one: the custom resource first, its CRD and
+    // the Namespace everything lands in last.
+    let widget = format!(
+        "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: first\n  namespace: {app}\nspec:\n  size: 3\n"
+    );
+    let config = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {app}\ndata:\n  value: v\n"
+    );
+    let crd = format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: widgets, singular: widget, kind: Widget}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+    );
+    let namespace = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {app}\n");
+    fixture
+        .files(
+            "content",
+            &[
+                ("a-widget.yaml", widget),
+                ("b-config.yaml", config),
+                ("c-crd.yaml", crd),
+                ("d-namespace.yaml", namespace),
+            ],
+        )
+        .await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
+    let installed = wait_for(&instances, &name, "installed in a safe order", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let kinds: Vec<String> = installed
+        .status
+        .unwrap()
+        .objects
+        .iter()
+        .map(|object| object.kind.clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "CustomResourceDefinition",
+            "ConfigMap",
+            "Widget"
+        ],
+        "applied (and listed) in apply order"
+    );
+    let widgets = kube::core::ApiResource {
+        group: group.clone(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(fixture.scope.client.clone(), &app, &widgets);
+    assert!(api.get_opt("first").await.unwrap().is_some());
+
+    // Uninstall goes the other way round: the custom resource before its CRD.
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(fixture.scope.client.clone());
+    pakket_testkit::eventually("the CRD is gone", || async {
+        crds.get_opt(&format!("widgets.{group}"))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}

@@ -121,6 +121,28 @@ impl Fixture {
             .unwrap();
     }
 
+    /// An immutable ConfigMap holding `files` (name, text) as they are.
+    pub async fn files(&self, name: &str, files: &[(&str, String)]) {
+        let config_map = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            data: Some(
+                files
+                    .iter()
+                    .map(|(file, text)| ((*file).to_owned(), text.clone()))
+                    .collect(),
+            ),
+            immutable: Some(true),
+            ..Default::default()
+        };
+        Api::<ConfigMap>::namespaced(self.scope.client.clone(), &self.scope.namespace)
+            .create(&PostParams::default(), &config_map)
+            .await
+            .unwrap();
+    }
+
     /// An immutable ConfigMap holding plain manifests of ConfigMaps named `names`.
     pub async fn content(&self, name: &str, names: &[(&str, &str)]) {
         let mut data = BTreeMap::new();
