@@ -19,7 +19,7 @@ use crate::ownership::{self, Claimant, Removal, Standing};
 
 mod order;
 
-pub use order::defined_resource;
+pub use order::{defined_resource, rank};
 
 /// How long a custom resource waits for its CustomResourceDefinition (from
 /// the same bundle) to be Established and served.

@@ -297,3 +297,45 @@ async fn custom_resources_before_their_crd_and_objects_before_their_namespace_in
     .await;
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn an_apply_cut_short_leaves_nothing_behind_when_the_instance_goes() {
+    let fixture = Fixture::new("plain-partial", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    let applied_first = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied-first\n  namespace: {namespace}\ndata:\n  value: v\n"
+    );
+    // The apiserver refuses this one (a Deployment needs a selector and a
+    // template), after the ConfigMap was applied.
+    let refused = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: refused\n  namespace: {namespace}\nspec: {{}}\n"
+    );
+    fixture
+        .files("content", &[("a.yaml", applied_first), ("b.yaml", refused)])
+        .await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
+    let failed = wait_for(&instances, &name, "the apply cut short", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    assert!(
+        failed.status.as_ref().unwrap().objects.is_empty(),
+        "nothing reached the status"
+    );
+    assert_eq!(
+        fixture.value_of("applied-first").await.as_deref(),
+        Some("v")
+    );
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    pakket_testkit::eventually("the Instance and what it applied are gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+            && fixture.value_of("applied-first").await.is_none()
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}

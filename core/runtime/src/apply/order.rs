@@ -15,8 +15,8 @@ pub fn group_of(api_version: &str) -> &str {
     api_version.split_once('/').map_or("", |(group, _)| group)
 }
 
-/// The apply rank of a kind: lower goes first.
-fn rank(api_version: &str, kind: &str) -> u8 {
+/// The apply rank of a kind: lower goes first (and is deleted last).
+pub fn rank(api_version: &str, kind: &str) -> u8 {
     match (group_of(api_version), kind) {
         ("", "Namespace") => 0,
         ("apiextensions.k8s.io", "CustomResourceDefinition") => 1,

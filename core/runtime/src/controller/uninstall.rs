@@ -13,6 +13,7 @@ use kube::runtime::events::{Event, EventType};
 use pakket_api::{DeletionPolicy, Instance};
 
 use super::context::Context;
+use crate::apply;
 use crate::ownership::{self, Claimant, Removal};
 
 /// Deletes (or, under `Orphan`, leaves) everything `instance` installed.
@@ -29,11 +30,32 @@ pub async fn uninstall<P>(
         uid: &uid,
     };
     context.drift.forget_instance(&name);
-    let owned = instance
+    let mut owned = instance
         .status
         .as_ref()
         .map(|status| status.objects.clone())
         .unwrap_or_default();
+    // An apply cut short (an error, a killed provisioner) never reached the
+    // status: what the current Bundle holds is looked at too, and each
+    // object is removed only if its own records say it is this Instance's.
+    if let Some(bundle) = context
+        .bundles
+        .get(&kube::runtime::reflector::ObjectRef::new(
+            &instance.spec.bundle.name,
+        ))
+        && let Some(status) = &bundle.status
+    {
+        let listed: std::collections::BTreeSet<_> = owned.iter().cloned().collect();
+        owned.extend(
+            status
+                .objects
+                .iter()
+                .filter(|object| !listed.contains(*object))
+                .cloned(),
+        );
+    }
+    // Custom resources before their CRDs, everything before its Namespace.
+    owned.sort_by_key(|object| apply::rank(&object.api_version, &object.kind));
     let orphan = instance.spec.deletion_policy == DeletionPolicy::Orphan;
     let mut kinds = context.kinds.clone();
     let mut done = 0;
@@ -62,10 +84,7 @@ pub async fn uninstall<P>(
             ),
         )
     } else {
-        (
-            "Uninstalled",
-            format!("deleted {done} of {} installed objects", owned.len()),
-        )
+        ("Uninstalled", format!("deleted {done} installed objects"))
     };
     if !not_ours.is_empty() {
         note.push_str(&format!(
