@@ -8,9 +8,10 @@
 
 use kube::Resource;
 use kube::ResourceExt;
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
-use pakket_api::{DeletionPolicy, Instance};
+use pakket_api::{Bundle, DeletionPolicy, Instance};
 
 use super::context::Context;
 use crate::apply;
@@ -38,20 +39,28 @@ pub async fn uninstall<P>(
     // An apply cut short (an error, a killed provisioner) never reached the
     // status: what the current Bundle holds is looked at too, and each
     // object is removed only if its own records say it is this Instance's.
-    if let Some(bundle) = context
+    let cached = context
         .bundles
         .get(&kube::runtime::reflector::ObjectRef::new(
             &instance.spec.bundle.name,
         ))
-        && let Some(status) = &bundle.status
-    {
+        .map(|bundle| (*bundle).clone());
+    // Not cached (a provisioner that just started): read it.
+    let bundle = match cached {
+        Some(bundle) => Some(bundle),
+        None => Api::<Bundle>::all(context.client.clone())
+            .get_opt(&instance.spec.bundle.name)
+            .await
+            .ok()
+            .flatten(),
+    };
+    if let Some(status) = bundle.and_then(|bundle| bundle.status) {
         let listed: std::collections::BTreeSet<_> = owned.iter().cloned().collect();
         owned.extend(
             status
                 .objects
-                .iter()
-                .filter(|object| !listed.contains(*object))
-                .cloned(),
+                .into_iter()
+                .filter(|object| !listed.contains(object)),
         );
     }
     // Custom resources before their CRDs, everything before its Namespace.
