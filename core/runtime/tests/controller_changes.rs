@@ -409,13 +409,13 @@ async fn without_a_creator_record_nothing_is_read_or_approved() {
 
 #[tokio::test]
 async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
-    let fixture = Fixture::new("bad-parameter", "AllowAll").await;
+    // Created with the mistake: a class patched after creation races the
+    // provisioner's watch of it.
+    let fixture = Fixture::without_class("bad-parameter").await;
+    fixture
+        .create_class_with(json!({ "approval": "AllowAll", "maxObjectSize": "1 MB" }))
+        .await;
     let class = fixture.scope.name("class");
-    patch_class(
-        &fixture,
-        json!({ "approval": "AllowAll", "maxObjectSize": "1 MB" }),
-    )
-    .await;
     fixture.content("content", &[("sized", "v1")]).await;
     let (instances, name) = fixture
         .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
@@ -444,8 +444,10 @@ async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
 
 #[tokio::test]
 async fn an_approval_parameter_that_is_not_a_string_gates_instead_of_allowing_all() {
-    let fixture = Fixture::new("bad-approval", "AllowAll").await;
-    patch_class(&fixture, json!({ "approval": false })).await;
+    let fixture = Fixture::without_class("bad-approval").await;
+    fixture
+        .create_class_with(json!({ "approval": false }))
+        .await;
     fixture.content("content", &[("gated", "v1")]).await;
     let (instances, name) = fixture
         .create_instance("bundle", fixture.bundle_spec("content", "file://content"))

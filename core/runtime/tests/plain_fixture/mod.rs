@@ -3,8 +3,6 @@
 //! tests in parallel never act on each other's Instances.
 #![allow(dead_code)] // each test binary uses its own share of the helpers
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use pakket_api::{
@@ -106,13 +104,17 @@ impl Fixture {
     }
 
     pub async fn create_class(&self, approval: &str) {
-        let mut parameters = serde_json::Map::new();
-        parameters.insert("approval".into(), json!(approval));
+        self.create_class_with(json!({ "approval": approval }))
+            .await;
+    }
+
+    /// The test's class with exactly these parameters (a JSON object).
+    pub async fn create_class_with(&self, parameters: serde_json::Value) {
         let class = ProvisionerClass {
             metadata: self.scope.meta("class"),
             spec: ProvisionerClassSpec {
                 provisioner: self.id.clone(),
-                parameters: Some(parameters),
+                parameters: parameters.as_object().cloned(),
             },
         };
         Api::<ProvisionerClass>::all(self.scope.client.clone())
@@ -145,27 +147,21 @@ impl Fixture {
 
     /// An immutable ConfigMap holding plain manifests of ConfigMaps named `names`.
     pub async fn content(&self, name: &str, names: &[(&str, &str)]) {
-        let mut data = BTreeMap::new();
-        for (object, value) in names {
-            let manifest = format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {object}\n  namespace: {}\ndata:\n  value: {value}\n",
-                self.scope.namespace
-            );
-            data.insert(format!("{object}.yaml"), manifest);
-        }
-        let config_map = ConfigMap {
-            metadata: kube::api::ObjectMeta {
-                name: Some(name.into()),
-                ..Default::default()
-            },
-            data: Some(data),
-            immutable: Some(true),
-            ..Default::default()
-        };
-        Api::<ConfigMap>::namespaced(self.scope.client.clone(), &self.scope.namespace)
-            .create(&PostParams::default(), &config_map)
-            .await
-            .unwrap();
+        let files: Vec<(String, String)> = names
+            .iter()
+            .map(|(object, value)| {
+                let manifest = format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {object}\n  namespace: {}\ndata:\n  value: {value}\n",
+                    self.scope.namespace
+                );
+                (format!("{object}.yaml"), manifest)
+            })
+            .collect();
+        let files: Vec<(&str, String)> = files
+            .iter()
+            .map(|(file, text)| (file.as_str(), text.clone()))
+            .collect();
+        self.files(name, &files).await;
     }
 
     pub fn bundle_spec(&self, content: &str, reference: &str) -> BundleSpec {
