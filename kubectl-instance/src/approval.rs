@@ -232,7 +232,7 @@ fn already_decided(instance: &Instance, decision: Decision, digest: &str) -> Opt
 }
 
 /// The `Approved` condition recording `decision`; its transition time
-/// moves only if its status does.
+/// moves only if its status or reason does.
 fn decided(
     instance: &Instance,
     decision: Decision,
@@ -303,15 +303,14 @@ mod tests {
     }
 
     #[test]
-    fn denying_a_pending_instance_keeps_the_transition_time() {
+    fn denying_a_pending_instance_starts_a_new_transition() {
+        // False both times, but a denial is news: its age starts now, not
+        // when the Instance began waiting.
         let now = Timestamp::from_second(1_000).unwrap();
         let condition = decided(&pending(), Decision::Deny, "bob", None, now);
         assert_eq!(condition.status, "False");
         assert_eq!(condition.reason, "ApprovalDenied");
-        assert_eq!(
-            condition.last_transition_time.0,
-            Timestamp::from_second(100).unwrap()
-        );
+        assert_eq!(condition.last_transition_time.0, now);
     }
 
     #[test]

@@ -180,15 +180,17 @@ pub fn new(
 }
 
 /// Puts `condition` into the list, replacing the one of the same type. The
-/// transition time moves only when the status changes, so it keeps meaning
-/// "since when", not "last reconciled".
+/// transition time moves only when the status or the reason changes, so it
+/// keeps meaning "since when is it like this" (a fresh denial does not
+/// inherit the age of the pending condition before it), not "last
+/// reconciled".
 pub fn set(conditions: &mut Vec<Condition>, mut condition: Condition) {
     match conditions
         .iter_mut()
         .find(|existing| existing.type_ == condition.type_)
     {
         Some(existing) => {
-            if existing.status == condition.status {
+            if existing.status == condition.status && existing.reason == condition.reason {
                 condition.last_transition_time = existing.last_transition_time.clone();
             }
             *existing = condition;
@@ -223,7 +225,29 @@ mod tests {
     }
 
     #[test]
-    fn set_keeps_transition_time_while_status_is_unchanged() {
+    fn a_new_reason_with_the_same_status_is_a_new_transition() {
+        let mut conditions = vec![new(
+            Reason::ApprovalPending,
+            ConditionStatus::False,
+            "waiting",
+            Some(1),
+            at(10),
+        )];
+        set(
+            &mut conditions,
+            new(
+                Reason::ApprovalDenied,
+                ConditionStatus::False,
+                "no",
+                Some(1),
+                at(50),
+            ),
+        );
+        assert_eq!(conditions[0].last_transition_time, Time(at(50)));
+    }
+
+    #[test]
+    fn set_keeps_transition_time_while_status_and_reason_are_unchanged() {
         let mut conditions = vec![new(
             Reason::Unpacking,
             ConditionStatus::False,

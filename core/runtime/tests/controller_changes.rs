@@ -273,6 +273,25 @@ async fn a_pivot_marks_the_bundles_this_instance_had_active_and_no_others() {
         bundle.labels().get(controller::REPLACED_BY_LABEL) == Some(&current)
     })
     .await;
+    // The pivot is an Event of its own.
+    let events: Api<Event> = Api::namespaced(fixture.scope.client.clone(), "default");
+    let selector = format!("involvedObject.name={name},involvedObject.kind=Instance");
+    eventually("a Pivoted event", || async {
+        events
+            .list(&ListParams::default().fields(&selector))
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|event| {
+                event.reason.as_deref() == Some("Pivoted")
+                    && event
+                        .message
+                        .as_deref()
+                        .is_some_and(|note| note.contains(&format!("to Bundle {current}")))
+            })
+    })
+    .await;
     for untouched in [current.clone(), fixture.scope.name("stranger")] {
         let bundle = bundles.get(&untouched).await.unwrap();
         assert!(

@@ -281,6 +281,11 @@ pub async fn install<P: Provisioner>(
                 removed.not_ours[0]
             ));
         }
+        if let Some(old) = &pivot {
+            // The Installed condition reads the same before and after a
+            // pivot, so no status-change Event would tell of it.
+            publish_pivot(context, instance, old, bundle_name, removed.done);
+        }
         if pivot.is_some() || !installed_here {
             mark_active(&bundles, &bundle, &uid).await?;
             mark_earlier_bundles(instance, context, bundle_name, pivot.as_deref()).await?;
@@ -429,6 +434,33 @@ fn pin_moved(bundle: &Bundle, unpacked: &Unpacked) -> Option<String> {
             unpacked.digest.as_str()
         )
     })
+}
+
+/// One Event for a pivot, published without holding up the reconcile.
+fn publish_pivot<P>(
+    context: &Context<P>,
+    instance: &Instance,
+    old: &str,
+    new: &str,
+    deleted: usize,
+) {
+    use kube::runtime::events::{Event, EventType};
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Pivoted".into(),
+        note: Some(format!(
+            "pivoted from Bundle {old} to Bundle {new}, deleting {deleted} objects only {old} had"
+        )),
+        action: "Pivot".into(),
+        secondary: None,
+    };
+    let recorder = context.recorder.clone();
+    let reference = instance.object_ref(&());
+    tokio::spawn(async move {
+        if let Err(error) = recorder.publish(&event, &reference).await {
+            tracing::debug!(%error, "publishing an Event");
+        }
+    });
 }
 
 /// Labels the Bundle now installed as active for this Instance (by UID),
