@@ -8,10 +8,10 @@
 //!   control plane needs to start. DELETE is never intercepted, so cleanup
 //!   works while the webhook is down.
 //! - `matchConditions` (CEL, evaluated by the apiserver) skip the call when
-//!   there is nothing to check: an UPDATE that leaves spec and creator record
-//!   alone (finalizers, labels, owner references from the garbage
-//!   collector) and a status write that leaves `Approved` alone (the
-//!   runtime's progress reports). Those keep working even with the webhook
+//!   there is nothing to check: an UPDATE that leaves spec and both
+//!   requester records alone (finalizers, labels, owner references from the
+//!   garbage collector) and a status write that leaves what decides approval
+//!   alone (`pakket_api::ApprovalState`: the runtime's progress reports). Those keep working even with the webhook
 //!   down, and cost no round trip.
 //! - The ConfigMap webhook is `failurePolicy: Ignore` with a 2 s timeout:
 //!   ConfigMaps are everywhere (kube-controller-manager publishes
@@ -307,7 +307,7 @@ fn mutating_webhook(
     }
 }
 
-/// The MutatingWebhookConfiguration: the creator record on Instances, and
+/// The MutatingWebhookConfiguration: the requester records on Instances, and
 /// the early, clearer refusal of a changed Bundle spec.
 pub fn mutating(options: &Options) -> MutatingWebhookConfiguration {
     let instances = mutating_webhook(

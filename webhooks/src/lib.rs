@@ -31,7 +31,8 @@
 //! "no" is never kept, so a fresh grant works at once. See [`authz`]. With
 //! that, the steady state (status writes, repeated creates by the same
 //! users) costs no apiserver round trip, and `matchConditions` keep status
-//! writes that leave `Approved` alone from calling the webhook at all.
+//! writes that leave approval alone ([`pakket_api::ApprovalState`]) from
+//! calling the webhook at all.
 //!
 //! # The requester records
 //!

@@ -1,7 +1,8 @@
 //! `pakket-webhooks`: the admission server.
 //!
 //! ```text
-//! pakket-webhooks serve --cert /tls/tls.crt --key /tls/tls.key   serve over TLS on :8443
+//! pakket-webhooks serve --cert /tls/tls.crt --key /tls/tls.key \
+//!     --record-key-file /etc/pakket/record-key/key               serve over TLS on :8443
 //! pakket-webhooks configurations                                 print deploy/'s webhook configurations
 //! pakket-webhooks local [--name NAME] [--context CTX]             serve on 127.0.0.1, registered by URL
 //! ```

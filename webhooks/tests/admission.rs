@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::condition::{self, ConditionStatus};
 use pakket_api::{
-    Bundle, CREATED_BY_ANNOTATION, CreatorRecord, Instance, ProvisionerClass, Reason,
+    Bundle, CREATED_BY_ANNOTATION, CreatorRecord, Instance, ProvisionerClass, Reason, RecordKey,
 };
 use pakket_testkit::cluster;
 use serde_json::json;
@@ -356,6 +356,51 @@ async fn the_creator_is_recorded_and_cannot_be_forged() {
         "{message}"
     );
 
+    // A sealed-looking record naming the admin is refused just the same,
+    // whether its seal is made up (another key) or genuine (copied from an
+    // Instance the admin created): the identity is not the requester's.
+    for key in [RecordKey::generate().0, harness.webhooks.record_key()] {
+        let sealed = admins.sealed(
+            &key,
+            CREATED_BY_ANNOTATION,
+            &harness.scope.name("forged"),
+            &forged.spec,
+        );
+        forged.metadata.annotations = Some(BTreeMap::from([(
+            CREATED_BY_ANNOTATION.into(),
+            sealed.to_annotation(),
+        )]));
+        let message = refusal(alice.create(&post(), &forged).await)
+            .expect("a sealed-looking forged record refused");
+        assert!(
+            message.contains("the request comes from user \"alice\""),
+            "{message}"
+        );
+    }
+    assert!(
+        admin
+            .get_opt(&harness.scope.name("forged"))
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing was created"
+    );
+    // Her own record with a seal of another key: replaced by a fresh seal.
+    let mut own = harness.instance("own", &class);
+    let foreign = alices.sealed(
+        &RecordKey::generate().0,
+        CREATED_BY_ANNOTATION,
+        &harness.scope.name("own"),
+        &own.spec,
+    );
+    own.metadata.annotations = Some(BTreeMap::from([(
+        CREATED_BY_ANNOTATION.into(),
+        foreign.to_annotation(),
+    )]));
+    let resealed = alice.create(&post(), &own).await.unwrap();
+    assert!(sealed_for(&resealed).same_identity(&alices));
+    assert_ne!(record_of(&resealed).seal, foreign.seal);
+
     // Changing the record later is refused.
     let name = harness.scope.name("mine");
     let change =
@@ -455,6 +500,21 @@ async fn a_spec_change_records_who_made_it_and_nothing_else_moves_the_record() {
             .username,
         "bob"
     );
+    // Status writes leave it too: one the webhook never sees (approval
+    // untouched) and one it checks (the admin approving).
+    for written in [
+        approved(Reason::Unpacking, ConditionStatus::False),
+        approved(Reason::ApprovedByUser, ConditionStatus::True),
+    ] {
+        let reported = set_conditions(&admin, &name, &[written]).await.unwrap();
+        assert_eq!(
+            pakket_api::requester(&reported, Some(&key))
+                .unwrap()
+                .0
+                .username,
+            "bob"
+        );
+    }
     // Writing the record by hand is refused, admin or not.
     let forged = json!({"metadata": {"annotations": {
         pakket_api::LAST_CHANGED_BY_ANNOTATION: r#"{"username":"someone-else"}"#,

@@ -262,3 +262,38 @@ async fn the_local_command_prints_where_it_serves_and_unregisters_on_sigterm_and
     }
     scope.cleanup().await;
 }
+
+#[test]
+fn serve_refuses_to_start_without_a_usable_record_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "too-short\n").unwrap();
+    let absent = dir.path().join("absent");
+    let serve = |args: &[&std::ffi::OsStr]| {
+        let output = std::process::Command::new(BIN)
+            .arg("serve")
+            .args(args)
+            .env_remove("PAKKET_RECORD_KEY_FILE")
+            // Never reached: the key is read before anything else.
+            .env("KUBECONFIG", dir.path().join("no-kubeconfig"))
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?} started");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let missing_flag = serve(&[]);
+    assert!(missing_flag.contains("--record-key-file"), "{missing_flag}");
+    let too_short = serve(&["--record-key-file".as_ref(), short.as_os_str()]);
+    assert!(
+        too_short.contains(&format!(
+            "record key file {} holds 9 bytes; it needs at least 32",
+            short.display()
+        )),
+        "{too_short}"
+    );
+    let unreadable = serve(&["--record-key-file".as_ref(), absent.as_os_str()]);
+    assert!(
+        unreadable.contains(&format!("cannot read record key file {}", absent.display())),
+        "{unreadable}"
+    );
+}

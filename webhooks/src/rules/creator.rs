@@ -326,6 +326,45 @@ mod tests {
     }
 
     #[test]
+    fn the_validating_checks_refuse_the_requesters_own_record_sealed_with_another_key() {
+        let other = RecordKey::from_bytes(&[4; 32]).unwrap();
+        let created =
+            alice()
+                .creator_record()
+                .sealed(&other, CREATED_BY_ANNOTATION, "hello", &spec("v1"));
+        let meta = meta_with(&[(CREATED_BY_ANNOTATION, &created.to_annotation())]);
+        let error = check_create("hello", &meta, &spec("v1"), &alice(), &key()).unwrap_err();
+        assert!(error.contains("does not verify"), "{error}");
+        // The mutating webhook replaces it with a seal of its own key.
+        let patched = applied(
+            &meta,
+            on_create("hello", &meta, &spec("v1"), &alice(), &key()).unwrap(),
+        );
+        check_create("hello", &patched, &spec("v1"), &alice(), &key()).unwrap();
+
+        let changed = alice().creator_record().sealed(
+            &other,
+            LAST_CHANGED_BY_ANNOTATION,
+            "hello",
+            &spec("v2"),
+        );
+        let new = meta_with(&[
+            (CREATED_BY_ANNOTATION, &created.to_annotation()),
+            (LAST_CHANGED_BY_ANNOTATION, &changed.to_annotation()),
+        ]);
+        let error = check_update(
+            "hello",
+            (&meta, &spec("v1")),
+            (&new, &spec("v2")),
+            &alice(),
+            &key(),
+            false,
+        )
+        .unwrap_err();
+        assert!(error.contains(LAST_CHANGED_BY_ANNOTATION), "{error}");
+    }
+
+    #[test]
     fn a_spec_change_records_who_made_it_and_nothing_else_moves_the_records() {
         let created =
             alice()
