@@ -31,8 +31,9 @@ use pakket_api::BundleSpec;
 
 use crate::archive::Limits;
 use crate::class_parameters::{self, ParameterError};
+use crate::source::address::Reach;
 use crate::source::git::{GitError, GitSource};
-use crate::source::https::{HttpsError, HttpsSource, Reach};
+use crate::source::https::{HttpsError, HttpsSource};
 use crate::source::pull_secret::PullSecretError;
 use crate::source::{ImageRef, ImageSource, PlainHttp, SourceError, SourceOptions};
 use crate::store::{Digest, Store};

@@ -268,11 +268,21 @@ impl ImageSource {
         let mut kinds = Vec::with_capacity(manifest.layers.len());
         let mut declared: u64 = 0;
         for layer in &manifest.layers {
+            // Layer digests are quoted in errors from here on; a malformed
+            // one could be any text the registry chose.
+            if oci_client::Reference::try_from(format!("x/y@{}", layer.digest)).is_err() {
+                return Err(SourceError::Registry {
+                    registry: image.registry().to_owned(),
+                    action: "pull",
+                    image: image.to_string(),
+                    registry_says: "its manifest names a layer by a malformed digest".into(),
+                });
+            }
             let compression = layer_compression(&layer.media_type).ok_or_else(|| {
                 SourceError::UnsupportedLayer {
                     image: image.to_string(),
                     digest: layer.digest.clone(),
-                    media_type: layer.media_type.clone(),
+                    media_type: error::media_type_words(&layer.media_type),
                 }
             })?;
             kinds.push(compression);

@@ -34,7 +34,7 @@ pub(super) async fn unpack_git(
             Err(why) => {
                 return Err(git_error(reference.clone())(GitError::Internal {
                     repository: repo.repository().to_string(),
-                    why,
+                    why: why.to_string(),
                     advice: address::advice(&options.class),
                 }));
             }

@@ -65,11 +65,15 @@ pub(super) async fn unpack_image(
         .await
         .map_err(pull_error)?;
     let digest = Digest::parse(&resolved).map_err(|error| {
+        // The header is the registry's text: logged, not repeated.
+        tracing::debug!(%reference, answered = %resolved, %error, "not a sha256 digest");
         image_error(SourceError::Registry {
             registry: image.registry().to_owned(),
             action: "resolve",
             image: image.to_string(),
-            registry_says: format!("answered with digest {resolved:?}: {error}"),
+            registry_says: "it answered with a digest that is not sha256:<64 hex digits>, \
+                 which Pakket cannot store content under"
+                .into(),
         })
     })?;
     if let Some(dir) = store.get(&digest) {

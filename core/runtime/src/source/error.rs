@@ -9,8 +9,9 @@ use super::ImageRef;
 
 /// Why an image could not be resolved, pulled or pushed.
 ///
-/// Messages name the image and the registry, carry the registry's own error
-/// text, and end with what to do.
+/// Messages name the image and the registry, say what the registry answered
+/// (HTTP status, the distribution spec's error codes; never its own text),
+/// and end with what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// The ref is not an image ref.
@@ -82,7 +83,7 @@ pub enum SourceError {
         registry: String,
         /// The image.
         image: String,
-        /// The registry's own error text.
+        /// What the registry answered: its status or error codes.
         registry_says: String,
     },
     /// The registry wants (other) credentials.
@@ -96,7 +97,7 @@ pub enum SourceError {
         action: &'static str,
         /// The image.
         image: String,
-        /// The registry's own error text.
+        /// What the registry answered: its status or error codes.
         registry_says: String,
     },
     /// The image is bigger than the caller allows.
@@ -113,14 +114,14 @@ pub enum SourceError {
     },
     /// A layer Pakket cannot unpack.
     #[error(
-        "image {image} has layer {digest} of media type {media_type:?}; Pakket unpacks tar and gzip'd tar layers only, so rebuild the image with those (e.g. `pakket bundle push`)"
+        "image {image} has layer {digest} of media type {media_type}; Pakket unpacks tar and gzip'd tar layers only, so rebuild the image with those (e.g. `pakket bundle push`)"
     )]
     UnsupportedLayer {
         /// The image.
         image: String,
         /// The layer's digest.
         digest: String,
-        /// Its media type.
+        /// Its media type, quoted, as [`media_type_words`] shows it.
         media_type: String,
     },
     /// Content did not match its digest: corrupted or tampered with.
@@ -144,7 +145,7 @@ pub enum SourceError {
         action: &'static str,
         /// The image.
         image: String,
-        /// The registry's own error text, or what was wrong with its answer.
+        /// What the registry answered (status, codes), or what was wrong with its answer.
         registry_says: String,
     },
     /// A layer could not be unpacked safely.
@@ -207,24 +208,24 @@ impl SourceError {
     }
 
     /// Describes an `oci_client` failure to `action` (`resolve`, `pull`,
-    /// `push`) `image`, keeping the registry's own words.
+    /// `push`) `image` by what the requester may know: the HTTP status and
+    /// the distribution spec's error codes. The registry's own text (error
+    /// messages, bodies, token service answers) is logged at debug level,
+    /// never put in the message: a Bundle's status is read by its
+    /// requester, and the registry answered the provisioner.
     pub fn from_registry(
         error: OciDistributionError,
         action: &'static str,
         image: &ImageRef,
     ) -> Self {
+        tracing::debug!(image = %image, action, error = %error, "registry error");
         let registry = image.registry().to_owned();
         let name = image.to_string();
         match error {
             OciDistributionError::RegistryError { envelope, url } => {
-                let says = envelope
-                    .errors
-                    .iter()
-                    .map(|error| format!("{} ({})", error.message, code_name(&error.code)))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let registry_says = format!("{says} at {url}");
                 let codes = || envelope.errors.iter().map(|error| &error.code);
+                let says = codes().map(code_name).collect::<Vec<_>>().join(", ");
+                let registry_says = format!("it answered {says} at {}", without_query(&url));
                 if codes()
                     .any(|code| matches!(code, OciErrorCode::Unauthorized | OciErrorCode::Denied))
                 {
@@ -261,16 +262,16 @@ impl SourceError {
                 registry,
                 action,
                 image: name,
-                registry_says: format!("401 Unauthorized at {url}"),
+                registry_says: format!("401 Unauthorized at {}", without_query(&url)),
             },
-            OciDistributionError::AuthenticationFailure(reason) => Self::Unauthorized {
+            OciDistributionError::AuthenticationFailure(_) => Self::Unauthorized {
                 registry,
                 action,
                 image: name,
-                registry_says: format!("the token service refused: {}", reason.trim()),
+                registry_says: "its token service refused to issue a token".into(),
             },
             // Push endpoints hand back the body unparsed; it is usually the
-            // spec's error envelope, which says more than the status code.
+            // spec's error envelope, whose codes say more than the status.
             OciDistributionError::ServerError { url, message, .. }
                 if serde_json::from_str::<OciEnvelope>(&message).is_ok() =>
             {
@@ -284,27 +285,23 @@ impl SourceError {
             OciDistributionError::ServerError {
                 code: code @ (401 | 403),
                 url,
-                message,
+                ..
             } => Self::Unauthorized {
                 registry,
                 action,
                 image: name,
-                registry_says: format!("HTTP {code} at {url} {}", message.trim()),
+                registry_says: format!("HTTP {code} at {}", without_query(&url)),
             },
-            OciDistributionError::ServerError {
-                code: 404,
-                url,
-                message,
-            } => Self::NotFound {
+            OciDistributionError::ServerError { code: 404, url, .. } => Self::NotFound {
                 registry,
                 image: name,
-                registry_says: format!("404 at {url} {}", message.trim()),
+                registry_says: format!("HTTP 404 at {}", without_query(&url)),
             },
-            OciDistributionError::ServerError { code, url, message } => Self::Registry {
+            OciDistributionError::ServerError { code, url, .. } => Self::Registry {
                 registry,
                 action,
                 image: name,
-                registry_says: format!("HTTP {code} at {url}: {}", message.trim()),
+                registry_says: format!("HTTP {code} at {}", without_query(&url)),
             },
             OciDistributionError::DigestError(error) => Self::DigestMismatch {
                 registry,
@@ -314,6 +311,7 @@ impl SourceError {
             OciDistributionError::ImageManifestNotFoundError(message) => Self::NotFound {
                 registry,
                 image: name,
+                // oci-client's own words (no platform in an index, ...).
                 registry_says: message,
             },
             other => Self::from_transport(&other, action, image),
@@ -361,14 +359,16 @@ impl SourceError {
 }
 
 /// What went wrong below HTTP, read from an error's chain of causes; shared
-/// by the image and `https://` sources.
+/// by the image and `https://` sources. Every text is fixed or the
+/// system's (TLS library, OS, resolver): never a server's words.
 #[derive(Debug)]
 pub(crate) enum TransportFailure {
     /// The TLS handshake failed: rustls's words.
     Tls(String),
     /// No connection, or no answer in time: the system's words.
     Unreachable(String),
-    /// Anything else: the whole chain, outermost first.
+    /// Anything else, in fixed words (the whole chain is logged at debug
+    /// level).
     Other(String),
 }
 
@@ -384,7 +384,7 @@ impl TransportFailure {
             .iter()
             .find_map(|error| error.downcast_ref::<rustls::Error>())
         {
-            return Self::Tls(tls.to_string());
+            return Self::Tls(tls_words(tls));
         }
         if let Some(io) = chain.iter().find_map(|error| {
             error
@@ -410,6 +410,7 @@ impl TransportFailure {
             .map(|error| error.to_string())
             .collect::<Vec<_>>()
             .join(": ");
+        tracing::debug!(error = %text, "transport failure");
         let lower = text.to_lowercase();
         if lower.contains("dns error") || lower.contains("failed to lookup address") {
             return Self::Unreachable(innermost);
@@ -417,7 +418,119 @@ impl TransportFailure {
         if lower.contains("timed out") || lower.contains("deadline has elapsed") {
             return Self::Unreachable(format!("no answer in time ({innermost})"));
         }
-        Self::Other(text)
+        Self::Other(other_words(&chain))
+    }
+}
+
+/// rustls's words, except the names a certificate presented (the server's
+/// words): the requester knows the name it asked for.
+fn tls_words(error: &rustls::Error) -> String {
+    use rustls::CertificateError::{NotValidForName, NotValidForNameContext};
+    match error {
+        rustls::Error::InvalidCertificate(NotValidForName | NotValidForNameContext { .. }) => {
+            "invalid peer certificate: it is not valid for the host name of the ref".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A fixed description of a failure that is neither TLS nor a connection:
+/// the first cause in `chain` whose kind is known.
+fn other_words(chain: &[&(dyn StdError + 'static)]) -> String {
+    for cause in chain {
+        if let Some(stopped) = cause.downcast_ref::<super::address::guard::TooManyRedirects>() {
+            return stopped.to_string();
+        }
+        if let Some(words) = cause
+            .downcast_ref::<OciDistributionError>()
+            .and_then(registry_words)
+        {
+            return words;
+        }
+        if let Some(error) = cause.downcast_ref::<reqwest::Error>() {
+            let refused_scheme = chain
+                .iter()
+                .any(|cause| cause.to_string() == "URL scheme is not allowed");
+            return if refused_scheme {
+                "a redirect went to a URL that is not https://, which is refused".into()
+            } else if error.is_redirect() {
+                "a redirect could not be followed".into()
+            } else if error.is_body() || error.is_decode() {
+                "the connection broke while the answer was read".into()
+            } else if error.is_connect() {
+                "the connection failed".into()
+            } else if let Some(status) = error.status() {
+                format!("the server answered HTTP {}", status.as_u16())
+            } else {
+                "the request failed".into()
+            };
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return format!("{} (I/O error)", io.kind());
+        }
+    }
+    "an unexpected error; the provisioner's log has the details at debug level".into()
+}
+
+/// A fixed description of an `oci_client` error, or `None` for transport
+/// errors (which the chain below describes). Parse errors quote what they
+/// could not parse, so none of them is repeated.
+fn registry_words(error: &OciDistributionError) -> Option<String> {
+    use OciDistributionError as E;
+    let words = match error {
+        E::RequestError(_) | E::IoError(_) => return None,
+        E::ManifestParsingError(_)
+        | E::VersionedParsingError(_)
+        | E::JsonError(_)
+        | E::ManifestEncodingError(_) => {
+            "the manifest it served is not a valid image manifest".to_owned()
+        }
+        E::UnsupportedMediaTypeError(media_type) => format!(
+            "the manifest has media type {}, which is not an image manifest or index",
+            media_type_words(media_type)
+        ),
+        E::IncompatibleLayerMediaTypeError(media_type) => format!(
+            "a layer has media type {}, which cannot be unpacked",
+            media_type_words(media_type)
+        ),
+        E::UnsupportedSchemaVersionError(version) => {
+            format!("the manifest has schema version {version}, which is not supported")
+        }
+        E::RegistryTokenDecodeError(_) => "its token service answered with no valid token".into(),
+        E::RegistryNoDigestError | E::RegistryNoLocationError => error.to_string(),
+        E::SpecViolationError(_) | E::HeaderValueError(_) | E::UrlParseError(_) => {
+            "its answer does not follow the distribution spec".into()
+        }
+        _ => "its answer could not be used".into(),
+    };
+    Some(words)
+}
+
+/// A media type as a manifest gives it, if it looks like one (a type, a
+/// slash, a subtype, of the characters RFC 6838 allows), else a
+/// placeholder: the manifest is the registry's text.
+pub(crate) fn media_type_words(media_type: &str) -> String {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "!#$&-^_.+/".contains(c);
+    let looks_right = media_type.len() <= 127
+        && media_type.matches('/').count() == 1
+        && media_type.chars().all(allowed);
+    if looks_right {
+        format!("{media_type:?}")
+    } else {
+        "(not a media type)".into()
+    }
+}
+
+/// `url` without its query and fragment: a redirect target may carry a
+/// signature there (a pre-signed blob URL), which is not the requester's.
+pub(crate) fn without_query(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => url.split(['?', '#']).next().unwrap_or_default().to_owned(),
     }
 }
 
@@ -445,7 +558,7 @@ pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
 /// `error` and its causes, outermost first. `std::io::Error` hides the error
 /// it wraps from `source()` (it returns that error's source instead), and
 /// reqwest nests io errors, so wrapped errors are listed too.
-fn causes<'a>(error: &'a (dyn StdError + 'static)) -> Vec<&'a (dyn StdError + 'static)> {
+pub(crate) fn causes<'a>(error: &'a (dyn StdError + 'static)) -> Vec<&'a (dyn StdError + 'static)> {
     let mut causes = Vec::new();
     let mut next = Some(error);
     while let Some(error) = next {

@@ -10,10 +10,14 @@
 //!   TLS is rustls on the ring provider, trusting the system's roots and
 //!   [`SourceOptions::extra_roots`].
 //! - **Public addresses only**, unless the class allows internal ones
-//!   ([`super::address`]): every resolved address, literal IP and redirect
-//!   hop is checked, and nothing is sent to a refused one.
+//!   ([`super::address`]): the ref's host, every address a name resolves
+//!   to and every redirect hop is checked, and nothing is sent to a
+//!   refused one. Such fetches connect directly, never through a proxy
+//!   from the environment (a proxy resolves names where no check can
+//!   see); a class that allows internal addresses uses the proxy.
 //! - **No echo**: an error status is reported by its code; the body is
-//!   logged for the operator, never put in a status the requester reads.
+//!   logged for the operator at debug level, never put in a status the
+//!   requester reads.
 //! - **No credentials**: a ref with `user:password@` is refused (Bundles
 //!   are readable by many; a token in one is a leaked token).
 //! - **Bounded**: a connect timeout, a read timeout (the longest silence
@@ -30,7 +34,7 @@ use std::sync::OnceLock;
 use futures_util::StreamExt as _;
 use reqwest::Url;
 
-use super::address;
+use super::address::{self, Reach, Refusal};
 
 mod error;
 
@@ -42,8 +46,19 @@ use crate::store::Digest;
 
 /// The fragment that pins a tarball's sha256.
 const PIN_PREFIX: &str = "sha256=";
-/// How many characters of an error body go into a message.
+/// How many characters of an error body are logged (never put in a message).
 const BODY_SNIPPET_CHARS: usize = 200;
+/// Redirects followed at most.
+const MAX_REDIRECTS: usize = 10;
+/// The environment variables reqwest takes a proxy from.
+const PROXY_VARIABLES: &[&str] = &[
+    "https_proxy",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "HTTP_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+];
 
 /// A parsed `https://` tarball ref.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,18 +170,6 @@ pub struct HttpsSource {
     open: OnceLock<Result<reqwest::Client, String>>,
 }
 
-/// Where a download may connect.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reach {
-    /// Public addresses only; the class's name, for the refusal's advice.
-    Public {
-        /// The ProvisionerClass.
-        class: String,
-    },
-    /// Any address (the class allows internal addresses).
-    Any,
-}
-
 impl HttpsSource {
     /// A source with these timeouts and roots.
     pub fn new(options: SourceOptions) -> Self {
@@ -196,11 +199,22 @@ impl HttpsSource {
                 .user_agent(concat!("pakket/", env!("CARGO_PKG_VERSION")))
                 .tls_certs_merge(roots);
             let builder = if guarded {
+                if PROXY_VARIABLES
+                    .iter()
+                    .any(|name| std::env::var_os(name).is_some())
+                {
+                    tracing::info!(
+                        "a proxy is set in the environment; https:// refs of classes that do \
+                         not allow internal addresses connect directly, as a proxy would \
+                         resolve their names out of reach of the address check"
+                    );
+                }
                 builder
-                    .dns_resolver(address::guarded_resolver())
-                    .redirect(address::redirect_policy(10))
+                    .no_proxy()
+                    .dns_resolver(address::guard::guarded_resolver())
+                    .redirect(address::guard::redirect_policy(MAX_REDIRECTS))
             } else {
-                builder.redirect(reqwest::redirect::Policy::limited(10))
+                builder.redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
             };
             builder.build().map_err(|error| error.to_string())
         })
@@ -220,14 +234,12 @@ impl HttpsSource {
     ) -> Result<Downloaded, HttpsError> {
         let limit = self.options.pull_timeout;
         let url = tarball.url().to_string();
-        if let Reach::Public { class } = reach
-            && let Some(why) = tarball.url().host_str().and_then(address::refused_host)
+        // A literal IP skips the resolver, so the ref's own host is checked
+        // here; redirects and resolved names are checked by the client.
+        if let Reach::Public { .. } = reach
+            && let Err(refusal) = address::check_host(tarball.url().host_str().unwrap_or_default())
         {
-            return Err(HttpsError::Internal {
-                url,
-                why,
-                advice: address::advice(class),
-            });
+            return Err(internal(tarball.url(), refusal, reach));
         }
         let downloaded = tokio::time::timeout(limit, self.fetch(tarball, max_size, reach))
             .await
@@ -277,6 +289,7 @@ impl HttpsSource {
             return Err(HttpsError::Status {
                 url: url.to_string(),
                 status: status.as_u16(),
+                reason: status.canonical_reason().unwrap_or_default(),
                 advice: advice_for(status.as_u16()),
             });
         }
@@ -317,22 +330,10 @@ impl HttpsSource {
         error: &reqwest::Error,
         reach: &Reach,
     ) -> HttpsError {
-        if let Reach::Public { class } = reach {
-            let mut cause: Option<&dyn std::error::Error> = Some(error);
-            while let Some(current) = cause {
-                let text = current.to_string();
-                if text.starts_with("host ") && text.contains(" is ")
-                    || text.contains("resolves to")
-                    || text.starts_with("a redirect went to an internal address")
-                {
-                    return HttpsError::Internal {
-                        url: url.to_string(),
-                        why: text,
-                        advice: address::advice(class),
-                    };
-                }
-                cause = current.source();
-            }
+        if let Reach::Public { .. } = reach
+            && let Some(refusal) = address::guard::refusal_in(error)
+        {
+            return internal(url, refusal, reach);
         }
         self.transport_error(url, error)
     }
@@ -367,6 +368,15 @@ impl HttpsSource {
                 cause,
             },
         }
+    }
+}
+
+/// The refusal of a host `reach` does not allow, fetching `url`.
+fn internal(url: &Url, refusal: Refusal, reach: &Reach) -> HttpsError {
+    HttpsError::Internal {
+        url: url.to_string(),
+        refusal,
+        advice: reach.advice(),
     }
 }
 

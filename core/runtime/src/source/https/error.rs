@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::archive::ArchiveError;
+use crate::source::address::Refusal;
 use crate::store::Digest;
 
 /// Why a tarball could not be downloaded or unpacked. Messages name the URL
@@ -58,22 +59,25 @@ pub enum HttpsError {
     /// The server answered with an error status. Its body is never
     /// echoed: the requester reads this message, and the body is what the
     /// provisioner saw, not what the requester may see.
-    #[error("{url}: the server answered HTTP {status}; {advice}")]
+    #[error("{url}: the server answered HTTP {status} {reason}; {advice}")]
     Status {
         /// The URL.
         url: String,
         /// The status code.
         status: u16,
+        /// The code's standard reason phrase (not the server's).
+        reason: &'static str,
         /// What to do.
         advice: &'static str,
     },
-    /// The host is internal and the class does not allow that.
-    #[error("{url}: {why}; nothing was sent to it. {advice}")]
+    /// The host (or a redirect's) is internal and the class does not allow
+    /// that; nothing was sent to it.
+    #[error("{url}: {refusal}; nothing was sent to it. {advice}")]
     Internal {
-        /// The URL (or the redirect target).
+        /// The URL of the ref.
         url: String,
-        /// Which address, and why it is internal.
-        why: String,
+        /// Which host, and what it is.
+        refusal: Refusal,
         /// What to do.
         advice: String,
     },
@@ -104,7 +108,7 @@ pub enum HttpsError {
         actual: Digest,
     },
     /// The transfer failed some other way (a redirect to plain HTTP, a
-    /// connection cut mid-body).
+    /// connection cut mid-body), in fixed words.
     #[error("downloading {url} failed: {cause}")]
     Transfer {
         /// The URL.
