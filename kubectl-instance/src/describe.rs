@@ -209,7 +209,12 @@ pub fn render(description: &Description, now: Timestamp) -> String {
     if status.objects.is_empty() {
         text.push_str("Objects:       <none>\n");
     } else {
-        let _ = writeln!(text, "Objects ({}):", status.objects.len());
+        let count = status.object_count.unwrap_or(status.objects.len() as u64);
+        let _ = writeln!(
+            text,
+            "Objects ({}):",
+            listed_of(status.objects.len(), count, &status.object_kinds)
+        );
         for object in &status.objects {
             let _ = writeln!(text, "  {object} ({})", object.api_version);
         }
@@ -288,6 +293,19 @@ fn requester_line(instance: &Instance, annotation: &str) -> Option<String> {
     })
 }
 
+/// How many objects a list shows: `3`, or for a list a status cut short
+/// `1000 listed of 25000: 24000 ConfigMap (v1), 1000 Secret (v1)`.
+fn listed_of(listed: usize, count: u64, kinds: &[pakket_api::KindCount]) -> String {
+    if count <= listed as u64 {
+        return listed.to_string();
+    }
+    let per_kind: Vec<String> = kinds
+        .iter()
+        .map(|k| format!("{} {} ({})", k.count, k.kind, k.api_version))
+        .collect();
+    format!("{listed} listed of {count}: {}", per_kind.join(", "))
+}
+
 /// What approving the pending content would do, for the reader.
 fn pending_section(pending: &PendingContent) -> String {
     let mut text = String::new();
@@ -300,7 +318,7 @@ fn pending_section(pending: &PendingContent) -> String {
     let _ = writeln!(
         text,
         "  Objects ({}), and what applying each would do:",
-        pending.objects.len()
+        listed_of(pending.objects.len(), pending.count, &pending.kinds)
     );
     for object in &pending.objects {
         let _ = writeln!(text, "    {}: {}", object.object, object.action);
@@ -425,7 +443,11 @@ fn bundle_section(instance: &Instance, bundle: &BundleFacts) -> String {
     {
         let _ = writeln!(text, "  Message:     {}", unpacked.message);
     }
-    let _ = writeln!(text, "  Holds:       {} objects", status.objects.len());
+    let _ = writeln!(
+        text,
+        "  Holds:       {} objects",
+        status.object_count.unwrap_or(status.objects.len() as u64)
+    );
     if let Some(successor) = object.labels().get(pivot::REPLACED_BY_LABEL) {
         let _ = writeln!(text, "  Replaced by: {successor}");
     }
@@ -555,6 +577,8 @@ mod tests {
                     },
                     action: "conflict: not managed by Pakket".into(),
                 }],
+                count: 1,
+                kinds: Vec::new(),
                 grants: vec![pakket_api::RbacGrant {
                     object: ObjectRef {
                         api_version: "rbac.authorization.k8s.io/v1".into(),
@@ -599,6 +623,27 @@ mod tests {
         assert!(
             text.contains("Class:         plain (ProvisionerClass not found"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_list_cut_short_says_how_many_of_each_kind_there_are() {
+        assert_eq!(listed_of(3, 3, &[]), "3");
+        let kinds = [
+            pakket_api::KindCount {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                count: 1_400,
+            },
+            pakket_api::KindCount {
+                api_version: "v1".into(),
+                kind: "Secret".into(),
+                count: 100,
+            },
+        ];
+        assert_eq!(
+            listed_of(1_000, 1_500, &kinds),
+            "1000 listed of 1500: 1400 ConfigMap (v1), 100 Secret (v1)"
         );
     }
 }

@@ -21,8 +21,14 @@ pub struct PendingContent {
     /// Its pinned digest: what an approval covers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
-    /// Each object, with what applying it would do.
+    /// Each object, with what applying it would do: all of them, or the
+    /// first ones the Bundle's status lists.
     pub objects: Vec<PendingObject>,
+    /// How many objects the content holds in all.
+    pub count: u64,
+    /// Objects per kind, when `objects` is not all of them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<pakket_api::KindCount>,
     /// The RBAC the content would grant.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub grants: Vec<RbacGrant>,
@@ -67,6 +73,8 @@ pub async fn gather(
     }
     Some(PendingContent {
         bundle: bundle.name_any(),
+        count: unpacked.object_count.unwrap_or(objects.len() as u64),
+        kinds: unpacked.object_kinds,
         digest: unpacked.source.and_then(|source| source.digest),
         objects,
         grants: unpacked.grants,

@@ -276,6 +276,14 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
                 ));
             }
         }
+        Some(Reason::Installing) => {
+            problem.kind = Kind::Progressing;
+            problem.summary = format!("Instance {name} is being installed; nothing has failed.");
+            problem.bundle = Some(bundle);
+            problem.next_steps.push(format!(
+                "the message counts the objects; it is updated every few seconds until the apply ends (kubectl instance why {name} again, or kubectl get instance {name} -w)"
+            ));
+        }
         Some(Reason::InstallFailed) => {
             problem.kind = Kind::InstallFailed;
             problem.summary = format!("Instance {name} failed to install Bundle {bundle}.");

@@ -105,9 +105,17 @@ pub struct BundleStatus {
     /// The source the content was actually read from, pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<PinnedSource>,
-    /// The Kubernetes objects the content holds.
+    /// The Kubernetes objects the content holds: all of them, or the first
+    /// [`crate::LISTED_OBJECTS_MAX`] when there are more (`objectCount` and
+    /// `objectKinds` then tell the rest).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<ObjectRef>,
+    /// How many objects the content holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_count: Option<u64>,
+    /// How many of each kind, when `objects` does not list them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub object_kinds: Vec<crate::KindCount>,
     /// The RBAC the content would grant (Roles, ClusterRoles and their
     /// bindings), so an approver sees it before approving.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -119,6 +127,21 @@ pub struct BundleStatus {
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+impl BundleStatus {
+    /// Records `objects`, listing at most [`crate::LISTED_OBJECTS_MAX`].
+    pub fn set_objects(&mut self, objects: &[ObjectRef]) {
+        let summary = crate::ObjectSummary::of(objects);
+        self.objects = summary.listed;
+        self.object_count = Some(summary.count);
+        self.object_kinds = summary.kinds;
+    }
+
+    /// Whether `objects` lists every object (else `objectKinds` counts them).
+    pub fn lists_every_object(&self) -> bool {
+        crate::object_ref::is_complete(&self.objects, self.object_count)
+    }
 }
 
 /// One RBAC object in a Bundle and what it grants, in words.

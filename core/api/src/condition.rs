@@ -83,6 +83,8 @@ pub enum Reason {
     UnpackFailed,
     /// Waiting for approval or unpacking before anything is applied.
     InstallPending,
+    /// Objects are being applied now; the message counts them.
+    Installing,
     /// Every object applied.
     InstallSucceeded,
     /// Applying or pivoting failed; what was running is left in place.
@@ -97,7 +99,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 14] = [
+    pub const ALL: [Reason; 15] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -107,6 +109,7 @@ impl Reason {
         Self::UnpackSucceeded,
         Self::UnpackFailed,
         Self::InstallPending,
+        Self::Installing,
         Self::InstallSucceeded,
         Self::InstallFailed,
         Self::HealthUnknown,
@@ -126,6 +129,7 @@ impl Reason {
             Self::UnpackSucceeded => "UnpackSucceeded",
             Self::UnpackFailed => "UnpackFailed",
             Self::InstallPending => "InstallPending",
+            Self::Installing => "Installing",
             Self::InstallSucceeded => "InstallSucceeded",
             Self::InstallFailed => "InstallFailed",
             Self::HealthUnknown => "HealthUnknown",
@@ -144,9 +148,10 @@ impl Reason {
             Self::UnpackPending | Self::Unpacking | Self::UnpackSucceeded | Self::UnpackFailed => {
                 ConditionType::Unpacked
             }
-            Self::InstallPending | Self::InstallSucceeded | Self::InstallFailed => {
-                ConditionType::Installed
-            }
+            Self::InstallPending
+            | Self::Installing
+            | Self::InstallSucceeded
+            | Self::InstallFailed => ConditionType::Installed,
             Self::HealthUnknown | Self::ObjectsHealthy | Self::ObjectsUnhealthy => {
                 ConditionType::Healthy
             }

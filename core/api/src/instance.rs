@@ -94,9 +94,17 @@ pub struct InstanceStatus {
     /// The objects this Instance installed. A summary for people: what the
     /// provisioner deletes is decided by records on the objects themselves
     /// (the Instance's UID label and the runtime's field manager), never by
-    /// this list, which anyone who may write the status can change.
+    /// this list, which anyone who may write the status can change. All of
+    /// them, or the first [`crate::LISTED_OBJECTS_MAX`] when there are more
+    /// (`objectCount` and `objectKinds` then tell the rest).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<ObjectRef>,
+    /// How many objects this Instance installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_count: Option<u64>,
+    /// How many of each kind, when `objects` does not list them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub object_kinds: Vec<crate::KindCount>,
     /// The content the `Approved` condition covers: the Bundle and digest
     /// the approver (or the class's policy) saw. Guarded like the condition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,6 +112,21 @@ pub struct InstanceStatus {
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+impl InstanceStatus {
+    /// Records `objects`, listing at most [`crate::LISTED_OBJECTS_MAX`].
+    pub fn set_objects(&mut self, objects: &[ObjectRef]) {
+        let summary = crate::ObjectSummary::of(objects);
+        self.objects = summary.listed;
+        self.object_count = Some(summary.count);
+        self.object_kinds = summary.kinds;
+    }
+
+    /// Whether `objects` lists every object (else `objectKinds` counts them).
+    pub fn lists_every_object(&self) -> bool {
+        crate::object_ref::is_complete(&self.objects, self.object_count)
+    }
 }
 
 impl Instance {

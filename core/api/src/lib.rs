@@ -27,7 +27,7 @@ pub use creator::{
     requester,
 };
 pub use instance::{BundleTemplate, DeletionPolicy, Instance, InstanceSpec, InstanceStatus};
-pub use object_ref::ObjectRef;
+pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
 pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec};
 
 /// The API group of every core Pakket kind.

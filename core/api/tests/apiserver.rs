@@ -138,6 +138,13 @@ async fn objects_round_trip_with_their_status_subresources() {
             name: "etcd-operator".into(),
             namespace: Some("operators".into()),
         }],
+        // A list cut short: the count and the kinds tell the rest.
+        object_count: Some(1_500),
+        object_kinds: vec![pakket_api::KindCount {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            count: 1_500,
+        }],
         grants: vec![pakket_api::RbacGrant {
             object: ObjectRef {
                 api_version: "rbac.authorization.k8s.io/v1".into(),
@@ -200,6 +207,8 @@ async fn objects_round_trip_with_their_status_subresources() {
         ],
         active_bundle: None,
         objects: Vec::new(),
+        object_count: None,
+        object_kinds: Vec::new(),
         approval: Some(pakket_api::ApprovedContent {
             bundle: "etcd-operator.v0.9.4".into(),
             digest: DIGEST.into(),

@@ -2,6 +2,7 @@
 //! prune that completes a pivot, and the health of what was applied.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kube::Client;
@@ -162,6 +163,16 @@ impl Kinds {
         }
     }
 
+    /// The API for every object of `reference`'s kind: cluster-wide, across
+    /// all namespaces for a namespaced kind.
+    pub async fn api_everywhere(
+        &mut self,
+        reference: &ObjectRef,
+    ) -> Result<Api<DynamicObject>, ApplyError> {
+        let (resource, _) = self.resolve(reference).await?;
+        Ok(Api::all_with(self.client.clone(), &resource))
+    }
+
     /// The API for one object, namespaced or not as the cluster says.
     pub async fn api(&mut self, reference: &ObjectRef) -> Result<Api<DynamicObject>, ApplyError> {
         let (resource, capabilities) = self.resolve(reference).await?;
@@ -216,6 +227,31 @@ pub fn api_message(error: &kube::Error) -> String {
     }
 }
 
+/// How far an apply has come, for a status written while it runs: it is
+/// shared with whoever reports it, so it counts with atomics.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Objects read to check that none is someone else's.
+    pub checked: AtomicUsize,
+    /// Objects applied.
+    pub applied: AtomicUsize,
+}
+
+impl Progress {
+    /// Where the apply of `total` objects of `bundle` stands, in words.
+    pub fn describe(&self, total: usize, bundle: &str) -> String {
+        let applied = self.applied.load(Ordering::Relaxed);
+        if applied == 0 {
+            let checked = self.checked.load(Ordering::Relaxed);
+            format!(
+                "installing Bundle {bundle}: checked {checked}/{total} objects for conflicts, nothing applied yet"
+            )
+        } else {
+            format!("installing Bundle {bundle}: applied {applied}/{total} objects")
+        }
+    }
+}
+
 /// What an apply adopted, besides what it created or updated.
 #[derive(Debug, Default)]
 pub struct Adoptions {
@@ -227,11 +263,13 @@ pub struct Adoptions {
 /// its Bundle), after checking that none of them exists as someone else's:
 /// any conflict stops the apply before anything is written, naming every
 /// conflicting object and its owner. Stops at the first refusal.
+/// `progress` counts as it goes.
 pub async fn apply_all(
     kinds: &mut Kinds,
     objects: &[Value],
     claimant: Claimant<'_>,
     bundle: &str,
+    progress: &Progress,
 ) -> Result<(Applied, Adoptions), ApplyError> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let sequence = order::apply_order(objects);
@@ -258,6 +296,7 @@ pub async fn apply_all(
             }
             Err(error) => return Err(error),
         }
+        progress.checked.fetch_add(1, Ordering::Relaxed);
     }
     if !conflicts.is_empty() {
         return Err(ApplyError::Conflicts(conflicts));
@@ -328,6 +367,7 @@ pub async fn apply_all(
             applied.unhealthy.push(problem);
         }
         applied.objects.push(reference);
+        progress.applied.fetch_add(1, Ordering::Relaxed);
     }
     Ok((applied, adoptions))
 }
@@ -364,6 +404,72 @@ pub async fn prune(
         }
     }
     Ok(removed)
+}
+
+/// Every object of the kinds `of` (apiVersion, kind) labelled with
+/// `uid` as its Instance's, wherever it is. This completes a status that
+/// lists only some of an Instance's objects; what is found is still removed
+/// only if its own records say it is the Instance's. A kind the cluster no
+/// longer serves has no objects.
+pub async fn labelled(
+    kinds: &mut Kinds,
+    of: &BTreeSet<(String, String)>,
+    uid: &str,
+) -> Result<Vec<ObjectRef>, ApplyError> {
+    let selector = format!("{INSTANCE_UID_LABEL}={uid}");
+    let mut found = Vec::new();
+    for (api_version, kind) in of {
+        let probe = ObjectRef {
+            api_version: api_version.clone(),
+            kind: kind.clone(),
+            name: String::new(),
+            namespace: None,
+        };
+        let api = match kinds.api_everywhere(&probe).await {
+            Ok(api) => api,
+            Err(ApplyError::UnknownKind { .. }) => continue,
+            Err(error) => return Err(error),
+        };
+        let mut params = kube::api::ListParams::default()
+            .labels(&selector)
+            .limit(500);
+        loop {
+            let page = api
+                .list_metadata(&params)
+                .await
+                .map_err(|error| ApplyError::Refused {
+                    object: format!("{kind} objects labelled {selector}"),
+                    message: api_message(&error),
+                })?;
+            found.extend(page.items.into_iter().map(|item| ObjectRef {
+                api_version: api_version.clone(),
+                kind: kind.clone(),
+                name: item.metadata.name.unwrap_or_default(),
+                namespace: item.metadata.namespace,
+            }));
+            match page.metadata.continue_.filter(|token| !token.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The kinds (apiVersion, kind) of `objects` and of `counted`.
+pub fn kinds_of<'a>(
+    objects: impl IntoIterator<Item = &'a ObjectRef>,
+    counted: impl IntoIterator<Item = &'a pakket_api::KindCount>,
+) -> BTreeSet<(String, String)> {
+    objects
+        .into_iter()
+        .map(|o| (o.api_version.clone(), o.kind.clone()))
+        .chain(
+            counted
+                .into_iter()
+                .map(|k| (k.api_version.clone(), k.kind.clone())),
+        )
+        .collect()
 }
 
 /// Objects that are not healthy, each with why: missing, a Deployment not

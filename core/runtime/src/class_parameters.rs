@@ -47,6 +47,24 @@ pub fn size(
     }
 }
 
+/// A count: a positive integer. `default` when absent.
+pub fn count(
+    parameters: Option<&Map<String, Value>>,
+    name: &str,
+    default: u64,
+) -> Result<u64, ParameterError> {
+    match parameters.and_then(|parameters| parameters.get(name)) {
+        None => Ok(default),
+        Some(value) => match value.as_u64() {
+            Some(count) if count > 0 => Ok(count),
+            _ => Err(error(
+                name,
+                format!("{value} is not a count; write a positive whole number such as 5000"),
+            )),
+        },
+    }
+}
+
 /// A boolean; `default` when absent.
 pub fn boolean(
     parameters: Option<&Map<String, Value>>,

@@ -59,10 +59,19 @@ pub struct UnpackOptions {
     /// private and cluster-internal addresses (the class parameter
     /// `allowInternalAddresses`; default false).
     pub allow_internal_addresses: bool,
+    /// Most objects one Bundle may hold (the class parameter `maxObjects`):
+    /// past it the Bundle is refused with a condition saying so, rather
+    /// than an apply the cluster and the status cannot carry.
+    pub max_objects: u64,
     /// The ProvisionerClass these options come from, for the advice in a
     /// refusal.
     pub class: String,
 }
+
+/// Objects a Bundle may hold unless its class says otherwise: each is a
+/// read and a write at apply, and the Instance and Bundle statuses list at
+/// most [`pakket_api::LISTED_OBJECTS_MAX`] of them.
+pub const DEFAULT_MAX_OBJECTS: u64 = 20_000;
 
 impl Default for UnpackOptions {
     fn default() -> Self {
@@ -74,6 +83,7 @@ impl Default for UnpackOptions {
             insecure_registries: Vec::new(),
             pull_secrets: Vec::new(),
             allow_internal_addresses: false,
+            max_objects: DEFAULT_MAX_OBJECTS,
             class: String::new(),
         }
     }
@@ -96,6 +106,8 @@ impl UnpackOptions {
         options.pull_secrets = class_parameters::strings(parameters, "pullSecrets")?;
         options.allow_internal_addresses =
             class_parameters::boolean(parameters, "allowInternalAddresses", false)?;
+        options.max_objects =
+            class_parameters::count(parameters, "maxObjects", DEFAULT_MAX_OBJECTS)?;
         Ok(options)
     }
 

@@ -375,3 +375,76 @@ async fn an_unknown_tag_fails_the_unpack_with_the_registrys_words() {
     println!("unknown tag: UnpackFailed after {failed_after:.1?}: {message}");
     fixture.cleanup(&["instance"]).await;
 }
+
+/// Objects in the oversized bundle, and how many go in each file (the
+/// default limit per file is 1 MiB).
+const OVERSIZED: usize = 25_000;
+const PER_FILE: usize = 1_000;
+
+#[tokio::test]
+async fn a_bundle_of_25000_objects_ends_in_a_clear_condition_and_applies_nothing() {
+    let registry = Registry::shared();
+    let fixture = Fixture::new("image-oversized").await;
+    let namespace = fixture.scope.namespace.clone();
+    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gzip);
+    for file in 0..OVERSIZED / PER_FILE {
+        let text = (file * PER_FILE..(file + 1) * PER_FILE)
+            .map(|i| {
+                format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: many-{i:05}\n  namespace: {namespace}\n"
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("---\n");
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(
+            &mut header,
+            format!("manifests/part-{file:02}.yaml"),
+            text.as_bytes(),
+        )
+        .unwrap();
+    }
+    let content = tar.into_inner().unwrap().finish().unwrap();
+    let reference = registry.image(&format!("bundles/{}:many", fixture.scope.id));
+    push(&reference, content).await;
+
+    fixture
+        .instances()
+        .create(
+            &PostParams::default(),
+            &fixture.instance("many", "bundle-many", &reference),
+        )
+        .await
+        .unwrap();
+    let name = fixture.scope.name("many");
+    let refused = wait_for(&fixture.instances(), &name, "the refusal", |i| {
+        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(
+        message.contains("holds 25000 objects")
+            && message.contains(&format!("ProvisionerClass {}", fixture.scope.name("class")))
+            && message.contains("maxObjects")
+            && message.contains("nothing is applied"),
+        "{message}"
+    );
+    let bundle = fixture.bundle("bundle-many").await.status.unwrap();
+    assert_eq!(bundle.unpacked, UnpackPhase::Failed);
+    assert!(bundle.objects.is_empty());
+    assert!(!condition_is(&refused, ConditionType::Installed, "True"));
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(fixture.scope.client.clone(), &namespace);
+    let applied = config_maps
+        .list_metadata(
+            &kube::api::ListParams::default().labels(&format!("core.pakket.dev/instance={name}")),
+        )
+        .await
+        .unwrap();
+    assert!(applied.items.is_empty(), "nothing was applied");
+    fixture.cleanup(&["many"]).await;
+}

@@ -339,3 +339,98 @@ async fn an_apply_cut_short_leaves_nothing_behind_when_the_instance_goes() {
     .await;
     fixture.scope.cleanup().await;
 }
+
+/// Objects past the status's list limit in the big-bundle test.
+const BEYOND_THE_LIST: usize = 200;
+
+#[tokio::test]
+async fn a_bundle_longer_than_the_status_list_keeps_a_bounded_status_and_still_prunes_and_uninstalls()
+ {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ListParams;
+    use pakket_api::LISTED_OBJECTS_MAX;
+
+    let fixture = Fixture::new("plain-big", "AllowAll").await;
+    let total = LISTED_OBJECTS_MAX + BEYOND_THE_LIST;
+    let manifests = |count: usize| {
+        (0..count)
+            .map(|i| {
+                format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big-{i:05}\n  namespace: {}\ndata:\n  value: v\n",
+                    fixture.scope.namespace
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("---\n")
+    };
+    fixture
+        .files("content-v1", &[("all.yaml", manifests(total))])
+        .await;
+    let (instances, name) = fixture
+        .create_instance(
+            "bundle-v1",
+            fixture.bundle_spec("content-v1", "file://content"),
+        )
+        .await;
+    let installed = wait_for(&instances, &name, "install", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let status = installed.status.unwrap();
+    assert_eq!(status.objects.len(), LISTED_OBJECTS_MAX, "the list is cut");
+    assert_eq!(status.object_count, Some(total as u64));
+    assert_eq!(status.object_kinds.len(), 1);
+    assert_eq!(status.object_kinds[0].kind, "ConfigMap");
+    assert_eq!(status.object_kinds[0].count, total as u64);
+    let bundle = Api::<pakket_api::Bundle>::all(fixture.scope.client.clone())
+        .get(&fixture.scope.name("bundle-v1"))
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(bundle.objects.len(), LISTED_OBJECTS_MAX);
+    assert_eq!(bundle.object_count, Some(total as u64));
+
+    let mine = ListParams::default().labels(&format!("core.pakket.dev/instance={name}"));
+    let config_maps: Api<ConfigMap> = fixture.config_maps();
+    let count = || async { config_maps.list_metadata(&mine).await.unwrap().items.len() };
+    assert_eq!(count().await, total);
+
+    // A pivot to content without the last 100 objects, none of which the
+    // status lists: they are found by the Instance's label and deleted.
+    let kept = total - 100;
+    fixture
+        .files("content-v2", &[("all.yaml", manifests(kept))])
+        .await;
+    let v2 = fixture.bundle_spec("content-v2", "file://content");
+    let pivot =
+        json!({ "spec": { "bundle": { "name": fixture.scope.name("bundle-v2"), "spec": v2 } } });
+    instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&pivot))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "pivot", |i| {
+        i.status.as_ref().and_then(|s| s.active_bundle.clone())
+            == Some(fixture.scope.name("bundle-v2"))
+            && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    assert_eq!(count().await, kept, "the dropped objects are pruned");
+    assert!(
+        config_maps
+            .get_opt(&format!("big-{:05}", total - 1))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    pakket_testkit::eventually("the Instance and every object it had are gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none() && count().await == 0
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}

@@ -3,7 +3,8 @@
 //! is left behind (issue 11). The runtime finds what the killed apply had
 //! written from the Bundle's list of objects and each object's own
 //! ownership records, not from the Instance's status, which the killed
-//! apply never reached.
+//! apply never reached. While it runs, the Instance says how far the
+//! apply has come.
 
 #[path = "trust/support.rs"]
 #[allow(dead_code)]
@@ -11,13 +12,15 @@ mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams};
+use pakket_api::ConditionType;
 use pakket_api::ownership::INSTANCE_LABEL;
 use pakket_testkit::eventually;
 
 use support::{Stage, Webhooks};
 
-/// Objects in the bundle: enough that the kill lands mid-apply.
-const OBJECTS: usize = 1_000;
+/// Objects in the bundle: enough that the kill lands mid-apply, and that
+/// the apply runs long enough to report progress.
+const OBJECTS: usize = 3_000;
 
 #[tokio::test]
 async fn a_sigkill_mid_apply_then_a_delete_leaves_nothing_behind() {
@@ -36,11 +39,30 @@ async fn a_sigkill_mid_apply_then_a_delete_leaves_nothing_behind() {
     let config_maps: Api<ConfigMap> = Api::namespaced(stage.admin(), stage.namespace());
     let mine = ListParams::default().labels(&format!("{INSTANCE_LABEL}={name}"));
     let applied = || async { config_maps.list_metadata(&mine).await.unwrap().items.len() };
-    eventually("the apply under way", || async { applied().await >= 50 }).await;
+    // The apply reports how far it has come while it runs.
+    let counted = format!("/{OBJECTS} objects");
+    let mut progress = None;
+    for _ in 0..600 {
+        let instance = stage.instances().get(&name).await.unwrap();
+        progress = instance
+            .condition(ConditionType::Installed)
+            .filter(|c| c.reason == "Installing" && c.message.contains(": applied "))
+            .map(|c| c.message.clone())
+            .filter(|message| message.contains(&counted));
+        if progress.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let progress = progress.expect("Installed says how far the apply has come within 60 s");
+    println!("progress: {progress}");
     stage.kill_provisioner(false).await;
     let left = applied().await;
     println!("killed with {left} of {OBJECTS} objects applied");
-    assert!(left < OBJECTS, "the kill landed mid-apply ({left} applied)");
+    assert!(
+        left > 0 && left < OBJECTS,
+        "the kill landed mid-apply ({left} applied)"
+    );
 
     stage
         .instances()

@@ -48,7 +48,7 @@ pub async fn write(
             commit: unpacked.commit.clone(),
         });
     }
-    status.objects = outcome.objects.to_vec();
+    status.set_objects(outcome.objects);
     status.grants = outcome.grants;
     status.observed_generation = bundle.metadata.generation;
     let condition_status = if outcome.phase == UnpackPhase::Done {

@@ -34,6 +34,8 @@ const AFTER_CONFLICT: Duration = Duration::from_millis(500);
 /// How soon a missing class or Bundle is looked for again (their watches
 /// usually bring the Instance back sooner).
 const WAITING_FOR_OBJECT: Duration = Duration::from_secs(30);
+/// How often a long apply writes how far it has come.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// How soon a failed apply is tried again.
 const AFTER_INSTALL_FAILURE: Duration = Duration::from_secs(10);
 
@@ -173,6 +175,27 @@ pub async fn install<P: Provisioner>(
             return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
         }
     };
+    if objects.len() as u64 > options.max_objects {
+        let message = format!(
+            "Bundle {bundle_name}: the content holds {} objects and ProvisionerClass {} allows at most {} \
+             in one Bundle (its parameter maxObjects); nothing is applied. Split the content into \
+             several Bundles, each installed by its own Instance, or raise maxObjects in the class",
+            objects.len(),
+            class.name_any(),
+            options.max_objects
+        );
+        let outcome = UnpackOutcome {
+            phase: UnpackPhase::Failed,
+            unpacked: Some(&unpacked),
+            objects: &[],
+            grants: Vec::new(),
+            reason: Reason::UnpackFailed,
+            message: &message,
+        };
+        bundle_status::write(&bundles, &bundle, outcome).await?;
+        report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+        return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+    }
     let references: Vec<_> = objects.iter().map(apply::reference_of).collect();
     let message = format!(
         "unpacked {} objects from {}",
@@ -218,14 +241,27 @@ pub async fn install<P: Provisioner>(
     let fresh_health = if !installed_here || context.drift.needs_apply(&name, &fingerprint, RESYNC)
     {
         let mut kinds = context.kinds.clone();
-        let previous = report.status.objects.clone();
         let uid = instance.uid().unwrap_or_default();
+        let previous = match previous_objects(&mut kinds, &report.status, &uid).await {
+            Ok(previous) => previous,
+            Err(error) => {
+                report.set(
+                    Reason::InstallFailed,
+                    ConditionStatus::False,
+                    format!("finding what the Instance installed before: {error}"),
+                );
+                return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
+            }
+        };
         let claimant = Claimant {
             name: &name,
             uid: &uid,
         };
+        let progress = apply::Progress::default();
+        let applying = apply::apply_all(&mut kinds, &objects, claimant, bundle_name, &progress);
+        let describe = || progress.describe(objects.len(), bundle_name);
         let (applied, adoptions) =
-            match apply::apply_all(&mut kinds, &objects, claimant, bundle_name).await {
+            match with_progress(applying, describe, &mut report, context).await {
                 Ok(applied) => applied,
                 Err(error) => {
                     // Half-way: what was running stays; status still lists the old set.
@@ -254,7 +290,7 @@ pub async fn install<P: Provisioner>(
             .as_ref()
             .filter(|old| *old != bundle_name)
             .cloned();
-        report.status.objects = applied.objects.clone();
+        report.status.set_objects(&applied.objects);
         report.status.active_bundle = Some(bundle_name.clone());
         let mut message = format!(
             "applied {} objects of Bundle {bundle_name}",
@@ -299,16 +335,22 @@ pub async fn install<P: Provisioner>(
 
     // Health: from the apply's answers when it just ran, else read afresh.
     let installed = report.status.objects.clone();
+    let count = report.status.object_count.unwrap_or(installed.len() as u64);
+    let every_one = fresh_health.is_some() || report.status.lists_every_object();
     let problems = match fresh_health {
         Some(problems) => problems,
         None => apply::unhealthy(&mut context.kinds.clone(), &installed).await,
     };
     let next = if problems.is_empty() {
-        report.set(
-            Reason::ObjectsHealthy,
-            ConditionStatus::True,
-            format!("all {} objects are healthy", installed.len()),
-        );
+        let message = if every_one {
+            format!("all {count} objects are healthy")
+        } else {
+            format!(
+                "the {} objects listed in status (of {count}) are healthy; the others were healthy when last applied",
+                installed.len()
+            )
+        };
+        report.set(Reason::ObjectsHealthy, ConditionStatus::True, message);
         RESYNC
     } else {
         report.set(
@@ -319,6 +361,48 @@ pub async fn install<P: Provisioner>(
         RESYNC_UNHEALTHY
     };
     finish(report, context, Action::requeue(next)).await
+}
+
+/// Runs `work` (an apply), writing `describe()` into the `Installed`
+/// condition every [`PROGRESS_EVERY`] while it runs: an apply that ends
+/// sooner writes nothing extra, a long one shows how far it has come at a
+/// bounded rate.
+async fn with_progress<P, T>(
+    work: impl std::future::Future<Output = T>,
+    describe: impl Fn() -> String,
+    report: &mut Report,
+    context: &Context<P>,
+) -> T {
+    let instances: Api<Instance> = Api::all(context.client.clone());
+    let mut ticker =
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut reporting = true;
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            done = &mut work => return done,
+            _ = ticker.tick(), if reporting => {
+                reporting = report.write_progress(&instances, describe()).await;
+            }
+        }
+    }
+}
+
+/// What the Instance installed before this apply, for the prune after it:
+/// its status's list when that is whole, else every object of the kinds
+/// it counts that carries the Instance's UID label (see [`apply::labelled`]).
+async fn previous_objects(
+    kinds: &mut apply::Kinds,
+    status: &pakket_api::InstanceStatus,
+    uid: &str,
+) -> Result<Vec<pakket_api::ObjectRef>, apply::ApplyError> {
+    if status.lists_every_object() {
+        return Ok(status.objects.clone());
+    }
+    let of = apply::kinds_of(&status.objects, &status.object_kinds);
+    apply::labelled(kinds, &of, uid).await
 }
 
 /// What looking for the Instance's Bundle found.

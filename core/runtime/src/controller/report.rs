@@ -36,8 +36,12 @@ pub struct Report {
     /// The status being built.
     pub status: InstanceStatus,
     generation: Option<i64>,
-    /// The Instance as read; the write is conditional on its resourceVersion.
+    /// The Instance as read (or as a progress write left it); the write is
+    /// conditional on its resourceVersion.
     instance: Instance,
+    /// The conditions as the reconcile found them: the final write's Event
+    /// tells what changed since then, progress writes included.
+    found: Vec<Condition>,
 }
 
 impl Report {
@@ -45,6 +49,7 @@ impl Report {
     pub fn new(instance: &Instance) -> Self {
         let status = instance.status.clone().unwrap_or_default();
         Self {
+            found: status.conditions.clone(),
             status,
             generation: instance.metadata.generation,
             instance: instance.clone(),
@@ -123,8 +128,7 @@ impl Report {
         instances: &Api<Instance>,
         recorder: &Recorder,
     ) -> Result<StatusWrite, kube::Error> {
-        let before = self.instance.status.clone().unwrap_or_default();
-        let event = change_event(&before.conditions, &self.status.conditions);
+        let event = change_event(&self.found, &self.status.conditions);
         self.fill_missing();
         self.status.observed_generation = self.generation;
         if self.instance.status.as_ref() == Some(&self.status) {
@@ -153,6 +157,41 @@ impl Report {
             publish(recorder, &updated, event);
         }
         Ok(StatusWrite::Stored)
+    }
+}
+
+impl Report {
+    /// Writes the status so far with `Installed` saying how far the apply
+    /// under way has come, so a long apply is visible while it runs. The
+    /// final [`Report::write`] then goes over this write, not the Instance
+    /// as first read. No Event: the final write's Event tells the whole
+    /// change. `false` when the Instance changed meanwhile (the final write
+    /// will conflict and the reconcile run again) or the write failed:
+    /// progress is then not written again by this reconcile.
+    pub async fn write_progress(&mut self, instances: &Api<Instance>, message: String) -> bool {
+        self.set(Reason::Installing, ConditionStatus::False, message);
+        self.fill_missing();
+        self.status.observed_generation = self.generation;
+        let mut updated = self.instance.clone();
+        updated.status = Some(self.status.clone());
+        updated.metadata.managed_fields = None;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        match instances
+            .replace_status(&self.instance.name_any(), &params, &updated)
+            .await
+        {
+            Ok(written) => {
+                self.instance = written;
+                true
+            }
+            Err(error) => {
+                tracing::debug!(instance = %self.instance.name_any(), %error, "progress not written");
+                false
+            }
+        }
     }
 }
 

@@ -54,15 +54,31 @@ pub async fn uninstall<P>(
             .ok()
             .flatten(),
     };
-    if let Some(status) = bundle.and_then(|bundle| bundle.status) {
-        let listed: std::collections::BTreeSet<_> = owned.iter().cloned().collect();
-        owned.extend(
-            status
-                .objects
-                .into_iter()
-                .filter(|object| !listed.contains(object)),
+    let bundle_status = bundle.and_then(|bundle| bundle.status).unwrap_or_default();
+    owned.extend(bundle_status.objects.iter().cloned());
+    // A status that lists only the first objects (a big Bundle) counts the
+    // rest by kind: those are found by the Instance's UID label.
+    let instance_status = instance.status.clone().unwrap_or_default();
+    if !instance_status.lists_every_object() || !bundle_status.lists_every_object() {
+        let of = apply::kinds_of(
+            instance_status.objects.iter().chain(&bundle_status.objects),
+            instance_status
+                .object_kinds
+                .iter()
+                .chain(&bundle_status.object_kinds),
         );
+        match apply::labelled(&mut context.kinds.clone(), &of, &uid).await {
+            Ok(found) => owned.extend(found),
+            Err(error) => {
+                // Nothing is deleted from a partial picture: the finalizer
+                // stays and the uninstall runs again.
+                tracing::warn!(instance = %name, %error, "listing the Instance's objects by label");
+                return Err(kube::Error::Service(error.to_string().into()));
+            }
+        }
     }
+    owned.sort();
+    owned.dedup();
     // Custom resources before their CRDs, everything before its Namespace.
     owned.sort_by_key(|object| apply::rank(&object.api_version, &object.kind));
     let orphan = instance.spec.deletion_policy == DeletionPolicy::Orphan;
