@@ -41,9 +41,10 @@ pub enum ApplyError {
         /// The discovery error.
         message: String,
     },
-    /// Objects that exist and are not this Instance's: nothing was applied.
-    #[error("{} of the Bundle's objects already exist and are not this Instance's, so nothing was applied: {}", .0.len(), .0.join("; "))]
-    Conflicts(Vec<String>),
+    /// Objects that exist and are not this Instance's (each with whose it
+    /// is): nothing was applied.
+    #[error("{} of the Bundle's objects already exist and are not this Instance's, so nothing was applied: {}", .0.len(), reasons(.0))]
+    Conflicts(Vec<(ObjectRef, String)>),
     /// The apiserver refused the object.
     #[error("{object}: {message}")]
     Refused {
@@ -52,6 +53,12 @@ pub enum ApplyError {
         /// The apiserver's message.
         message: String,
     },
+}
+
+/// Why each conflicting object is someone else's, in one line.
+fn reasons(conflicts: &[(ObjectRef, String)]) -> String {
+    let whys: Vec<&str> = conflicts.iter().map(|(_, why)| why.as_str()).collect();
+    whys.join("; ")
 }
 
 /// Resolves kinds to API resources. Clones share one cache, so a kind is
@@ -288,7 +295,7 @@ pub async fn apply_all(
     for &index in &sequence {
         let reference = reference_of(&objects[index]);
         match ownership::standing(kinds, &reference, claimant).await {
-            Ok(Standing::Conflict(why)) => conflicts.push(why),
+            Ok(Standing::Conflict(why)) => conflicts.push((reference, why)),
             Ok(standing) => standings.push(standing),
             // Its CRD comes with the bundle, so no object of its kind exists yet.
             Err(ApplyError::UnknownKind { .. }) if awaited(&reference).is_some() => {

@@ -9,9 +9,16 @@
 //! ignored (this holds however the watch event and the apply's response
 //! race, unlike remembering resourceVersions). A foreign write to the
 //! object itself (`kubectl edit`, another controller) or a deletion marks
-//! the Instance *dirty*: its next reconcile re-applies. A foreign write to a
-//! subresource (a Deployment's status) only re-checks health. Timestamps
-//! have one-second resolution; a tie with a foreign writer counts as foreign.
+//! the Instance *dirty*: its next reconcile re-applies. So does a write to a
+//! subresource other than `status` (`kubectl scale` writes `scale`, which
+//! is the spec); a foreign write to `status` (a Deployment's controller)
+//! only re-checks health. Timestamps have one-second resolution; a tie with
+//! a foreign writer counts as foreign.
+//!
+//! An object whose Instance label is removed leaves the watch's selector,
+//! which the watch reports as a deletion of an object that no longer names
+//! its Instance: the last Instance each object was seen with is remembered
+//! for that.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -45,6 +52,8 @@ pub struct Drift {
     client: Client,
     watched: Mutex<HashSet<(String, String)>>,
     applied: Mutex<HashMap<String, (Fingerprint, Instant)>>,
+    /// The Instance each watched object was last seen labelled with.
+    seen_with: Mutex<HashMap<ObjectRef, String>>,
     trigger: mpsc::UnboundedSender<Trigger<Instance>>,
 }
 
@@ -62,6 +71,7 @@ impl Drift {
             client,
             watched: Mutex::default(),
             applied: Mutex::default(),
+            seen_with: Mutex::default(),
             trigger,
         });
         (drift, triggers)
@@ -124,6 +134,10 @@ impl Drift {
     /// Forgets an Instance that is gone.
     pub fn forget_instance(&self, instance: &str) {
         self.applied.lock().expect("not poisoned").remove(instance);
+        self.seen_with
+            .lock()
+            .expect("not poisoned")
+            .retain(|_, seen| seen != instance);
     }
 
     fn changed(
@@ -132,14 +146,26 @@ impl Drift {
         object: &PartialObjectMeta<DynamicObject>,
         deleted: bool,
     ) {
-        let Some(instance) = object.labels().get(INSTANCE_LABEL).cloned() else {
-            return;
-        };
         let reference = ObjectRef {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
             name: object.name_any(),
             namespace: object.namespace(),
+        };
+        let labelled = object.labels().get(INSTANCE_LABEL).cloned();
+        let instance = {
+            let mut seen_with = self.seen_with.lock().expect("not poisoned");
+            match (&labelled, deleted) {
+                (Some(instance), false) => {
+                    seen_with.insert(reference.clone(), instance.clone());
+                    instance.clone()
+                }
+                // Gone, or its label removed: whose it was is remembered.
+                _ => match seen_with.remove(&reference).or(labelled) {
+                    Some(instance) => instance,
+                    None => return,
+                },
+            }
         };
         let spec_changed = match (deleted, last_writers(&object.metadata)) {
             (true, _) => true,
@@ -169,9 +195,13 @@ enum LastWriters {
 fn last_writers(metadata: &ObjectMeta) -> LastWriters {
     let entries = metadata.managed_fields.as_deref().unwrap_or_default();
     let latest = entries.iter().filter_map(|entry| entry.time.as_ref()).max();
+    // An entry without a time counts as one of the latest: the apiserver
+    // writes none for `kubectl scale` (the scale subresource). Once the
+    // runtime applies again its forced apply takes the fields back, and the
+    // entry, owning nothing, is gone.
     let foreign: Vec<_> = entries
         .iter()
-        .filter(|entry| entry.time.as_ref() == latest)
+        .filter(|entry| entry.time.is_none() || entry.time.as_ref() == latest)
         .filter(|entry| entry.manager.as_deref() != Some(FIELD_MANAGER))
         .collect();
     if foreign.is_empty() && latest.is_some() {
@@ -181,7 +211,7 @@ fn last_writers(metadata: &ObjectMeta) -> LastWriters {
         to_object: latest.is_none()
             || foreign
                 .iter()
-                .any(|entry| entry.subresource.as_deref().unwrap_or_default().is_empty()),
+                .any(|entry| entry.subresource.as_deref() != Some("status")),
     }
 }
 
@@ -229,6 +259,27 @@ mod tests {
         assert_eq!(
             last_writers(&status),
             LastWriters::Foreign { to_object: false }
+        );
+    }
+
+    #[test]
+    fn a_write_to_the_scale_subresource_is_drift_even_without_a_time() {
+        let scaled = written_by(&[(FIELD_MANAGER, "", 10), ("kubectl", "scale", 20)]);
+        assert_eq!(
+            last_writers(&scaled),
+            LastWriters::Foreign { to_object: true }
+        );
+        // As the apiserver writes it: no time on the scale entry, and a
+        // later status update by the Deployment's controller.
+        let mut untimed = written_by(&[
+            (FIELD_MANAGER, "", 10),
+            ("kubectl", "scale", 0),
+            ("kube-controller-manager", "status", 20),
+        ]);
+        untimed.managed_fields.as_mut().unwrap()[1].time = None;
+        assert_eq!(
+            last_writers(&untimed),
+            LastWriters::Foreign { to_object: true }
         );
     }
 

@@ -90,6 +90,131 @@ async fn an_installed_object_edited_or_deleted_by_hand_is_put_back() {
 }
 
 #[tokio::test]
+async fn a_removed_instance_label_and_a_scaled_deployment_are_put_back_within_seconds() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let fixture = Fixture::new("drift-scale", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n\
+         spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    \
+         metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        \
+         image: registry.k8s.io/pause:3.10\n"
+    );
+    let config_map = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: labelled\n  namespace: {namespace}\ndata:\n  value: v\n"
+    );
+    fixture
+        .files(
+            "content",
+            &[("web.yaml", deployment), ("cm.yaml", config_map)],
+        )
+        .await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
+    // No controller-manager runs here, so the Deployment never becomes
+    // Available: installed is what this test waits for.
+    wait_for(&instances, &name, "install", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+
+    // `kubectl scale` writes the scale subresource, which is the spec.
+    let deployments: Api<Deployment> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    deployments
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "spec": { "replicas": 5 } })),
+        )
+        .await
+        .unwrap();
+    let replicas = || async {
+        deployments
+            .get("web")
+            .await
+            .unwrap()
+            .spec
+            .and_then(|spec| spec.replicas)
+    };
+    assert_eq!(replicas().await, Some(5));
+    eventually("the scale is put back", || async {
+        replicas().await == Some(1)
+    })
+    .await;
+
+    // Someone removes the Instance label: the object leaves the drift
+    // watch's selector, and is still put back.
+    let config_maps = fixture.config_maps();
+    config_maps
+        .patch(
+            "labelled",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "metadata": { "labels": { INSTANCE_LABEL: null } } })),
+        )
+        .await
+        .unwrap();
+    eventually("the Instance label is put back", || async {
+        config_maps
+            .get("labelled")
+            .await
+            .unwrap()
+            .labels()
+            .get(INSTANCE_LABEL)
+            == Some(&name)
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn an_object_taken_over_by_someone_else_is_reported_within_seconds() {
+    let fixture = Fixture::new("drift-takeover", "AllowAll").await;
+    let (instances, name) = installed(&fixture, &[("coveted", "original")]).await;
+    // Someone re-labels the object as another Instance's: its records no
+    // longer say it is this Instance's, so it is not taken back either.
+    fixture
+        .config_maps()
+        .patch(
+            "coveted",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(&json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {
+                    "name": "coveted",
+                    "labels": { "core.pakket.dev/instance-uid": "another-instance" },
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    let reported = wait_for(&instances, &name, "the takeover reported", |i| {
+        reason_is(i, ConditionType::Healthy, "ObjectsUnhealthy")
+            && reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    let healthy = reported.condition(ConditionType::Healthy).unwrap();
+    assert!(
+        healthy
+            .message
+            .contains("objects this Instance installed are no longer its own")
+            && healthy.message.contains("coveted"),
+        "{}",
+        healthy.message
+    );
+    let labels = fixture.config_maps().get("coveted").await.unwrap();
+    assert_eq!(
+        labels
+            .labels()
+            .get("core.pakket.dev/instance-uid")
+            .map(String::as_str),
+        Some("another-instance"),
+        "the runtime did not take the object back"
+    );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
 async fn orphan_policy_leaves_the_objects_and_events_tell_the_story() {
     let fixture = Fixture::new("orphan", "AllowAll").await;
     fixture.content("content", &[("kept", "still here")]).await;

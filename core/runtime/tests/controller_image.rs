@@ -343,7 +343,7 @@ async fn a_registry_that_is_down_fails_the_unpack_and_the_instance_installs_once
 }
 
 #[tokio::test]
-async fn an_unknown_tag_fails_the_unpack_with_the_registrys_words() {
+async fn an_unknown_tag_fails_the_unpack_naming_the_image_and_the_registrys_code() {
     let registry = Registry::shared();
     let fixture = Fixture::new("image-unknown").await;
     let reference = registry.image(&format!("bundles/{}:missing", fixture.scope.id));
@@ -366,7 +366,8 @@ async fn an_unknown_tag_fails_the_unpack_with_the_registrys_words() {
     assert!(
         message.contains("spec.refs[0]")
             && message.contains(&reference)
-            && message.contains(&format!("registry {} has no image", registry.address)),
+            && message.contains(&format!("registry {} has no image", registry.address))
+            && message.contains("MANIFEST_UNKNOWN"),
         "{message}"
     );
     assert!(!condition_is(&failed, ConditionType::Installed, "True"));

@@ -264,6 +264,11 @@ pub async fn install<P: Provisioner>(
             match with_progress(applying, describe, &mut report, context).await {
                 Ok(applied) => applied,
                 Err(error) => {
+                    // Objects this Instance had that someone took over
+                    // are not its to keep healthy any more: say so.
+                    if let Some(message) = taken_over(&error, &previous) {
+                        report.set(Reason::ObjectsUnhealthy, ConditionStatus::False, message);
+                    }
                     // Half-way: what was running stays; status still lists the old set.
                     report.set(
                         Reason::InstallFailed,
@@ -403,6 +408,28 @@ async fn previous_objects(
     }
     let of = apply::kinds_of(&status.objects, &status.object_kinds);
     apply::labelled(kinds, &of, uid).await
+}
+
+/// What an apply that found conflicts means for health: objects the
+/// Instance installed before that are now someone else's (their records
+/// changed: another Instance's UID, or no Pakket field manager).
+fn taken_over(error: &apply::ApplyError, previous: &[pakket_api::ObjectRef]) -> Option<String> {
+    let apply::ApplyError::Conflicts(conflicts) = error else {
+        return None;
+    };
+    let had: std::collections::BTreeSet<_> = previous.iter().collect();
+    let lost: Vec<&str> = conflicts
+        .iter()
+        .filter(|(object, _)| had.contains(object))
+        .map(|(_, why)| why.as_str())
+        .collect();
+    (!lost.is_empty()).then(|| {
+        format!(
+            "{} objects this Instance installed are no longer its own: {}",
+            lost.len(),
+            lost.join("; ")
+        )
+    })
 }
 
 /// What looking for the Instance's Bundle found.
