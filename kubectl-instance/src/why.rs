@@ -263,7 +263,7 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.summary = format!("Bundle {bundle} of Instance {name} failed to unpack.");
             problem.refs = refs(instance, context.bundle);
             problem.next_steps = trust_steps(&condition.message, &name)
-                .unwrap_or_else(|| unpack_steps(instance, context.bundle));
+                .unwrap_or_else(|| unpack_steps(instance, context.bundle, &condition.message));
             problem.bundle = Some(bundle);
         }
         Some(Reason::InstallPending) => {
@@ -416,15 +416,36 @@ fn trust_steps(message: &str, instance: &str) -> Option<Vec<String>> {
     Some(steps)
 }
 
-fn unpack_steps(instance: &Instance, bundle: Option<&Bundle>) -> Vec<String> {
+/// Words in an unpack failure that say the content itself is wrong (its
+/// files, its archive, its size), not the way to it.
+const CONTENT_PROBLEMS: [&str; 11] = [
+    "invalid YAML",
+    "invalid JSON",
+    "not UTF-8",
+    "not an object",
+    "the YAML holds",
+    "maxObjects",
+    "archive entry",
+    "archive has more",
+    "archive expands",
+    "not a valid tar",
+    "write each item as its own document",
+];
+
+fn unpack_steps(instance: &Instance, bundle: Option<&Bundle>, message: &str) -> Vec<String> {
     let name = &instance.spec.bundle.name;
     if bundle.is_none() && instance.spec.bundle.spec.is_none() {
         return vec![format!(
             "create Bundle {name}, or embed its spec in the Instance's spec.bundle.spec"
         )];
     }
+    let first = if CONTENT_PROBLEMS.iter().any(|words| message.contains(words)) {
+        "the content was fetched, and it is the content that is wrong: fix it where it is built (the file and line are above), publish it under a new tag or digest, and install that as a new Bundle".to_owned()
+    } else {
+        "make each ref reachable from the provisioner (registry up, image pushed, credentials); it retries on its own, waiting up to a minute between tries".to_owned()
+    };
     vec![
-        "make each ref reachable from the provisioner (registry up, image pushed, credentials); it retries on its own, waiting up to a minute between tries".to_owned(),
+        first,
         format!(
             "Bundle specs are immutable: to use other content, create a new Bundle and point the Instance's spec.bundle.name at it (kubectl get bundle {name} -o yaml shows the current one)"
         ),

@@ -92,6 +92,39 @@ fn unpack_failure_comes_with_the_refs_and_hides_the_approval_placeholder() {
 }
 
 #[test]
+fn a_manifest_error_gets_advice_about_the_content_not_the_registry() {
+    let web = instance(&[
+        (Reason::ApprovalPending, False, "not evaluated yet"),
+        (
+            Reason::UnpackFailed,
+            False,
+            "Bundle web.v2: manifests/web.yaml:3:7: invalid YAML: did not find expected key; fix the syntax",
+        ),
+        (Reason::InstallPending, False, "nothing applied yet"),
+        (Reason::HealthUnknown, Unknown, "nothing installed yet"),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    let steps = diagnosis.problems[0].next_steps.join("\n");
+    assert!(steps.contains("it is the content that is wrong"), "{steps}");
+    assert!(!steps.contains("registry up"), "{steps}");
+
+    let unreachable = instance(&[
+        (Reason::ApprovalPending, False, "not evaluated yet"),
+        (
+            Reason::UnpackFailed,
+            False,
+            "Bundle web.v2: pulling docker://127.0.0.1:5000/web:v2: connection refused",
+        ),
+        (Reason::InstallPending, False, "nothing applied yet"),
+        (Reason::HealthUnknown, Unknown, "nothing installed yet"),
+    ]);
+    let steps = diagnose(&unreachable, &known()).problems[0]
+        .next_steps
+        .join("\n");
+    assert!(steps.contains("registry up"), "{steps}");
+}
+
+#[test]
 fn unhealthy_lists_each_object_with_a_describe_command() {
     let web = instance(&[
         (Reason::ApprovedByUser, True, "approved by alice"),

@@ -109,7 +109,7 @@ impl Kinds {
             .map_err(|error| ApplyError::UnknownKind {
                 object: reference.to_string(),
                 kind: format!("{}/{}", reference.api_version, reference.kind),
-                message: error.to_string(),
+                message: api_message(&error),
             })?;
         self.cache
             .lock()
@@ -227,8 +227,13 @@ pub struct Applied {
 /// a Debug dump.
 pub fn api_message(error: &kube::Error) -> String {
     match error {
-        kube::Error::Api(status) if !status.message.is_empty() => {
-            format!("{} (HTTP {})", status.message, status.code)
+        // kube's own Display of an API error appends its Debug form.
+        kube::Error::Api(status) => {
+            let said = [&status.message, &status.reason]
+                .into_iter()
+                .find(|text| !text.is_empty())
+                .map_or("the apiserver gave no reason", String::as_str);
+            format!("{said} (HTTP {})", status.code)
         }
         other => other.to_string(),
     }

@@ -51,7 +51,13 @@ pub struct Fingerprint {
 pub struct Drift {
     client: Client,
     watched: Mutex<HashSet<(String, String)>>,
+    /// Per Instance: what it was last applied from, and when that apply
+    /// began.
     applied: Mutex<HashMap<String, (Fingerprint, Instant)>>,
+    /// Per Instance: when someone else last changed one of its objects.
+    /// Compared with when the last apply began, so a change that lands
+    /// while an apply is under way is not forgotten when it ends.
+    changed_at: Mutex<HashMap<String, Instant>>,
     /// The Instance each watched object was last seen labelled with.
     seen_with: Mutex<HashMap<ObjectRef, String>>,
     trigger: mpsc::UnboundedSender<Trigger<Instance>>,
@@ -71,6 +77,7 @@ impl Drift {
             client,
             watched: Mutex::default(),
             applied: Mutex::default(),
+            changed_at: Mutex::default(),
             seen_with: Mutex::default(),
             trigger,
         });
@@ -108,32 +115,42 @@ impl Drift {
         });
     }
 
-    /// Records that `instance`'s objects were applied from `fingerprint`.
-    pub fn applied(&self, instance: &str, fingerprint: Fingerprint) {
+    /// Records that `instance`'s objects were applied from `fingerprint`,
+    /// by an apply that began at `began`.
+    pub fn applied(&self, instance: &str, fingerprint: Fingerprint, began: Instant) {
         self.applied
             .lock()
             .expect("not poisoned")
-            .insert(instance.to_owned(), (fingerprint, Instant::now()));
+            .insert(instance.to_owned(), (fingerprint, began));
     }
 
     /// Whether `instance` must be applied again: its content or generation
-    /// moved, someone changed its objects, this process has not applied it
-    /// yet, or the last apply is older than `max_age`.
+    /// moved, someone changed its objects since the last apply began, this
+    /// process has not applied it yet, or the last apply is older than
+    /// `max_age`.
     pub fn needs_apply(
         &self,
         instance: &str,
         fingerprint: &Fingerprint,
         max_age: Duration,
     ) -> bool {
-        match self.applied.lock().expect("not poisoned").get(instance) {
-            Some((last, when)) => last != fingerprint || when.elapsed() >= max_age,
-            None => true,
-        }
+        let changed_at = self
+            .changed_at
+            .lock()
+            .expect("not poisoned")
+            .get(instance)
+            .copied();
+        let applied = self.applied.lock().expect("not poisoned");
+        stale(applied.get(instance), fingerprint, changed_at, max_age)
     }
 
     /// Forgets an Instance that is gone.
     pub fn forget_instance(&self, instance: &str) {
         self.applied.lock().expect("not poisoned").remove(instance);
+        self.changed_at
+            .lock()
+            .expect("not poisoned")
+            .remove(instance);
         self.seen_with
             .lock()
             .expect("not poisoned")
@@ -174,9 +191,30 @@ impl Drift {
         };
         if spec_changed {
             tracing::info!(%instance, object = %reference, deleted, "installed object changed by someone else; re-applying");
-            self.applied.lock().expect("not poisoned").remove(&instance);
+            self.changed_at
+                .lock()
+                .expect("not poisoned")
+                .insert(instance.clone(), Instant::now());
         }
         let _ = self.trigger.unbounded_send(Trigger::new(&instance));
+    }
+}
+
+/// Whether an apply that began at `last.1` from `last.0` no longer holds:
+/// see [`Drift::needs_apply`].
+fn stale(
+    last: Option<&(Fingerprint, Instant)>,
+    fingerprint: &Fingerprint,
+    changed_at: Option<Instant>,
+    max_age: Duration,
+) -> bool {
+    match last {
+        Some((applied, began)) => {
+            applied != fingerprint
+                || began.elapsed() >= max_age
+                || changed_at.is_some_and(|changed| changed >= *began)
+        }
+        None => true,
     }
 }
 
@@ -237,6 +275,30 @@ mod tests {
             ),
             ..ObjectMeta::default()
         }
+    }
+
+    #[test]
+    fn a_change_during_an_apply_is_not_forgotten_when_the_apply_ends() {
+        let fingerprint = Fingerprint {
+            generation: Some(1),
+            bundle: "b".into(),
+            digest: "sha256:0".into(),
+        };
+        let hour = Duration::from_secs(3600);
+        let began = Instant::now();
+        let changed_during = began + Duration::from_millis(5);
+        let last = (fingerprint.clone(), began);
+        assert!(!stale(Some(&last), &fingerprint, None, hour));
+        assert!(stale(Some(&last), &fingerprint, Some(changed_during), hour));
+        let changed_before = began;
+        let next = (fingerprint.clone(), began + Duration::from_millis(10));
+        assert!(!stale(
+            Some(&next),
+            &fingerprint,
+            Some(changed_before),
+            hour
+        ));
+        assert!(stale(None, &fingerprint, None, hour));
     }
 
     #[test]

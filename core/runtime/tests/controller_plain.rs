@@ -434,3 +434,58 @@ async fn a_bundle_longer_than_the_status_list_keeps_a_bounded_status_and_still_p
     .await;
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn failure_messages_are_words_for_people_not_debug_dumps() {
+    let fixture = Fixture::new("plain-words", "AllowAll").await;
+    // An alias bomb: a few hundred bytes that expand to a million values.
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..=6 {
+        let previous = format!("*a{}", level - 1);
+        bomb.push_str(&format!(
+            "a{level}: &a{level} [{}]\n",
+            [previous.as_str(); 10].join(", ")
+        ));
+    }
+    fixture.files("bomb", &[("bomb.yaml", bomb)]).await;
+    let (instances, name) = fixture
+        .create_instance("bundle-bomb", fixture.bundle_spec("bomb", "file://content"))
+        .await;
+    // wait_for checks every message it reads for Debug dumps and bytes.
+    let refused = wait_for(&instances, &name, "the bomb refused", |i| {
+        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(
+        message.contains("bomb.yaml") && message.contains("the YAML holds more than"),
+        "{message}"
+    );
+
+    // An object the apiserver refuses: its message, not its Debug form.
+    let invalid = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Valid_Name\n  namespace: {}\n",
+        fixture.scope.namespace
+    );
+    fixture.files("invalid", &[("invalid.yaml", invalid)]).await;
+    let spec = fixture.bundle_spec("invalid", "file://content");
+    let pivot = json!({ "spec": { "bundle": {
+        "name": fixture.scope.name("bundle-invalid"), "spec": spec } } });
+    instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&pivot))
+        .await
+        .unwrap();
+    let failed = wait_for(&instances, &name, "the refusal", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    let message = &failed.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains("ConfigMap/")
+            && message.contains("Not_A_Valid_Name")
+            && message.contains("(HTTP 422)")
+            && !message.contains("Status {"),
+        "{message}"
+    );
+    fixture.scope.cleanup().await;
+}

@@ -16,7 +16,9 @@ pub use crds::install_crds;
 pub use data::{data, data_root, files};
 pub use scope::Scope;
 pub use shared::{TestCluster, cluster};
-pub use wait::{condition_is, eventually, pinned_digest, reason_is, wait_for_instance};
+pub use wait::{
+    assert_readable_messages, condition_is, eventually, pinned_digest, reason_is, wait_for_instance,
+};
 
 /// The label every object made by a test carries, valued with its scope id.
 pub const SCOPE_LABEL: &str = "test.pakket.dev/scope";

@@ -17,6 +17,7 @@ pub async fn wait_for_instance(
     let mut last = None;
     for _ in 0..900 {
         if let Some(instance) = instances.get_opt(name).await.expect("reading the Instance") {
+            assert_readable_messages(&instance);
             if check(&instance) {
                 return instance;
             }
@@ -28,6 +29,38 @@ pub async fn wait_for_instance(
         "{what} did not happen within 90 s; last seen: {:#?}",
         last.and_then(|i| i.status)
     );
+}
+
+/// Marks of text that is not words for people: Rust Debug dumps
+/// (`Some(`, `Status { status: ...`), escaped bytes, and the replacement
+/// character that stands for bytes that were not UTF-8.
+const UNREADABLE: [&str; 5] = ["Some(", "None,", "\\x", "\\u{", "\u{fffd}"];
+
+/// Panics if a condition message of `instance` carries a Debug dump,
+/// escaped or non-UTF-8 bytes, or control characters. Every Instance the
+/// suite waits on passes through here, so every message a test provokes
+/// is checked.
+pub fn assert_readable_messages(instance: &Instance) {
+    let conditions = instance
+        .status
+        .as_ref()
+        .map(|status| status.conditions.as_slice())
+        .unwrap_or_default();
+    for condition in conditions {
+        let message = &condition.message;
+        let marked = UNREADABLE.iter().find(|mark| message.contains(*mark));
+        let control = message.chars().find(|c| c.is_control());
+        assert!(
+            marked.is_none() && control.is_none(),
+            "condition {} of Instance {} is not words for people ({}): {message}",
+            condition.type_,
+            instance.metadata.name.as_deref().unwrap_or_default(),
+            marked.map_or_else(
+                || format!("control character {control:?}"),
+                |m| format!("contains {m:?}")
+            ),
+        );
+    }
 }
 
 /// Whether the Instance's condition `kind` has `status` (`"True"`, `"False"`, `"Unknown"`).

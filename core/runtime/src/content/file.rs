@@ -47,7 +47,7 @@ pub(super) async fn unpack_file(
     let config_map = api
         .get_opt(&source.name)
         .await
-        .map_err(|error| config_map_error(error.to_string()))?
+        .map_err(|error| config_map_error(crate::apply::api_message(&error)))?
         .ok_or_else(|| {
             config_map_error(
                 "not found; create it (immutable: true) or fix spec.volumeMounts".into(),

@@ -257,6 +257,7 @@ pub async fn install<P: Provisioner>(
             name: &name,
             uid: &uid,
         };
+        let began = std::time::Instant::now();
         let progress = apply::Progress::default();
         let applying = apply::apply_all(&mut kinds, &objects, claimant, bundle_name, &progress);
         let describe = || progress.describe(objects.len(), bundle_name);
@@ -332,7 +333,7 @@ pub async fn install<P: Provisioner>(
             mark_earlier_bundles(instance, context, bundle_name, pivot.as_deref()).await?;
         }
         report.set(Reason::InstallSucceeded, ConditionStatus::True, message);
-        context.drift.applied(&name, fingerprint);
+        context.drift.applied(&name, fingerprint, began);
         Some(applied.unhealthy)
     } else {
         None

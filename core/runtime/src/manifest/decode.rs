@@ -82,12 +82,56 @@ fn decode_yaml(text: &str) -> Result<Vec<(usize, Value)>, SyntaxError> {
             let (line, column) = error.location().map_or((0, 0), |location| {
                 (to_usize(location.line()), to_usize(location.column()))
             });
-            (line, column, strip_position(&error.to_string()))
+            let message = match budget_breach(&error) {
+                Some(breach) => budget_words(breach),
+                None => strip_position(&error.to_string()),
+            };
+            (line, column, message)
         })?;
     Ok(documents
         .into_iter()
         .map(|document| (to_usize(document.referenced.line()), document.value))
         .collect())
+}
+
+/// The budget the parser stopped at, however the error is wrapped.
+fn budget_breach(error: &serde_saphyr::Error) -> Option<&serde_saphyr::budget::BudgetBreach> {
+    let mut error = error;
+    loop {
+        match error {
+            serde_saphyr::Error::Budget { breach, .. } => return Some(breach),
+            serde_saphyr::Error::WithSnippet { error: inner, .. }
+            | serde_saphyr::Error::AliasError { error: inner, .. } => error = inner,
+            _ => return None,
+        }
+    }
+}
+
+/// A budget breach in words (the parser's own text is its Debug form,
+/// `Nodes { nodes: 250001 }`). Aliases that expand a small file into a
+/// huge one are the usual cause.
+fn budget_words(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    let what = match breach {
+        B::Events { events } => format!("more than {events} parser events"),
+        B::Aliases { aliases } => format!("more than {aliases} alias uses (*name)"),
+        B::Anchors { anchors } => format!("more than {anchors} anchors (&name)"),
+        B::Depth { depth } => format!("nesting deeper than {depth} levels"),
+        B::Documents { documents } => format!("more than {documents} documents"),
+        B::Nodes { nodes } => format!("more than {nodes} values once aliases are expanded"),
+        B::ScalarBytes { total_scalar_bytes } => {
+            format!("more than {total_scalar_bytes} bytes of text values")
+        }
+        B::MergeKeys { merge_keys } => format!("more than {merge_keys} merge keys (<<)"),
+        B::AliasAnchorRatio { aliases, anchors } => {
+            format!("{aliases} alias uses for {anchors} anchors, too many per anchor")
+        }
+        B::SequenceUnbalanced => "unbalanced sequences".to_owned(),
+        _ => "more structure than the parser's limits allow".to_owned(),
+    };
+    format!(
+        "the YAML holds {what}, past the limit that keeps a small file from expanding into a huge one; write the values out instead of repeating aliases, or split the file"
+    )
 }
 
 fn decode_json(text: &str) -> Result<Vec<(usize, Value)>, SyntaxError> {
@@ -160,5 +204,23 @@ mod tests {
         assert!(line >= 2, "line {line}: {message}");
         let (line, _, _) = decode_json("{}\n{\"a\" 1}").unwrap_err();
         assert_eq!(line, 2);
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_in_words_not_as_a_debug_dump() {
+        // Each level repeats the one before ten times: 10^6 values from a
+        // few hundred bytes.
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..=6 {
+            let previous = format!("*a{}", level - 1);
+            let items = [previous.as_str(); 10].join(", ");
+            text.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+        }
+        let (_, _, message) = decode_yaml(&text).unwrap_err();
+        assert!(message.starts_with("the YAML holds "), "{message}");
+        assert!(
+            !message.contains('{') && !message.contains("Some("),
+            "{message}"
+        );
     }
 }

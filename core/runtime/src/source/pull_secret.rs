@@ -169,7 +169,7 @@ pub async fn find(
             .map_err(|error| PullSecretError::Read {
                 namespace: namespace.to_owned(),
                 name: name.clone(),
-                cause: error.to_string(),
+                cause: crate::apply::api_message(&error),
             })?
             .ok_or_else(|| PullSecretError::NotFound {
                 namespace: namespace.to_owned(),
