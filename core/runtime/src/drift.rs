@@ -60,6 +60,9 @@ pub struct Drift {
     changed_at: Mutex<HashMap<String, Instant>>,
     /// The Instance each watched object was last seen labelled with.
     seen_with: Mutex<HashMap<ObjectRef, String>>,
+    /// Objects a prune is about to delete: their deletion is the runtime's
+    /// own, not drift.
+    pruning: Mutex<HashSet<ObjectRef>>,
     trigger: mpsc::UnboundedSender<Trigger<Instance>>,
 }
 
@@ -79,6 +82,7 @@ impl Drift {
             applied: Mutex::default(),
             changed_at: Mutex::default(),
             seen_with: Mutex::default(),
+            pruning: Mutex::default(),
             trigger,
         });
         (drift, triggers)
@@ -144,6 +148,15 @@ impl Drift {
         stale(applied.get(instance), fingerprint, changed_at, max_age)
     }
 
+    /// Notes that a prune is about to delete `objects`, so their deletion
+    /// does not count as someone else's change.
+    pub fn pruning<'a>(&self, objects: impl IntoIterator<Item = &'a ObjectRef>) {
+        self.pruning
+            .lock()
+            .expect("not poisoned")
+            .extend(objects.into_iter().cloned());
+    }
+
     /// Forgets an Instance that is gone.
     pub fn forget_instance(&self, instance: &str) {
         self.applied.lock().expect("not poisoned").remove(instance);
@@ -184,6 +197,15 @@ impl Drift {
                 },
             }
         };
+        if deleted
+            && self
+                .pruning
+                .lock()
+                .expect("not poisoned")
+                .remove(&reference)
+        {
+            return;
+        }
         let spec_changed = match (deleted, last_writers(&object.metadata)) {
             (true, _) => true,
             (false, LastWriters::Runtime) => return,

@@ -310,6 +310,40 @@ async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
     .await;
     assert_eq!(fixture.value_of("gated").await.as_deref(), Some("v1"));
 
+    // Each person's decision is an Event from the provisioner, naming who
+    // decided and the content.
+    let events: Api<Event> = Api::namespaced(fixture.scope.client.clone(), "default");
+    let selector = format!("involvedObject.name={name},involvedObject.kind=Instance");
+    let decisions = || async {
+        events
+            .list(&ListParams::default().fields(&selector))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|event| event.action.as_deref() == Some("Decide"))
+            .map(|event| {
+                (
+                    event.reason.unwrap_or_default(),
+                    event.message.unwrap_or_default(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    eventually(
+        "an Event for the denial and one for the approval",
+        || async {
+            let seen = decisions().await;
+            seen.iter().any(|(reason, _)| reason == "ApprovalDenied")
+                && seen.iter().any(|(reason, message)| {
+                    reason == "ApprovedByUser"
+                        && message.starts_with("the test approved Bundle ")
+                        && message.contains(" at sha256:")
+                })
+        },
+    )
+    .await;
+
     // A new Bundle is new content: the old approval does not cover it.
     let v2 = fixture.bundle_spec("content-v2", "file://content");
     let change =

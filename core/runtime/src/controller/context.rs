@@ -46,6 +46,9 @@ pub struct Context<P> {
     pub recorder: Recorder,
     /// Verifies the admission webhook's requester records.
     pub record_key: Option<pakket_api::RecordKey>,
+    /// The last person's decision seen on each Instance (by name), so
+    /// each new one is told once in an Event.
+    pub decisions: Mutex<HashMap<String, String>>,
 }
 
 /// The Event recorder of a provisioner process, named after its id (and

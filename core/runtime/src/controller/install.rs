@@ -18,6 +18,7 @@ use pakket_api::{
 use super::behalf;
 use super::bundle_status::{self, UnpackOutcome};
 use super::context::Context;
+use super::decision;
 use super::report::{Report, StatusWrite};
 use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC, RESYNC_UNHEALTHY};
 use crate::apply;
@@ -60,6 +61,7 @@ pub async fn install<P: Provisioner>(
     context: &Context<P>,
 ) -> Result<Action, kube::Error> {
     let name = instance.name_any();
+    decision::tell(instance, context);
     let mut report = Report::new(instance);
     let Some(class) = class else {
         let message = format!(
@@ -279,6 +281,10 @@ pub async fn install<P: Provisioner>(
                     return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
                 }
             };
+        let keep: std::collections::BTreeSet<_> = applied.objects.iter().collect();
+        context
+            .drift
+            .pruning(previous.iter().filter(|object| !keep.contains(object)));
         let removed = match apply::prune(&mut kinds, &previous, &applied.objects, claimant).await {
             Ok(removed) => removed,
             Err(error) => {

@@ -24,6 +24,7 @@
 mod behalf;
 mod bundle_status;
 mod context;
+mod decision;
 mod finalizer;
 mod install;
 mod report;
@@ -203,6 +204,7 @@ pub async fn run_with<P: Provisioner>(
         drift,
         recorder,
         record_key: options.record_key,
+        decisions: Mutex::new(HashMap::new()),
     });
     let by_class = instances.clone();
     let by_bundle = instances.clone();
