@@ -489,3 +489,92 @@ async fn failure_messages_are_words_for_people_not_debug_dumps() {
     );
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn objects_of_a_pivot_cut_short_are_removed_with_the_instance() {
+    let fixture = Fixture::new("plain-chain", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    let config_map = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: v\n"
+        )
+    };
+    fixture
+        .files("content-v1", &[("a.yaml", config_map("first"))])
+        .await;
+    let (instances, name) = fixture
+        .create_instance(
+            "bundle-v1",
+            fixture.bundle_spec("content-v1", "file://content"),
+        )
+        .await;
+    wait_for(&instances, &name, "v1 installed", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+
+    // v2's apply stops half way: `stranded` is applied, then the apiserver
+    // refuses the Deployment. No status lists `stranded`.
+    let refused = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: refused\n  namespace: {namespace}\nspec: {{}}\n"
+    );
+    fixture
+        .files(
+            "content-v2",
+            &[("a.yaml", config_map("stranded")), ("b.yaml", refused)],
+        )
+        .await;
+    let pivot = |bundle: &str, content: &str| {
+        json!({ "spec": { "bundle": {
+            "name": fixture.scope.name(bundle),
+            "spec": fixture.bundle_spec(content, "file://content"),
+        } } })
+    };
+    instances
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&pivot("bundle-v2", "content-v2")),
+        )
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "v2 cut short", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    assert_eq!(fixture.value_of("stranded").await.as_deref(), Some("v"));
+
+    // v3 installs; then the Instance goes, and `stranded` with it.
+    fixture
+        .files("content-v3", &[("a.yaml", config_map("third"))])
+        .await;
+    instances
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&pivot("bundle-v3", "content-v3")),
+        )
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "v3 installed", |i| {
+        i.status.as_ref().and_then(|s| s.active_bundle.clone())
+            == Some(fixture.scope.name("bundle-v3"))
+            && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    pakket_testkit::eventually(
+        "the Instance and every object it applied are gone",
+        || async {
+            instances.get_opt(&name).await.unwrap().is_none()
+                && fixture.value_of("stranded").await.is_none()
+                && fixture.value_of("third").await.is_none()
+                && fixture.value_of("first").await.is_none()
+        },
+    )
+    .await;
+    fixture.scope.cleanup().await;
+}

@@ -2,15 +2,19 @@
 //! `deletionPolicy` is `Orphan`, which leaves them running and unlabelled
 //! (no longer anyone's, as far as Pakket is concerned).
 //!
-//! The list comes from the Instance's status, which status writers can
-//! change; each object is removed only if its own records say it is this
-//! Instance's ([`crate::ownership`]), so a forged entry deletes nothing.
+//! Candidates come from the Instance's status, the Bundles it had active and
+//! a listing by the Instance's UID label over their kinds; statuses can be
+//! written by status writers and labels by object writers, so each object
+//! is removed only if its own records say it is this Instance's
+//! ([`crate::ownership`]): a forged entry or label deletes nothing that
+//! its writer could not delete.
 
 use kube::Resource;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
+use pakket_api::ownership::ACTIVE_FOR_LABEL;
 use pakket_api::{Bundle, DeletionPolicy, Instance};
 
 use super::context::Context;
@@ -56,25 +60,38 @@ pub async fn uninstall<P>(
     };
     let bundle_status = bundle.and_then(|bundle| bundle.status).unwrap_or_default();
     owned.extend(bundle_status.objects.iter().cloned());
-    // A status that lists only the first objects (a big Bundle) counts the
-    // rest by kind: those are found by the Instance's UID label.
+    // Whatever the lists say, every object of their kinds (and of the kinds
+    // of every Bundle this Instance had active) that carries the Instance's
+    // UID label is found too: a status that lists only the first objects
+    // (a big Bundle), a pivot cut short, an apply killed before its status
+    // was written. Labels only find candidates; records decide.
     let instance_status = instance.status.clone().unwrap_or_default();
-    if !instance_status.lists_every_object() || !bundle_status.lists_every_object() {
-        let of = apply::kinds_of(
-            instance_status.objects.iter().chain(&bundle_status.objects),
-            instance_status
-                .object_kinds
-                .iter()
-                .chain(&bundle_status.object_kinds),
-        );
-        match apply::labelled(&mut context.kinds.clone(), &of, &uid).await {
-            Ok(found) => owned.extend(found),
-            Err(error) => {
-                // Nothing is deleted from a partial picture: the finalizer
-                // stays and the uninstall runs again.
-                tracing::warn!(instance = %name, %error, "listing the Instance's objects by label");
-                return Err(kube::Error::Service(error.to_string().into()));
-            }
+    let earlier: Vec<_> = context
+        .bundles
+        .state()
+        .into_iter()
+        .filter(|bundle| bundle.labels().get(ACTIVE_FOR_LABEL) == Some(&uid))
+        .filter_map(|bundle| bundle.status.clone())
+        .collect();
+    let of = apply::kinds_of(
+        instance_status
+            .objects
+            .iter()
+            .chain(&bundle_status.objects)
+            .chain(earlier.iter().flat_map(|status| &status.objects)),
+        instance_status
+            .object_kinds
+            .iter()
+            .chain(&bundle_status.object_kinds)
+            .chain(earlier.iter().flat_map(|status| &status.object_kinds)),
+    );
+    match apply::labelled(&mut context.kinds.clone(), &of, &uid).await {
+        Ok(found) => owned.extend(found),
+        Err(error) => {
+            // Nothing is deleted from a partial picture: the finalizer
+            // stays and the uninstall runs again.
+            tracing::warn!(instance = %name, %error, "listing the Instance's objects by label");
+            return Err(kube::Error::Service(error.to_string().into()));
         }
     }
     owned.sort();
