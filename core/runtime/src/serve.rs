@@ -45,6 +45,9 @@ pub struct Metrics {
     reconciles: Family<ReconcileLabels, Counter>,
     reconcile_duration: Histogram,
     is_leader: Gauge,
+    store_bytes: Gauge,
+    store_removed: Counter,
+    store_pinned_over_cap: Gauge,
 }
 
 impl Default for Metrics {
@@ -76,11 +79,33 @@ impl Metrics {
             "1 while this replica holds the leader Lease and reconciles, else 0",
             is_leader.clone(),
         );
+        let store_bytes = Gauge::default();
+        registry.register(
+            "pakket_store_bytes",
+            "Bytes of unpacked content in the store after the last collection",
+            store_bytes.clone(),
+        );
+        let store_removed = Counter::default();
+        registry.register(
+            "pakket_store_removed",
+            "Content directories the store's collections removed",
+            store_removed.clone(),
+        );
+        let store_pinned_over_cap = Gauge::default();
+        registry.register(
+            "pakket_store_pinned_over_cap_bytes",
+            "How far content that Bundles pin is over the store's cap (0 when under it); \
+             raise the cap or the volume",
+            store_pinned_over_cap.clone(),
+        );
         Metrics {
             registry,
             reconciles,
             reconcile_duration,
             is_leader,
+            store_bytes,
+            store_removed,
+            store_pinned_over_cap,
         }
     }
 
@@ -97,6 +122,15 @@ impl Metrics {
     /// Sets the `pakket_is_leader` gauge.
     pub fn set_leader(&self, leading: bool) {
         self.is_leader.set(i64::from(leading));
+    }
+
+    /// Records a collection of the content store.
+    pub fn store_collected(&self, bytes_after: u64, removed: usize, pinned_over_cap: u64) {
+        self.store_bytes
+            .set(i64::try_from(bytes_after).unwrap_or(i64::MAX));
+        self.store_removed.inc_by(removed as u64);
+        self.store_pinned_over_cap
+            .set(i64::try_from(pinned_over_cap).unwrap_or(i64::MAX));
     }
 
     /// The metrics in the OpenMetrics text format.

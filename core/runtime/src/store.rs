@@ -16,6 +16,7 @@
 //! may refill, not a durable record.
 
 mod digest;
+pub mod gc;
 
 use std::collections::HashSet;
 use std::fs;
@@ -204,6 +205,90 @@ impl Store {
         }
     }
 
+    /// Every content directory with its size and when it was stored (its
+    /// modification time: the last file written while it was filled, just
+    /// before it was renamed into place), sorted by digest.
+    pub fn entries(&self) -> Result<Vec<gc::Entry>, StoreError> {
+        let mut entries = Vec::new();
+        for digest in self.digests()? {
+            let path = self.path_of(&digest);
+            // Gone meanwhile (another collection): not an entry any more.
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            entries.push(gc::Entry {
+                bytes: tree_bytes(&path),
+                stored_at: meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH),
+                digest,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// Collects the store: removes what [`gc::plan`] chooses under
+    /// `policy`, keeping every digest in `pinned`, and temporary
+    /// directories no insert of this store is filling.
+    pub fn collect(
+        &self,
+        pinned: &HashSet<Digest>,
+        policy: gc::Policy,
+    ) -> Result<(gc::Plan, GcReport), StoreError> {
+        let plan = gc::plan(
+            &self.entries()?,
+            pinned,
+            std::time::SystemTime::now(),
+            policy,
+        );
+        let mut report = GcReport::default();
+        for digest in &plan.remove {
+            match self.remove_content(digest) {
+                Ok(()) => report.removed.push(digest.clone()),
+                Err(error) => report.failed.push(error),
+            }
+        }
+        report.removed.sort();
+        report.stale_temp = self.sweep_temp(&mut report.failed)?;
+        Ok((plan, report))
+    }
+
+    /// Removes `digest`'s content, renaming it out of place first so
+    /// [`Store::get`] never sees it half deleted.
+    fn remove_content(&self, digest: &Digest) -> Result<(), StoreError> {
+        let doomed = self.temp_path(&format!("gc-{}", digest.hex()));
+        let from = self.path_of(digest);
+        let result = match fs::rename(&from, &doomed) {
+            Ok(()) => remove(&doomed),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StoreError::Rename {
+                from,
+                to: doomed.clone(),
+                source,
+            }),
+        };
+        self.release(&doomed);
+        result
+    }
+
+    /// Removes temporary directories no insert of this store is filling
+    /// (left over from a crash); returns how many.
+    fn sweep_temp(&self, failed: &mut Vec<StoreError>) -> Result<usize, StoreError> {
+        let temp = self.root.join(TEMP_DIR);
+        let mut swept = 0;
+        for name in list(&temp)? {
+            let path = temp.join(&name);
+            // Paths are registered before they are created, so one that is
+            // on disk and not registered now is left over from a crash.
+            if self.is_in_flight(&path) {
+                continue;
+            }
+            match remove(&path) {
+                Ok(()) => swept += 1,
+                Err(error) => failed.push(error),
+            }
+        }
+        Ok(swept)
+    }
+
     /// Removes every content directory whose digest is not in `referenced`,
     /// and temporary directories that no insert of this store is filling.
     ///
@@ -224,37 +309,13 @@ impl Store {
                 report.kept += 1;
                 continue;
             }
-            // Rename first, so `get` never sees a half-deleted directory.
-            let doomed = self.temp_path(&format!("gc-{}", digest.hex()));
-            let from = content.join(&name);
-            match fs::rename(&from, &doomed) {
-                Ok(()) => {
-                    remove(&doomed).unwrap_or_else(|error| report.failed.push(error));
-                    report.removed.push(digest);
-                }
-                Err(source) => report.failed.push(StoreError::Rename {
-                    from,
-                    to: doomed.clone(),
-                    source,
-                }),
-            }
-            self.release(&doomed);
-        }
-        report.removed.sort();
-
-        let temp = self.root.join(TEMP_DIR);
-        for name in list(&temp)? {
-            let path = temp.join(&name);
-            // Paths are registered before they are created, so one that is
-            // on disk and not registered now is left over from a crash.
-            if self.is_in_flight(&path) {
-                continue;
-            }
-            match remove(&path) {
-                Ok(()) => report.stale_temp += 1,
+            match self.remove_content(&digest) {
+                Ok(()) => report.removed.push(digest),
                 Err(error) => report.failed.push(error),
             }
         }
+        report.removed.sort();
+        report.stale_temp = self.sweep_temp(&mut report.failed)?;
         Ok(report)
     }
 
@@ -357,6 +418,21 @@ fn list(dir: &Path) -> Result<Vec<String>, StoreError> {
 
 fn parse_entry(name: &str) -> Option<Digest> {
     Digest::parse(&format!("sha256:{name}")).ok()
+}
+
+/// Bytes the files under `path` take (what is unreadable counts as 0).
+fn tree_bytes(path: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => tree_bytes(&entry.path()),
+            Ok(kind) if kind.is_file() => entry.metadata().map_or(0, |meta| meta.len()),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Removes a directory tree or a file; absent is fine.

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use clap::Parser;
 use pakket_runtime::approval::{self, Approval, ApprovalRequest};
-use pakket_runtime::controller::RunOptions;
+use pakket_runtime::controller::{RunOptions, StoreGc};
 use pakket_runtime::leader::{Elector, LeaseConfig};
 use pakket_runtime::serve::{self, Metrics};
 use pakket_runtime::source::SourceOptions;
+use pakket_runtime::store::gc::Policy as StoreGcPolicy;
 use pakket_runtime::{Provisioner, controller, manifest};
 use serde_json::Value;
 
@@ -69,6 +70,13 @@ struct Args {
     /// trusts no record and waits for a person.
     #[arg(long, env = "PAKKET_RECORD_KEY_FILE")]
     record_key_file: Option<PathBuf>,
+    /// The most bytes of unpacked content the store keeps; content no
+    /// Bundle pins goes first, pinned content is never removed.
+    #[arg(long, default_value_t = controller::DEFAULT_STORE_MAX_BYTES)]
+    store_max_bytes: u64,
+    /// The most Bundles fetched and unpacked at once.
+    #[arg(long, default_value_t = controller::DEFAULT_MAX_CONCURRENT_UNPACKS)]
+    max_concurrent_unpacks: usize,
 }
 
 #[tokio::main]
@@ -122,6 +130,14 @@ async fn main() -> anyhow::Result<()> {
             metrics: metrics.clone(),
             sources: sources.clone(),
             record_key: record_key.clone(),
+            store_gc: StoreGc {
+                policy: StoreGcPolicy {
+                    max_bytes: args.store_max_bytes,
+                    ..StoreGc::default().policy
+                },
+                ..StoreGc::default()
+            },
+            max_concurrent_unpacks: args.max_concurrent_unpacks,
             ..RunOptions::new(args.store.clone())
         };
         controller::run_with(

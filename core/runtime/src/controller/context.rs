@@ -49,6 +49,8 @@ pub struct Context<P> {
     /// The last person's decision seen on each Instance (by name), so
     /// each new one is told once in an Event.
     pub decisions: Mutex<HashMap<String, String>>,
+    /// Permits for fetching and unpacking, one per Bundle at a time.
+    pub unpacks: tokio::sync::Semaphore,
 }
 
 /// The Event recorder of a provisioner process, named after its id (and

@@ -121,13 +121,18 @@ pub async fn install<P: Provisioner>(
             );
             return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
         }
-        None => match content::unpack(
-            &context.client,
-            &bundle.spec,
-            &context.store,
-            &context.images,
-            &options,
-        )
+        None => match async {
+            // Bounded: each unpack holds a download and an extraction.
+            let _permit = context.unpacks.acquire().await;
+            content::unpack(
+                &context.client,
+                &bundle.spec,
+                &context.store,
+                &context.images,
+                &options,
+            )
+            .await
+        }
         .await
         {
             Ok(unpacked) => unpacked,

@@ -28,6 +28,7 @@ mod decision;
 mod finalizer;
 mod install;
 mod report;
+mod store_gc;
 mod uninstall;
 
 use std::collections::HashMap;
@@ -46,6 +47,7 @@ use pakket_api::{ApprovalState, Bundle, Instance, ProvisionerClass};
 
 pub use bundle_status::REPLACED_BY_LABEL;
 pub use context::{Context, MAX_UNPACK_BACKOFF};
+pub use store_gc::{DEFAULT_GC_EVERY, DEFAULT_GC_GRACE, DEFAULT_STORE_MAX_BYTES, StoreGc};
 
 use crate::apply::Kinds;
 use crate::content::ImageSources;
@@ -89,7 +91,16 @@ pub struct RunOptions {
     /// The key that verifies the admission webhook's requester records
     /// (`approval: UserPermission` trusts no record without it).
     pub record_key: Option<pakket_api::RecordKey>,
+    /// When the content store is collected, and what it keeps.
+    pub store_gc: StoreGc,
+    /// Most Bundles fetched and unpacked at once: each holds a download
+    /// and an extraction in flight, so this bounds memory and disk use
+    /// however many Instances arrive together.
+    pub max_concurrent_unpacks: usize,
 }
+
+/// Default for [`RunOptions::max_concurrent_unpacks`].
+pub const DEFAULT_MAX_CONCURRENT_UNPACKS: usize = 2;
 
 impl RunOptions {
     /// Defaults with the content store in `store_dir`.
@@ -100,6 +111,8 @@ impl RunOptions {
             sources: SourceOptions::default(),
             concurrency: DEFAULT_CONCURRENCY,
             record_key: None,
+            store_gc: StoreGc::default(),
+            max_concurrent_unpacks: DEFAULT_MAX_CONCURRENT_UNPACKS,
         }
     }
 }
@@ -191,10 +204,17 @@ pub async fn run_with<P: Provisioner>(
     .predicate_filter(predicates::generation, PredicateConfig::default());
 
     let recorder = context::recorder(client.clone(), provisioner.id());
+    let store = Arc::new(store);
+    tokio::spawn(store_gc::run(
+        Arc::clone(&store),
+        bundles.clone(),
+        Arc::clone(&options.metrics),
+        options.store_gc,
+    ));
     let context = Arc::new(Context {
         provisioner,
         client: client.clone(),
-        store: Arc::new(store),
+        store,
         images: ImageSources::new(options.sources),
         unpack_failures: Mutex::new(HashMap::new()),
         metrics: options.metrics,
@@ -205,6 +225,7 @@ pub async fn run_with<P: Provisioner>(
         recorder,
         record_key: options.record_key,
         decisions: Mutex::new(HashMap::new()),
+        unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),
     });
     let by_class = instances.clone();
     let by_bundle = instances.clone();

@@ -65,6 +65,10 @@ pub struct Fixture {
     pub scope: Scope,
     /// The provisioner id of this test's controller.
     pub id: String,
+    /// Where its content store is.
+    pub store: std::path::PathBuf,
+    /// Its metrics.
+    pub metrics: std::sync::Arc<pakket_runtime::serve::Metrics>,
 }
 
 impl Fixture {
@@ -88,19 +92,46 @@ impl Fixture {
         Self::start(test, None).await
     }
 
+    /// A controller whose options `adjust` changes, with a class of
+    /// `approval`.
+    pub async fn with_options(
+        test: &str,
+        approval: &str,
+        adjust: impl FnOnce(&mut controller::RunOptions),
+    ) -> Self {
+        let fixture = Self::start_with(test, None, adjust).await;
+        fixture.create_class(approval).await;
+        fixture
+    }
+
     async fn start(test: &str, key: Option<pakket_api::RecordKey>) -> Self {
+        Self::start_with(test, key, |_| {}).await
+    }
+
+    async fn start_with(
+        test: &str,
+        key: Option<pakket_api::RecordKey>,
+        adjust: impl FnOnce(&mut controller::RunOptions),
+    ) -> Self {
         let scope = Scope::new(test).await;
         install_crds(&scope.client).await.unwrap();
         let id = format!("test.pakket.dev/{}", scope.id);
         let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
         let client = scope.client.clone();
         let provisioner = Plain::new(id.clone());
-        let options = controller::RunOptions {
+        let mut options = controller::RunOptions {
             record_key: key,
-            ..controller::RunOptions::new(store)
+            ..controller::RunOptions::new(store.clone())
         };
+        adjust(&mut options);
+        let metrics = options.metrics.clone();
         tokio::spawn(async move { controller::run_with(client, provisioner, options).await });
-        Self { scope, id }
+        Self {
+            scope,
+            id,
+            store,
+            metrics,
+        }
     }
 
     pub async fn create_class(&self, approval: &str) {

@@ -1,0 +1,104 @@
+//! Collects the content store now and then: content no Bundle pins goes
+//! (after a grace period that covers an unpack whose pin is not written
+//! yet), and the store is kept under its cap (see [`crate::store::gc`]).
+//!
+//! Pins are read from the Bundle watch cache, every Bundle in the cluster:
+//! content another provisioner's Bundle pins is kept too, which costs
+//! little and needs no knowledge of classes. The store is this process's
+//! own volume, so one collector per store holds (see [`Store::retain`]).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::reflector::Store as Cache;
+use pakket_api::Bundle;
+
+use crate::serve::Metrics;
+use crate::store::{Digest, Store, gc};
+
+/// When and how the store is collected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreGc {
+    /// How often.
+    pub every: Duration,
+    /// What to keep.
+    pub policy: gc::Policy,
+}
+
+/// Collections every 5 minutes.
+pub const DEFAULT_GC_EVERY: Duration = Duration::from_secs(300);
+/// Unpinned content younger than 10 minutes stays (unless over the cap).
+pub const DEFAULT_GC_GRACE: Duration = Duration::from_secs(600);
+/// 768 MiB: the store's volume in `deploy/` is a 1 GiB emptyDir, and an
+/// unpack needs room for its temporary copy.
+pub const DEFAULT_STORE_MAX_BYTES: u64 = 768 << 20;
+
+impl Default for StoreGc {
+    fn default() -> Self {
+        Self {
+            every: DEFAULT_GC_EVERY,
+            policy: gc::Policy {
+                grace: DEFAULT_GC_GRACE,
+                max_bytes: DEFAULT_STORE_MAX_BYTES,
+            },
+        }
+    }
+}
+
+/// The digests the cached Bundles pin.
+fn pinned(bundles: &Cache<Bundle>) -> HashSet<Digest> {
+    bundles
+        .state()
+        .iter()
+        .filter_map(|bundle| bundle.status.as_ref()?.source.as_ref()?.digest.clone())
+        .filter_map(|digest| Digest::parse(&digest).ok())
+        .collect()
+}
+
+/// Collects `store` every `gc.every`, once the Bundle cache is filled
+/// (before that every pin would look absent).
+pub async fn run(store: Arc<Store>, bundles: Cache<Bundle>, metrics: Arc<Metrics>, gc: StoreGc) {
+    if bundles.wait_until_ready().await.is_err() {
+        return;
+    }
+    let mut ticker = tokio::time::interval(gc.every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let pins = pinned(&bundles);
+        let task_store = Arc::clone(&store);
+        // Walking and deleting directories is blocking file IO.
+        let outcome =
+            tokio::task::spawn_blocking(move || task_store.collect(&pins, gc.policy)).await;
+        match outcome {
+            Ok(Ok((plan, report))) => {
+                for error in &report.failed {
+                    tracing::warn!(%error, "store collection");
+                }
+                if let Some(over) = plan.pinned_over_cap {
+                    tracing::warn!(
+                        over_by = over,
+                        max_bytes = gc.policy.max_bytes,
+                        "content that Bundles pin is over the store's cap; raise --store-max-bytes and the volume"
+                    );
+                }
+                if !report.removed.is_empty() || report.stale_temp > 0 {
+                    tracing::info!(
+                        removed = report.removed.len(),
+                        stale_temp = report.stale_temp,
+                        bytes = plan.bytes_after,
+                        "store collected"
+                    );
+                }
+                metrics.store_collected(
+                    plan.bytes_after,
+                    report.removed.len(),
+                    plan.pinned_over_cap.unwrap_or(0),
+                );
+            }
+            Ok(Err(error)) => tracing::warn!(%error, "store collection"),
+            Err(error) => tracing::warn!(%error, "store collection task"),
+        }
+    }
+}
