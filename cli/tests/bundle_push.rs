@@ -111,7 +111,7 @@ async fn pushes_the_etcd_bundle_and_it_pulls_back_byte_identical() {
     assert_eq!(pulled.layers[0].media_type, IMAGE_LAYER_GZIP_MEDIA_TYPE);
 
     // Entries: directories before their contents, byte order, owner 0:0, mtime 0.
-    let gzip = flate2::read::GzDecoder::new(pulled.layers[0].data.as_slice());
+    let gzip = flate2::read::GzDecoder::new(pulled.layers[0].reader().unwrap());
     let mut archive = tar::Archive::new(gzip);
     let entries: Vec<(String, u32)> = archive
         .entries()

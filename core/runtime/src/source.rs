@@ -45,6 +45,7 @@ pub mod pull_secret;
 mod reference;
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::future::Future;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -313,14 +314,15 @@ impl ImageSource {
         let mut layers = Vec::with_capacity(manifest.layers.len());
         let mut received: u64 = 0;
         for (descriptor, compression) in manifest.layers.iter().zip(kinds) {
-            let data = self
+            let (file, size) = self
                 .pull_layer(client, image, descriptor, max_total, &mut received)
                 .await?;
             layers.push(Layer {
                 digest: descriptor.digest.clone(),
                 media_type: descriptor.media_type.clone(),
                 compression,
-                data,
+                size,
+                file: std::sync::Arc::new(file),
             });
         }
         Ok(PulledImage {
@@ -330,8 +332,9 @@ impl ImageSource {
         })
     }
 
-    /// Streams one layer, cutting it off past the overall limit; the stream
-    /// verifies the digest when it ends.
+    /// Streams one layer to an unnamed temporary file, cutting it off past
+    /// the overall limit; the stream verifies the digest when it ends.
+    /// Memory holds one chunk at a time, whatever the layer's size.
     async fn pull_layer(
         &self,
         client: &Client,
@@ -339,20 +342,27 @@ impl ImageSource {
         descriptor: &OciDescriptor,
         max_total: u64,
         received: &mut u64,
-    ) -> Result<Vec<u8>, SourceError> {
+    ) -> Result<(File, u64), SourceError> {
+        use tokio::io::AsyncWriteExt as _;
         let mut stream = client
             .pull_blob_stream(image.as_reference(), descriptor)
             .await
             .map_err(|error| SourceError::from_registry(error, "pull", image))?;
-        let expected = usize::try_from(descriptor.size).unwrap_or(0);
-        let mut data =
-            Vec::with_capacity(expected.min(usize::try_from(max_total).unwrap_or(usize::MAX)));
+        let expected = u64::try_from(descriptor.size).unwrap_or(0);
+        let spool_error = |error: std::io::Error| SourceError::Spool {
+            image: image.to_string(),
+            cause: error.to_string(),
+        };
+        let spool = tempfile::tempfile().map_err(spool_error)?;
+        let mut writer = tokio::fs::File::from_std(spool.try_clone().map_err(spool_error)?);
+        let mut written: u64 = 0;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|error| layer_error(error, image))?;
             *received += chunk.len() as u64;
+            written += chunk.len() as u64;
             // The declared sizes fit the limit, so holding each layer to its
-            // own declared size keeps memory within the limit too.
-            if *received > max_total || data.len() + chunk.len() > expected {
+            // own declared size keeps the spool within the limit too.
+            if *received > max_total || written > expected {
                 return Err(SourceError::TooLarge {
                     image: image.to_string(),
                     detail: format!(
@@ -362,21 +372,20 @@ impl ImageSource {
                     limit: max_total,
                 });
             }
-            data.extend_from_slice(&chunk);
+            writer.write_all(&chunk).await.map_err(spool_error)?;
         }
-        if data.len() != expected {
+        writer.flush().await.map_err(spool_error)?;
+        if written != expected {
             return Err(SourceError::DigestMismatch {
                 registry: image.registry().to_owned(),
                 image: image.to_string(),
                 cause: format!(
-                    "layer {} has {} bytes, its manifest says {}",
-                    descriptor.digest,
-                    data.len(),
-                    descriptor.size
+                    "layer {} has {written} bytes, its manifest says {}",
+                    descriptor.digest, descriptor.size
                 ),
             });
         }
-        Ok(data)
+        Ok((spool, written))
     }
 }
 

@@ -86,7 +86,7 @@ async fn pulls_back_the_etcd_bundle_byte_for_byte_at_the_digest_its_tag_resolves
         registry.image(&format!("bundles/etcd@{pushed}"))
     );
     assert_eq!(pulled.layers.len(), 1);
-    assert_eq!(pulled.layers[0].data, layer);
+    assert_eq!(pulled.layers[0].bytes().unwrap(), layer);
     assert_eq!(pulled.layers[0].digest, sha256(&layer));
 
     let dest = temp_dir("etcd").join("unpacked");
@@ -134,7 +134,7 @@ async fn a_pinned_ref_pulls_the_same_image_and_checks_the_digest() {
     assert_eq!(source.resolve(&pinned).await.unwrap(), digest);
     let pulled = source.pull_layers(&pinned, MAX).await.unwrap();
     assert_eq!(pulled.digest, digest);
-    assert_eq!(pulled.layers[0].data, layer);
+    assert_eq!(pulled.layers[0].bytes().unwrap(), layer);
 
     let absent = tagged.pinned(&format!("sha256:{}", "0".repeat(64)));
     let error = source.pull_layers(&absent, MAX).await.unwrap_err();

@@ -54,18 +54,23 @@ pub(super) async fn unpack_tarball(
     let (url, task_reference) = (tarball.url().to_string(), reference.clone());
     let dir = blocking(index, &reference, move || {
         task_store.insert_with(&task_digest, |dir| -> Result<(), ContentError> {
-            archive::extract_into(
-                downloaded.bytes.as_slice(),
-                dir,
-                &limits,
-                Compression::Detect,
-            )
-            .map(|_| ())
-            .map_err(|error| ContentError::Https {
+            let unpack_error = |error| ContentError::Https {
                 index,
-                reference: task_reference,
-                source: Box::new(HttpsError::Unpack { url, error }),
-            })
+                reference: task_reference.clone(),
+                source: Box::new(HttpsError::Unpack {
+                    url: url.clone(),
+                    error,
+                }),
+            };
+            let reader = downloaded.reader().map_err(|source| {
+                unpack_error(archive::ArchiveError::Read {
+                    path: "(the downloaded tarball)".into(),
+                    source,
+                })
+            })?;
+            archive::extract_into(reader, dir, &limits, Compression::Detect)
+                .map(|_| ())
+                .map_err(unpack_error)
         })
     })
     .await?;

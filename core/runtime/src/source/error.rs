@@ -112,6 +112,16 @@ pub enum SourceError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// A layer could not be written to (or read from) its temporary file.
+    #[error(
+        "pulling {image}: cannot spool a layer to a temporary file ({cause}); check that the provisioner's temporary directory (TMPDIR, /tmp) is writable and has room"
+    )]
+    Spool {
+        /// The image.
+        image: String,
+        /// The filesystem error.
+        cause: String,
+    },
     /// A layer Pakket cannot unpack.
     #[error(
         "image {image} has layer {digest} of media type {media_type}; Pakket unpacks tar and gzip'd tar layers only, so rebuild the image with those (e.g. `pakket bundle push`)"
@@ -204,6 +214,7 @@ impl SourceError {
             Self::Registry { .. } => "registry",
             Self::Unpack { error, .. } => error.metric_label(),
             Self::Client { .. } => "client",
+            Self::Spool { .. } => "spool",
         }
     }
 

@@ -152,12 +152,25 @@ fn parse_pin(fragment: &str) -> Result<Digest, String> {
 }
 
 /// A downloaded tarball, verified against its pin.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Downloaded {
     /// The sha256 of the bytes: the content store key.
     pub digest: Digest,
-    /// The bytes as served (still compressed, if they were).
-    pub bytes: Vec<u8>,
+    /// How many bytes were served.
+    pub size: u64,
+    /// The bytes as served (still compressed, if they were), spooled to an
+    /// unnamed temporary file: memory holds one chunk at a time.
+    pub file: std::fs::File,
+}
+
+impl Downloaded {
+    /// A reader of the bytes from the start.
+    pub fn reader(&self) -> std::io::Result<&std::fs::File> {
+        use std::io::Seek as _;
+        let mut file = &self.file;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        Ok(file)
+    }
 }
 
 /// Downloads tarballs over HTTPS under one set of [`SourceOptions`]; one
@@ -302,24 +315,32 @@ impl HttpsSource {
                 limit: max_size,
             });
         }
-        let capacity = response.content_length().unwrap_or(0).min(max_size);
-        let mut bytes = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+        use tokio::io::AsyncWriteExt as _;
+        let spool_error = |error: std::io::Error| HttpsError::Spool {
+            url: url.to_string(),
+            cause: error.to_string(),
+        };
+        let file = tempfile::tempfile().map_err(spool_error)?;
+        let mut writer = tokio::fs::File::from_std(file.try_clone().map_err(spool_error)?);
+        let mut size: u64 = 0;
         let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|error| self.transport_error(url, &error))?;
-            if bytes.len() as u64 + chunk.len() as u64 > max_size {
+            if size + chunk.len() as u64 > max_size {
                 return Err(HttpsError::TooLarge {
                     url: url.to_string(),
                     detail: format!("the server sent more than {max_size} bytes"),
                     limit: max_size,
                 });
             }
+            size += chunk.len() as u64;
             sha2::Digest::update(&mut hasher, &chunk);
-            bytes.extend_from_slice(&chunk);
+            writer.write_all(&chunk).await.map_err(spool_error)?;
         }
+        writer.flush().await.map_err(spool_error)?;
         let digest = Digest::from_sha256(sha2::Digest::finalize(hasher).into());
-        Ok(Downloaded { digest, bytes })
+        Ok(Downloaded { digest, size, file })
     }
 
     /// A refusal by the address guard (resolver or redirect policy), or

@@ -1,6 +1,9 @@
 //! A pulled image: its verified layers, and unpacking them safely.
 
+use std::fs::File;
+use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::Path;
+use std::sync::Arc;
 
 use oci_client::manifest::{
     IMAGE_DOCKER_LAYER_GZIP_MEDIA_TYPE, IMAGE_DOCKER_LAYER_TAR_MEDIA_TYPE,
@@ -22,17 +25,38 @@ pub fn layer_compression(media_type: &str) -> Option<Compression> {
     }
 }
 
-/// One layer of a pulled image, verified against its digest.
+/// One layer of a pulled image, verified against its digest, spooled to
+/// an unnamed temporary file (never held in memory).
 #[derive(Clone, Debug)]
 pub struct Layer {
     /// The layer's digest (`sha256:…`), as the manifest lists it.
     pub digest: String,
     /// Its media type.
     pub media_type: String,
-    /// How `data` is compressed (never [`Compression::Detect`]).
+    /// How the bytes are compressed (never [`Compression::Detect`]).
     pub compression: Compression,
+    /// How many bytes it has, as stored in the registry.
+    pub size: u64,
     /// The layer's bytes, as stored in the registry (still compressed).
-    pub data: Vec<u8>,
+    pub file: Arc<File>,
+}
+
+impl Layer {
+    /// A reader of the layer's bytes from the start. Layers are read one
+    /// at a time, so the shared file offset is not contended.
+    pub fn reader(&self) -> std::io::Result<&File> {
+        let mut file = &*self.file;
+        file.seek(SeekFrom::Start(0))?;
+        Ok(file)
+    }
+
+    /// The whole layer in memory: for tests and small tools, never for
+    /// unpacking.
+    pub fn bytes(&self) -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.reader()?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
 }
 
 /// An image fetched by [`ImageSource::pull_layers`](super::ImageSource::pull_layers).
@@ -50,10 +74,7 @@ pub struct PulledImage {
 impl PulledImage {
     /// The total size of the layers' (compressed) bytes.
     pub fn size(&self) -> u64 {
-        self.layers
-            .iter()
-            .map(|layer| layer.data.len() as u64)
-            .sum()
+        self.layers.iter().map(|layer| layer.size).sum()
     }
 
     /// Unpacks the layers, base first, into `dest` (which must not exist)
@@ -75,7 +96,10 @@ impl PulledImage {
             ));
         };
         if self.layers.len() == 1 {
-            return archive::extract(first.data.as_slice(), dest, limits)
+            let reader = first
+                .reader()
+                .map_err(|error| self.unpack_error(&first.digest, spool_error(dest, error)))?;
+            return archive::extract(reader, dest, limits)
                 .map_err(|error| self.unpack_error(&first.digest, error));
         }
         if dest.symlink_metadata().is_ok() {
@@ -118,9 +142,11 @@ impl PulledImage {
                 max_files: limits.max_files.saturating_sub(entries),
                 ..*limits
             };
-            let extracted =
-                archive::extract_into(layer.data.as_slice(), temp, &remaining, layer.compression)
-                    .map_err(|error| self.unpack_error(&layer.digest, overlap(error)))?;
+            let reader = layer
+                .reader()
+                .map_err(|error| self.unpack_error(&layer.digest, spool_error(dest, error)))?;
+            let extracted = archive::extract_into(reader, temp, &remaining, layer.compression)
+                .map_err(|error| self.unpack_error(&layer.digest, overlap(error)))?;
             total = Some(match total {
                 None => extracted,
                 Some(done) => Extracted {
@@ -150,6 +176,17 @@ impl PulledImage {
             layer: layer.to_owned(),
             error,
         }
+    }
+}
+
+/// A spooled layer that could not be read back.
+fn spool_error(dest: &Path, error: std::io::Error) -> ArchiveError {
+    ArchiveError::Destination {
+        path: dest.to_path_buf(),
+        source: std::io::Error::new(
+            error.kind(),
+            format!("reading the downloaded layer back from its temporary file: {error}"),
+        ),
     }
 }
 

@@ -125,6 +125,16 @@ pub enum HttpsError {
         #[source]
         error: ArchiveError,
     },
+    /// The download could not be written to its temporary file.
+    #[error(
+        "downloading {url}: cannot spool it to a temporary file ({cause}); check that the provisioner's temporary directory (TMPDIR, /tmp) is writable and has room"
+    )]
+    Spool {
+        /// The URL.
+        url: String,
+        /// The filesystem error.
+        cause: String,
+    },
     /// The HTTP client could not be built (e.g. a bad extra root).
     #[error("cannot set up an HTTPS client: {cause}")]
     Client {
@@ -159,6 +169,7 @@ impl HttpsError {
             Self::Transfer { .. } => "transfer",
             Self::Unpack { error, .. } => error.metric_label(),
             Self::Client { .. } => "client",
+            Self::Spool { .. } => "spool",
             Self::Internal { .. } => "internal_address",
         }
     }
