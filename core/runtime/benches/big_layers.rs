@@ -59,8 +59,12 @@ fn layer(mib: usize, seed: u64) -> Vec<u8> {
         header.set_size(bytes.len() as u64);
         header.set_mode(0o644);
         header.set_cksum();
-        tar.append_data(&mut header, format!("data/part-{index}.bin"), bytes.as_slice())
-            .expect("an in-memory tar");
+        tar.append_data(
+            &mut header,
+            format!("data/part-{index}.bin"),
+            bytes.as_slice(),
+        )
+        .expect("an in-memory tar");
         remaining -= size;
         index += 1;
     }
