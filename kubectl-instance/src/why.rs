@@ -173,6 +173,7 @@ fn is_failure(condition: &Condition) -> bool {
         Some(Reason::ApprovalDenied)
         | Some(Reason::UnpackFailed)
         | Some(Reason::InstallFailed)
+        | Some(Reason::InvalidConfig)
         | Some(Reason::ObjectsUnhealthy) => true,
         Some(_) => false,
         // A reason we do not know (a resolver's, say) that is not True is
@@ -282,6 +283,15 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.bundle = Some(bundle);
             problem.next_steps.push(format!(
                 "the message counts the objects; it is updated every few seconds until the apply ends (kubectl instance why {name} again, or kubectl get instance {name} -w)"
+            ));
+        }
+        Some(Reason::InvalidConfig) => {
+            problem.kind = Kind::InstallFailed;
+            problem.summary = format!(
+                "Instance {name}'s spec.config is not valid for its provisioner; nothing is applied."
+            );
+            problem.next_steps.push(format!(
+                "fix the field the message names: kubectl edit instance {name} (a changed spec is a new request, approved anew)"
             ));
         }
         Some(Reason::InstallFailed) => {

@@ -129,6 +129,7 @@ mod tests {
                     spec: None,
                 },
                 deletion_policy: Default::default(),
+                config: None,
             },
         );
         let mut conditions = Vec::new();

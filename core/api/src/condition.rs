@@ -85,6 +85,9 @@ pub enum Reason {
     InstallPending,
     /// Objects are being applied now; the message counts them.
     Installing,
+    /// The Instance's `spec.config` is not valid for its provisioner; the
+    /// message names the field.
+    InvalidConfig,
     /// Every object applied.
     InstallSucceeded,
     /// Applying or pivoting failed; what was running is left in place.
@@ -99,7 +102,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 15] = [
+    pub const ALL: [Reason; 16] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -110,6 +113,7 @@ impl Reason {
         Self::UnpackFailed,
         Self::InstallPending,
         Self::Installing,
+        Self::InvalidConfig,
         Self::InstallSucceeded,
         Self::InstallFailed,
         Self::HealthUnknown,
@@ -130,6 +134,7 @@ impl Reason {
             Self::UnpackFailed => "UnpackFailed",
             Self::InstallPending => "InstallPending",
             Self::Installing => "Installing",
+            Self::InvalidConfig => "InvalidConfig",
             Self::InstallSucceeded => "InstallSucceeded",
             Self::InstallFailed => "InstallFailed",
             Self::HealthUnknown => "HealthUnknown",
@@ -150,6 +155,7 @@ impl Reason {
             }
             Self::InstallPending
             | Self::Installing
+            | Self::InvalidConfig
             | Self::InstallSucceeded
             | Self::InstallFailed => ConditionType::Installed,
             Self::HealthUnknown | Self::ObjectsHealthy | Self::ObjectsUnhealthy => {

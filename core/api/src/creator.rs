@@ -375,6 +375,7 @@ mod tests {
                 spec: None,
             },
             deletion_policy: Default::default(),
+            config: None,
         }
     }
 

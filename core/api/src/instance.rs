@@ -45,6 +45,14 @@ pub struct InstanceSpec {
     /// (for handing content over to another owner without downtime).
     #[serde(default, skip_serializing_if = "DeletionPolicy::is_default")]
     pub deletion_policy: DeletionPolicy,
+
+    /// Settings for the class's provisioner, which validates them and
+    /// reports a bad field as a condition naming it (registry-v1 reads
+    /// `installNamespace` and `watchNamespaces`). Part of the spec: a
+    /// change is a new request, approved anew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::free_form_object")]
+    pub config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// What deleting an Instance does to the objects it installed.

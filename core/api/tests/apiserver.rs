@@ -50,6 +50,7 @@ fn instance(scope: &Scope) -> Instance {
             class: scope.name("class"),
             selector: None,
             deletion_policy: Default::default(),
+            config: None,
             bundle: BundleTemplate {
                 name: scope.name("bundle"),
                 spec: None,

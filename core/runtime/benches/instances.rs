@@ -168,6 +168,7 @@ async fn main() {
                         class: scope.name("class"),
                         selector: None,
                         deletion_policy: Default::default(),
+                        config: None,
                         bundle: BundleTemplate {
                             name: scope.name(&format!("b{i}")),
                             spec: Some(BundleSpec {

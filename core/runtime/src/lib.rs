@@ -36,4 +36,4 @@ pub mod serve;
 pub mod source;
 pub mod store;
 
-pub use provisioner::{Plain, Provisioner};
+pub use provisioner::{ClusterFacts, ObjectsError, ObjectsRequest, Plain, Provisioner};

@@ -3,12 +3,77 @@
 //! runtime does the rest (watching, unpacking, approval, apply, pivot,
 //! status).
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::Path;
 
-use serde_json::Value;
+use pakket_api::Instance;
+use serde_json::{Map, Value};
 
 use crate::approval::{Approval, ApprovalRequest};
+
+/// What a provisioner is told when it turns content into objects.
+pub struct ObjectsRequest<'a> {
+    /// The unpacked content.
+    pub content: &'a Path,
+    /// The class's `maxObjectSize`, in bytes per file.
+    pub max_object_size: u64,
+    /// The Instance being installed (its name, its `spec.config`).
+    pub instance: &'a Instance,
+    /// What the cluster runs and serves.
+    pub cluster: &'a ClusterFacts,
+}
+
+impl ObjectsRequest<'_> {
+    /// The Instance's `spec.config`, if it has one.
+    pub fn config(&self) -> Option<&Map<String, Value>> {
+        self.instance.spec.config.as_ref()
+    }
+}
+
+/// Facts about the cluster a provisioner may need to render objects,
+/// refreshed every few minutes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterFacts {
+    /// The apiserver's version (major, minor), when it could be read.
+    pub version: Option<(u32, u32)>,
+    /// Every served kind, as (`group/version` or `version`, kind).
+    pub served: BTreeSet<(String, String)>,
+}
+
+impl ClusterFacts {
+    /// Whether the cluster serves `kind` in `api_version`.
+    pub fn serves(&self, api_version: &str, kind: &str) -> bool {
+        self.served
+            .contains(&(api_version.to_owned(), kind.to_owned()))
+    }
+}
+
+/// Why content or config did not turn into objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectsError {
+    /// The content is wrong (a manifest, a missing file): it reaches the
+    /// Bundle's and the Instance's `Unpacked` condition.
+    Content(String),
+    /// A field of the Instance's `spec.config` is wrong: it reaches the
+    /// Instance's `Installed` condition (reason `InvalidConfig`); the
+    /// Bundle is fine.
+    Config {
+        /// The field, as `spec.config.watchNamespaces[1]`.
+        field: String,
+        /// What is wrong and what to write instead.
+        problem: String,
+    },
+}
+
+impl std::fmt::Display for ObjectsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Content(message) => f.write_str(message),
+            Self::Config { field, problem } => write!(f, "{field}: {problem}"),
+        }
+    }
+}
 
 /// A provisioner: the runtime acts only on Instances whose ProvisionerClass
 /// names this provisioner's id.
@@ -16,9 +81,9 @@ pub trait Provisioner: Send + Sync + 'static {
     /// The unique id, e.g. `pakket.dev/plain`.
     fn id(&self) -> &str;
 
-    /// The objects the unpacked content at `content` stands for.
-    /// `max_object_size` is the class's `maxObjectSize` in bytes.
-    fn objects(&self, content: &Path, max_object_size: u64) -> Result<Vec<Value>, String>;
+    /// The objects the unpacked content stands for, for this Instance
+    /// (its config) on this cluster.
+    fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError>;
 
     /// Decides approval under a class whose `approval` parameter is not
     /// `AllowAll` (which the runtime applies itself), unless a person has
@@ -48,8 +113,9 @@ impl Provisioner for Plain {
         &self.id
     }
 
-    fn objects(&self, content: &Path, max_object_size: u64) -> Result<Vec<Value>, String> {
-        crate::manifest::load_objects(content, max_object_size).map_err(|error| error.to_string())
+    fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError> {
+        crate::manifest::load_objects(request.content, request.max_object_size)
+            .map_err(|error| ObjectsError::Content(error.to_string()))
     }
 
     /// `UserPermission`, or a person for any other policy.

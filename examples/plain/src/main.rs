@@ -4,7 +4,7 @@
 //! is what a third-party provisioner author writes.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
@@ -14,7 +14,7 @@ use pakket_runtime::leader::{Elector, LeaseConfig};
 use pakket_runtime::serve::{self, Metrics};
 use pakket_runtime::source::SourceOptions;
 use pakket_runtime::store::gc::Policy as StoreGcPolicy;
-use pakket_runtime::{Provisioner, controller, manifest};
+use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner, controller, manifest};
 use serde_json::Value;
 
 /// The provisioner: its id, and how unpacked content becomes objects.
@@ -27,10 +27,11 @@ impl Provisioner for PlainManifests {
         &self.id
     }
 
-    fn objects(&self, content: &Path, max_object_size: u64) -> Result<Vec<Value>, String> {
+    fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError> {
         // Every *.yaml, *.yml and *.json file, in name order; errors name the
         // file and line. Duplicates (same kind, namespace and name) are refused.
-        manifest::load_objects(content, max_object_size).map_err(|error| error.to_string())
+        manifest::load_objects(request.content, request.max_object_size)
+            .map_err(|error| ObjectsError::Content(error.to_string()))
     }
 
     // Approval beyond `AllowAll`: `UserPermission` installs what the

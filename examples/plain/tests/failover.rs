@@ -74,6 +74,7 @@ async fn instance(scope: &Scope, suffix: &str, content: &str) -> String {
             class: scope.name("class"),
             selector: None,
             deletion_policy: Default::default(),
+            config: None,
             bundle: BundleTemplate {
                 name: scope.name(&format!("{suffix}-bundle")),
                 spec: Some(BundleSpec {

@@ -13,6 +13,7 @@ use pakket_api::{Bundle, Instance, ProvisionerClass};
 use crate::apply::Kinds;
 use crate::content::ImageSources;
 use crate::drift::Drift;
+use crate::provisioner::ClusterFacts;
 use crate::serve::Metrics;
 
 /// The longest wait before retrying a Bundle that failed to unpack.
@@ -51,7 +52,12 @@ pub struct Context<P> {
     pub decisions: Mutex<HashMap<String, String>>,
     /// Permits for fetching and unpacking, one per Bundle at a time.
     pub unpacks: tokio::sync::Semaphore,
+    /// What the cluster runs and serves, and when that was read.
+    pub cluster: tokio::sync::Mutex<Option<(std::time::Instant, Arc<ClusterFacts>)>>,
 }
+
+/// How long [`ClusterFacts`] are used before they are read again.
+const CLUSTER_FACTS_FOR: Duration = Duration::from_secs(300);
 
 /// The Event recorder of a provisioner process, named after its id (and
 /// its pod, when it runs in one).
@@ -64,6 +70,52 @@ pub fn recorder(client: Client, provisioner_id: &str) -> Recorder {
 }
 
 impl<P> Context<P> {
+    /// The cluster's version and served kinds, read at most every
+    /// [`CLUSTER_FACTS_FOR`] (a discovery is a request per API group).
+    /// What cannot be read is left out, not an error: a provisioner that
+    /// needs it says so in its own words.
+    pub async fn cluster_facts(&self) -> Arc<ClusterFacts> {
+        let mut cached = self.cluster.lock().await;
+        if let Some((read, facts)) = cached.as_ref()
+            && read.elapsed() < CLUSTER_FACTS_FOR
+        {
+            return Arc::clone(facts);
+        }
+        let mut facts = ClusterFacts::default();
+        match self.client.apiserver_version().await {
+            Ok(info) => {
+                let number = |text: &str| text.trim_end_matches('+').parse::<u32>().ok();
+                facts.version = number(&info.major).zip(number(&info.minor));
+            }
+            Err(error) => tracing::warn!(%error, "reading the apiserver's version"),
+        }
+        match kube::discovery::Discovery::new(self.client.clone())
+            .run()
+            .await
+        {
+            Ok(discovery) => {
+                for group in discovery.groups() {
+                    for (resource, _) in group.recommended_resources() {
+                        facts
+                            .served
+                            .insert((resource.api_version.clone(), resource.kind.clone()));
+                    }
+                    for version in group.versions() {
+                        for (resource, _) in group.versioned_resources(version) {
+                            facts
+                                .served
+                                .insert((resource.api_version.clone(), resource.kind.clone()));
+                        }
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "discovering the served APIs"),
+        }
+        let facts = Arc::new(facts);
+        *cached = Some((std::time::Instant::now(), Arc::clone(&facts)));
+        facts
+    }
+
     /// Counts one more unpack failure of `instance`; returns how long to wait.
     pub fn unpack_failed(&self, instance: &Instance) -> Duration {
         let key = instance.uid().unwrap_or_else(|| instance.name_any());

@@ -27,7 +27,7 @@ use crate::class_parameters;
 use crate::content::{self, UnpackOptions, Unpacked};
 use crate::drift::Fingerprint;
 use crate::ownership::Claimant;
-use crate::provisioner::Provisioner;
+use crate::provisioner::{ObjectsError, Provisioner};
 use crate::store::Digest;
 
 /// How soon a reconcile whose status write lost a race runs again.
@@ -162,12 +162,24 @@ pub async fn install<P: Provisioner>(
         return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
     }
     context.unpack_succeeded(instance);
-    let objects = match context
-        .provisioner
-        .objects(&unpacked.dir, options.limits.max_file_size)
-    {
+    let cluster = context.cluster_facts().await;
+    let request = crate::provisioner::ObjectsRequest {
+        content: &unpacked.dir,
+        max_object_size: options.limits.max_file_size,
+        instance,
+        cluster: &cluster,
+    };
+    let objects = match context.provisioner.objects(&request) {
         Ok(objects) => objects,
-        Err(error) => {
+        Err(ObjectsError::Config { field, problem }) => {
+            // The content is fine; this Instance's settings are not.
+            let message = format!(
+                "{field}: {problem}; nothing is applied until the Instance's spec.config is fixed"
+            );
+            report.set(Reason::InvalidConfig, ConditionStatus::False, message);
+            return finish(report, context, Action::await_change()).await;
+        }
+        Err(ObjectsError::Content(error)) => {
             let message = format!("Bundle {bundle_name}: {error}");
             let outcome = UnpackOutcome {
                 phase: UnpackPhase::Failed,

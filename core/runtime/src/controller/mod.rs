@@ -226,6 +226,7 @@ pub async fn run_with<P: Provisioner>(
         record_key: options.record_key,
         decisions: Mutex::new(HashMap::new()),
         unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),
+        cluster: tokio::sync::Mutex::new(None),
     });
     let by_class = instances.clone();
     let by_bundle = instances.clone();
@@ -374,6 +375,7 @@ mod tests {
                     spec: None,
                 },
                 deletion_policy: Default::default(),
+                config: None,
             },
         );
         instance.metadata.generation = Some(generation);

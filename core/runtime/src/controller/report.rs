@@ -12,10 +12,11 @@ use pakket_api::{ConditionType, Instance, InstanceStatus, Reason};
 use crate::apply::FIELD_MANAGER;
 
 /// Reasons an Event reports as a warning: something an admin should look at.
-const WARNING_REASONS: [Reason; 4] = [
+const WARNING_REASONS: [Reason; 5] = [
     Reason::ApprovalDenied,
     Reason::UnpackFailed,
     Reason::InstallFailed,
+    Reason::InvalidConfig,
     Reason::ObjectsUnhealthy,
 ];
 

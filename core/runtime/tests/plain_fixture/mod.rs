@@ -216,6 +216,7 @@ impl Fixture {
                 class: self.scope.name("class"),
                 selector: None,
                 deletion_policy: Default::default(),
+                config: None,
                 bundle: BundleTemplate {
                     name: self.scope.name(bundle),
                     spec: Some(spec),

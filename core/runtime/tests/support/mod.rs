@@ -455,6 +455,7 @@ impl Controller {
                 class: self.scope.name(class),
                 selector: None,
                 deletion_policy: Default::default(),
+                config: None,
                 bundle: pakket_api::BundleTemplate {
                     name: self.scope.name(bundle),
                     spec: Some(pakket_api::BundleSpec {
