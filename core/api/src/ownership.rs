@@ -20,6 +20,12 @@ pub const ADOPT_ANNOTATION: &str = "core.pakket.dev/adopt-into";
 /// Label on a Bundle saying which Instance (by UID) has had it active; a
 /// pivot marks only such Bundles as replaced.
 pub const ACTIVE_FOR_LABEL: &str = "core.pakket.dev/active-for";
+/// Annotation a provisioner puts on a rendered object (`"true"`) that is to
+/// be created only if absent: one that exists and is not the Instance's is
+/// used as it is (never adopted, never a conflict), and is not the
+/// Instance's to delete. registry-v1's install namespace is one. The
+/// runtime removes the annotation before applying.
+pub const CREATE_IF_ABSENT_ANNOTATION: &str = "core.pakket.dev/create-if-absent";
 
 /// Who an existing object belongs to, as far as Pakket is concerned.
 #[derive(Clone, Debug, PartialEq, Eq)]

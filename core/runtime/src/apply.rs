@@ -297,9 +297,16 @@ pub async fn apply_all(
     };
     let mut standings = Vec::with_capacity(objects.len());
     let mut conflicts = Vec::new();
+    // Objects to create only if absent that exist as someone else's: used
+    // as they are, not applied, not the Instance's.
+    let mut used_as_found = BTreeSet::new();
     for &index in &sequence {
         let reference = reference_of(&objects[index]);
         match ownership::standing(kinds, &reference, claimant).await {
+            Ok(Standing::Conflict(_)) if create_if_absent(&objects[index]) => {
+                used_as_found.insert(index);
+                standings.push(Standing::Absent);
+            }
             Ok(Standing::Conflict(why)) => conflicts.push((reference, why)),
             Ok(standing) => standings.push(standing),
             // Its CRD comes with the bundle, so no object of its kind exists yet.
@@ -319,11 +326,18 @@ pub async fn apply_all(
     };
     let mut adoptions = Adoptions::default();
     for (&index, standing) in sequence.iter().zip(standings) {
+        if used_as_found.contains(&index) {
+            progress.applied.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         let mut object = objects[index].clone();
         if let Some(metadata) = object
             .pointer_mut("/metadata")
             .and_then(Value::as_object_mut)
         {
+            if let Some(Value::Object(annotations)) = metadata.get_mut("annotations") {
+                annotations.remove(pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION);
+            }
             if let Value::Object(labels) = metadata
                 .entry("labels")
                 .or_insert_with(|| Value::Object(Default::default()))
@@ -363,16 +377,18 @@ pub async fn apply_all(
             let drop = serde_json::json!({
                 "metadata": { "annotations": { pakket_api::ownership::ADOPT_ANNOTATION: null } }
             });
-            api.patch(
-                &reference.name,
-                &PatchParams::default(),
-                &Patch::Merge(&drop),
-            )
-            .await
-            .map_err(|error| ApplyError::Refused {
-                object: reference.to_string(),
-                message: api_message(&error),
-            })?;
+            // Under the runtime's own field manager, so drift knows the
+            // write for the runtime's and does not apply again.
+            let ours = PatchParams {
+                field_manager: Some(FIELD_MANAGER.to_owned()),
+                ..PatchParams::default()
+            };
+            api.patch(&reference.name, &ours, &Patch::Merge(&drop))
+                .await
+                .map_err(|error| ApplyError::Refused {
+                    object: reference.to_string(),
+                    message: api_message(&error),
+                })?;
             adoptions.adopted.push(reference.clone());
         }
         if let Some(problem) = health_problem(&reference, &answer) {
@@ -382,6 +398,15 @@ pub async fn apply_all(
         progress.applied.fetch_add(1, Ordering::Relaxed);
     }
     Ok((applied, adoptions))
+}
+
+/// Whether a provisioner marked `object` to be created only if absent.
+fn create_if_absent(object: &Value) -> bool {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|annotations| annotations.get(pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true")
 }
 
 /// What a prune or uninstall did.

@@ -24,6 +24,7 @@ pub mod apply;
 pub mod approval;
 pub mod archive;
 pub mod class_parameters;
+pub mod cli;
 pub mod content;
 pub mod controller;
 pub mod drift;

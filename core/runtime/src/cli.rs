@@ -1,0 +1,133 @@
+//! The flags and the process every provisioner binary shares: leader
+//! election on a Lease, `/healthz`, `/readyz` and `/metrics`, the record
+//! key, the content store and its limits. A provisioner's `main` is a few
+//! lines: parse [`ProvisionerArgs`] (flattened into its own clap parser)
+//! and call [`run`] with its [`Provisioner`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::Provisioner;
+use crate::controller::{self, RunOptions, StoreGc};
+use crate::leader::{Elector, LeaseConfig};
+use crate::serve::{self, Metrics};
+use crate::source::SourceOptions;
+use crate::store::gc::Policy;
+
+/// The flags of every provisioner binary.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ProvisionerArgs {
+    /// The id ProvisionerClasses name in spec.provisioner [default: the
+    /// provisioner's own, e.g. pakket.dev/plain].
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Where unpacked content is kept, by digest [default: a folder named
+    /// after the provisioner in the temporary directory].
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+    /// The namespace of the Lease that elects the one replica that reconciles.
+    #[arg(long, default_value = "pakket-system")]
+    pub lease_namespace: String,
+    /// The Lease's name [default: from --id, e.g. pakket.dev-plain].
+    #[arg(long)]
+    pub lease_name: Option<String>,
+    /// Where /healthz, /readyz and /metrics answer (plain HTTP); port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub probe_address: SocketAddr,
+    /// The key that verifies the admission webhook's requester records (the
+    /// same Secret the webhooks mount). Without it, no policy approves an
+    /// Instance whose requester is not recorded, and `UserPermission`
+    /// waits for a person.
+    #[arg(long, env = "PAKKET_RECORD_KEY_FILE")]
+    pub record_key_file: Option<PathBuf>,
+    /// The most bytes of unpacked content the store keeps; content no
+    /// Bundle pins goes first, pinned content is never removed.
+    #[arg(long, default_value_t = controller::DEFAULT_STORE_MAX_BYTES)]
+    pub store_max_bytes: u64,
+    /// The most Bundles fetched and unpacked at once.
+    #[arg(long, default_value_t = controller::DEFAULT_MAX_CONCURRENT_UNPACKS)]
+    pub max_concurrent_unpacks: usize,
+}
+
+/// Runs a provisioner process until SIGTERM or SIGINT: probes and metrics
+/// from the start, the controller while this replica leads. `provisioner`
+/// makes the provisioner for an id (`default_id` unless `--id` says).
+pub async fn run<P: Provisioner>(
+    args: ProvisionerArgs,
+    default_id: &str,
+    provisioner: impl Fn(&str) -> P,
+) -> anyhow::Result<()> {
+    let id = args.id.clone().unwrap_or_else(|| default_id.to_owned());
+    let store = args.store.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pakket-store-{}", LeaseConfig::name_for(&id)))
+    });
+    // In-cluster config, or $KUBECONFIG / ~/.kube/config outside a cluster.
+    let client = kube::Client::try_default().await?;
+    let lease_name = args
+        .lease_name
+        .clone()
+        .unwrap_or_else(|| LeaseConfig::name_for(&id));
+    let elector = Elector::new(
+        client.clone(),
+        LeaseConfig::new(args.lease_namespace.clone(), lease_name),
+    );
+
+    // Probes and metrics answer from the start, leading or not.
+    let listener = tokio::net::TcpListener::bind(args.probe_address).await?;
+    println!("probes and metrics on http://{}", listener.local_addr()?);
+    // After that first line: tests read it to find the probes.
+    let record_key = match &args.record_key_file {
+        Some(path) => Some(pakket_api::RecordKey::read(path)?),
+        None => {
+            tracing::warn!(
+                "no --record-key-file: approval: UserPermission trusts no requester record, so every Instance under it waits for a person"
+            );
+            None
+        }
+    };
+    let metrics = Arc::new(Metrics::new());
+    tokio::spawn(serve::serve(listener, metrics.clone(), elector.state()));
+
+    tracing::info!(%id, identity = %elector.config().identity, "provisioner started");
+    // Pull secrets (the class parameter `pullSecrets`) are read from this
+    // pod's own namespace only, given by the downward API.
+    let sources = SourceOptions {
+        secret_namespace: std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|namespace| !namespace.is_empty()),
+        ..SourceOptions::default()
+    };
+    // Only the leader reconciles; on SIGTERM the controller stops, then the
+    // Lease is released so a standby takes over at once.
+    let work = || {
+        let options = RunOptions {
+            metrics: metrics.clone(),
+            sources: sources.clone(),
+            record_key: record_key.clone(),
+            store_gc: StoreGc {
+                policy: Policy {
+                    max_bytes: args.store_max_bytes,
+                    ..StoreGc::default().policy
+                },
+                ..StoreGc::default()
+            },
+            max_concurrent_unpacks: args.max_concurrent_unpacks,
+            ..RunOptions::new(store.clone())
+        };
+        controller::run_with(client.clone(), provisioner(&id), options)
+    };
+    if let Some(result) = elector.run(serve::shutdown_signal(), work).await? {
+        result?;
+    }
+    Ok(())
+}
+
+/// Logs to stderr at `RUST_LOG`'s levels (default `info`).
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+}

@@ -1,0 +1,143 @@
+//! Reading a registry+v1 bundle: `metadata/annotations.yaml` (the media
+//! type and package), and `manifests/` (exactly one ClusterServiceVersion,
+//! the CRDs and other objects). Errors name the file and the field.
+
+use std::path::Path;
+
+use pakket_runtime::manifest;
+use serde_json::Value;
+
+use crate::csv::Csv;
+
+/// The annotation that names the bundle format.
+pub const MEDIATYPE: &str = "operators.operatorframework.io.bundle.mediatype.v1";
+/// The annotation that names the package.
+pub const PACKAGE: &str = "operators.operatorframework.io.bundle.package.v1";
+/// The format this provisioner reads.
+pub const REGISTRY_V1: &str = "registry+v1";
+/// The CSV's kind and group.
+const CSV_KIND: &str = "ClusterServiceVersion";
+const CSV_API_VERSION: &str = "operators.coreos.com/v1alpha1";
+
+/// A registry+v1 bundle, read.
+#[derive(Debug)]
+pub struct Bundle {
+    /// The package (`etcd`).
+    pub package: String,
+    /// The ClusterServiceVersion.
+    pub csv: Csv,
+    /// Every other object under `manifests/`, as written.
+    pub manifests: Vec<Value>,
+}
+
+/// Reads the bundle unpacked at `root`; every problem found, sorted.
+pub fn read(root: &Path, max_object_size: u64) -> Result<Bundle, Vec<String>> {
+    let mut problems = Vec::new();
+    let package = match read_annotations(root) {
+        Ok(package) => Some(package),
+        Err(problem) => {
+            problems.push(problem);
+            None
+        }
+    };
+    let objects = match manifest::load_objects(&root.join("manifests"), max_object_size) {
+        Ok(objects) => objects,
+        Err(error) => {
+            problems.push(format!("manifests/: {error}"));
+            Vec::new()
+        }
+    };
+    let (csvs, manifests): (Vec<Value>, Vec<Value>) = objects
+        .into_iter()
+        .partition(|object| object.get("kind").and_then(Value::as_str) == Some(CSV_KIND));
+    let csv = match csvs.as_slice() {
+        [one] => match parse_csv(one) {
+            Ok(csv) => Some(csv),
+            Err(problem) => {
+                problems.push(problem);
+                None
+            }
+        },
+        [] if problems.is_empty() => {
+            problems.push(format!(
+                "manifests/: no {CSV_KIND}; a registry+v1 bundle has exactly one"
+            ));
+            None
+        }
+        [] => None,
+        many => {
+            problems.push(format!(
+                "manifests/: {} ClusterServiceVersions; a registry+v1 bundle has exactly one",
+                many.len()
+            ));
+            None
+        }
+    };
+    match (package, csv) {
+        (Some(package), Some(csv)) if problems.is_empty() => Ok(Bundle {
+            package,
+            csv,
+            manifests,
+        }),
+        _ => {
+            problems.sort();
+            Err(problems)
+        }
+    }
+}
+
+/// The package named by `metadata/annotations.yaml`, once its media type
+/// is checked.
+fn read_annotations(root: &Path) -> Result<String, String> {
+    const FILE: &str = "metadata/annotations.yaml";
+    let text = std::fs::read_to_string(root.join(FILE)).map_err(|error| {
+        format!("{FILE}: cannot be read ({error}); a registry+v1 bundle has one")
+    })?;
+    let document: Value = serde_saphyr::from_str(&text)
+        .map_err(|error| format!("{FILE}: not valid YAML ({error})"))?;
+    let annotations = document
+        .get("annotations")
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("{FILE}: has no annotations mapping"))?;
+    let field = |key: &str| annotations.get(key).and_then(Value::as_str);
+    match field(MEDIATYPE) {
+        Some(REGISTRY_V1) => {}
+        Some(other) => {
+            return Err(format!(
+                "{FILE}: annotations.\"{MEDIATYPE}\" is {other:?}; this provisioner reads {REGISTRY_V1} bundles only"
+            ));
+        }
+        None => {
+            return Err(format!(
+                "{FILE}: annotations.\"{MEDIATYPE}\" is missing; a registry+v1 bundle sets it to {REGISTRY_V1}"
+            ));
+        }
+    }
+    field(PACKAGE)
+        .filter(|package| !package.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{FILE}: annotations.\"{PACKAGE}\" is missing"))
+}
+
+fn parse_csv(object: &Value) -> Result<Csv, String> {
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("(unnamed)");
+    let api_version = object.get("apiVersion").and_then(Value::as_str);
+    if api_version != Some(CSV_API_VERSION) {
+        return Err(format!(
+            "ClusterServiceVersion {name}: apiVersion is {api_version:?}, not {CSV_API_VERSION}"
+        ));
+    }
+    let csv: Csv = serde_json::from_value(object.clone()).map_err(|error| {
+        format!("ClusterServiceVersion {name}: {error}; fix the field it names")
+    })?;
+    if csv.spec.install.strategy != "deployment" {
+        return Err(format!(
+            "ClusterServiceVersion {name}: spec.install.strategy is {:?}; registry+v1 bundles install with \"deployment\"",
+            csv.spec.install.strategy
+        ));
+    }
+    Ok(csv)
+}

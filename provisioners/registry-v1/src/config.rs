@@ -1,0 +1,213 @@
+//! The Instance's `spec.config` for registry-v1: `installNamespace` and
+//! `watchNamespaces`, checked against the bundle's install modes. Each
+//! problem names its field; nothing falls back silently.
+
+use serde_json::{Map, Value};
+
+use crate::bundle::Bundle;
+
+/// The annotation with the namespace an operator suggests for itself.
+pub const SUGGESTED_NAMESPACE: &str = "operatorframework.io/suggested-namespace";
+
+/// Where the operator runs and what it watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The namespace of its Deployments, ServiceAccounts and namespaced
+    /// manifests.
+    pub install_namespace: String,
+    /// What it watches.
+    pub watch: Watch,
+}
+
+/// The namespaces an operator watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Watch {
+    /// Every namespace (install mode AllNamespaces).
+    All,
+    /// These namespaces, sorted (OwnNamespace, SingleNamespace or
+    /// MultiNamespace).
+    Namespaces(Vec<String>),
+}
+
+impl Watch {
+    /// `olm.targetNamespaces`: empty for all, else comma-separated.
+    pub fn target_namespaces(&self) -> String {
+        match self {
+            Self::All => String::new(),
+            Self::Namespaces(namespaces) => namespaces.join(","),
+        }
+    }
+}
+
+/// A field of `spec.config` that is wrong, and what to write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// `spec.config.watchNamespaces[1]`.
+    pub field: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// The fields registry-v1 reads.
+const KNOWN: [&str; 2] = ["installNamespace", "watchNamespaces"];
+
+/// Reads `config` for `bundle`.
+pub fn placement(
+    config: Option<&Map<String, Value>>,
+    bundle: &Bundle,
+) -> Result<Placement, ConfigError> {
+    let empty = Map::new();
+    let config = config.unwrap_or(&empty);
+    if let Some(unknown) = config.keys().find(|key| !KNOWN.contains(&key.as_str())) {
+        return Err(ConfigError {
+            field: format!("spec.config.{unknown}"),
+            problem: format!(
+                "registry-v1 reads only {}; remove it or fix its spelling",
+                KNOWN.join(" and ")
+            ),
+        });
+    }
+    let install_namespace = match config.get("installNamespace") {
+        None => default_namespace(bundle),
+        Some(Value::String(namespace)) => {
+            check_namespace("spec.config.installNamespace", namespace)?;
+            namespace.clone()
+        }
+        Some(other) => {
+            return Err(ConfigError {
+                field: "spec.config.installNamespace".into(),
+                problem: format!("{other} is not a string; write a namespace name"),
+            });
+        }
+    };
+    let listed = match config.get("watchNamespaces") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => {
+            let mut namespaces = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                let field = format!("spec.config.watchNamespaces[{index}]");
+                let Some(namespace) = item.as_str() else {
+                    return Err(ConfigError {
+                        field,
+                        problem: format!("{item} is not a string; write a namespace name"),
+                    });
+                };
+                check_namespace(&field, namespace)?;
+                if namespaces.contains(&namespace.to_owned()) {
+                    return Err(ConfigError {
+                        field,
+                        problem: format!("{namespace} is listed twice"),
+                    });
+                }
+                namespaces.push(namespace.to_owned());
+            }
+            namespaces.sort();
+            namespaces
+        }
+        Some(other) => {
+            return Err(ConfigError {
+                field: "spec.config.watchNamespaces".into(),
+                problem: format!(
+                    "{other} is not a list; write e.g. [team-a, team-b], or leave it out to watch every namespace"
+                ),
+            });
+        }
+    };
+    let watch = watch(bundle, &install_namespace, listed)?;
+    Ok(Placement {
+        install_namespace,
+        watch,
+    })
+}
+
+/// The CSV's suggested namespace, else the package's name.
+fn default_namespace(bundle: &Bundle) -> String {
+    bundle
+        .csv
+        .metadata
+        .annotations
+        .get(SUGGESTED_NAMESPACE)
+        .and_then(Value::as_str)
+        .filter(|namespace| is_dns_label(namespace))
+        .map_or_else(|| bundle.package.clone(), str::to_owned)
+}
+
+/// Chooses the install mode for `listed` watched namespaces.
+fn watch(
+    bundle: &Bundle,
+    install_namespace: &str,
+    listed: Vec<String>,
+) -> Result<Watch, ConfigError> {
+    let spec = &bundle.csv.spec;
+    let supported = spec.supported_modes().join(", ");
+    let refuse = |problem: String| ConfigError {
+        field: "spec.config.watchNamespaces".into(),
+        problem,
+    };
+    match listed.as_slice() {
+        [] if spec.supports("AllNamespaces") => Ok(Watch::All),
+        // Watching only where it runs is the narrowest choice there is.
+        [] if spec.supports("OwnNamespace") => {
+            Ok(Watch::Namespaces(vec![install_namespace.to_owned()]))
+        }
+        [] => Err(refuse(format!(
+            "is empty, which means every namespace, but {} supports only {supported}; list the namespaces it should watch",
+            bundle.csv.metadata.name
+        ))),
+        [one] if one == install_namespace => {
+            if spec.supports("OwnNamespace") {
+                Ok(Watch::Namespaces(listed))
+            } else {
+                Err(refuse(format!(
+                    "lists only the install namespace {one}, but {} does not support OwnNamespace (it supports {supported}); watch another namespace, or install it elsewhere",
+                    bundle.csv.metadata.name
+                )))
+            }
+        }
+        [_] => {
+            if spec.supports("SingleNamespace") {
+                Ok(Watch::Namespaces(listed))
+            } else {
+                Err(refuse(format!(
+                    "lists one namespace other than the install namespace, but {} does not support SingleNamespace (it supports {supported})",
+                    bundle.csv.metadata.name
+                )))
+            }
+        }
+        _ => {
+            if spec.supports("MultiNamespace") {
+                Ok(Watch::Namespaces(listed))
+            } else {
+                Err(refuse(format!(
+                    "lists {} namespaces, but {} does not support MultiNamespace (it supports {supported})",
+                    listed.len(),
+                    bundle.csv.metadata.name
+                )))
+            }
+        }
+    }
+}
+
+fn check_namespace(field: &str, namespace: &str) -> Result<(), ConfigError> {
+    if is_dns_label(namespace) {
+        Ok(())
+    } else {
+        Err(ConfigError {
+            field: field.to_owned(),
+            problem: format!(
+                "{namespace:?} is not a namespace name (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit)"
+            ),
+        })
+    }
+}
+
+/// An RFC 1123 label, as namespace names are.
+fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}

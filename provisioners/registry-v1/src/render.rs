@@ -1,0 +1,359 @@
+//! A registry+v1 bundle as plain objects, with OLM's semantics: the CSV's
+//! Deployments in the install namespace with the target-namespace
+//! annotations, a ServiceAccount for each account the CSV names,
+//! `permissions` as Roles and RoleBindings in each watched namespace (or a
+//! ClusterRole and binding, plus read access to namespaces, when it
+//! watches all), `clusterPermissions` as ClusterRoles and bindings, the
+//! CRDs, and the other manifests of the kinds operator-registry allows,
+//! namespaced ones in the install namespace. Names are deterministic.
+//! Every problem is collected and reported together, sorted.
+
+use std::collections::BTreeSet;
+
+use pakket_runtime::ClusterFacts;
+use serde_json::{Map, Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::bundle::Bundle;
+use crate::config::{Placement, Watch};
+use crate::csv::Permission;
+
+/// The annotation that asks the runtime to create an object only if it is
+/// absent: an install namespace that exists already is used, not adopted.
+pub use pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION;
+
+/// Kinds besides the CSV and CRDs that a registry+v1 bundle may carry
+/// (operator-registry's list), and whether each is namespaced.
+const SUPPORTED_KINDS: [(&str, bool); 18] = [
+    ("ClusterRole", false),
+    ("ClusterRoleBinding", false),
+    ("ConfigMap", true),
+    ("ConsoleCLIDownload", false),
+    ("ConsoleLink", false),
+    ("ConsoleQuickStart", false),
+    ("ConsoleYAMLSample", false),
+    ("NetworkPolicy", true),
+    ("PodDisruptionBudget", true),
+    ("PriorityClass", false),
+    ("PrometheusRule", true),
+    ("Role", true),
+    ("RoleBinding", true),
+    ("Secret", true),
+    ("Service", true),
+    ("ServiceAccount", true),
+    ("ServiceMonitor", true),
+    ("VerticalPodAutoscaler", true),
+];
+
+/// The objects `bundle` stands for, placed as `placement` says, on a
+/// cluster with `cluster`'s facts; or every problem, sorted.
+pub fn render(
+    bundle: &Bundle,
+    placement: &Placement,
+    cluster: &ClusterFacts,
+) -> Result<Vec<Value>, Vec<String>> {
+    let csv = &bundle.csv;
+    let name = &csv.metadata.name;
+    let namespace = &placement.install_namespace;
+    let mut problems = Vec::new();
+    if !csv.spec.webhookdefinitions.is_empty() {
+        problems.push(format!(
+            "ClusterServiceVersion {name}: spec.webhookdefinitions ({} webhooks) are not supported by this provisioner yet; nothing is installed",
+            csv.spec.webhookdefinitions.len()
+        ));
+    }
+    if csv
+        .spec
+        .apiservicedefinitions
+        .as_ref()
+        .is_some_and(|definitions| !definitions.owned.is_empty())
+    {
+        problems.push(format!(
+            "ClusterServiceVersion {name}: spec.apiservicedefinitions.owned (aggregated API servers) are not supported; nothing is installed"
+        ));
+    }
+    if let Some(problem) = kube_version_problem(csv.spec.min_kube_version.as_deref(), cluster) {
+        problems.push(format!("ClusterServiceVersion {name}: {problem}"));
+    }
+
+    let mut objects = vec![json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": namespace,
+            "annotations": { CREATE_IF_ABSENT_ANNOTATION: "true" },
+        },
+    })];
+    let mut accounts = BTreeSet::new();
+    let shipped_accounts: BTreeSet<&str> = bundle
+        .manifests
+        .iter()
+        .filter(|object| object.get("kind").and_then(Value::as_str) == Some("ServiceAccount"))
+        .filter_map(|object| object.pointer("/metadata/name").and_then(Value::as_str))
+        .collect();
+
+    for deployment in &csv.spec.install.spec.deployments {
+        let mut spec = deployment.spec.clone();
+        let Some(template) = spec.pointer_mut("/template").and_then(Value::as_object_mut) else {
+            problems.push(format!(
+                "ClusterServiceVersion {name}: spec.install.spec.deployments[{}].spec has no template",
+                deployment.name
+            ));
+            continue;
+        };
+        let metadata = template
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(metadata) = metadata {
+            let annotations = metadata
+                .entry("annotations")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(annotations) = annotations {
+                annotations.insert(
+                    "olm.targetNamespaces".into(),
+                    Value::String(placement.watch.target_namespaces()),
+                );
+                annotations.insert(
+                    "olm.operatorNamespace".into(),
+                    Value::String(namespace.clone()),
+                );
+            }
+        }
+        let account = spec
+            .pointer("/template/spec/serviceAccountName")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_owned();
+        if account != "default" {
+            accounts.insert(account);
+        }
+        objects.push(json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": deployment.name,
+                "namespace": namespace,
+                "labels": deployment.label,
+            },
+            "spec": spec,
+        }));
+    }
+
+    let permissions = &csv.spec.install.spec.permissions;
+    let cluster_permissions = &csv.spec.install.spec.cluster_permissions;
+    for permission in permissions.iter().chain(cluster_permissions) {
+        accounts.insert(permission.service_account_name.clone());
+    }
+    for account in &accounts {
+        if !shipped_accounts.contains(account.as_str()) {
+            objects.push(json!({
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": { "name": account, "namespace": namespace },
+            }));
+        }
+    }
+
+    match &placement.watch {
+        Watch::All => {
+            // Watching every namespace, an operator also needs to see them.
+            for permission in permissions {
+                let mut rules = permission.rules.clone();
+                rules.push(json!({
+                    "apiGroups": [""],
+                    "resources": ["namespaces"],
+                    "verbs": ["get", "list", "watch"],
+                }));
+                objects.extend(cluster_role(
+                    name,
+                    namespace,
+                    &permission.service_account_name,
+                    &rules,
+                ));
+            }
+        }
+        Watch::Namespaces(watched) => {
+            for permission in permissions {
+                for target in watched {
+                    objects.extend(role(name, namespace, target, permission));
+                }
+            }
+        }
+    }
+    for permission in cluster_permissions {
+        objects.extend(cluster_role(
+            name,
+            namespace,
+            &permission.service_account_name,
+            &permission.rules,
+        ));
+    }
+
+    for manifest in &bundle.manifests {
+        let kind = manifest
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let object_name = manifest
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("(unnamed)");
+        if kind == "CustomResourceDefinition" {
+            objects.push(manifest.clone());
+            continue;
+        }
+        match SUPPORTED_KINDS.iter().find(|(supported, _)| *supported == kind) {
+            Some((_, true)) => {
+                let mut placed = manifest.clone();
+                if let Some(metadata) = placed.get_mut("metadata").and_then(Value::as_object_mut) {
+                    metadata.insert("namespace".into(), Value::String(namespace.clone()));
+                }
+                objects.push(placed);
+            }
+            Some((_, false)) => {
+                let mut placed = manifest.clone();
+                if let Some(metadata) = placed.get_mut("metadata").and_then(Value::as_object_mut) {
+                    metadata.remove("namespace");
+                }
+                objects.push(placed);
+            }
+            None => problems.push(format!(
+                "manifests/: {kind} {object_name} is not a kind registry+v1 bundles may carry (the CSV, CRDs, and {})",
+                SUPPORTED_KINDS.map(|(kind, _)| kind).join(", ")
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(objects)
+    } else {
+        problems.sort();
+        Err(problems)
+    }
+}
+
+/// A Role with `permission`'s rules in `target` and its binding to the
+/// account in `namespace`.
+fn role(csv: &str, namespace: &str, target: &str, permission: &Permission) -> [Value; 2] {
+    let account = &permission.service_account_name;
+    let name = generated_name(csv, &[account, target], &permission.rules);
+    [
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": { "name": name, "namespace": target },
+            "rules": permission.rules,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": { "name": name, "namespace": target },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name },
+            "subjects": [{ "kind": "ServiceAccount", "name": account, "namespace": namespace }],
+        }),
+    ]
+}
+
+/// A ClusterRole with `rules` and its binding to `account` in `namespace`.
+fn cluster_role(csv: &str, namespace: &str, account: &str, rules: &[Value]) -> [Value; 2] {
+    let name = generated_name(csv, &[account, namespace], rules);
+    [
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": { "name": name },
+            "rules": rules,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": { "name": name },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+            "subjects": [{ "kind": "ServiceAccount", "name": account, "namespace": namespace }],
+        }),
+    ]
+}
+
+/// `<csv>-<account>-<hash>`, at most 63 characters: the same inputs give
+/// the same name, so a re-render applies over the same objects, and other
+/// rules (an upgrade) give another name rather than an edit in place.
+fn generated_name(csv: &str, parts: &[&str], rules: &[Value]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    hasher.update(serde_json::to_vec(rules).unwrap_or_default());
+    let digest = hasher.finalize();
+    let hash: String = digest
+        .iter()
+        .take(5)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let mut prefix = format!("{csv}-{}", parts[0]);
+    prefix.truncate(63 - hash.len() - 1);
+    let prefix = prefix.trim_end_matches(['-', '.']);
+    format!("{prefix}-{hash}")
+}
+
+/// Why the cluster is too old for `min`, if it is.
+fn kube_version_problem(min: Option<&str>, cluster: &ClusterFacts) -> Option<String> {
+    let min = min?.trim().trim_start_matches('v');
+    if min.is_empty() {
+        return None;
+    }
+    let mut parts = min.split('.').map(|part| part.parse::<u32>());
+    let (Some(Ok(major)), Some(Ok(minor))) = (parts.next(), parts.next()) else {
+        return Some(format!(
+            "spec.minKubeVersion {min:?} is not a version such as 1.21.0; fix the bundle"
+        ));
+    };
+    let (has_major, has_minor) = cluster.version?;
+    ((has_major, has_minor) < (major, minor)).then(|| {
+        format!(
+            "spec.minKubeVersion is {min}, and this cluster runs Kubernetes {has_major}.{has_minor}; upgrade the cluster or install an older bundle"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(version: (u32, u32)) -> ClusterFacts {
+        ClusterFacts {
+            version: Some(version),
+            ..ClusterFacts::default()
+        }
+    }
+
+    #[test]
+    fn min_kube_version_is_checked_against_the_cluster() {
+        assert_eq!(kube_version_problem(Some("1.21.0"), &on((1, 35))), None);
+        let old = kube_version_problem(Some("v1.36.0"), &on((1, 35))).unwrap();
+        assert!(old.contains("this cluster runs Kubernetes 1.35"), "{old}");
+        let bad = kube_version_problem(Some("latest"), &on((1, 35))).unwrap();
+        assert!(bad.contains("is not a version"), "{bad}");
+        // An unknown cluster version is no reason to refuse.
+        assert_eq!(
+            kube_version_problem(Some("1.99"), &ClusterFacts::default()),
+            None
+        );
+    }
+
+    #[test]
+    fn generated_names_fit_63_characters_and_differ_by_rules() {
+        let long = "a-very-long-operator-name.v1.2.3-with-a-long-suffix-indeed";
+        let one = generated_name(
+            long,
+            &["controller-manager-account"],
+            &[json!({"verbs": ["get"]})],
+        );
+        let two = generated_name(
+            long,
+            &["controller-manager-account"],
+            &[json!({"verbs": ["list"]})],
+        );
+        assert!(one.len() <= 63 && two.len() <= 63, "{one} {two}");
+        assert_ne!(one, two);
+    }
+}
