@@ -1,0 +1,247 @@
+//! The registry-v1 provisioner on the real control plane, from the real
+//! local registry: the etcd operator bundles of ../shared/data/bundles
+//! (verbatim from community-operators-prod, see its README) pushed as
+//! images, etcd 0.9.2 installed into a namespace Pakket creates, upgraded
+//! to 0.9.4 by pivot (the old Role gone, the Deployment kept and updated),
+//! removed with everything it created; then installed into a namespace
+//! that exists already, which is used and left in place.
+//!
+//! No kubelet runs here, so the operator's Deployment never becomes
+//! Available: the test waits for `Installed`, not `Healthy`.
+
+#[path = "../../../core/runtime/tests/images/mod.rs"]
+mod images;
+#[path = "../../../dev/registry/testing.rs"]
+mod registry;
+
+use std::path::Path;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::Role;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use pakket_api::{
+    BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
+    ProvisionerClassSpec,
+};
+use pakket_registry_v1::RegistryV1;
+use pakket_runtime::controller::{self, RunOptions};
+use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_testkit::{
+    Scope, condition_is, eventually, install_crds, wait_for_instance as wait_for,
+};
+use registry::Registry;
+use serde_json::json;
+
+/// A gzip'd tar of the bundle directory `dir` (`manifests/`, `metadata/`).
+fn layer(dir: &Path) -> Vec<u8> {
+    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gzip);
+    tar.append_dir_all(".", dir).unwrap();
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// Pushes `bundles/etcd/<version>` as an image; returns its ref.
+async fn push_etcd(scope: &Scope, version: &str) -> String {
+    let registry = Registry::shared();
+    let reference = registry.image(&format!("bundles/{}-etcd:{version}", scope.id));
+    let source = ImageSource::new(SourceOptions {
+        plain_http: PlainHttp::Loopback,
+        ..SourceOptions::default()
+    });
+    let bytes = layer(&pakket_testkit::data(&format!("bundles/etcd/{version}")));
+    images::push_gzip_layer(&source, &reference, bytes).await;
+    format!("docker://{}", reference.trim_start_matches("docker://"))
+}
+
+fn instance(scope: &Scope, bundle: &str, reference: &str, install_namespace: &str) -> Instance {
+    let mut config = serde_json::Map::new();
+    config.insert("installNamespace".into(), json!(install_namespace));
+    Instance {
+        metadata: scope.meta("etcd"),
+        spec: InstanceSpec {
+            class: scope.name("class"),
+            selector: None,
+            bundle: BundleTemplate {
+                name: scope.name(bundle),
+                spec: Some(BundleSpec {
+                    class: scope.name("class"),
+                    refs: vec![reference.to_owned()],
+                    volume_mounts: vec![],
+                }),
+            },
+            deletion_policy: Default::default(),
+            config: Some(config),
+        },
+        status: None,
+    }
+}
+
+#[tokio::test]
+async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_alone() {
+    let scope = Scope::new("registry-v1-etcd").await;
+    install_crds(&scope.client).await.unwrap();
+    let id = format!("test.pakket.dev/{}", scope.id);
+    let class = ProvisionerClass {
+        metadata: scope.meta("class"),
+        spec: ProvisionerClassSpec {
+            provisioner: id.clone(),
+            parameters: json!({ "approval": "AllowAll" }).as_object().cloned(),
+        },
+    };
+    Api::<ProvisionerClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+    let client = scope.client.clone();
+    tokio::spawn(async move {
+        controller::run_with(client, RegistryV1::new(id), RunOptions::new(store)).await
+    });
+    let v092 = push_etcd(&scope, "0.9.2").await;
+    let v094 = push_etcd(&scope, "0.9.4").await;
+
+    // 0.9.2 into a namespace that does not exist yet: Pakket creates it.
+    let operators = scope.name("operators");
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    instances
+        .create(
+            &PostParams::default(),
+            &instance(&scope, "etcd-v092", &v092, &operators),
+        )
+        .await
+        .unwrap();
+    let name = scope.name("etcd");
+    wait_for(&instances, &name, "0.9.2 installed", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let deployments: Api<Deployment> = Api::namespaced(scope.client.clone(), &operators);
+    let deployment = deployments.get("etcd-operator").await.unwrap();
+    let annotations = deployment
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.template.metadata.as_ref())
+        .and_then(|metadata| metadata.annotations.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        annotations.get("olm.targetNamespaces"),
+        Some(&operators),
+        "OwnNamespace: it watches where it runs"
+    );
+    let roles: Api<Role> = Api::namespaced(scope.client.clone(), &operators);
+    let role_names = || async {
+        roles
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|role| role.metadata.name)
+            .collect::<Vec<_>>()
+    };
+    let before = role_names().await;
+    assert!(
+        before
+            .iter()
+            .any(|name| name.starts_with("etcdoperator.v0.9.2-etcd-operator-")),
+        "{before:?}"
+    );
+
+    // Upgrade by pivot to 0.9.4: the same Deployment, a new Role, the old
+    // one gone.
+    let pivot = json!({ "spec": { "bundle": {
+        "name": scope.name("etcd-v094"),
+        "spec": { "class": scope.name("class"), "refs": [v094] },
+    } } });
+    instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&pivot))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "0.9.4 installed", |i| {
+        i.status.as_ref().and_then(|s| s.active_bundle.clone()) == Some(scope.name("etcd-v094"))
+            && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let after = role_names().await;
+    assert!(
+        after
+            .iter()
+            .any(|name| name.starts_with("etcdoperator.v0.9.4-etcd-operator-"))
+            && !after
+                .iter()
+                .any(|name| name.starts_with("etcdoperator.v0.9.2-")),
+        "{after:?}"
+    );
+    let upgraded = deployments.get("etcd-operator").await.unwrap();
+    assert_eq!(
+        upgraded.metadata.uid, deployment.metadata.uid,
+        "the Deployment is updated in place, not recreated"
+    );
+
+    // Gone: the namespace Pakket created goes with everything in it.
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let namespaces: Api<Namespace> = Api::all(scope.client.clone());
+    eventually(
+        "the Instance is gone and its namespace is being deleted",
+        || async {
+            instances.get_opt(&name).await.unwrap().is_none()
+                && namespaces
+                    .get_opt(&operators)
+                    .await
+                    .unwrap()
+                    .is_none_or(|namespace| namespace.metadata.deletion_timestamp.is_some())
+        },
+    )
+    .await;
+
+    // Into a namespace that exists: used, not adopted, left in place.
+    let existing = scope.namespace.clone();
+    let mut again = instance(&scope, "etcd-again", &v094, &existing);
+    again.metadata = scope.meta("etcd");
+    eventually("the CRDs of the first install are gone", || async {
+        Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(scope.client.clone())
+            .get_opt("etcdclusters.etcd.database.coreos.com")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    instances
+        .create(&PostParams::default(), &again)
+        .await
+        .unwrap();
+    wait_for(
+        &instances,
+        &name,
+        "installed into an existing namespace",
+        |i| condition_is(i, ConditionType::Installed, "True"),
+    )
+    .await;
+    let namespace = namespaces.get(&existing).await.unwrap();
+    assert!(
+        !namespace
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key("core.pakket.dev/instance-uid"),
+        "an existing namespace is not the Instance's"
+    );
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    let namespace = namespaces.get(&existing).await.unwrap();
+    assert!(
+        namespace.metadata.deletion_timestamp.is_none(),
+        "the existing namespace stays"
+    );
+    scope.cleanup().await;
+}
