@@ -45,6 +45,12 @@ enum BundleCommand {
     /// Prints the pushed image pinned to its digest (`REF@sha256:…`).
     /// Exit status: 0 pushed, 1 the registry failed, 2 bad input.
     Push(PushArgs),
+    /// Print the RBAC a user needs so that an Instance of a registry+v1
+    /// bundle installs under `approval: UserPermission`.
+    ///
+    /// A ClusterRole for cluster-scoped objects and a Role per namespace,
+    /// ready to bind. Exit status: 0 printed, 2 the bundle does not render.
+    Rbac(crate::bundle_rbac::RbacArgs),
 }
 
 /// Arguments of `pakket bundle push`.
@@ -77,6 +83,7 @@ const BAD_INPUT: u8 = 2;
 pub fn run(args: &BundleArgs) -> ExitCode {
     match &args.command {
         BundleCommand::Push(push) => ExitCode::from(run_push(push)),
+        BundleCommand::Rbac(rbac) => ExitCode::from(crate::bundle_rbac::run(rbac)),
     }
 }
 

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bundle;
+mod bundle_rbac;
 mod resolve;
 
 #[derive(Parser)]

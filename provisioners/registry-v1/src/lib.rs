@@ -10,6 +10,7 @@
 pub mod bundle;
 pub mod config;
 pub mod csv;
+pub mod install_rbac;
 pub mod render;
 
 use pakket_runtime::approval::{self, Approval, ApprovalRequest};

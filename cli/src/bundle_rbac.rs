@@ -1,0 +1,95 @@
+//! `pakket bundle rbac DIR`: the RBAC a user needs so that an Instance of
+//! this registry+v1 bundle installs under `approval: UserPermission`, as a
+//! ClusterRole (cluster-scoped objects, ClusterRoles' rules) and a Role per
+//! namespace (namespaced objects, Roles' rules), ready to apply and bind
+//! (see `pakket_registry_v1::install_rbac`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use pakket_api::{BundleTemplate, Instance, InstanceSpec};
+use pakket_registry_v1::RegistryV1;
+use pakket_registry_v1::install_rbac::needed_roles;
+use pakket_runtime::{ClusterFacts, ObjectsRequest, Provisioner};
+use serde_json::json;
+
+/// Arguments of `pakket bundle rbac`.
+#[derive(Args)]
+pub struct RbacArgs {
+    /// The registry+v1 bundle directory (`manifests/`, `metadata/`).
+    dir: PathBuf,
+    /// Where the operator would run, as the Instance's `spec.config.installNamespace`.
+    #[arg(long)]
+    install_namespace: Option<String>,
+    /// What it would watch, as `spec.config.watchNamespaces` (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    watch_namespaces: Vec<String>,
+    /// Name of the ClusterRole and Roles printed.
+    #[arg(long, default_value = "pakket-install")]
+    name: String,
+}
+
+/// Runs `pakket bundle rbac`; exit status 0, or 2 for a bundle that does
+/// not render (the reason on stderr).
+pub fn run(args: &RbacArgs) -> u8 {
+    match render(args) {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(message) => {
+            eprintln!("pakket bundle rbac: {message}");
+            2
+        }
+    }
+}
+
+/// The roles as YAML, or why the bundle does not render.
+fn render(args: &RbacArgs) -> Result<String, String> {
+    let mut config = serde_json::Map::new();
+    if let Some(namespace) = &args.install_namespace {
+        config.insert("installNamespace".into(), json!(namespace));
+    }
+    if !args.watch_namespaces.is_empty() {
+        config.insert("watchNamespaces".into(), json!(args.watch_namespaces));
+    }
+    let instance = Instance::new(
+        "bundle",
+        InstanceSpec {
+            class: "registry-v1".into(),
+            selector: None,
+            bundle: BundleTemplate {
+                name: "bundle".into(),
+                spec: None,
+            },
+            deletion_policy: Default::default(),
+            config: Some(config),
+        },
+    );
+    let objects = RegistryV1::new(pakket_registry_v1::ID)
+        .objects(&ObjectsRequest {
+            content: &args.dir,
+            max_object_size: 4 << 20,
+            instance: &instance,
+            cluster: &ClusterFacts::default(),
+        })
+        .map_err(|error| error.to_string())?;
+    let mut documents = Vec::new();
+    for needed in needed_roles(&objects, &args.name) {
+        let mut text = String::new();
+        if !needed.guessed.is_empty() {
+            text.push_str(&format!(
+                "# plurals guessed (no cluster was asked): {}\n",
+                needed.guessed.join(", ")
+            ));
+        }
+        text.push_str(&serde_saphyr::to_string(&needed.role).map_err(|error| error.to_string())?);
+        documents.push(text);
+    }
+    Ok(format!(
+        "# What a user needs so that an Instance of {} installs under approval: UserPermission\n\
+         # (besides create on instances.core.pakket.dev and use on the class). Bind these to the user.\n{}",
+        args.dir.display(),
+        documents.join("---\n")
+    ))
+}
