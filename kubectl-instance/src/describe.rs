@@ -175,6 +175,14 @@ pub fn render(description: &Description, now: Timestamp) -> String {
         }
     }
     field(&mut text, "Class", &class_line(instance, description));
+    // The provisioner's settings (registry-v1: installNamespace,
+    // watchNamespaces), one per line, as JSON values.
+    if let Some(config) = instance.spec.config.as_ref().filter(|c| !c.is_empty()) {
+        text.push_str("Config:\n");
+        for (key, value) in config {
+            let _ = writeln!(text, "  {key}: {value}");
+        }
+    }
     let bundle = &description.bundle;
     field(
         &mut text,
@@ -527,6 +535,10 @@ mod tests {
             ),
         );
         instance.status = Some(status);
+        instance.spec.config =
+            serde_json::json!({ "installNamespace": "web", "watchNamespaces": ["a", "b"] })
+                .as_object()
+                .cloned();
         let mut bundle = Bundle::new(
             "web.v3",
             BundleSpec {
@@ -598,6 +610,12 @@ mod tests {
                 && text.contains(
                     "  RBAC it would grant:\n    ClusterRole/web: get on secrets (core)\n"
                 ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "Config:\n  installNamespace: \"web\"\n  watchNamespaces: [\"a\",\"b\"]\n"
+            ),
             "{text}"
         );
         // Approved sorts before Installed whatever the stored order.
