@@ -18,8 +18,10 @@ pub use pakket_api::ownership::{BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INS
 
 use crate::ownership::{self, Claimant, Removal, Standing};
 
+mod crd_safety;
 mod order;
 
+pub use crd_safety::problems as crd_upgrade_problems;
 pub use order::{defined_resource, rank};
 
 /// How long a custom resource waits for its CustomResourceDefinition (from
@@ -41,6 +43,10 @@ pub enum ApplyError {
         /// The discovery error.
         message: String,
     },
+    /// Replacing CRDs on the cluster with the Bundle's could break what is
+    /// stored or what clients rely on: nothing was applied.
+    #[error("{}; nothing was applied. Fix the new CRDs, or set the ProvisionerClass parameter crdUpgradeSafety: None to allow such upgrades", .0.join("; "))]
+    UnsafeCrdUpgrade(Vec<String>),
     /// Objects that exist and are not this Instance's (each with whose it
     /// is): nothing was applied.
     #[error("{} of the Bundle's objects already exist and are not this Instance's, so nothing was applied: {}", .0.len(), reasons(.0))]
@@ -282,6 +288,7 @@ pub async fn apply_all(
     claimant: Claimant<'_>,
     bundle: &str,
     progress: &Progress,
+    crd_upgrade_safety: bool,
 ) -> Result<(Applied, Adoptions), ApplyError> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let sequence = order::apply_order(objects);
@@ -300,6 +307,7 @@ pub async fn apply_all(
     // Objects to create only if absent that exist as someone else's: used
     // as they are, not applied, not the Instance's.
     let mut used_as_found = BTreeSet::new();
+    let mut unsafe_crds = Vec::new();
     for &index in &sequence {
         let reference = reference_of(&objects[index]);
         match ownership::standing(kinds, &reference, claimant).await {
@@ -308,6 +316,12 @@ pub async fn apply_all(
                 standings.push(Standing::Absent);
             }
             Ok(Standing::Conflict(why)) => conflicts.push((reference, why)),
+            Ok(standing @ Standing::Ours(_))
+                if crd_upgrade_safety && reference.kind == "CustomResourceDefinition" =>
+            {
+                unsafe_crds.extend(crd_upgrade_check(kinds, &reference, &objects[index]).await?);
+                standings.push(standing);
+            }
             Ok(standing) => standings.push(standing),
             // Its CRD comes with the bundle, so no object of its kind exists yet.
             Err(ApplyError::UnknownKind { .. }) if awaited(&reference).is_some() => {
@@ -319,6 +333,9 @@ pub async fn apply_all(
     }
     if !conflicts.is_empty() {
         return Err(ApplyError::Conflicts(conflicts));
+    }
+    if !unsafe_crds.is_empty() {
+        return Err(ApplyError::UnsafeCrdUpgrade(unsafe_crds));
     }
     let mut applied = Applied {
         objects: Vec::with_capacity(objects.len()),
@@ -398,6 +415,31 @@ pub async fn apply_all(
         progress.applied.fetch_add(1, Ordering::Relaxed);
     }
     Ok((applied, adoptions))
+}
+
+/// Why replacing CRD `reference` on the cluster with `new` is unsafe,
+/// each reason prefixed with the CRD's name.
+async fn crd_upgrade_check(
+    kinds: &mut Kinds,
+    reference: &ObjectRef,
+    new: &Value,
+) -> Result<Vec<String>, ApplyError> {
+    let api = kinds.api(reference).await?;
+    let Some(current) =
+        api.get_opt(&reference.name)
+            .await
+            .map_err(|error| ApplyError::Refused {
+                object: reference.to_string(),
+                message: api_message(&error),
+            })?
+    else {
+        return Ok(Vec::new());
+    };
+    let current = serde_json::to_value(&current).unwrap_or_default();
+    Ok(crd_safety::problems(&current, new)
+        .into_iter()
+        .map(|problem| format!("CustomResourceDefinition {}: {problem}", reference.name))
+        .collect())
 }
 
 /// Whether a provisioner marked `object` to be created only if absent.

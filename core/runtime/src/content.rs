@@ -63,6 +63,10 @@ pub struct UnpackOptions {
     /// past it the Bundle is refused with a condition saying so, rather
     /// than an apply the cluster and the status cannot carry.
     pub max_objects: u64,
+    /// Whether a Bundle's CRDs may replace those on the cluster only when
+    /// nothing stored or relied on could break (the class parameter
+    /// `crdUpgradeSafety`: `Strict`, the default, or `None`).
+    pub crd_upgrade_safety: bool,
     /// The ProvisionerClass these options come from, for the advice in a
     /// refusal.
     pub class: String,
@@ -84,6 +88,7 @@ impl Default for UnpackOptions {
             pull_secrets: Vec::new(),
             allow_internal_addresses: false,
             max_objects: DEFAULT_MAX_OBJECTS,
+            crd_upgrade_safety: true,
             class: String::new(),
         }
     }
@@ -108,6 +113,17 @@ impl UnpackOptions {
             class_parameters::boolean(parameters, "allowInternalAddresses", false)?;
         options.max_objects =
             class_parameters::count(parameters, "maxObjects", DEFAULT_MAX_OBJECTS)?;
+        options.crd_upgrade_safety = match class_parameters::string(parameters, "crdUpgradeSafety")?
+        {
+            None | Some("Strict") => true,
+            Some("None") => false,
+            Some(other) => {
+                return Err(ParameterError {
+                    name: "crdUpgradeSafety".into(),
+                    problem: format!("{other:?} is not a policy; write Strict or None"),
+                });
+            }
+        };
         Ok(options)
     }
 

@@ -578,3 +578,109 @@ async fn objects_of_a_pivot_cut_short_are_removed_with_the_instance() {
     .await;
     fixture.scope.cleanup().await;
 }
+
+/// A Widget CRD whose `spec` has these properties (JSON).
+fn widget_crd(properties: serde_json::Value) -> String {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": "safetywidgets.upgrade.pakket.dev" },
+        "spec": {
+            "group": "upgrade.pakket.dev",
+            "scope": "Namespaced",
+            "names": { "kind": "SafetyWidget", "plural": "safetywidgets", "singular": "safetywidget" },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object", "properties": {
+                    "spec": { "type": "object", "properties": properties },
+                } } },
+            }],
+        },
+    });
+    serde_json::to_string(&crd).unwrap()
+}
+
+#[tokio::test]
+async fn a_crd_upgrade_that_removes_or_retypes_fields_is_refused_and_an_additive_one_passes() {
+    let fixture = Fixture::new("crd-upgrade", "AllowAll").await;
+    let v1 = widget_crd(json!({ "size": { "type": "integer" }, "color": { "type": "string" } }));
+    fixture.files("content-v1", &[("crd.json", v1)]).await;
+    let (instances, name) = fixture
+        .create_instance(
+            "bundle-v1",
+            fixture.bundle_spec("content-v1", "file://content"),
+        )
+        .await;
+    wait_for(&instances, &name, "v1 installed", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let pivot = |bundle: &str, content: &str| {
+        json!({ "spec": { "bundle": {
+            "name": fixture.scope.name(bundle),
+            "spec": fixture.bundle_spec(content, "file://content"),
+        } } })
+    };
+
+    // v2 drops `color` and turns `size` into a string.
+    let v2 = widget_crd(json!({ "size": { "type": "string" } }));
+    fixture.files("content-v2", &[("crd.json", v2)]).await;
+    instances
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&pivot("bundle-v2", "content-v2")),
+        )
+        .await
+        .unwrap();
+    let refused = wait_for(&instances, &name, "the unsafe upgrade refused", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains("CustomResourceDefinition safetywidgets.upgrade.pakket.dev: version v1, .spec.color: the field is removed")
+            && message.contains(".spec.size: type changes from integer to string")
+            && message.contains("crdUpgradeSafety: None"),
+        "{message}"
+    );
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(fixture.scope.client.clone());
+    let stored =
+        serde_json::to_value(crds.get("safetywidgets.upgrade.pakket.dev").await.unwrap()).unwrap();
+    assert!(
+        stored
+            .pointer("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/color")
+            .is_some(),
+        "the CRD on the cluster is untouched"
+    );
+
+    // v3 only adds an optional field: it passes.
+    let v3 = widget_crd(json!({
+        "size": { "type": "integer" }, "color": { "type": "string" }, "shape": { "type": "string" },
+    }));
+    fixture.files("content-v3", &[("crd.json", v3)]).await;
+    instances
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&pivot("bundle-v3", "content-v3")),
+        )
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "the safe upgrade installed", |i| {
+        i.status.as_ref().and_then(|s| s.active_bundle.clone())
+            == Some(fixture.scope.name("bundle-v3"))
+            && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    pakket_testkit::eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}

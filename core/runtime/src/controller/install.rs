@@ -278,7 +278,14 @@ pub async fn install<P: Provisioner>(
         };
         let began = std::time::Instant::now();
         let progress = apply::Progress::default();
-        let applying = apply::apply_all(&mut kinds, &objects, claimant, bundle_name, &progress);
+        let applying = apply::apply_all(
+            &mut kinds,
+            &objects,
+            claimant,
+            bundle_name,
+            &progress,
+            options.crd_upgrade_safety,
+        );
         let describe = || progress.describe(objects.len(), bundle_name);
         let (applied, adoptions) =
             match with_progress(applying, describe, &mut report, context).await {
