@@ -87,32 +87,29 @@ fn compare(version: &str, path: &str, old: &Value, new: &Value, found: &mut Vec<
             new_type.unwrap_or("any")
         )));
     }
-    // Enum: a value the old schema allowed and the new one does not.
-    if let (Some(old_enum), new_enum) = (
-        old.get("enum").and_then(Value::as_array),
-        new.get("enum").and_then(Value::as_array),
-    ) {
-        match new_enum {
-            Some(new_enum) => {
-                let removed: Vec<String> = old_enum
-                    .iter()
-                    .filter(|value| !new_enum.contains(value))
-                    .map(Value::to_string)
-                    .collect();
-                if !removed.is_empty() {
-                    found.push(at(format!("enum values removed: {}", removed.join(", "))));
-                }
+    // Enum: a value the old schema allowed and the new one does not (no
+    // enum in the new schema allows everything).
+    let old_enum = old.get("enum").and_then(Value::as_array);
+    let new_enum = new.get("enum").and_then(Value::as_array);
+    match (old_enum, new_enum) {
+        (Some(old_enum), Some(new_enum)) => {
+            let removed: Vec<String> = old_enum
+                .iter()
+                .filter(|value| !new_enum.contains(value))
+                .map(Value::to_string)
+                .collect();
+            if !removed.is_empty() {
+                found.push(at(format!("enum values removed: {}", removed.join(", "))));
             }
-            None => {}
         }
-    } else if let Some(new_enum) = new.get("enum").and_then(Value::as_array)
-        && old.get("enum").is_none()
-    {
-        let values: Vec<String> = new_enum.iter().map(Value::to_string).collect();
-        found.push(at(format!(
-            "an enum is added ({}), so other values stored now are refused",
-            values.join(", ")
-        )));
+        (None, Some(new_enum)) => {
+            let values: Vec<String> = new_enum.iter().map(Value::to_string).collect();
+            found.push(at(format!(
+                "an enum is added ({}), so other values stored now are refused",
+                values.join(", ")
+            )));
+        }
+        _ => {}
     }
     for bound in ["minimum", "minLength", "minItems", "minProperties"] {
         if let Some(new_bound) = new.get(bound).and_then(Value::as_f64) {
