@@ -265,12 +265,17 @@ mod tests {
 
     #[test]
     fn a_problem_the_old_crd_already_had_does_not_block() {
-        // The old CRD already required `shape` and capped `size`: keeping
-        // that is no change.
+        // The old CRD already required `shape` and capped `size`; the new
+        // one keeps both and adds an optional field: nothing new narrows.
         let old = widget(
             json!({ "type": "object", "required": ["shape"], "properties": {
             "shape": { "type": "string" }, "size": { "type": "integer", "maximum": 5 } } }),
         );
-        assert!(problems(&old, &old.clone()).is_empty());
+        let new = widget(
+            json!({ "type": "object", "required": ["shape"], "properties": {
+            "shape": { "type": "string" }, "size": { "type": "integer", "maximum": 5 },
+            "color": { "type": "string" } } }),
+        );
+        assert!(problems(&old, &new).is_empty());
     }
 }

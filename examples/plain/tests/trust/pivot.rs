@@ -55,14 +55,19 @@ async fn a_selector_that_matches_everything_relabels_no_one_elses_bundles() {
             )],
         )
         .await;
-    Api::<pakket_api::Instance>::all(alice)
-        .patch(
-            &stage.scope.name("greedy"),
-            &PatchParams::default(),
-            &Patch::Merge(&change),
-        )
-        .await
-        .unwrap();
+    // A new grant reaches the apiserver's authorizer a moment later.
+    let alices: Api<pakket_api::Instance> = Api::all(alice);
+    eventually("alice's patch is allowed", || async {
+        alices
+            .patch(
+                &stage.scope.name("greedy"),
+                &PatchParams::default(),
+                &Patch::Merge(&change),
+            )
+            .await
+            .is_ok()
+    })
+    .await;
     eventually("v2 installed", || async {
         stage.value_of("a").await.as_deref() == Some("v2")
     })
