@@ -1,6 +1,7 @@
 //! A registry+v1 bundle as plain objects, with OLM's semantics: the CSV's
-//! Deployments in the install namespace with the target-namespace
-//! annotations, a ServiceAccount for each account the CSV names,
+//! Deployments in the install namespace with the CSV's annotations and the
+//! target-namespace annotations on the pod template and one old
+//! ReplicaSet kept, a ServiceAccount for each account the CSV names,
 //! `permissions` as Roles and RoleBindings in each watched namespace (or a
 //! ClusterRole and binding, plus read access to namespaces, when it
 //! watches all), `clusterPermissions` as ClusterRoles and bindings, the
@@ -105,19 +106,25 @@ pub fn render(
             .entry("metadata")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(metadata) = metadata {
-            let annotations = metadata
-                .entry("annotations")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(annotations) = annotations {
-                annotations.insert(
-                    "olm.targetNamespaces".into(),
-                    Value::String(placement.watch.target_namespaces()),
-                );
-                annotations.insert(
-                    "olm.operatorNamespace".into(),
-                    Value::String(namespace.clone()),
-                );
+            // As OLM does: the CSV's annotations, then the template's own
+            // over them, then where the operator runs and what it watches.
+            let mut annotations = csv.metadata.annotations.clone();
+            if let Some(Value::Object(own)) = metadata.get("annotations") {
+                annotations.extend(own.clone());
             }
+            annotations.insert(
+                "olm.targetNamespaces".into(),
+                Value::String(placement.watch.target_namespaces()),
+            );
+            annotations.insert(
+                "olm.operatorNamespace".into(),
+                Value::String(namespace.clone()),
+            );
+            metadata.insert("annotations".into(), Value::Object(annotations));
+        }
+        // OLM keeps one old ReplicaSet per operator Deployment.
+        if let Some(spec) = spec.as_object_mut() {
+            spec.insert("revisionHistoryLimit".into(), json!(1));
         }
         let account = spec
             .pointer("/template/spec/serviceAccountName")

@@ -99,6 +99,12 @@ fn etcd_without_config_watches_its_own_namespace() {
         .unwrap();
     assert_eq!(annotations["olm.targetNamespaces"], "etcd");
     assert_eq!(annotations["olm.operatorNamespace"], "etcd");
+    // The CSV's own annotations are copied to the pod template, as OLM does.
+    assert_eq!(annotations["capabilities"], "Full Lifecycle");
+    assert_eq!(
+        deployment.pointer("/spec/revisionHistoryLimit"),
+        Some(&json!(1))
+    );
     let roles = find(&objects, "Role");
     assert_eq!(roles.len(), 1);
     assert_eq!(roles[0].pointer("/metadata/namespace").unwrap(), "etcd");
