@@ -245,3 +245,73 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
     );
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_watch_the_bundle_does_not_support_is_reported_naming_the_field_and_nothing_is_applied() {
+    let scope = Scope::new("registry-v1-bad-config").await;
+    install_crds(&scope.client).await.unwrap();
+    let id = format!("test.pakket.dev/{}", scope.id);
+    let class = ProvisionerClass {
+        metadata: scope.meta("class"),
+        spec: ProvisionerClassSpec {
+            provisioner: id.clone(),
+            parameters: json!({ "approval": "AllowAll" }).as_object().cloned(),
+        },
+    };
+    Api::<ProvisionerClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+    let client = scope.client.clone();
+    tokio::spawn(async move {
+        controller::run_with(client, RegistryV1::new(id), RunOptions::new(store)).await
+    });
+    let reference = push_etcd(&scope, "0.9.4").await;
+    // etcd 0.9.4 does not support MultiNamespace.
+    let mut instance = instance(&scope, "etcd-v094", &reference, &scope.namespace);
+    instance
+        .spec
+        .config
+        .as_mut()
+        .unwrap()
+        .insert("watchNamespaces".into(), json!(["team-a", "team-b"]));
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    instances
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap();
+    let name = scope.name("etcd");
+    let refused = wait_for(&instances, &name, "the config refused", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Installed, "InvalidConfig")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.starts_with("spec.config.watchNamespaces: lists 2 namespaces")
+            && message.contains("does not support MultiNamespace"),
+        "{message}"
+    );
+    assert!(
+        condition_is(&refused, ConditionType::Unpacked, "True"),
+        "the Bundle is fine; the config is not"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    assert!(
+        deployments
+            .get_opt("etcd-operator")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing applied"
+    );
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    scope.cleanup().await;
+}

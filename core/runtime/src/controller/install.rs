@@ -172,7 +172,26 @@ pub async fn install<P: Provisioner>(
     let objects = match context.provisioner.objects(&request) {
         Ok(objects) => objects,
         Err(ObjectsError::Config { field, problem }) => {
-            // The content is fine; this Instance's settings are not.
+            // The content is fine (and pinned); this Instance's settings
+            // are not, and the objects depend on them.
+            let unpacked_message = format!(
+                "unpacked from {}; its objects depend on the Instance's spec.config",
+                unpacked.reference
+            );
+            let outcome = UnpackOutcome {
+                phase: UnpackPhase::Done,
+                unpacked: Some(&unpacked),
+                objects: &[],
+                grants: Vec::new(),
+                reason: Reason::UnpackSucceeded,
+                message: &unpacked_message,
+            };
+            bundle_status::write(&bundles, &bundle, outcome).await?;
+            report.set(
+                Reason::UnpackSucceeded,
+                ConditionStatus::True,
+                format!("Bundle {bundle_name}: {unpacked_message}"),
+            );
             let message = format!(
                 "{field}: {problem}; nothing is applied until the Instance's spec.config is fixed"
             );
