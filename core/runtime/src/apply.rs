@@ -2,11 +2,10 @@
 //! prune that completes a pivot, and the health of what was applied.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use pakket_api::ObjectRef;
@@ -16,13 +15,16 @@ use crate::drift::Drift;
 
 pub use pakket_api::ownership::{BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INSTANCE_UID_LABEL};
 
-use crate::ownership::{self, Claimant, Removal, Standing};
+use crate::ownership::{self, Claimant, Removal};
 
 mod crd_safety;
+mod managed_fields;
 mod order;
+mod write;
 
 pub use crd_safety::problems as crd_upgrade_problems;
 pub use order::{defined_resource, rank};
+pub use write::{Adoptions, Progress, Settings, apply_all};
 
 /// How long a custom resource waits for its CustomResourceDefinition (from
 /// the same bundle) to be Established and served.
@@ -125,6 +127,14 @@ impl Kinds {
             drift.watch(&found.0);
         }
         Ok(found)
+    }
+
+    /// Tells the drift watches (if any) that the runtime itself is about
+    /// to delete `objects`.
+    fn pruning(&self, objects: &[ObjectRef]) {
+        if let Some(drift) = &self.drift {
+            drift.pruning(objects);
+        }
     }
 
     /// The API resource of one object's kind, and whether it is namespaced.
@@ -243,212 +253,6 @@ pub fn api_message(error: &kube::Error) -> String {
         }
         other => other.to_string(),
     }
-}
-
-/// How far an apply has come, for a status written while it runs: it is
-/// shared with whoever reports it, so it counts with atomics.
-#[derive(Debug, Default)]
-pub struct Progress {
-    /// Objects read to check that none is someone else's.
-    pub checked: AtomicUsize,
-    /// Objects applied.
-    pub applied: AtomicUsize,
-}
-
-impl Progress {
-    /// Where the apply of `total` objects of `bundle` stands, in words.
-    pub fn describe(&self, total: usize, bundle: &str) -> String {
-        let applied = self.applied.load(Ordering::Relaxed);
-        if applied == 0 {
-            let checked = self.checked.load(Ordering::Relaxed);
-            format!(
-                "installing Bundle {bundle}: checked {checked}/{total} objects for conflicts, nothing applied yet"
-            )
-        } else {
-            format!("installing Bundle {bundle}: applied {applied}/{total} objects")
-        }
-    }
-}
-
-/// What an apply adopted, besides what it created or updated.
-#[derive(Debug, Default)]
-pub struct Adoptions {
-    /// Objects taken over on an explicit offer ([`pakket_api::ownership::ADOPT_ANNOTATION`]).
-    pub adopted: Vec<ObjectRef>,
-}
-
-/// Applies every object (labelled with its Instance, the Instance's UID and
-/// its Bundle), after checking that none of them exists as someone else's:
-/// any conflict stops the apply before anything is written, naming every
-/// conflicting object and its owner. Stops at the first refusal.
-/// `progress` counts as it goes.
-pub async fn apply_all(
-    kinds: &mut Kinds,
-    objects: &[Value],
-    claimant: Claimant<'_>,
-    bundle: &str,
-    progress: &Progress,
-    crd_upgrade_safety: bool,
-) -> Result<(Applied, Adoptions), ApplyError> {
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let sequence = order::apply_order(objects);
-    let defined = order::defined_kinds(objects);
-    // The CRD (from this bundle) a custom resource of a kind not yet served waits for.
-    let awaited = |reference: &ObjectRef| {
-        defined
-            .get(&(
-                order::group_of(&reference.api_version).to_owned(),
-                reference.kind.clone(),
-            ))
-            .cloned()
-    };
-    let mut standings = Vec::with_capacity(objects.len());
-    let mut conflicts = Vec::new();
-    // Objects to create only if absent that exist as someone else's: used
-    // as they are, not applied, not the Instance's.
-    let mut used_as_found = BTreeSet::new();
-    let mut unsafe_crds = Vec::new();
-    for &index in &sequence {
-        let reference = reference_of(&objects[index]);
-        match ownership::standing(kinds, &reference, claimant).await {
-            Ok(Standing::Conflict(_)) if create_if_absent(&objects[index]) => {
-                used_as_found.insert(index);
-                standings.push(Standing::Absent);
-            }
-            Ok(Standing::Conflict(why)) => conflicts.push((reference, why)),
-            Ok(standing @ Standing::Ours(_))
-                if crd_upgrade_safety && reference.kind == "CustomResourceDefinition" =>
-            {
-                unsafe_crds.extend(crd_upgrade_check(kinds, &reference, &objects[index]).await?);
-                standings.push(standing);
-            }
-            Ok(standing) => standings.push(standing),
-            // Its CRD comes with the bundle, so no object of its kind exists yet.
-            Err(ApplyError::UnknownKind { .. }) if awaited(&reference).is_some() => {
-                standings.push(Standing::Absent);
-            }
-            Err(error) => return Err(error),
-        }
-        progress.checked.fetch_add(1, Ordering::Relaxed);
-    }
-    if !conflicts.is_empty() {
-        return Err(ApplyError::Conflicts(conflicts));
-    }
-    if !unsafe_crds.is_empty() {
-        return Err(ApplyError::UnsafeCrdUpgrade(unsafe_crds));
-    }
-    let mut applied = Applied {
-        objects: Vec::with_capacity(objects.len()),
-        unhealthy: Vec::new(),
-    };
-    let mut adoptions = Adoptions::default();
-    for (&index, standing) in sequence.iter().zip(standings) {
-        if used_as_found.contains(&index) {
-            progress.applied.fetch_add(1, Ordering::Relaxed);
-            continue;
-        }
-        let mut object = objects[index].clone();
-        if let Some(metadata) = object
-            .pointer_mut("/metadata")
-            .and_then(Value::as_object_mut)
-        {
-            if let Some(Value::Object(annotations)) = metadata.get_mut("annotations") {
-                annotations.remove(pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION);
-            }
-            if let Value::Object(labels) = metadata
-                .entry("labels")
-                .or_insert_with(|| Value::Object(Default::default()))
-            {
-                labels.insert(INSTANCE_LABEL.into(), Value::String(claimant.name.into()));
-                labels.insert(
-                    INSTANCE_UID_LABEL.into(),
-                    Value::String(claimant.uid.into()),
-                );
-                labels.insert(BUNDLE_LABEL.into(), Value::String(bundle.into()));
-            }
-            // An object that exists is applied only at the version that was
-            // checked: if it was replaced meanwhile, the apply fails rather
-            // than take over the replacement.
-            if let Standing::Ours(version) | Standing::Offered(version) = &standing {
-                metadata.insert("resourceVersion".into(), Value::String(version.clone()));
-            }
-        }
-        let reference = reference_of(&object);
-        let api = match kinds.api(&reference).await {
-            Ok(api) => api,
-            Err(ApplyError::UnknownKind { .. }) if let Some(crd) = awaited(&reference) => {
-                kinds.await_served(&reference, &crd).await?
-            }
-            Err(error) => return Err(error),
-        };
-        let answer = api
-            .patch(&reference.name, &params, &Patch::Apply(&object))
-            .await
-            .map_err(|error| ApplyError::Refused {
-                object: reference.to_string(),
-                message: api_message(&error),
-            })?;
-        if let Standing::Offered(_) = standing {
-            // The offer is used up: drop the annotation so it cannot hand
-            // the object to a later Instance of the same name.
-            let drop = serde_json::json!({
-                "metadata": { "annotations": { pakket_api::ownership::ADOPT_ANNOTATION: null } }
-            });
-            // Under the runtime's own field manager, so drift knows the
-            // write for the runtime's and does not apply again.
-            let ours = PatchParams {
-                field_manager: Some(FIELD_MANAGER.to_owned()),
-                ..PatchParams::default()
-            };
-            api.patch(&reference.name, &ours, &Patch::Merge(&drop))
-                .await
-                .map_err(|error| ApplyError::Refused {
-                    object: reference.to_string(),
-                    message: api_message(&error),
-                })?;
-            adoptions.adopted.push(reference.clone());
-        }
-        if let Some(problem) = health_problem(&reference, &answer) {
-            applied.unhealthy.push(problem);
-        }
-        applied.objects.push(reference);
-        progress.applied.fetch_add(1, Ordering::Relaxed);
-    }
-    Ok((applied, adoptions))
-}
-
-/// Why replacing CRD `reference` on the cluster with `new` is unsafe,
-/// each reason prefixed with the CRD's name.
-async fn crd_upgrade_check(
-    kinds: &mut Kinds,
-    reference: &ObjectRef,
-    new: &Value,
-) -> Result<Vec<String>, ApplyError> {
-    let api = kinds.api(reference).await?;
-    let Some(current) =
-        api.get_opt(&reference.name)
-            .await
-            .map_err(|error| ApplyError::Refused {
-                object: reference.to_string(),
-                message: api_message(&error),
-            })?
-    else {
-        return Ok(Vec::new());
-    };
-    let current = serde_json::to_value(&current).unwrap_or_default();
-    Ok(crd_safety::problems(&current, new)
-        .into_iter()
-        .map(|problem| format!("CustomResourceDefinition {}: {problem}", reference.name))
-        .collect())
-}
-
-/// Whether a provisioner marked `object` to be created only if absent.
-fn create_if_absent(object: &Value) -> bool {
-    object
-        .pointer("/metadata/annotations")
-        .and_then(|annotations| annotations.get(pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION))
-        .and_then(Value::as_str)
-        == Some("true")
 }
 
 /// What a prune or uninstall did.

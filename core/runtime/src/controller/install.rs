@@ -303,7 +303,14 @@ pub async fn install<P: Provisioner>(
             claimant,
             bundle_name,
             &progress,
-            options.crd_upgrade_safety,
+            apply::Settings {
+                crd_upgrade_safety: options.crd_upgrade_safety,
+                // Created without reading first, unless an earlier try
+                // failed: a conflict would then create and remove objects
+                // again on every retry.
+                first_install: previous.is_empty() && !report.failed_before(),
+                content_changed: !installed_here,
+            },
         );
         let describe = || progress.describe(objects.len(), bundle_name);
         let (applied, adoptions) =

@@ -75,6 +75,13 @@ impl Report {
                 .is_some_and(|c| c.status == "True")
     }
 
+    /// Whether an earlier apply of this Instance failed (its `Installed`
+    /// condition, as read, says `InstallFailed`).
+    pub fn failed_before(&self) -> bool {
+        condition::find(&self.found, ConditionType::Installed)
+            .is_some_and(|c| c.reason == Reason::InstallFailed.as_str())
+    }
+
     /// Whether the status read describes the Instance's current generation.
     pub fn observed_current(&self) -> bool {
         self.instance

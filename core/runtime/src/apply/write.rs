@@ -1,0 +1,480 @@
+//! Writing a Bundle's objects: check that none is someone else's, then
+//! create what is new and apply what is the Instance's, in a safe order.
+//!
+//! Where the Instance has installed nothing yet, nothing is read first:
+//! each object is created with a plain create, which fails if the object
+//! exists (Kubernetes has no create-only server-side apply), and only then
+//! is the existing object read and judged. That halves the requests of a
+//! first install and leaves no window between a read and a write in which
+//! someone else's object could appear and be taken over. Should an object
+//! turn out to be someone else's half way, every object this apply created
+//! is deleted again, so a conflict still means nothing was applied.
+//!
+//! Where the Instance has objects already (a pivot, a re-apply), each
+//! object is read first: a conflict found then stops the apply before
+//! anything is written, objects that are the Instance's are applied at the
+//! resourceVersion read, and objects that were absent are created the same
+//! way, so one that someone else made since the read is not taken over
+//! either (what this apply created is deleted again; what it updated stays,
+//! as after any apply that fails half way).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use pakket_api::ObjectRef;
+use serde_json::Value;
+
+use super::{
+    Applied, ApplyError, BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INSTANCE_UID_LABEL, Kinds,
+    api_message, crd_safety, health_problem, managed_fields, order, reference_of,
+};
+use crate::ownership::{self, Claimant, Standing};
+
+/// How far an apply has come, for a status written while it runs: it is
+/// shared with whoever reports it, so it counts with atomics.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Objects read to check that none is someone else's.
+    pub checked: AtomicUsize,
+    /// Objects applied.
+    pub applied: AtomicUsize,
+}
+
+impl Progress {
+    /// Where the apply of `total` objects of `bundle` stands, in words.
+    pub fn describe(&self, total: usize, bundle: &str) -> String {
+        let applied = self.applied.load(Ordering::Relaxed);
+        if applied == 0 {
+            let checked = self.checked.load(Ordering::Relaxed);
+            format!(
+                "installing Bundle {bundle}: checked {checked}/{total} objects for conflicts, nothing applied yet"
+            )
+        } else {
+            format!("installing Bundle {bundle}: applied {applied}/{total} objects")
+        }
+    }
+}
+
+/// What an apply adopted, besides what it created or updated.
+#[derive(Debug, Default)]
+pub struct Adoptions {
+    /// Objects taken over on an explicit offer ([`pakket_api::ownership::ADOPT_ANNOTATION`]).
+    pub adopted: Vec<ObjectRef>,
+}
+
+/// How one apply goes.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// Refuse CRDs that would break what is stored or served.
+    pub crd_upgrade_safety: bool,
+    /// The Instance has installed nothing: create each object without
+    /// reading it first (see the module doc).
+    pub first_install: bool,
+    /// The content differs from what was last applied, so fields may be
+    /// dropped: created objects get their fields moved under the apply.
+    pub content_changed: bool,
+}
+
+/// Where one object stands before it is written.
+enum Plan {
+    /// Not read: created if absent, judged only if it exists.
+    Create,
+    /// Read: this is where it stands.
+    Read(Standing),
+    /// Create only if absent, and it exists as someone else's: used as it is.
+    UseAsFound,
+}
+
+/// Applies every object (labelled with its Instance, the Instance's UID and
+/// its Bundle), never writing over one that exists as someone else's: any
+/// conflict ends the apply with nothing written, naming every conflicting
+/// object and its owner. Stops at the first refusal. `progress` counts as
+/// it goes.
+pub async fn apply_all(
+    kinds: &mut Kinds,
+    objects: &[Value],
+    claimant: Claimant<'_>,
+    bundle: &str,
+    progress: &Progress,
+    settings: Settings,
+) -> Result<(Applied, Adoptions), ApplyError> {
+    let sequence = order::apply_order(objects);
+    let defined = order::defined_kinds(objects);
+    // The CRD (from this bundle) a custom resource of a kind not yet served waits for.
+    let awaited = |reference: &ObjectRef| {
+        defined
+            .get(&(
+                order::group_of(&reference.api_version).to_owned(),
+                reference.kind.clone(),
+            ))
+            .cloned()
+    };
+    let mut plans = Vec::with_capacity(objects.len());
+    let mut conflicts = Vec::new();
+    let mut unsafe_crds = Vec::new();
+    for &index in &sequence {
+        if settings.first_install {
+            plans.push(Plan::Create);
+            continue;
+        }
+        let reference = reference_of(&objects[index]);
+        match read(kinds, &reference).await {
+            Ok(found) => {
+                let plan = judge(
+                    kinds,
+                    claimant,
+                    &reference,
+                    &objects[index],
+                    found,
+                    settings,
+                )
+                .await?;
+                match plan {
+                    Judged::Plan(plan) => plans.push(plan),
+                    Judged::Conflict(why) => conflicts.push((reference, why)),
+                    Judged::Unsafe(problems) => {
+                        unsafe_crds.extend(problems);
+                        plans.push(Plan::Read(Standing::Absent));
+                    }
+                }
+            }
+            // Its CRD comes with the bundle, so no object of its kind exists yet.
+            Err(ApplyError::UnknownKind { .. }) if awaited(&reference).is_some() => {
+                plans.push(Plan::Read(Standing::Absent));
+            }
+            Err(error) => return Err(error),
+        }
+        progress.checked.fetch_add(1, Ordering::Relaxed);
+    }
+    if !conflicts.is_empty() {
+        return Err(ApplyError::Conflicts(conflicts));
+    }
+    if !unsafe_crds.is_empty() {
+        return Err(ApplyError::UnsafeCrdUpgrade(unsafe_crds));
+    }
+
+    let mut writer = Writer {
+        params: PatchParams::apply(FIELD_MANAGER).force(),
+        applied: Applied {
+            objects: Vec::with_capacity(objects.len()),
+            unhealthy: Vec::new(),
+        },
+        adoptions: Adoptions::default(),
+        created: Vec::new(),
+    };
+    for (position, (&index, plan)) in sequence.iter().zip(plans).enumerate() {
+        let object = labelled_object(&objects[index], claimant, bundle);
+        let reference = reference_of(&object);
+        let api = match kinds.api(&reference).await {
+            Ok(api) => api,
+            Err(ApplyError::UnknownKind { .. }) if let Some(crd) = awaited(&reference) => {
+                kinds.await_served(&reference, &crd).await?
+            }
+            Err(error) => return Err(error),
+        };
+        let standing = match plan {
+            Plan::UseAsFound => {
+                progress.applied.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            Plan::Read(Standing::Absent) | Plan::Create => {
+                match writer.create(&api, &reference, &object).await? {
+                    Created::Done => {
+                        progress.applied.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Created::Exists(found) => {
+                        match judge(
+                            kinds,
+                            claimant,
+                            &reference,
+                            &objects[index],
+                            Some(*found),
+                            settings,
+                        )
+                        .await?
+                        {
+                            Judged::Plan(Plan::Read(standing)) => standing,
+                            Judged::Plan(_) => {
+                                progress.applied.fetch_add(1, Ordering::Relaxed);
+                                continue;
+                            }
+                            Judged::Conflict(why) => {
+                                let rest = &sequence[position + 1..];
+                                let mut conflicts = vec![(reference, why)];
+                                conflicts
+                                    .extend(later_conflicts(kinds, objects, rest, claimant).await);
+                                writer.undo(kinds, claimant).await?;
+                                return Err(ApplyError::Conflicts(conflicts));
+                            }
+                            Judged::Unsafe(problems) => {
+                                writer.undo(kinds, claimant).await?;
+                                return Err(ApplyError::UnsafeCrdUpgrade(problems));
+                            }
+                        }
+                    }
+                }
+            }
+            Plan::Read(standing) => standing,
+        };
+        writer.apply(&api, &reference, object, &standing).await?;
+        progress.applied.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok((writer.applied, writer.adoptions))
+}
+
+/// An object as it is written: the provisioner's markers removed, the
+/// ownership labels added.
+fn labelled_object(object: &Value, claimant: Claimant<'_>, bundle: &str) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object
+        .pointer_mut("/metadata")
+        .and_then(Value::as_object_mut)
+    {
+        if let Some(Value::Object(annotations)) = metadata.get_mut("annotations") {
+            annotations.remove(pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION);
+        }
+        if let Value::Object(labels) = metadata
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Default::default()))
+        {
+            labels.insert(INSTANCE_LABEL.into(), Value::String(claimant.name.into()));
+            labels.insert(
+                INSTANCE_UID_LABEL.into(),
+                Value::String(claimant.uid.into()),
+            );
+            labels.insert(BUNDLE_LABEL.into(), Value::String(bundle.into()));
+        }
+    }
+    object
+}
+
+/// What judging an existing (or absent) object decided.
+enum Judged {
+    Plan(Plan),
+    /// Someone else's; the text says whose and what to do.
+    Conflict(String),
+    /// The Instance's CRD, which the new one would replace unsafely.
+    Unsafe(Vec<String>),
+}
+
+/// Decides how to write `desired` given what was `found`: someone else's
+/// object is a conflict (or used as found, if the provisioner asked for it
+/// only if absent), the Instance's own CRD is checked for a safe upgrade,
+/// and a created object whose content changes gets its fields moved under
+/// the apply first.
+async fn judge(
+    kinds: &mut Kinds,
+    claimant: Claimant<'_>,
+    reference: &ObjectRef,
+    desired: &Value,
+    found: Option<DynamicObject>,
+    settings: Settings,
+) -> Result<Judged, ApplyError> {
+    let Some(object) = found else {
+        return Ok(Judged::Plan(Plan::Read(Standing::Absent)));
+    };
+    Ok(match ownership::standing_of(reference, &object, claimant) {
+        Standing::Conflict(_) if create_if_absent(desired) => Judged::Plan(Plan::UseAsFound),
+        Standing::Conflict(why) => Judged::Conflict(why),
+        Standing::Ours(version) => {
+            if settings.crd_upgrade_safety && reference.kind == "CustomResourceDefinition" {
+                let current = serde_json::to_value(&object).unwrap_or_default();
+                let problems: Vec<String> = crd_safety::problems(&current, desired)
+                    .into_iter()
+                    .map(|problem| {
+                        format!("CustomResourceDefinition {}: {problem}", reference.name)
+                    })
+                    .collect();
+                if !problems.is_empty() {
+                    return Ok(Judged::Unsafe(problems));
+                }
+            }
+            let version = if settings.content_changed {
+                let api = kinds.api(reference).await?;
+                managed_fields::upgrade(&api, &object)
+                    .await
+                    .map_err(|error| refused(reference, &error))?
+                    .unwrap_or(version)
+            } else {
+                version
+            };
+            Judged::Plan(Plan::Read(Standing::Ours(version)))
+        }
+        other => Judged::Plan(Plan::Read(other)),
+    })
+}
+
+/// The object as it is now, or `None` if there is none.
+async fn read(
+    kinds: &mut Kinds,
+    reference: &ObjectRef,
+) -> Result<Option<DynamicObject>, ApplyError> {
+    let api = kinds.api(reference).await?;
+    api.get_opt(&reference.name)
+        .await
+        .map_err(|error| refused(reference, &error))
+}
+
+/// The apiserver's refusal of one object, in words.
+fn refused(reference: &ObjectRef, error: &kube::Error) -> ApplyError {
+    ApplyError::Refused {
+        object: reference.to_string(),
+        message: api_message(error),
+    }
+}
+
+/// The conflicts among `rest` (indices into `objects`), read one by one:
+/// what a conflict found during creation reports beside its own, so the
+/// message names every object in the way, as a conflict found before
+/// writing does. Objects that cannot be read are left out.
+async fn later_conflicts(
+    kinds: &mut Kinds,
+    objects: &[Value],
+    rest: &[usize],
+    claimant: Claimant<'_>,
+) -> Vec<(ObjectRef, String)> {
+    let mut conflicts = Vec::new();
+    for &index in rest {
+        let reference = reference_of(&objects[index]);
+        if let Ok(Some(object)) = read(kinds, &reference).await
+            && let Standing::Conflict(why) = ownership::standing_of(&reference, &object, claimant)
+            && !create_if_absent(&objects[index])
+        {
+            conflicts.push((reference, why));
+        }
+    }
+    conflicts
+}
+
+/// What a create found.
+enum Created {
+    /// Created: the object is the Instance's.
+    Done,
+    /// It exists: this is what is there.
+    Exists(Box<DynamicObject>),
+}
+
+/// The writes of one apply, and what it created (to undo on a conflict).
+struct Writer {
+    params: PatchParams,
+    applied: Applied,
+    adoptions: Adoptions,
+    created: Vec<ObjectRef>,
+}
+
+impl Writer {
+    /// Creates `object` unless it exists; what exists is read and returned.
+    async fn create(
+        &mut self,
+        api: &Api<DynamicObject>,
+        reference: &ObjectRef,
+        object: &Value,
+    ) -> Result<Created, ApplyError> {
+        let typed: DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|error| ApplyError::Refused {
+                object: reference.to_string(),
+                message: format!("it is not a Kubernetes object: {error}"),
+            })?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        // Twice: an object deleted between the failed create and the read
+        // is created on the second try.
+        for _ in 0..2 {
+            match api.create(&params, &typed).await {
+                Ok(answer) => {
+                    self.done(reference, &answer);
+                    self.created.push(reference.clone());
+                    return Ok(Created::Done);
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    if let Some(found) = api
+                        .get_opt(&reference.name)
+                        .await
+                        .map_err(|error| refused(reference, &error))?
+                    {
+                        return Ok(Created::Exists(Box::new(found)));
+                    }
+                }
+                Err(error) => return Err(refused(reference, &error)),
+            }
+        }
+        Err(ApplyError::Refused {
+            object: reference.to_string(),
+            message: "it was created and deleted by someone else while it was being applied; \
+                      the apply is tried again"
+                .into(),
+        })
+    }
+
+    /// Applies `object` where `standing` says it stands: an existing object
+    /// only at the resourceVersion judged, so one replaced meanwhile fails
+    /// rather than being taken over; an offered one loses its offer.
+    async fn apply(
+        &mut self,
+        api: &Api<DynamicObject>,
+        reference: &ObjectRef,
+        mut object: Value,
+        standing: &Standing,
+    ) -> Result<(), ApplyError> {
+        if let Standing::Ours(version) | Standing::Offered(version) = standing
+            && let Some(metadata) = object
+                .pointer_mut("/metadata")
+                .and_then(Value::as_object_mut)
+        {
+            metadata.insert("resourceVersion".into(), Value::String(version.clone()));
+        }
+        let answer = api
+            .patch(&reference.name, &self.params, &Patch::Apply(&object))
+            .await
+            .map_err(|error| refused(reference, &error))?;
+        if let Standing::Offered(_) = standing {
+            // The offer is used up: drop the annotation so it cannot hand
+            // the object to a later Instance of the same name.
+            let drop = serde_json::json!({
+                "metadata": { "annotations": { pakket_api::ownership::ADOPT_ANNOTATION: null } }
+            });
+            // Under the runtime's own field manager, so drift knows the
+            // write for the runtime's and does not apply again.
+            let ours = PatchParams {
+                field_manager: Some(FIELD_MANAGER.to_owned()),
+                ..PatchParams::default()
+            };
+            api.patch(&reference.name, &ours, &Patch::Merge(&drop))
+                .await
+                .map_err(|error| refused(reference, &error))?;
+            self.adoptions.adopted.push(reference.clone());
+        }
+        self.done(reference, &answer);
+        Ok(())
+    }
+
+    fn done(&mut self, reference: &ObjectRef, answer: &DynamicObject) {
+        if let Some(problem) = health_problem(reference, answer) {
+            self.applied.unhealthy.push(problem);
+        }
+        self.applied.objects.push(reference.clone());
+    }
+
+    /// Deletes what this apply created, newest first (each only if its own
+    /// records still say it is the Instance's).
+    async fn undo(&mut self, kinds: &mut Kinds, claimant: Claimant<'_>) -> Result<(), ApplyError> {
+        // The runtime's own deletions, not someone else's change to put back.
+        kinds.pruning(&self.created);
+        while let Some(reference) = self.created.pop() {
+            ownership::delete_owned(kinds, &reference, claimant).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether a provisioner marked `object` to be created only if absent.
+fn create_if_absent(object: &Value) -> bool {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|annotations| annotations.get(pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true")
+}

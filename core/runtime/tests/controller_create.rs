@@ -1,0 +1,167 @@
+//! How a first install writes, on the real control plane: objects are
+//! created (a create fails if the object exists, so nothing someone else
+//! made is ever taken over, not even one made a moment before), a conflict
+//! found half way leaves nothing behind, and created objects still lose the
+//! fields a later Bundle drops.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Patch, PatchParams, PostParams};
+use pakket_api::ConditionType;
+use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
+use serde_json::json;
+
+mod plain_fixture;
+
+use plain_fixture::Fixture;
+
+fn config_map(namespace: &str, name: &str, data: &[(&str, &str)]) -> String {
+    let mut text = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n"
+    );
+    for (key, value) in data {
+        text.push_str(&format!("  {key}: \"{value}\"\n"));
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_conflict_found_while_creating_leaves_nothing_behind() {
+    let fixture = Fixture::new("create-conflict", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    // Someone else's ConfigMap, third in the Bundle's order.
+    let theirs = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some("taken".into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([("owner".into(), "someone else".into())])),
+        ..Default::default()
+    };
+    fixture
+        .config_maps()
+        .create(&PostParams::default(), &theirs)
+        .await
+        .unwrap();
+    fixture
+        .files(
+            "content",
+            &[
+                ("a.yaml", config_map(&namespace, "early-1", &[("v", "1")])),
+                ("b.yaml", config_map(&namespace, "early-2", &[("v", "2")])),
+                (
+                    "c.yaml",
+                    config_map(&namespace, "taken", &[("owner", "me")]),
+                ),
+                ("d.yaml", config_map(&namespace, "late", &[("v", "4")])),
+            ],
+        )
+        .await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
+    let failed = wait_for(&instances, &name, "conflict", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    let message = &failed.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains("ConfigMap") && message.contains("taken"),
+        "the conflict names the object: {message}"
+    );
+    assert!(
+        message.contains("not managed by Pakket"),
+        "and whose it is: {message}"
+    );
+    for created_then_removed in ["early-1", "early-2", "late"] {
+        assert!(
+            fixture
+                .config_maps()
+                .get_opt(created_then_removed)
+                .await
+                .unwrap()
+                .is_none(),
+            "{created_then_removed} is not left behind"
+        );
+    }
+    let taken = fixture.config_maps().get("taken").await.unwrap();
+    assert_eq!(
+        taken.data.unwrap().get("owner").map(String::as_str),
+        Some("someone else"),
+        "their object is untouched"
+    );
+    assert!(
+        !taken
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key("core.pakket.dev/instance-uid"),
+        "and not labelled as the Instance's"
+    );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_field_the_next_bundle_drops_is_removed_from_a_created_object() {
+    let fixture = Fixture::new("create-then-drop", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    fixture
+        .files(
+            "content-v1",
+            &[(
+                "a.yaml",
+                config_map(&namespace, "settings", &[("kept", "1"), ("dropped", "2")]),
+            )],
+        )
+        .await;
+    let (instances, name) = fixture
+        .create_instance(
+            "bundle-v1",
+            fixture.bundle_spec("content-v1", "file://content"),
+        )
+        .await;
+    wait_for(&instances, &name, "v1", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let created = fixture.config_maps().get("settings").await.unwrap();
+    assert_eq!(created.data.unwrap().len(), 2);
+
+    fixture
+        .files(
+            "content-v2",
+            &[(
+                "a.yaml",
+                config_map(&namespace, "settings", &[("kept", "1")]),
+            )],
+        )
+        .await;
+    let pivot = json!({ "spec": { "bundle": {
+        "name": fixture.scope.name("bundle-v2"),
+        "spec": fixture.bundle_spec("content-v2", "file://content"),
+    } } });
+    instances
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&pivot))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "v2", |i| {
+        i.status.as_ref().and_then(|s| s.active_bundle.clone())
+            == Some(fixture.scope.name("bundle-v2"))
+            && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let data = fixture
+        .config_maps()
+        .get("settings")
+        .await
+        .unwrap()
+        .data
+        .unwrap_or_default();
+    assert_eq!(
+        data.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["kept"],
+        "the field v2 dropped is gone"
+    );
+    fixture.scope.cleanup().await;
+}
