@@ -16,7 +16,7 @@ use crate::index::Index;
 use crate::review::{Request, Requester, Target, decode};
 use crate::rules::content::ConfigMapState;
 use crate::rules::use_verb::ClassUse;
-use crate::rules::{Verdict, approval, bundle, content, creator, use_verb};
+use crate::rules::{Verdict, approval, bundle, content, creator, finalizer, use_verb};
 
 /// Which of the two endpoints a review came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +88,9 @@ impl Admission {
             }
             (Webhook::Mutate, Target::Bundle) if writes => mutate_bundle(request, &mut verdict),
             (Webhook::Mutate, Target::Instance) if writes => {
-                mutate_instance(request, &requester, &self.key, &mut verdict)
+                mutate_instance(request, &requester, &self.key, &mut verdict).map(|()| {
+                    self.add_finalizer(request, &mut verdict);
+                })
             }
             (_, target) => {
                 tracing::debug!(?target, operation = ?request.operation, "nothing to check");
@@ -363,6 +365,27 @@ impl Admission {
                 Ok(Some(warning)) => verdict.warnings.push(warning),
                 Err(message) => verdict.deny(403, message),
             }
+        }
+    }
+}
+
+impl Admission {
+    /// Instance CREATE in the mutating phase: the finalizer of the
+    /// provisioner its class names ([`finalizer::on_create`]).
+    fn add_finalizer(&self, request: &Request, verdict: &mut Verdict) {
+        if request.operation != Operation::Create || !verdict.is_allowed() {
+            return;
+        }
+        let Ok((_, new)) = objects::<Instance>(request, "Instance") else {
+            return;
+        };
+        if let Some(provisioner) = self.index.provisioner_of(&new.spec.class)
+            && let Some(add) = finalizer::on_create(
+                &new.metadata,
+                pakket_api::ownership::finalizer_of(&provisioner),
+            )
+        {
+            verdict.patch.push(add);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What the webhook keeps in memory from watches: the Bundles (to know which
-//! ConfigMaps are Bundle content) and the names of the ProvisionerClasses
-//! (to warn about a class that does not exist).
+//! ConfigMaps are Bundle content) and the ProvisionerClasses (to warn about
+//! a class that does not exist, and to know whose finalizer a new Instance
+//! gets).
 //!
 //! Watching instead of asking per request keeps ConfigMap deletes and class
 //! lookups off the apiserver's back; Bundles are stored without status and
@@ -10,7 +11,6 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::api::Api;
-use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -24,7 +24,7 @@ use crate::rules::content;
 #[derive(Clone)]
 pub struct Index {
     bundles: Store<Bundle>,
-    classes: Store<PartialObjectMeta<ProvisionerClass>>,
+    classes: Store<ProvisionerClass>,
     /// Flips to `true` once; a watch channel because the stores' own
     /// `wait_until_ready` wakes only one of several concurrent waiters.
     ready: watch::Receiver<bool>,
@@ -50,11 +50,11 @@ impl Index {
 
         let (classes, class_writer) = reflector::store();
         let class_events = watcher(
-            Api::<PartialObjectMeta<ProvisionerClass>>::all(client),
+            Api::<ProvisionerClass>::all(client),
             watcher::Config::default(),
         )
         .default_backoff()
-        .modify(|class: &mut PartialObjectMeta<ProvisionerClass>| {
+        .modify(|class: &mut ProvisionerClass| {
             class.managed_fields_mut().clear();
         });
         let class_task = tokio::spawn(drain(reflector::reflector(class_writer, class_events)));
@@ -99,6 +99,14 @@ impl Index {
     /// Whether a ProvisionerClass of that name exists (as far as the watch knows).
     pub fn class_exists(&self, name: &str) -> bool {
         self.classes.get(&ObjectRef::new(name)).is_some()
+    }
+
+    /// The provisioner id ProvisionerClass `name` names, if the class exists
+    /// (as far as the watch knows).
+    pub fn provisioner_of(&self, name: &str) -> Option<String> {
+        self.classes
+            .get(&ObjectRef::new(name))
+            .map(|class| class.spec.provisioner.clone())
     }
 
     /// The names of the Bundles that mount ConfigMap `namespace/name`, sorted.

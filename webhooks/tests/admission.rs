@@ -15,6 +15,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::condition::{self, ConditionStatus};
 use pakket_api::{
@@ -929,4 +930,53 @@ async fn with_the_webhook_down_writes_are_refused_whole_and_work_again_after() {
     .await;
 
     harness.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_new_instance_carries_its_provisioners_finalizer_from_creation() {
+    let harness = Harness::start("finalizer").await;
+    let class = create_class(&harness, "class").await;
+    let admin: Api<Instance> = Api::all(harness.scope.client.clone());
+    let finalizer = support::NO_PROVISIONER;
+    // The webhook learns of the class from its watch: ask until it has.
+    let created = eventually("the class reaching the webhook's index", || async {
+        let created = admin
+            .create(&post(), &harness.instance("with", &class))
+            .await
+            .unwrap();
+        if created.finalizers().iter().any(|f| f == finalizer) {
+            Ok(created)
+        } else {
+            admin
+                .delete(&created.name_any(), &Default::default())
+                .await
+                .unwrap();
+            Err(format!("finalizers: {:?}", created.finalizers()))
+        }
+    })
+    .await;
+    assert_eq!(
+        created.finalizers(),
+        [finalizer],
+        "added once, by the webhook"
+    );
+
+    // A class that does not exist names no provisioner: no finalizer.
+    let orphan = admin
+        .create(&post(), &harness.instance("classless", "no-such-class"))
+        .await
+        .unwrap();
+    assert!(orphan.finalizers().is_empty(), "{:?}", orphan.finalizers());
+
+    // What the webhook added does not stop the Instance from being deleted
+    // by hand when no provisioner serves it.
+    let unblock = json!({ "metadata": { "finalizers": null } });
+    for name in [created.name_any(), orphan.name_any()] {
+        admin
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&unblock))
+            .await
+            .unwrap();
+        admin.delete(&name, &Default::default()).await.unwrap();
+    }
+    harness.scope.cleanup().await;
 }

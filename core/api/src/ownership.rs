@@ -27,6 +27,16 @@ pub const ACTIVE_FOR_LABEL: &str = "core.pakket.dev/active-for";
 /// runtime removes the annotation before applying.
 pub const CREATE_IF_ABSENT_ANNOTATION: &str = "core.pakket.dev/create-if-absent";
 
+/// The finalizer with which a provisioner removes an Instance's objects
+/// before it goes: the provisioner's own id (a domain-prefixed name, as
+/// finalizers are). One per provisioner, so an Instance whose class is gone
+/// is still cleaned up by the provisioner that installed it and by no other.
+/// The admission webhook adds it when an Instance is created; the
+/// provisioner adds it if it is missing.
+pub fn finalizer_of(provisioner_id: &str) -> &str {
+    provisioner_id
+}
+
 /// Who an existing object belongs to, as far as Pakket is concerned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Owner {

@@ -8,6 +8,7 @@ pub mod approval;
 pub mod bundle;
 pub mod content;
 pub mod creator;
+pub mod finalizer;
 pub mod use_verb;
 
 use json_patch::PatchOperation;

@@ -57,13 +57,7 @@ use crate::serve::Metrics;
 use crate::source::SourceOptions;
 use crate::store::Store;
 
-/// The finalizer with which a provisioner removes an Instance's objects
-/// before it goes: the provisioner's own id (a domain-prefixed name, as
-/// finalizers are). One per provisioner, so an Instance whose class is gone
-/// is still cleaned up by the provisioner that installed it and by no other.
-pub fn finalizer_of(provisioner_id: &str) -> &str {
-    provisioner_id
-}
+pub use pakket_api::ownership::finalizer_of;
 /// Default per-object size limit when the class sets no `maxObjectSize`.
 pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 1024 * 1024;
 /// How often an installed, healthy Instance is re-applied and re-checked
