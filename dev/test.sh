@@ -31,6 +31,9 @@ dev/prerequisites.sh
 step "control plane binaries"
 PAKKET_CONTROLPLANE_BIN=$(dev/controlplane/build.sh)
 export PAKKET_CONTROLPLANE_BIN
+# kube-scheduler and kwok for the shared control plane's fake node.
+PAKKET_NODES_BIN=$(dev/controlplane/build-nodes.sh)
+export PAKKET_NODES_BIN
 
 step "format"
 cargo fmt --all -- --check
@@ -59,7 +62,7 @@ run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
 cleanup() { "$pakket_dev" --dir "$run_dir" down >/dev/null 2>&1 || true; rm -rf "$run_dir"; }
 trap cleanup EXIT
-"$pakket_dev" --dir "$run_dir" up >/dev/null
+"$pakket_dev" --dir "$run_dir" up --nodes 1 >/dev/null
 export PAKKET_TEST_KUBECONFIG="$run_dir/kubeconfig"
 "$pakket_dev" --dir "$run_dir" status
 

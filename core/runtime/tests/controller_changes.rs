@@ -112,8 +112,8 @@ async fn a_removed_instance_label_and_a_scaled_deployment_are_put_back_within_se
     let (instances, name) = fixture
         .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
         .await;
-    // No controller-manager runs here, so the Deployment never becomes
-    // Available: installed is what this test waits for.
+    // Installed is what this test waits for (whether the Deployment
+    // becomes Available depends on the control plane having nodes).
     wait_for(&instances, &name, "install", |i| {
         condition_is(i, ConditionType::Installed, "True")
     })

@@ -19,14 +19,17 @@ pub enum Error {
     #[error("generating certificates: {0}")]
     Certificate(#[from] rcgen::Error),
     /// The Go build of the control-plane binaries failed.
-    #[error(
-        "building the control plane failed ({0}); rerun dev/controlplane/build.sh to see the Go output"
-    )]
-    Build(String),
+    #[error("building the control plane failed ({detail}); rerun {script} to see the Go output")]
+    Build {
+        /// The build script that failed or should have built the binary.
+        script: &'static str,
+        /// What went wrong.
+        detail: String,
+    },
     /// A component exited while starting.
     #[error("{component} exited during start-up ({status}); last lines of {log}:\n{tail}")]
     Exited {
-        /// etcd, kube-apiserver or kube-controller-manager.
+        /// etcd, kube-apiserver, kube-controller-manager, kube-scheduler or kwok.
         component: String,
         /// Its exit status.
         status: String,

@@ -1,23 +1,29 @@
 //! A real Kubernetes control plane on loopback for tests and the demo: etcd,
 //! kube-apiserver and kube-controller-manager, built from their published Go
 //! modules (`build.sh`, pinned in `versions.env`), with generated certificates,
-//! RBAC, an admin identity and non-admin test users.
+//! RBAC, an admin identity and non-admin test users. With `Options::nodes`
+//! it also runs kube-scheduler and kwok with that many fake nodes
+//! (`build-nodes.sh`), so Pods are scheduled and reported Running/Ready.
 //!
 //! `ControlPlane::start` brings one up in a directory of its own and returns
-//! once `/readyz` answers and the controller manager works; `stop` takes it
-//! down. The `pakket-dev` binary wraps both for shells and the demo.
+//! once `/readyz` answers, the controller manager works and every node is
+//! Ready; `stop` takes it down. The `pakket-dev` binary wraps both for
+//! shells and the demo.
 
 mod binaries;
 mod error;
 mod kubeconfig;
+mod launch;
+mod nodes;
 mod pki;
 mod ports;
 mod process;
 mod start;
 
-pub use binaries::Binaries;
+pub use binaries::{Binaries, NodeBinaries};
 pub use error::{Error, Result};
 pub use kubeconfig::{TEST_USERS_GROUP, TestUser};
+pub use nodes::{KWOK_ANNOTATION, NODE_TYPE_LABEL};
 pub use ports::Ports;
 pub use process::{Component, rss_kib};
 pub use start::{ControlPlane, Options, State, client_for};

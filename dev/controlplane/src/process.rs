@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 /// A component process: its name, pid and log file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Component {
-    /// `etcd`, `kube-apiserver` or `kube-controller-manager`.
+    /// `etcd`, `kube-apiserver`, `kube-controller-manager`, `kube-scheduler` or `kwok`.
     pub name: String,
     /// Its process id.
     pub pid: u32,
@@ -59,6 +59,23 @@ pub fn spawn(
 /// Whether a process with this pid exists (zombies count as gone once reaped).
 pub fn alive(pid: u32) -> bool {
     kill(as_pid(pid), None).is_ok()
+}
+
+/// Whether `pid` is alive and runs the binary called `name` (`etcd`,
+/// `kwok` …), read from `/proc/<pid>/exe`. Where that link cannot be read,
+/// a live pid is taken to be the component.
+pub fn runs(pid: u32, name: &str) -> bool {
+    if !alive(pid) {
+        return false;
+    }
+    match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        // A rebuilt binary shows as `<path> (deleted)`.
+        Ok(exe) => exe.file_name().is_some_and(|file| {
+            let file = file.to_string_lossy();
+            file == name || file == format!("{name} (deleted)")
+        }),
+        Err(_) => true,
+    }
 }
 
 /// Asks a process this process did not start to stop, and kills it if it

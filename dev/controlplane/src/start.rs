@@ -4,14 +4,15 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Api, Client, Config};
+use kube::{Client, Config};
 use serde::{Deserialize, Serialize};
 
-use crate::Binaries;
+use crate::binaries::{Binaries, NodeBinaries};
 use crate::error::{Error, Result};
 use crate::kubeconfig::{self, TestUser};
+use crate::launch::Launch;
+use crate::nodes;
 use crate::pki::Pki;
 use crate::ports::Ports;
 use crate::process::{self, Component};
@@ -24,6 +25,10 @@ pub struct Options {
     /// Stop the control plane and remove `dir` when this process exits. Tests
     /// set it; `pakket-dev up` does not, so the cluster outlives the command.
     pub stop_with_this_process: bool,
+    /// How many fake nodes to run. With 0 (the default) there is no
+    /// scheduler and Pods stay Pending; with N > 0 kube-scheduler and kwok
+    /// start too, and `start` returns once N nodes are Ready.
+    pub nodes: usize,
 }
 
 /// Everything needed to use or stop a running control plane, kept in
@@ -38,7 +43,8 @@ pub struct State {
     pub server: String,
     /// The loopback ports in use.
     pub ports: Ports,
-    /// etcd, kube-apiserver, kube-controller-manager, in start order.
+    /// etcd, kube-apiserver, kube-controller-manager, then kube-scheduler
+    /// and kwok when there are nodes; in start order.
     pub components: Vec<Component>,
     /// The non-admin users.
     pub users: Vec<TestUser>,
@@ -51,6 +57,15 @@ pub struct State {
     /// Of which: from launching etcd to the apiserver's `/readyz` answering `ok`.
     #[serde(default)]
     pub apiserver_ready_millis: u64,
+    /// The fake nodes kwok plays (`kwok-node-0` …); empty without `--nodes`.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// The folder of kube-scheduler and kwok, when there are nodes.
+    #[serde(default)]
+    pub nodes_bin_dir: Option<PathBuf>,
+    /// From launching etcd to every node Ready; 0 without nodes.
+    #[serde(default)]
+    pub nodes_ready_millis: u64,
 }
 
 /// A running control plane.
@@ -62,20 +77,23 @@ pub struct ControlPlane {
 }
 
 const STATE_FILE: &str = "state.json";
-const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const ATTEMPTS: usize = 3;
 /// How long a component may take to shut down before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
 impl ControlPlane {
     /// Builds the binaries if needed, starts etcd, kube-apiserver and
-    /// kube-controller-manager, and returns when the API is ready and the
-    /// controller manager has created the `default` ServiceAccount.
+    /// kube-controller-manager (and, with `options.nodes > 0`, kube-scheduler
+    /// and kwok), and returns when the API is ready, the controller manager
+    /// has created the `default` ServiceAccount and every node is Ready.
     pub async fn start(options: Options) -> Result<Self> {
         let began = Instant::now();
-        let binaries = tokio::task::spawn_blocking(Binaries::ensure)
-            .await
-            .map_err(|error| Error::Build(error.to_string()))??;
+        let binaries = ensure(Binaries::ensure, "build.sh").await?;
+        let node_binaries = match options.nodes {
+            0 => None,
+            _ => Some(ensure(NodeBinaries::ensure, "build-nodes.sh").await?),
+        };
+        let node_names = nodes::names(options.nodes);
         let dir = &options.dir;
         let logs = dir.join("logs");
         std::fs::create_dir_all(&logs).map_err(Error::io("creating", &logs))?;
@@ -90,6 +108,9 @@ impl ControlPlane {
             let ports = Ports::pick().map_err(Error::io("choosing ports on", "127.0.0.1"))?;
             let launch = Launch {
                 binaries: &binaries,
+                nodes: node_binaries
+                    .as_ref()
+                    .map(|found| (found, node_names.as_slice())),
                 dir,
                 logs: &logs,
                 pki: &pki,
@@ -122,8 +143,16 @@ impl ControlPlane {
         }
     }
 
-    /// Finds the control plane whose state is in `dir`, if its apiserver still runs.
+    /// Finds the control plane whose state is in `dir`, if all of its
+    /// components still run.
     pub fn attach(dir: &Path) -> Result<Option<Self>> {
+        Ok(Self::load(dir)?.filter(|found| found.exited().is_empty()))
+    }
+
+    /// The control plane whose state is in `dir`, whether or not all of its
+    /// components still run: with one of five dead, `stop` must still reach
+    /// the other four.
+    pub fn load(dir: &Path) -> Result<Option<Self>> {
         let path = dir.join(STATE_FILE);
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(None);
@@ -136,25 +165,35 @@ impl ControlPlane {
                 dir.display()
             ))
         })?;
-        let running = state
-            .components
-            .iter()
-            .all(|component| process::alive(component.pid));
-        Ok(running.then_some(Self {
+        Ok(Some(Self {
             state,
             children: Vec::new(),
         }))
     }
 
-    /// Stops every component (controller manager first, etcd last) and the
-    /// watchdog. The directory stays, with its logs, unless `remove_dir`.
+    /// The components that no longer run.
+    pub fn exited(&self) -> Vec<&Component> {
+        self.state
+            .components
+            .iter()
+            .filter(|component| !process::runs(component.pid, &component.name))
+            .collect()
+    }
+
+    /// Stops every component (the last started first: kwok, scheduler,
+    /// controller manager, apiserver, etcd) and the watchdog. The directory
+    /// stays, with its logs, unless `remove_dir`.
     pub fn stop(mut self, remove_dir: bool) -> Result<()> {
         if let Some(watchdog) = self.state.watchdog {
             process::terminate(watchdog, Duration::from_millis(100));
         }
         if self.children.is_empty() {
+            // Only pids still running their component's binary: the pid of
+            // one that died long ago may belong to another process by now.
             for component in self.state.components.iter().rev() {
-                process::terminate(component.pid, STOP_GRACE);
+                if process::runs(component.pid, &component.name) {
+                    process::terminate(component.pid, STOP_GRACE);
+                }
             }
         } else {
             stop_children(std::mem::take(&mut self.children));
@@ -190,6 +229,16 @@ impl ControlPlane {
     }
 }
 
+/// Runs a blocking binaries lookup (which may build for minutes) off the runtime.
+async fn ensure<T: Send + 'static>(find: fn() -> Result<T>, script: &'static str) -> Result<T> {
+    tokio::task::spawn_blocking(find)
+        .await
+        .map_err(|error| Error::Build {
+            script,
+            detail: error.to_string(),
+        })?
+}
+
 /// A client for one context of a kubeconfig file.
 pub async fn client_for(kubeconfig: &Path, context: &str) -> Result<Client> {
     let file =
@@ -207,242 +256,5 @@ pub async fn client_for(kubeconfig: &Path, context: &str) -> Result<Client> {
 fn stop_children(children: Vec<Child>) {
     for mut child in children.into_iter().rev() {
         process::terminate_child(&mut child, STOP_GRACE);
-    }
-}
-
-/// One attempt at starting the components on one set of ports.
-struct Launch<'a> {
-    binaries: &'a Binaries,
-    dir: &'a Path,
-    logs: &'a Path,
-    pki: &'a Pki,
-    token_file: &'a Path,
-    ports: Ports,
-}
-
-/// The processes one launch attempt has started so far.
-#[derive(Default)]
-struct Running {
-    components: Vec<Component>,
-    children: Vec<Child>,
-}
-
-impl Running {
-    fn spawn(
-        &mut self,
-        binaries: &Binaries,
-        name: &'static str,
-        args: Vec<String>,
-        logs: &Path,
-    ) -> Result<()> {
-        let (component, child) = process::spawn(name, &binaries.path(name), &args, logs)?;
-        self.components.push(component);
-        self.children.push(child);
-        Ok(())
-    }
-
-    /// An error naming the first component that has exited, with its log's tail.
-    fn check(&mut self) -> Result<()> {
-        for (component, child) in self.components.iter().zip(self.children.iter_mut()) {
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(Error::Exited {
-                    component: component.name.clone(),
-                    status: status.to_string(),
-                    log: component.log.clone(),
-                    tail: process::tail(&component.log, 20),
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Launch<'_> {
-    async fn run(&self, users: &[TestUser]) -> Result<(State, Vec<Child>), (Error, Vec<Child>)> {
-        let mut running = Running::default();
-        match self.run_with(users, &mut running).await {
-            Ok(state) => Ok((state, running.children)),
-            Err(error) => Err((error, running.children)),
-        }
-    }
-
-    async fn run_with(&self, users: &[TestUser], running: &mut Running) -> Result<State> {
-        let launched = Instant::now();
-        running.spawn(self.binaries, "etcd", self.etcd_args(), self.logs)?;
-        running.spawn(
-            self.binaries,
-            "kube-apiserver",
-            self.apiserver_args(),
-            self.logs,
-        )?;
-
-        let server = format!("https://127.0.0.1:{}", self.ports.apiserver);
-        let kubeconfig = self.dir.join("kubeconfig");
-        kubeconfig::write_user_kubeconfig(&kubeconfig, &server, self.pki, users)?;
-        let manager_kubeconfig = self.dir.join("kube-controller-manager.kubeconfig");
-        kubeconfig::write_component_kubeconfig(
-            &manager_kubeconfig,
-            &server,
-            self.pki,
-            &self.pki.controller_manager,
-        )?;
-        let client = client_for(&kubeconfig, crate::ADMIN_CONTEXT).await?;
-        self.wait_ready(&client, running).await?;
-        let apiserver_ready_millis = launched.elapsed().as_millis() as u64;
-
-        let manager_args = self.controller_manager_args(&manager_kubeconfig);
-        running.spawn(
-            self.binaries,
-            "kube-controller-manager",
-            manager_args,
-            self.logs,
-        )?;
-        self.wait_controller_manager(&client, running).await?;
-
-        Ok(State {
-            dir: self.dir.to_path_buf(),
-            kubeconfig,
-            server,
-            ports: self.ports,
-            components: running.components.clone(),
-            users: users.to_vec(),
-            bin_dir: self.binaries.dir().to_path_buf(),
-            watchdog: None,
-            start_millis: 0,
-            apiserver_ready_millis,
-        })
-    }
-
-    fn etcd_args(&self) -> Vec<String> {
-        let client_url = format!("https://127.0.0.1:{}", self.ports.etcd_client);
-        let peer_url = format!("http://127.0.0.1:{}", self.ports.etcd_peer);
-        let pki = self.pki;
-        vec![
-            "--name=pakket".into(),
-            format!("--data-dir={}", self.dir.join("etcd").display()),
-            format!("--listen-client-urls={client_url}"),
-            format!("--advertise-client-urls={client_url}"),
-            format!("--listen-peer-urls={peer_url}"),
-            format!("--initial-advertise-peer-urls={peer_url}"),
-            format!("--initial-cluster=pakket={peer_url}"),
-            format!("--cert-file={}", pki.etcd_server.cert.display()),
-            format!("--key-file={}", pki.etcd_server.key.display()),
-            format!("--trusted-ca-file={}", pki.ca_cert.display()),
-            "--client-cert-auth=true".into(),
-            // A throwaway cluster: durability buys nothing, fsync costs seconds.
-            "--unsafe-no-fsync=true".into(),
-            "--log-level=warn".into(),
-        ]
-    }
-
-    fn apiserver_args(&self) -> Vec<String> {
-        let pki = self.pki;
-        vec![
-            format!(
-                "--etcd-servers=https://127.0.0.1:{}",
-                self.ports.etcd_client
-            ),
-            format!("--etcd-cafile={}", pki.ca_cert.display()),
-            format!("--etcd-certfile={}", pki.etcd_client.cert.display()),
-            format!("--etcd-keyfile={}", pki.etcd_client.key.display()),
-            "--bind-address=127.0.0.1".into(),
-            "--advertise-address=127.0.0.1".into(),
-            format!("--secure-port={}", self.ports.apiserver),
-            format!("--cert-dir={}", self.dir.join("apiserver").display()),
-            format!("--tls-cert-file={}", pki.apiserver_server.cert.display()),
-            format!(
-                "--tls-private-key-file={}",
-                pki.apiserver_server.key.display()
-            ),
-            format!("--client-ca-file={}", pki.ca_cert.display()),
-            format!("--token-auth-file={}", self.token_file.display()),
-            "--authorization-mode=RBAC".into(),
-            "--anonymous-auth=false".into(),
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
-            format!(
-                "--service-account-key-file={}",
-                pki.service_account_pub.display()
-            ),
-            format!(
-                "--service-account-signing-key-file={}",
-                pki.service_account_key.display()
-            ),
-            format!("--service-cluster-ip-range={}", crate::SERVICE_RANGE),
-            "--allow-privileged=true".into(),
-            "--profiling=false".into(),
-            "--v=1".into(),
-        ]
-    }
-
-    fn controller_manager_args(&self, kubeconfig: &Path) -> Vec<String> {
-        let pki = self.pki;
-        vec![
-            format!("--kubeconfig={}", kubeconfig.display()),
-            format!("--authentication-kubeconfig={}", kubeconfig.display()),
-            format!("--authorization-kubeconfig={}", kubeconfig.display()),
-            // No serving port: nothing scrapes it, and it would need a fourth port.
-            "--secure-port=0".into(),
-            "--leader-elect=false".into(),
-            "--use-service-account-credentials=true".into(),
-            format!(
-                "--service-account-private-key-file={}",
-                pki.service_account_key.display()
-            ),
-            format!("--root-ca-file={}", pki.ca_cert.display()),
-            format!("--service-cluster-ip-range={}", crate::SERVICE_RANGE),
-            "--v=1".into(),
-        ]
-    }
-
-    /// Polls `/readyz` until it answers `ok`, failing fast if a component exits.
-    async fn wait_ready(&self, client: &Client, running: &mut Running) -> Result<()> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            running.check()?;
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("static request");
-            let last = match client.request_text(request).await {
-                Ok(body) if body.trim() == "ok" => return Ok(()),
-                Ok(body) => body,
-                Err(error) => error.to_string(),
-            };
-            if Instant::now() > deadline {
-                return Err(self.not_ready("kube-apiserver /readyz", last));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Waits for the controller manager to do some work: its service-account
-    /// controller creates `default/default`. Proves the controllers that
-    /// garbage collection and namespace deletion rely on are running.
-    async fn wait_controller_manager(&self, client: &Client, running: &mut Running) -> Result<()> {
-        let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            running.check()?;
-            match accounts.get_opt("default").await {
-                Ok(Some(_)) => return Ok(()),
-                Ok(None) => {}
-                Err(error) => return Err(error.into()),
-            }
-            if Instant::now() > deadline {
-                return Err(self.not_ready(
-                    "kube-controller-manager",
-                    "ServiceAccount default/default never appeared".into(),
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    fn not_ready(&self, what: &'static str, detail: String) -> Error {
-        Error::NotReady {
-            what,
-            seconds: READY_TIMEOUT.as_secs(),
-            detail,
-            logs: self.logs.to_path_buf(),
-        }
     }
 }

@@ -10,6 +10,7 @@ fn options(name: &str) -> Options {
         dir: std::env::temp_dir()
             .join(format!("pakket-side-by-side-{}-{name}", std::process::id())),
         stop_with_this_process: true,
+        nodes: 0,
     }
 }
 

@@ -51,9 +51,13 @@ fn connect_or_start() -> Result<TestCluster, String> {
         .build()
         .map_err(|error| error.to_string())?;
     let dir = std::env::temp_dir().join(format!("pakket-test-{}", std::process::id()));
+    // One fake node (kube-scheduler + kwok), as `dev/test.sh` starts the
+    // shared control plane, so tests that wait for Deployments to become
+    // Available behave the same either way.
     let options = Options {
         dir,
         stop_with_this_process: true,
+        nodes: 1,
     };
     let control_plane = runtime
         .block_on(ControlPlane::start(options))

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! pakket-dev up       start (or find) the control plane; prints `export` lines
+//!   --nodes N         also kube-scheduler and kwok with N fake nodes, so Pods run
 //! pakket-dev env      print the `export` lines again (eval "$(pakket-dev env)")
 //! pakket-dev status   components, pids, memory, start time
 //! pakket-dev down     stop it
@@ -12,12 +13,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use pakket_controlplane::{Binaries, ControlPlane, Options, State, rss_kib};
+use pakket_controlplane::{Binaries, Component, ControlPlane, Options, State, rss_kib};
 
 #[derive(Parser)]
 #[command(
     version,
-    about = "A real etcd + kube-apiserver + kube-controller-manager on loopback"
+    about = "A real etcd + kube-apiserver + kube-controller-manager on loopback (and kube-scheduler + kwok with --nodes)"
 )]
 struct Cli {
     /// Where the control plane keeps its certificates, data, logs and kubeconfig.
@@ -30,7 +31,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start the control plane, or report the one already running in --dir.
-    Up,
+    Up {
+        /// Also run kube-scheduler and kwok with this many fake nodes, so
+        /// Deployments become Available (kwok reports their Pods Running and
+        /// Ready; nothing is pulled or run). 0: no scheduler, Pods stay Pending.
+        #[arg(long, default_value_t = 0)]
+        nodes: usize,
+    },
     /// Print shell `export` lines for KUBECONFIG and the pinned kubectl.
     Env,
     /// Show what runs, its memory and how long it took to start.
@@ -54,11 +61,27 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Build => println!("{}", Binaries::ensure()?.dir().display()),
-        Command::Up => {
+        Command::Up { nodes } => {
             if let Some(running) = ControlPlane::attach(&cli.dir)? {
                 eprintln!("already running in {}", cli.dir.display());
+                let running_nodes = running.state().nodes.len();
+                if running_nodes < nodes {
+                    // Scripts rely on the nodes they asked for: a silent
+                    // shortfall would surface later as Pods stuck Pending.
+                    // More nodes than asked for serve them just as well.
+                    bail!(
+                        "the control plane in {} runs with {running_nodes} node(s), fewer than {nodes}; \
+                         stop it with `pakket-dev down` and start it again with --nodes {nodes}",
+                        cli.dir.display()
+                    );
+                }
                 print_env(running.state());
                 return Ok(());
+            }
+            if let Some(leftover) = ControlPlane::load(&cli.dir)? {
+                // A control plane with a dead component: stop what survives
+                // rather than leave it running unseen beside the new one.
+                leftover.stop(false)?;
             }
             if cli.dir.exists() {
                 // Left over from a control plane that is no longer running.
@@ -68,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
             let options = Options {
                 dir: cli.dir.clone(),
                 stop_with_this_process: false,
+                nodes,
             };
             let control_plane = ControlPlane::start(options).await?;
             let state = control_plane.state();
@@ -78,11 +102,15 @@ async fn main() -> anyhow::Result<()> {
             print_env(state);
         }
         Command::Env => print_env(require(&cli.dir)?.state()),
-        Command::Status => print_status(require(&cli.dir)?.state()),
-        Command::Down { keep } => match ControlPlane::attach(&cli.dir)? {
+        Command::Status => status(&cli.dir)?,
+        Command::Down { keep } => match ControlPlane::load(&cli.dir)? {
             Some(control_plane) => {
+                let exited = names(&control_plane.exited());
                 control_plane.stop(!keep)?;
                 eprintln!("stopped the control plane in {}", cli.dir.display());
+                if !exited.is_empty() {
+                    eprintln!("({exited} had already exited)");
+                }
             }
             None => eprintln!("no control plane is running in {}", cli.dir.display()),
         },
@@ -100,12 +128,40 @@ fn require(dir: &Path) -> anyhow::Result<ControlPlane> {
     }
 }
 
+/// Prints the status, also of a control plane with a dead component (which
+/// `attach` would not find), and fails naming the dead.
+fn status(dir: &Path) -> anyhow::Result<()> {
+    let Some(control_plane) = ControlPlane::load(dir)? else {
+        bail!(
+            "no control plane is running in {}; start one with `pakket-dev up`",
+            dir.display()
+        );
+    };
+    let exited = control_plane.exited();
+    print_status(control_plane.state(), &exited);
+    if !exited.is_empty() {
+        bail!(
+            "{} exited (see its log); restart with `pakket-dev down` and `pakket-dev up`",
+            names(&exited)
+        );
+    }
+    Ok(())
+}
+
+fn names(components: &[&Component]) -> String {
+    components
+        .iter()
+        .map(|component| component.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn print_env(state: &State) {
     println!("export KUBECONFIG={}", state.kubeconfig.display());
     println!("export PATH={}:$PATH", state.bin_dir.display());
 }
 
-fn print_status(state: &State) {
+fn print_status(state: &State, exited: &[&Component]) {
     println!("server      {}", state.server);
     println!("kubeconfig  {}", state.kubeconfig.display());
     println!(
@@ -121,8 +177,24 @@ fn print_status(state: &State) {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if !state.nodes.is_empty() {
+        println!(
+            "nodes       {} (kwok; all Ready after {} ms)",
+            state.nodes.join(", "),
+            state.nodes_ready_millis
+        );
+    }
     let mut total = 0;
     for component in &state.components {
+        if exited.iter().any(|dead| dead.pid == component.pid) {
+            println!(
+                "{:<24} pid {:<8} EXITED        log {}",
+                component.name,
+                component.pid,
+                component.log.display()
+            );
+            continue;
+        }
         let rss = rss_kib(component.pid).unwrap_or(0);
         total += rss;
         println!(
