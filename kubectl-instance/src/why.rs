@@ -174,6 +174,7 @@ fn is_failure(condition: &Condition) -> bool {
         | Some(Reason::UnpackFailed)
         | Some(Reason::InstallFailed)
         | Some(Reason::InvalidConfig)
+        | Some(Reason::DependenciesMissing)
         | Some(Reason::ObjectsUnhealthy) => true,
         Some(_) => false,
         // A reason we do not know (a resolver's, say) that is not True is
@@ -192,6 +193,10 @@ fn known_reason(reason: &str) -> Option<Reason> {
 /// carries it: the engine's explanations start "cannot install".
 fn is_dependency_conflict(condition: &Condition) -> bool {
     let reason = condition.reason.as_str();
+    // Missing is not conflicting: it has advice of its own.
+    if reason == Reason::DependenciesMissing.as_str() {
+        return false;
+    }
     reason.contains("Dependenc")
         || reason.contains("Conflict")
         || reason.contains("Resolution")
@@ -293,6 +298,17 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.next_steps.push(format!(
                 "fix the field the message names: kubectl edit instance {name} (a changed spec is a new request, approved anew)"
             ));
+        }
+        Some(Reason::DependenciesMissing) => {
+            problem.kind = Kind::InstallFailed;
+            problem.summary = format!(
+                "Instance {name} needs packages or APIs that nothing installed provides; nothing of Bundle {bundle} is applied."
+            );
+            problem.bundle = Some(bundle);
+            problem.next_steps.push(
+                "install what the message says is missing (an Instance of a bundle that provides it); this Instance installs on its own once it is there"
+                    .to_owned(),
+            );
         }
         Some(Reason::InstallFailed) => {
             problem.kind = Kind::InstallFailed;

@@ -267,3 +267,26 @@ fn what_the_trust_model_refuses_gets_its_own_next_step() {
     }
     assert!(trust_steps("registry down", "web").is_none());
 }
+
+#[test]
+fn missing_dependencies_say_what_to_install_not_that_they_conflict() {
+    let message = "ClusterServiceVersion eclipse-che.v7.121.0 needs what is not installed: cannot install bundle eclipse-che.v7.121.0: ... but nothing fits: no installed Instance has a package named devworkspace-operator; nothing is applied until what it needs is installed";
+    let che = instance(&[
+        (Reason::ApprovedByPolicy, True, "AllowAll"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (Reason::DependenciesMissing, False, message),
+        (Reason::HealthUnknown, Unknown, "nothing installed yet"),
+    ]);
+    let diagnosis = diagnose(&che, &known());
+    assert_eq!(diagnosis.state, Kind::InstallFailed);
+    let text = render(&diagnosis, at(1_000));
+    assert!(
+        text.starts_with("Instance web needs packages or APIs that nothing installed provides"),
+        "{text}"
+    );
+    assert!(text.contains("devworkspace-operator"), "{text}");
+    assert!(
+        text.contains("installs on its own once it is there"),
+        "{text}"
+    );
+}

@@ -120,6 +120,12 @@ pub struct BundleStatus {
     /// bindings), so an approver sees it before approving.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grants: Vec<RbacGrant>,
+    /// What the content provides and requires, as its provisioner reads it
+    /// (File-Based Catalog properties such as `olm.package` and `olm.gvk`),
+    /// so other Instances' dependencies can be checked against what is
+    /// installed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<BundleProperty>,
     /// `Unpacked`, with reason and message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
@@ -127,6 +133,18 @@ pub struct BundleStatus {
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// One property of a Bundle's content: a type and a free-form value, as in
+/// File-Based Catalogs (`{type: olm.package, value: {packageName, version}}`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BundleProperty {
+    /// The property's type (`olm.package`, `olm.gvk`, ...).
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Its value, as the type defines it.
+    #[schemars(schema_with = "crate::schema::free_form_value")]
+    pub value: serde_json::Value,
 }
 
 impl BundleStatus {

@@ -88,6 +88,9 @@ pub enum Reason {
     /// The Instance's `spec.config` is not valid for its provisioner; the
     /// message names the field.
     InvalidConfig,
+    /// The content requires packages or APIs that nothing installed
+    /// provides; the message carries the explanation. Nothing is applied.
+    DependenciesMissing,
     /// Every object applied.
     InstallSucceeded,
     /// Applying or pivoting failed; what was running is left in place.
@@ -102,7 +105,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 16] = [
+    pub const ALL: [Reason; 17] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -114,6 +117,7 @@ impl Reason {
         Self::InstallPending,
         Self::Installing,
         Self::InvalidConfig,
+        Self::DependenciesMissing,
         Self::InstallSucceeded,
         Self::InstallFailed,
         Self::HealthUnknown,
@@ -135,6 +139,7 @@ impl Reason {
             Self::InstallPending => "InstallPending",
             Self::Installing => "Installing",
             Self::InvalidConfig => "InvalidConfig",
+            Self::DependenciesMissing => "DependenciesMissing",
             Self::InstallSucceeded => "InstallSucceeded",
             Self::InstallFailed => "InstallFailed",
             Self::HealthUnknown => "HealthUnknown",
@@ -156,6 +161,7 @@ impl Reason {
             Self::InstallPending
             | Self::Installing
             | Self::InvalidConfig
+            | Self::DependenciesMissing
             | Self::InstallSucceeded
             | Self::InstallFailed => ConditionType::Installed,
             Self::HealthUnknown | Self::ObjectsHealthy | Self::ObjectsUnhealthy => {

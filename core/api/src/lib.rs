@@ -18,8 +18,8 @@ mod schema;
 
 pub use approval::{ApprovalState, ApprovedContent};
 pub use bundle::{
-    Bundle, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, RbacGrant, UnpackPhase,
-    VolumeMount,
+    Bundle, BundleProperty, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, RbacGrant,
+    UnpackPhase, VolumeMount,
 };
 pub use condition::{ConditionStatus, ConditionType, Reason};
 pub use creator::{

@@ -18,6 +18,13 @@ pub(crate) fn free_form_object(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// Any JSON value, kept as written.
+pub(crate) fn free_form_value(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
 /// `metav1.Condition` list, merged by `type` under server-side apply.
 pub(crate) fn conditions(generator: &mut SchemaGenerator) -> Schema {
     let item =

@@ -139,6 +139,17 @@ async fn objects_round_trip_with_their_status_subresources() {
             name: "etcd-operator".into(),
             namespace: Some("operators".into()),
         }],
+        // Free-form values, kept as written.
+        properties: vec![
+            pakket_api::BundleProperty {
+                type_: "olm.package".into(),
+                value: serde_json::json!({"packageName": "etcd", "version": "0.9.4"}),
+            },
+            pakket_api::BundleProperty {
+                type_: "olm.maxOpenShiftVersion".into(),
+                value: serde_json::json!("4.18"),
+            },
+        ],
         // A list cut short: the count and the kinds tell the rest.
         object_count: Some(1_500),
         object_kinds: vec![pakket_api::KindCount {

@@ -37,4 +37,6 @@ pub mod serve;
 pub mod source;
 pub mod store;
 
-pub use provisioner::{ClusterFacts, ObjectsError, ObjectsRequest, Plain, Provisioner};
+pub use provisioner::{
+    ClusterFacts, InstalledContent, ObjectsError, ObjectsRequest, Plain, Provisioner,
+};

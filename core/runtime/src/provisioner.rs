@@ -31,14 +31,30 @@ impl ObjectsRequest<'_> {
     }
 }
 
-/// Facts about the cluster a provisioner may need to render objects,
-/// refreshed every few minutes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Facts about the cluster a provisioner may need to render objects: its
+/// version and served kinds (refreshed every few minutes) and what other
+/// Instances have installed (as of this reconcile).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClusterFacts {
     /// The apiserver's version (major, minor), when it could be read.
     pub version: Option<(u32, u32)>,
     /// Every served kind, as (`group/version` or `version`, kind).
     pub served: BTreeSet<(String, String)>,
+    /// The other Instances that are installed, with what their content
+    /// provides: what dependencies are checked against.
+    pub installed: Vec<InstalledContent>,
+}
+
+/// One installed Instance and the properties of its active Bundle.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InstalledContent {
+    /// The Instance's name.
+    pub instance: String,
+    /// Its active Bundle.
+    pub bundle: String,
+    /// What that Bundle's provisioner said it provides and requires
+    /// (`Bundle.status.properties`).
+    pub properties: Vec<pakket_api::BundleProperty>,
 }
 
 impl ClusterFacts {
@@ -64,6 +80,10 @@ pub enum ObjectsError {
         /// What is wrong and what to write instead.
         problem: String,
     },
+    /// The content needs packages or APIs that nothing installed provides:
+    /// it reaches the Instance's `Installed` condition (reason
+    /// `DependenciesMissing`) with this explanation, and nothing is applied.
+    DependenciesMissing(String),
 }
 
 impl std::fmt::Display for ObjectsError {
@@ -71,6 +91,7 @@ impl std::fmt::Display for ObjectsError {
         match self {
             Self::Content(message) => f.write_str(message),
             Self::Config { field, problem } => write!(f, "{field}: {problem}"),
+            Self::DependenciesMissing(explanation) => f.write_str(explanation),
         }
     }
 }
@@ -84,6 +105,15 @@ pub trait Provisioner: Send + Sync + 'static {
     /// The objects the unpacked content stands for, for this Instance
     /// (its config) on this cluster.
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError>;
+
+    /// What the content provides and requires, as File-Based Catalog
+    /// properties (`olm.package`, `olm.gvk`, ...), written to the Bundle's
+    /// status so that other Instances' dependencies can be checked against
+    /// it. Called once the objects rendered; the default says nothing.
+    fn properties(&self, request: &ObjectsRequest<'_>) -> Vec<pakket_api::BundleProperty> {
+        let _ = request;
+        Vec::new()
+    }
 
     /// Decides approval under a class whose `approval` parameter is not
     /// `AllowAll` (which the runtime applies itself), unless a person has

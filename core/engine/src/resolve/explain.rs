@@ -318,13 +318,16 @@ impl Walker<'_, '_> {
         let universe = provider.universe;
         let version_set = provider.version_set_of(set);
         let package = match provider.name_of(version_set.name) {
-            Name::Gvk(gvk) => {
+            Name::Gvk(gvk) if universe.source() == "loaded catalog" => {
                 return format!("no bundle in the loaded catalogs provides API {gvk}");
+            }
+            Name::Gvk(gvk) => {
+                return format!("no {} provides API {gvk}", universe.source());
             }
             Name::Package(package) => package,
         };
         let Some(info) = universe.package(&package) else {
-            return format!("no loaded catalog has a package named {package}");
+            return format!("no {} has a package named {package}", universe.source());
         };
         let mut misses: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for &bundle in &info.bundles {

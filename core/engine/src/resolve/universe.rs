@@ -81,6 +81,10 @@ pub struct Universe {
     /// Integer ranks for the preference order, computed on first use so
     /// sorting candidates compares numbers, not strings.
     ranks: OnceLock<Ranks>,
+    /// Where the candidates come from, as explanations say it (`loaded
+    /// catalog` by default, `installed Instance` for a check against what a
+    /// cluster has installed).
+    source: Option<String>,
 }
 
 /// Orders that the preference key needs, as integers.
@@ -108,6 +112,18 @@ impl Universe {
             catalogs,
             ..Self::default()
         }
+    }
+
+    /// Names where the candidates come from in explanations (`no {source}
+    /// has a package named …`, `nothing {source} provides API …` read
+    /// `no installed Instance has …`).
+    pub fn describe_source(&mut self, source: impl Into<String>) {
+        self.source = Some(source.into());
+    }
+
+    /// Where the candidates come from, for explanations.
+    pub(crate) fn source(&self) -> &str {
+        self.source.as_deref().unwrap_or("loaded catalog")
     }
 
     /// Adds a bundle and indexes it.

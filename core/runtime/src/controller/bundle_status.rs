@@ -5,7 +5,9 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pakket_api::condition::{self, ConditionStatus};
-use pakket_api::{Bundle, BundleStatus, ObjectRef, PinnedSource, RbacGrant, Reason, UnpackPhase};
+use pakket_api::{
+    Bundle, BundleProperty, BundleStatus, ObjectRef, PinnedSource, RbacGrant, Reason, UnpackPhase,
+};
 use serde_json::json;
 
 use crate::apply::FIELD_MANAGER;
@@ -24,6 +26,8 @@ pub struct UnpackOutcome<'a> {
     pub objects: &'a [ObjectRef],
     /// The RBAC they would grant, for approvers.
     pub grants: Vec<RbacGrant>,
+    /// What the content provides and requires, as its provisioner reads it.
+    pub properties: Vec<BundleProperty>,
     /// The `Unpacked` condition's reason.
     pub reason: Reason,
     /// And its message.
@@ -50,6 +54,7 @@ pub async fn write(
     }
     status.set_objects(outcome.objects);
     status.grants = outcome.grants;
+    status.properties = outcome.properties;
     status.observed_generation = bundle.metadata.generation;
     let condition_status = if outcome.phase == UnpackPhase::Done {
         ConditionStatus::True

@@ -41,6 +41,8 @@ pub struct Context<P> {
     pub classes: Store<ProvisionerClass>,
     /// Every Bundle, kept current by a watch.
     pub bundles: Store<Bundle>,
+    /// Every Instance, kept current by the controller's own watch.
+    pub instances: Store<Instance>,
     /// Watches on installed objects, so hand edits are put back.
     pub drift: Arc<Drift>,
     /// Publishes Events about Instances.
@@ -113,6 +115,45 @@ impl<P> Context<P> {
         }
         let facts = Arc::new(facts);
         *cached = Some((std::time::Instant::now(), Arc::clone(&facts)));
+        facts
+    }
+
+    /// [`Self::cluster_facts`] with what the Instances other than
+    /// `instance` have installed now (from the watch caches): each
+    /// installed Instance's active Bundle and the properties its status
+    /// records.
+    pub async fn cluster_facts_for(&self, instance: &Instance) -> ClusterFacts {
+        let mut facts = (*self.cluster_facts().await).clone();
+        let uid = instance.uid();
+        for other in self.instances.state() {
+            if other.uid() == uid || other.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let Some(status) = &other.status else {
+                continue;
+            };
+            let installed = pakket_api::condition::find(
+                &status.conditions,
+                pakket_api::ConditionType::Installed,
+            )
+            .is_some_and(|c| c.status == "True");
+            let Some(bundle) = status.active_bundle.as_ref().filter(|_| installed) else {
+                continue;
+            };
+            let properties = self
+                .bundles
+                .get(&kube::runtime::reflector::ObjectRef::new(bundle))
+                .and_then(|bundle| bundle.status.as_ref().map(|s| s.properties.clone()))
+                .unwrap_or_default();
+            if !properties.is_empty() {
+                facts.installed.push(crate::provisioner::InstalledContent {
+                    instance: other.name_any(),
+                    bundle: bundle.clone(),
+                    properties,
+                });
+            }
+        }
+        facts.installed.sort_by(|a, b| a.instance.cmp(&b.instance));
         facts
     }
 

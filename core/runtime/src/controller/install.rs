@@ -35,6 +35,8 @@ const AFTER_CONFLICT: Duration = Duration::from_millis(500);
 /// How soon a missing class or Bundle is looked for again (their watches
 /// usually bring the Instance back sooner).
 const WAITING_FOR_OBJECT: Duration = Duration::from_secs(30);
+/// How soon missing dependencies are looked for again.
+const WAITING_FOR_DEPENDENCIES: Duration = Duration::from_secs(15);
 /// How often a long apply writes how far it has come.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// How soon a failed apply is tried again.
@@ -143,6 +145,7 @@ pub async fn install<P: Provisioner>(
                     unpacked: None,
                     objects: &[],
                     grants: Vec::new(),
+                    properties: Vec::new(),
                     reason: Reason::UnpackFailed,
                     message: &message,
                 };
@@ -162,7 +165,7 @@ pub async fn install<P: Provisioner>(
         return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
     }
     context.unpack_succeeded(instance);
-    let cluster = context.cluster_facts().await;
+    let cluster = context.cluster_facts_for(instance).await;
     let request = crate::provisioner::ObjectsRequest {
         content: &unpacked.dir,
         max_object_size: options.limits.max_file_size,
@@ -183,6 +186,7 @@ pub async fn install<P: Provisioner>(
                 unpacked: Some(&unpacked),
                 objects: &[],
                 grants: Vec::new(),
+                properties: Vec::new(),
                 reason: Reason::UnpackSucceeded,
                 message: &unpacked_message,
             };
@@ -198,6 +202,36 @@ pub async fn install<P: Provisioner>(
             report.set(Reason::InvalidConfig, ConditionStatus::False, message);
             return finish(report, context, Action::await_change()).await;
         }
+        Err(ObjectsError::DependenciesMissing(explanation)) => {
+            // The content is fine (and pinned); what it needs is not
+            // installed. Another Instance installing it brings this one
+            // back at the next look.
+            let unpacked_message = format!(
+                "unpacked from {}; it needs what is not installed",
+                unpacked.reference
+            );
+            let outcome = UnpackOutcome {
+                phase: UnpackPhase::Done,
+                unpacked: Some(&unpacked),
+                objects: &[],
+                grants: Vec::new(),
+                properties: context.provisioner.properties(&request),
+                reason: Reason::UnpackSucceeded,
+                message: &unpacked_message,
+            };
+            bundle_status::write(&bundles, &bundle, outcome).await?;
+            report.set(
+                Reason::UnpackSucceeded,
+                ConditionStatus::True,
+                format!("Bundle {bundle_name}: {unpacked_message}"),
+            );
+            report.set(
+                Reason::DependenciesMissing,
+                ConditionStatus::False,
+                format!("{explanation}; nothing is applied until what it needs is installed"),
+            );
+            return finish(report, context, Action::requeue(WAITING_FOR_DEPENDENCIES)).await;
+        }
         Err(ObjectsError::Content(error)) => {
             let message = format!("Bundle {bundle_name}: {error}");
             let outcome = UnpackOutcome {
@@ -205,6 +239,7 @@ pub async fn install<P: Provisioner>(
                 unpacked: Some(&unpacked),
                 objects: &[],
                 grants: Vec::new(),
+                properties: Vec::new(),
                 reason: Reason::UnpackFailed,
                 message: &message,
             };
@@ -227,6 +262,7 @@ pub async fn install<P: Provisioner>(
             unpacked: Some(&unpacked),
             objects: &[],
             grants: Vec::new(),
+            properties: Vec::new(),
             reason: Reason::UnpackFailed,
             message: &message,
         };
@@ -245,6 +281,7 @@ pub async fn install<P: Provisioner>(
         unpacked: Some(&unpacked),
         objects: &references,
         grants: crate::rbac::grants(&objects),
+        properties: context.provisioner.properties(&request),
         reason: Reason::UnpackSucceeded,
         message: &message,
     };

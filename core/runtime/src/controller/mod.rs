@@ -215,6 +215,7 @@ pub async fn run_with<P: Provisioner>(
         kinds: Kinds::with_drift(client.clone(), drift.clone()),
         classes,
         bundles,
+        instances: instances.clone(),
         drift,
         recorder,
         record_key: options.record_key,
