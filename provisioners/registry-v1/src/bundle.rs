@@ -1,6 +1,8 @@
 //! Reading a registry+v1 bundle: `metadata/annotations.yaml` (the media
-//! type and package), and `manifests/` (exactly one ClusterServiceVersion,
-//! the CRDs and other objects). Errors name the file and the field.
+//! type and package), `manifests/` (exactly one ClusterServiceVersion, the
+//! CRDs and other objects), and what it declares about other bundles:
+//! `metadata/dependencies.yaml` and `metadata/properties.yaml` (both
+//! optional). Errors name the file and the field.
 
 use std::path::Path;
 
@@ -28,6 +30,13 @@ pub struct Bundle {
     pub csv: Csv,
     /// Every other object under `manifests/`, as written.
     pub manifests: Vec<Value>,
+    /// The CSV as written, for the fields only some readers need
+    /// (`spec.version`, `spec.customresourcedefinitions`).
+    pub csv_document: Value,
+    /// `metadata/dependencies.yaml`'s `dependencies`, as written.
+    pub dependencies: Vec<Value>,
+    /// `metadata/properties.yaml`'s `properties`, as written.
+    pub properties: Vec<Value>,
 }
 
 /// Reads the bundle unpacked at `root`; every problem found, sorted.
@@ -50,9 +59,19 @@ pub fn read(root: &Path, max_object_size: u64) -> Result<Bundle, Vec<String>> {
     let (csvs, manifests): (Vec<Value>, Vec<Value>) = objects
         .into_iter()
         .partition(|object| object.get("kind").and_then(Value::as_str) == Some(CSV_KIND));
+    let dependencies =
+        listed(root, "metadata/dependencies.yaml", "dependencies").unwrap_or_else(|problem| {
+            problems.push(problem);
+            Vec::new()
+        });
+    let properties =
+        listed(root, "metadata/properties.yaml", "properties").unwrap_or_else(|problem| {
+            problems.push(problem);
+            Vec::new()
+        });
     let csv = match csvs.as_slice() {
         [one] => match parse_csv(one) {
-            Ok(csv) => Some(csv),
+            Ok(csv) => Some((csv, one.clone())),
             Err(problem) => {
                 problems.push(problem);
                 None
@@ -74,15 +93,35 @@ pub fn read(root: &Path, max_object_size: u64) -> Result<Bundle, Vec<String>> {
         }
     };
     match (package, csv) {
-        (Some(package), Some(csv)) if problems.is_empty() => Ok(Bundle {
+        (Some(package), Some((csv, csv_document))) if problems.is_empty() => Ok(Bundle {
             package,
             csv,
             manifests,
+            csv_document,
+            dependencies,
+            properties,
         }),
         _ => {
             problems.sort();
             Err(problems)
         }
+    }
+}
+
+/// The list under `key` in the optional metadata file `file`: empty when
+/// the file is absent, a problem naming the file when it is not a list.
+fn listed(root: &Path, file: &str, key: &str) -> Result<Vec<Value>, String> {
+    let text = match std::fs::read_to_string(root.join(file)) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(format!("{file}: cannot be read ({error})")),
+    };
+    let document: Value = serde_saphyr::from_str(&text)
+        .map_err(|error| format!("{file}: not valid YAML ({error})"))?;
+    match document.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items.clone()),
+        Some(_) => Err(format!("{file}: {key} is not a list; write {key}: [...]")),
     }
 }
 

@@ -2,16 +2,20 @@
 //! ClusterServiceVersion, CRDs and other manifests) installed as plain
 //! objects on the shared runtime.
 //!
-//! [`bundle`] reads the bundle, [`config`] places it (install namespace,
+//! [`bundle`] reads the bundle, [`dependencies`] checks what it needs
+//! against what is installed, [`config`] places it (install namespace,
 //! watched namespaces) from the Instance's `spec.config`, and [`render`]
 //! turns it into objects. The runtime does the rest: approval, apply,
 //! pivot, health, uninstall.
 
 pub mod bundle;
+pub mod certificates;
 pub mod config;
 pub mod csv;
+pub mod dependencies;
 pub mod install_rbac;
 pub mod render;
+pub mod webhooks;
 
 use pakket_runtime::approval::{self, Approval, ApprovalRequest};
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
@@ -24,12 +28,27 @@ pub const ID: &str = "pakket.dev/registry-v1";
 #[derive(Clone, Debug)]
 pub struct RegistryV1 {
     id: String,
+    /// What webhook certificates are derived from.
+    certificate_key: certificates::CertificateKey,
 }
 
 impl RegistryV1 {
-    /// A provisioner answering to `id` (usually [`ID`]).
+    /// A provisioner answering to `id` (usually [`ID`]), with a random
+    /// certificate key: webhook certificates change with every value.
     pub fn new(id: impl Into<String>) -> Self {
-        Self { id: id.into() }
+        Self::with_certificate_key(id, certificates::CertificateKey::random())
+    }
+
+    /// A provisioner answering to `id` that derives webhook certificates
+    /// from `certificate_key` (shared by replicas, kept over restarts).
+    pub fn with_certificate_key(
+        id: impl Into<String>,
+        certificate_key: certificates::CertificateKey,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            certificate_key,
+        }
     }
 }
 
@@ -41,13 +60,31 @@ impl Provisioner for RegistryV1 {
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError> {
         let bundle = bundle::read(request.content, request.max_object_size)
             .map_err(|problems| ObjectsError::Content(problems.join("; ")))?;
+        let needs = dependencies::needs(&bundle)
+            .map_err(|problems| ObjectsError::Content(problems.join("; ")))?;
+        dependencies::check(&bundle, &needs, request.cluster).map_err(|explanation| {
+            ObjectsError::DependenciesMissing(format!(
+                "ClusterServiceVersion {} needs what is not installed: {explanation}",
+                bundle.csv.metadata.name
+            ))
+        })?;
         let placement =
             config::placement(request.config(), &bundle).map_err(|error| ObjectsError::Config {
                 field: error.field,
                 problem: error.problem,
             })?;
-        render::render(&bundle, &placement, request.cluster)
+        let now = std::time::SystemTime::now();
+        let issuance = certificates::Issuance::new(&self.certificate_key, request.instance, now);
+        render::render(&bundle, &placement, request.cluster, &issuance)
             .map_err(|problems| ObjectsError::Content(problems.join("; ")))
+    }
+
+    /// The bundle's package and version, the APIs its CRDs define and the
+    /// properties it declares (nothing if it cannot be read).
+    fn properties(&self, request: &ObjectsRequest<'_>) -> Vec<pakket_api::BundleProperty> {
+        bundle::read(request.content, request.max_object_size)
+            .map(|bundle| dependencies::provided(&bundle))
+            .unwrap_or_default()
     }
 
     /// `UserPermission` (every object and every RBAC rule the bundle

@@ -1,7 +1,11 @@
 //! `pakket-registry-v1`: OLM registry+v1 operator bundles installed as
 //! plain objects, on the shared runtime.
 
+use std::path::PathBuf;
+
+use anyhow::anyhow;
 use clap::Parser;
+use pakket_registry_v1::certificates::CertificateKey;
 use pakket_registry_v1::{ID, RegistryV1};
 use pakket_runtime::cli::{self, ProvisionerArgs};
 
@@ -13,11 +17,35 @@ use pakket_runtime::cli::{self, ProvisionerArgs};
 struct Args {
     #[command(flatten)]
     provisioner: ProvisionerArgs,
+    /// A file with at least 32 bytes from which webhook certificates are
+    /// derived; every replica must read the same [default: derived from
+    /// --record-key-file, else random per process].
+    #[arg(long, env = "PAKKET_CERTIFICATE_KEY_FILE")]
+    certificate_key_file: Option<PathBuf>,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     cli::init_logging();
     let args = Args::parse();
-    cli::run(args.provisioner, ID, |id| RegistryV1::new(id)).await
+    let key = certificate_key(&args)?;
+    cli::run(args.provisioner, ID, move |id| {
+        RegistryV1::with_certificate_key(id, key.clone())
+    })
+    .await
+}
+
+/// The certificate key: its own file, else derived from the record key
+/// (which replicas share already), else random, with a warning.
+fn certificate_key(args: &Args) -> anyhow::Result<CertificateKey> {
+    if let Some(path) = &args.certificate_key_file {
+        return CertificateKey::read(path).map_err(|problem| anyhow!(problem));
+    }
+    if let Some(path) = &args.provisioner.record_key_file {
+        return CertificateKey::derived_from_record_key(path).map_err(|problem| anyhow!(problem));
+    }
+    tracing::warn!(
+        "no --certificate-key-file and no --record-key-file: webhook certificates are derived from a random key, so they change at every restart and differ between replicas"
+    );
+    Ok(CertificateKey::random())
 }

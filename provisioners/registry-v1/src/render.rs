@@ -6,8 +6,10 @@
 //! ClusterRole and binding, plus read access to namespaces, when it
 //! watches all), `clusterPermissions` as ClusterRoles and bindings, the
 //! CRDs, and the other manifests of the kinds operator-registry allows,
-//! namespaced ones in the install namespace. Names are deterministic.
-//! Every problem is collected and reported together, sorted.
+//! namespaced ones in the install namespace, and the webhooks with their
+//! Services and certificates ([`crate::webhooks`]). Names are
+//! deterministic. Every problem is collected and reported together,
+//! sorted.
 
 use std::collections::BTreeSet;
 
@@ -16,8 +18,10 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::bundle::Bundle;
+use crate::certificates::Issuance;
 use crate::config::{Placement, Watch};
 use crate::csv::Permission;
+use crate::webhooks::{self, Webhooks};
 
 /// The annotation that asks the runtime to create an object only if it is
 /// absent: an install namespace that exists already is used, not adopted.
@@ -47,22 +51,27 @@ const SUPPORTED_KINDS: [(&str, bool); 18] = [
 ];
 
 /// The objects `bundle` stands for, placed as `placement` says, on a
-/// cluster with `cluster`'s facts; or every problem, sorted.
+/// cluster with `cluster`'s facts, with webhook certificates issued as
+/// `issuance` says; or every problem, sorted.
 pub fn render(
     bundle: &Bundle,
     placement: &Placement,
     cluster: &ClusterFacts,
+    issuance: &Issuance<'_>,
 ) -> Result<Vec<Value>, Vec<String>> {
     let csv = &bundle.csv;
     let name = &csv.metadata.name;
     let namespace = &placement.install_namespace;
-    let mut problems = Vec::new();
-    if !csv.spec.webhookdefinitions.is_empty() {
-        problems.push(format!(
-            "ClusterServiceVersion {name}: spec.webhookdefinitions ({} webhooks) are not supported by this provisioner yet; nothing is installed",
-            csv.spec.webhookdefinitions.len()
-        ));
-    }
+    let (webhooks, mut problems) = Webhooks::read(bundle);
+    // No CA is made for a bundle without webhooks.
+    let authority = if webhooks.is_empty() {
+        None
+    } else {
+        issuance
+            .authority()
+            .map_err(|error| problems.push(format!("cannot issue the webhook CA: {error}")))
+            .ok()
+    };
     if csv
         .spec
         .apiservicedefinitions
@@ -125,6 +134,9 @@ pub fn render(
         // OLM keeps one old ReplicaSet per operator Deployment.
         if let Some(spec) = spec.as_object_mut() {
             spec.insert("revisionHistoryLimit".into(), json!(1));
+        }
+        if webhooks.served_by(&deployment.name) {
+            webhooks::mount_certificates(&mut spec, &webhooks::secret_name(&deployment.name));
         }
         let account = spec
             .pointer("/template/spec/serviceAccountName")
@@ -206,7 +218,11 @@ pub fn render(
             .and_then(Value::as_str)
             .unwrap_or("(unnamed)");
         if kind == "CustomResourceDefinition" {
-            objects.push(manifest.clone());
+            let mut crd = manifest.clone();
+            if let Some(authority) = &authority {
+                webhooks.convert(&mut crd, namespace, authority);
+            }
+            objects.push(crd);
             continue;
         }
         match SUPPORTED_KINDS.iter().find(|(supported, _)| *supported == kind) {
@@ -228,6 +244,12 @@ pub fn render(
                 "manifests/: {kind} {object_name} is not a kind registry+v1 bundles may carry (the CSV, CRDs, and {})",
                 SUPPORTED_KINDS.map(|(kind, _)| kind).join(", ")
             )),
+        }
+    }
+    if let Some(authority) = &authority {
+        match webhooks.objects(bundle, placement, authority) {
+            Ok(webhook_objects) => objects.extend(webhook_objects),
+            Err(webhook_problems) => problems.extend(webhook_problems),
         }
     }
     if problems.is_empty() {
