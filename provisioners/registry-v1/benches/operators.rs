@@ -1,0 +1,353 @@
+//! The registry-v1 provisioner's figures, printed, never asserted:
+//!
+//! 1. conversion: each registry+v1 bundle in ../shared/data/bundles (verbatim
+//!    from community-operators-prod, see its README) read and rendered to
+//!    objects, as every reconcile does;
+//! 2. the etcd 0.9.4 operator (the same data), pushed to the real local
+//!    registry: Instance created → `Installed` → `Healthy` (its Deployment
+//!    Available needs kwok nodes: the test kit's own control plane has one;
+//!    `pakket-dev up --nodes 1` for one of yours);
+//! 3. the provisioner's memory with 100 operator Instances: a small operator
+//!    bundle written here (one Deployment, namespaced RBAC, no CRDs, so the
+//!    Instances do not contend for one), each Instance in a namespace of
+//!    its own.
+//!
+//! ```text
+//! cargo bench -p pakket-registry-v1 --bench operators [-- COUNT]
+//! ```
+//! The controller runs in this process, so the RSS figures are the
+//! provisioner's (plus the bench's own small share).
+
+#[path = "../../../core/runtime/tests/images/mod.rs"]
+mod images;
+#[path = "../../../dev/registry/testing.rs"]
+mod registry;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, stream};
+use kube::api::{Api, ListParams, PostParams};
+use pakket_api::{
+    BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
+    ProvisionerClassSpec,
+};
+use pakket_registry_v1::RegistryV1;
+use pakket_runtime::controller::{self, RunOptions};
+use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_runtime::{ClusterFacts, ObjectsRequest, Provisioner};
+use pakket_testkit::{Scope, install_crds};
+use registry::Registry;
+use serde_json::json;
+
+/// Resident memory of this process in MiB (`VmRSS`).
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|line| line.starts_with("VmRSS:"))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|value| value.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+fn layer(dir: &Path) -> Vec<u8> {
+    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gzip);
+    tar.append_dir_all(".", dir).unwrap();
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+async fn push(scope: &Scope, dir: &Path, name: &str) -> String {
+    let reference = Registry::shared().image(&format!("bundles/{}-{name}:v1", scope.id));
+    let source = ImageSource::new(SourceOptions {
+        plain_http: PlainHttp::Loopback,
+        ..SourceOptions::default()
+    });
+    images::push_gzip_layer(&source, &reference, layer(dir)).await;
+    format!("docker://{}", reference.trim_start_matches("docker://"))
+}
+
+/// A small operator: one Deployment, a Role for it, no CRDs.
+fn small_operator() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
+    std::fs::create_dir_all(dir.path().join("metadata")).unwrap();
+    std::fs::write(
+        dir.path().join("metadata/annotations.yaml"),
+        "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  \
+         operators.operatorframework.io.bundle.package.v1: small\n",
+    )
+    .unwrap();
+    let csv = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": { "name": "small.v1.0.0" },
+        "spec": {
+            "version": "1.0.0",
+            "installModes": [{ "type": "OwnNamespace", "supported": true }],
+            "install": { "strategy": "deployment", "spec": {
+                "permissions": [{
+                    "serviceAccountName": "small",
+                    "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }],
+                }],
+                "deployments": [{
+                    "name": "small",
+                    "spec": {
+                        "selector": { "matchLabels": { "app": "small" } },
+                        "template": {
+                            "metadata": { "labels": { "app": "small" } },
+                            "spec": {
+                                "serviceAccountName": "small",
+                                "containers": [{ "name": "manager", "image": "registry.k8s.io/pause:3.10" }],
+                            },
+                        },
+                    },
+                }],
+            } },
+        },
+    });
+    std::fs::write(
+        dir.path().join("manifests/csv.yaml"),
+        serde_json::to_string(&csv).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
+fn instance(scope: &Scope, name: &str, reference: &str) -> Instance {
+    let mut config = serde_json::Map::new();
+    config.insert("installNamespace".into(), json!(scope.name(name)));
+    Instance {
+        metadata: scope.meta(name),
+        spec: InstanceSpec {
+            class: scope.name("class"),
+            selector: None,
+            bundle: BundleTemplate {
+                name: scope.name(&format!("{name}-bundle")),
+                spec: Some(BundleSpec {
+                    class: scope.name("class"),
+                    refs: vec![reference.to_owned()],
+                    volume_mounts: vec![],
+                }),
+            },
+            deletion_policy: Default::default(),
+            config: Some(config),
+        },
+        status: None,
+    }
+}
+
+/// How long until `check` holds for Instance `name`, or `None` past `limit`.
+async fn until(
+    instances: &Api<Instance>,
+    name: &str,
+    started: Instant,
+    limit: Duration,
+    check: impl Fn(&Instance) -> bool,
+) -> Option<Duration> {
+    while started.elapsed() < limit {
+        if let Ok(instance) = instances.get(name).await
+            && check(&instance)
+        {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+fn conversion() {
+    println!("conversion (read + render, as each reconcile does; 20 runs each):");
+    let instance = Instance::new(
+        "bench",
+        InstanceSpec {
+            class: "registry-v1".into(),
+            selector: None,
+            bundle: BundleTemplate {
+                name: "bench".into(),
+                spec: None,
+            },
+            deletion_policy: Default::default(),
+            config: None,
+        },
+    );
+    let cluster = ClusterFacts {
+        version: Some((1, 35)),
+        ..ClusterFacts::default()
+    };
+    let provisioner = RegistryV1::new("pakket.dev/registry-v1");
+    for bundle in [
+        "etcd/0.9.4",
+        "node-healthcheck-operator/0.12.0",
+        "cert-manager/1.16.5",
+        "eclipse-che/7.121.0",
+    ] {
+        let content = pakket_testkit::data(&format!("bundles/{bundle}"));
+        let bytes: u64 = walk_size(&content);
+        let mut times = Vec::new();
+        let mut objects = 0;
+        for _ in 0..20 {
+            let started = Instant::now();
+            let rendered = provisioner.objects(&ObjectsRequest {
+                content: &content,
+                max_object_size: 8 << 20,
+                instance: &instance,
+                cluster: &cluster,
+            });
+            times.push(started.elapsed());
+            objects = rendered.map(|o| o.len()).unwrap_or(0);
+        }
+        times.sort();
+        println!(
+            "  {bundle:<36} {:>6.1} KiB on disk, {objects:>3} objects: median {:>6.2} ms, max {:>6.2} ms",
+            bytes as f64 / 1024.0,
+            times[times.len() / 2].as_secs_f64() * 1e3,
+            times[times.len() - 1].as_secs_f64() * 1e3
+        );
+    }
+}
+
+fn walk_size(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| {
+                    let path = entry.path();
+                    if path.is_dir() {
+                        walk_size(&path)
+                    } else {
+                        entry.metadata().map(|m| m.len()).unwrap_or(0)
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::main]
+async fn main() {
+    let count: usize = std::env::args()
+        .skip(1)
+        .find(|arg| arg != "--bench")
+        .and_then(|arg| arg.parse().ok())
+        .unwrap_or(100);
+    conversion();
+
+    let scope = Scope::new("bench-operators").await;
+    install_crds(&scope.client).await.unwrap();
+    let id = format!("bench.pakket.dev/{}", scope.id);
+    let class = ProvisionerClass {
+        metadata: scope.meta("class"),
+        spec: ProvisionerClassSpec {
+            provisioner: id.clone(),
+            parameters: json!({ "approval": "AllowAll" }).as_object().cloned(),
+        },
+    };
+    Api::<ProvisionerClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    let store = std::env::temp_dir().join(format!("pakket-bench-store-{}", scope.id));
+    let client = scope.client.clone();
+    tokio::spawn(async move {
+        controller::run_with(client, RegistryV1::new(id), RunOptions::new(store)).await
+    });
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let etcd = push(&scope, &pakket_testkit::data("bundles/etcd/0.9.4"), "etcd").await;
+    let small = small_operator();
+    let small = push(&scope, small.path(), "small").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = rss_mib();
+
+    let started = Instant::now();
+    instances
+        .create(&PostParams::default(), &instance(&scope, "etcd", &etcd))
+        .await
+        .unwrap();
+    let name = scope.name("etcd");
+    let limit = Duration::from_secs(120);
+    let installed = until(&instances, &name, started, limit, |i| {
+        i.condition(ConditionType::Installed)
+            .is_some_and(|c| c.status == "True")
+    })
+    .await;
+    let healthy = until(&instances, &name, started, limit, |i| {
+        i.condition(ConditionType::Healthy)
+            .is_some_and(|c| c.status == "True")
+    })
+    .await;
+    let shown = |d: Option<Duration>| {
+        d.map_or(
+            "not within 120 s (no nodes to run the Deployment?)".to_owned(),
+            |d| format!("{:.2} s", d.as_secs_f64()),
+        )
+    };
+    println!("etcd 0.9.4 from the local registry:");
+    println!("  Instance created → Installed: {}", shown(installed));
+    println!("  Instance created → Healthy:   {}", shown(healthy));
+
+    let started = Instant::now();
+    stream::iter(0..count)
+        .for_each_concurrent(16, |i| {
+            let instances = instances.clone();
+            let scope = &scope;
+            let small = small.clone();
+            async move {
+                instances
+                    .create(
+                        &PostParams::default(),
+                        &instance(scope, &format!("op{i}"), &small),
+                    )
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+    let selector = ListParams::default().labels(&scope.selector());
+    let mut peak: f64 = 0.0;
+    let (installed, healthy) = loop {
+        peak = peak.max(rss_mib());
+        let list = instances.list(&selector).await.unwrap();
+        let count_true = |kind: ConditionType| {
+            list.items
+                .iter()
+                .filter(|i| i.condition(kind).is_some_and(|c| c.status == "True"))
+                .count()
+        };
+        let installed = count_true(ConditionType::Installed);
+        let healthy = count_true(ConditionType::Healthy);
+        // etcd is one of the listed Instances.
+        if healthy > count || started.elapsed() > Duration::from_secs(300) {
+            break (installed, healthy);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    println!(
+        "{count} operator Instances (each: Namespace, ServiceAccount, Role, RoleBinding, Deployment): \
+         {installed} Installed, {healthy} Healthy (with etcd) after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "  provisioner RSS: idle {idle:.1} MiB, peak while installing {peak:.1} MiB, after {:.1} MiB",
+        rss_mib()
+    );
+    // Uninstalled while the provisioner runs: etcd's CRDs are cluster-wide.
+    let _ = instances
+        .delete_collection(&Default::default(), &selector)
+        .await;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(300)
+        && !instances.list(&selector).await.unwrap().items.is_empty()
+    {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!(
+        "  all {} Instances uninstalled in {:.1} s",
+        count + 1,
+        started.elapsed().as_secs_f64()
+    );
+    scope.cleanup().await;
+}
