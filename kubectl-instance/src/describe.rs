@@ -1,8 +1,10 @@
 //! `kubectl instance describe NAME`: everything about one Instance on one
-//! page: conditions, class, Bundle, objects, pivot history, events.
+//! page: conditions, class, Bundle, the operator (registry+v1), objects,
+//! pivot history, events.
 //!
-//! Only the Instance itself must be readable; the Bundle, class, history
-//! and events add detail, and what cannot be read is said, not fatal.
+//! Only the Instance itself must be readable; the Bundle, class, the
+//! operator's Deployments, history and events add detail, and what cannot
+//! be read is said, not fatal.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -14,6 +16,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::events::{self, EventLine};
+use crate::operator::{self, OperatorFacts};
 use crate::output::{self, Format};
 use crate::pending::{self, PendingContent};
 use crate::pivot::{self, Pivot};
@@ -30,6 +33,9 @@ pub struct Description {
     pub class: Option<ProvisionerClass>,
     /// Its wanted Bundle.
     pub bundle: BundleFacts,
+    /// The operator an Instance of a registry+v1 bundle runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<OperatorFacts>,
     /// Pivots that led to the active Bundle, oldest first.
     pub pivot_history: Vec<Pivot>,
     /// Events regarding the Instance, oldest first.
@@ -92,12 +98,14 @@ pub async fn gather(client: &kube::Client, name: &str) -> Result<Description, Er
             notes.push(error.to_string());
             Vec::new()
         });
+    let operator = operator::gather(client, &instance, object.as_ref(), &mut notes).await;
     let pending = match &object {
         Some(bundle) => pending::gather(client, &instance, bundle).await,
         None => None,
     };
     Ok(Description {
         pending,
+        operator,
         bundle: BundleFacts {
             name: bundle_name,
             embedded: instance.spec.bundle.spec.is_some(),
@@ -213,6 +221,9 @@ pub fn render(description: &Description, now: Timestamp) -> String {
 
     let _ = writeln!(text, "Bundle {}:", bundle.name);
     text.push_str(&bundle_section(instance, bundle));
+    if let Some(facts) = &description.operator {
+        text.push_str(&operator::render(facts));
+    }
 
     if status.objects.is_empty() {
         text.push_str("Objects:       <none>\n");
@@ -577,6 +588,11 @@ mod tests {
                 count: 2,
             }],
             notes: Vec::new(),
+            operator: Some(OperatorFacts {
+                package: Some("web".into()),
+                version: Some("3.0.0".into()),
+                ..OperatorFacts::default()
+            }),
             pending: Some(PendingContent {
                 bundle: "web.v3".into(),
                 digest: Some("sha256:abc".into()),
@@ -635,6 +651,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  ConfigMap/web/settings (v1)\n"), "{text}");
+        // The operator section sits between the Bundle and its objects.
+        let operator = text.find("Operator:      web 3.0.0\n").expect(&text);
+        assert!(
+            text.find("  Holds:").unwrap() < operator && operator < text.find("Objects (").unwrap(),
+            "{text}"
+        );
         assert!(text.contains("  web.v1 → web.v2 (active)\n"), "{text}");
         assert!(text.contains("pivot pending: web.v2 → web.v3"), "{text}");
         assert!(text.contains("50s (x2)"), "{text}");

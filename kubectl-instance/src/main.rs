@@ -23,6 +23,7 @@ mod graph;
 mod identity;
 mod list;
 mod lookup;
+mod operator;
 mod output;
 mod pending;
 mod pivot;
@@ -61,7 +62,7 @@ enum Command {
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<Format>,
     },
-    /// Show an Instance: conditions, Bundle, objects, pivot history and events.
+    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events.
     Describe {
         /// The Instance's name.
         name: String,

@@ -8,6 +8,7 @@
 mod approval;
 mod inspect;
 mod kubectl_plugin;
+mod operator;
 mod support;
 mod webhook_approval;
 mod why;

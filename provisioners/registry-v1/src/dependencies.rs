@@ -423,7 +423,30 @@ fn describe(constraint: &Constraint) -> String {
 
 /// What `bundle` offers other bundles: its package and version, the APIs
 /// its CRDs define (every served version), its labels and the rest of
-/// `metadata/properties.yaml`, as File-Based Catalog properties.
+/// `metadata/properties.yaml`, as File-Based Catalog properties; and, for
+/// people, the CSV's display name and provider as `olm.csv.metadata`:
+///
+/// ```
+/// # use pakket_registry_v1::{bundle::Bundle, dependencies::provided};
+/// # use serde_json::json;
+/// let csv = json!({
+///     "metadata": { "name": "etcdoperator.v0.9.4" },
+///     "spec": { "version": "0.9.4", "displayName": "etcd", "provider": { "name": "CNCF" },
+///               "install": { "strategy": "deployment" } },
+/// });
+/// let bundle = Bundle {
+///     package: "etcd".into(),
+///     csv: serde_json::from_value(csv.clone()).unwrap(),
+///     csv_document: csv,
+///     manifests: Vec::new(),
+///     dependencies: Vec::new(),
+///     properties: Vec::new(),
+/// };
+/// let properties = provided(&bundle);
+/// assert_eq!(properties[0].value, json!({ "packageName": "etcd", "version": "0.9.4" }));
+/// assert_eq!(properties[1].type_, "olm.csv.metadata");
+/// assert_eq!(properties[1].value, json!({ "displayName": "etcd", "provider": { "name": "CNCF" } }));
+/// ```
 pub fn provided(bundle: &Bundle) -> Vec<BundleProperty> {
     let mut properties = Vec::new();
     if let Some(version) = bundle
@@ -434,6 +457,31 @@ pub fn provided(bundle: &Bundle) -> Vec<BundleProperty> {
         properties.push(BundleProperty {
             type_: "olm.package".into(),
             value: json!({ "packageName": bundle.package, "version": version }),
+        });
+    }
+    // The operator's name and maker in words, for `kubectl instance
+    // describe`: a small `olm.csv.metadata` (OLM's holds the whole CSV
+    // header; this lives in a status, so only two short fields).
+    let words = |pointer: &str| {
+        bundle
+            .csv_document
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|text| !text.is_empty())
+            .map(|text| text.chars().take(200).collect::<String>())
+    };
+    let mut metadata = serde_json::Map::new();
+    if let Some(display_name) = words("/spec/displayName") {
+        metadata.insert("displayName".into(), json!(display_name));
+    }
+    if let Some(provider) = words("/spec/provider/name") {
+        metadata.insert("provider".into(), json!({ "name": provider }));
+    }
+    if !metadata.is_empty() {
+        properties.push(BundleProperty {
+            type_: "olm.csv.metadata".into(),
+            value: Value::Object(metadata),
         });
     }
     for crd in bundle.manifests.iter().filter(|object| {
