@@ -6,8 +6,8 @@
 //! removed with everything it created; then installed into a namespace
 //! that exists already, which is used and left in place.
 //!
-//! No kubelet runs here, so the operator's Deployment never becomes
-//! Available: the test waits for `Installed`, not `Healthy`.
+//! The control plane has a kwok node (the test kit's, or `dev/test.sh`'s),
+//! so the operator's Deployment becomes Available and the Instance Healthy.
 
 #[path = "../../../core/runtime/tests/images/mod.rs"]
 mod images;
@@ -112,8 +112,9 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
         .await
         .unwrap();
     let name = scope.name("etcd");
-    wait_for(&instances, &name, "0.9.2 installed", |i| {
+    wait_for(&instances, &name, "0.9.2 installed and healthy", |i| {
         condition_is(i, ConditionType::Installed, "True")
+            && condition_is(i, ConditionType::Healthy, "True")
     })
     .await;
     let deployments: Api<Deployment> = Api::namespaced(scope.client.clone(), &operators);
@@ -243,6 +244,22 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
         namespace.metadata.deletion_timestamp.is_none(),
         "the existing namespace stays"
     );
+    // etcd's CRDs are cluster-wide and other tests install etcd: they are
+    // gone before this test ends, not merely being deleted.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(scope.client.clone());
+    eventually("etcd's CRDs are gone", || async {
+        let mut gone = true;
+        for crd in [
+            "etcdclusters.etcd.database.coreos.com",
+            "etcdbackups.etcd.database.coreos.com",
+            "etcdrestores.etcd.database.coreos.com",
+        ] {
+            gone &= crds.get_opt(crd).await.unwrap().is_none();
+        }
+        gone
+    })
+    .await;
     scope.cleanup().await;
 }
 
