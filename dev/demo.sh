@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The Pakket demo on a fresh machine: builds and starts a real control plane
-# on loopback, installs Pakket's CRDs, runs the plain provisioner, and installs
-# a plain bundle end to end (it waits for approval, is approved, installs).
+# on loopback (with one kwok node, so Deployments become Available), installs
+# Pakket's CRDs, runs the plain provisioner, and installs a plain bundle end
+# to end (it waits for approval, is approved, installs); then runs the
+# registry-v1 provisioner and installs a real OLM operator bundle (etcd
+# 0.9.4, from ../shared/data) pushed to a local registry.
 #
 #   dev/demo.sh         bring it up (again: reuses what is running)
 #   dev/demo.sh down    stop it
@@ -17,16 +20,21 @@ export PAKKET_DEV_DIR=${PAKKET_DEV_DIR:-${TMPDIR:-/tmp}/pakket-dev}
 say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
 dev/prerequisites.sh >/dev/null
-cargo build --quiet --locked --bin pakket-dev --bin crdgen --bin pakket-plain --bin kubectl-instance --bin pakket-webhooks
+cargo build --quiet --locked --bin pakket-dev --bin crdgen --bin pakket-plain --bin kubectl-instance --bin pakket-webhooks \
+  --bin pakket-registry-v1 --bin pakket
 # kubectl finds its plugins on PATH: `kubectl instance ...` runs kubectl-instance.
 export PATH="$CARGO_TARGET_DIR/debug:$PATH"
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
 plain_pid="$PAKKET_DEV_DIR.pakket-plain.pid"
+registry_v1_pid="$PAKKET_DEV_DIR.pakket-registry-v1.pid"
+registry_dir="$PAKKET_DEV_DIR.registry"
 webhooks_pid="$PAKKET_DEV_DIR.pakket-webhooks.pid"
 running() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 if [[ ${1:-} == down ]]; then
   [[ -f $plain_pid ]] && kill "$(cat "$plain_pid")" 2>/dev/null; rm -f "$plain_pid"
+  [[ -f $registry_v1_pid ]] && kill "$(cat "$registry_v1_pid")" 2>/dev/null; rm -f "$registry_v1_pid"
+  [[ -d $registry_dir ]] && dev/registry/stop.sh "$registry_dir"
   # SIGTERM: the webhooks remove their configurations before they exit.
   if running "$webhooks_pid"; then
     pid=$(cat "$webhooks_pid"); kill "$pid"
@@ -37,8 +45,8 @@ if [[ ${1:-} == down ]]; then
   exit 0
 fi
 
-say "Building (first time only) and starting etcd, kube-apiserver and kube-controller-manager"
-eval "$("$pakket_dev" up)"
+say "Building (first time only) and starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with one fake node"
+eval "$("$pakket_dev" up --nodes 1)"
 "$pakket_dev" status
 
 say "Installing Pakket's CRDs"
@@ -73,7 +81,7 @@ if ! running "$plain_pid"; then
 fi
 
 say "Applying the examples: classes, a registry-v1 Bundle, and the plain bundle 'hello' from a ConfigMap"
-kubectl apply -f examples/plain/hello.yaml -f examples/core/
+kubectl apply -f examples/plain/hello.yaml -f examples/core/provisionerclass.yaml -f examples/core/bundle.yaml
 
 condition() { kubectl get instance "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].$3}"; }
 wait_for() { # instance condition field value
@@ -142,6 +150,44 @@ kubectl get instance hello -o jsonpath='{.metadata.annotations.core\.pakket\.dev
 say "The approval names the content it covers (a new digest needs a new approval):"
 kubectl get instance hello -o jsonpath='{.status.approval}'; echo
 
+etcd_bundle=../shared/data/bundles/etcd/0.9.4
+if [[ -d $etcd_bundle ]]; then
+  say "An OLM operator: etcd 0.9.4 (community-operators-prod, in ../shared/data) pushed to a local registry"
+  registry=$(dev/registry/start.sh "$registry_dir")
+  pakket bundle push "$etcd_bundle" "$registry/bundles/etcd:v0.9.4" --plain-http
+
+  say "Starting the registry-v1 provisioner (log: $PAKKET_DEV_DIR/logs/pakket-registry-v1.log)"
+  if ! running "$registry_v1_pid"; then
+    nohup "$CARGO_TARGET_DIR/debug/pakket-registry-v1" --store "$PAKKET_DEV_DIR/store-registry-v1" \
+      --probe-address 127.0.0.1:0 --record-key-file "$record_key" \
+      >"$PAKKET_DEV_DIR/logs/pakket-registry-v1.log" 2>&1 &
+    echo $! >"$registry_v1_pid"
+  fi
+
+  say "An Instance of it, installed into namespace etcd-operator (the 'registry-v1' class approves by policy):"
+  kubectl apply -f - <<YAML
+apiVersion: core.pakket.dev/v1alpha1
+kind: Instance
+metadata: {name: etcd}
+spec:
+  class: registry-v1
+  config: {installNamespace: etcd-operator}
+  bundle:
+    name: etcd-v0.9.4-local
+    spec: {class: registry-v1, refs: ["docker://$registry/bundles/etcd:v0.9.4"]}
+YAML
+  wait_for etcd Installed status True
+  wait_for etcd Healthy status True
+  kubectl get instance etcd
+  kubectl get deployments,serviceaccounts,roles,rolebindings -n etcd-operator
+  kubectl get crd -l core.pakket.dev/instance=etcd
+
+  say "kubectl instance describe etcd"
+  kubectl instance describe etcd
+else
+  say "(../shared/data/bundles/etcd/0.9.4 is not here: the operator part is skipped)"
+fi
+
 cat <<MSG
 
 The control plane keeps running. To use it from this shell:
@@ -149,6 +195,6 @@ The control plane keeps running. To use it from this shell:
   kubectl get pakket                  # as admin
   kubectl instance list               # the plugin: list, describe, why, approve, deny, graph
   kubectl --context alice get pakket  # as the non-admin user alice (or bob, carol)
-The plain provisioner and the webhooks keep running too (pids in $plain_pid, $webhooks_pid).
+The provisioners and the webhooks keep running too (pids in $plain_pid, $registry_v1_pid, $webhooks_pid).
 Stop everything with: dev/demo.sh down
 MSG
