@@ -10,8 +10,17 @@
 //! differences count: a schema unchanged, or a problem the old CRD already
 //! had, never blocks (the false positives operator-controller users met).
 //! Adding an optional property, a version or an enum value passes.
+//!
+//! Beside the schema diff, [`breaking_objects`] reads the CRD's existing
+//! custom resources and names the ones the new schema would refuse
+//! ([`instances`], validated by the pure [`validate`]).
 
 use serde_json::{Map, Value};
+
+mod instances;
+mod validate;
+
+pub use instances::breaking as breaking_objects;
 
 /// Every reason replacing `old` with `new` is unsafe, sorted; empty when
 /// it is safe.

@@ -280,12 +280,14 @@ async fn judge(
         Standing::Ours(version) => {
             if settings.crd_upgrade_safety && reference.kind == "CustomResourceDefinition" {
                 let current = serde_json::to_value(&object).unwrap_or_default();
-                let problems: Vec<String> = crd_safety::problems(&current, desired)
+                let mut problems: Vec<String> = crd_safety::problems(&current, desired)
                     .into_iter()
                     .map(|problem| {
                         format!("CustomResourceDefinition {}: {problem}", reference.name)
                     })
                     .collect();
+                // What the diff cannot see: the stored objects the new schema refuses.
+                problems.extend(crd_safety::breaking_objects(kinds, &current, desired).await?);
                 if !problems.is_empty() {
                     return Ok(Judged::Unsafe(problems));
                 }
