@@ -340,6 +340,15 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
                 .filter_map(|object| describe_command(object))
                 .collect();
         }
+        Some(Reason::ObjectsProgressing) => {
+            problem.kind = Kind::Progressing;
+            problem.summary = format!(
+                "Instance {name} is installed and its objects are still getting ready; nothing has failed."
+            );
+            problem.next_steps.push(format!(
+                "the message names what it waits for; a Deployment that misses its progress deadline turns Healthy False (kubectl get instance {name} -w)"
+            ));
+        }
         Some(Reason::HealthUnknown) | Some(_) => {
             problem.kind = Kind::Progressing;
             problem.summary = format!(

@@ -290,3 +290,24 @@ fn missing_dependencies_say_what_to_install_not_that_they_conflict() {
         "{text}"
     );
 }
+
+#[test]
+fn objects_still_getting_ready_are_progress_not_a_failure() {
+    let web = instance(&[
+        (Reason::ApprovedByPolicy, True, "AllowAll"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (Reason::InstallSucceeded, True, "applied 2 objects"),
+        (
+            Reason::ObjectsProgressing,
+            Unknown,
+            "waiting for Deployment/web/server to become Available",
+        ),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    assert_eq!(diagnosis.state, Kind::Progressing);
+    let text = render(&diagnosis, at(1_000));
+    assert!(
+        text.starts_with("Instance web is installed and its objects are still getting ready"),
+        "{text}"
+    );
+}

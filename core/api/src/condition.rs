@@ -99,13 +99,16 @@ pub enum Reason {
     HealthUnknown,
     /// Every owned object is healthy.
     ObjectsHealthy,
+    /// Objects are still converging (a Deployment rolling out, a CRD not
+    /// Established yet): status Unknown, the message names what it waits for.
+    ObjectsProgressing,
     /// At least one owned object is not healthy.
     ObjectsUnhealthy,
 }
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 17] = [
+    pub const ALL: [Reason; 18] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -122,6 +125,7 @@ impl Reason {
         Self::InstallFailed,
         Self::HealthUnknown,
         Self::ObjectsHealthy,
+        Self::ObjectsProgressing,
         Self::ObjectsUnhealthy,
     ];
 
@@ -144,6 +148,7 @@ impl Reason {
             Self::InstallFailed => "InstallFailed",
             Self::HealthUnknown => "HealthUnknown",
             Self::ObjectsHealthy => "ObjectsHealthy",
+            Self::ObjectsProgressing => "ObjectsProgressing",
             Self::ObjectsUnhealthy => "ObjectsUnhealthy",
         }
     }
@@ -164,9 +169,10 @@ impl Reason {
             | Self::DependenciesMissing
             | Self::InstallSucceeded
             | Self::InstallFailed => ConditionType::Installed,
-            Self::HealthUnknown | Self::ObjectsHealthy | Self::ObjectsUnhealthy => {
-                ConditionType::Healthy
-            }
+            Self::HealthUnknown
+            | Self::ObjectsHealthy
+            | Self::ObjectsProgressing
+            | Self::ObjectsUnhealthy => ConditionType::Healthy,
         }
     }
 }

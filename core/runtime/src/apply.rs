@@ -235,8 +235,8 @@ pub fn reference_of(object: &Value) -> ObjectRef {
 pub struct Applied {
     /// Every object applied, in order.
     pub objects: Vec<ObjectRef>,
-    /// Why some are not healthy, as [`unhealthy`] would say.
-    pub unhealthy: Vec<String>,
+    /// Why some are not healthy (yet), as [`unhealthy`] would say.
+    pub unhealthy: Vec<HealthProblem>,
 }
 
 /// The apiserver's own words for a failed call (its status message), never
@@ -355,9 +355,35 @@ pub fn kinds_of<'a>(
         .collect()
 }
 
+/// Why one object is not healthy (yet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthProblem {
+    /// In words, naming the object.
+    pub text: String,
+    /// Still converging (a Deployment rolling out within its progress
+    /// deadline, a CRD not Established yet): not a failure, not yet healthy.
+    pub settling: bool,
+}
+
+impl HealthProblem {
+    fn failing(text: String) -> Self {
+        Self {
+            text,
+            settling: false,
+        }
+    }
+
+    fn settling(text: String) -> Self {
+        Self {
+            text,
+            settling: true,
+        }
+    }
+}
+
 /// Objects that are not healthy, each with why: missing, a Deployment not
-/// Available, a CRD not Established.
-pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<String> {
+/// Available, a CRD not Established (or still getting there).
+pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<HealthProblem> {
     let mut problems = Vec::new();
     for reference in objects {
         let found = match kinds.api(reference).await {
@@ -365,7 +391,7 @@ pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<String> 
             Err(_) => None,
         };
         let Some(object) = found else {
-            problems.push(format!("{reference} is missing"));
+            problems.push(HealthProblem::failing(format!("{reference} is missing")));
             continue;
         };
         problems.extend(health_problem(reference, &object));
@@ -373,15 +399,54 @@ pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<String> 
     problems
 }
 
-/// Why one object, as read, is not healthy: a Deployment not Available, a
-/// CRD not Established; every other kind is healthy when present.
-fn health_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<String> {
-    let wanted = match reference.kind.as_str() {
-        "Deployment" => "Available",
-        "CustomResourceDefinition" => "Established",
-        _ => return None,
+/// Why one object, as read, is not healthy: a Deployment not Available (or
+/// still rolling out: Progressing, its deadline not exceeded), a CRD not
+/// Established (or not yet: its names not refused); every other kind is
+/// healthy when present.
+fn health_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<HealthProblem> {
+    match reference.kind.as_str() {
+        "Deployment" if !condition_true(object, "Available") => {
+            let progressing = condition(object, "Progressing");
+            let stuck = progressing.as_ref().is_some_and(|(status, reason, _)| {
+                status != "True" || reason == "ProgressDeadlineExceeded"
+            });
+            let why = condition(object, "Available")
+                .map(|(_, reason, message)| format!(" ({reason}: {message})"))
+                .unwrap_or_default();
+            Some(if stuck {
+                HealthProblem::failing(format!("{reference} is not Available{why}"))
+            } else {
+                HealthProblem::settling(format!("{reference} to become Available"))
+            })
+        }
+        "CustomResourceDefinition" if !condition_true(object, "Established") => {
+            let refused =
+                condition(object, "NamesAccepted").filter(|(status, _, _)| status == "False");
+            Some(match refused {
+                Some((_, reason, message)) => HealthProblem::failing(format!(
+                    "{reference} is not Established ({reason}: {message})"
+                )),
+                None => HealthProblem::settling(format!("{reference} to be Established")),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The status, reason and message of condition `kind`, if the object has it.
+fn condition(object: &DynamicObject, kind: &str) -> Option<(String, String, String)> {
+    let conditions = object.data.pointer("/status/conditions")?.as_array()?;
+    let found = conditions
+        .iter()
+        .find(|condition| condition.get("type").and_then(Value::as_str) == Some(kind))?;
+    let text = |field: &str| {
+        found
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
     };
-    (!condition_true(object, wanted)).then(|| format!("{reference} is not {wanted}"))
+    Some((text("status"), text("reason"), text("message")))
 }
 
 fn condition_true(object: &DynamicObject, wanted: &str) -> bool {
@@ -395,4 +460,67 @@ fn condition_true(object: &DynamicObject, wanted: &str) -> bool {
                     && condition.get("status").and_then(Value::as_str) == Some("True")
             })
         })
+}
+
+#[cfg(test)]
+mod health_tests {
+    use super::*;
+
+    fn object(kind: &str, conditions: Value) -> (ObjectRef, DynamicObject) {
+        let reference = ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: kind.into(),
+            name: "x".into(),
+            namespace: Some("n".into()),
+        };
+        let object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "x"},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap();
+        (reference, object)
+    }
+
+    #[test]
+    fn a_rollout_within_its_deadline_is_settling_and_past_it_failing() {
+        let (reference, fresh) = object("Deployment", serde_json::json!([]));
+        assert!(health_problem(&reference, &fresh).unwrap().settling);
+        let (reference, rolling) = object(
+            "Deployment",
+            serde_json::json!([
+                {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "m"},
+                {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "p"},
+            ]),
+        );
+        assert!(health_problem(&reference, &rolling).unwrap().settling);
+        let (reference, stuck) = object(
+            "Deployment",
+            serde_json::json!([
+                {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "too few"},
+                {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "p"},
+            ]),
+        );
+        let problem = health_problem(&reference, &stuck).unwrap();
+        assert!(!problem.settling);
+        assert_eq!(
+            problem.text,
+            "Deployment/n/x is not Available (MinimumReplicasUnavailable: too few)"
+        );
+        let (reference, available) = object(
+            "Deployment",
+            serde_json::json!([{"type": "Available", "status": "True"}]),
+        );
+        assert_eq!(health_problem(&reference, &available), None);
+    }
+
+    #[test]
+    fn a_crd_whose_names_are_refused_is_failing_else_settling() {
+        let (reference, fresh) = object("CustomResourceDefinition", serde_json::json!([]));
+        assert!(health_problem(&reference, &fresh).unwrap().settling);
+        let (reference, refused) = object(
+            "CustomResourceDefinition",
+            serde_json::json!([{"type": "NamesAccepted", "status": "False", "reason": "NameConflict", "message": "taken"}]),
+        );
+        assert!(!health_problem(&reference, &refused).unwrap().settling);
+    }
 }

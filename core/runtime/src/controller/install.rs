@@ -35,6 +35,8 @@ const AFTER_CONFLICT: Duration = Duration::from_millis(500);
 /// How soon a missing class or Bundle is looked for again (their watches
 /// usually bring the Instance back sooner).
 const WAITING_FOR_OBJECT: Duration = Duration::from_secs(30);
+/// How soon objects still converging are looked at again.
+const RESYNC_SETTLING: Duration = Duration::from_secs(3);
 /// How soon missing dependencies are looked for again.
 const WAITING_FOR_DEPENDENCIES: Duration = Duration::from_secs(15);
 /// How often a long apply writes how far it has come.
@@ -440,7 +442,16 @@ pub async fn install<P: Provisioner>(
         Some(problems) => problems,
         None => apply::unhealthy(&mut context.kinds.clone(), &installed).await,
     };
-    let next = if problems.is_empty() {
+    let (settling, failing): (Vec<_>, Vec<_>) =
+        problems.into_iter().partition(|problem| problem.settling);
+    let texts = |problems: &[apply::HealthProblem]| {
+        problems
+            .iter()
+            .map(|problem| problem.text.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let next = if failing.is_empty() && settling.is_empty() {
         let message = if every_one {
             format!("all {count} objects are healthy")
         } else {
@@ -451,11 +462,21 @@ pub async fn install<P: Provisioner>(
         };
         report.set(Reason::ObjectsHealthy, ConditionStatus::True, message);
         RESYNC
+    } else if failing.is_empty() {
+        // Converging is not failing: no Warning, and a closer look soon.
+        report.set(
+            Reason::ObjectsProgressing,
+            ConditionStatus::Unknown,
+            format!("waiting for {}", texts(&settling)),
+        );
+        RESYNC_SETTLING
     } else {
+        let mut all = failing;
+        all.extend(settling);
         report.set(
             Reason::ObjectsUnhealthy,
             ConditionStatus::False,
-            problems.join("; "),
+            texts(&all),
         );
         RESYNC_UNHEALTHY
     };

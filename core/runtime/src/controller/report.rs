@@ -12,11 +12,12 @@ use pakket_api::{ConditionType, Instance, InstanceStatus, Reason};
 use crate::apply::FIELD_MANAGER;
 
 /// Reasons an Event reports as a warning: something an admin should look at.
-const WARNING_REASONS: [Reason; 5] = [
+const WARNING_REASONS: [Reason; 6] = [
     Reason::ApprovalDenied,
     Reason::UnpackFailed,
     Reason::InstallFailed,
     Reason::InvalidConfig,
+    Reason::DependenciesMissing,
     Reason::ObjectsUnhealthy,
 ];
 
