@@ -350,3 +350,59 @@ fn a_registry_with_basic_auth_takes_the_username_and_the_password_from_the_envir
     assert!(stdout(&output).starts_with(&format!("{target}@sha256:")));
     own.stop();
 }
+
+#[test]
+fn bundle_rbac_reads_an_image_ref_as_it_reads_the_directory() {
+    let registry = Registry::shared();
+    let target = registry.image("cli/rbac-etcd:v0.9.4");
+    let pushed = push(&etcd_bundle(), &target);
+    let from_dir = pakket(
+        &[
+            "bundle",
+            "rbac",
+            &etcd_bundle().display().to_string(),
+            "--install-namespace",
+            "operators",
+        ],
+        &[],
+    );
+    let from_ref = pakket(
+        &[
+            "bundle",
+            "rbac",
+            pushed.trim(),
+            "--install-namespace",
+            "operators",
+        ],
+        &[],
+    );
+    assert!(from_dir.status.success(), "{}", stderr(&from_dir));
+    assert!(from_ref.status.success(), "{}", stderr(&from_ref));
+    // The first line names what was read; the roles are the same.
+    let roles = |output: &Output| {
+        stdout(output)
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(roles(&from_ref), roles(&from_dir));
+    assert!(
+        roles(&from_ref).contains("kind: ClusterRole"),
+        "{}",
+        stdout(&from_ref)
+    );
+
+    // Neither a directory nor a ref: bad input, said in words.
+    let neither = pakket(&["bundle", "rbac", "no/such/dir"], &[]);
+    assert_eq!(neither.status.code(), Some(2));
+    assert!(
+        stderr(&neither).contains("no/such/dir is neither a bundle directory nor an image ref"),
+        "{}",
+        stderr(&neither)
+    );
+    // A ref nothing answers: the pull's own error, exit 2.
+    let down = pakket(&["bundle", "rbac", "docker://127.0.0.1:1/nothing:v1"], &[]);
+    assert_eq!(down.status.code(), Some(2));
+    assert!(stderr(&down).contains("127.0.0.1:1"), "{}", stderr(&down));
+}
