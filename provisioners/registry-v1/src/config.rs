@@ -1,6 +1,12 @@
 //! The Instance's `spec.config` for registry-v1: `installNamespace` and
-//! `watchNamespaces`, checked against the bundle's install modes. Each
-//! problem names its field; nothing falls back silently.
+//! `watchNamespaces`, checked against the bundle's install modes, and
+//! `certificateProvider`. Each problem names its field; nothing falls back
+//! silently.
+//!
+//! `certificateProvider` is read here rather than from the
+//! ProvisionerClass's parameters because `objects()` is not given the
+//! class (`ObjectsRequest` carries the content, the Instance and the
+//! cluster facts only).
 
 use serde_json::{Map, Value};
 
@@ -9,7 +15,8 @@ use crate::bundle::Bundle;
 /// The annotation with the namespace an operator suggests for itself.
 pub const SUGGESTED_NAMESPACE: &str = "operatorframework.io/suggested-namespace";
 
-/// Where the operator runs and what it watches.
+/// Where the operator runs, what it watches, and who issues its webhook
+/// certificates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
     /// The namespace of its Deployments, ServiceAccounts and namespaced
@@ -17,6 +24,25 @@ pub struct Placement {
     pub install_namespace: String,
     /// What it watches.
     pub watch: Watch,
+    /// Who issues the webhooks' serving certificates.
+    pub certificate_provider: CertificateProvider,
+}
+
+/// `spec.config.certificateProvider`: who issues webhook serving
+/// certificates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CertificateProvider {
+    /// Pakket derives them itself ([`crate::certificates`]); the default.
+    #[default]
+    Pakket,
+    /// cert-manager issues them from Issuers and Certificates Pakket
+    /// renders ([`crate::cert_manager`]).
+    CertManager,
+}
+
+impl CertificateProvider {
+    /// The field it is read from.
+    pub const FIELD: &str = "spec.config.certificateProvider";
 }
 
 /// The namespaces an operator watches.
@@ -49,7 +75,7 @@ pub struct ConfigError {
 }
 
 /// The fields registry-v1 reads.
-const KNOWN: [&str; 2] = ["installNamespace", "watchNamespaces"];
+const KNOWN: [&str; 3] = ["installNamespace", "watchNamespaces", "certificateProvider"];
 
 /// Reads `config` for `bundle`.
 pub fn placement(
@@ -63,7 +89,7 @@ pub fn placement(
             field: format!("spec.config.{unknown}"),
             problem: format!(
                 "registry-v1 reads only {}; remove it or fix its spelling",
-                KNOWN.join(" and ")
+                KNOWN.join(", ")
             ),
         });
     }
@@ -114,10 +140,27 @@ pub fn placement(
         }
     };
     let watch = watch(bundle, &install_namespace, listed)?;
+    let certificate_provider = certificate_provider(config.get("certificateProvider"))?;
     Ok(Placement {
         install_namespace,
         watch,
+        certificate_provider,
     })
+}
+
+/// `certificateProvider`: `Pakket` (also when absent) or `CertManager`.
+fn certificate_provider(value: Option<&Value>) -> Result<CertificateProvider, ConfigError> {
+    match value {
+        None => Ok(CertificateProvider::Pakket),
+        Some(Value::String(name)) if name == "Pakket" => Ok(CertificateProvider::Pakket),
+        Some(Value::String(name)) if name == "CertManager" => Ok(CertificateProvider::CertManager),
+        Some(other) => Err(ConfigError {
+            field: CertificateProvider::FIELD.into(),
+            problem: format!(
+                "{other} is not a certificate provider; write Pakket (the default) or CertManager"
+            ),
+        }),
+    }
 }
 
 /// The CSV's suggested namespace, else the package's name.

@@ -4,11 +4,12 @@
 //!
 //! [`bundle`] reads the bundle, [`dependencies`] checks what it needs
 //! against what is installed, [`config`] places it (install namespace,
-//! watched namespaces) from the Instance's `spec.config`, and [`render`]
-//! turns it into objects. The runtime does the rest: approval, apply,
+//! watched namespaces, who issues webhook certificates) from the
+//! Instance's `spec.config`, and [`render`] turns it into objects. The runtime does the rest: approval, apply,
 //! pivot, health, uninstall.
 
 pub mod bundle;
+pub mod cert_manager;
 pub mod certificates;
 pub mod config;
 pub mod csv;

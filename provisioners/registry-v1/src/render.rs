@@ -18,10 +18,11 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::bundle::Bundle;
+use crate::cert_manager;
 use crate::certificates::Issuance;
-use crate::config::{Placement, Watch};
+use crate::config::{CertificateProvider, Placement, Watch};
 use crate::csv::Permission;
-use crate::webhooks::{self, Webhooks};
+use crate::webhooks::{self, Certificates, Webhooks};
 
 /// The annotation that asks the runtime to create an object only if it is
 /// absent: an install namespace that exists already is used, not adopted.
@@ -52,7 +53,8 @@ const SUPPORTED_KINDS: [(&str, bool); 18] = [
 
 /// The objects `bundle` stands for, placed as `placement` says, on a
 /// cluster with `cluster`'s facts, with webhook certificates issued as
-/// `issuance` says; or every problem, sorted.
+/// `issuance` says (or by cert-manager, if `placement` asks for it); or
+/// every problem, sorted.
 pub fn render(
     bundle: &Bundle,
     placement: &Placement,
@@ -64,13 +66,28 @@ pub fn render(
     let namespace = &placement.install_namespace;
     let (webhooks, mut problems) = Webhooks::read(bundle);
     // No CA is made for a bundle without webhooks.
-    let authority = if webhooks.is_empty() {
+    let certificates = if webhooks.is_empty() {
         None
     } else {
-        issuance
-            .authority()
-            .map_err(|error| problems.push(format!("cannot issue the webhook CA: {error}")))
-            .ok()
+        match placement.certificate_provider {
+            CertificateProvider::Pakket => issuance
+                .authority()
+                .map_err(|error| problems.push(format!("cannot issue the webhook CA: {error}")))
+                .ok()
+                .map(|authority| Certificates::Pakket(Box::new(authority))),
+            CertificateProvider::CertManager if cert_manager::served(cluster) => {
+                Some(Certificates::CertManager)
+            }
+            CertificateProvider::CertManager => {
+                problems.push(format!(
+                    "ClusterServiceVersion {name} has webhooks and {} is CertManager, but this cluster does not serve {} Issuer and Certificate; install cert-manager first (Pakket sees it within a few minutes), or remove {} to let Pakket issue the certificates",
+                    CertificateProvider::FIELD,
+                    cert_manager::API_VERSION,
+                    CertificateProvider::FIELD,
+                ));
+                None
+            }
+        }
     };
     if csv
         .spec
@@ -219,8 +236,8 @@ pub fn render(
             .unwrap_or("(unnamed)");
         if kind == "CustomResourceDefinition" {
             let mut crd = manifest.clone();
-            if let Some(authority) = &authority {
-                webhooks.convert(&mut crd, namespace, authority);
+            if let Some(certificates) = &certificates {
+                webhooks.convert(&mut crd, namespace, certificates);
             }
             objects.push(crd);
             continue;
@@ -246,8 +263,8 @@ pub fn render(
             )),
         }
     }
-    if let Some(authority) = &authority {
-        match webhooks.objects(bundle, placement, authority) {
+    if let Some(certificates) = &certificates {
+        match webhooks.objects(bundle, placement, certificates) {
             Ok(webhook_objects) => objects.extend(webhook_objects),
             Err(webhook_problems) => problems.extend(webhook_problems),
         }

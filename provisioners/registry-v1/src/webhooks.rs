@@ -4,28 +4,30 @@
 //!
 //! | definition | objects |
 //! |---|---|
-//! | any, per Deployment | a Service `<deployment>-service` (dots become dashes) selecting the Deployment's `spec.selector.matchLabels`, one port per distinct `containerPort`/`targetPort`; a TLS Secret `<service>-cert` with the serving certificate; the Secret mounted into every container at OLM's two paths |
+//! | any, per Deployment | a Service `<deployment>-service` (dots become dashes) selecting the Deployment's `spec.selector.matchLabels`, one port per distinct `containerPort`/`targetPort`; a TLS Secret `<service>-cert` with the serving certificate (or, with cert-manager, a Certificate writing it); the Secret mounted into every container at OLM's two paths |
 //! | `ValidatingAdmissionWebhook` | a ValidatingWebhookConfiguration named `generateName` (a trailing `-` dropped), one webhook |
 //! | `MutatingAdmissionWebhook` | the same, Mutating, with `reinvocationPolicy` |
 //! | `ConversionWebhook` | `spec.conversion` on each CRD of `conversionCRDs` |
 //!
 //! Every webhook points at the Service with the Instance's CA as
-//! `caBundle` ([`crate::certificates`]), and, unless the operator watches
-//! every namespace, admits only objects in the watched namespaces. What
-//! OLM refuses is refused here, each problem naming its CSV field: a
-//! missing or unknown `type`, `generateName` or `deploymentName`, rules
-//! over every group, OLM's or Pakket's groups or webhook configurations,
-//! and conversion webhooks unless the operator supports only
-//! AllNamespaces (a CRD has one conversion for every namespace).
+//! `caBundle` ([`crate::certificates`]), or with cert-manager's
+//! `inject-ca-from` annotation instead ([`crate::cert_manager`]), and,
+//! unless the operator watches every namespace, admits only objects in the
+//! watched namespaces. [`definitions`] reads and checks the definitions
+//! (what OLM refuses is refused, naming the CSV field); this module makes
+//! the objects.
+
+mod definitions;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+pub use self::definitions::{Definition, Kind};
 use crate::bundle::Bundle;
+use crate::cert_manager;
 use crate::certificates::Authority;
 use crate::config::{Placement, Watch};
 
@@ -47,77 +49,20 @@ pub const CERTIFICATE_MOUNTS: [(&str, &str, &str, &str); 2] = [
     ),
 ];
 
-/// The port a webhook is served on when its definition names none.
-const DEFAULT_PORT: i64 = 443;
-
-/// API groups no admission webhook may intercept: all of them, OLM's (v0
-/// and v1) and Pakket's own, so a broken webhook cannot stop anyone from
-/// removing it.
-const FORBIDDEN_GROUPS: [&str; 4] = [
-    "*",
-    "operators.coreos.com",
-    "olm.operatorframework.io",
-    "core.pakket.dev",
-];
-
-/// The kind of a webhook definition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    /// `ValidatingAdmissionWebhook`.
-    Validating,
-    /// `MutatingAdmissionWebhook`.
-    Mutating,
-    /// `ConversionWebhook`.
-    Conversion,
-}
-
-/// One `spec.webhookdefinitions[]` entry, checked.
-#[derive(Clone, Debug)]
-pub struct Definition {
-    /// Its index, for messages.
-    pub index: usize,
-    /// Its kind.
-    pub kind: Kind,
-    /// `generateName` without a trailing `-`: the configuration's and the
-    /// webhook's name.
-    pub name: String,
-    /// The Deployment serving it.
-    pub deployment: String,
-    /// The Service port (`containerPort`, default 443).
-    pub port: i64,
-    /// The pod port (`targetPort`, a number or a name; default `port`).
-    pub target_port: Value,
-    raw: Raw,
-}
-
-/// The entry as written; every field optional so that each missing one is
-/// reported by name rather than as a parse error.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Raw {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    generate_name: Option<String>,
-    deployment_name: Option<String>,
-    container_port: Option<i64>,
-    target_port: Option<Value>,
-    webhook_path: Option<String>,
-    admission_review_versions: Option<Vec<String>>,
-    side_effects: Option<Value>,
-    failure_policy: Option<Value>,
-    rules: Option<Vec<Value>>,
-    object_selector: Option<Value>,
-    match_policy: Option<Value>,
-    timeout_seconds: Option<Value>,
-    reinvocation_policy: Option<Value>,
-    #[serde(rename = "conversionCRDs")]
-    conversion_crds: Option<Vec<String>>,
-}
-
 /// A CSV's webhooks, checked against the bundle.
 #[derive(Clone, Debug, Default)]
 pub struct Webhooks {
     definitions: Vec<Definition>,
+}
+
+/// Who issues the serving certificates, as rendering sees it.
+#[derive(Debug)]
+pub enum Certificates<'a> {
+    /// Pakket, with the Instance's CA: Secrets with the certificates, and
+    /// the CA as `caBundle`.
+    Pakket(Box<Authority<'a>>),
+    /// cert-manager: Issuers and Certificates, and `inject-ca-from`.
+    CertManager,
 }
 
 /// The Service in front of `deployment`'s webhooks (OLM's name).
@@ -132,7 +77,7 @@ pub fn secret_name(deployment: &str) -> String {
 
 /// `<base>-<suffix>` in at most 63 characters, the base cut short if need
 /// be (OLM cuts the same way, one character later).
-fn name_with_suffix(base: &str, suffix: &str) -> String {
+pub(crate) fn name_with_suffix(base: &str, suffix: &str) -> String {
     let room = 63 - suffix.len() - 1;
     let base = if base.len() > room {
         base[..room].trim_end_matches(['-', '.'])
@@ -143,49 +88,6 @@ fn name_with_suffix(base: &str, suffix: &str) -> String {
 }
 
 impl Webhooks {
-    /// The definitions of `bundle`'s CSV that are valid, and a problem for
-    /// each that is not (naming the field).
-    pub fn read(bundle: &Bundle) -> (Self, Vec<String>) {
-        let csv = &bundle.csv;
-        let prefix = format!("ClusterServiceVersion {}", csv.metadata.name);
-        let deployments: Vec<&str> = csv
-            .spec
-            .install
-            .spec
-            .deployments
-            .iter()
-            .map(|deployment| deployment.name.as_str())
-            .collect();
-        let mut problems = Vec::new();
-        let mut definitions = Vec::new();
-        for (index, entry) in csv.spec.webhookdefinitions.iter().enumerate() {
-            let field = format!("{prefix}: spec.webhookdefinitions[{index}]");
-            match definition(index, entry, &deployments) {
-                Ok(definition) => definitions.push(definition),
-                Err(found) => problems.extend(
-                    found
-                        .into_iter()
-                        .map(|problem| format!("{field}.{problem}")),
-                ),
-            }
-        }
-        let mut seen = BTreeSet::new();
-        for definition in &definitions {
-            if !seen.insert((definition.kind, definition.name.clone())) {
-                problems.push(format!(
-                    "{prefix}: spec.webhookdefinitions[{}].generateName {:?} is used by another webhook of the same type; give each its own name",
-                    definition.index, definition.name
-                ));
-            }
-        }
-        problems.extend(
-            conversion_problems(bundle, &definitions)
-                .into_iter()
-                .map(|problem| format!("{prefix}: {problem}")),
-        );
-        (Self { definitions }, problems)
-    }
-
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.definitions.is_empty()
@@ -199,7 +101,7 @@ impl Webhooks {
     }
 
     /// Points `crd` at its conversion webhook, if a definition names it.
-    pub fn convert(&self, crd: &mut Value, namespace: &str, authority: &Authority) {
+    pub fn convert(&self, crd: &mut Value, namespace: &str, certificates: &Certificates<'_>) {
         let name = crd.pointer("/metadata/name").and_then(Value::as_str);
         let Some(definition) = self.definitions.iter().find(|definition| {
             definition.kind == Kind::Conversion
@@ -214,7 +116,7 @@ impl Webhooks {
         }) else {
             return;
         };
-        let mut client = client_config(definition, namespace, authority);
+        let mut client = client_config(definition, namespace, certificates);
         // OLM's default: a conversion webhook without a path answers at /.
         client["service"]["path"] = json!(definition.raw.webhook_path.as_deref().unwrap_or("/"));
         if let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) {
@@ -229,20 +131,29 @@ impl Webhooks {
                 }),
             );
         }
+        if let Certificates::CertManager = certificates {
+            cert_manager::inject_ca_from(crd, namespace, &definition.deployment);
+        }
     }
 
-    /// The Services, Secrets and webhook configurations; or a problem per
+    /// The Services, the Secrets (or cert-manager's Issuers and
+    /// Certificates) and the webhook configurations; or a problem per
     /// Service that cannot be made.
     pub fn objects(
         &self,
         bundle: &Bundle,
         placement: &Placement,
-        authority: &Authority,
+        certificates: &Certificates<'_>,
     ) -> Result<Vec<Value>, Vec<String>> {
         let csv = &bundle.csv;
         let namespace = &placement.install_namespace;
         let mut problems = Vec::new();
         let mut objects = Vec::new();
+        if let Certificates::CertManager = certificates
+            && !self.is_empty()
+        {
+            objects.extend(cert_manager::authority(&bundle.package, namespace));
+        }
         for (index, deployment) in csv.spec.install.spec.deployments.iter().enumerate() {
             let served: Vec<&Definition> = self
                 .definitions
@@ -288,6 +199,17 @@ impl Webhooks {
                     continue;
                 }
             }
+            let authority = match certificates {
+                Certificates::Pakket(authority) => authority,
+                Certificates::CertManager => {
+                    objects.push(cert_manager::serving_certificate(
+                        &bundle.package,
+                        &deployment.name,
+                        namespace,
+                    ));
+                    continue;
+                }
+            };
             match authority.serving(&deployment.name, &service, namespace) {
                 Ok(serving) => objects.push(json!({
                     "apiVersion": "v1",
@@ -312,12 +234,16 @@ impl Webhooks {
                 Kind::Mutating => "MutatingWebhookConfiguration",
                 Kind::Conversion => continue,
             };
-            objects.push(json!({
+            let mut configuration = json!({
                 "apiVersion": "admissionregistration.k8s.io/v1",
                 "kind": kind,
                 "metadata": { "name": definition.name },
-                "webhooks": [admission_webhook(definition, placement, authority)],
-            }));
+                "webhooks": [admission_webhook(definition, placement, certificates)],
+            });
+            if let Certificates::CertManager = certificates {
+                cert_manager::inject_ca_from(&mut configuration, namespace, &definition.deployment);
+            }
+            objects.push(configuration);
         }
         if problems.is_empty() {
             Ok(objects)
@@ -412,202 +338,6 @@ pub fn mount_certificates(spec: &mut Value, secret: &str) {
     }
 }
 
-/// Checks one entry; the problems are field paths below the entry.
-fn definition(
-    index: usize,
-    entry: &Value,
-    deployments: &[&str],
-) -> Result<Definition, Vec<String>> {
-    let raw: Raw = serde_json::from_value(entry.clone())
-        .map_err(|error| vec![format!("{error}; fix the field it names")])?;
-    let mut problems = Vec::new();
-    let kind = match raw.kind.as_deref() {
-        Some("ValidatingAdmissionWebhook") => Some(Kind::Validating),
-        Some("MutatingAdmissionWebhook") => Some(Kind::Mutating),
-        Some("ConversionWebhook") => Some(Kind::Conversion),
-        other => {
-            let found =
-                other.map_or_else(|| "is missing".to_owned(), |kind| format!("is {kind:?}"));
-            problems.push(format!(
-                "type {found}; write ValidatingAdmissionWebhook, MutatingAdmissionWebhook or ConversionWebhook"
-            ));
-            None
-        }
-    };
-    let name = raw
-        .generate_name
-        .as_deref()
-        .unwrap_or_default()
-        .trim_end_matches('-')
-        .to_owned();
-    if name.is_empty() {
-        problems
-            .push("generateName is missing; name the webhook, e.g. vmyresource.example.com".into());
-    } else if !is_dns_subdomain(&name) {
-        problems.push(format!(
-            "generateName {name:?} is not a valid object name (lowercase letters, digits, '-' and '.')"
-        ));
-    }
-    let deployment = raw.deployment_name.clone().unwrap_or_default();
-    if deployment.is_empty() {
-        problems.push(format!(
-            "deploymentName is missing; name the Deployment that serves the webhook ({})",
-            deployments.join(", ")
-        ));
-    } else if !deployments.contains(&deployment.as_str()) {
-        problems.push(format!(
-            "deploymentName {deployment:?} is not among spec.install.spec.deployments ({}); name one of them",
-            deployments.join(", ")
-        ));
-    }
-    let port = raw.container_port.unwrap_or(DEFAULT_PORT);
-    if !(1..=65535).contains(&port) {
-        problems.push(format!("containerPort {port} is not a port (1 to 65535)"));
-    }
-    let target_port = raw.target_port.clone().unwrap_or_else(|| json!(port));
-    let target_ok = match &target_port {
-        Value::Number(number) => number.as_i64().is_some_and(|n| (1..=65535).contains(&n)),
-        Value::String(name) => !name.is_empty(),
-        _ => false,
-    };
-    if !target_ok {
-        problems.push(format!(
-            "targetPort {target_port} is neither a port number nor a port name"
-        ));
-    }
-    if matches!(kind, Some(Kind::Validating | Kind::Mutating)) {
-        if raw.side_effects.is_none() {
-            problems.push(
-                "sideEffects is missing; admission webhooks declare None or NoneOnDryRun".into(),
-            );
-        }
-        for (rule_index, rule) in raw.rules.iter().flatten().enumerate() {
-            problems
-                .extend(rule_problem(rule).map(|problem| format!("rules[{rule_index}].{problem}")));
-        }
-    }
-    if raw
-        .admission_review_versions
-        .as_ref()
-        .is_none_or(Vec::is_empty)
-    {
-        problems.push("admissionReviewVersions is missing; write [v1]".into());
-    }
-    if kind == Some(Kind::Conversion) && raw.conversion_crds.as_ref().is_none_or(Vec::is_empty) {
-        problems.push("conversionCRDs is empty; name the CRDs this webhook converts".into());
-    }
-    match kind {
-        Some(kind) if problems.is_empty() => Ok(Definition {
-            index,
-            kind,
-            name,
-            deployment,
-            port,
-            target_port,
-            raw,
-        }),
-        _ => Err(problems),
-    }
-}
-
-/// Why an admission rule is refused, if it is (OLM's list plus Pakket's
-/// group).
-fn rule_problem(rule: &Value) -> Option<String> {
-    let strings = |field: &str| -> Vec<&str> {
-        rule.get(field)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect()
-    };
-    let groups = strings("apiGroups");
-    if let Some(group) = groups.iter().find(|group| FORBIDDEN_GROUPS.contains(group)) {
-        return Some(format!(
-            "apiGroups includes {group:?}; admission webhooks may not intercept every group, OLM's or Pakket's (a broken webhook could not be removed)"
-        ));
-    }
-    if groups.contains(&"admissionregistration.k8s.io") {
-        let forbidden = [
-            "*",
-            "validatingwebhookconfigurations",
-            "mutatingwebhookconfigurations",
-        ];
-        if let Some(resource) = strings("resources").iter().find(|resource| {
-            let resource = resource.to_ascii_lowercase();
-            forbidden.iter().any(|forbidden| {
-                resource == *forbidden || resource == forbidden.trim_end_matches('s')
-            })
-        }) {
-            return Some(format!(
-                "resources includes {resource:?} of admissionregistration.k8s.io; admission webhooks may not intercept webhook configurations"
-            ));
-        }
-    }
-    None
-}
-
-/// Conversion webhooks: only for operators that support AllNamespaces
-/// alone, each naming CRDs of the bundle that no other one names and that
-/// do not preserve unknown fields.
-fn conversion_problems(bundle: &Bundle, definitions: &[Definition]) -> Vec<String> {
-    let conversions: Vec<&Definition> = definitions
-        .iter()
-        .filter(|definition| definition.kind == Kind::Conversion)
-        .collect();
-    let mut problems = Vec::new();
-    if conversions.is_empty() {
-        return problems;
-    }
-    let modes = bundle.csv.spec.supported_modes();
-    if modes != ["AllNamespaces"] {
-        for definition in &conversions {
-            problems.push(format!(
-                "spec.webhookdefinitions[{}] is a ConversionWebhook, and the operator supports install modes {}; conversion webhooks need an operator that supports AllNamespaces only (a CRD converts for every namespace)",
-                definition.index,
-                modes.join(", ")
-            ));
-        }
-    }
-    let crds: BTreeMap<&str, &Value> = bundle
-        .manifests
-        .iter()
-        .filter(|object| {
-            object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
-        })
-        .filter_map(|crd| Some((crd.pointer("/metadata/name")?.as_str()?, crd)))
-        .collect();
-    let mut claimed: BTreeMap<&str, usize> = BTreeMap::new();
-    for definition in &conversions {
-        for (crd_index, name) in definition.raw.conversion_crds.iter().flatten().enumerate() {
-            let field = format!(
-                "spec.webhookdefinitions[{}].conversionCRDs[{crd_index}]",
-                definition.index
-            );
-            match crds.get(name.as_str()) {
-                None => problems.push(format!(
-                    "{field} names {name}, which is not a CRD of this bundle; name one of {}",
-                    crds.keys().copied().collect::<Vec<_>>().join(", ")
-                )),
-                Some(crd) if crd.pointer("/spec/preserveUnknownFields") == Some(&json!(true)) => {
-                    problems.push(format!(
-                        "{field} names {name}, whose spec.preserveUnknownFields is true; the apiserver calls conversion webhooks only when it is false"
-                    ));
-                }
-                Some(_) => {}
-            }
-            if let Some(other) = claimed.insert(name.as_str(), definition.index)
-                && other != definition.index
-            {
-                problems.push(format!(
-                    "{field} names {name}, which spec.webhookdefinitions[{other}] converts already; a CRD has one conversion webhook"
-                ));
-            }
-        }
-    }
-    problems
-}
-
 /// The Service ports for `served`, one per distinct port.
 fn ports(served: &[&Definition]) -> Result<Vec<Value>, String> {
     let mut ports: BTreeMap<i64, (&Value, usize)> = BTreeMap::new();
@@ -633,8 +363,13 @@ fn ports(served: &[&Definition]) -> Result<Vec<Value>, String> {
         .collect())
 }
 
-/// `clientConfig`: the Service, its port and path, and the CA.
-fn client_config(definition: &Definition, namespace: &str, authority: &Authority) -> Value {
+/// `clientConfig`: the Service, its port and path, and the CA (unless
+/// cert-manager injects it).
+fn client_config(
+    definition: &Definition,
+    namespace: &str,
+    certificates: &Certificates<'_>,
+) -> Value {
     let mut service = Map::new();
     service.insert("namespace".into(), json!(namespace));
     service.insert("name".into(), json!(service_name(&definition.deployment)));
@@ -642,24 +377,25 @@ fn client_config(definition: &Definition, namespace: &str, authority: &Authority
         service.insert("path".into(), json!(path));
     }
     service.insert("port".into(), json!(definition.port));
-    json!({
-        "service": service,
-        "caBundle": STANDARD.encode(authority.pem()),
-    })
+    let mut client = json!({ "service": service });
+    if let Certificates::Pakket(authority) = certificates {
+        client["caBundle"] = json!(STANDARD.encode(authority.pem()));
+    }
+    client
 }
 
 /// One entry of a webhook configuration's `webhooks`.
 fn admission_webhook(
     definition: &Definition,
     placement: &Placement,
-    authority: &Authority,
+    certificates: &Certificates<'_>,
 ) -> Value {
     let raw = &definition.raw;
     let mut webhook = Map::new();
     webhook.insert("name".into(), json!(definition.name));
     webhook.insert(
         "clientConfig".into(),
-        client_config(definition, &placement.install_namespace, authority),
+        client_config(definition, &placement.install_namespace, certificates),
     );
     webhook.insert(
         "admissionReviewVersions".into(),
@@ -706,19 +442,6 @@ fn shipped(bundle: &Bundle, kind: &str, name: &str) -> bool {
         object.get("kind").and_then(Value::as_str) == Some(kind)
             && object.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
     })
-}
-
-/// An RFC 1123 subdomain, as most object names are.
-fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
 }
 
 #[cfg(test)]
@@ -777,19 +500,5 @@ mod tests {
             spec.pointer("/template/spec/volumes/2/secret/items/0/path"),
             Some(&json!("apiserver.crt"))
         );
-    }
-
-    #[test]
-    fn rules_over_every_group_or_webhook_configurations_are_refused() {
-        assert!(rule_problem(&json!({ "apiGroups": ["*"] })).is_some());
-        assert!(rule_problem(&json!({ "apiGroups": ["core.pakket.dev"] })).is_some());
-        assert!(
-            rule_problem(&json!({
-                "apiGroups": ["admissionregistration.k8s.io"],
-                "resources": ["ValidatingWebhookConfigurations"],
-            }))
-            .is_some()
-        );
-        assert!(rule_problem(&json!({ "apiGroups": ["apps"], "resources": ["*"] })).is_none());
     }
 }
