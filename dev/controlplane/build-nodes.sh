@@ -15,22 +15,11 @@
 #   bin=$(dev/controlplane/build-nodes.sh)
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
-
-cache_root=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
-out="$cache_root/nodes/k8s-$KUBERNETES_VERSION-kwok-$KWOK_VERSION"
-bin="$out/bin"
-stamp="$bin/.complete"
-
-if [[ -f "$stamp" ]]; then
-  echo "$bin"
-  exit 0
-fi
-
-log() { echo "build-nodes.sh: $*" >&2; }
-command -v go >/dev/null || { log "go is not on PATH; install Go 1.26 or newer (kwok $KWOK_VERSION needs it)"; exit 1; }
+# shellcheck source=build-common.sh
+source "$(dirname "$0")/build-common.sh"
+use_cache "nodes/k8s-$KUBERNETES_VERSION-kwok-$KWOK_VERSION"
+exit_if_built
+need_go "Go 1.26 or newer (kwok $KWOK_VERSION needs it)"
 
 mkdir -p "$bin"
 # Two test processes may ask for the nodes at once on a fresh machine: the
@@ -38,15 +27,11 @@ mkdir -p "$bin"
 if command -v flock >/dev/null; then
   exec 9>"$out/.lock"
   flock 9
-  if [[ -f "$stamp" ]]; then
-    echo "$bin"
-    exit 0
-  fi
+  exit_if_built
 fi
 work="$out/src"
 rm -rf "$work"
 mkdir -p "$work/k8s"
-export CGO_ENABLED=0
 
 started=$(date +%s)
 
@@ -65,7 +50,6 @@ GOFLAGS="-trimpath -buildvcs=false" GOBIN="$bin" \
 # its published v0.<minor>.<patch> tag, the list read from the pinned go.mod.
 # Go's module and build caches are shared with build.sh, so after it has run
 # only the scheduler's own packages compile.
-export GOFLAGS="-trimpath -buildvcs=false -mod=mod"
 staging_version="v0.${KUBERNETES_VERSION#v1.}"
 k8s_gomod=$(go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" \
   | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')

@@ -8,30 +8,16 @@
 #   bin=$(dev/controlplane/build.sh)
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
-
-cache_root=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
-out="$cache_root/controlplane/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION"
-bin="$out/bin"
-stamp="$bin/.complete"
-
-if [[ -f "$stamp" ]]; then
-  echo "$bin"
-  exit 0
-fi
-
-log() { echo "build.sh: $*" >&2; }
-command -v go >/dev/null || { log "go is not on PATH; install Go 1.24 or newer"; exit 1; }
+# shellcheck source=build-common.sh
+source "$(dirname "$0")/build-common.sh"
+use_cache "controlplane/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION"
+exit_if_built
+need_go "Go 1.24 or newer"
 
 mkdir -p "$bin"
 work="$out/src"
 rm -rf "$work"
 mkdir -p "$work/k8s" "$work/etcd"
-# Go's own module and build caches (outside the repo) make the second build fast.
-export GOFLAGS="-trimpath -buildvcs=false -mod=mod"
-export CGO_ENABLED=0
 
 started=$(date +%s)
 

@@ -18,27 +18,21 @@
 //! The controller runs in this process, so the RSS figures are the
 //! provisioner's (plus the bench's own small share).
 
-#[path = "../../../core/runtime/tests/images/mod.rs"]
-mod images;
-#[path = "../../../dev/registry/testing.rs"]
-mod registry;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, stream};
 use kube::api::{Api, ListParams, PostParams};
-use pakket_api::{
-    BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
-    ProvisionerClassSpec,
-};
+use pakket_api::{BundleTemplate, ConditionType, Instance, InstanceSpec};
 use pakket_registry_v1::RegistryV1;
-use pakket_runtime::controller::{self, RunOptions};
-use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_runtime::controller::RunOptions;
 use pakket_runtime::{ClusterFacts, ObjectsRequest, Provisioner};
 use pakket_testkit::{Scope, install_crds};
-use registry::Registry;
 use serde_json::json;
+use support::{OperatorBundle, instance, push, run_provisioner_with};
 
 /// Resident memory of this process in MiB (`VmRSS`).
 fn rss_mib() -> f64 {
@@ -52,91 +46,13 @@ fn rss_mib() -> f64 {
         / 1024.0
 }
 
-fn layer(dir: &Path) -> Vec<u8> {
-    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut tar = tar::Builder::new(gzip);
-    tar.append_dir_all(".", dir).unwrap();
-    tar.into_inner().unwrap().finish().unwrap()
-}
-
-async fn push(scope: &Scope, dir: &Path, name: &str) -> String {
-    let reference = Registry::shared().image(&format!("bundles/{}-{name}:v1", scope.id));
-    let source = ImageSource::new(SourceOptions {
-        plain_http: PlainHttp::Loopback,
-        ..SourceOptions::default()
-    });
-    images::push_gzip_layer(&source, &reference, layer(dir)).await;
-    format!("docker://{}", reference.trim_start_matches("docker://"))
-}
-
 /// A small operator: one Deployment, a Role for it, no CRDs.
 fn small_operator() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
-    std::fs::create_dir_all(dir.path().join("metadata")).unwrap();
-    std::fs::write(
-        dir.path().join("metadata/annotations.yaml"),
-        "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  \
-         operators.operatorframework.io.bundle.package.v1: small\n",
-    )
-    .unwrap();
-    let csv = json!({
-        "apiVersion": "operators.coreos.com/v1alpha1",
-        "kind": "ClusterServiceVersion",
-        "metadata": { "name": "small.v1.0.0" },
-        "spec": {
-            "version": "1.0.0",
-            "installModes": [{ "type": "OwnNamespace", "supported": true }],
-            "install": { "strategy": "deployment", "spec": {
-                "permissions": [{
-                    "serviceAccountName": "small",
-                    "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }],
-                }],
-                "deployments": [{
-                    "name": "small",
-                    "spec": {
-                        "selector": { "matchLabels": { "app": "small" } },
-                        "template": {
-                            "metadata": { "labels": { "app": "small" } },
-                            "spec": {
-                                "serviceAccountName": "small",
-                                "containers": [{ "name": "manager", "image": "registry.k8s.io/pause:3.10" }],
-                            },
-                        },
-                    },
-                }],
-            } },
-        },
-    });
-    std::fs::write(
-        dir.path().join("manifests/csv.yaml"),
-        serde_json::to_string(&csv).unwrap(),
-    )
-    .unwrap();
-    dir
-}
-
-fn instance(scope: &Scope, name: &str, reference: &str) -> Instance {
-    let mut config = serde_json::Map::new();
-    config.insert("installNamespace".into(), json!(scope.name(name)));
-    Instance {
-        metadata: scope.meta(name),
-        spec: InstanceSpec {
-            class: scope.name("class"),
-            selector: None,
-            bundle: BundleTemplate {
-                name: scope.name(&format!("{name}-bundle")),
-                spec: Some(BundleSpec {
-                    class: scope.name("class"),
-                    refs: vec![reference.to_owned()],
-                    volume_mounts: vec![],
-                }),
-            },
-            deletion_policy: Default::default(),
-            config: Some(config),
-        },
-        status: None,
-    }
+    OperatorBundle::new("small")
+        .with_permissions(json!([{
+            "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"],
+        }]))
+        .write()
 }
 
 /// How long until `check` holds for Instance `name`, or `None` past `limit`.
@@ -239,22 +155,9 @@ async fn main() {
     let scope = Scope::new("bench-operators").await;
     install_crds(&scope.client).await.unwrap();
     let id = format!("bench.pakket.dev/{}", scope.id);
-    let class = ProvisionerClass {
-        metadata: scope.meta("class"),
-        spec: ProvisionerClassSpec {
-            provisioner: id.clone(),
-            parameters: json!({ "approval": "AllowAll" }).as_object().cloned(),
-        },
-    };
-    Api::<ProvisionerClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
     let store = std::env::temp_dir().join(format!("pakket-bench-store-{}", scope.id));
-    let client = scope.client.clone();
-    tokio::spawn(async move {
-        controller::run_with(client, RegistryV1::new(id), RunOptions::new(store)).await
-    });
+    let parameters = json!({ "approval": "AllowAll" });
+    run_provisioner_with(&scope, id, parameters, RunOptions::new(store)).await;
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let etcd = push(&scope, &pakket_testkit::data("bundles/etcd/0.9.4"), "etcd").await;
     let small = small_operator();

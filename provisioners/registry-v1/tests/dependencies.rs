@@ -14,73 +14,29 @@
 //! etcd installed, its Bundle records what it provides, and a bundle that
 //! needs it installs while one that needs a newer etcd waits.
 
-#[path = "../../../core/runtime/tests/images/mod.rs"]
-mod images;
-#[path = "../../../dev/registry/testing.rs"]
-mod registry;
+mod support;
 
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use pakket_api::{
-    Bundle, BundleProperty, BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec,
-    ProvisionerClass, ProvisionerClassSpec,
-};
-use pakket_registry_v1::{RegistryV1, bundle, dependencies};
-use pakket_runtime::controller::{self, RunOptions};
-use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_api::{Bundle, BundleProperty, ConditionType, Instance};
+use pakket_registry_v1::{bundle, dependencies};
 use pakket_runtime::{ClusterFacts, InstalledContent};
 use pakket_testkit::{
     Scope, assert_readable_messages, condition_is, eventually, install_crds, reason_is,
     wait_for_instance as wait_for,
 };
-use registry::Registry;
 use serde_json::json;
+use support::{OperatorBundle, instance, push, run_provisioner};
 
 /// A registry+v1 bundle that needs what `dependencies` (the text of
 /// `metadata/dependencies.yaml`) says: one CSV with one Deployment.
 fn dependent(name: &str, dependencies: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
-    std::fs::create_dir_all(dir.path().join("metadata")).unwrap();
-    std::fs::write(
-        dir.path().join("metadata/annotations.yaml"),
-        format!(
-            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  \
-             operators.operatorframework.io.bundle.package.v1: {name}\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("metadata/dependencies.yaml"), dependencies).unwrap();
-    let csv = json!({
-        "apiVersion": "operators.coreos.com/v1alpha1",
-        "kind": "ClusterServiceVersion",
-        "metadata": { "name": format!("{name}.v1.0.0") },
-        "spec": {
-            "version": "1.0.0",
-            "installModes": [
-                { "type": "OwnNamespace", "supported": true },
-                { "type": "AllNamespaces", "supported": true },
-            ],
-            "install": { "strategy": "deployment", "spec": { "deployments": [{
-                "name": name,
-                "spec": {
-                    "selector": { "matchLabels": { "app": name } },
-                    "template": {
-                        "metadata": { "labels": { "app": name } },
-                        "spec": { "containers": [{ "name": "manager", "image": "registry.k8s.io/pause:3.10" }] },
-                    },
-                },
-            }] } },
-        },
-    });
-    std::fs::write(
-        dir.path().join("manifests/csv.yaml"),
-        serde_json::to_string(&csv).unwrap(),
-    )
-    .unwrap();
-    dir
+    OperatorBundle::new(name)
+        .all_namespaces()
+        .needing(dependencies)
+        .write()
 }
 
 const NEEDS_ETCD: &str = "dependencies:
@@ -216,72 +172,13 @@ fn a_malformed_dependency_is_named_by_file_and_field() {
     );
 }
 
-/// A gzip'd tar of the bundle directory `dir`.
-fn layer(dir: &Path) -> Vec<u8> {
-    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut tar = tar::Builder::new(gzip);
-    tar.append_dir_all(".", dir).unwrap();
-    tar.into_inner().unwrap().finish().unwrap()
-}
-
-/// Pushes the bundle in `dir` as image `name`; returns its ref.
-async fn push(scope: &Scope, dir: &Path, name: &str) -> String {
-    let reference = Registry::shared().image(&format!("bundles/{}-{name}:v1", scope.id));
-    let source = ImageSource::new(SourceOptions {
-        plain_http: PlainHttp::Loopback,
-        ..SourceOptions::default()
-    });
-    images::push_gzip_layer(&source, &reference, layer(dir)).await;
-    format!("docker://{}", reference.trim_start_matches("docker://"))
-}
-
-fn instance(scope: &Scope, name: &str, reference: &str) -> Instance {
-    let mut config = serde_json::Map::new();
-    config.insert("installNamespace".into(), json!(scope.name(name)));
-    Instance {
-        metadata: scope.meta(name),
-        spec: InstanceSpec {
-            class: scope.name("class"),
-            selector: None,
-            bundle: BundleTemplate {
-                name: scope.name(&format!("{name}-bundle")),
-                spec: Some(BundleSpec {
-                    class: scope.name("class"),
-                    refs: vec![reference.to_owned()],
-                    volume_mounts: vec![],
-                }),
-            },
-            deletion_policy: Default::default(),
-            config: Some(config),
-        },
-        status: None,
-    }
-}
-
 #[tokio::test]
 async fn on_the_cluster_a_bundle_waits_for_what_it_needs_and_installs_once_it_is_there() {
     let scope = Scope::new("registry-v1-deps").await;
     install_crds(&scope.client).await.unwrap();
-    let id = format!("test.pakket.dev/{}", scope.id);
-    let class = ProvisionerClass {
-        metadata: scope.meta("class"),
-        spec: ProvisionerClassSpec {
-            provisioner: id.clone(),
-            // eclipse-che's CheCluster CRD is a 2 MB file.
-            parameters: json!({ "approval": "AllowAll", "maxObjectSize": "4Mi" })
-                .as_object()
-                .cloned(),
-        },
-    };
-    Api::<ProvisionerClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
-    let client = scope.client.clone();
-    tokio::spawn(async move {
-        controller::run_with(client, RegistryV1::new(id), RunOptions::new(store)).await
-    });
+    // eclipse-che's CheCluster CRD is a 2 MB file.
+    let parameters = json!({ "approval": "AllowAll", "maxObjectSize": "4Mi" });
+    run_provisioner(&scope, parameters).await;
     let instances: Api<Instance> = Api::all(scope.client.clone());
 
     // eclipse-che: devworkspace-operator is nowhere; nothing is applied.

@@ -9,95 +9,36 @@
 //! The control plane has a kwok node (the test kit's, or `dev/test.sh`'s),
 //! so the operator's Deployment becomes Available and the Instance Healthy.
 
-#[path = "../../../core/runtime/tests/images/mod.rs"]
-mod images;
-#[path = "../../../dev/registry/testing.rs"]
-mod registry;
-
-use std::path::Path;
+mod support;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::Role;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use pakket_api::{
-    BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
-    ProvisionerClassSpec,
-};
-use pakket_registry_v1::RegistryV1;
-use pakket_runtime::controller::{self, RunOptions};
-use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_api::{ConditionType, Instance};
 use pakket_testkit::{
     Scope, condition_is, eventually, install_crds, wait_for_instance as wait_for,
 };
-use registry::Registry;
 use serde_json::json;
-
-/// A gzip'd tar of the bundle directory `dir` (`manifests/`, `metadata/`).
-fn layer(dir: &Path) -> Vec<u8> {
-    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut tar = tar::Builder::new(gzip);
-    tar.append_dir_all(".", dir).unwrap();
-    tar.into_inner().unwrap().finish().unwrap()
-}
+use support::{push_tagged, run_provisioner};
 
 /// Pushes `bundles/etcd/<version>` as an image; returns its ref.
 async fn push_etcd(scope: &Scope, version: &str) -> String {
-    let registry = Registry::shared();
-    let reference = registry.image(&format!("bundles/{}-etcd:{version}", scope.id));
-    let source = ImageSource::new(SourceOptions {
-        plain_http: PlainHttp::Loopback,
-        ..SourceOptions::default()
-    });
-    let bytes = layer(&pakket_testkit::data(&format!("bundles/etcd/{version}")));
-    images::push_gzip_layer(&source, &reference, bytes).await;
-    format!("docker://{}", reference.trim_start_matches("docker://"))
+    let dir = pakket_testkit::data(&format!("bundles/etcd/{version}"));
+    push_tagged(scope, &dir, "etcd", version).await
 }
 
+/// Instance `etcd` installing `reference` (Bundle `bundle`) into
+/// `install_namespace`.
 fn instance(scope: &Scope, bundle: &str, reference: &str, install_namespace: &str) -> Instance {
-    let mut config = serde_json::Map::new();
-    config.insert("installNamespace".into(), json!(install_namespace));
-    Instance {
-        metadata: scope.meta("etcd"),
-        spec: InstanceSpec {
-            class: scope.name("class"),
-            selector: None,
-            bundle: BundleTemplate {
-                name: scope.name(bundle),
-                spec: Some(BundleSpec {
-                    class: scope.name("class"),
-                    refs: vec![reference.to_owned()],
-                    volume_mounts: vec![],
-                }),
-            },
-            deletion_policy: Default::default(),
-            config: Some(config),
-        },
-        status: None,
-    }
+    support::instance_into(scope, "etcd", bundle, reference, install_namespace)
 }
 
 #[tokio::test]
 async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_alone() {
     let scope = Scope::new("registry-v1-etcd").await;
     install_crds(&scope.client).await.unwrap();
-    let id = format!("test.pakket.dev/{}", scope.id);
-    let class = ProvisionerClass {
-        metadata: scope.meta("class"),
-        spec: ProvisionerClassSpec {
-            provisioner: id.clone(),
-            parameters: json!({ "approval": "AllowAll" }).as_object().cloned(),
-        },
-    };
-    Api::<ProvisionerClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
-    let client = scope.client.clone();
-    tokio::spawn(async move {
-        controller::run_with(client, RegistryV1::new(id), RunOptions::new(store)).await
-    });
+    run_provisioner(&scope, json!({ "approval": "AllowAll" })).await;
     let v092 = push_etcd(&scope, "0.9.2").await;
     let v094 = push_etcd(&scope, "0.9.4").await;
 
@@ -267,23 +208,7 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
 async fn a_watch_the_bundle_does_not_support_is_reported_naming_the_field_and_nothing_is_applied() {
     let scope = Scope::new("registry-v1-bad-config").await;
     install_crds(&scope.client).await.unwrap();
-    let id = format!("test.pakket.dev/{}", scope.id);
-    let class = ProvisionerClass {
-        metadata: scope.meta("class"),
-        spec: ProvisionerClassSpec {
-            provisioner: id.clone(),
-            parameters: json!({ "approval": "AllowAll" }).as_object().cloned(),
-        },
-    };
-    Api::<ProvisionerClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
-    let client = scope.client.clone();
-    tokio::spawn(async move {
-        controller::run_with(client, RegistryV1::new(id), RunOptions::new(store)).await
-    });
+    run_provisioner(&scope, json!({ "approval": "AllowAll" })).await;
     let reference = push_etcd(&scope, "0.9.4").await;
     // etcd 0.9.4 does not support MultiNamespace.
     let mut instance = instance(&scope, "etcd-v094", &reference, &scope.namespace);

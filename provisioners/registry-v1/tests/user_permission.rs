@@ -5,38 +5,22 @@
 //! roles `pakket bundle rbac` computes (`install_rbac::needed_roles`) are
 //! bound to her; then it installs, with no `approve` from anyone.
 
-#[path = "../../../core/runtime/tests/images/mod.rs"]
-mod images;
-#[path = "../../../dev/registry/testing.rs"]
-mod registry;
+mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
-use pakket_api::{
-    BundleSpec, BundleTemplate, CREATED_BY_ANNOTATION, ConditionType, CreatorRecord, Instance,
-    InstanceSpec, ProvisionerClass, ProvisionerClassSpec, RecordKey,
-};
+use pakket_api::{CREATED_BY_ANNOTATION, ConditionType, CreatorRecord, Instance, RecordKey};
 use pakket_registry_v1::RegistryV1;
 use pakket_registry_v1::install_rbac::needed_roles;
-use pakket_runtime::controller::{self, RunOptions};
-use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_runtime::controller::RunOptions;
 use pakket_runtime::{ClusterFacts, ObjectsRequest, Provisioner};
 use pakket_testkit::{
     Scope, condition_is, eventually, install_crds, reason_is, wait_for_instance as wait_for,
 };
-use registry::Registry;
 use serde_json::json;
-
-fn layer(dir: &Path) -> Vec<u8> {
-    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut tar = tar::Builder::new(gzip);
-    tar.append_dir_all(".", dir).unwrap();
-    tar.into_inner().unwrap().finish().unwrap()
-}
 
 /// Creates `object` (any kind) as the admin, by server-side apply.
 async fn apply(client: &kube::Client, object: &serde_json::Value) {
@@ -62,57 +46,21 @@ async fn apply(client: &kube::Client, object: &serde_json::Value) {
 async fn a_requester_without_the_rights_waits_and_the_roles_bundle_rbac_prints_let_it_install() {
     let scope = Scope::new("registry-v1-user-permission").await;
     install_crds(&scope.client).await.unwrap();
-    let id = format!("test.pakket.dev/{}", scope.id);
-    let class = ProvisionerClass {
-        metadata: scope.meta("class"),
-        spec: ProvisionerClassSpec {
-            provisioner: id.clone(),
-            parameters: json!({ "approval": "UserPermission" }).as_object().cloned(),
-        },
-    };
-    Api::<ProvisionerClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
     // The key the webhooks would seal requester records with.
     let key = RecordKey::from_bytes(b"registry-v1 tests' record key, 32+ bytes long").unwrap();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
-    let client = scope.client.clone();
     let options = RunOptions {
         record_key: Some(key.clone()),
-        ..RunOptions::new(store)
+        ..RunOptions::new(support::store(&scope))
     };
-    tokio::spawn(async move { controller::run_with(client, RegistryV1::new(id), options).await });
+    let parameters = json!({ "approval": "UserPermission" });
+    support::run_provisioner_with(&scope, support::provisioner_id(&scope), parameters, options)
+        .await;
 
     let bundle_dir = pakket_testkit::data("bundles/etcd/0.9.4");
-    let reference = Registry::shared().image(&format!("bundles/{}-etcd:0.9.4", scope.id));
-    let source = ImageSource::new(SourceOptions {
-        plain_http: PlainHttp::Loopback,
-        ..SourceOptions::default()
-    });
-    images::push_gzip_layer(&source, &reference, layer(&bundle_dir)).await;
+    let reference = support::push_tagged(&scope, &bundle_dir, "etcd", "0.9.4").await;
 
     let namespace = scope.namespace.clone();
-    let mut config = serde_json::Map::new();
-    config.insert("installNamespace".into(), json!(namespace));
-    let mut instance = Instance {
-        metadata: scope.meta("etcd"),
-        spec: InstanceSpec {
-            class: scope.name("class"),
-            selector: None,
-            bundle: BundleTemplate {
-                name: scope.name("etcd-v094"),
-                spec: Some(BundleSpec {
-                    class: scope.name("class"),
-                    refs: vec![reference.clone()],
-                    volume_mounts: vec![],
-                }),
-            },
-            deletion_policy: Default::default(),
-            config: Some(config.clone()),
-        },
-        status: None,
-    };
+    let mut instance = support::instance_into(&scope, "etcd", "etcd-v094", &reference, &namespace);
     // What the admission webhook records for erin, sealed with the key.
     let erin = CreatorRecord::new("erin", None, vec!["system:authenticated".into()]);
     let sealed = erin
