@@ -121,6 +121,7 @@ fn render(args: &RbacArgs) -> Result<String, String> {
             max_object_size: 4 << 20,
             instance: &instance,
             cluster: &ClusterFacts::default(),
+            class_parameters: None,
         })
         .map_err(|error| error.to_string())?;
     let mut documents = Vec::new();

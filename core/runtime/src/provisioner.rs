@@ -22,6 +22,9 @@ pub struct ObjectsRequest<'a> {
     pub instance: &'a Instance,
     /// What the cluster runs and serves.
     pub cluster: &'a ClusterFacts,
+    /// The ProvisionerClass's `spec.parameters` (an admin's settings for
+    /// every Instance of the class), if it has any.
+    pub class_parameters: Option<&'a Map<String, Value>>,
 }
 
 impl ObjectsRequest<'_> {

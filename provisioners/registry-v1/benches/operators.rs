@@ -111,6 +111,7 @@ fn conversion() {
                 max_object_size: 8 << 20,
                 instance: &instance,
                 cluster: &cluster,
+                class_parameters: None,
             });
             times.push(started.elapsed());
             objects = rendered.map(|o| o.len()).unwrap_or(0);

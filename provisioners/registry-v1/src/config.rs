@@ -3,10 +3,9 @@
 //! `certificateProvider`. Each problem names its field; nothing falls back
 //! silently.
 //!
-//! `certificateProvider` is read here rather than from the
-//! ProvisionerClass's parameters because `objects()` is not given the
-//! class (`ObjectsRequest` carries the content, the Instance and the
-//! cluster facts only).
+//! `certificateProvider` may also come from the ProvisionerClass's
+//! parameters, where an admin sets it for every Instance of the class; the
+//! Instance's own setting wins.
 
 use serde_json::{Map, Value};
 
@@ -43,6 +42,8 @@ pub enum CertificateProvider {
 impl CertificateProvider {
     /// The field it is read from.
     pub const FIELD: &str = "spec.config.certificateProvider";
+    /// Where the class sets it for every Instance.
+    pub const CLASS_PARAMETER: &str = "the ProvisionerClass parameter certificateProvider";
 }
 
 /// The namespaces an operator watches.
@@ -77,9 +78,11 @@ pub struct ConfigError {
 /// The fields registry-v1 reads.
 const KNOWN: [&str; 3] = ["installNamespace", "watchNamespaces", "certificateProvider"];
 
-/// Reads `config` for `bundle`.
+/// Reads `config` for `bundle`, with the class's `class_parameters` for
+/// what the class may set for all its Instances.
 pub fn placement(
     config: Option<&Map<String, Value>>,
+    class_parameters: Option<&Map<String, Value>>,
     bundle: &Bundle,
 ) -> Result<Placement, ConfigError> {
     let empty = Map::new();
@@ -140,7 +143,13 @@ pub fn placement(
         }
     };
     let watch = watch(bundle, &install_namespace, listed)?;
-    let certificate_provider = certificate_provider(config.get("certificateProvider"))?;
+    let certificate_provider = match config.get("certificateProvider") {
+        Some(value) => certificate_provider(Some(value), CertificateProvider::FIELD)?,
+        None => certificate_provider(
+            class_parameters.and_then(|parameters| parameters.get("certificateProvider")),
+            CertificateProvider::CLASS_PARAMETER,
+        )?,
+    };
     Ok(Placement {
         install_namespace,
         watch,
@@ -149,13 +158,16 @@ pub fn placement(
 }
 
 /// `certificateProvider`: `Pakket` (also when absent) or `CertManager`.
-fn certificate_provider(value: Option<&Value>) -> Result<CertificateProvider, ConfigError> {
+fn certificate_provider(
+    value: Option<&Value>,
+    field: &str,
+) -> Result<CertificateProvider, ConfigError> {
     match value {
         None => Ok(CertificateProvider::Pakket),
         Some(Value::String(name)) if name == "Pakket" => Ok(CertificateProvider::Pakket),
         Some(Value::String(name)) if name == "CertManager" => Ok(CertificateProvider::CertManager),
         Some(other) => Err(ConfigError {
-            field: CertificateProvider::FIELD.into(),
+            field: field.into(),
             problem: format!(
                 "{other} is not a certificate provider; write Pakket (the default) or CertManager"
             ),

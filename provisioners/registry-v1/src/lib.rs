@@ -69,8 +69,8 @@ impl Provisioner for RegistryV1 {
                 bundle.csv.metadata.name
             ))
         })?;
-        let placement =
-            config::placement(request.config(), &bundle).map_err(|error| ObjectsError::Config {
+        let placement = config::placement(request.config(), request.class_parameters, &bundle)
+            .map_err(|error| ObjectsError::Config {
                 field: error.field,
                 problem: error.problem,
             })?;

@@ -71,6 +71,16 @@ fn cluster(serves_cert_manager: bool) -> ClusterFacts {
 
 /// The objects of the bundle at `path` through the provisioner.
 fn objects(path: &str, config: Value, cluster: &ClusterFacts) -> Result<Vec<Value>, ObjectsError> {
+    objects_in_class(path, config, None, cluster)
+}
+
+/// The same, for an Instance of a class with `parameters`.
+fn objects_in_class(
+    path: &str,
+    config: Value,
+    parameters: Option<&serde_json::Map<String, Value>>,
+    cluster: &ClusterFacts,
+) -> Result<Vec<Value>, ObjectsError> {
     let content = pakket_testkit::data(&format!("bundles/{path}"));
     let instance = instance(config);
     let key = CertificateKey::from_bytes(b"a test certificate key, 32 bytes or more").unwrap();
@@ -79,6 +89,7 @@ fn objects(path: &str, config: Value, cluster: &ClusterFacts) -> Result<Vec<Valu
         max_object_size: 4 << 20,
         instance: &instance,
         cluster,
+        class_parameters: parameters,
     })
 }
 
@@ -270,6 +281,7 @@ fn cert_manager_objects_do_not_depend_on_the_time_or_the_key() {
             max_object_size: 4 << 20,
             instance: &instance,
             cluster: &cluster,
+            class_parameters: None,
         })
         .unwrap();
     assert_eq!(once, other_key);
@@ -348,4 +360,43 @@ fn pakket_stays_the_default_and_other_providers_are_refused() {
             "{problem}"
         );
     }
+}
+
+#[test]
+fn a_class_sets_the_provider_for_its_instances_and_an_instance_may_choose_its_own() {
+    let class = json!({ "certificateProvider": "CertManager" });
+    let class = class.as_object();
+    let by_class = objects_in_class(
+        "node-healthcheck-operator/0.12.0",
+        json!({}),
+        class,
+        &cluster(true),
+    )
+    .unwrap();
+    assert_eq!(
+        by_class,
+        with_cert_manager("node-healthcheck-operator/0.12.0"),
+        "the class's setting is the Instance's default"
+    );
+    let own = objects_in_class(
+        "node-healthcheck-operator/0.12.0",
+        json!({ "certificateProvider": "Pakket" }),
+        class,
+        &cluster(true),
+    )
+    .unwrap();
+    assert!(
+        !own.iter().any(|object| object["kind"] == "Certificate"),
+        "the Instance's own setting wins"
+    );
+    let bad = json!({ "certificateProvider": "Vault" });
+    let Err(ObjectsError::Config { field, .. }) = objects_in_class(
+        "node-healthcheck-operator/0.12.0",
+        json!({}),
+        bad.as_object(),
+        &cluster(true),
+    ) else {
+        panic!("a bad class value is refused");
+    };
+    assert_eq!(field, "the ProvisionerClass parameter certificateProvider");
 }

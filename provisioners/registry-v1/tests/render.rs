@@ -43,6 +43,7 @@ fn render(path: &str, config: Value) -> Result<Vec<Value>, ObjectsError> {
         max_object_size: 4 << 20,
         instance: &instance,
         cluster: &cluster,
+        class_parameters: None,
     })
 }
 
@@ -251,6 +252,7 @@ fn all_namespaces_turns_permissions_into_cluster_roles_that_may_read_namespaces(
             max_object_size: 4 << 20,
             instance: &instance,
             cluster: &cluster,
+            class_parameters: None,
         })
         .unwrap();
     let deployment = find(&objects, "Deployment")[0];

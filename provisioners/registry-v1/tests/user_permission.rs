@@ -103,6 +103,7 @@ async fn a_requester_without_the_rights_waits_and_the_roles_bundle_rbac_prints_l
             max_object_size: 4 << 20,
             instance: &instance,
             cluster: &ClusterFacts::default(),
+            class_parameters: None,
         })
         .unwrap();
     let role_name = scope.name("install-etcd");

@@ -64,7 +64,7 @@ fn key() -> CertificateKey {
 fn render_at(content: &Path, config: Value, days: u64) -> Result<Vec<Value>, Vec<String>> {
     let bundle = registry_bundle::read(content, 4 << 20)?;
     let instance = instance(config);
-    let placement = config::placement(instance.spec.config.as_ref(), &bundle)
+    let placement = config::placement(instance.spec.config.as_ref(), None, &bundle)
         .map_err(|error| vec![format!("{}: {}", error.field, error.problem)])?;
     let key = key();
     let now = std::time::UNIX_EPOCH + Duration::from_secs(CREATED as u64 + days * DAY);
@@ -527,6 +527,7 @@ fn the_provisioner_renders_webhooks_with_its_certificate_key() {
         max_object_size: 4 << 20,
         instance: &instance,
         cluster: &cluster,
+        class_parameters: None,
     };
     let provisioner = RegistryV1::with_certificate_key("pakket.dev/registry-v1", key());
     let objects: Result<Vec<Value>, ObjectsError> = provisioner.objects(&request);

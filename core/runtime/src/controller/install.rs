@@ -173,6 +173,7 @@ pub async fn install<P: Provisioner>(
         max_object_size: options.limits.max_file_size,
         instance,
         cluster: &cluster,
+        class_parameters: class.spec.parameters.as_ref(),
     };
     let objects = match context.provisioner.objects(&request) {
         Ok(objects) => objects,
