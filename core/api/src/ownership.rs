@@ -27,6 +27,12 @@ pub const ACTIVE_FOR_LABEL: &str = "core.pakket.dev/active-for";
 /// runtime removes the annotation before applying.
 pub const CREATE_IF_ABSENT_ANNOTATION: &str = "core.pakket.dev/create-if-absent";
 
+/// Annotation a provisioner puts on a rendered object whose health needs
+/// more than the object itself: `ready-endpoints` on a Service means it is
+/// healthy only with a ready endpoint behind it (registry-v1's webhook
+/// Services). The runtime reads it; it stays on the object.
+pub const HEALTH_ANNOTATION: &str = "core.pakket.dev/health";
+
 /// The finalizer with which a provisioner removes an Instance's objects
 /// before it goes: the provisioner's own id (a domain-prefixed name, as
 /// finalizers are). One per provisioner, so an Instance whose class is gone

@@ -18,6 +18,7 @@ pub use pakket_api::ownership::{BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INS
 use crate::ownership::{self, Claimant, Removal};
 
 mod crd_safety;
+pub mod endpoints;
 mod managed_fields;
 mod order;
 mod write;
@@ -394,6 +395,10 @@ pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<HealthPr
             problems.push(HealthProblem::failing(format!("{reference} is missing")));
             continue;
         };
+        if endpoints::wanted(&object) {
+            problems.extend(endpoints::problem(&kinds.client, reference, &object).await);
+            continue;
+        }
         problems.extend(health_problem(reference, &object));
     }
     problems

@@ -89,12 +89,21 @@ fn conversion() {
             config: None,
         },
     );
+    // eclipse-che needs devworkspace-operator installed to render at all.
     let cluster = ClusterFacts {
         version: Some((1, 35)),
+        installed: vec![pakket_runtime::InstalledContent {
+            instance: "devworkspace-operator".into(),
+            bundle: "devworkspace-operator.v0.31.0".into(),
+            properties: vec![pakket_api::BundleProperty {
+                type_: "olm.package".into(),
+                value: json!({ "packageName": "devworkspace-operator", "version": "0.31.0" }),
+            }],
+        }],
         ..ClusterFacts::default()
     };
     let provisioner = RegistryV1::new("pakket.dev/registry-v1");
-    for bundle in [
+    'bundles: for bundle in [
         "etcd/0.9.4",
         "node-healthcheck-operator/0.12.0",
         "cert-manager/1.16.5",
@@ -114,7 +123,13 @@ fn conversion() {
                 class_parameters: None,
             });
             times.push(started.elapsed());
-            objects = rendered.map(|o| o.len()).unwrap_or(0);
+            objects = match rendered {
+                Ok(rendered) => rendered.len(),
+                Err(error) => {
+                    println!("  {bundle}: does not render: {error}");
+                    continue 'bundles;
+                }
+            };
         }
         times.sort();
         println!(

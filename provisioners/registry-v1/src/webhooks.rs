@@ -188,7 +188,15 @@ impl Webhooks {
                 Ok(ports) => objects.push(json!({
                     "apiVersion": "v1",
                     "kind": "Service",
-                    "metadata": { "name": service, "namespace": namespace },
+                    // Healthy only with a ready endpoint: the apiserver calls it.
+                    "metadata": {
+                        "name": service,
+                        "namespace": namespace,
+                        "annotations": {
+                            pakket_api::ownership::HEALTH_ANNOTATION:
+                                pakket_runtime::apply::endpoints::READY_ENDPOINTS,
+                        },
+                    },
                     "spec": { "ports": ports, "selector": selector },
                 })),
                 Err(problem) => {
