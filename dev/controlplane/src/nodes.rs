@@ -159,6 +159,10 @@ pub fn kwok_args(kubeconfig: &Path, stages: &Path) -> Vec<String> {
         // The default /24 holds 254 pod IPs for the whole cluster; a shared
         // test control plane can hold more pods than that at once.
         "--cidr=10.0.0.0/16".into(),
+        // kwok renews each node's Lease, the heartbeat the node lifecycle
+        // controller goes by; without it (v0.8's default is off) a node
+        // turns NotReady within a minute and its Pods lose Ready.
+        "--node-lease-duration-seconds=40".into(),
     ]
 }
 
