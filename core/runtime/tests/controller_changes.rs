@@ -8,18 +8,19 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::{
     Bundle, CREATED_BY_ANNOTATION, ConditionType, CreatorRecord, DeletionPolicy, Instance,
     ProvisionerClass,
 };
 use pakket_runtime::apply::{BUNDLE_LABEL, INSTANCE_LABEL};
 use pakket_runtime::controller;
-use pakket_testkit::{condition_is, eventually, reason_is, wait_for_instance as wait_for};
+use pakket_testkit::{
+    condition_is, eventually, instance_events, reason_is, wait_for_instance as wait_for,
+};
 use serde_json::json;
 
 mod plain_fixture;
@@ -251,15 +252,9 @@ async fn orphan_policy_leaves_the_objects_and_events_tell_the_story() {
         kept.labels()
     );
 
-    // Events about a cluster-scoped Instance land in `default`.
-    let events: Api<Event> = Api::namespaced(fixture.scope.client.clone(), "default");
-    let selector = format!("involvedObject.name={name},involvedObject.kind=Instance");
     let reasons = || async {
-        events
-            .list(&ListParams::default().fields(&selector))
+        instance_events(&fixture.scope.client, &name)
             .await
-            .unwrap()
-            .items
             .into_iter()
             .filter_map(|event| event.reason)
             .collect::<Vec<_>>()
@@ -312,14 +307,9 @@ async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
 
     // Each person's decision is an Event from the provisioner, naming who
     // decided and the content.
-    let events: Api<Event> = Api::namespaced(fixture.scope.client.clone(), "default");
-    let selector = format!("involvedObject.name={name},involvedObject.kind=Instance");
     let decisions = || async {
-        events
-            .list(&ListParams::default().fields(&selector))
+        instance_events(&fixture.scope.client, &name)
             .await
-            .unwrap()
-            .items
             .into_iter()
             .filter(|event| event.action.as_deref() == Some("Decide"))
             .map(|event| {
@@ -433,14 +423,9 @@ async fn a_pivot_marks_the_bundles_this_instance_had_active_and_no_others() {
     })
     .await;
     // The pivot is an Event of its own.
-    let events: Api<Event> = Api::namespaced(fixture.scope.client.clone(), "default");
-    let selector = format!("involvedObject.name={name},involvedObject.kind=Instance");
     eventually("a Pivoted event", || async {
-        events
-            .list(&ListParams::default().fields(&selector))
+        instance_events(&fixture.scope.client, &name)
             .await
-            .unwrap()
-            .items
             .iter()
             .any(|event| {
                 event.reason.as_deref() == Some("Pivoted")

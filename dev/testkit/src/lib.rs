@@ -8,12 +8,14 @@
 
 mod crds;
 mod data;
+mod events;
 mod scope;
 mod shared;
 mod wait;
 
 pub use crds::install_crds;
 pub use data::{data, data_root, files};
+pub use events::instance_events;
 pub use scope::Scope;
 pub use shared::{TestCluster, cluster};
 pub use wait::{

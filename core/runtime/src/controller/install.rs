@@ -180,25 +180,18 @@ pub async fn install<P: Provisioner>(
         Err(ObjectsError::Config { field, problem }) => {
             // The content is fine (and pinned); this Instance's settings
             // are not, and the objects depend on them.
-            let unpacked_message = format!(
-                "unpacked from {}; its objects depend on the Instance's spec.config",
-                unpacked.reference
-            );
-            let outcome = UnpackOutcome {
-                phase: UnpackPhase::Done,
-                unpacked: Some(&unpacked),
-                objects: &[],
-                grants: Vec::new(),
-                properties: Vec::new(),
-                reason: Reason::UnpackSucceeded,
-                message: &unpacked_message,
+            let pinned = Pinned {
+                bundles: &bundles,
+                bundle: &bundle,
+                unpacked: &unpacked,
             };
-            bundle_status::write(&bundles, &bundle, outcome).await?;
-            report.set(
-                Reason::UnpackSucceeded,
-                ConditionStatus::True,
-                format!("Bundle {bundle_name}: {unpacked_message}"),
-            );
+            pinned
+                .without_objects(
+                    "its objects depend on the Instance's spec.config",
+                    Vec::new(),
+                    &mut report,
+                )
+                .await?;
             let message = format!(
                 "{field}: {problem}; nothing is applied until the Instance's spec.config is fixed"
             );
@@ -209,25 +202,18 @@ pub async fn install<P: Provisioner>(
             // The content is fine (and pinned); what it needs is not
             // installed. Another Instance installing it brings this one
             // back at the next look.
-            let unpacked_message = format!(
-                "unpacked from {}; it needs what is not installed",
-                unpacked.reference
-            );
-            let outcome = UnpackOutcome {
-                phase: UnpackPhase::Done,
-                unpacked: Some(&unpacked),
-                objects: &[],
-                grants: Vec::new(),
-                properties: context.provisioner.properties(&request),
-                reason: Reason::UnpackSucceeded,
-                message: &unpacked_message,
+            let pinned = Pinned {
+                bundles: &bundles,
+                bundle: &bundle,
+                unpacked: &unpacked,
             };
-            bundle_status::write(&bundles, &bundle, outcome).await?;
-            report.set(
-                Reason::UnpackSucceeded,
-                ConditionStatus::True,
-                format!("Bundle {bundle_name}: {unpacked_message}"),
-            );
+            pinned
+                .without_objects(
+                    "it needs what is not installed",
+                    context.provisioner.properties(&request),
+                    &mut report,
+                )
+                .await?;
             report.set(
                 Reason::DependenciesMissing,
                 ConditionStatus::False,
@@ -482,6 +468,43 @@ pub async fn install<P: Provisioner>(
         RESYNC_UNHEALTHY
     };
     finish(report, context, Action::requeue(next)).await
+}
+
+/// Content unpacked and pinned whose objects are not rendered (the
+/// Instance's config is wrong, or what it needs is not installed).
+struct Pinned<'a> {
+    bundles: &'a Api<Bundle>,
+    bundle: &'a Bundle,
+    unpacked: &'a Unpacked,
+}
+
+impl Pinned<'_> {
+    /// Records the pin on the Bundle (Done, no objects) and `Unpacked` on
+    /// the Instance, both saying `why` nothing was rendered.
+    async fn without_objects(
+        &self,
+        why: &str,
+        properties: Vec<pakket_api::BundleProperty>,
+        report: &mut Report,
+    ) -> Result<(), kube::Error> {
+        let message = format!("unpacked from {}; {why}", self.unpacked.reference);
+        let outcome = UnpackOutcome {
+            phase: UnpackPhase::Done,
+            unpacked: Some(self.unpacked),
+            objects: &[],
+            grants: Vec::new(),
+            properties,
+            reason: Reason::UnpackSucceeded,
+            message: &message,
+        };
+        bundle_status::write(self.bundles, self.bundle, outcome).await?;
+        report.set(
+            Reason::UnpackSucceeded,
+            ConditionStatus::True,
+            format!("Bundle {}: {message}", self.bundle.name_any()),
+        );
+        Ok(())
+    }
 }
 
 /// Runs `work` (an apply), writing `describe()` into the `Installed`

@@ -4,11 +4,11 @@
 //! nothing it never owned. Adoption is explicit: someone who may write the
 //! object annotates it with `core.pakket.dev/adopt-into: <instance>`.
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event};
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use pakket_api::ConditionType;
 use pakket_api::ownership::{ADOPT_ANNOTATION, INSTANCE_UID_LABEL};
-use pakket_testkit::{condition_is, eventually, reason_is};
+use pakket_testkit::{condition_is, eventually, instance_events, reason_is};
 use serde_json::json;
 
 use crate::support::{Stage, Webhooks, labels_of, refused_with, rule};
@@ -214,17 +214,9 @@ async fn someone_who_may_write_the_object_hands_it_over_explicitly() {
     // The adoption is told in the Event of that install (a later re-apply,
     // say after a write in the same second as the offer, rewrites the
     // condition's message with nothing to adopt).
-    let events: Api<Event> = Api::namespaced(stage.admin(), "default");
-    let selector = format!(
-        "involvedObject.name={},involvedObject.kind=Instance",
-        stage.scope.name("takeover")
-    );
     eventually("an Event telling of the adoption", || async {
-        events
-            .list(&ListParams::default().fields(&selector))
+        instance_events(&stage.admin(), &stage.scope.name("takeover"))
             .await
-            .unwrap()
-            .items
             .iter()
             .any(|event| {
                 event
