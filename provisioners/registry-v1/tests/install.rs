@@ -2,7 +2,8 @@
 //! local registry: the etcd operator bundles of ../shared/data/bundles
 //! (verbatim from community-operators-prod, see its README) pushed as
 //! images, etcd 0.9.2 installed into a namespace Pakket creates, upgraded
-//! to 0.9.4 by pivot (the old Role gone, the Deployment kept and updated),
+//! to 0.9.4 by pivot (the old Role gone, the Deployment kept and updated,
+//! a user's EtcdCluster kept),
 //! removed with everything it created; then installed into a namespace
 //! that exists already, which is used and left in place.
 //!
@@ -58,6 +59,24 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
             && condition_is(i, ConditionType::Healthy, "True")
     })
     .await;
+    // A user's etcd cluster, made with the operator's API: it outlives the upgrade.
+    let clusters_api = kube::discovery::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("etcd.database.coreos.com", "v1beta2", "EtcdCluster"),
+        "etcdclusters",
+    );
+    let clusters: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(scope.client.clone(), &operators, &clusters_api);
+    let cluster: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "etcd.database.coreos.com/v1beta2",
+        "kind": "EtcdCluster",
+        "metadata": { "name": "example" },
+        "spec": { "size": 3, "version": "3.2.13" },
+    }))
+    .unwrap();
+    let cluster = clusters
+        .create(&PostParams::default(), &cluster)
+        .await
+        .unwrap();
     let deployments: Api<Deployment> = Api::namespaced(scope.client.clone(), &operators);
     let deployment = deployments.get("etcd-operator").await.unwrap();
     let annotations = deployment
@@ -119,6 +138,11 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
     assert_eq!(
         upgraded.metadata.uid, deployment.metadata.uid,
         "the Deployment is updated in place, not recreated"
+    );
+    assert_eq!(
+        clusters.get("example").await.unwrap().metadata.uid,
+        cluster.metadata.uid,
+        "the custom resource is kept through the upgrade (its CRD checked, not replaced)"
     );
 
     // Gone: the namespace Pakket created goes with everything in it.
