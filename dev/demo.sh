@@ -81,7 +81,7 @@ if ! running "$plain_pid"; then
 fi
 
 say "Applying the examples: classes, a registry-v1 Bundle, and the plain bundle 'hello' from a ConfigMap"
-kubectl apply -f examples/plain/hello.yaml -f examples/core/provisionerclass.yaml -f examples/core/bundle.yaml
+kubectl apply -f examples/core/provisionerclass.yaml -f examples/core/bundle.yaml -f examples/plain/hello.yaml
 
 condition() { kubectl get instance "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].$3}"; }
 wait_for() { # instance condition field value
