@@ -6,7 +6,7 @@ set -euo pipefail
 fail() { echo "prerequisites: $*" >&2; exit 1; }
 
 command -v cargo >/dev/null || fail "cargo is not on PATH; install Rust with rustup (https://rustup.rs)"
-command -v go >/dev/null || fail "go is not on PATH; install Go 1.24 or newer (https://go.dev/dl)"
+command -v go >/dev/null || fail "go is not on PATH; install Go 1.26 or newer (https://go.dev/dl)"
 for component in rustfmt clippy; do
   rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component" >&2
 done

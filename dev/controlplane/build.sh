@@ -12,7 +12,7 @@ set -euo pipefail
 source "$(dirname "$0")/build-common.sh"
 use_cache "controlplane/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION"
 exit_if_built
-need_go "Go 1.24 or newer"
+need_go "Go 1.25 or newer (Kubernetes $KUBERNETES_VERSION needs it)"
 
 mkdir -p "$bin"
 work="$out/src"

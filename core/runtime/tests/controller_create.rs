@@ -7,10 +7,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use pakket_api::ConditionType;
 use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
-use serde_json::json;
 
 mod plain_fixture;
 
@@ -115,16 +114,7 @@ async fn a_field_the_next_bundle_drops_is_removed_from_a_created_object() {
             )],
         )
         .await;
-    let (instances, name) = fixture
-        .create_instance(
-            "bundle-v1",
-            fixture.bundle_spec("content-v1", "file://content"),
-        )
-        .await;
-    wait_for(&instances, &name, "v1", |i| {
-        condition_is(i, ConditionType::Installed, "True")
-    })
-    .await;
+    let (instances, name) = fixture.install("bundle-v1", "content-v1").await;
     let created = fixture.config_maps().get("settings").await.unwrap();
     assert_eq!(created.data.unwrap().len(), 2);
 
@@ -137,14 +127,7 @@ async fn a_field_the_next_bundle_drops_is_removed_from_a_created_object() {
             )],
         )
         .await;
-    let pivot = json!({ "spec": { "bundle": {
-        "name": fixture.scope.name("bundle-v2"),
-        "spec": fixture.bundle_spec("content-v2", "file://content"),
-    } } });
-    instances
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&pivot))
-        .await
-        .unwrap();
+    fixture.pivot("bundle-v2", "content-v2").await;
     wait_for(&instances, &name, "v2", |i| {
         i.status.as_ref().and_then(|s| s.active_bundle.clone())
             == Some(fixture.scope.name("bundle-v2"))

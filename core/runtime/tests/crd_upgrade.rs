@@ -97,16 +97,7 @@ async fn a_pivot_whose_crd_would_refuse_stored_objects_names_them_and_passes_onc
     let string = json!({ "type": "string" });
     let v1 = widget_crd(&fixture, string.clone(), string);
     fixture.files("content-v1", &[("crd.json", v1)]).await;
-    let (instances, name) = fixture
-        .create_instance(
-            "bundle-v1",
-            fixture.bundle_spec("content-v1", "file://content"),
-        )
-        .await;
-    wait_for(&instances, &name, "v1 installed", |i| {
-        condition_is(i, ConditionType::Installed, "True")
-    })
-    .await;
+    let (instances, name) = fixture.install("bundle-v1", "content-v1").await;
     create_widget(&fixture, "fine", "alpha", Some("Ready")).await;
     create_widget(&fixture, "bad-spec", "Bad_Name", None).await;
     create_widget(&fixture, "bad-status", "beta", Some("not-ready")).await;
@@ -119,14 +110,7 @@ async fn a_pivot_whose_crd_would_refuse_stored_objects_names_them_and_passes_onc
         json!({ "type": "string", "pattern": "^[A-Z][a-z]+$" }),
     );
     fixture.files("content-v2", &[("crd.json", v2)]).await;
-    let pivot = json!({ "spec": { "bundle": {
-        "name": fixture.scope.name("bundle-v2"),
-        "spec": fixture.bundle_spec("content-v2", "file://content"),
-    } } });
-    instances
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&pivot))
-        .await
-        .unwrap();
+    fixture.pivot("bundle-v2", "content-v2").await;
     let refused = wait_for(&instances, &name, "the unsafe upgrade refused", |i| {
         reason_is(i, ConditionType::Installed, "InstallFailed")
     })

@@ -175,16 +175,16 @@ pub async fn install<P: Provisioner>(
         cluster: &cluster,
         class_parameters: class.spec.parameters.as_ref(),
     };
+    let pinned = Pinned {
+        bundles: &bundles,
+        bundle: &bundle,
+        unpacked: &unpacked,
+    };
     let objects = match context.provisioner.objects(&request) {
         Ok(objects) => objects,
         Err(ObjectsError::Config { field, problem }) => {
             // The content is fine (and pinned); this Instance's settings
             // are not, and the objects depend on them.
-            let pinned = Pinned {
-                bundles: &bundles,
-                bundle: &bundle,
-                unpacked: &unpacked,
-            };
             pinned
                 .without_objects(
                     "its objects depend on the Instance's spec.config",
@@ -202,15 +202,10 @@ pub async fn install<P: Provisioner>(
             // The content is fine (and pinned); what it needs is not
             // installed. Another Instance installing it brings this one
             // back at the next look.
-            let pinned = Pinned {
-                bundles: &bundles,
-                bundle: &bundle,
-                unpacked: &unpacked,
-            };
             pinned
                 .without_objects(
                     "it needs what is not installed",
-                    context.provisioner.properties(&request),
+                    pinned.properties(context, &request),
                     &mut report,
                 )
                 .await?;
@@ -270,7 +265,7 @@ pub async fn install<P: Provisioner>(
         unpacked: Some(&unpacked),
         objects: &references,
         grants: crate::rbac::grants(&objects),
-        properties: context.provisioner.properties(&request),
+        properties: pinned.properties(context, &request),
         reason: Reason::UnpackSucceeded,
         message: &message,
     };
@@ -479,6 +474,29 @@ struct Pinned<'a> {
 }
 
 impl Pinned<'_> {
+    /// What the content provides: as the Bundle recorded it for this very
+    /// content, else as the provisioner reads it (which reads the content
+    /// again, so not on every reconcile).
+    fn properties<P: Provisioner>(
+        &self,
+        context: &Context<P>,
+        request: &crate::provisioner::ObjectsRequest<'_>,
+    ) -> Vec<pakket_api::BundleProperty> {
+        // Empty is not reused: a config error records none, and a provisioner
+        // that says nothing is asked cheaply.
+        let recorded = self.bundle.status.as_ref().filter(|status| {
+            !status.properties.is_empty()
+                && status.unpacked == UnpackPhase::Done
+                && status.observed_generation == self.bundle.metadata.generation
+                && status.source.as_ref().and_then(|s| s.digest.as_deref())
+                    == Some(self.unpacked.digest.as_str())
+        });
+        match recorded {
+            Some(status) => status.properties.clone(),
+            None => context.provisioner.properties(request),
+        }
+    }
+
     /// Records the pin on the Bundle (Done, no objects) and `Unpacked` on
     /// the Instance, both saying `why` nothing was rendered.
     async fn without_objects(

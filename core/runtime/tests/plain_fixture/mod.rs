@@ -237,6 +237,36 @@ impl Fixture {
         (instances, self.scope.name("instance"))
     }
 
+    /// Creates the test's Instance of Bundle `bundle` from the content
+    /// ConfigMap `content`, and waits until it is installed.
+    pub async fn install(&self, bundle: &str, content: &str) -> (Api<Instance>, String) {
+        let (instances, name) = self
+            .create_instance(bundle, self.bundle_spec(content, "file://content"))
+            .await;
+        pakket_testkit::wait_for_instance(&instances, &name, "installed", |i| {
+            pakket_testkit::condition_is(i, pakket_api::ConditionType::Installed, "True")
+        })
+        .await;
+        (instances, name)
+    }
+
+    /// Pivots the test's Instance to Bundle `bundle` of the content
+    /// ConfigMap `content`, as a user edits the spec.
+    pub async fn pivot(&self, bundle: &str, content: &str) {
+        let pivot = json!({ "spec": { "bundle": {
+            "name": self.scope.name(bundle),
+            "spec": self.bundle_spec(content, "file://content"),
+        } } });
+        self.instances()
+            .patch(
+                &self.scope.name("instance"),
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&pivot),
+            )
+            .await
+            .unwrap();
+    }
+
     pub fn instances(&self) -> Api<Instance> {
         Api::all(self.scope.client.clone())
     }
