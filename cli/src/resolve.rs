@@ -162,48 +162,81 @@ fn print_resolution(format: Format, resolution: &Resolution) {
             "{}",
             serde_saphyr::to_string(resolution).expect("serializable")
         ),
-        Format::Text => {
-            let rows: Vec<[String; 6]> = resolution
-                .resolved
-                .iter()
-                .map(|selection| {
-                    [
-                        selection.package.clone(),
-                        selection.version.to_string(),
-                        selection.bundle.clone(),
-                        selection.channel.clone().unwrap_or_else(|| "-".to_owned()),
-                        selection.catalog.clone(),
-                        reason_text(&selection.reason),
-                    ]
-                })
-                .collect();
-            print_table(
-                ["PACKAGE", "VERSION", "BUNDLE", "CHANNEL", "CATALOG", "WHY"],
-                &rows,
-            );
-        }
+        Format::Text => print!("{}", resolution_text(resolution)),
     }
 }
 
-fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) {
-    let mut widths = headers.map(str::len);
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+/// The resolution as a table, then a line for each deprecated bundle.
+fn resolution_text(resolution: &Resolution) -> String {
+    let rows: Vec<[String; 6]> = resolution
+        .resolved
+        .iter()
+        .map(|selection| {
+            let mut bundle = selection.bundle.clone();
+            if selection.deprecated.is_some() {
+                bundle.push_str(" (deprecated)");
+            }
+            [
+                selection.package.clone(),
+                selection.version.to_string(),
+                bundle,
+                selection.channel.clone().unwrap_or_else(|| "-".to_owned()),
+                selection.catalog.clone(),
+                reason_text(&selection.reason),
+            ]
+        })
+        .collect();
+    let mut text = table(
+        ["PACKAGE", "VERSION", "BUNDLE", "CHANNEL", "CATALOG", "WHY"],
+        &rows,
+    );
+    let deprecated: Vec<_> = resolution
+        .resolved
+        .iter()
+        .filter_map(|selection| Some((&selection.bundle, selection.deprecated.as_ref()?)))
+        .collect();
+    if !deprecated.is_empty() {
+        text.push('\n');
+        for (bundle, why) in deprecated {
+            text.push_str(&format!("{bundle} is deprecated: {why}\n"));
         }
     }
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        println!("{}", padded.join("  ").trim_end());
-    };
-    line(headers.to_vec());
+    text
+}
+
+/// Columns stop widening here: a longer cell (a generated bundle name, a
+/// long range) is printed whole and pushes the rest of its row right,
+/// instead of padding every other row to its width.
+const MAX_COLUMN_WIDTH: usize = 80;
+
+fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = headers.map(|header| header.chars().count());
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count().min(MAX_COLUMN_WIDTH));
+        }
     }
+    let mut text = String::new();
+    let mut line = |cells: [&str; N]| {
+        let mut line = String::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(cell);
+            // Padded by hand: `format!("{cell:<width$}")` panics for widths
+            // past 65,535, and a catalog can hold a name that long.
+            let pad = width.saturating_sub(cell.chars().count());
+            line.extend(std::iter::repeat_n(' ', pad));
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    };
+    line(headers);
+    for row in rows {
+        line(row.each_ref().map(String::as_str));
+    }
+    text
 }
 
 fn print_failure(format: Format, failure: &Failure) {

@@ -246,6 +246,92 @@ fn bad_input_exits_2_and_names_what_is_wrong() {
     assert!(message.contains("malformed.json:2:12"), "{message}");
 }
 
+#[test]
+fn a_cell_longer_than_65535_characters_prints_instead_of_panicking() {
+    // Rust's formatting refuses widths past u16::MAX; a bundle name is the
+    // catalog author's to choose.
+    let name = format!("long.v1.0.0-{}", "x".repeat(70_000));
+    let catalog = temp_file(
+        "long.json",
+        &format!(
+            r#"{{"schema":"olm.package","name":"long","defaultChannel":"stable"}}
+{{"schema":"olm.channel","package":"long","name":"stable","entries":[{{"name":"{name}"}}]}}
+{{"schema":"olm.bundle","name":"{name}","package":"long","properties":[{{"type":"olm.package","value":{{"packageName":"long","version":"1.0.0"}}}}]}}
+"#
+        ),
+    );
+    let output = pakket(&["resolve", "--catalog", catalog.to_str().unwrap(), "long"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let row = text.lines().nth(1).expect("a row under the header");
+    assert!(
+        row.starts_with("long ") && row.contains(&name),
+        "{row:.200}"
+    );
+}
+
+#[test]
+fn deprecated_bundles_are_marked_in_text_and_json() {
+    let catalog = temp_file(
+        "deprecated.yaml",
+        "---
+schema: olm.package
+name: etcd
+defaultChannel: stable
+---
+schema: olm.channel
+package: etcd
+name: stable
+entries:
+- name: etcd.v0.9.2
+- name: etcd.v0.9.4
+  replaces: etcd.v0.9.2
+---
+schema: olm.bundle
+name: etcd.v0.9.4
+package: etcd
+properties:
+- {type: olm.package, value: {packageName: etcd, version: 0.9.4}}
+---
+schema: olm.bundle
+name: etcd.v0.9.2
+package: etcd
+properties:
+- {type: olm.package, value: {packageName: etcd, version: 0.9.2}}
+---
+schema: olm.deprecations
+package: etcd
+entries:
+- reference: {schema: olm.bundle, name: etcd.v0.9.4}
+  message: etcd.v0.9.4 corrupts snapshots; stay on etcd.v0.9.2
+",
+    );
+    let catalog = catalog.to_str().unwrap();
+    let output = pakket(&["resolve", "--catalog", catalog, "etcd"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("etcd.v0.9.2"),
+        "{}",
+        stdout(&output)
+    );
+
+    let output = pakket(&["resolve", "--catalog", catalog, "etcd=0.9.4"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("etcd.v0.9.4 (deprecated)"), "{text}");
+    assert!(
+        text.contains("etcd.v0.9.4 is deprecated: etcd.v0.9.4 corrupts snapshots"),
+        "{text}"
+    );
+
+    let output = pakket(&["resolve", "--catalog", catalog, "-o", "json", "etcd=0.9.4"]);
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        document["resolved"][0]["deprecated"],
+        "etcd.v0.9.4 corrupts snapshots; stay on etcd.v0.9.2"
+    );
+}
+
 /// A path in the shared test data, as an argument (`pakket_testkit::data`).
 fn data(path: &str) -> String {
     data_path(path).display().to_string()

@@ -402,6 +402,32 @@ fn the_default_channel_wins_then_channels_by_name() {
 }
 
 #[test]
+fn an_api_provider_in_its_default_channel_wins_over_one_only_in_another_channel() {
+    // OLM's sortBundles puts every default channel of a catalog before any
+    // other channel, whatever the package: a-cache provides the API only in
+    // its beta channel, b-cache in its default channel.
+    let mut world = World::one_catalog();
+    world
+        .bundle("app", "1.0.0")
+        .requires_api("example.com/v1/Cache")
+        .add();
+    world.bundle("a-cache", "2.0.0").add();
+    world
+        .bundle("a-cache", "2.1.0")
+        .channels(&[("beta", 0)])
+        .provides("example.com/v1/Cache")
+        .add();
+    world
+        .bundle("b-cache", "1.0.0")
+        .provides("example.com/v1/Cache")
+        .add();
+    assert_eq!(
+        picked(&world.resolve(&["app"], &[])),
+        ["app=1.0.0@community", "b-cache=1.0.0@community"]
+    );
+}
+
+#[test]
 fn the_head_wins_over_a_higher_version_lower_in_the_graph() {
     let mut world = World::one_catalog();
     world.bundle("odd", "1.0.0").add();

@@ -12,7 +12,7 @@ use super::document::{
 use super::graph::UpdateGraph;
 use super::model::{
     Bundle, Catalog, Channel, ChannelEntry, Deprecation, DeprecationEntry, DeprecationReference,
-    Package,
+    LeftOutBundle, Package,
 };
 use super::property::{self, Property};
 use crate::{Range, Version};
@@ -197,13 +197,48 @@ impl Assembly {
     }
 
     fn bundle(&mut self, origin: Origin, doc: BundleDoc, names: &mut HashSet<String>) {
+        let (name, package) = (doc.name.clone(), doc.package.clone());
+        let before = self.diagnostics.len();
+        match self.build_bundle(origin.clone(), doc, names) {
+            Some(bundle) => self.catalog.bundles.push(bundle),
+            // Without a name and package, nothing could ask for it anyway.
+            None if !name.is_empty() && !package.is_empty() => {
+                let reasons: Vec<String> = self.diagnostics[before..]
+                    .iter()
+                    .filter(|d| d.severity() == Severity::Error)
+                    .map(|d| {
+                        let message = left_out_reason(&d.message);
+                        match &d.field {
+                            Some(field) => format!("{field}: {message}"),
+                            None => message.to_owned(),
+                        }
+                    })
+                    .collect();
+                self.catalog.left_out.push(LeftOutBundle {
+                    name,
+                    package,
+                    reason: reasons.join("; "),
+                    origin,
+                });
+            }
+            None => {}
+        }
+    }
+
+    /// The bundle of `doc`, or `None` (with diagnostics) when it is left out.
+    fn build_bundle(
+        &mut self,
+        origin: Origin,
+        doc: BundleDoc,
+        names: &mut HashSet<String>,
+    ) -> Option<Bundle> {
         let name = object(SCHEMA_BUNDLE, &doc.name);
         let diagnostic =
             |code, message: String| Diagnostic::new(code, origin.clone(), &name, message);
         if let Some(field) = empty_field(&doc.name, &doc.package) {
             let message = format!("the bundle has an empty {field}");
             self.report(diagnostic(DiagnosticCode::EmptyName, message).with_field(field));
-            return;
+            return None;
         }
         let mut properties = Vec::new();
         let mut failed = false;
@@ -226,7 +261,7 @@ impl Assembly {
             }
         }
         if failed {
-            return;
+            return None;
         }
         let packages: Vec<(&String, &Version)> = properties
             .iter()
@@ -243,7 +278,7 @@ impl Assembly {
                     diagnostic(DiagnosticCode::MissingPackageProperty, message.into())
                         .with_field("properties"),
                 );
-                return;
+                return None;
             }
             [one] => *one,
             [_, _, ..] => {
@@ -255,7 +290,7 @@ impl Assembly {
                     diagnostic(DiagnosticCode::MultiplePackageProperties, message)
                         .with_field("properties"),
                 );
-                return;
+                return None;
             }
         };
         if *package != doc.package {
@@ -264,7 +299,7 @@ impl Assembly {
                 doc.package
             );
             self.report(diagnostic(DiagnosticCode::PackageMismatch, message).with_field("package"));
-            return;
+            return None;
         }
         if !self.catalog.packages.contains_key(&doc.package) {
             let message = format!(
@@ -272,14 +307,14 @@ impl Assembly {
                 doc.package
             );
             self.report(diagnostic(DiagnosticCode::UnknownPackage, message).with_field("package"));
-            return;
+            return None;
         }
         if names.contains(&doc.name) {
             let message = format!(
                 "another bundle (version {version}) already has this name; this one is left out"
             );
             self.report(diagnostic(DiagnosticCode::DuplicateBundle, message).with_field("name"));
-            return;
+            return None;
         }
         let version = version.clone();
         names.insert(doc.name.clone());
@@ -293,6 +328,9 @@ impl Assembly {
             required_packages: Vec::new(),
             required_gvks: Vec::new(),
             labels: Vec::new(),
+            required_labels: Vec::new(),
+            constraints: Vec::new(),
+            deprecated: false,
             csv_metadata: None,
             properties: Vec::new(),
             origin,
@@ -305,6 +343,11 @@ impl Assembly {
                     bundle.required_packages.push(requirement.clone());
                 }
                 Property::Label(label) => bundle.labels.push(label.clone()),
+                Property::LabelRequired(label) => bundle.required_labels.push(label.clone()),
+                Property::Constraint { constraint, .. } => {
+                    bundle.constraints.push(Arc::clone(constraint));
+                }
+                Property::Deprecated => bundle.deprecated = true,
                 Property::CsvMetadata(metadata) if bundle.csv_metadata.is_none() => {
                     bundle.csv_metadata = Some(Arc::clone(metadata));
                 }
@@ -312,7 +355,7 @@ impl Assembly {
             }
         }
         bundle.properties = properties;
-        self.catalog.bundles.push(bundle);
+        Some(bundle)
     }
 
     /// Fills [`Bundle::channels`] and reports entries without bundles and
@@ -498,6 +541,19 @@ impl Assembly {
             }
         }
     }
+}
+
+/// A left-out bundle's diagnostic message without its "it is left out"
+/// ending: the explanation that quotes it says so in its own words.
+fn left_out_reason(message: &str) -> &str {
+    [
+        "; the bundle is left out",
+        "; it is left out",
+        "; this one is left out",
+    ]
+    .iter()
+    .find_map(|suffix| message.strip_suffix(suffix))
+    .unwrap_or(message)
 }
 
 /// The first of `name` and `package` that is empty, as its field name.

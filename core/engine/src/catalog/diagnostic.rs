@@ -149,6 +149,9 @@ pub enum DiagnosticCode {
     /// An `olm.package.required` version range does not parse. The bundle is
     /// left out: ignoring a requirement would install it without its dependency.
     InvalidVersionRange,
+    /// An `olm.constraint` cannot be read or evaluated (unknown kind, CEL
+    /// that does not parse). The bundle is left out, as with an unreadable range.
+    InvalidConstraint,
     /// A channel entry's `skipRange` does not parse. The entry is kept without
     /// it: that only removes upgrade edges, never adds one.
     InvalidSkipRange,
@@ -195,6 +198,7 @@ impl DiagnosticCode {
         Self::InvalidVersion,
         Self::InvalidProperty,
         Self::InvalidVersionRange,
+        Self::InvalidConstraint,
         Self::InvalidSkipRange,
         Self::InvalidCsvMetadata,
         Self::DuplicateEntry,
@@ -225,6 +229,7 @@ impl DiagnosticCode {
             Self::InvalidVersion => "InvalidVersion",
             Self::InvalidProperty => "InvalidProperty",
             Self::InvalidVersionRange => "InvalidVersionRange",
+            Self::InvalidConstraint => "InvalidConstraint",
             Self::InvalidSkipRange => "InvalidSkipRange",
             Self::InvalidCsvMetadata => "InvalidCsvMetadata",
             Self::DuplicateEntry => "DuplicateEntry",
@@ -256,6 +261,7 @@ impl DiagnosticCode {
             | Self::InvalidVersion
             | Self::InvalidProperty
             | Self::InvalidVersionRange
+            | Self::InvalidConstraint
             | Self::InvalidSkipRange
             | Self::InvalidDeprecation => Severity::Error,
             Self::InvalidCsvMetadata
@@ -296,6 +302,9 @@ impl DiagnosticCode {
             Self::InvalidProperty => "write the property value in the shape its type documents",
             Self::InvalidVersionRange => {
                 "write the range in blang/semver syntax, e.g. >=1.2.0 <2.0.0"
+            }
+            Self::InvalidConstraint => {
+                "write the constraint as one of package, gvk, all, any, not or cel, as OLM documents"
             }
             Self::InvalidSkipRange => "write skipRange in blang/semver syntax, e.g. >=1.2.0 <1.3.0",
             Self::InvalidCsvMetadata => "write olm.csv.metadata as opm renders it from the CSV",

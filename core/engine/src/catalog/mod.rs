@@ -57,7 +57,11 @@
 //! kept. Of bundle properties, every one is kept ([`Property`]); unknown types
 //! with their raw JSON value, `olm.bundle.object` only by size (manifests come
 //! from the image when a bundle is unpacked), `olm.csv.metadata` as the few
-//! descriptive fields Pakket shows ([`CsvMetadata`]).
+//! descriptive fields Pakket shows ([`CsvMetadata`]). What a bundle needs is
+//! read into [`Bundle`]: `olm.package.required`, `olm.gvk.required`,
+//! `olm.label.required` and `olm.constraint` ([`Constraint`], checked and its
+//! CEL compiled at load); [`Catalog::bundle_deprecation`] combines
+//! `olm.deprecations` with OLM v0's `olm.deprecated` property.
 //!
 //! # Errors and diagnostics
 //!
@@ -72,9 +76,11 @@
 //! channels with several heads). The offending object is left out
 //! ([`Severity::Error`]) when keeping it could make resolution wrong: a bundle
 //! without an `olm.package` property or with a non-semver version, a bundle
-//! whose `olm.package.required` range does not parse (installing it without
-//! its dependency would be unsafe), a channel naming an unknown package, a
-//! second bundle with a name already taken. Where leaving out only a field is
+//! whose `olm.package.required` range does not parse or whose `olm.constraint`
+//! cannot be evaluated (installing it without its dependency would be
+//! unsafe), a channel naming an unknown package, a second bundle with a name
+//! already taken. Left-out bundles are also listed in [`Catalog::left_out`],
+//! so a resolution that finds nothing of a package can say why. Where leaving out only a field is
 //! the conservative choice, only the field goes: a `skipRange` that does not
 //! parse removes upgrade edges, never adds one. Suspicious but usable shapes
 //! are kept and reported as [`Severity::Warning`]: dangling `replaces`,
@@ -90,6 +96,7 @@
 
 mod argument;
 mod assemble;
+mod constraint;
 mod diagnostic;
 mod document;
 mod graph;
@@ -99,17 +106,21 @@ mod property;
 mod set;
 
 pub use argument::CatalogArgument;
+pub use constraint::{
+    CelRule, Constraint, ConstraintError, Formula, MAX_CONSTRAINT_SIZE, Subject, parse_tolerant,
+};
 pub use diagnostic::{CatalogError, Diagnostic, DiagnosticCode, Origin, Severity};
 pub use document::{Format, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE};
 pub use graph::UpdateGraph;
 pub use load::CatalogBuilder;
 pub use model::{
     Bundle, Catalog, Channel, ChannelEntry, CsvMetadata, Deprecation, DeprecationEntry,
-    DeprecationReference, Gvk, InstallMode, OtherDocument, Package, PackageRequirement,
+    DeprecationReference, Gvk, InstallMode, LeftOutBundle, OtherDocument, Package,
+    PackageRequirement,
 };
 pub use property::{
-    Property, TYPE_BUNDLE_OBJECT, TYPE_CSV_METADATA, TYPE_GVK, TYPE_GVK_REQUIRED, TYPE_LABEL,
-    TYPE_PACKAGE, TYPE_PACKAGE_REQUIRED,
+    Property, TYPE_BUNDLE_OBJECT, TYPE_CONSTRAINT, TYPE_CSV_METADATA, TYPE_DEPRECATED, TYPE_GVK,
+    TYPE_GVK_REQUIRED, TYPE_LABEL, TYPE_LABEL_REQUIRED, TYPE_PACKAGE, TYPE_PACKAGE_REQUIRED,
 };
 pub use set::{BundleRef, CatalogSet};
 

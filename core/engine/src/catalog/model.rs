@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::constraint::Constraint;
 use super::diagnostic::{Diagnostic, Origin};
 use super::graph::UpdateGraph;
 use super::property::Property;
@@ -29,6 +30,9 @@ pub struct Catalog {
     pub deprecations: Vec<Deprecation>,
     /// Documents of schemas this loader does not model, kept by reference.
     pub others: Vec<OtherDocument>,
+    /// Bundles left out while loading, and why (also in `diagnostics`),
+    /// so a resolution that misses them can say so.
+    pub left_out: Vec<LeftOutBundle>,
     /// Everything found wrong while loading, in file and line order.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -88,6 +92,37 @@ impl Catalog {
     pub fn deprecation(&self, package: &str) -> Option<&Deprecation> {
         self.deprecations.iter().find(|d| d.package == package)
     }
+
+    /// Why `bundle` is deprecated whatever channel it is used through: an
+    /// `olm.deprecations` entry for the bundle or its whole package, or its
+    /// `olm.deprecated` property. Several reasons are joined with `; `.
+    pub fn bundle_deprecation(&self, bundle: &Bundle) -> Option<String> {
+        let notice = self.deprecation(&bundle.package);
+        let reasons: Vec<&str> = [
+            notice.and_then(|d| d.bundle_message(&bundle.name)),
+            notice.and_then(Deprecation::package_message),
+            bundle
+                .deprecated
+                .then_some("the bundle carries the olm.deprecated property"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!reasons.is_empty()).then(|| reasons.join("; "))
+    }
+}
+
+/// A bundle document that was left out while loading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeftOutBundle {
+    /// The bundle's name.
+    pub name: String,
+    /// The package its document names.
+    pub package: String,
+    /// Why it was left out (the diagnostic's message).
+    pub reason: String,
+    /// Where the document was written.
+    pub origin: Origin,
 }
 
 /// An `olm.package` document with the channels that name it.
@@ -175,6 +210,12 @@ pub struct Bundle {
     pub required_gvks: Vec<Gvk>,
     /// Its labels (`olm.label`).
     pub labels: Vec<String>,
+    /// Labels some bundle must carry (`olm.label.required`).
+    pub required_labels: Vec<String>,
+    /// Formulas some bundle must satisfy (`olm.constraint`).
+    pub constraints: Vec<Arc<Constraint>>,
+    /// Whether it carries OLM v0's `olm.deprecated` property.
+    pub deprecated: bool,
     /// Its CSV's descriptive metadata (`olm.csv.metadata`), if present.
     pub csv_metadata: Option<Arc<CsvMetadata>>,
     /// Every property in document order, unknown ones kept raw.

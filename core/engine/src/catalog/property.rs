@@ -7,13 +7,14 @@
 //! | `olm.package` | `{packageName, version}` |
 //! | `olm.package.required` | `{packageName, versionRange}` |
 //! | `olm.gvk`, `olm.gvk.required` | `{group, version, kind}` |
-//! | `olm.label` | `{label}` (a bare string is accepted too) |
+//! | `olm.label`, `olm.label.required` | `{label}` (a bare string is accepted too) |
+//! | `olm.constraint` | a formula, see [`Constraint`] |
+//! | `olm.deprecated` | anything (OLM writes `{}`) |
 //! | `olm.csv.metadata` | the CSV's descriptive fields |
 //! | `olm.bundle.object` | `{data}` (base64 manifest) or `{ref}` |
 //!
-//! Everything else (`olm.maxOpenShiftVersion`, `olm.constraint`,
-//! `olm.deprecated`, vendor types) is kept as [`Property::Other`] with its raw
-//! JSON value.
+//! Everything else (`olm.maxOpenShiftVersion`, vendor types) is kept as
+//! [`Property::Other`] with its raw JSON value.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::constraint::Constraint;
 use super::diagnostic::DiagnosticCode;
 use super::model::{CsvMetadata, Gvk, InstallMode, PackageRequirement};
 use crate::{Range, Version};
@@ -35,6 +37,12 @@ pub const TYPE_GVK: &str = "olm.gvk";
 pub const TYPE_GVK_REQUIRED: &str = "olm.gvk.required";
 /// `olm.label`: a label other bundles can require.
 pub const TYPE_LABEL: &str = "olm.label";
+/// `olm.label.required`: some bundle must carry this `olm.label`.
+pub const TYPE_LABEL_REQUIRED: &str = "olm.label.required";
+/// `olm.constraint`: some bundle must satisfy this formula.
+pub const TYPE_CONSTRAINT: &str = "olm.constraint";
+/// `olm.deprecated`: OLM v0's mark of a deprecated bundle.
+pub const TYPE_DEPRECATED: &str = "olm.deprecated";
 /// `olm.csv.metadata`: the CSV's descriptive fields.
 pub const TYPE_CSV_METADATA: &str = "olm.csv.metadata";
 /// `olm.bundle.object`: one manifest of the bundle, inline.
@@ -58,6 +66,18 @@ pub enum Property {
     GvkRequired(Gvk),
     /// `olm.label`.
     Label(String),
+    /// `olm.label.required`.
+    LabelRequired(String),
+    /// `olm.constraint`: the formula, and the value as written (CEL rules
+    /// of other bundles see it).
+    Constraint {
+        /// The formula.
+        constraint: Arc<Constraint>,
+        /// The value, as JSON.
+        value: Box<RawValue>,
+    },
+    /// `olm.deprecated`.
+    Deprecated,
     /// `olm.csv.metadata` (shared with [`super::Bundle::csv_metadata`]).
     CsvMetadata(Arc<CsvMetadata>),
     /// `olm.bundle.object`: only the size of its JSON value is kept. The
@@ -85,9 +105,65 @@ impl Property {
             Self::Gvk(_) => TYPE_GVK,
             Self::GvkRequired(_) => TYPE_GVK_REQUIRED,
             Self::Label(_) => TYPE_LABEL,
+            Self::LabelRequired(_) => TYPE_LABEL_REQUIRED,
+            Self::Constraint { .. } => TYPE_CONSTRAINT,
+            Self::Deprecated => TYPE_DEPRECATED,
             Self::CsvMetadata(_) => TYPE_CSV_METADATA,
             Self::BundleObject { .. } => TYPE_BUNDLE_OBJECT,
             Self::Other { kind, .. } => kind,
+        }
+    }
+}
+
+impl Property {
+    /// The value as a catalog would write it, for CEL rules (OLM binds each
+    /// property as `{type, value}`). Typed properties are written back from
+    /// what was kept: `olm.csv.metadata` with only the fields Pakket keeps,
+    /// and `olm.bundle.object` as `{}` (its manifests are not kept).
+    pub fn value_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let raw = |value: &RawValue| serde_json::from_str(value.get()).unwrap_or_default();
+        match self {
+            Self::Package { package, version } => {
+                json!({"packageName": package, "version": version.as_written()})
+            }
+            Self::PackageRequired(requirement) => json!({
+                "packageName": requirement.package,
+                "versionRange": requirement.range.as_written(),
+            }),
+            Self::Gvk(gvk) | Self::GvkRequired(gvk) => {
+                json!({"group": gvk.group, "version": gvk.version, "kind": gvk.kind})
+            }
+            Self::Label(label) | Self::LabelRequired(label) => json!({ "label": label }),
+            Self::CsvMetadata(metadata) => {
+                let modes: Vec<_> = metadata
+                    .install_modes
+                    .iter()
+                    .map(|mode| json!({"type": mode.mode, "supported": mode.supported}))
+                    .collect();
+                let mut value = json!({
+                    "keywords": metadata.keywords,
+                    "installModes": modes,
+                    "annotations": metadata.annotations,
+                    "labels": metadata.labels,
+                });
+                for (key, text) in [
+                    ("displayName", &metadata.display_name),
+                    ("description", &metadata.description),
+                    ("maturity", &metadata.maturity),
+                    ("minKubeVersion", &metadata.min_kube_version),
+                ] {
+                    if let Some(text) = text {
+                        value[key] = json!(text);
+                    }
+                }
+                if let Some(provider) = &metadata.provider {
+                    value["provider"] = json!({ "name": provider });
+                }
+                value
+            }
+            Self::BundleObject { .. } | Self::Deprecated => json!({}),
+            Self::Constraint { value, .. } | Self::Other { value, .. } => raw(value),
         }
     }
 }
@@ -107,7 +183,13 @@ impl PartialEq for Property {
             ) => a == b && v.as_written() == w.as_written(),
             (Self::PackageRequired(a), Self::PackageRequired(b)) => a == b,
             (Self::Gvk(a), Self::Gvk(b)) | (Self::GvkRequired(a), Self::GvkRequired(b)) => a == b,
-            (Self::Label(a), Self::Label(b)) => a == b,
+            (Self::Label(a), Self::Label(b)) | (Self::LabelRequired(a), Self::LabelRequired(b)) => {
+                a == b
+            }
+            (Self::Constraint { value: a, .. }, Self::Constraint { value: b, .. }) => {
+                a.get() == b.get()
+            }
+            (Self::Deprecated, Self::Deprecated) => true,
             (Self::CsvMetadata(a), Self::CsvMetadata(b)) => a == b,
             (Self::BundleObject { size: a }, Self::BundleObject { size: b }) => a == b,
             (Self::Other { kind: a, value: v }, Self::Other { kind: b, value: w }) => {
@@ -257,6 +339,28 @@ pub(crate) fn decode(raw: RawProperty) -> Result<Property, PropertyError> {
         TYPE_LABEL => match parse_any::<LabelValue>(json)? {
             LabelValue::Object { label } | LabelValue::Bare(label) => Ok(Property::Label(label)),
         },
+        TYPE_LABEL_REQUIRED => match parse_any::<LabelValue>(json)? {
+            LabelValue::Object { label } | LabelValue::Bare(label) if !label.is_empty() => {
+                Ok(Property::LabelRequired(label))
+            }
+            _ => Err(PropertyError::new(
+                DiagnosticCode::InvalidProperty,
+                "value.label",
+                "olm.label.required has an empty label",
+            )),
+        },
+        TYPE_CONSTRAINT => match Constraint::parse(json) {
+            Ok(constraint) => Ok(Property::Constraint {
+                constraint: Arc::new(constraint),
+                value: raw.value,
+            }),
+            Err(error) => Err(PropertyError::new(
+                DiagnosticCode::InvalidConstraint,
+                &error.field,
+                format!("olm.constraint: {}", error.message),
+            )),
+        },
+        TYPE_DEPRECATED => Ok(Property::Deprecated),
         TYPE_CSV_METADATA => match parse::<CsvMetadataValue>(json) {
             Ok(value) => Ok(Property::CsvMetadata(Arc::new(csv_metadata(value)))),
             // Informational only: keep the bundle and the value, raw.

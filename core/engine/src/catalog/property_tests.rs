@@ -166,3 +166,46 @@ fn only_a_trailing_position_is_stripped() {
     assert_eq!(strip_position(nested), nested);
     assert_eq!(strip_position("no position"), "no position");
 }
+
+#[test]
+fn requirements_beyond_packages_and_apis_are_typed() {
+    assert_eq!(
+        decoded(TYPE_LABEL_REQUIRED, r#"{"label":"shared-cache"}"#),
+        Property::LabelRequired("shared-cache".into())
+    );
+    let error = failed(TYPE_LABEL_REQUIRED, r#"{"label":""}"#);
+    assert_eq!(
+        (error.code, error.field.as_str()),
+        (DiagnosticCode::InvalidProperty, "value.label")
+    );
+    assert_eq!(decoded(TYPE_DEPRECATED, "{}"), Property::Deprecated);
+    let Property::Constraint { constraint, .. } = decoded(
+        TYPE_CONSTRAINT,
+        r#"{"failureMessage":"needs etcd","package":{"packageName":"etcd","versionRange":">=0.9.0"}}"#,
+    ) else {
+        panic!("not a constraint");
+    };
+    assert_eq!(constraint.to_string(), "package etcd >=0.9.0");
+    let error = failed(
+        TYPE_CONSTRAINT,
+        r#"{"cel":{"rule":"properties.exists(p,"}}"#,
+    );
+    assert_eq!(
+        (error.code, error.field.as_str()),
+        (DiagnosticCode::InvalidConstraint, "value.cel.rule")
+    );
+}
+
+#[test]
+fn values_are_written_back_as_cel_rules_see_them() {
+    let package = decoded(TYPE_PACKAGE, r#"{"packageName":"etcd","version":"v0.9.4"}"#);
+    assert_eq!(
+        package.value_json(),
+        serde_json::json!({"packageName": "etcd", "version": "v0.9.4"})
+    );
+    let constraint = r#"{"gvk":{"group":"","version":"v1","kind":"Pod"}}"#;
+    let value = decoded(TYPE_CONSTRAINT, constraint).value_json();
+    assert_eq!(value["gvk"]["kind"], "Pod");
+    let other = decoded("olm.maxOpenShiftVersion", "4.12");
+    assert_eq!(other.value_json(), serde_json::json!(4.12));
+}

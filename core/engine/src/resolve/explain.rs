@@ -171,11 +171,16 @@ impl Walker<'_, '_> {
         } else {
             by.to_owned()
         };
-        let requires = sets
-            .iter()
-            .map(|&set| self.describe_set(set))
-            .collect::<Vec<_>>()
-            .join(" or ");
+        let requires = match self.shared_any_package_filter(&sets) {
+            // A label or formula any package may meet reads as one need,
+            // not as one per package that happens to meet it.
+            Some(filter) => self.provider.describe_filter(&filter),
+            None => sets
+                .iter()
+                .map(|&set| self.describe_set(set))
+                .collect::<Vec<_>>()
+                .join(" or "),
+        };
         let unresolved = targets
             .iter()
             .any(|&target| matches!(self.graph.graph[target], ConflictNode::UnresolvedDependency));
@@ -279,6 +284,20 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// The label, name or constraint filter every set of a requirement
+    /// shares, when it is one of those (met by a bundle of any package).
+    fn shared_any_package_filter(&self, sets: &[VersionSetId]) -> Option<Filter> {
+        let first = self.provider.version_set_of(*sets.first()?).filter;
+        let any_package = matches!(
+            first,
+            Filter::Label(_) | Filter::BundleName(_) | Filter::Constraint(_)
+        );
+        let shared = sets
+            .iter()
+            .all(|&set| self.provider.version_set_of(set).filter == first);
+        (any_package && shared).then_some(first)
+    }
+
     fn sets(&self, requirement: Requirement) -> Vec<VersionSetId> {
         match requirement {
             Requirement::Single(set) => vec![set],
@@ -306,7 +325,7 @@ impl Walker<'_, '_> {
             Name::Gvk(_) if matches!(provider.version_set_of(set).filter, Filter::Exact(_)) => {
                 format!("to be the one provider of {name}")
             }
-            Name::Gvk(_) => name,
+            Name::Gvk(_) | Name::Nothing(_) => name,
             Name::Package(_) if filter.is_empty() => format!("package {name}"),
             Name::Package(_) => format!("package {name} ({filter})"),
         }
@@ -317,17 +336,32 @@ impl Walker<'_, '_> {
         let provider = self.provider;
         let universe = provider.universe;
         let version_set = provider.version_set_of(set);
+        let no_bundle = if universe.source() == "loaded catalog" {
+            "no bundle in the loaded catalogs".to_owned()
+        } else {
+            format!("no {}", universe.source())
+        };
         let package = match provider.name_of(version_set.name) {
-            Name::Gvk(gvk) if universe.source() == "loaded catalog" => {
-                return format!("no bundle in the loaded catalogs provides API {gvk}");
-            }
-            Name::Gvk(gvk) => {
-                return format!("no {} provides API {gvk}", universe.source());
-            }
+            Name::Gvk(gvk) => return format!("{no_bundle} provides API {gvk}"),
+            Name::Nothing(filter) => return self.why_nothing_meets(&filter, &no_bundle),
             Name::Package(package) => package,
         };
-        let Some(info) = universe.package(&package) else {
-            return format!("no {} has a package named {package}", universe.source());
+        let left_out = describe_left_out(provider, &package);
+        let info = universe
+            .package(&package)
+            .filter(|info| !info.bundles.is_empty());
+        let Some(info) = info else {
+            return match (left_out, universe.package(&package)) {
+                (Some(left_out), _) => {
+                    format!(
+                        "every bundle of package {package} was left out when loading: {left_out}"
+                    )
+                }
+                (None, Some(_)) => format!("package {package} has no bundles"),
+                (None, None) => {
+                    format!("no {} has a package named {package}", universe.source())
+                }
+            };
         };
         let mut misses: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for &bundle in &info.bundles {
@@ -350,8 +384,58 @@ impl Walker<'_, '_> {
             }
             let _ = write!(text, "{} {reason}", list_versions(&package, &versions));
         }
+        if let Some(left_out) = left_out {
+            let _ = write!(text, "; left out when loading: {left_out}");
+        }
         text
     }
+
+    /// Why nothing has a label, a name or a constraint's formula.
+    fn why_nothing_meets(&self, filter: &Filter, no_bundle: &str) -> String {
+        let provider = self.provider;
+        match filter {
+            Filter::Label(label) => format!("{no_bundle} carries label {label}"),
+            Filter::BundleName(name) => format!("{no_bundle} is named {name}"),
+            Filter::Constraint(id) => {
+                let entry = provider.constraint(*id);
+                let mut text = format!("{no_bundle} satisfies it");
+                // A rule that failed on some bundles may be why nothing fits.
+                const SHOWN: usize = 3;
+                for (bundle, why) in entry.failures.iter().take(SHOWN) {
+                    let _ = write!(text, "; on {}: {why}", provider.display_bundle(*bundle));
+                }
+                if entry.failures.len() > SHOWN {
+                    let _ = write!(
+                        text,
+                        "; and on {} more bundles",
+                        entry.failures.len() - SHOWN
+                    );
+                }
+                text
+            }
+            _ => format!("{no_bundle} fits"),
+        }
+    }
+}
+
+/// The bundles of `package` that catalogs left out while loading, and why;
+/// `None` when there are none.
+fn describe_left_out(provider: &Provider<'_>, package: &str) -> Option<String> {
+    let universe = provider.universe;
+    let left_out = universe.left_out(package);
+    if left_out.is_empty() {
+        return None;
+    }
+    let items: Vec<String> = left_out
+        .iter()
+        .map(|item| {
+            format!(
+                "{} (catalog {}): {}",
+                item.bundle, universe.catalogs[item.catalog].name, item.reason
+            )
+        })
+        .collect();
+    Some(items.join("; "))
 }
 
 /// Why one bundle misses a filter it was checked against.
@@ -394,6 +478,9 @@ impl fmt::Display for DisplayFilter<'_, '_> {
             } => write!(f, "{}", self.0.range(*range).as_written()),
             Filter::BundleName(name) => write!(f, "the name {name}"),
             Filter::Label(label) => write!(f, "label {label}"),
+            Filter::Constraint(id) => {
+                write!(f, "olm.constraint {}", self.0.constraint(*id).constraint)
+            }
             _ => write!(f, "the requirement"),
         }
     }

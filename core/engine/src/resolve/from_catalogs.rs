@@ -1,9 +1,10 @@
 //! Building the resolver's [`Universe`] from loaded catalogs.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::universe::{Candidate, CatalogInfo, ChannelPosition, Universe};
-use crate::catalog::{CatalogSet, Gvk};
+use crate::catalog::{CatalogSet, DeprecationReference, Gvk};
 
 /// How a GVK is keyed in the universe: `group/version/Kind`.
 pub fn gvk_key(gvk: &Gvk) -> String {
@@ -12,7 +13,9 @@ pub fn gvk_key(gvk: &Gvk) -> String {
 
 impl Universe {
     /// Every bundle of every catalog in `set`, with channel positions from
-    /// each channel's update graph and the upgrade edges of every channel.
+    /// each channel's update graph and the upgrade edges of every channel,
+    /// what each requires beyond packages and APIs (labels, constraints),
+    /// deprecations, and the bundles each catalog left out while loading.
     pub fn from_catalogs(set: &CatalogSet) -> Self {
         let catalogs = set.catalogs();
         let mut universe = Universe::new(
@@ -24,6 +27,13 @@ impl Universe {
                 })
                 .collect(),
         );
+        // Only CEL rules read whole property lists; without one, copying
+        // every bundle's properties would only cost memory.
+        let cel = catalogs
+            .iter()
+            .flat_map(|catalog| &catalog.bundles)
+            .flat_map(|bundle| &bundle.constraints)
+            .any(|constraint| constraint.uses_cel());
         for (catalog_index, catalog) in catalogs.iter().enumerate() {
             // Each channel's graph is built once and used for both the
             // bundles' positions and the upgrade edges.
@@ -57,7 +67,7 @@ impl Universe {
                 if universe.bundle_in(catalog_index, &bundle.name).is_some() {
                     continue; // the catalog reported the duplicate; the first one wins
                 }
-                universe.add_bundle(Candidate {
+                let index = universe.add_bundle(Candidate {
                     name: bundle.name.clone(),
                     package: bundle.package.clone(),
                     version: bundle.version.clone(),
@@ -72,6 +82,38 @@ impl Universe {
                     requires_gvks: bundle.required_gvks.iter().map(gvk_key).collect(),
                     labels: bundle.labels.clone(),
                 });
+                for label in &bundle.required_labels {
+                    universe.require_label(index, label.clone());
+                }
+                for constraint in &bundle.constraints {
+                    universe.add_constraint(index, Arc::clone(constraint));
+                }
+                if let Some(reason) = catalog.bundle_deprecation(bundle) {
+                    universe.deprecate(index, reason);
+                }
+                if cel {
+                    universe.set_properties(index, Arc::from(bundle.properties.as_slice()));
+                }
+            }
+            for deprecation in &catalog.deprecations {
+                for entry in &deprecation.entries {
+                    if let DeprecationReference::Channel(channel) = &entry.reference {
+                        universe.deprecate_channel(
+                            &deprecation.package,
+                            catalog_index,
+                            channel,
+                            entry.message.clone(),
+                        );
+                    }
+                }
+            }
+            for left_out in &catalog.left_out {
+                universe.record_left_out(
+                    &left_out.package,
+                    left_out.name.clone(),
+                    catalog_index,
+                    left_out.reason.clone(),
+                );
             }
             for (channel, graph) in &graphs {
                 for entry in &channel.entries {

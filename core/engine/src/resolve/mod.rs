@@ -31,7 +31,9 @@ use serde::Serialize;
 pub use explain::{CandidateVerdict, Explanation, Need};
 pub use from_catalogs::gvk_key;
 pub use request::{Installed, Request, RequestError};
-pub use universe::{BundleIndex, Candidate, CatalogInfo, ChannelPosition, PackageInfo, Universe};
+pub use universe::{
+    BundleIndex, Candidate, CatalogInfo, ChannelPosition, LeftOut, PackageInfo, Universe,
+};
 
 use provider::{Filter, InstalledRule, Provider, Solvable};
 
@@ -46,12 +48,18 @@ pub struct Selection {
     pub version: Version,
     /// The bundle's name.
     pub bundle: String,
-    /// The channel it was chosen through (the default channel when it is in several).
+    /// The channel it was chosen through: the channel a request named, else
+    /// the default channel when it is in several.
     pub channel: Option<String>,
     /// The catalog it comes from.
     pub catalog: String,
     /// Why it is in the result.
     pub reason: SelectionReason,
+    /// Why it is deprecated (the catalog's notices for the bundle, its
+    /// package or the channel above, or its `olm.deprecated` property), if it
+    /// is. Deprecated bundles are chosen only when nothing else fits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<String>,
 }
 
 /// Why a bundle is in the result.
@@ -209,18 +217,37 @@ fn solve(
 
 fn find_installed(universe: &Universe, item: &Installed) -> Result<BundleIndex, ResolveError> {
     let found = match item {
+        // Build metadata does not order versions, but it does tell bundles
+        // apart: `2.0.0+1` and `2.0.0` are two bundles with their own edges.
         Installed::Version { package, version } => universe.package(package).and_then(|info| {
             info.bundles
                 .iter()
                 .copied()
-                .find(|&b| &universe.bundles[b].version == version)
+                .find(|&b| universe.bundles[b].version.semver() == version.semver())
         }),
         Installed::Bundle { bundle } => universe.bundles_named(bundle).first().copied(),
     };
     found.ok_or_else(|| {
-        ResolveError::BadInput(format!(
+        let mut message = format!(
             "installed {item} is in no catalog, so its update graph is unknown; add the catalog that served it"
-        ))
+        );
+        if let Installed::Version { package, version } = item {
+            let near: Vec<String> = universe
+                .package(package)
+                .into_iter()
+                .flat_map(|info| info.bundles.iter())
+                .map(|&b| &universe.bundles[b].version)
+                .filter(|other| *other == version)
+                .map(ToString::to_string)
+                .collect();
+            if !near.is_empty() {
+                message = format!(
+                    "{message}, or name the version exactly: the catalogs have {package} {} (build metadata tells bundles apart)",
+                    near.join(", ")
+                );
+            }
+        }
+        ResolveError::BadInput(message)
     })
 }
 
@@ -253,56 +280,12 @@ fn request_requirement(
         }
         Request::Gvk(gvk) => provider.gvk_requirement(gvk, None).into(),
         Request::BundleName(name) => {
-            let packages: Vec<String> = universe
-                .bundles_named(name)
-                .iter()
-                .map(|&b| universe.bundles[b].package.clone())
-                .collect();
-            union_over(
-                provider,
-                packages,
-                Filter::BundleName(name.clone()),
-                request,
-            )?
+            provider.any_package_requirement(Filter::BundleName(name.clone()), None)
         }
         Request::Label(label) => {
-            let mut packages: Vec<String> = universe
-                .bundles
-                .iter()
-                .filter(|bundle| bundle.labels.contains(label))
-                .map(|bundle| bundle.package.clone())
-                .collect();
-            packages.sort();
-            packages.dedup();
-            union_over(provider, packages, Filter::Label(label.clone()), request)?
+            provider.any_package_requirement(Filter::Label(label.clone()), None)
         }
     })
-}
-
-/// A requirement satisfied by a bundle of any of `packages` passing `filter`.
-fn union_over(
-    provider: &Provider<'_>,
-    mut packages: Vec<String>,
-    filter: Filter,
-    request: &Request,
-) -> Result<resolvo::Requirement, ResolveError> {
-    packages.dedup();
-    match packages.len() {
-        // No package at all: a requirement with no candidates, explained as such.
-        0 => Ok(provider
-            .package_requirement(&format!("{request}"), filter, None)
-            .into()),
-        1 => Ok(provider
-            .package_requirement(&packages[0], filter, None)
-            .into()),
-        _ => {
-            let sets = packages
-                .iter()
-                .map(|package| provider.package_requirement(package, filter.clone(), None))
-                .collect();
-            Ok(provider.union(sets).into())
-        }
-    }
 }
 
 fn describe_solution(
@@ -322,17 +305,40 @@ fn describe_solution(
     for &bundle in &chosen {
         let candidate = &universe.bundles[bundle];
         let reason = selection_reason(provider, requests, &chosen, bundle);
+        // The channel a request for this bundle named, else the one it was
+        // preferred through: not deprecated, the default, then by name.
+        let requested = requests.iter().find_map(|request| match request {
+            Request::Package {
+                channel: Some(channel),
+                ..
+            } if satisfies(provider, bundle, request) => Some(channel.clone()),
+            _ => None,
+        });
         let default = universe.default_channel_of(bundle);
-        let channel = candidate
-            .channels
-            .iter()
-            .min_by_key(|position| {
-                (
-                    Some(position.channel.as_str()) != default,
-                    position.channel.clone(),
-                )
-            })
-            .map(|position| position.channel.clone());
+        let channel = requested.or_else(|| {
+            candidate
+                .channels
+                .iter()
+                .min_by_key(|position| {
+                    (
+                        universe
+                            .channel_deprecation(bundle, &position.channel)
+                            .is_some(),
+                        Some(position.channel.as_str()) != default,
+                        position.channel.clone(),
+                    )
+                })
+                .map(|position| position.channel.clone())
+        });
+        let deprecated = [
+            universe.deprecation(bundle),
+            channel
+                .as_deref()
+                .and_then(|channel| universe.channel_deprecation(bundle, channel)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
         by_package.insert(
             candidate.package.clone(),
             Selection {
@@ -342,6 +348,7 @@ fn describe_solution(
                 channel,
                 catalog: universe.catalogs[candidate.catalog].name.clone(),
                 reason,
+                deprecated: (!deprecated.is_empty()).then(|| deprecated.join("; ")),
             },
         );
     }
@@ -402,6 +409,25 @@ fn selection_reason(
             return SelectionReason::Dependency {
                 of: dependent.name.clone(),
                 needs: format!("API {gvk}"),
+            };
+        }
+        if let Some(label) = universe
+            .required_labels(other)
+            .iter()
+            .find(|label| candidate.labels.contains(label))
+        {
+            return SelectionReason::Dependency {
+                of: dependent.name.clone(),
+                needs: format!("label {label}"),
+            };
+        }
+        if let Some(constraint) = universe.constraints(other).iter().find(|constraint| {
+            let id = provider.constraint_id(constraint);
+            provider.constraint(id).matched.contains(&bundle)
+        }) {
+            return SelectionReason::Dependency {
+                of: dependent.name.clone(),
+                needs: format!("olm.constraint {constraint}"),
             };
         }
     }

@@ -10,15 +10,18 @@
 //! - Installed bundles: every other bundle of their package is excluded with
 //!   the reason (below the installed version, not on the update graph), so a
 //!   package moves only along its channel's graph and never downgrades.
+//! - Labels (`olm.label.required`), constraints (`olm.constraint`) and
+//!   bundle names are requirements on a union of packages (`any_package`).
 //! - Preference: resolvo tries candidates in the order `filter_candidates`
 //!   returns them (`sort_candidates` keeps it), and version sets are interned
 //!   per dependent, so the order can depend on the dependent's catalog.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
+use std::fmt::Display;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
-use std::fmt::Display;
 
 use resolvo::DenseIndex;
 use resolvo::{
@@ -30,6 +33,10 @@ use resolvo::{
 use super::universe::{BundleIndex, Universe};
 use crate::Range;
 
+mod any_package;
+
+pub(crate) use any_package::ConstraintEntry;
+
 /// What a solver name stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Name {
@@ -37,6 +44,8 @@ pub(crate) enum Name {
     Package(String),
     /// A GVK: its solvables are provider markers.
     Gvk(String),
+    /// What no bundle has (a label, a name, a formula): no solvables.
+    Nothing(Filter),
 }
 
 /// Which solvables of a name a version set holds.
@@ -53,6 +62,8 @@ pub(crate) enum Filter {
     BundleName(String),
     /// Bundles carrying this `olm.label`.
     Label(String),
+    /// Bundles satisfying a constraint (see `Provider::constraint`).
+    Constraint(u32),
     /// Every provider marker of a GVK.
     AnyProvider,
     /// Bundles of one catalog that provide a GVK (what a marker stands for).
@@ -132,6 +143,11 @@ struct Tables {
     /// Lookups by `&str`, so finding a known name allocates nothing.
     extra_package_ids: FxHashMap<String, NameId>,
     gvk_ids: FxHashMap<String, NameId>,
+    nothing_ids: FxHashMap<Filter, NameId>,
+    constraints: Vec<Arc<ConstraintEntry>>,
+    /// Constraints live in the universe for the whole resolution, so their
+    /// address identifies them.
+    constraint_ids: FxHashMap<usize, u32>,
     /// Every solvable this resolution has met, numbered densely from 0: the
     /// solver sizes its tables by the highest id, so ids must not be the
     /// universe's bundle indices (thousands) when a resolution meets dozens.
@@ -158,6 +174,8 @@ pub(crate) struct Provider<'u> {
     /// Hand ruled-out bundles to the solver as excluded, for explanations.
     report_exclusions: bool,
     tables: RefCell<Tables>,
+    /// Per marker, its `marker_traits`.
+    marker_traits: RefCell<FxHashMap<SolvableId, (bool, bool)>>,
 }
 
 impl<'u> Provider<'u> {
@@ -171,6 +189,7 @@ impl<'u> Provider<'u> {
             installed,
             report_exclusions,
             tables: RefCell::new(Tables::default()),
+            marker_traits: RefCell::default(),
         }
     }
 
@@ -282,14 +301,43 @@ impl<'u> Provider<'u> {
             self.package_name(&candidate.package),
             candidate.catalog,
         );
-        let mut tables = self.tables.borrow_mut();
-        if let Some(id) = tables.marker_ids.get(&key) {
+        if let Some(id) = self.tables.borrow().marker_ids.get(&key) {
             return *id;
         }
+        let mut tables = self.tables.borrow_mut();
         let id = SolvableId::from_index(tables.solvables.len());
         tables.solvables.push(Solvable::Marker { gvk, bundle });
         tables.marker_ids.insert(key, id);
         id
+    }
+
+    /// What orders a marker among a GVK's providers: whether every provider
+    /// of its package (and catalog) is deprecated, and whether one is in the
+    /// package's default channel.
+    fn marker_traits(&self, gvk: NameId, bundle: BundleIndex) -> (bool, bool) {
+        let universe = self.universe;
+        let candidate = &universe.bundles[bundle];
+        let Name::Gvk(key) = self.name_of(gvk) else {
+            unreachable!("markers are named by GVKs")
+        };
+        let providers: Vec<BundleIndex> = universe
+            .providers(&key)
+            .iter()
+            .copied()
+            .filter(|&other| {
+                let other = &universe.bundles[other];
+                other.package == candidate.package && other.catalog == candidate.catalog
+            })
+            .collect();
+        let all_deprecated = providers.iter().all(|&p| universe.is_deprecated(p));
+        let in_default_channel = providers.iter().any(|&p| {
+            let default = universe.default_channel_of(p);
+            universe.bundles[p]
+                .channels
+                .iter()
+                .any(|position| Some(position.channel.as_str()) == default)
+        });
+        (all_deprecated, in_default_channel)
     }
 
     /// The solvable id of a bundle.
@@ -372,6 +420,9 @@ impl<'u> Provider<'u> {
             }
             Filter::BundleName(name) => &candidate.name == name,
             Filter::Label(label) => candidate.labels.contains(label),
+            Filter::Constraint(id) => self.tables.borrow().constraints[*id as usize]
+                .matched
+                .contains(&bundle),
             Filter::Exact(id) => self.tables.borrow().bundle_ids.get(&bundle) == Some(id),
             Filter::Provides { gvk, catalog } => {
                 candidate.catalog == *catalog && {
@@ -392,10 +443,12 @@ impl<'u> Provider<'u> {
     }
 
     /// The preference key of a bundle (smaller is tried first), following
-    /// OLM: the dependent's own catalog first (as OLM's `FindPreferred`
-    /// prepends it), then higher catalog priority; the default channel, then
-    /// other channels by name; the channel head, then down the graph; then
-    /// the package name, higher versions and the bundle name, so the order is
+    /// OLM: deprecated bundles last, whatever else (as OLM v1 skips a
+    /// deprecated candidate for any other); then the dependent's own catalog
+    /// (as OLM's `FindPreferred` prepends it), then higher catalog priority;
+    /// a channel that is not deprecated, the default channel, then other
+    /// channels by name; the channel head, then down the graph; then the
+    /// package name, higher versions and the bundle name, so the order is
     /// total and deterministic.
     pub fn preference(
         &self,
@@ -408,11 +461,14 @@ impl<'u> Provider<'u> {
         let candidate = &universe.bundles[bundle];
         let best_channel = ranks.positions[bundle]
             .iter()
-            .filter(|(_, channel, _)| wanted_channel.is_none_or(|wanted| *channel == wanted))
+            .filter(|(_, _, channel, _)| wanted_channel.is_none_or(|wanted| *channel == wanted))
             .min()
             .copied()
-            .unwrap_or((true, u32::MAX, u32::MAX));
+            .unwrap_or((false, true, u32::MAX, u32::MAX));
+        // Deprecated itself, or reached only through deprecated channels.
+        let deprecated = ranks.deprecated[bundle] || best_channel.0;
         (
+            deprecated,
             set.dependent_catalog
                 .is_none_or(|catalog| catalog != candidate.catalog),
             Reverse(universe.catalogs[candidate.catalog].priority),
@@ -435,19 +491,34 @@ impl<'u> Provider<'u> {
             )
     }
 
-    /// Order of a GVK's provider packages: the dependent's catalog, then
-    /// priority, then package name (OLM orders providers by package); the
+    /// Order of a GVK's provider packages: packages with a provider that is
+    /// not deprecated first; the dependent's catalog, then priority; then
+    /// packages with a provider in their default channel (OLM's
+    /// `sortBundles` puts every default channel of a catalog before any
+    /// other channel, whatever the package), then package name. The
     /// marker's own requirement then orders that package's bundles.
     fn marker_preference(&self, id: SolvableId, set: &VersionSet) -> impl Ord + use<> {
-        let Solvable::Marker { bundle, .. } = self.solvable(id) else {
+        let Solvable::Marker { gvk, bundle } = self.solvable(id) else {
             unreachable!("GVK names hold markers only")
         };
-        let candidate = &self.universe.bundles[bundle];
+        let universe = self.universe;
+        let candidate = &universe.bundles[bundle];
+        // Most markers are never sorted (only those of required GVKs), so
+        // their traits are found on first use, in a cell of their own:
+        // sorting runs under a borrow of the tables.
+        let cached = self.marker_traits.borrow().get(&id).copied();
+        let (all_deprecated, in_default_channel) = cached.unwrap_or_else(|| {
+            let traits = self.marker_traits(gvk, bundle);
+            self.marker_traits.borrow_mut().insert(id, traits);
+            traits
+        });
         (
+            all_deprecated,
             set.dependent_catalog
                 .is_none_or(|catalog| catalog != candidate.catalog),
-            Reverse(self.universe.catalogs[candidate.catalog].priority),
-            self.universe.ranks().package[bundle],
+            Reverse(universe.catalogs[candidate.catalog].priority),
+            !in_default_channel,
+            universe.ranks().package[bundle],
             candidate.catalog,
         )
     }
@@ -468,10 +539,20 @@ impl<'u> Provider<'u> {
         })
     }
 
-    fn display_bundle(&self, bundle: BundleIndex) -> String {
+    /// `name version (catalog)`, as explanations name a bundle; `(catalog,
+    /// deprecated)` for a deprecated one.
+    pub fn display_bundle(&self, bundle: BundleIndex) -> String {
         let candidate = &self.universe.bundles[bundle];
         let catalog = &self.universe.catalogs[candidate.catalog].name;
-        format!("{} {} ({catalog})", candidate.name, candidate.version)
+        let deprecated = if self.universe.is_deprecated(bundle) {
+            ", deprecated"
+        } else {
+            ""
+        };
+        format!(
+            "{} {} ({catalog}{deprecated})",
+            candidate.name, candidate.version
+        )
     }
 }
 
@@ -494,6 +575,7 @@ impl Interner for Provider<'_> {
         match self.name_of(name) {
             Name::Package(package) => package,
             Name::Gvk(gvk) => format!("API {gvk}"),
+            Name::Nothing(filter) => self.describe_filter(&filter),
         }
     }
 
@@ -518,6 +600,12 @@ impl Interner for Provider<'_> {
             }
             Filter::BundleName(name) => format!("named {name}"),
             Filter::Label(label) => format!("labelled {label}"),
+            Filter::Constraint(id) => {
+                format!(
+                    "satisfying olm.constraint {}",
+                    self.constraint(id).constraint
+                )
+            }
             Filter::AnyProvider => "any provider".to_owned(),
             Filter::Exact(id) => format!("exactly {}", self.display_solvable(id)),
             Filter::Provides { gvk, catalog } => format!(
@@ -631,6 +719,7 @@ impl DependencyProvider for Provider<'_> {
                 }
                 Some(candidates)
             }
+            Name::Nothing(_) => None,
             Name::Gvk(gvk) => {
                 let mut candidates: Vec<SolvableId> = Vec::new();
                 for &bundle in self.universe.providers(&gvk) {
@@ -667,6 +756,14 @@ impl DependencyProvider for Provider<'_> {
                 }
                 for gvk in &candidate.requires_gvks {
                     requirements.push(self.gvk_requirement(gvk, catalog).into());
+                }
+                for label in self.universe.required_labels(bundle) {
+                    let filter = Filter::Label(label.clone());
+                    requirements.push(self.any_package_requirement(filter, catalog));
+                }
+                for constraint in self.universe.constraints(bundle) {
+                    let filter = Filter::Constraint(self.constraint_id(constraint));
+                    requirements.push(self.any_package_requirement(filter, catalog));
                 }
                 for gvk in &candidate.provides {
                     let gvk_name = self.gvk_name(gvk);

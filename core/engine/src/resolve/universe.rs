@@ -6,11 +6,16 @@
 //! for many resolutions; building it does the indexing, resolving only reads.
 
 use std::collections::HashMap;
-
-use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
+use rustc_hash::FxHashMap;
+
 use crate::{Range, Version};
+
+mod extras;
+
+use extras::Extras;
+pub use extras::LeftOut;
 
 /// Index of a bundle in [`Universe::bundles`].
 pub type BundleIndex = usize;
@@ -85,6 +90,11 @@ pub struct Universe {
     /// catalog` by default, `installed Instance` for a check against what a
     /// cluster has installed).
     source: Option<String>,
+    extras: FxHashMap<BundleIndex, Extras>,
+    /// Deprecation notices of channels, by (package, catalog, channel).
+    channel_deprecations: FxHashMap<(String, usize, String), String>,
+    /// Bundles left out of their catalog while loading, by package.
+    left_out: FxHashMap<String, Vec<LeftOut>>,
 }
 
 /// Orders that the preference key needs, as integers.
@@ -96,13 +106,16 @@ pub(crate) struct Ranks {
     pub version: Vec<u32>,
     /// Every channel name, ranked lexicographically.
     pub channel: FxHashMap<String, u32>,
+    /// Per bundle: whether it is deprecated whatever its channel.
+    pub deprecated: Vec<bool>,
     /// Every package name to its rank (the rank is also its solver name id).
     pub package_ids: FxHashMap<String, u32>,
     /// Every package name, by rank.
     pub package_names: Vec<String>,
-    /// Per bundle, each channel listing it as (not the default channel,
-    /// channel rank, depth): the channel part of the preference, precomputed.
-    pub positions: Vec<Vec<(bool, u32, u32)>>,
+    /// Per bundle, each channel listing it as (the channel is deprecated,
+    /// not the default channel, channel rank, depth): the channel part of
+    /// the preference, precomputed.
+    pub positions: Vec<Vec<(bool, bool, u32, u32)>>,
 }
 
 impl Universe {
@@ -262,6 +275,8 @@ impl Universe {
                         .map(|position| {
                             let not_default = Some(position.channel.as_str()) != default;
                             (
+                                self.channel_deprecation(bundle, &position.channel)
+                                    .is_some(),
                                 not_default,
                                 channel[position.channel.as_str()],
                                 position.depth,
@@ -278,6 +293,9 @@ impl Universe {
                     .collect(),
                 version,
                 channel,
+                deprecated: (0..self.bundles.len())
+                    .map(|bundle| self.deprecation(bundle).is_some())
+                    .collect(),
                 positions,
                 package_ids,
                 package_names: names.iter().map(|name| (*name).to_owned()).collect(),
