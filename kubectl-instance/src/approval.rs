@@ -77,24 +77,25 @@ pub struct Request<'a> {
     pub digest: Option<&'a str>,
 }
 
-/// The digest Bundle `bundle`'s status pins: the content a decision covers.
-async fn pinned_digest(
-    client: &kube::Client,
-    bundle: &str,
-    instance: &str,
-) -> Result<String, Error> {
-    let bundles: Api<Bundle> = Api::all(client.clone());
-    let found = match bundles.get_opt(bundle).await {
-        Ok(found) => found,
-        Err(source) => {
-            return Err(identity::refused(
-                client,
-                source,
-                format!("get Bundle {bundle}"),
-                APPROVE_ADVICE,
-            )
-            .await);
-        }
+/// The digest the Instance's Bundle pins: the content a decision covers.
+/// An embedded Bundle's pin is in the Instance's own status.
+async fn pinned_digest(client: &kube::Client, current: &Instance) -> Result<String, Error> {
+    let bundle = &current.spec.bundle.name;
+    let instance = &kube::ResourceExt::name_any(current);
+    let found = match current.embedded_bundle() {
+        Some(embedded) => Some(embedded),
+        None => match Api::<Bundle>::all(client.clone()).get_opt(bundle).await {
+            Ok(found) => found,
+            Err(source) => {
+                return Err(identity::refused(
+                    client,
+                    source,
+                    format!("get Bundle {bundle}"),
+                    APPROVE_ADVICE,
+                )
+                .await);
+            }
+        },
     };
     let not_yet = || {
         Error::Changed(format!(
@@ -123,7 +124,7 @@ pub async fn run(
     let instances: Api<Instance> = Api::all(client.clone());
     let mut current = lookup::instance_with_advice(client, name, APPROVE_ADVICE).await?;
     let bundle = current.spec.bundle.name.clone();
-    let digest = pinned_digest(client, &bundle, name).await?;
+    let digest = pinned_digest(client, &current).await?;
     if let Some(wanted) = request.digest
         && wanted != digest
     {

@@ -55,9 +55,10 @@ pub struct Description {
 pub struct BundleFacts {
     /// `spec.bundle.name`.
     pub name: String,
-    /// Whether the Instance embeds the Bundle's spec (and so owns the Bundle).
+    /// Whether the Instance embeds the Bundle's spec (and so records its status).
     pub embedded: bool,
-    /// The Bundle object, if it exists and could be read.
+    /// The Bundle: the one the Instance embeds, else the Bundle object if
+    /// it exists and could be read.
     pub object: Option<Bundle>,
 }
 
@@ -68,7 +69,7 @@ pub async fn gather(client: &kube::Client, name: &str) -> Result<Description, Er
     instance.metadata.managed_fields = None;
     let mut notes = Vec::new();
     let bundle_name = instance.spec.bundle.name.clone();
-    let object = lookup::bundle(client, &bundle_name)
+    let object = lookup::bundle_of(client, &instance)
         .await
         .unwrap_or_else(|error| {
             notes.push(error.to_string());
@@ -199,7 +200,7 @@ pub fn render(description: &Description, now: Timestamp) -> String {
             "{} ({})",
             bundle.name,
             if bundle.embedded {
-                "spec embedded in the Instance, which owns the Bundle"
+                "embedded in the Instance, which records its status"
             } else {
                 "a Bundle object of its own"
             }

@@ -34,7 +34,20 @@ pub async fn instance_with_advice(
     }
 }
 
-/// The Bundle called `name`, if it exists.
+/// The Bundle `instance` wants: the one it embeds (which exists only in
+/// the Instance, its status recorded there), else the Bundle object it
+/// names, if that exists.
+pub async fn bundle_of(
+    client: &kube::Client,
+    instance: &Instance,
+) -> Result<Option<Bundle>, Error> {
+    match instance.embedded_bundle() {
+        Some(embedded) => Ok(Some(embedded)),
+        None => bundle(client, &instance.spec.bundle.name).await,
+    }
+}
+
+/// The Bundle object called `name`, if it exists.
 pub async fn bundle(client: &kube::Client, name: &str) -> Result<Option<Bundle>, Error> {
     let bundles: Api<Bundle> = Api::all(client.clone());
     bundles

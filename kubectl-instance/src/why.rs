@@ -576,10 +576,7 @@ pub async fn run(
     let instance = lookup::instance(client, name).await?;
     // The Bundle and class only add detail: a caller who may read Instances
     // but not Bundles or classes still gets the diagnosis.
-    let bundle = lookup::bundle(client, &instance.spec.bundle.name)
-        .await
-        .ok()
-        .flatten();
+    let bundle = lookup::bundle_of(client, &instance).await.ok().flatten();
     let class = lookup::class(client, &instance.spec.class).await;
     let class_missing = matches!(class, Ok(None));
     let class = class.ok().flatten();

@@ -1,11 +1,12 @@
-//! What the webhook keeps in memory from watches: the Bundles (to know which
-//! ConfigMaps are Bundle content) and the ProvisionerClasses (to warn about
+//! What the webhook keeps in memory from watches: the Bundles and the
+//! Instances that embed one (to know which ConfigMaps are Bundle content)
+//! and the ProvisionerClasses (to warn about
 //! a class that does not exist, and to know whose finalizer a new Instance
 //! gets).
 //!
 //! Watching instead of asking per request keeps ConfigMap deletes and class
-//! lookups off the apiserver's back; Bundles are stored without status and
-//! managed fields, the parts that grow.
+//! lookups off the apiserver's back; Bundles and Instances are stored
+//! without status, annotations and managed fields, the parts that grow.
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
-use pakket_api::{Bundle, ProvisionerClass};
+use pakket_api::{Bundle, Instance, ProvisionerClass};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
@@ -24,6 +25,7 @@ use crate::rules::content;
 #[derive(Clone)]
 pub struct Index {
     bundles: Store<Bundle>,
+    instances: Store<Instance>,
     classes: Store<ProvisionerClass>,
     /// Flips to `true` once; a watch channel because the stores' own
     /// `wait_until_ready` wakes only one of several concurrent waiters.
@@ -48,6 +50,23 @@ impl Index {
         });
         let bundle_task = tokio::spawn(drain(reflector::reflector(bundle_writer, bundle_events)));
 
+        // Embedded Bundles have no object: their Instances are their record.
+        let (instances, instance_writer) = reflector::store();
+        let instance_events = watcher(
+            Api::<Instance>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .modify(|instance: &mut Instance| {
+            instance.status = None;
+            instance.annotations_mut().clear();
+            instance.managed_fields_mut().clear();
+        });
+        let instance_task = tokio::spawn(drain(reflector::reflector(
+            instance_writer,
+            instance_events,
+        )));
+
         let (classes, class_writer) = reflector::store();
         let class_events = watcher(
             Api::<ProvisionerClass>::all(client),
@@ -62,13 +81,24 @@ impl Index {
         let (synced, ready) = watch::channel(false);
         let index = Self {
             bundles,
+            instances,
             classes,
             ready,
-            tasks: Arc::new([bundle_task.abort_handle(), class_task.abort_handle()]),
+            tasks: Arc::new([
+                bundle_task.abort_handle(),
+                instance_task.abort_handle(),
+                class_task.abort_handle(),
+            ]),
         };
-        let (bundles, classes) = (index.bundles.clone(), index.classes.clone());
+        let (bundles, instances, classes) = (
+            index.bundles.clone(),
+            index.instances.clone(),
+            index.classes.clone(),
+        );
         tokio::spawn(async move {
-            if bundles.wait_until_ready().await.is_ok() && classes.wait_until_ready().await.is_ok()
+            if bundles.wait_until_ready().await.is_ok()
+                && instances.wait_until_ready().await.is_ok()
+                && classes.wait_until_ready().await.is_ok()
             {
                 let _ = synced.send(true);
                 tracing::info!("bundle and class index synced");
@@ -77,7 +107,7 @@ impl Index {
         index
     }
 
-    /// Whether both watches have delivered their initial list.
+    /// Whether every watch has delivered their initial list.
     pub fn is_ready(&self) -> bool {
         *self.ready.borrow()
     }
@@ -109,15 +139,27 @@ impl Index {
             .map(|class| class.spec.provisioner.clone())
     }
 
-    /// The names of the Bundles that mount ConfigMap `namespace/name`, sorted.
+    /// The names of the Bundles that mount ConfigMap `namespace/name`,
+    /// sorted: Bundle objects by name, embedded ones as `NAME (embedded in
+    /// Instance INSTANCE)`.
     pub fn bundles_mounting(&self, namespace: &str, name: &str) -> Vec<String> {
-        let mut names: Vec<String> = self
+        let objects = self
             .bundles
             .state()
-            .iter()
+            .into_iter()
             .filter(|bundle| content::spec_mounts(&bundle.spec, namespace, name))
-            .map(|bundle| bundle.name_any())
-            .collect();
+            .map(|bundle| bundle.name_any());
+        let embedded = self.instances.state().into_iter().filter_map(|instance| {
+            let spec = instance.spec.bundle.spec.as_ref()?;
+            content::spec_mounts(spec, namespace, name).then(|| {
+                format!(
+                    "{} (embedded in Instance {})",
+                    instance.spec.bundle.name,
+                    instance.name_any()
+                )
+            })
+        });
+        let mut names: Vec<String> = objects.chain(embedded).collect();
         names.sort_unstable();
         names
     }

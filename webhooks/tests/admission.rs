@@ -861,6 +861,44 @@ async fn config_map_content_is_immutable_and_stays_while_mounted() {
 }
 
 #[tokio::test]
+async fn content_an_instance_embeds_stays_while_the_instance_mounts_it() {
+    // An embedded Bundle has no object of its own: the Instance is its record.
+    let harness = Harness::start("embedded-content").await;
+    let class = create_class(&harness, "class").await;
+    let config_maps: Api<ConfigMap> =
+        Api::namespaced(harness.scope.client.clone(), &harness.scope.namespace);
+    config_maps
+        .create(&post(), &config_map(&harness, "embedded", true))
+        .await
+        .unwrap();
+    let mut instance = harness.instance("embeds", &class);
+    instance.spec.bundle.spec = Some(mounting(&harness, "unused", &class, "embedded").spec);
+    let instances: Api<Instance> = Api::all(harness.scope.client.clone());
+    instances.create(&post(), &instance).await.unwrap();
+    let message = eventually("the delete guard seeing the Instance", || async {
+        match config_maps
+            .delete("embedded", &DeleteParams::default())
+            .await
+        {
+            Ok(_) => panic!("content an Instance embeds was deleted"),
+            Err(error) if error.to_string().contains("is the content of Bundle") => {
+                Ok(error.to_string())
+            }
+            Err(error) => Err(error.to_string()),
+        }
+    })
+    .await;
+    assert!(
+        message.contains(&format!(
+            "embedded in Instance {}",
+            harness.scope.name("embeds")
+        )),
+        "{message}"
+    );
+    harness.cleanup().await;
+}
+
+#[tokio::test]
 async fn with_the_webhook_down_writes_are_refused_whole_and_work_again_after() {
     let mut harness = Harness::start("webhook-down").await;
     let class = create_class(&harness, "class").await;

@@ -5,7 +5,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{ApprovedContent, BundleSpec, ObjectRef};
+use crate::{ApprovedContent, Bundle, BundleSpec, BundleStatus, ObjectRef};
 
 /// Which Bundle should be active, and which earlier Bundles it pivots from.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -71,8 +71,9 @@ impl DeletionPolicy {
     }
 }
 
-/// A Bundle by name, optionally with the spec the provisioner should create it
-/// with (the Instance then owns that Bundle).
+/// A Bundle by name, optionally with its spec embedded: embedded content
+/// has no Bundle object, its status is kept in the Instance's
+/// `status.embeddedBundle`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [{
@@ -117,9 +118,28 @@ pub struct InstanceStatus {
     /// the approver (or the class's policy) saw. Guarded like the condition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovedContent>,
+    /// What the provisioner found in the Bundle this Instance embeds
+    /// (`spec.bundle.spec`): no Bundle object is made for embedded content,
+    /// so its pin, objects and grants are kept here, beside the Instance
+    /// that alone may install it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedded_bundle: Option<EmbeddedBundleStatus>,
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// The status of an embedded Bundle, and which one it is: the Instance's
+/// `spec.bundle.name` when it was recorded (a new name is new content,
+/// recorded afresh; the API refuses a new spec under the same name).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddedBundleStatus {
+    /// The embedded Bundle's name (`spec.bundle.name`).
+    pub name: String,
+    /// What a Bundle object's status would say.
+    #[serde(flatten)]
+    pub status: BundleStatus,
 }
 
 impl InstanceStatus {
@@ -138,6 +158,24 @@ impl InstanceStatus {
 }
 
 impl Instance {
+    /// The Bundle this Instance embeds, as the provisioner sees it: named
+    /// `spec.bundle.name`, with the embedded spec and the status recorded
+    /// for that name (none when nothing is recorded for it yet). `None`
+    /// when the Instance names a Bundle object instead. Never stored: it
+    /// exists only in the Instance.
+    pub fn embedded_bundle(&self) -> Option<Bundle> {
+        let spec = self.spec.bundle.spec.clone()?;
+        let name = &self.spec.bundle.name;
+        let mut bundle = Bundle::new(name, spec);
+        bundle.status = self
+            .status
+            .as_ref()
+            .and_then(|status| status.embedded_bundle.as_ref())
+            .filter(|record| record.name == *name)
+            .map(|record| record.status.clone());
+        Some(bundle)
+    }
+
     /// The condition of the given type, if the provisioner has written it.
     pub fn condition(&self, kind: crate::ConditionType) -> Option<&Condition> {
         self.status

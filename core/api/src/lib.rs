@@ -26,7 +26,9 @@ pub use creator::{
     CREATED_BY_ANNOTATION, CreatorRecord, LAST_CHANGED_BY_ANNOTATION, RecordError, RecordKey,
     requester,
 };
-pub use instance::{BundleTemplate, DeletionPolicy, Instance, InstanceSpec, InstanceStatus};
+pub use instance::{
+    BundleTemplate, DeletionPolicy, EmbeddedBundleStatus, Instance, InstanceSpec, InstanceStatus,
+};
 pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
 pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec};
 

@@ -226,6 +226,11 @@ async fn objects_round_trip_with_their_status_subresources() {
             digest: DIGEST.into(),
             approved_by: "alice".into(),
         }),
+        // An embedded Bundle's status, as a Bundle object would carry it.
+        embedded_bundle: Some(pakket_api::EmbeddedBundleStatus {
+            name: "etcd-operator.v0.9.4".into(),
+            status: bundle_status.clone(),
+        }),
         observed_generation: Some(1),
     };
     let instance_name = scope.name("instance");

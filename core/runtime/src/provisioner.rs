@@ -105,6 +105,15 @@ pub trait Provisioner: Send + Sync + 'static {
     /// The unique id, e.g. `pakket.dev/plain`.
     fn id(&self) -> &str;
 
+    /// Whether [`ObjectsRequest::cluster`] should say what the cluster
+    /// serves and what the other Instances installed. Gathering that walks
+    /// every Instance the provisioner caches, on every reconcile, so a
+    /// provisioner that does not read it says `false` (the default) and
+    /// gets empty facts.
+    fn needs_cluster_facts(&self) -> bool {
+        false
+    }
+
     /// The objects the unpacked content stands for, for this Instance
     /// (its config) on this cluster.
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError>;

@@ -389,9 +389,19 @@ async fn a_pivot_marks_the_bundles_this_instance_had_active_and_no_others() {
         .create(&PostParams::default(), &stranger)
         .await
         .unwrap();
+    // The Bundles this Instance has active are objects of their own (an
+    // embedded Bundle has no object to mark).
+    for (bundle, content) in [("v1", "content"), ("v2", "content-v2")] {
+        let own = Bundle::new(
+            &fixture.scope.name(bundle),
+            fixture.bundle_spec(content, "file://content"),
+        );
+        bundles.create(&PostParams::default(), &own).await.unwrap();
+    }
     let instances = fixture.instances();
     let name = fixture.scope.name("instance");
     let mut instance = fixture.instance("v1", fixture.bundle_spec("content", "file://content"));
+    instance.spec.bundle.spec = None;
     instance.metadata.labels = Some(labels.clone());
     instance.spec.selector = Some(LabelSelector {
         match_labels: Some(BTreeMap::from([("app".into(), "selected".into())])),
@@ -405,8 +415,7 @@ async fn a_pivot_marks_the_bundles_this_instance_had_active_and_no_others() {
         condition_is(i, ConditionType::Installed, "True")
     })
     .await;
-    let v2 = fixture.bundle_spec("content-v2", "file://content");
-    let change = json!({ "spec": { "bundle": { "name": fixture.scope.name("v2"), "spec": v2 } } });
+    let change = json!({ "spec": { "bundle": { "name": fixture.scope.name("v2") } } });
     instances
         .patch(&name, &PatchParams::default(), &Patch::Merge(&change))
         .await

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use images::sha256;
 use kube::api::{Api, DeleteParams, PostParams};
 use pakket_api::{
-    Bundle, BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
+    BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
     ProvisionerClassSpec, UnpackPhase,
 };
 use pakket_runtime::source::{ImageRef, ImageSource, SourceOptions};
@@ -131,11 +131,10 @@ impl Fixture {
         Api::all(self.scope.client.clone())
     }
 
-    async fn bundle(&self, name: &str) -> Bundle {
-        Api::<Bundle>::all(self.scope.client.clone())
-            .get(&self.scope.name(name))
+    async fn bundle_status(&self, name: &str) -> pakket_api::BundleStatus {
+        pakket_testkit::bundle_status(&self.scope.client, &self.scope.name(name))
             .await
-            .unwrap()
+            .expect("the Bundle's status is recorded")
     }
 
     async fn value_of(&self, name: &str) -> Option<String> {
@@ -192,7 +191,7 @@ async fn installs_an_image_bundle_and_reuses_a_stored_digest_without_pulling() {
     assert_eq!(installed.status.as_ref().unwrap().objects.len(), 2);
     assert_eq!(fixture.value_of("first").await.as_deref(), Some("one"));
     assert_eq!(fixture.value_of("second").await.as_deref(), Some("two"));
-    let status = fixture.bundle("bundle-a").await.status.unwrap();
+    let status = fixture.bundle_status("bundle-a").await;
     assert_eq!(status.unpacked, UnpackPhase::Done);
     let source = status.source.unwrap();
     assert_eq!(source.digest.as_deref(), Some(pushed.as_str()));
@@ -226,7 +225,7 @@ async fn installs_an_image_bundle_and_reuses_a_stored_digest_without_pulling() {
     println!("a pull after the blob delete: {error}");
     let (second, second_time) = fixture.install("second", "bundle-b", &reference).await;
     assert!(condition_is(&second, ConditionType::Unpacked, "True"));
-    let status = fixture.bundle("bundle-b").await.status.unwrap();
+    let status = fixture.bundle_status("bundle-b").await;
     assert_eq!(status.unpacked, UnpackPhase::Done);
     assert_eq!(
         status.source.unwrap().digest.as_deref(),
@@ -284,7 +283,7 @@ async fn a_registry_that_is_down_fails_the_unpack_and_the_instance_installs_once
         failed_after < Duration::from_secs(15),
         "took {failed_after:?}"
     );
-    let bundle = fixture.bundle("bundle").await.status.unwrap();
+    let bundle = fixture.bundle_status("bundle").await;
     assert_eq!(bundle.unpacked, UnpackPhase::Failed);
     println!("registry down: UnpackFailed after {failed_after:.1?}: {message}");
 
@@ -331,7 +330,7 @@ async fn a_registry_that_is_down_fails_the_unpack_and_the_instance_installs_once
     );
     assert!(condition_is(&installed, ConditionType::Unpacked, "True"));
     assert_eq!(fixture.value_of("later").await.as_deref(), Some("up"));
-    let bundle = fixture.bundle("bundle").await.status.unwrap();
+    let bundle = fixture.bundle_status("bundle").await;
     assert_eq!(bundle.unpacked, UnpackPhase::Done);
     assert_eq!(
         bundle.source.unwrap().digest.as_deref(),
@@ -372,7 +371,7 @@ async fn an_unknown_tag_fails_the_unpack_naming_the_image_and_the_registrys_code
         "{message}"
     );
     assert!(!condition_is(&failed, ConditionType::Installed, "True"));
-    let bundle = fixture.bundle("bundle").await.status.unwrap();
+    let bundle = fixture.bundle_status("bundle").await;
     assert_eq!(bundle.unpacked, UnpackPhase::Failed);
     println!("unknown tag: UnpackFailed after {failed_after:.1?}: {message}");
     fixture.cleanup(&["instance"]).await;
@@ -435,7 +434,7 @@ async fn a_bundle_of_25000_objects_ends_in_a_clear_condition_and_applies_nothing
             && message.contains("nothing is applied"),
         "{message}"
     );
-    let bundle = fixture.bundle("bundle-many").await.status.unwrap();
+    let bundle = fixture.bundle_status("bundle-many").await;
     assert_eq!(bundle.unpacked, UnpackPhase::Failed);
     assert!(bundle.objects.is_empty());
     assert!(!condition_is(&refused, ConditionType::Installed, "True"));

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::ConditionType;
-use pakket_runtime::controller;
 use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
 
@@ -61,19 +60,24 @@ async fn installs_pivots_and_uninstalls_a_plain_bundle_from_a_config_map() {
             == Some(fixture.scope.name("bundle-v2"))
     })
     .await;
-    let bundles = Api::<pakket_api::Bundle>::all(fixture.scope.client.clone());
-    let old = bundles.get(&fixture.scope.name("bundle-v1")).await.unwrap();
-    let replaced_by = old
-        .metadata
-        .labels
-        .unwrap_or_default()
-        .get(controller::REPLACED_BY_LABEL)
-        .cloned();
-    assert_eq!(
-        replaced_by,
-        Some(fixture.scope.name("bundle-v2")),
-        "the old Bundle is marked as replaced"
+    // Embedded Bundles have no objects to label: the pivot is told by an Event.
+    let pivoted = format!(
+        "pivoted from Bundle {} to Bundle {}",
+        fixture.scope.name("bundle-v1"),
+        fixture.scope.name("bundle-v2")
     );
+    pakket_testkit::eventually("the pivot's Event", || async {
+        pakket_testkit::instance_events(&fixture.scope.client, &name)
+            .await
+            .iter()
+            .any(|event| {
+                event
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with(&pivoted))
+            })
+    })
+    .await;
     assert_eq!(fixture.value_of("first").await.as_deref(), Some("uno"));
     assert!(
         fixture
@@ -203,14 +207,11 @@ async fn content_the_runtime_cannot_fetch_is_reported_on_the_instance_and_bundle
         message.contains("spec.refs[0]") && message.contains("git+https"),
         "{message}"
     );
-    let bundle = Api::<pakket_api::Bundle>::all(fixture.scope.client.clone())
-        .get(&fixture.scope.name("bundle"))
-        .await
-        .unwrap();
-    assert_eq!(
-        bundle.status.unwrap().unpacked,
-        pakket_api::UnpackPhase::Failed
-    );
+    let bundle =
+        pakket_testkit::bundle_status(&fixture.scope.client, &fixture.scope.name("bundle"))
+            .await
+            .expect("the embedded Bundle's status is recorded");
+    assert_eq!(bundle.unpacked, pakket_api::UnpackPhase::Failed);
     instances
         .delete(&name, &DeleteParams::default())
         .await
@@ -382,12 +383,10 @@ async fn a_bundle_longer_than_the_status_list_keeps_a_bounded_status_and_still_p
     assert_eq!(status.object_kinds.len(), 1);
     assert_eq!(status.object_kinds[0].kind, "ConfigMap");
     assert_eq!(status.object_kinds[0].count, total as u64);
-    let bundle = Api::<pakket_api::Bundle>::all(fixture.scope.client.clone())
-        .get(&fixture.scope.name("bundle-v1"))
-        .await
-        .unwrap()
-        .status
-        .unwrap();
+    let bundle =
+        pakket_testkit::bundle_status(&fixture.scope.client, &fixture.scope.name("bundle-v1"))
+            .await
+            .expect("the embedded Bundle's status is recorded");
     assert_eq!(bundle.objects.len(), LISTED_OBJECTS_MAX);
     assert_eq!(bundle.object_count, Some(total as u64));
 

@@ -84,7 +84,7 @@ async fn content_no_bundle_pins_is_collected_and_pinned_content_stays() {
         "pinned content stays"
     );
 
-    // The Instance goes, and with it (by its ownerReference) its Bundle:
+    // The Instance goes, and with it the record of its embedded Bundle:
     // nothing pins that content any more.
     fixture
         .instances()

@@ -19,7 +19,8 @@ pub use events::instance_events;
 pub use scope::Scope;
 pub use shared::{TestCluster, cluster};
 pub use wait::{
-    assert_readable_messages, condition_is, eventually, pinned_digest, reason_is, wait_for_instance,
+    assert_readable_messages, bundle_status, condition_is, eventually, pinned_digest,
+    pinned_digest_for, reason_is, wait_for_instance,
 };
 
 /// The label every object made by a test carries, valued with its scope id.

@@ -92,14 +92,47 @@ where
     panic!("{what} did not happen within 30 s");
 }
 
+/// Bundle `name`'s status, wherever it is kept: on the Bundle object, or
+/// (for content an Instance embeds, which has no object) in that
+/// Instance's `status.embeddedBundle`. `None` while nothing is recorded.
+pub async fn bundle_status(client: &kube::Client, name: &str) -> Option<pakket_api::BundleStatus> {
+    let object = Api::<pakket_api::Bundle>::all(client.clone())
+        .get_opt(name)
+        .await
+        .unwrap_or_else(|error| panic!("reading Bundle {name}: {error}"));
+    if let Some(bundle) = object {
+        return bundle.status;
+    }
+    let instances = Api::<pakket_api::Instance>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap_or_else(|error| panic!("listing Instances: {error}"));
+    instances.items.into_iter().find_map(|instance| {
+        let record = instance.status?.embedded_bundle?;
+        (record.name == name && instance.spec.bundle.name == name).then_some(record.status)
+    })
+}
+
+/// The digest the Bundle `instance` wants pins (what an approval of it
+/// covers): its embedded Bundle's, recorded in its own status, else the
+/// named Bundle object's. Panics if it is not unpacked.
+pub async fn pinned_digest_for(client: &kube::Client, instance: &pakket_api::Instance) -> String {
+    let name = &instance.spec.bundle.name;
+    match instance.embedded_bundle() {
+        Some(embedded) => embedded
+            .status
+            .and_then(|status| status.source)
+            .and_then(|source| source.digest)
+            .unwrap_or_else(|| panic!("embedded Bundle {name} is not unpacked")),
+        None => pinned_digest(client, name).await,
+    }
+}
+
 /// The digest Bundle `name`'s status pins (what an approval covers);
 /// panics if it is not unpacked.
 pub async fn pinned_digest(client: &kube::Client, name: &str) -> String {
-    Api::<pakket_api::Bundle>::all(client.clone())
-        .get(name)
+    bundle_status(client, name)
         .await
-        .unwrap_or_else(|error| panic!("reading Bundle {name}: {error}"))
-        .status
         .and_then(|status| status.source)
         .and_then(|source| source.digest)
         .unwrap_or_else(|| panic!("Bundle {name} is not unpacked"))

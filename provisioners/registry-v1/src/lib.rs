@@ -82,6 +82,12 @@ impl Provisioner for RegistryV1 {
 
     /// The bundle's package and version, the APIs its CRDs define and the
     /// properties it declares (nothing if it cannot be read).
+    /// The served kinds decide what a bundle's objects may be, and the
+    /// installed Instances whether its dependencies are met.
+    fn needs_cluster_facts(&self) -> bool {
+        true
+    }
+
     fn properties(&self, request: &ObjectsRequest<'_>) -> Vec<pakket_api::BundleProperty> {
         bundle::read(request.content, request.max_object_size)
             .map(|bundle| dependencies::provided(&bundle))

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use pakket_api::{Bundle, BundleProperty, ConditionType, Instance};
+use pakket_api::{BundleProperty, ConditionType, Instance};
 use pakket_registry_v1::{bundle, dependencies};
 use pakket_runtime::{ClusterFacts, InstalledContent};
 use pakket_testkit::{
@@ -219,12 +219,9 @@ async fn on_the_cluster_a_bundle_waits_for_what_it_needs_and_installs_once_it_is
         condition_is(i, ConditionType::Installed, "True")
     })
     .await;
-    let recorded = Api::<Bundle>::all(scope.client.clone())
-        .get(&scope.name("etcd-bundle"))
+    let recorded = pakket_testkit::bundle_status(&scope.client, &scope.name("etcd-bundle"))
         .await
-        .unwrap()
-        .status
-        .unwrap()
+        .expect("the Bundle's status is recorded")
         .properties;
     assert!(
         recorded.iter().any(|p| p.type_ == "olm.package"

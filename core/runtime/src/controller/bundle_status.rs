@@ -1,12 +1,14 @@
-//! What the runtime writes on Bundles: their unpack status, and the label
-//! that marks one an Instance pivoted away from.
+//! What the runtime records about Bundles: their unpack status (on the
+//! Bundle object, or for an embedded Bundle in its Instance's status), and
+//! the label that marks one an Instance pivoted away from.
 
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pakket_api::condition::{self, ConditionStatus};
 use pakket_api::{
-    Bundle, BundleProperty, BundleStatus, ObjectRef, PinnedSource, RbacGrant, Reason, UnpackPhase,
+    Bundle, BundleProperty, BundleStatus, EmbeddedBundleStatus, InstanceStatus, ObjectRef,
+    PinnedSource, RbacGrant, Reason, UnpackPhase,
 };
 use serde_json::json;
 
@@ -34,15 +36,57 @@ pub struct UnpackOutcome<'a> {
     pub message: &'a str,
 }
 
-/// Writes the Bundle's status, unless it already says exactly this (every
-/// reconcile of every Instance using the Bundle comes here; most have
-/// nothing new to say).
+/// Where a Bundle's status is kept.
+#[derive(Clone, Copy)]
+pub enum Home<'a> {
+    /// On the Bundle object (a Bundle made on its own).
+    Object(&'a Api<Bundle>),
+    /// In `status.embeddedBundle` of the Instance that embeds it: no
+    /// object is made for embedded content, which saves the apiserver a
+    /// create and a status write per Instance.
+    Embedded,
+}
+
+/// Records how the unpack went, unless the status already says exactly
+/// this (every reconcile of every Instance using the Bundle comes here;
+/// most have nothing new to say). An embedded Bundle's status goes into
+/// `instance_status`, written with the Instance's own status.
 pub async fn write(
-    bundles: &Api<Bundle>,
+    home: Home<'_>,
     bundle: &Bundle,
     outcome: UnpackOutcome<'_>,
+    instance_status: &mut InstanceStatus,
 ) -> Result<(), kube::Error> {
     let current = bundle.status.clone().unwrap_or_default();
+    let status = updated(&current, bundle, outcome);
+    match home {
+        Home::Embedded => {
+            instance_status.embedded_bundle = Some(EmbeddedBundleStatus {
+                name: bundle.name_any(),
+                status,
+            });
+        }
+        Home::Object(_) if status == current => {}
+        Home::Object(bundles) => {
+            let patch = json!({
+                "apiVersion": "core.pakket.dev/v1alpha1",
+                "kind": "Bundle",
+                "status": status,
+            });
+            bundles
+                .patch_status(
+                    &bundle.name_any(),
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&patch),
+                )
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// `current` with the unpack's outcome in it.
+fn updated(current: &BundleStatus, bundle: &Bundle, outcome: UnpackOutcome<'_>) -> BundleStatus {
     let mut status = current.clone();
     status.unpacked = outcome.phase;
     if let Some(unpacked) = outcome.unpacked {
@@ -71,22 +115,7 @@ pub async fn write(
             Timestamp::now(),
         ),
     );
-    if status == current {
-        return Ok(());
-    }
-    let patch = json!({
-        "apiVersion": "core.pakket.dev/v1alpha1",
-        "kind": "Bundle",
-        "status": BundleStatus { ..status },
-    });
-    bundles
-        .patch_status(
-            &bundle.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
-    Ok(())
+    status
 }
 
 /// Labels a Bundle an Instance pivoted away from, so `kubectl get bundles

@@ -46,7 +46,7 @@ pub struct Context<P> {
     /// Watches on installed objects, so hand edits are put back.
     pub drift: Arc<Drift>,
     /// Publishes Events about Instances.
-    pub recorder: Recorder,
+    pub events: super::events::Events,
     /// Verifies the admission webhook's requester records.
     pub record_key: Option<pakket_api::RecordKey>,
     /// The last person's decision seen on each Instance (by name), so
@@ -140,10 +140,18 @@ impl<P> Context<P> {
             let Some(bundle) = status.active_bundle.as_ref().filter(|_| installed) else {
                 continue;
             };
-            let properties = self
-                .bundles
-                .get(&kube::runtime::reflector::ObjectRef::new(bundle))
-                .and_then(|bundle| bundle.status.as_ref().map(|s| s.properties.clone()))
+            // An embedded Bundle's record is in the Instance's own status.
+            let embedded = status
+                .embedded_bundle
+                .as_ref()
+                .filter(|record| record.name == *bundle && other.spec.bundle.spec.is_some())
+                .map(|record| record.status.properties.clone());
+            let properties = embedded
+                .or_else(|| {
+                    self.bundles
+                        .get(&kube::runtime::reflector::ObjectRef::new(bundle))
+                        .and_then(|bundle| bundle.status.as_ref().map(|s| s.properties.clone()))
+                })
                 .unwrap_or_default();
             if !properties.is_empty() {
                 facts.installed.push(crate::provisioner::InstalledContent {

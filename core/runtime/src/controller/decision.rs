@@ -14,8 +14,8 @@
 
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::runtime::events::{Event, EventType};
-use kube::{Resource, ResourceExt};
 use pakket_api::{ApprovalState, ConditionType, Instance};
 
 use super::context::Context;
@@ -82,13 +82,7 @@ pub fn tell<P>(instance: &Instance, context: &Context<P>) {
         action: "Decide".into(),
         secondary: None,
     };
-    let recorder = context.recorder.clone();
-    let reference = instance.object_ref(&());
-    tokio::spawn(async move {
-        if let Err(error) = recorder.publish(&event, &reference).await {
-            tracing::debug!(%error, "publishing an Event");
-        }
-    });
+    context.events.publish(instance, event);
 }
 
 /// Whether the `Approved` condition changed within [`RECENT`].

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, PostParams};
+use kube::ResourceExt;
+use kube::api::Api;
 use kube::core::SelectorExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef as StoreKey;
-use kube::{Resource, ResourceExt};
 use pakket_api::condition::ConditionStatus;
 use pakket_api::ownership::ACTIVE_FOR_LABEL;
 use pakket_api::{
@@ -52,7 +52,7 @@ async fn finish<P>(
     action: Action,
 ) -> Result<Action, kube::Error> {
     let instances: Api<Instance> = Api::all(context.client.clone());
-    Ok(match report.write(&instances, &context.recorder).await? {
+    Ok(match report.write(&instances, &context.events).await? {
         StatusWrite::Conflict => Action::requeue(AFTER_CONFLICT),
         StatusWrite::Stored | StatusWrite::Unchanged => action,
     })
@@ -76,11 +76,13 @@ pub async fn install<P: Provisioner>(
         return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
     };
 
-    // The Bundle: the embedded spec is created (and owned) by the Instance.
+    // The Bundle: a Bundle object, or the spec the Instance embeds (whose
+    // status the Instance's own status keeps).
     let bundles: Api<Bundle> = Api::all(context.client.clone());
     let bundle_name = &instance.spec.bundle.name;
-    let bundle = match find_or_create_bundle(instance, &bundles, context).await? {
-        Lookup::Found(bundle) => *bundle,
+    let (bundle, home) = match find_bundle(instance, &bundles, context).await? {
+        Lookup::Found(bundle) => (*bundle, bundle_status::Home::Object(&bundles)),
+        Lookup::Embedded(bundle) => (*bundle, bundle_status::Home::Embedded),
         Lookup::Missing => {
             let message = format!(
                 "Bundle {bundle_name} does not exist; create it or embed its spec in spec.bundle.spec"
@@ -151,7 +153,7 @@ pub async fn install<P: Provisioner>(
                     reason: Reason::UnpackFailed,
                     message: &message,
                 };
-                bundle_status::write(&bundles, &bundle, outcome).await?;
+                bundle_status::write(home, &bundle, outcome, &mut report.status).await?;
                 report.set(Reason::UnpackFailed, ConditionStatus::False, message);
                 let delay = context.unpack_failed(instance);
                 tracing::info!(instance = %name, %error, retry_in = ?delay, "unpack failed");
@@ -167,7 +169,11 @@ pub async fn install<P: Provisioner>(
         return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
     }
     context.unpack_succeeded(instance);
-    let cluster = context.cluster_facts_for(instance).await;
+    let cluster = if context.provisioner.needs_cluster_facts() {
+        context.cluster_facts_for(instance).await
+    } else {
+        crate::provisioner::ClusterFacts::default()
+    };
     let request = crate::provisioner::ObjectsRequest {
         content: &unpacked.dir,
         max_object_size: options.limits.max_file_size,
@@ -176,7 +182,7 @@ pub async fn install<P: Provisioner>(
         class_parameters: class.spec.parameters.as_ref(),
     };
     let pinned = Pinned {
-        bundles: &bundles,
+        home,
         bundle: &bundle,
         unpacked: &unpacked,
     };
@@ -227,7 +233,7 @@ pub async fn install<P: Provisioner>(
                 reason: Reason::UnpackFailed,
                 message: &message,
             };
-            bundle_status::write(&bundles, &bundle, outcome).await?;
+            bundle_status::write(home, &bundle, outcome, &mut report.status).await?;
             report.set(Reason::UnpackFailed, ConditionStatus::False, message);
             return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
         }
@@ -250,7 +256,7 @@ pub async fn install<P: Provisioner>(
             reason: Reason::UnpackFailed,
             message: &message,
         };
-        bundle_status::write(&bundles, &bundle, outcome).await?;
+        bundle_status::write(home, &bundle, outcome, &mut report.status).await?;
         report.set(Reason::UnpackFailed, ConditionStatus::False, message);
         return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
     }
@@ -269,7 +275,7 @@ pub async fn install<P: Provisioner>(
         reason: Reason::UnpackSucceeded,
         message: &message,
     };
-    bundle_status::write(&bundles, &bundle, outcome).await?;
+    bundle_status::write(home, &bundle, outcome, &mut report.status).await?;
     report.set(
         Reason::UnpackSucceeded,
         ConditionStatus::True,
@@ -406,7 +412,9 @@ pub async fn install<P: Provisioner>(
             publish_pivot(context, instance, old, bundle_name, removed.done);
         }
         if pivot.is_some() || !installed_here {
-            mark_active(&bundles, &bundle, &uid).await?;
+            if let bundle_status::Home::Object(bundles) = home {
+                mark_active(bundles, &bundle, &uid).await?;
+            }
             mark_earlier_bundles(instance, context, bundle_name, pivot.as_deref()).await?;
         }
         report.set(Reason::InstallSucceeded, ConditionStatus::True, message);
@@ -468,7 +476,7 @@ pub async fn install<P: Provisioner>(
 /// Content unpacked and pinned whose objects are not rendered (the
 /// Instance's config is wrong, or what it needs is not installed).
 struct Pinned<'a> {
-    bundles: &'a Api<Bundle>,
+    home: bundle_status::Home<'a>,
     bundle: &'a Bundle,
     unpacked: &'a Unpacked,
 }
@@ -515,7 +523,7 @@ impl Pinned<'_> {
             reason: Reason::UnpackSucceeded,
             message: &message,
         };
-        bundle_status::write(self.bundles, self.bundle, outcome).await?;
+        bundle_status::write(self.home, self.bundle, outcome, &mut report.status).await?;
         report.set(
             Reason::UnpackSucceeded,
             ConditionStatus::True,
@@ -591,58 +599,47 @@ fn taken_over(error: &apply::ApplyError, previous: &[pakket_api::ObjectRef]) -> 
 
 /// What looking for the Instance's Bundle found.
 enum Lookup {
-    /// The Bundle, and this Instance may install it.
+    /// The Bundle object, and this Instance may install it.
     Found(Box<Bundle>),
-    /// No such Bundle, and no embedded spec to create it from.
+    /// The Bundle the Instance embeds (no object: see
+    /// [`Instance::embedded_bundle`]).
+    Embedded(Box<Bundle>),
+    /// No such Bundle, and no embedded spec.
     Missing,
     /// A Bundle this Instance may not install; the text says why.
     Refused(String),
 }
 
-/// The Instance's Bundle: from the watch cache, else from the apiserver,
-/// else created from the embedded spec (owned by the Instance).
+/// The Instance's Bundle: the one it embeds, else the Bundle object it
+/// names (from the watch cache, else from the apiserver).
 ///
 /// Bundles are claimed so that one user's Instance never installs content
-/// another user's Instance put there: a Bundle created from an Instance's
-/// embedded spec (a controller ownerReference to that Instance) belongs to
-/// that Instance alone, and an Instance that embeds a spec installs only
-/// the Bundle it created from exactly that spec. A Bundle nobody embeds
-/// (created on its own) may be named by any Instance whose requester could
-/// `use` its class.
-async fn find_or_create_bundle<P>(
+/// another user's Instance put there: embedded content exists only in its
+/// Instance, and an embedded name that a Bundle object already has is
+/// refused, so a name means one content to everyone who reads it. A Bundle
+/// object nobody embeds (created on its own) may be named by any Instance
+/// whose requester could `use` its class. A Bundle object an earlier
+/// Pakket made from this Instance's embedded spec (its controller
+/// ownerReference) is left to be deleted with the Instance.
+async fn find_bundle<P>(
     instance: &Instance,
     bundles: &Api<Bundle>,
     context: &Context<P>,
 ) -> Result<Lookup, kube::Error> {
     let name = &instance.spec.bundle.name;
-    let found = match context.bundles.get(&StoreKey::new(name)) {
+    let cached = context.bundles.get(&StoreKey::new(name));
+    if let Some(embedded) = instance.embedded_bundle() {
+        return Ok(match cached.filter(|object| !made_from(instance, object)) {
+            Some(_) => Lookup::Refused(format!(
+                "Bundle {name} already exists and was not created from this Instance's embedded spec; \
+                 choose another spec.bundle.name, or drop spec.bundle.spec to install the existing Bundle"
+            )),
+            None => Lookup::Embedded(Box::new(embedded)),
+        });
+    }
+    let found = match cached {
         Some(bundle) => Some((*bundle).clone()),
-        None => match &instance.spec.bundle.spec {
-            // Not cached: a Bundle the Instance embeds is usually not
-            // created yet, so create it straight away (a conflict means it
-            // exists after all).
-            Some(spec) => {
-                let mut bundle = Bundle::new(name, spec.clone());
-                bundle.metadata.owner_references =
-                    instance.controller_owner_ref(&()).map(|owner| vec![owner]);
-                // Labelled as this Instance's from the start: it is, and a
-                // later pivot then needs no write to find it.
-                let mut labels = instance.metadata.labels.clone().unwrap_or_default();
-                labels.insert(
-                    ACTIVE_FOR_LABEL.to_owned(),
-                    instance.uid().unwrap_or_default(),
-                );
-                bundle.metadata.labels = Some(labels);
-                match bundles.create(&PostParams::default(), &bundle).await {
-                    Ok(created) => Some(created),
-                    Err(kube::Error::Api(status)) if status.code == 409 => {
-                        bundles.get_opt(name).await?
-                    }
-                    Err(error) => return Err(error),
-                }
-            }
-            None => bundles.get_opt(name).await?,
-        },
+        None => bundles.get_opt(name).await?,
     };
     let Some(bundle) = found else {
         return Ok(Lookup::Missing);
@@ -653,36 +650,32 @@ async fn find_or_create_bundle<P>(
     })
 }
 
-/// Whether `instance` may install `bundle` (see [`find_or_create_bundle`]).
+/// Whether `bundle` was made from `instance`'s embedded spec (by a Pakket
+/// that still made objects for embedded Bundles).
+fn made_from(instance: &Instance, bundle: &Bundle) -> bool {
+    let uid = instance.uid().unwrap_or_default();
+    bundle
+        .owner_references()
+        .iter()
+        .any(|owner| owner.kind == "Instance" && owner.controller == Some(true) && owner.uid == uid)
+}
+
+/// Whether `instance` (which names a Bundle object) may install `bundle`
+/// (see [`find_bundle`]).
 fn claim(instance: &Instance, bundle: &Bundle) -> Result<(), String> {
     let name = bundle.name_any();
-    let uid = instance.uid().unwrap_or_default();
     let owner = bundle
         .owner_references()
         .iter()
         .find(|owner| owner.kind == "Instance" && owner.controller == Some(true));
     if let Some(owner) = owner
-        && owner.uid != uid
+        && owner.uid != instance.uid().unwrap_or_default()
     {
         return Err(format!(
             "Bundle {name} belongs to Instance {} (it was created from that Instance's embedded spec), \
              so this Instance may not install it; name a Bundle of your own in spec.bundle.name",
             owner.name
         ));
-    }
-    if let Some(spec) = &instance.spec.bundle.spec {
-        if owner.is_none() {
-            return Err(format!(
-                "Bundle {name} already exists and was not created from this Instance's embedded spec; \
-                 choose another spec.bundle.name, or drop spec.bundle.spec to install the existing Bundle"
-            ));
-        }
-        if *spec != bundle.spec {
-            return Err(format!(
-                "Bundle {name} differs from this Instance's spec.bundle.spec; \
-                 new content needs a new spec.bundle.name"
-            ));
-        }
     }
     Ok(())
 }
@@ -722,13 +715,7 @@ fn publish_pivot<P>(
         action: "Pivot".into(),
         secondary: None,
     };
-    let recorder = context.recorder.clone();
-    let reference = instance.object_ref(&());
-    tokio::spawn(async move {
-        if let Err(error) = recorder.publish(&event, &reference).await {
-            tracing::debug!(%error, "publishing an Event");
-        }
-    });
+    context.events.publish(instance, event);
 }
 
 /// Labels the Bundle now installed as active for this Instance (by UID),

@@ -25,6 +25,7 @@ mod behalf;
 mod bundle_status;
 mod context;
 mod decision;
+mod events;
 mod finalizer;
 mod install;
 mod report;
@@ -197,11 +198,12 @@ pub async fn run_with<P: Provisioner>(
     .applied_objects()
     .predicate_filter(predicates::generation, PredicateConfig::default());
 
-    let recorder = context::recorder(client.clone(), provisioner.id());
+    let events = events::Events::new(context::recorder(client.clone(), provisioner.id()));
     let store = Arc::new(store);
     tokio::spawn(store_gc::run(
         Arc::clone(&store),
         bundles.clone(),
+        instances.clone(),
         Arc::clone(&options.metrics),
         options.store_gc,
     ));
@@ -217,7 +219,7 @@ pub async fn run_with<P: Provisioner>(
         bundles,
         instances: instances.clone(),
         drift,
-        recorder,
+        events,
         record_key: options.record_key,
         decisions: Mutex::new(HashMap::new()),
         unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),

@@ -3,9 +3,9 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::ResourceExt;
 use kube::api::{Api, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder};
-use kube::{Resource, ResourceExt};
+use kube::runtime::events::{Event, EventType};
 use pakket_api::condition::{self, ConditionStatus};
 use pakket_api::{ConditionType, Instance, InstanceStatus, Reason};
 
@@ -135,7 +135,7 @@ impl Report {
     pub async fn write(
         mut self,
         instances: &Api<Instance>,
-        recorder: &Recorder,
+        events: &super::events::Events,
     ) -> Result<StatusWrite, kube::Error> {
         let event = change_event(&self.found, &self.status.conditions);
         self.fill_missing();
@@ -163,7 +163,7 @@ impl Report {
             Err(error) => return Err(error),
         }
         if let Some(event) = event {
-            publish(recorder, &updated, event);
+            events.publish_change(&updated, event);
         }
         Ok(StatusWrite::Stored)
     }
@@ -255,18 +255,6 @@ fn truncate(mut text: String, limit: usize) -> String {
         text.push_str("...");
     }
     text
-}
-
-/// Publishes without holding up the reconcile; a lost Event loses nothing
-/// the status does not also say.
-fn publish(recorder: &Recorder, instance: &Instance, event: Event) {
-    let recorder = recorder.clone();
-    let reference = instance.object_ref(&());
-    tokio::spawn(async move {
-        if let Err(error) = recorder.publish(&event, &reference).await {
-            tracing::debug!(%error, "publishing an Event");
-        }
-    });
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! (after a grace period that covers an unpack whose pin is not written
 //! yet), and the store is kept under its cap (see [`crate::store::gc`]).
 //!
-//! Pins are read from the Bundle watch cache, every Bundle in the cluster:
-//! content another provisioner's Bundle pins is kept too, which costs
-//! little and needs no knowledge of classes. The store is this process's
+//! Pins are read from the watch caches, every Bundle in the cluster and
+//! every Instance's embedded Bundle: content another provisioner's Bundle
+//! pins is kept too, which costs little and needs no knowledge of classes. The store is this process's
 //! own volume, so one collector per store holds (see [`Store::retain`]).
 
 use std::collections::HashSet;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::reflector::Store as Cache;
-use pakket_api::Bundle;
+use pakket_api::{Bundle, Instance};
 
 use crate::serve::Metrics;
 use crate::store::{Digest, Store, gc};
@@ -46,27 +46,56 @@ impl Default for StoreGc {
     }
 }
 
-/// The digests the cached Bundles pin.
-fn pinned(bundles: &Cache<Bundle>) -> HashSet<Digest> {
-    bundles
+/// The digests the cached Bundles and embedded Bundles pin.
+fn pinned(bundles: &Cache<Bundle>, instances: &Cache<Instance>) -> HashSet<Digest> {
+    let objects = bundles
         .state()
-        .iter()
-        .filter_map(|bundle| bundle.status.as_ref()?.source.as_ref()?.digest.clone())
+        .into_iter()
+        .filter_map(|bundle| bundle.status.as_ref()?.source.as_ref()?.digest.clone());
+    let embedded = instances.state().into_iter().filter_map(|instance| {
+        let record = instance.status.as_ref()?.embedded_bundle.as_ref()?;
+        record.status.source.as_ref()?.digest.clone()
+    });
+    objects
+        .chain(embedded)
         .filter_map(|digest| Digest::parse(&digest).ok())
         .collect()
 }
 
-/// Collects `store` every `gc.every`, once the Bundle cache is filled
-/// (before that every pin would look absent).
-pub async fn run(store: Arc<Store>, bundles: Cache<Bundle>, metrics: Arc<Metrics>, gc: StoreGc) {
-    if bundles.wait_until_ready().await.is_err() {
+/// Waits until `cache` has its first list; `false` if its writer is gone.
+/// Asked again every second: kube's `wait_until_ready` may not wake a
+/// waiter when another (the controller, on the Instance cache) waits at
+/// the same time, while a fresh call after the list returns at once.
+async fn filled<K>(cache: &Cache<K>) -> bool
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    loop {
+        match tokio::time::timeout(Duration::from_secs(1), cache.wait_until_ready()).await {
+            Ok(result) => return result.is_ok(),
+            Err(_elapsed) => continue,
+        }
+    }
+}
+
+/// Collects `store` every `gc.every`, once the caches are filled (before
+/// that every pin would look absent).
+pub async fn run(
+    store: Arc<Store>,
+    bundles: Cache<Bundle>,
+    instances: Cache<Instance>,
+    metrics: Arc<Metrics>,
+    gc: StoreGc,
+) {
+    if !filled(&bundles).await || !filled(&instances).await {
         return;
     }
     let mut ticker = tokio::time::interval(gc.every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let pins = pinned(&bundles);
+        let pins = pinned(&bundles, &instances);
         let task_store = Arc::clone(&store);
         // Walking and deleting directories is blocking file IO.
         let outcome =

@@ -9,7 +9,6 @@
 //! ([`crate::ownership`]): a forged entry or label deletes nothing that
 //! its writer could not delete.
 
-use kube::Resource;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
@@ -49,10 +48,12 @@ pub async fn uninstall<P>(
             &instance.spec.bundle.name,
         ))
         .map(|bundle| (*bundle).clone());
-    // Not cached (a provisioner that just started): read it.
-    let bundle = match cached {
-        Some(bundle) => Some(bundle),
-        None => Api::<Bundle>::all(context.client.clone())
+    let bundle = match (instance.embedded_bundle(), cached) {
+        // Embedded content's record is in the Instance's own status.
+        (Some(embedded), _) => Some(embedded),
+        (None, Some(bundle)) => Some(bundle),
+        // Not cached (a provisioner that just started): read it.
+        (None, None) => Api::<Bundle>::all(context.client.clone())
             .get_opt(&instance.spec.bundle.name)
             .await
             .ok()
@@ -146,9 +147,6 @@ pub async fn uninstall<P>(
         action: "Delete".into(),
         secondary: None,
     };
-    let reference = instance.object_ref(&());
-    if let Err(error) = context.recorder.publish(&event, &reference).await {
-        tracing::debug!(%error, "publishing an Event");
-    }
+    context.events.publish(instance, event);
     Ok(Action::await_change())
 }

@@ -36,7 +36,8 @@ pub fn sealed(instance: &Instance, record: &pakket_api::CreatorRecord) -> String
 pub async fn set_approval(instances: &Api<Instance>, name: &str, status: &str, reason: &str) {
     let instance = instances.get(name).await.unwrap();
     let bundle = instance.spec.bundle.name.clone();
-    let digest = pakket_testkit::pinned_digest(&instances.clone().into_client(), &bundle).await;
+    let digest =
+        pakket_testkit::pinned_digest_for(&instances.clone().into_client(), &instance).await;
     let mut conditions = instance.status.clone().unwrap_or_default().conditions;
     for condition in &mut conditions {
         if condition.type_ == "Approved" {

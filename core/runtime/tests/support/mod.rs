@@ -508,11 +508,8 @@ impl Controller {
 
     /// Bundle `name`'s status.
     pub async fn bundle_status(&self, name: &str) -> pakket_api::BundleStatus {
-        kube::Api::<pakket_api::Bundle>::all(self.scope.client.clone())
-            .get(&self.scope.name(name))
+        pakket_testkit::bundle_status(&self.scope.client, &self.scope.name(name))
             .await
-            .unwrap()
-            .status
             .unwrap_or_default()
     }
 

@@ -1,7 +1,7 @@
-//! An unapproved Instance creates nothing a different Instance installs.
-//! A Bundle created from an Instance's embedded spec belongs to that
-//! Instance alone (its controller ownerReference), and an Instance that
-//! embeds a spec installs only the Bundle it created from exactly that spec.
+//! An unapproved Instance creates nothing a different Instance installs:
+//! content an Instance embeds exists only in that Instance (no Bundle
+//! object is made from it), so no other Instance can name it, and an
+//! approval covers only the content of the Instance it is given on.
 
 use kube::api::Api;
 use pakket_api::{Bundle, ConditionType};
@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::support::{Stage, Webhooks, rule};
 
 #[tokio::test]
-async fn a_squatted_bundle_name_is_refused_and_nothing_is_installed() {
+async fn a_squatted_bundle_name_installs_nothing_of_the_squatter() {
     let stage = Stage::new("trust-claims", "Manual", Webhooks::On).await;
     stage.grant_requester("alice").await;
     stage.grant_approver("bob").await;
@@ -41,7 +41,8 @@ async fn a_squatted_bundle_name_is_refused_and_nothing_is_installed() {
         })
         .await;
 
-    // The admin's Instance names Bundle team-app without embedding it.
+    // The admin's Instance names Bundle team-app without embedding it:
+    // alice's embedded content made no Bundle object anyone else can name.
     let team = json!({
         "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
         "metadata": { "name": stage.scope.name("team"), "labels": stage.scope.labels() },
@@ -49,33 +50,28 @@ async fn a_squatted_bundle_name_is_refused_and_nothing_is_installed() {
     });
     stage.create(&stage.admin(), team).await.unwrap();
     let refused = stage
-        .wait("team", "the claim refused", |i| {
+        .wait("team", "no such Bundle", |i| {
             reason_is(i, ConditionType::Unpacked, "UnpackFailed")
         })
         .await;
     let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
     assert!(
         message.contains(&format!(
-            "Bundle {} belongs to Instance {}",
-            stage.scope.name("team-app"),
-            stage.scope.name("squat")
+            "Bundle {} does not exist",
+            stage.scope.name("team-app")
         )),
         "{message}"
     );
-    // The same name embedded with the team's own spec: refused too.
-    stage
-        .create(&stage.admin(), stage.instance("team2", "team-app", "real"))
-        .await
-        .unwrap();
-    let refused = stage
-        .wait("team2", "the claim refused", |i| {
-            reason_is(i, ConditionType::Unpacked, "UnpackFailed")
-        })
-        .await;
-    let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
-    assert!(message.contains("belongs to Instance"), "{message}");
+    assert!(
+        Api::<Bundle>::all(stage.admin())
+            .get_opt(&stage.scope.name("team-app"))
+            .await
+            .unwrap()
+            .is_none(),
+        "no Bundle object is made from an embedded spec"
+    );
 
-    // An approver who approves the team's Instance still installs nothing of alice's.
+    // An approver who approves the team's Instance installs nothing of alice's.
     let bob = stage.client_as("bob").await;
     let _ = stage.approve_as(&bob, "team").await;
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
@@ -84,30 +80,25 @@ async fn a_squatted_bundle_name_is_refused_and_nothing_is_installed() {
         None,
         "alice's content never installed"
     );
-    let bundle = Api::<Bundle>::all(stage.admin())
-        .get(&stage.scope.name("team-app"))
-        .await
-        .unwrap();
-    assert_eq!(
-        bundle.metadata.owner_references.unwrap()[0].name,
-        stage.scope.name("squat")
-    );
 
-    // The legitimate path: a Bundle name of the team's own installs once approved.
+    // The same name embedded with the team's own spec is the team's own
+    // content: approved, it installs that and nothing of alice's.
     stage
-        .create(
-            &stage.admin(),
-            stage.instance("team3", "team-app-own", "real"),
-        )
+        .create(&stage.admin(), stage.instance("team2", "team-app", "real"))
         .await
         .unwrap();
     stage
-        .wait("team3", "unpacked", |i| {
+        .wait("team2", "unpacked", |i| {
             condition_is(i, ConditionType::Unpacked, "True")
         })
         .await;
-    stage.approve_as(&bob, "team3").await.unwrap();
-    stage.installed("team3").await;
+    stage.approve_as(&bob, "team2").await.unwrap();
+    stage.installed("team2").await;
     assert_eq!(stage.value_of("team").await.as_deref(), Some("the team's"));
+    assert_eq!(
+        stage.value_of("evil").await,
+        None,
+        "alice's content never installed"
+    );
     stage.cleanup().await;
 }

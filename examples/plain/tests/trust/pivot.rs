@@ -72,17 +72,13 @@ async fn a_selector_that_matches_everything_relabels_no_one_elses_bundles() {
         stage.value_of("a").await.as_deref() == Some("v2")
     })
     .await;
-    eventually("her own earlier Bundle is marked replaced", || async {
-        bundles
-            .get(&stage.scope.name("greedy-v1"))
-            .await
-            .unwrap()
-            .metadata
-            .labels
-            .unwrap_or_default()
-            .contains_key(REPLACED_BY_LABEL)
-    })
-    .await;
+    // The status is written after the pivot has labelled what it labels.
+    stage
+        .wait("greedy", "the pivot recorded", |i| {
+            i.status.as_ref().and_then(|s| s.active_bundle.clone())
+                == Some(stage.scope.name("greedy-v2"))
+        })
+        .await;
     let untouched = bundles.get(&stage.scope.name("theirs")).await.unwrap();
     assert!(
         !untouched

@@ -393,7 +393,7 @@ impl Stage {
         let name = self.scope.name(suffix);
         let instance = self.instances().get(&name).await.unwrap();
         let bundle = instance.spec.bundle.name.clone();
-        let digest = pakket_testkit::pinned_digest(&self.admin(), &bundle).await;
+        let digest = pakket_testkit::pinned_digest_for(&self.admin(), &instance).await;
         let patch = json!({
             "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
             "metadata": { "name": name },
