@@ -1016,5 +1016,5 @@ async fn a_new_instance_carries_its_provisioners_finalizer_from_creation() {
             .unwrap();
         admin.delete(&name, &Default::default()).await.unwrap();
     }
-    harness.scope.cleanup().await;
+    harness.cleanup().await;
 }
