@@ -46,6 +46,12 @@ if [[ ${1:-} == down ]]; then
 fi
 
 say "Building (first time only) and starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with one fake node"
+# The binaries come from this checkout's own build scripts: a pakket-dev
+# built from another checkout into the shared cargo cache would otherwise
+# look for the scripts where that checkout was.
+PAKKET_CONTROLPLANE_BIN=${PAKKET_CONTROLPLANE_BIN:-$(dev/controlplane/build.sh)}
+PAKKET_NODES_BIN=${PAKKET_NODES_BIN:-$(dev/controlplane/build-nodes.sh)}
+export PAKKET_CONTROLPLANE_BIN PAKKET_NODES_BIN
 eval "$("$pakket_dev" up --nodes 1)"
 "$pakket_dev" status
 
