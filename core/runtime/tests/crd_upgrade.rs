@@ -126,10 +126,10 @@ async fn a_pivot_whose_crd_would_refuse_stored_objects_names_them_and_passes_onc
             "CustomResourceDefinition {crd_name}: 2 existing {KIND} objects do not validate against the new schema"
         ),
         format!(
-            "{KIND} {namespace}/bad-spec: spec.name: \"Bad_Name\" does not match the pattern ^[a-z]+$"
+            "{KIND} {namespace}/bad-spec: spec.name: a string of 8 characters does not match the pattern ^[a-z]+$"
         ),
         format!(
-            "{KIND} {namespace}/bad-status: status.phase: \"not-ready\" does not match the pattern ^[A-Z][a-z]+$"
+            "{KIND} {namespace}/bad-status: status.phase: a string of 9 characters does not match the pattern ^[A-Z][a-z]+$"
         ),
         "crdUpgradeSafety: None".to_owned(),
     ] {
@@ -139,6 +139,17 @@ async fn a_pivot_whose_crd_would_refuse_stored_objects_names_them_and_passes_onc
         !message.contains("/fine"),
         "the valid widget is not named: {message}"
     );
+    // The widgets are someone else's: what they hold never reaches the
+    // Instance's requester, in the status or in an Event.
+    let events = pakket_testkit::instance_events(&fixture.scope.client, &name).await;
+    let told: Vec<&str> = events.iter().filter_map(|e| e.message.as_deref()).collect();
+    for held in ["Bad_Name", "not-ready"] {
+        assert!(!message.contains(held), "{held:?} quoted in: {message}");
+        assert!(
+            !told.iter().any(|note| note.contains(held)),
+            "{held:?} in an Event: {told:?}"
+        );
+    }
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(fixture.scope.client.clone());
     let pattern = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/name/pattern";

@@ -306,7 +306,10 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect();
-        assert_eq!(said, ["spec.size: \"three\" is not of type integer"]);
+        assert_eq!(
+            said,
+            ["spec.size: a string of 5 characters is not of type integer"]
+        );
     }
 
     fn broken(name: &str, problems: usize) -> Broken {

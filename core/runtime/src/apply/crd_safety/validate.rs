@@ -29,7 +29,7 @@
 use serde_json::{Map, Value};
 
 /// One reason an object does not validate: where (`spec.size`) and what
-/// (`"three" is not of type integer`).
+/// (`a string of 5 characters is not of type integer`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Violation {
     /// The field, `spec.items[2].name` style; empty for the object itself.
@@ -100,7 +100,8 @@ fn check(schema: &Value, value: &Value, path: &str, resource: bool, found: &mut 
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
         && !allowed.contains(value)
     {
-        let listed: Vec<String> = allowed.iter().map(shown).collect();
+        // The allowed values are the schema's, from the bundle: shown.
+        let listed: Vec<String> = allowed.iter().map(Value::to_string).collect();
         fail(format!(
             "{} is not one of {}",
             shown(value),
@@ -308,22 +309,22 @@ fn number(schema: &Map<String, Value>, value: &Value, fail: &mut impl FnMut(Stri
     let exclusive = |name: &str| schema.get(name).and_then(Value::as_bool).unwrap_or(false);
     if let Some(minimum) = bound("minimum") {
         if exclusive("exclusiveMinimum") && number <= minimum {
-            fail(format!("{value} is not more than {minimum}"));
+            fail(format!("the number is not more than {minimum}"));
         } else if number < minimum {
-            fail(format!("{value} is less than the minimum {minimum}"));
+            fail(format!("the number is less than the minimum {minimum}"));
         }
     }
     if let Some(maximum) = bound("maximum") {
         if exclusive("exclusiveMaximum") && number >= maximum {
-            fail(format!("{value} is not less than {maximum}"));
+            fail(format!("the number is not less than {maximum}"));
         } else if number > maximum {
-            fail(format!("{value} is more than the maximum {maximum}"));
+            fail(format!("the number is more than the maximum {maximum}"));
         }
     }
     if let Some(factor) = bound("multipleOf").filter(|factor| *factor > 0.0) {
         let quotient = number / factor;
         if (quotient - quotient.round()).abs() > 1e-9 {
-            fail(format!("{value} is not a multiple of {factor}"));
+            fail(format!("the number is not a multiple of {factor}"));
         }
     }
 }
@@ -385,17 +386,22 @@ fn child(path: &str, name: &str) -> String {
     }
 }
 
-/// A value as a message shows it: scalars as JSON (long strings cut),
-/// objects and arrays by what they are, never dumped whole.
+/// A value as a message describes it: what it is, never what it holds.
+/// The objects checked are other people's custom resources, and the
+/// message lands in an Instance's status and Events, which its requester
+/// reads: quoting a value there would hand out data RBAC may not give
+/// them (a token in a spec field, say).
 fn shown(value: &Value) -> String {
     match value {
         Value::Object(_) => "an object".into(),
         Value::Array(_) => "a list".into(),
-        Value::String(text) if text.chars().count() > 60 => {
-            let cut: String = text.chars().take(57).collect();
-            format!("{}...", Value::String(cut))
-        }
-        other => other.to_string(),
+        Value::String(text) => match text.chars().count() {
+            1 => "a string of 1 character".into(),
+            count => format!("a string of {count} characters"),
+        },
+        Value::Number(_) => "a number".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Null => "null".into(),
     }
 }
 
@@ -437,8 +443,8 @@ mod tests {
             said(schema, object),
             [
                 "spec.name: a list is not of type string",
-                "spec.on: \"yes\" is not of type boolean",
-                "spec.size: \"three\" is not of type integer",
+                "spec.on: a string of 3 characters is not of type boolean",
+                "spec.size: a string of 5 characters is not of type integer",
                 "spec.tags: an object is not of type array",
             ]
         );
@@ -453,7 +459,7 @@ mod tests {
             said(schema.clone(), json!({ "spec": { "tier": "gold" } })),
             [
                 "spec.shape: the field is required and missing",
-                "spec.tier: \"gold\" is not one of \"bronze\", \"silver\"",
+                "spec.tier: a string of 4 characters is not one of \"bronze\", \"silver\"",
             ]
         );
         assert!(
@@ -481,11 +487,11 @@ mod tests {
             said(schema.clone(), object),
             [
                 "spec.labels: it has 2 fields, and at most 1 are allowed",
-                "spec.labels[app.kubernetes.io/name]: \"long\" is longer than 3 characters",
-                "spec.name: \"Abcde\" does not match the pattern ^[a-z]+$",
-                "spec.name: \"Abcde\" is longer than 4 characters",
-                "spec.size: 9 is more than the maximum 5",
-                "spec.step: 0 is not more than 0",
+                "spec.labels[app.kubernetes.io/name]: a string of 4 characters is longer than 3 characters",
+                "spec.name: a string of 5 characters does not match the pattern ^[a-z]+$",
+                "spec.name: a string of 5 characters is longer than 4 characters",
+                "spec.size: the number is more than the maximum 5",
+                "spec.step: the number is not more than 0",
                 "spec.tags: it has 2 items, and at most 1 are allowed",
             ]
         );
@@ -509,7 +515,7 @@ mod tests {
             said(schema, object),
             [
                 "spec.members[1].name: the field is required and missing",
-                "spec.members[1].port.number: \"http\" is not of type integer",
+                "spec.members[1].port.number: a string of 4 characters is not of type integer",
                 "spec.members[2]: it duplicates an earlier item of a list whose items must be unique",
             ]
         );
@@ -534,7 +540,7 @@ mod tests {
         assert!(said(schema.clone(), json!({ "spec": { "port": "http" } })).is_empty());
         assert_eq!(
             said(schema, json!({ "spec": { "port": true } })),
-            ["spec.port: true is neither an integer nor a string"]
+            ["spec.port: a boolean is neither an integer nor a string"]
         );
     }
 
@@ -556,7 +562,7 @@ mod tests {
             "metadata": { "name": "x" }, "spec": { "replicas": "two" } } } });
         assert_eq!(
             said(schema, object),
-            ["spec.template.spec.replicas: \"two\" is not of type integer"]
+            ["spec.template.spec.replicas: a string of 3 characters is not of type integer"]
         );
     }
 
@@ -567,7 +573,7 @@ mod tests {
                 "type": "string", "enum": ["Ready", "Failed"] } } } } });
         assert_eq!(
             said(schema, json!({ "status": { "phase": "Pending" } })),
-            ["status.phase: \"Pending\" is not one of \"Ready\", \"Failed\""]
+            ["status.phase: a string of 7 characters is not one of \"Ready\", \"Failed\""]
         );
     }
 
@@ -579,7 +585,7 @@ mod tests {
         assert_eq!(
             said(schema.clone(), json!({ "spec": { "size": 5 } })),
             [
-                "spec.size: it matches none of the allowed forms (5 is less than the minimum 10, or 5 is more than the maximum 2)"
+                "spec.size: it matches none of the allowed forms (the number is less than the minimum 10, or the number is more than the maximum 2)"
             ]
         );
         assert_eq!(
