@@ -8,13 +8,16 @@
 //! go to the dependency engine, over a universe of what other Instances
 //! installed (each Bundle's recorded properties), so an unmet one is
 //! explained as `pakket resolve` explains it; an API the cluster serves by
-//! any means counts as provided. `olm.constraint` formulas (`all`, `any`,
-//! `not` over packages, APIs and labels) are evaluated over the same set.
+//! any means counts as provided. `olm.constraint` formulas (`package`,
+//! `gvk`, `all`, `any`, `not`, `cel`) are read and evaluated by the engine,
+//! as OLM does: one installed bundle must satisfy the whole formula (an API
+//! the cluster serves counts for `gvk`). A formula that cannot be read is
+//! an error naming its field, never skipped.
 //! Installing what is missing is the resolveset provisioner's work; here
 //! the bundle waits, with nothing applied.
 
 use pakket_api::BundleProperty;
-use pakket_engine::catalog::Gvk;
+use pakket_engine::catalog::{Constraint, Gvk, Subject};
 use pakket_engine::resolve::{self, Candidate, CatalogInfo, Request, ResolveError, Universe};
 use pakket_engine::{Range, Version};
 use pakket_runtime::{ClusterFacts, InstalledContent};
@@ -22,28 +25,13 @@ use serde_json::{Value, json};
 
 use crate::bundle::Bundle;
 
-/// One need, in `olm.constraint`'s terms.
+/// A need beyond a package or an API.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Constraint {
-    /// A bundle of `package` whose version is in `range` (as written in `text`).
-    Package {
-        /// The package.
-        package: String,
-        /// Versions accepted.
-        range: Range,
-        /// The range as written, for messages.
-        text: String,
-    },
-    /// A provider of this API.
-    Gvk(Gvk),
-    /// A bundle with this `olm.label`.
+pub enum Need {
+    /// A bundle carrying this `olm.label` (`olm.label` in dependencies.yaml).
     Label(String),
-    /// Every one of these.
-    All(Vec<Constraint>),
-    /// At least one of these.
-    Any(Vec<Constraint>),
-    /// None of these.
-    Not(Vec<Constraint>),
+    /// An `olm.constraint`, as the engine reads it.
+    Constraint(Constraint),
 }
 
 /// A bundle's needs, read.
@@ -53,8 +41,8 @@ pub struct Needs {
     pub packages: Vec<(String, Range, String)>,
     /// APIs (for the engine, unless the cluster serves them).
     pub gvks: Vec<Gvk>,
-    /// Everything else, each with its `failureMessage` if it has one.
-    pub constraints: Vec<(Option<String>, Constraint)>,
+    /// Labels and `olm.constraint` formulas.
+    pub constraints: Vec<Need>,
 }
 
 /// Reads every need `bundle` declares; every problem, naming file and field.
@@ -70,9 +58,7 @@ pub fn needs(bundle: &Bundle) -> Result<Needs, Vec<String>> {
                 package(&value, "version").map(|(p, r, t)| needs.packages.push((p, r, t)))
             }
             "olm.gvk" => gvk(&value).map(|g| needs.gvks.push(g)),
-            "olm.label" => {
-                label(&value).map(|l| needs.constraints.push((None, Constraint::Label(l))))
-            }
+            "olm.label" => label(&value).map(|l| needs.constraints.push(Need::Label(l))),
             "olm.constraint" => constraint_property(&value).map(|c| needs.constraints.push(c)),
             other => Err(format!(
                 "type {other:?} is not a dependency type (olm.package, olm.gvk, olm.label, olm.constraint)"
@@ -164,68 +150,12 @@ fn label(value: &Value) -> Result<String, String> {
         .ok_or_else(|| "value.label is missing".into())
 }
 
-/// An `olm.constraint` property's value: its failure message and formula.
-fn constraint_property(value: &Value) -> Result<(Option<String>, Constraint), String> {
-    let message = value
-        .get("failureMessage")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    Ok((message, constraint(value, "value")?))
-}
-
-/// One `olm.constraint` formula at `at`.
-fn constraint(value: &Value, at: &str) -> Result<Constraint, String> {
-    let compound = |key: &str| -> Result<Option<Vec<Constraint>>, String> {
-        let Some(inner) = value.get(key) else {
-            return Ok(None);
-        };
-        let list = inner
-            .get("constraints")
-            .and_then(Value::as_array)
-            .ok_or_else(|| format!("{at}.{key}.constraints is not a list"))?;
-        list.iter()
-            .enumerate()
-            .map(|(index, item)| constraint(item, &format!("{at}.{key}.constraints[{index}]")))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
-    };
-    if let Some(all) = compound("all")? {
-        return Ok(Constraint::All(all));
-    }
-    if let Some(any) = compound("any")? {
-        return Ok(Constraint::Any(any));
-    }
-    if let Some(not) = compound("not")? {
-        return Ok(Constraint::Not(not));
-    }
-    if let Some(inner) = value.get("package") {
-        let (package, range, text) =
-            package(inner, "versionRange").map_err(|problem| format!("{at}.package: {problem}"))?;
-        return Ok(Constraint::Package {
-            package,
-            range,
-            text,
-        });
-    }
-    if let Some(inner) = value.get("gvk") {
-        return gvk(inner)
-            .map(Constraint::Gvk)
-            .map_err(|problem| format!("{at}.gvk: {problem}"));
-    }
-    if let Some(inner) = value.get("label") {
-        return label(inner)
-            .map(Constraint::Label)
-            .map_err(|problem| format!("{at}.label: {problem}"));
-    }
-    if value.get("cel").is_some() {
-        return Err(format!(
-            "{at}.cel: CEL constraints are not evaluated by this provisioner; nothing is installed \
-             (use package, gvk, label, all, any or not)"
-        ));
-    }
-    Err(format!(
-        "{at} has none of package, gvk, label, all, any, not"
-    ))
+/// An `olm.constraint` property's value, read by the engine (as strictly
+/// as OLM reads it; the error names the field).
+fn constraint_property(value: &Value) -> Result<Need, String> {
+    Constraint::parse(&value.to_string())
+        .map(Need::Constraint)
+        .map_err(|error| error.to_string())
 }
 
 /// One installed bundle, as its recorded properties describe it.
@@ -290,13 +220,35 @@ pub fn check(bundle: &Bundle, needs: &Needs, cluster: &ClusterFacts) -> Result<(
     if let Err(explanation) = engine_check(bundle, needs, &providers, &serves) {
         unmet.push(explanation);
     }
-    for (message, constraint) in &needs.constraints {
-        if !holds(constraint, &providers, &serves) {
-            let what = describe(constraint);
-            unmet.push(match message {
-                Some(message) => format!("olm.constraint {what} is not met: {message}"),
-                None => format!("olm.constraint {what} is not met by anything installed"),
-            });
+    let cluster_apis = ClusterApis(&serves);
+    for need in &needs.constraints {
+        match need {
+            Need::Label(label) => {
+                if !providers.iter().any(|p| p.labels.contains(label)) {
+                    unmet.push(format!("olm.label {label} is carried by nothing installed"));
+                }
+            }
+            Need::Constraint(constraint) => {
+                let mut failures = Vec::new();
+                let met = providers
+                    .iter()
+                    .any(|provider| constraint.formula.holds(provider, &mut failures))
+                    || constraint.formula.holds(&cluster_apis, &mut failures);
+                if !met {
+                    let mut why = match &constraint.failure_message {
+                        Some(message) => {
+                            format!("olm.constraint {constraint} is not met: {message}")
+                        }
+                        None => {
+                            format!("olm.constraint {constraint} is not met by anything installed")
+                        }
+                    };
+                    if let Some(failure) = failures.first() {
+                        why.push_str(&format!(" (its CEL rule failed: {failure})"));
+                    }
+                    unmet.push(why);
+                }
+            }
         }
     }
     if unmet.is_empty() {
@@ -386,39 +338,58 @@ fn engine_check(
     }
 }
 
-fn holds(constraint: &Constraint, providers: &[Provider], serves: &dyn Fn(&Gvk) -> bool) -> bool {
-    match constraint {
-        Constraint::Package { package, range, .. } => providers.iter().any(|provider| {
-            provider
-                .package
-                .as_ref()
-                .is_some_and(|(name, version)| name == package && range.contains(version))
-        }),
-        Constraint::Gvk(gvk) => {
-            let key = resolve::gvk_key(gvk);
-            serves(gvk) || providers.iter().any(|p| p.gvks.contains(&key))
-        }
-        Constraint::Label(label) => providers.iter().any(|p| p.labels.contains(label)),
-        Constraint::All(all) => all.iter().all(|c| holds(c, providers, serves)),
-        Constraint::Any(any) => any.iter().any(|c| holds(c, providers, serves)),
-        Constraint::Not(not) => !not.iter().any(|c| holds(c, providers, serves)),
+/// An installed bundle as the engine's formulas see it.
+impl Subject for Provider<'_> {
+    fn package(&self) -> &str {
+        self.package.as_ref().map_or("", |(name, _)| name)
+    }
+
+    fn version(&self) -> &Version {
+        self.package
+            .as_ref()
+            .map_or(no_version(), |(_, version)| version)
+    }
+
+    fn provides(&self, gvk: &Gvk) -> bool {
+        self.gvks.contains(&resolve::gvk_key(gvk))
+    }
+
+    fn properties(&self) -> Vec<Value> {
+        self.content
+            .properties
+            .iter()
+            .map(|property| json!({ "type": property.type_, "value": property.value }))
+            .collect()
     }
 }
 
-/// A constraint in words, for messages.
-fn describe(constraint: &Constraint) -> String {
-    let list = |items: &[Constraint]| items.iter().map(describe).collect::<Vec<_>>().join(", ");
-    match constraint {
-        Constraint::Package { package, text, .. } if text.is_empty() => {
-            format!("package {package}")
-        }
-        Constraint::Package { package, text, .. } => format!("package {package} {text}"),
-        Constraint::Gvk(gvk) => format!("API {}", resolve::gvk_key(gvk)),
-        Constraint::Label(label) => format!("label {label}"),
-        Constraint::All(items) => format!("all of ({})", list(items)),
-        Constraint::Any(items) => format!("any of ({})", list(items)),
-        Constraint::Not(items) => format!("none of ({})", list(items)),
+/// The cluster itself, for formulas: it provides every API it serves (by
+/// whatever means), and is no package.
+struct ClusterApis<'a>(&'a dyn Fn(&Gvk) -> bool);
+
+impl Subject for ClusterApis<'_> {
+    fn package(&self) -> &str {
+        ""
     }
+
+    fn version(&self) -> &Version {
+        no_version()
+    }
+
+    fn provides(&self, gvk: &Gvk) -> bool {
+        (self.0)(gvk)
+    }
+
+    fn properties(&self) -> Vec<Value> {
+        Vec::new()
+    }
+}
+
+/// The version of what has none (it matches no package constraint anyway:
+/// its package name is empty).
+fn no_version() -> &'static Version {
+    static ZERO: std::sync::OnceLock<Version> = std::sync::OnceLock::new();
+    ZERO.get_or_init(|| Version::parse("0.0.0").expect("a valid version"))
 }
 
 /// What `bundle` offers other bundles: its package and version, the APIs

@@ -52,7 +52,7 @@ const NEEDS_ETCD: &str = "dependencies:
       - package: {packageName: etcd, versionRange: '>=0.9.4'}
       - not:
           constraints:
-          - package: {packageName: forbidden}
+          - package: {packageName: forbidden, versionRange: '>=0.0.0'}
 ";
 
 const NEEDS_NEWER_ETCD: &str = "dependencies:
@@ -123,11 +123,12 @@ fn packages_apis_and_constraints_are_met_by_what_is_installed() {
     let why = check(needs_etcd.path(), Vec::new()).unwrap_err();
     assert!(why.contains("package etcd (>=0.9.0)"), "{why}");
     assert!(
-        why.contains("olm.constraint all of (package etcd >=0.9.4, none of (package forbidden)) is not met: etcd must be installed"),
+        why.contains("olm.constraint all of (package etcd >=0.9.4, none of (package forbidden >=0.0.0)) is not met: etcd must be installed"),
         "{why}"
     );
     assert_eq!(check(needs_etcd.path(), vec![etcd_installed()]), Ok(()));
-    // `not`: an installed `forbidden` package breaks the constraint.
+    // The formula is about one bundle, as OLM reads it: `not` says what the
+    // bundle meeting it must not be, not that nothing else may exist.
     let forbidden = InstalledContent {
         instance: "forbidden".into(),
         bundle: "forbidden-v1".into(),
@@ -136,8 +137,12 @@ fn packages_apis_and_constraints_are_met_by_what_is_installed() {
             value: json!({ "packageName": "forbidden", "version": "1.0.0" }),
         }],
     };
-    let why = check(needs_etcd.path(), vec![etcd_installed(), forbidden]).unwrap_err();
-    assert!(why.contains("none of (package forbidden)"), "{why}");
+    assert_eq!(
+        check(needs_etcd.path(), vec![etcd_installed(), forbidden.clone()]),
+        Ok(())
+    );
+    let why = check(needs_etcd.path(), vec![forbidden]).unwrap_err();
+    assert!(why.contains("none of (package forbidden >=0.0.0)"), "{why}");
     // An API the cluster serves counts, whoever installed it.
     let needs_api = dependent(
         "api-user",
@@ -154,10 +159,59 @@ fn packages_apis_and_constraints_are_met_by_what_is_installed() {
 }
 
 #[test]
+fn a_cel_constraint_is_evaluated_over_one_installed_bundle_at_a_time() {
+    // OLM's own example shape: a version of a package, compared with
+    // semver_compare over the bundle's properties.
+    let needs = "dependencies:
+- type: olm.constraint
+  value:
+    failureMessage: needs etcd 0.9.4 or later
+    cel:
+      rule: 'properties.exists(p, p.type == \"olm.package\" && p.value.packageName == \"etcd\" && semver_compare(p.value.version, \"0.9.4\") >= 0)'
+";
+    let dir = dependent("cel-user", needs);
+    let why = check(dir.path(), Vec::new()).unwrap_err();
+    assert!(
+        why.contains("is not met: needs etcd 0.9.4 or later"),
+        "{why}"
+    );
+    assert_eq!(check(dir.path(), vec![etcd_installed()]), Ok(()));
+    let mut old = etcd_installed();
+    old.properties[0].value = json!({ "packageName": "etcd", "version": "0.9.2" });
+    assert!(check(dir.path(), vec![old]).is_err());
+}
+
+#[test]
+fn an_all_constraint_needs_one_bundle_to_meet_every_part() {
+    // etcd provides the API, another package is the version: no single
+    // bundle is both, so `all` is not met (OLM's reading, not "each part by
+    // someone").
+    let needs = "dependencies:
+- type: olm.constraint
+  value:
+    all:
+      constraints:
+      - gvk: {group: etcd.database.coreos.com, version: v1beta2, kind: EtcdCluster}
+      - package: {packageName: other, versionRange: '>=1.0.0'}
+";
+    let dir = dependent("all-user", needs);
+    let other = InstalledContent {
+        instance: "other".into(),
+        bundle: "other-v1".into(),
+        properties: vec![BundleProperty {
+            type_: "olm.package".into(),
+            value: json!({ "packageName": "other", "version": "1.0.0" }),
+        }],
+    };
+    let why = check(dir.path(), vec![etcd_installed(), other]).unwrap_err();
+    assert!(why.contains("olm.constraint all of"), "{why}");
+}
+
+#[test]
 fn a_malformed_dependency_is_named_by_file_and_field() {
     let bad = dependent(
         "bad",
-        "dependencies:\n- type: olm.package\n  value: {packageName: etcd, version: 'not a range'}\n- type: olm.constraint\n  value: {cel: {rule: 'true'}}\n",
+        "dependencies:\n- type: olm.package\n  value: {packageName: etcd, version: 'not a range'}\n- type: olm.constraint\n  value: {cel: {rule: 'properties.exists('}}\n",
     );
     let read = bundle::read(bad.path(), 4 << 20).unwrap();
     let problems = dependencies::needs(&read).unwrap_err();
@@ -167,7 +221,7 @@ fn a_malformed_dependency_is_named_by_file_and_field() {
         "{problems:?}"
     );
     assert!(
-        problems[1].contains("dependencies[1]: value.cel: CEL constraints are not evaluated"),
+        problems[1].contains("dependencies[1]: value.cel.rule"),
         "{problems:?}"
     );
 }
