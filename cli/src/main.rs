@@ -1,7 +1,8 @@
 //! `pakket`: Pakket's command line.
 //!
 //! `pakket resolve` runs the dependency engine on catalog files alone, with
-//! no cluster: what would be installed for these requests, or why nothing can be.
+//! no cluster: what would be installed for these requests, or why nothing can be;
+//! with `--server` a cluster's resolver API answers the same request.
 
 use std::process::ExitCode;
 
@@ -24,10 +25,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Resolve requests against File-Based Catalogs (no cluster needed).
+    /// Resolve requests against File-Based Catalogs (no cluster needed), or
+    /// against a cluster's Catalogs through its resolver API (--server);
+    /// both print the same.
     ///
     /// Exit status: 0 resolved, 1 no solution (the explanation is printed),
-    /// 2 bad input (the message names the file, line or field).
+    /// 2 bad input (the message names the file, line or field), or a
+    /// server that refused or could not be reached.
     Resolve(resolve::ResolveArgs),
     /// Build and push bundle images (`pakket bundle push DIR REF`).
     Bundle(bundle::BundleArgs),

@@ -1,4 +1,7 @@
 //! `pakket resolve [--catalog PATH[@PRIORITY]]... [--installed PATH] [-o text|json|yaml] REQUEST...`
+//! and `pakket resolve --server URL [--token TOKEN] ...`: the same request
+//! answered from files or by a cluster's resolver API, printed the same way
+//! (both go through `pakket_resolveset::protocol::resolve`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -6,18 +9,34 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use pakket_engine::catalog::{Catalog, CatalogArgument, CatalogSet};
-use pakket_engine::resolve::{
-    Installed, Request, Resolution, ResolveError, SelectionReason, Universe, resolve,
+use pakket_engine::resolve::{Explanation, Installed, Request, Universe};
+use pakket_resolveset::api::client::{ClientError, ResolverClient};
+use pakket_resolveset::protocol::resolve::{
+    self as shared, InstalledItem, Outcome, RequestItem, ResolveRequest, Resolved, SelectionReason,
 };
-use serde_json::json;
 
 /// Arguments of `pakket resolve`.
 #[derive(Args)]
 pub struct ResolveArgs {
     /// A catalog file or directory, optionally with a priority (higher wins; default 0).
     /// Repeat for several catalogs.
-    #[arg(long = "catalog", value_name = "PATH[@PRIORITY]", required = true)]
+    #[arg(
+        long = "catalog",
+        value_name = "PATH[@PRIORITY]",
+        required_unless_present = "server",
+        conflicts_with = "server"
+    )]
     catalogs: Vec<String>,
+    /// Ask a cluster's resolver API (`https://HOST:PORT`) instead of reading
+    /// catalog files: it resolves against the cluster's Catalogs.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+    /// The bearer token sent to --server (a cluster user's token).
+    #[arg(long, env = "PAKKET_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// A CA certificate (PEM) to trust for --server besides the system's.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    server_ca: Option<PathBuf>,
     /// YAML or JSON list of what is installed: `{package, version}` or `{bundle}` items.
     #[arg(long, value_name = "PATH")]
     installed: Option<PathBuf>,
@@ -48,51 +67,38 @@ const BAD_INPUT: u8 = 2;
 
 /// Runs the command; the exit code says solved / no solution / bad input.
 pub fn run(args: &ResolveArgs) -> ExitCode {
-    let outcome = load_inputs(args).and_then(|(universe, requests, installed)| {
-        resolve(&universe, &requests, &installed).map_err(Failure::from)
-    });
-    let code = match &outcome {
-        Ok(resolution) => {
-            print_resolution(args.output, resolution);
-            SOLVED
-        }
-        Err(failure) => {
-            print_failure(args.output, failure);
-            match failure {
-                Failure::BadInput(_) => BAD_INPUT,
-                Failure::NoSolution(_) => NO_SOLUTION,
-            }
-        }
+    let outcome = match &args.server {
+        Some(server) => ask_server(args, server),
+        None => load_inputs(args).map_or_else(Outcome::BadInput, |(universe, checked)| {
+            shared::resolve(&universe, &checked.requests, &checked.installed)
+        }),
     };
-    ExitCode::from(code)
+    print_outcome(args.output, &outcome);
+    ExitCode::from(match outcome {
+        Outcome::Resolved(_) => SOLVED,
+        Outcome::NoSolution(_) => NO_SOLUTION,
+        Outcome::BadInput(_) => BAD_INPUT,
+    })
 }
 
-enum Failure {
-    BadInput(String),
-    NoSolution(pakket_engine::resolve::Explanation),
+/// What the engine is asked, read from the command line and files.
+struct Inputs {
+    requests: Vec<Request>,
+    installed: Vec<Installed>,
 }
 
-impl From<ResolveError> for Failure {
-    fn from(error: ResolveError) -> Self {
-        match error {
-            ResolveError::BadInput(message) => Failure::BadInput(message),
-            ResolveError::Unsatisfiable(explanation) => Failure::NoSolution(explanation),
-        }
-    }
-}
-
-fn load_inputs(args: &ResolveArgs) -> Result<(Universe, Vec<Request>, Vec<Installed>), Failure> {
+fn load_inputs(args: &ResolveArgs) -> Result<(Universe, Inputs), String> {
     let requests = args
         .requests
         .iter()
-        .map(|text| Request::parse_cli(text).map_err(|error| Failure::BadInput(error.to_string())))
+        .map(|text| Request::parse_cli(text).map_err(|error| error.to_string()))
         .collect::<Result<Vec<_>, _>>()?;
     let mut catalogs = Vec::new();
     for spec in &args.catalogs {
-        let argument = CatalogArgument::parse(spec).map_err(Failure::BadInput)?;
+        let argument = CatalogArgument::parse(spec)?;
         let catalog = Catalog::load(&argument.path, &argument.name, argument.priority)
             // The catalog error already names the file, line and column.
-            .map_err(|error| Failure::BadInput(error.to_string()))?;
+            .map_err(|error| error.to_string())?;
         report_diagnostics(&catalog, args.verbose);
         catalogs.push(catalog);
     }
@@ -102,7 +108,47 @@ fn load_inputs(args: &ResolveArgs) -> Result<(Universe, Vec<Request>, Vec<Instal
         Some(path) => read_installed(path)?,
         None => Vec::new(),
     };
-    Ok((universe, requests, installed))
+    Ok((
+        universe,
+        Inputs {
+            requests,
+            installed,
+        },
+    ))
+}
+
+/// Sends the request to `server` and reads its answer as the files' path
+/// would have produced it.
+fn ask_server(args: &ResolveArgs, server: &str) -> Outcome {
+    let installed = match &args.installed {
+        Some(path) => match read_installed(path) {
+            Ok(installed) => installed,
+            Err(message) => return Outcome::BadInput(message),
+        },
+        None => Vec::new(),
+    };
+    let request = ResolveRequest {
+        requests: args
+            .requests
+            .iter()
+            .cloned()
+            .map(RequestItem::Text)
+            .collect(),
+        installed: installed.iter().map(InstalledItem::from).collect(),
+    };
+    let answer = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| ClientError::Transport(error.to_string()))
+        .and_then(|runtime| {
+            let client =
+                ResolverClient::new(server, args.token.clone(), args.server_ca.as_deref())?;
+            runtime.block_on(client.resolve(&request))
+        });
+    match answer {
+        Ok(outcome) => outcome,
+        Err(error) => Outcome::BadInput(format!("--server {server}: {error}")),
+    }
 }
 
 fn report_diagnostics(catalog: &Catalog, verbose: bool) {
@@ -125,14 +171,14 @@ fn report_diagnostics(catalog: &Catalog, verbose: bool) {
     }
 }
 
-fn read_installed(path: &Path) -> Result<Vec<Installed>, Failure> {
+fn read_installed(path: &Path) -> Result<Vec<Installed>, String> {
     let text = std::fs::read_to_string(path)
-        .map_err(|error| Failure::BadInput(format!("--installed {}: {error}", path.display())))?;
+        .map_err(|error| format!("--installed {}: {error}", path.display()))?;
     serde_saphyr::from_str::<Vec<Installed>>(&text).map_err(|error| {
-        Failure::BadInput(format!(
+        format!(
             "--installed {}: {error} (expected a list of {{package, version}} or {{bundle}} items)",
             path.display()
-        ))
+        )
     })
 }
 
@@ -152,22 +198,28 @@ fn reason_text(reason: &SelectionReason) -> String {
     }
 }
 
-fn print_resolution(format: Format, resolution: &Resolution) {
+/// Prints what the resolution came to; text goes to stdout, except a bad
+/// input's message (stderr).
+fn print_outcome(format: Format, outcome: &Outcome) {
     match format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(resolution).expect("serializable")
-        ),
+        Format::Json => print!("{}", shared::to_json(&outcome.response())),
         Format::Yaml => print!(
             "{}",
-            serde_saphyr::to_string(resolution).expect("serializable")
+            serde_saphyr::to_string(&outcome.response()).expect("serializable")
         ),
-        Format::Text => print!("{}", resolution_text(resolution)),
+        Format::Text => match outcome {
+            Outcome::Resolved(resolved) => print!("{}", resolution_text(resolved)),
+            Outcome::NoSolution(failed) => match &failed.error.explanation {
+                Some(explanation) => print!("{}", Explanation::from(explanation)),
+                None => println!("{}", failed.error.message),
+            },
+            Outcome::BadInput(message) => eprintln!("error: {message}"),
+        },
     }
 }
 
 /// The resolution as a table, then a line for each deprecated bundle.
-fn resolution_text(resolution: &Resolution) -> String {
+fn resolution_text(resolution: &Resolved) -> String {
     let rows: Vec<[String; 6]> = resolution
         .resolved
         .iter()
@@ -178,7 +230,7 @@ fn resolution_text(resolution: &Resolution) -> String {
             }
             [
                 selection.package.clone(),
-                selection.version.to_string(),
+                selection.version.clone(),
                 bundle,
                 selection.channel.clone().unwrap_or_else(|| "-".to_owned()),
                 selection.catalog.clone(),
@@ -237,31 +289,4 @@ fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
         line(row.each_ref().map(String::as_str));
     }
     text
-}
-
-fn print_failure(format: Format, failure: &Failure) {
-    let (message, explanation) = match failure {
-        Failure::BadInput(message) => (message.clone(), None),
-        Failure::NoSolution(explanation) => (explanation.summary.clone(), Some(explanation)),
-    };
-    match format {
-        Format::Text => match explanation {
-            Some(explanation) => print!("{explanation}"),
-            None => eprintln!("error: {message}"),
-        },
-        Format::Json | Format::Yaml => {
-            let document = json!({ "error": { "message": message, "explanation": explanation } });
-            if matches!(format, Format::Json) {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&document).expect("serializable")
-                );
-            } else {
-                print!(
-                    "{}",
-                    serde_saphyr::to_string(&document).expect("serializable")
-                );
-            }
-        }
-    }
 }

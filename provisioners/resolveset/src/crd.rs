@@ -36,6 +36,9 @@ mod tests {
         let schema = serde_json::to_string(&crd.spec.versions[0].schema).unwrap();
         assert!(schema.contains("exactly one of image, configMap or https"));
         assert!(schema.contains(r#""x-kubernetes-list-map-keys":["type"]"#));
-        assert!(schema.contains(r#""default":0"#), "priority defaults to 0: {schema}");
+        assert!(
+            schema.contains(r#""default":0"#),
+            "priority defaults to 0: {schema}"
+        );
     }
 }

@@ -1,0 +1,30 @@
+//! `pakket-resolveset`: the cluster's catalogs and the resolver as a
+//! service (issue 13); the Input controller and the resolveset
+//! provisioner join it next.
+//!
+//! - [`catalog`]: the `Catalog` kind (`resolve.pakket.dev/v1alpha1`), [`crd`] its CRD.
+//! - [`condition`]: the Catalog's condition types and reasons.
+//! - [`source`]: a Catalog's source through the runtime's fetchers and store.
+//! - [`load`]: unpacked content to a loaded catalog; diagnostics summarized.
+//! - [`serving`]: the served snapshot, swapped whole on every change.
+//! - [`controller`]: fetch → load → swap → status.
+//! - [`protocol`]: the API's request and response types, shared with
+//!   `pakket resolve` (which prints exactly what the API answers).
+//! - [`api`]: the HTTP routes, authentication, TLS.
+//! - [`process`]: the controller and the API wired together.
+
+pub mod api;
+pub mod catalog;
+pub mod condition;
+pub mod controller;
+pub mod crd;
+mod error;
+pub mod load;
+pub mod process;
+pub mod protocol;
+pub mod serving;
+pub mod source;
+
+pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
+pub use condition::{ConditionType, Reason};
+pub use error::Error;

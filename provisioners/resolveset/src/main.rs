@@ -1,0 +1,132 @@
+//! `pakket-resolveset`: serves the cluster's Catalogs to the resolver API.
+//! Thin wiring: flags, logging, the Lease (only the leader writes Catalog
+//! status; every replica loads and answers), probes and metrics, then
+//! [`pakket_resolveset::process::start`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Parser;
+use pakket_resolveset::api::listen::Transport;
+use pakket_resolveset::process::{self, DEFAULT_MAX_CATALOG_FILE, Options};
+use pakket_runtime::cli::{self, ProvisionerArgs};
+use pakket_runtime::leader::{Elector, LeaseConfig};
+use pakket_runtime::serve::{self, Metrics};
+use pakket_runtime::source::SourceOptions;
+
+const DEFAULT_ID: &str = "pakket.dev/resolveset";
+
+#[derive(Parser)]
+#[command(
+    name = "pakket-resolveset",
+    about = "Pakket's resolveset process: the cluster's Catalogs and the resolver API"
+)]
+struct Args {
+    #[command(flatten)]
+    provisioner: ProvisionerArgs,
+    /// Where the resolver API answers (HTTPS unless --api-insecure-loopback).
+    #[arg(long, default_value = "0.0.0.0:8443")]
+    api_address: SocketAddr,
+    /// The API's certificate chain (PEM).
+    #[arg(long, value_name = "FILE")]
+    api_tls_cert: Option<PathBuf>,
+    /// The API's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    api_tls_key: Option<PathBuf>,
+    /// Serve the API over plain HTTP without authentication, for local use:
+    /// only with a loopback --api-address.
+    #[arg(long)]
+    api_insecure_loopback: bool,
+    /// Let `https` Catalog sources reach loopback, private and
+    /// cluster-internal addresses (off: only public ones).
+    #[arg(long)]
+    allow_internal_addresses: bool,
+    /// CA certificates (PEM) trusted besides the system's, for registries
+    /// and `https` sources a private CA signed.
+    #[arg(long = "extra-ca-file", value_name = "FILE")]
+    extra_ca_files: Vec<PathBuf>,
+    /// Serve only Catalogs whose labels match this selector (`key=value,…`).
+    #[arg(long, value_name = "SELECTOR")]
+    catalog_selector: Option<String>,
+    /// Most bytes one catalog file may unpack to.
+    #[arg(long, default_value_t = DEFAULT_MAX_CATALOG_FILE)]
+    max_catalog_file_size: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    cli::init_logging();
+    let args = Args::parse();
+    let transport = Transport::from_flags(
+        args.api_address,
+        args.api_insecure_loopback,
+        args.api_tls_cert.as_deref(),
+        args.api_tls_key.as_deref(),
+    )?;
+    let id = args
+        .provisioner
+        .id
+        .clone()
+        .unwrap_or_else(|| DEFAULT_ID.to_owned());
+    let store = args.provisioner.store.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pakket-store-{}", LeaseConfig::name_for(&id)))
+    });
+    let extra_roots = args
+        .extra_ca_files
+        .iter()
+        .map(|path| {
+            std::fs::read_to_string(path)
+                .map_err(|error| anyhow::anyhow!("--extra-ca-file {}: {error}", path.display()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let client = kube::Client::try_default().await?;
+    let lease_name = args
+        .provisioner
+        .lease_name
+        .clone()
+        .unwrap_or_else(|| LeaseConfig::name_for(&id));
+    let elector = Elector::new(
+        client.clone(),
+        LeaseConfig::new(args.provisioner.lease_namespace.clone(), lease_name),
+    );
+    let metrics = Arc::new(Metrics::new());
+    let probes = tokio::net::TcpListener::bind(args.provisioner.probe_address).await?;
+    println!("probes and metrics on http://{}", probes.local_addr()?);
+    tokio::spawn(serve::serve(probes, metrics.clone(), elector.state()));
+
+    let running = process::start(
+        client,
+        Options {
+            store,
+            sources: SourceOptions {
+                extra_roots,
+                secret_namespace: std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|namespace| !namespace.is_empty()),
+                ..SourceOptions::default()
+            },
+            allow_internal_addresses: args.allow_internal_addresses,
+            max_catalog_file: args.max_catalog_file_size,
+            api_address: args.api_address,
+            transport,
+            leader: Some(elector.state()),
+            selector: args.catalog_selector,
+            metrics,
+        },
+    )
+    .await?;
+    println!("resolver API on {}", running.api_address);
+    tracing::info!(%id, api = %running.api_address, "resolveset started");
+    // Every replica serves; leading only means writing status, so taking
+    // the Lease asks for every Catalog to be reconciled (and its status
+    // written) at once.
+    let resync = running.resync.clone();
+    elector
+        .run(serve::shutdown_signal(), || {
+            let _ = resync.unbounded_send(());
+            std::future::pending::<()>()
+        })
+        .await?;
+    Ok(())
+}

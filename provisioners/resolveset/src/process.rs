@@ -1,0 +1,106 @@
+//! The controller and the API in one process, as the binary and the
+//! tests start them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use pakket_runtime::content::{ImageSources, UnpackOptions};
+use pakket_runtime::leader::LeaderState;
+use pakket_runtime::serve::Metrics;
+use pakket_runtime::source::SourceOptions;
+use pakket_runtime::store::Store;
+
+use crate::api::auth::Authenticator;
+use crate::api::listen::{self, Transport};
+use crate::api::{self, ApiState};
+use crate::controller::{self, Context};
+use crate::serving::Catalogs;
+use crate::source::Fetcher;
+
+/// Bytes one catalog file may unpack to: the community catalog is one
+/// 6.6 MB file, past the runtime's 4 MiB default for manifests.
+pub const DEFAULT_MAX_CATALOG_FILE: u64 = 64 << 20;
+
+/// How long a "yes" for a token is reused.
+const AUTH_TTL: Duration = Duration::from_secs(10);
+
+/// What the process is started with.
+pub struct Options {
+    /// The content store's folder.
+    pub store: PathBuf,
+    /// Timeouts, extra CA roots, pull-secret namespace.
+    pub sources: SourceOptions,
+    /// Whether `https` sources may reach loopback, private and
+    /// cluster-internal addresses.
+    pub allow_internal_addresses: bool,
+    /// Most bytes one catalog file may hold.
+    pub max_catalog_file: u64,
+    /// Where the API listens; port 0 picks a free one.
+    pub api_address: SocketAddr,
+    /// HTTPS, or plain HTTP on loopback.
+    pub transport: Transport,
+    /// Whether this replica writes status; `None`: always.
+    pub leader: Option<LeaderState>,
+    /// Only Catalogs whose labels match (`key=value,…`); `None`: all.
+    pub selector: Option<String>,
+    /// Reconcile metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+/// A started process.
+pub struct Running {
+    /// Where the API answers.
+    pub api_address: SocketAddr,
+    /// What it serves.
+    pub catalogs: Arc<Catalogs>,
+    /// Reconcile every Catalog again (a new leader writes every status).
+    pub resync: futures::channel::mpsc::UnboundedSender<()>,
+}
+
+/// Starts the Catalog controller and the API on the calling runtime.
+pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> {
+    let store = Arc::new(Store::open(&options.store)?);
+    let mut unpack = UnpackOptions::default();
+    unpack.limits.max_file_size = options.max_catalog_file;
+    unpack.limits.max_total_size = unpack.limits.max_total_size.max(options.max_catalog_file);
+    unpack.allow_internal_addresses = options.allow_internal_addresses;
+    let catalogs = Arc::new(Catalogs::new());
+    let context = Arc::new(Context {
+        client: client.clone(),
+        fetcher: Fetcher {
+            client: client.clone(),
+            store,
+            sources: ImageSources::new(options.sources),
+            options: unpack,
+        },
+        catalogs: Arc::clone(&catalogs),
+        leader: options.leader,
+        metrics: options.metrics,
+    });
+    let (resync, requests) = futures::channel::mpsc::unbounded();
+    tokio::spawn(controller::run(context, options.selector, requests));
+
+    let auth = options
+        .transport
+        .authenticates()
+        .then(|| Arc::new(Authenticator::new(client, AUTH_TTL)));
+    let router = api::router(ApiState {
+        catalogs: Arc::clone(&catalogs),
+        auth,
+    });
+    let listener = tokio::net::TcpListener::bind(options.api_address).await?;
+    let api_address = listener.local_addr()?;
+    tokio::spawn(async move {
+        if let Err(error) = listen::serve(listener, router, options.transport).await {
+            tracing::error!(%error, "the resolver API stopped");
+        }
+    });
+    Ok(Running {
+        api_address,
+        catalogs,
+        resync,
+    })
+}

@@ -1,0 +1,293 @@
+//! What the resolveset tests share: the Catalog CRD installed, the process
+//! (controller and API) run in this test process for the test's own
+//! Catalogs (by label), catalog content as images in the real local
+//! registry, an HTTPS server with a CA made for the test, and the test
+//! users' tokens.
+#![allow(dead_code)] // each test binary uses its own share of the helpers
+
+#[path = "../../../../core/runtime/tests/images/mod.rs"]
+mod images;
+#[path = "../../../../dev/registry/testing.rs"]
+mod registry;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{conditions, wait::await_condition};
+use pakket_resolveset::api::listen::Transport;
+use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec};
+use pakket_resolveset::process::{self, Options, Running};
+use pakket_runtime::serve::Metrics;
+use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_testkit::Scope;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
+};
+pub use registry::Registry;
+
+/// Applies the Catalog CRD (server-side, so every test may) and waits until
+/// it is Established.
+pub async fn install_crd(client: &kube::Client) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in pakket_resolveset::crd::all() {
+        let name = crd.metadata.name.clone().unwrap();
+        api.patch(
+            &name,
+            &PatchParams::apply("pakket-resolveset-tests").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .expect("applying the Catalog CRD");
+        let established = await_condition(api.clone(), &name, conditions::is_crd_established());
+        tokio::time::timeout(Duration::from_secs(30), established)
+            .await
+            .expect("the Catalog CRD is established within 30 s")
+            .unwrap();
+    }
+}
+
+/// Runs the controller and the API for `scope`'s Catalogs on this runtime,
+/// trusting `extra_roots` for `https` sources.
+pub async fn start(scope: &Scope, transport: Transport, extra_roots: Vec<String>) -> Running {
+    install_crd(&scope.client).await;
+    process::start(
+        scope.client.clone(),
+        Options {
+            store: std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id)),
+            sources: SourceOptions {
+                extra_roots,
+                ..SourceOptions::default()
+            },
+            // The test's https server is on loopback.
+            allow_internal_addresses: true,
+            max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
+            api_address: "127.0.0.1:0".parse().unwrap(),
+            transport,
+            leader: None,
+            selector: Some(scope.selector()),
+            metrics: Arc::new(Metrics::new()),
+        },
+    )
+    .await
+    .expect("the resolveset process starts")
+}
+
+/// A Catalog of `scope` called `<scope>-<suffix>`.
+pub fn catalog(scope: &Scope, suffix: &str, source: CatalogSource, priority: i32) -> Catalog {
+    let mut catalog = Catalog::new(
+        &scope.name(suffix),
+        CatalogSpec {
+            source,
+            priority,
+            poll_interval: None,
+        },
+    );
+    catalog.metadata.labels = Some(scope.labels());
+    catalog
+}
+
+/// Creates `catalog`.
+pub async fn create(client: &kube::Client, catalog: &Catalog) {
+    Api::<Catalog>::all(client.clone())
+        .create(&PostParams::default(), catalog)
+        .await
+        .expect("creating the Catalog");
+}
+
+/// Polls Catalog `name` every 100 ms until `check` passes (up to 90 s);
+/// panics naming `what` and the last status seen.
+pub async fn wait_for(
+    client: &kube::Client,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Catalog) -> bool,
+) -> Catalog {
+    let api: Api<Catalog> = Api::all(client.clone());
+    let mut last = None;
+    for _ in 0..900 {
+        if let Some(catalog) = api.get_opt(name).await.expect("reading the Catalog") {
+            if check(&catalog) {
+                return catalog;
+            }
+            last = catalog.status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 90 s; last status: {last:#?}");
+}
+
+/// Whether the Catalog's condition `kind` has `status` and `reason`.
+pub fn condition(
+    catalog: &Catalog,
+    kind: pakket_resolveset::ConditionType,
+    status: &str,
+    reason: pakket_resolveset::Reason,
+) -> bool {
+    catalog
+        .condition(kind)
+        .is_some_and(|c| c.status == status && c.reason == reason.as_str())
+}
+
+/// Deletes the scope's Catalogs, then the scope.
+pub async fn cleanup(scope: Scope) {
+    let _ = Api::<Catalog>::all(scope.client.clone())
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels(&scope.selector()),
+        )
+        .await;
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id)),
+    );
+    // The scratch directories of `scratch`.
+    let prefix = format!("pakket-resolveset-{}-", scope.id);
+    for entry in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    scope.cleanup().await;
+}
+
+/// A gzip'd tar of everything in `dir`, paths relative to it.
+pub fn tar_gz(dir: &Path) -> Vec<u8> {
+    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gzip);
+    tar.append_dir_all(".", dir).unwrap();
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// Pushes the directory `dir` (one holding `configs/`) as image
+/// `catalogs/<scope>-<name>:<tag>` to the shared local registry; returns
+/// the ref (without a scheme) and the manifest digest.
+pub async fn push_catalog(scope: &Scope, dir: &Path, name: &str, tag: &str) -> (String, String) {
+    let reference = Registry::shared().image(&format!("catalogs/{}-{name}:{tag}", scope.id));
+    let source = ImageSource::new(SourceOptions {
+        plain_http: PlainHttp::Loopback,
+        ..SourceOptions::default()
+    });
+    let digest = images::push_gzip_layer(&source, &reference, tar_gz(dir)).await;
+    (reference.trim_start_matches("docker://").to_owned(), digest)
+}
+
+/// A fresh scratch directory of `scope`.
+pub fn scratch(scope: &Scope, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pakket-resolveset-{}-{name}", scope.id));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Copies the files under `from` into `to`, keeping relative paths.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+            // The shared data is read-only; copies must be writable to clean up.
+            let mut permissions = std::fs::metadata(&target).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            permissions.set_readonly(false);
+            std::fs::set_permissions(&target, permissions).unwrap();
+        }
+    }
+}
+
+/// A CA and a certificate for `127.0.0.1` it signed, written as PEM files.
+pub struct TestTls {
+    /// The CA's certificate: what a client trusts.
+    pub ca_pem: String,
+    /// The server's certificate file.
+    pub cert: PathBuf,
+    /// The server's key file.
+    pub key: PathBuf,
+}
+
+impl TestTls {
+    /// Makes the CA and certificate under `dir`.
+    pub fn new(dir: &Path) -> Self {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "pakket resolveset test CA");
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let params =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        std::fs::create_dir_all(dir).unwrap();
+        let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
+        std::fs::write(&cert_path, cert.pem()).unwrap();
+        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        Self {
+            ca_pem: ca.pem(),
+            cert: cert_path,
+            key: key_path,
+        }
+    }
+
+    /// HTTPS with this certificate on `address`.
+    pub fn transport(&self, address: SocketAddr) -> Transport {
+        Transport::from_flags(address, false, Some(&self.cert), Some(&self.key)).unwrap()
+    }
+}
+
+/// Serves `files` (`/NAME`) over HTTPS on loopback with a certificate of
+/// `tls`, on the calling runtime; returns `https://127.0.0.1:PORT`.
+pub async fn https_files(tls: &TestTls, files: BTreeMap<String, Vec<u8>>) -> String {
+    use axum::extract::{Path as UrlPath, State};
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let files = Arc::new(files);
+    let router = axum::Router::new()
+        .route(
+            "/{name}",
+            axum::routing::get(
+                |State(files): State<Arc<BTreeMap<String, Vec<u8>>>>,
+                 UrlPath(name): UrlPath<String>| async move {
+                    match files.get(&name) {
+                        Some(bytes) => bytes.clone().into_response(),
+                        None => StatusCode::NOT_FOUND.into_response(),
+                    }
+                },
+            ),
+        )
+        .with_state(files);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let transport = tls.transport(address);
+    tokio::spawn(pakket_resolveset::api::listen::serve(
+        listener, router, transport,
+    ));
+    format!("https://{address}")
+}
+
+/// The bearer token of test user `name`, from the control plane's kubeconfig.
+pub fn token_of(scope: &Scope, name: &str) -> String {
+    let text = std::fs::read_to_string(scope.cluster.kubeconfig()).unwrap();
+    let config: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    config["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|user| user["name"] == name)
+        .and_then(|user| user["user"]["token"].as_str())
+        .unwrap_or_else(|| panic!("no token for {name} in the kubeconfig"))
+        .to_owned()
+}
