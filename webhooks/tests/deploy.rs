@@ -53,7 +53,9 @@ fn the_webhook_configurations_in_deploy_are_generated_from_the_code() {
 #[tokio::test]
 async fn every_object_in_deploy_passes_a_server_side_dry_run() {
     let scope = Scope::new("deploy-dry-run").await;
-    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    // Every CRD in crds/, as an admin applies them (the core ones and
+    // resolve.pakket.dev's Catalog, which deploy/resolveset's example uses).
+    apply_crds().await;
     let mut applied = Vec::new();
     let mut skipped = Vec::new();
     let mut documents_seen = 0;
@@ -94,6 +96,8 @@ async fn every_object_in_deploy_passes_a_server_side_dry_run() {
         "PodDisruptionBudget/pakket-webhooks",
         "ClusterRole/pakket-use-plain",
         "ClusterRole/pakket-instance-approver",
+        "Deployment/pakket-resolveset",
+        "Catalog/operatorhubio",
     ] {
         assert!(
             applied.iter().any(|seen| seen == expected),
@@ -104,6 +108,29 @@ async fn every_object_in_deploy_passes_a_server_side_dry_run() {
     skipped.dedup();
     assert_eq!(skipped, ["Certificate", "Issuer"]);
     scope.cleanup().await;
+}
+
+/// Applies `crds/` (server-side, like every test sharing the control
+/// plane) and waits until each CRD is Established.
+async fn apply_crds() {
+    let crds = repo_path("crds");
+    for args in [
+        vec!["apply", "--server-side", "--force-conflicts", "-f"],
+        vec!["wait", "--for=condition=Established", "--timeout=30s", "-f"],
+    ] {
+        let output = tokio::process::Command::from(cluster().kubectl())
+            .args(&args)
+            .arg(&crds)
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "kubectl {}: {}",
+            args[0],
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
 
 /// Puts a namespaced object (and ServiceAccount subjects) into `namespace`.
