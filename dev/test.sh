@@ -69,4 +69,8 @@ export PAKKET_TEST_KUBECONFIG="$run_dir/kubeconfig"
 step "tests"
 cargo test --workspace --locked
 
+step "resolver API under schemathesis (60 s)"
+cargo build --locked --quiet --bin pakket-resolveset
+dev/schemathesis/run.sh "$PAKKET_TEST_KUBECONFIG" 60
+
 step "done"
