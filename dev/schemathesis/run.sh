@@ -35,7 +35,7 @@ source=$PAKKET_DATA/fbc/community-operators-prod-v4.20
 "${kubectl[@]}" -n "$namespace" create configmap catalog --dry-run=client -o json \
   --from-file=kubevirt-wol.yaml="$source/kubevirt-wol/catalog.yaml" \
   --from-file=clusterpulse.yaml="$source/clusterpulse/catalog.yaml" |
-  python3 -c 'import json,sys; d=json.load(sys.stdin); d["immutable"]=True; print(json.dumps(d))' |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); d["immutable"]=True; d["metadata"]["labels"]={"resolve.pakket.dev/catalog-content": "true"}; print(json.dumps(d))' |
   "${kubectl[@]}" create -f - >/dev/null
 "${kubectl[@]}" create -f - >/dev/null <<EOF
 apiVersion: resolve.pakket.dev/v1alpha1

@@ -17,6 +17,10 @@ use pakket_runtime::store::{Digest, Store};
 use crate::Error;
 use crate::catalog::{Catalog, CatalogSource};
 
+/// The label by which someone who may write a ConfigMap lets Catalogs
+/// serve it (`"true"`).
+pub const CATALOG_CONTENT_LABEL: &str = "resolve.pakket.dev/catalog-content";
+
 /// Where a ConfigMap's keys appear, for the `file://` ref.
 const MOUNT: &str = "/catalog";
 
@@ -104,7 +108,11 @@ impl Fetcher {
     }
 
     /// A Catalog serves content that cannot change under it: the ConfigMap
-    /// must exist and be immutable.
+    /// must exist and be immutable. And this process reads ConfigMaps with
+    /// its own rights, for anyone who may read Catalogs: so it reads only
+    /// one that someone who may write it marked as catalog content
+    /// ([`CATALOG_CONTENT_LABEL`]). Otherwise creating a Catalog would
+    /// publish any ConfigMap in the cluster, its creator's to read or not.
     async fn check_immutable(&self, namespace: &str, name: &str) -> Result<(), Error> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
         let found = api.get_opt(name).await.map_err(|error| Error::Fetch {
@@ -122,6 +130,19 @@ impl Fetcher {
                 terminal: false,
             });
         };
+        if config_map
+            .labels()
+            .get(CATALOG_CONTENT_LABEL)
+            .map(String::as_str)
+            != Some("true")
+        {
+            return Err(Error::Fetch {
+                message: format!(
+                    "spec.source.configMap: ConfigMap {namespace}/{name} is not marked as catalog content, so nothing of it is read; someone who may write it marks it: `kubectl -n {namespace} label configmap {name} {CATALOG_CONTENT_LABEL}=true` (a Catalog never publishes a ConfigMap on its own say-so)"
+                ),
+                terminal: false,
+            });
+        }
         if config_map.immutable != Some(true) {
             return Err(Error::Fetch {
                 message: format!(

@@ -111,9 +111,16 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
         data_files.insert(format!("{package}.yaml"), text);
     }
     let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
-    let config_map = |name: &str, immutable| ConfigMap {
+    // Marked as catalog content by someone who may write it, or not.
+    let config_map = |name: &str, immutable, marked: bool| ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
+            labels: marked.then(|| {
+                BTreeMap::from([(
+                    pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                    "true".to_owned(),
+                )])
+            }),
             ..ObjectMeta::default()
         },
         data: Some(data_files.clone()),
@@ -121,11 +128,16 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
         ..ConfigMap::default()
     };
     config_maps
-        .create(&PostParams::default(), &config_map("catalog", true))
+        .create(&PostParams::default(), &config_map("catalog", true, true))
         .await
         .unwrap();
     config_maps
-        .create(&PostParams::default(), &config_map("mutable", false))
+        .create(&PostParams::default(), &config_map("mutable", false, true))
+        .await
+        .unwrap();
+    // Immutable, but nobody who may write it said it is catalog content.
+    config_maps
+        .create(&PostParams::default(), &config_map("unmarked", true, false))
         .await
         .unwrap();
     let from_config_map = |name: &str| CatalogSource {
@@ -158,7 +170,8 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
     let small = catalog(&scope, "small", from_config_map("catalog"), 10);
     let community = catalog(&scope, "community", over_https, 0);
     let mutable = catalog(&scope, "mutable", from_config_map("mutable"), 0);
-    for object in [&small, &community, &mutable] {
+    let unmarked = catalog(&scope, "unmarked", from_config_map("unmarked"), 0);
+    for object in [&small, &community, &mutable, &unmarked] {
         create(&scope.client, object).await;
     }
 
@@ -224,6 +237,27 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
         "False",
         Reason::NothingServed
     ));
+
+    // A Catalog cannot publish a ConfigMap on its own say-so: nothing of
+    // the unmarked one is read, served or echoed.
+    let unmarked = wait_for(
+        &scope.client,
+        &scope.name("unmarked"),
+        "the unmarked ConfigMap refused",
+        |c| condition(c, ConditionType::Unpacked, "False", Reason::UnpackFailed),
+    )
+    .await;
+    let message = &unmarked.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(
+        message.contains("is not marked as catalog content")
+            && message.contains(pakket_resolveset::source::CATALOG_CONTENT_LABEL),
+        "{message}"
+    );
+    let everything = serde_json::to_string(&unmarked).unwrap();
+    assert!(
+        !everything.contains("kubevirt") && unmarked.status.as_ref().unwrap().counts.is_none(),
+        "{everything}"
+    );
 
     // Served by priority: the ConfigMap's catalog (10) before the community one (0).
     let listed = catalogs(&api).await;
