@@ -63,6 +63,8 @@ curl -sf "http://127.0.0.1:$port/v1/catalogs" | grep -q "$catalog" || {
 # some schema-valid bodies with 400 by contract (an empty versionRange, a
 # lone olm.channel), so schemathesis's "schema-valid request rejected"
 # check is left out.
+# From the scratch folder: schemathesis writes a .schemathesis/ of its own.
+cd "$work"
 "$st" run "http://127.0.0.1:$port/openapi.json" \
   --checks not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance \
   --max-time "$budget" --request-timeout 10 --generation-database none --seed 1 \
