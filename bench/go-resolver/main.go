@@ -11,8 +11,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -241,12 +244,40 @@ func summarize(v []float64) stats {
 
 func round1(x float64) float64 { return math.Round(x*10) / 10 }
 
+// maxRSSMb is this program's own peak resident memory, in MiB. On Linux it
+// is VmHWM from /proc/self/status: the high-water mark of the memory map
+// that exec gave this program. getrusage's ru_maxrss is not used there
+// because exec carries it over: a process started by a parent (the Rust
+// bench spawns bash, which execs this binary) inherits the parent's peak in
+// it, so it would report the caller's memory, not deppy's.
 func maxRSSMb() float64 {
+	if kib, ok := vmHWMKiB(); ok {
+		return round1(kib / 1024)
+	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return round1(float64(ru.Maxrss) / 1024) // Linux reports KiB
+	if runtime.GOOS == "darwin" {
+		return round1(float64(ru.Maxrss) / (1024 * 1024)) // bytes there
+	}
+	return round1(float64(ru.Maxrss) / 1024) // KiB elsewhere
+}
+
+// vmHWMKiB reads the VmHWM line ("VmHWM:    31416 kB") of /proc/self/status.
+func vmHWMKiB() (float64, bool) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 2 && fields[0] == "VmHWM:" {
+			kib, err := strconv.ParseFloat(fields[1], 64)
+			return kib, err == nil
+		}
+	}
+	return 0, false
 }
 
 func moduleVersion() string {

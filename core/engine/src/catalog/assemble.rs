@@ -6,16 +6,15 @@ use std::sync::Arc;
 
 use super::diagnostic::{Diagnostic, DiagnosticCode, Origin, Severity, object};
 use super::document::{
-    BundleDoc, ChannelDoc, DeprecationsDoc, Document, PackageDoc, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
-    SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE, describe,
+    BundleDoc, ChannelDoc, Document, PackageDoc, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
+    describe,
 };
 use super::graph::UpdateGraph;
-use super::model::{
-    Bundle, Catalog, Channel, ChannelEntry, Deprecation, DeprecationEntry, DeprecationReference,
-    LeftOutBundle, Package,
-};
+use super::model::{Bundle, Catalog, Channel, ChannelEntry, LeftOutBundle, Package};
 use super::property::{self, Property};
 use crate::{Range, Version};
+
+mod deprecations;
 
 /// Builds the catalog from every decoded document, whatever their order.
 pub(crate) fn assemble(
@@ -53,9 +52,7 @@ pub(crate) fn assemble(
         assembly.bundle(origin, doc, &mut names);
     }
     assembly.link_channels_and_bundles();
-    for (origin, doc) in deprecations {
-        assembly.deprecations(origin, doc);
-    }
+    assembly.deprecations(deprecations);
     assembly.check_graphs();
     let mut catalog = assembly.catalog;
     catalog.diagnostics = assembly.diagnostics;
@@ -127,9 +124,18 @@ impl Assembly {
             self.report(diagnostic(DiagnosticCode::DuplicateChannel, message));
             return;
         }
-        let mut entries: Vec<ChannelEntry> = Vec::new();
+        let raw = doc.entries.unwrap_or_default();
+        // Which entries repeat an earlier name: a set, not a scan of the
+        // entries so far, as channels can list thousands of bundles.
+        let repeated: Vec<bool> = {
+            let mut listed: HashSet<&str> = HashSet::with_capacity(raw.len());
+            raw.iter()
+                .map(|entry| !entry.name.is_empty() && !listed.insert(entry.name.as_str()))
+                .collect()
+        };
+        let mut entries: Vec<ChannelEntry> = Vec::with_capacity(raw.len());
         let mut found = Vec::new();
-        for (i, entry) in doc.entries.unwrap_or_default().into_iter().enumerate() {
+        for (i, entry) in raw.into_iter().enumerate() {
             if entry.name.is_empty() {
                 let message = "the entry has an empty name and is left out".into();
                 found.push(
@@ -138,7 +144,7 @@ impl Assembly {
                 );
                 continue;
             }
-            if entries.iter().any(|e| e.name == entry.name) {
+            if repeated[i] {
                 let message = format!(
                     "bundle {:?} is listed more than once; the first entry is used",
                     entry.name
@@ -430,97 +436,6 @@ impl Assembly {
             }
             bundle.channels = channels;
         }
-    }
-
-    fn deprecations(&mut self, origin: Origin, doc: DeprecationsDoc) {
-        let name = describe(SCHEMA_DEPRECATIONS, Some(&doc.package), None);
-        let diagnostic =
-            |code, message: String| Diagnostic::new(code, origin.clone(), &name, message);
-        let Some(package) = self.catalog.packages.get(&doc.package) else {
-            let message = format!(
-                "the deprecations name package {:?}, which has no olm.package document",
-                doc.package
-            );
-            self.report(diagnostic(DiagnosticCode::UnknownPackage, message).with_field("package"));
-            return;
-        };
-        if let Some(first) = self
-            .catalog
-            .deprecations
-            .iter()
-            .find(|d| d.package == doc.package)
-        {
-            let message = format!(
-                "the package's deprecations are already defined at {}",
-                first.origin
-            );
-            self.report(diagnostic(DiagnosticCode::DuplicateDeprecations, message));
-            return;
-        }
-        let mut entries: Vec<DeprecationEntry> = Vec::new();
-        let mut found = Vec::new();
-        for (i, entry) in doc.entries.unwrap_or_default().into_iter().enumerate() {
-            let target = entry.reference.name.filter(|n| !n.is_empty());
-            let reference = match (entry.reference.schema.as_str(), target) {
-                (SCHEMA_PACKAGE, None) => Ok(DeprecationReference::Package),
-                (SCHEMA_PACKAGE, Some(_)) => {
-                    Err("an olm.package reference must not have a name".to_owned())
-                }
-                (SCHEMA_CHANNEL, Some(channel)) if package.channels.contains_key(&channel) => {
-                    Ok(DeprecationReference::Channel(channel))
-                }
-                (SCHEMA_BUNDLE, Some(bundle))
-                    if package.channels.values().any(|c| c.contains(&bundle))
-                        || self
-                            .catalog
-                            .bundles
-                            .iter()
-                            .any(|b| b.name == bundle && b.package == doc.package) =>
-                {
-                    Ok(DeprecationReference::Bundle(bundle))
-                }
-                (schema @ (SCHEMA_CHANNEL | SCHEMA_BUNDLE), Some(target)) => Err(format!(
-                    "{schema} {target:?} is not in package {:?}",
-                    doc.package
-                )),
-                (schema @ (SCHEMA_CHANNEL | SCHEMA_BUNDLE), None) => {
-                    Err(format!("an {schema} reference needs a name"))
-                }
-                (schema, _) => Err(format!(
-                    "reference schema {schema:?} is not olm.package, olm.channel or olm.bundle"
-                )),
-            };
-            let reference = reference.and_then(|reference| {
-                if entry.message.is_empty() {
-                    Err("the entry has an empty message".to_owned())
-                } else if entries.iter().any(|e| e.reference == reference) {
-                    Err(
-                        "the reference is deprecated more than once; the first entry is used"
-                            .to_owned(),
-                    )
-                } else {
-                    Ok(reference)
-                }
-            });
-            match reference {
-                Ok(reference) => entries.push(DeprecationEntry {
-                    reference,
-                    message: entry.message,
-                }),
-                Err(message) => {
-                    found.push(
-                        diagnostic(DiagnosticCode::InvalidDeprecation, message)
-                            .with_field(format!("entries[{i}]")),
-                    );
-                }
-            }
-        }
-        self.diagnostics.extend(found);
-        self.catalog.deprecations.push(Deprecation {
-            package: doc.package,
-            entries,
-            origin,
-        });
     }
 
     fn check_graphs(&mut self) {

@@ -186,6 +186,75 @@ impl<'a> UpdateGraph<'a> {
             .collect()
     }
 
+    /// What [`Self::upgrades_from`] gives for every bundle the channel lists,
+    /// at once: each entry in use whose version `version_of` knows, with the
+    /// entries that can upgrade it in preference order. Asking
+    /// `upgrades_from` entry by entry scans the whole channel each time,
+    /// quadratic in its length; here names are looked up, `skipRange`s
+    /// search versions sorted once, and each edge is visited once.
+    pub fn every_upgrade<'v>(
+        &self,
+        version_of: impl Fn(&str) -> Option<&'v Version>,
+    ) -> Vec<(&'a ChannelEntry, Vec<&'a ChannelEntry>)> {
+        let channel = self.channel;
+        let entries = &channel.entries;
+        let versions: Vec<Option<&Version>> = entries
+            .iter()
+            .zip(&self.used)
+            .map(|(entry, &used)| if used { version_of(&entry.name) } else { None })
+            .collect();
+        // Per entry, the entries that upgrade it (indices, any order yet).
+        let mut upgrades: Vec<Vec<usize>> = vec![Vec::new(); entries.len()];
+        for (to, entry) in live(entries, &self.used) {
+            for name in entry.replaces.iter().chain(&entry.skips) {
+                if let Some(&from) = self.index.get(name.as_str())
+                    && from != to
+                {
+                    upgrades[from].push(to);
+                }
+            }
+        }
+        let mut by_version: Vec<(usize, &Version)> = versions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, version)| Some((i, (*version)?)))
+            .collect();
+        by_version.sort_by(|a, b| a.1.cmp(b.1));
+        for (to, entry) in live(entries, &self.used) {
+            let Some(range) = &entry.skip_range else {
+                continue;
+            };
+            for (lo, hi) in range.intervals() {
+                let start =
+                    by_version.partition_point(|(_, v)| precedence(v.semver()) < precedence(lo));
+                for &(from, version) in &by_version[start..] {
+                    if hi.is_some_and(|hi| precedence(version.semver()) >= precedence(hi)) {
+                        break;
+                    }
+                    if from != to && range.contains(version) {
+                        upgrades[from].push(to);
+                    }
+                }
+            }
+        }
+        let mut rank = vec![usize::MAX; entries.len()];
+        for (position, &i) in self.order.iter().enumerate() {
+            rank[i] = position;
+        }
+        live(entries, &self.used)
+            .filter(|(i, _)| versions[*i].is_some())
+            .map(|(from, _)| {
+                let mut targets = std::mem::take(&mut upgrades[from]);
+                targets.sort_unstable_by_key(|&to| rank[to]);
+                // Overlapping intervals, or a replaces and a skip of one
+                // entry, can name the same edge twice.
+                targets.dedup();
+                let targets = targets.into_iter().map(|to| &entries[to]).collect();
+                (&entries[from], targets)
+            })
+            .collect()
+    }
+
     /// Structural problems: replaces cycles, replaces naming bundles outside
     /// the channel, and a channel without exactly one head.
     pub fn check(&self) -> Vec<Diagnostic> {
@@ -300,6 +369,12 @@ fn live<'e>(
         .iter()
         .enumerate()
         .filter(move |(i, _)| used.get(*i).copied().unwrap_or(false))
+}
+
+/// Semver precedence, build metadata ignored: the order of [`Version`] and
+/// of range bounds.
+fn precedence(version: &semver::Version) -> (u64, u64, u64, &semver::Prerelease) {
+    (version.major, version.minor, version.patch, &version.pre)
 }
 
 fn join<'s>(names: impl Iterator<Item = &'s str>) -> String {

@@ -278,3 +278,89 @@ fn entries_without_a_known_version_order_after_versioned_ones() {
     let graph = fixture.graph();
     assert_eq!(names(&graph.heads()), ["p.v1.0.0", "p.v2.0.0"]);
 }
+
+mod every_upgrade {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Versions that tie (build metadata), pre-releases and releases.
+    const VERSIONS: [&str; 8] = [
+        "0.9.0",
+        "1.0.0-rc.1",
+        "1.0.0",
+        "1.0.0+2",
+        "1.1.0",
+        "1.2.0-alpha",
+        "1.2.0",
+        "2.0.0",
+    ];
+    const RANGES: [&str; 6] = [
+        ">=1.0.0 <1.2.0",
+        "<2.0.0",
+        ">=1.0.0-rc.1 <1.0.0 || >1.1.0",
+        "1.x",
+        "!1.0.0",
+        ">=3.0.0",
+    ];
+
+    /// (version, replaces, skips, skipRange), each an index into the lists above.
+    type Seed = (usize, Option<usize>, Vec<usize>, Option<usize>);
+
+    fn seed() -> impl Strategy<Value = Seed> {
+        (
+            0..VERSIONS.len(),
+            proptest::option::of(0..VERSIONS.len() + 1),
+            proptest::collection::vec(0..VERSIONS.len() + 1, 0..3),
+            proptest::option::of(0..RANGES.len()),
+        )
+    }
+
+    /// Index `VERSIONS.len()` names a bundle the channel does not list.
+    fn name(index: usize) -> String {
+        VERSIONS.get(index).map_or_else(
+            || "p.vmissing".to_owned(),
+            |version| format!("p.v{version}"),
+        )
+    }
+
+    proptest! {
+        /// Computing every entry's upgrades at once gives what asking entry
+        /// by entry gives, duplicates, ties and unknown names included.
+        #[test]
+        fn matches_upgrades_from_entry_by_entry(seeds in proptest::collection::vec(seed(), 0..12)) {
+            let entries = seeds
+                .iter()
+                .map(|(version, replaces, skips, range)| ChannelEntry {
+                    name: name(*version),
+                    replaces: replaces.map(name),
+                    skips: skips.iter().copied().map(name).collect(),
+                    skip_range: range.map(|range| Range::parse(RANGES[range]).unwrap()),
+                })
+                .collect();
+            let fixture = Fixture::new(entries);
+            let graph = fixture.graph();
+            let all = graph.every_upgrade(|name| fixture.versions.get(name));
+            let expected: Vec<(String, Vec<String>)> = graph
+                .ordered()
+                .into_iter()
+                .filter_map(|entry| {
+                    let version = fixture.versions.get(&entry.name)?;
+                    Some((entry.name.clone(), names(&graph.upgrades_from(&entry.name, version))))
+                })
+                .collect();
+            let mut found: Vec<(String, Vec<String>)> = all
+                .iter()
+                .map(|(entry, targets)| (entry.name.clone(), names(targets)))
+                .collect();
+            // Compare as sets of sources: the two list them in different orders.
+            let order: HashMap<&str, usize> = expected
+                .iter()
+                .enumerate()
+                .map(|(i, (name, _))| (name.as_str(), i))
+                .collect();
+            found.sort_by_key(|(name, _)| order.get(name.as_str()).copied());
+            prop_assert_eq!(found, expected);
+        }
+    }
+}

@@ -113,6 +113,7 @@ pub use diagnostic::{CatalogError, Diagnostic, DiagnosticCode, Origin, Severity}
 pub use document::{Format, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE};
 pub use graph::UpdateGraph;
 pub use load::CatalogBuilder;
+pub(crate) use model::DeprecationIndex;
 pub use model::{
     Bundle, Catalog, Channel, ChannelEntry, CsvMetadata, Deprecation, DeprecationEntry,
     DeprecationReference, Gvk, InstallMode, LeftOutBundle, OtherDocument, Package,

@@ -1,6 +1,7 @@
 //! The loaded catalog: packages, their channels, bundles and deprecations.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -74,10 +75,11 @@ impl Catalog {
     }
 
     /// The update graph of `channel` in `package`, with versions from this
-    /// catalog's bundles.
+    /// catalog's bundles. It scans every bundle: for the graphs of many
+    /// channels, use [`crate::catalog::CatalogSet::graph`].
     pub fn graph(&self, package: &str, channel: &str) -> Option<UpdateGraph<'_>> {
         let channel = self.channel(package, channel)?;
-        let versions: std::collections::HashMap<&str, &Version> = self
+        let versions: HashMap<&str, &Version> = self
             .bundles
             .iter()
             .filter(|bundle| bundle.package == package)
@@ -98,18 +100,70 @@ impl Catalog {
     /// `olm.deprecated` property. Several reasons are joined with `; `.
     pub fn bundle_deprecation(&self, bundle: &Bundle) -> Option<String> {
         let notice = self.deprecation(&bundle.package);
-        let reasons: Vec<&str> = [
+        deprecation_reason(
             notice.and_then(|d| d.bundle_message(&bundle.name)),
             notice.and_then(Deprecation::package_message),
-            bundle
-                .deprecated
-                .then_some("the bundle carries the olm.deprecated property"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        (!reasons.is_empty()).then(|| reasons.join("; "))
+            bundle,
+        )
     }
+}
+
+/// [`Catalog::bundle_deprecation`] for every bundle of a catalog: the
+/// notices indexed once, where asking bundle by bundle scans the package's
+/// notices each time.
+pub(crate) struct DeprecationIndex<'c> {
+    /// Per package: the notice for the whole package, and per bundle name.
+    packages: HashMap<&'c str, (Option<&'c str>, HashMap<&'c str, &'c str>)>,
+}
+
+impl<'c> DeprecationIndex<'c> {
+    pub(crate) fn new(catalog: &'c Catalog) -> Self {
+        let mut packages = HashMap::new();
+        for deprecation in &catalog.deprecations {
+            // The first document of a package is the one `Catalog::deprecation` finds.
+            let Entry::Vacant(slot) = packages.entry(deprecation.package.as_str()) else {
+                continue;
+            };
+            let mut bundles = HashMap::new();
+            for entry in &deprecation.entries {
+                if let DeprecationReference::Bundle(name) = &entry.reference {
+                    bundles
+                        .entry(name.as_str())
+                        .or_insert(entry.message.as_str());
+                }
+            }
+            slot.insert((deprecation.package_message(), bundles));
+        }
+        Self { packages }
+    }
+
+    /// The same as [`Catalog::bundle_deprecation`].
+    pub(crate) fn bundle_deprecation(&self, bundle: &Bundle) -> Option<String> {
+        let notices = self.packages.get(bundle.package.as_str());
+        deprecation_reason(
+            notices.and_then(|(_, bundles)| bundles.get(bundle.name.as_str()).copied()),
+            notices.and_then(|(package, _)| *package),
+            bundle,
+        )
+    }
+}
+
+fn deprecation_reason(
+    bundle_message: Option<&str>,
+    package_message: Option<&str>,
+    bundle: &Bundle,
+) -> Option<String> {
+    let reasons: Vec<&str> = [
+        bundle_message,
+        package_message,
+        bundle
+            .deprecated
+            .then_some("the bundle carries the olm.deprecated property"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
 /// A bundle document that was left out while loading.

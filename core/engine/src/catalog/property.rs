@@ -453,6 +453,11 @@ fn parse<'a, T: Deserialize<'a>>(json: &'a str) -> Result<T, PropertyError> {
 
 /// Parses a property value of any JSON type.
 fn parse_any<'a, T: Deserialize<'a>>(json: &'a str) -> Result<T, PropertyError> {
+    // Tracking the path costs on every value; only a failure needs it, so
+    // decode again with it then.
+    if let Ok(value) = serde_json::from_str(json) {
+        return Ok(value);
+    }
     let mut deserializer = serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();

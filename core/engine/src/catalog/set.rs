@@ -52,16 +52,25 @@ impl CatalogSet {
                     catalog: index(c),
                     bundle: index(b),
                 };
-                names.entry(bundle.name.clone()).or_insert(r.bundle);
-                set.by_package
-                    .entry(bundle.package.clone())
-                    .or_default()
-                    .push(r);
+                // Keys are cloned only when new: most bundles share their
+                // package and APIs with the bundle before them.
+                if !names.contains_key(&bundle.name) {
+                    names.insert(bundle.name.clone(), r.bundle);
+                }
+                match set.by_package.get_mut(&bundle.package) {
+                    Some(refs) => refs.push(r),
+                    None => {
+                        set.by_package.insert(bundle.package.clone(), vec![r]);
+                    }
+                }
                 for gvk in &bundle.provided_gvks {
-                    let providers = set.by_gvk.entry(gvk.clone()).or_default();
-                    // A bundle listing an API twice still provides it once.
-                    if providers.last() != Some(&r) {
-                        providers.push(r);
+                    match set.by_gvk.get_mut(gvk) {
+                        // A bundle listing an API twice still provides it once.
+                        Some(providers) if providers.last() == Some(&r) => {}
+                        Some(providers) => providers.push(r),
+                        None => {
+                            set.by_gvk.insert(gvk.clone(), vec![r]);
+                        }
                     }
                 }
             }

@@ -160,6 +160,19 @@ impl Range {
         &self.text
     }
 
+    /// Intervals `[lo, hi)` (semver precedence, `hi` `None` when unbounded)
+    /// that together cover every version in the range, sorted by `lo`; they
+    /// may overlap, and may hold versions the range does not (pre-releases
+    /// of a release-only piece). For finding candidates in sorted versions,
+    /// then checking each with [`Range::contains`].
+    pub(crate) fn intervals(
+        &self,
+    ) -> impl Iterator<Item = (&semver::Version, Option<&semver::Version>)> + '_ {
+        self.pieces
+            .iter()
+            .map(|piece| (&piece.lo, piece.hi.as_ref()))
+    }
+
     fn computed(pieces: Vec<Piece>) -> Self {
         let text = display::display(&pieces);
         Self { pieces, text }

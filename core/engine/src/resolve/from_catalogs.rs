@@ -3,12 +3,26 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rustc_hash::FxHashSet;
+
 use super::universe::{Candidate, CatalogInfo, ChannelPosition, Universe};
-use crate::catalog::{CatalogSet, DeprecationReference, Gvk};
+use crate::catalog::{CatalogSet, DeprecationIndex, DeprecationReference, Gvk};
 
 /// How a GVK is keyed in the universe: `group/version/Kind`.
 pub fn gvk_key(gvk: &Gvk) -> String {
-    format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind)
+    // Built by hand: `format!` costs several times more, once per API of
+    // every bundle of every catalog.
+    let mut key = String::with_capacity(gvk.group.len() + gvk.version.len() + gvk.kind.len() + 2);
+    for (i, part) in [&gvk.group, &gvk.version, &gvk.kind]
+        .into_iter()
+        .enumerate()
+    {
+        if i > 0 {
+            key.push('/');
+        }
+        key.push_str(part);
+    }
+    key
 }
 
 impl Universe {
@@ -35,8 +49,11 @@ impl Universe {
             .flat_map(|bundle| &bundle.constraints)
             .any(|constraint| constraint.uses_cel());
         for (catalog_index, catalog) in catalogs.iter().enumerate() {
+            let set_index = u32::try_from(catalog_index).expect("the set numbers catalogs in u32");
             // Each channel's graph is built once and used for both the
-            // bundles' positions and the upgrade edges.
+            // bundles' positions and the upgrade edges. The set's graphs find
+            // versions through its name index: the catalog's own would scan
+            // every bundle once per channel, quadratic in the catalog's size.
             let mut graphs = Vec::new();
             let mut positions: HashMap<&str, Vec<ChannelPosition>> = HashMap::new();
             for package in catalog.packages.values() {
@@ -44,7 +61,7 @@ impl Universe {
                     universe.set_default_channel(&package.name, catalog_index, default);
                 }
                 for channel in package.channels.values() {
-                    let Some(graph) = catalog.graph(&package.name, &channel.name) else {
+                    let Some(graph) = set.graph(set_index, &package.name, &channel.name) else {
                         continue;
                     };
                     for entry in graph.ordered() {
@@ -60,9 +77,10 @@ impl Universe {
                                 depth,
                             });
                     }
-                    graphs.push((channel, graph));
+                    graphs.push(graph);
                 }
             }
+            let deprecations = DeprecationIndex::new(catalog);
             for bundle in &catalog.bundles {
                 if universe.bundle_in(catalog_index, &bundle.name).is_some() {
                     continue; // the catalog reported the duplicate; the first one wins
@@ -88,7 +106,7 @@ impl Universe {
                 for constraint in &bundle.constraints {
                     universe.add_constraint(index, Arc::clone(constraint));
                 }
-                if let Some(reason) = catalog.bundle_deprecation(bundle) {
+                if let Some(reason) = deprecations.bundle_deprecation(bundle) {
                     universe.deprecate(index, reason);
                 }
                 if cel {
@@ -115,15 +133,23 @@ impl Universe {
                     left_out.reason.clone(),
                 );
             }
-            for (channel, graph) in &graphs {
-                for entry in &channel.entries {
-                    let Some(from) = universe.bundle_in(catalog_index, &entry.name) else {
+            // An installed bundle moves along any channel that lists it, and
+            // to any bundle of the catalog a channel entry names.
+            let version_of = |name: &str| {
+                let bundle = set.find_bundle_in(set_index, name)?;
+                Some(&set.bundle(bundle).version)
+            };
+            let mut seen = FxHashSet::default();
+            for graph in &graphs {
+                for (from, targets) in graph.every_upgrade(version_of) {
+                    let Some(from) = universe.bundle_in(catalog_index, &from.name) else {
                         continue;
                     };
-                    let version = universe.bundles[from].version.clone();
-                    for target in graph.upgrades_from(&entry.name, &version) {
-                        if let Some(to) = universe.bundle_in(catalog_index, &target.name) {
-                            universe.add_upgrade_edge(from, to);
+                    for target in targets {
+                        if let Some(to) = universe.bundle_in(catalog_index, &target.name)
+                            && seen.insert((from, to))
+                        {
+                            universe.push_upgrade_edge(from, to);
                         }
                     }
                 }

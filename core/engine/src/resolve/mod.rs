@@ -15,27 +15,35 @@
 //! an OR across packages or for a candidate order that is not by version,
 //! both of which OLM's rules need. A home-made search would have to redo
 //! clause learning to stay fast on catalogs with thousands of bundles.
+//!
+//! # Many resolutions, one installed set
+//! [`resolve`] is one resolution. A service resolving many times against a
+//! cluster's installed bundles prepares them once with [`InstalledSet`]:
+//! they are solved in independent groups, and each resolution solves only
+//! its requests and the groups they reach.
 
 mod explain;
 mod from_catalogs;
+mod installed_set;
 mod provider;
 mod request;
 mod universe;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use resolvo::{Problem, SolvableId, Solver, UnsolvableOrCancelled};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 pub use explain::{CandidateVerdict, Explanation, Need};
 pub use from_catalogs::gvk_key;
+pub use installed_set::InstalledSet;
 pub use request::{Installed, Request, RequestError};
 pub use universe::{
     BundleIndex, Candidate, CatalogInfo, ChannelPosition, LeftOut, PackageInfo, Universe,
 };
 
-use provider::{Filter, InstalledRule, Provider, Solvable};
+use provider::{Filter, InstalledRule, Provider, Solvable, Touched};
 
 use crate::Version;
 
@@ -110,77 +118,70 @@ pub enum ResolveError {
 }
 
 /// Resolves `requests` against `universe`, keeping `installed` working.
+///
+/// To resolve many times with one installed set, prepare it once with
+/// [`InstalledSet::new`]: this function prepares it for one resolution.
 pub fn resolve(
     universe: &Universe,
     requests: &[Request],
     installed: &[Installed],
 ) -> Result<Resolution, ResolveError> {
-    let requested_packages: HashSet<&str> = requests
+    InstalledSet::new(universe, installed)?.resolve(requests)
+}
+
+/// What one solver run gives: the resolution or why there is none, and
+/// every name whose candidates it fetched.
+pub(crate) struct Outcome {
+    pub result: Result<Resolution, ResolveError>,
+    pub touched: FxHashSet<Touched>,
+}
+
+/// One solver run: `requests`, and the installed packages `roots` kept
+/// working (sorted by name; every rule in `rules` still decides which
+/// bundles each installed package may move to). With `report_exclusions`,
+/// bundles the installed rules rule out are handed to the solver as
+/// excluded (with their reason) so the explanation can name them; without,
+/// they are simply not candidates.
+pub(crate) fn solve<'a>(
+    universe: &'a Universe,
+    rules: &'a FxHashMap<String, InstalledRule>,
+    requests: &'a [Request],
+    roots: &[&str],
+    report_exclusions: bool,
+) -> Outcome {
+    let requested: FxHashSet<&str> = requests
         .iter()
         .filter_map(|request| match request {
             Request::Package { package, .. } => Some(package.as_str()),
             _ => None,
         })
         .collect();
-    let mut rules = FxHashMap::default();
-    for item in installed {
-        let bundle = find_installed(universe, item)?;
-        let package = universe.bundles[bundle].package.clone();
-        let mut allowed = vec![bundle];
-        allowed.extend(
-            universe
-                .upgrades_from(bundle)
-                .iter()
-                .copied()
-                .filter(|&to| {
-                    // Never a downgrade, even if a catalog's graph says so.
-                    universe.bundles[to].version >= universe.bundles[bundle].version
-                }),
-        );
-        let requested = requested_packages.contains(package.as_str());
-        if let Some(previous) = rules.insert(
-            package.clone(),
-            InstalledRule {
-                bundle,
-                allowed,
-                requested,
-            },
-        ) {
-            let previous = &universe.bundles[previous.bundle].name;
-            return Err(ResolveError::BadInput(format!(
-                "the installed list names package {package} twice ({previous} and {}); a cluster holds one bundle per package",
-                universe.bundles[bundle].name
-            )));
-        }
-    }
-    // Excluded candidates cost clauses; list them only to explain a failure.
-    match solve(universe, requests, rules.clone(), false) {
-        Err(ResolveError::Unsatisfiable(_)) => solve(universe, requests, rules, true),
-        outcome => outcome,
+    let provider = Provider::new(universe, rules, requested, report_exclusions);
+    let mut solver = Solver::new(provider);
+    let result = run(&mut solver, requests, roots);
+    Outcome {
+        result,
+        touched: solver.provider().take_touched(),
     }
 }
 
-/// One solver run. With `report_exclusions`, bundles the installed rules rule
-/// out are handed to the solver as excluded (with their reason) so the
-/// explanation can name them; without, they are simply not candidates.
-fn solve(
-    universe: &Universe,
+fn run(
+    solver: &mut Solver<Provider<'_>>,
     requests: &[Request],
-    rules: FxHashMap<String, InstalledRule>,
-    report_exclusions: bool,
+    roots: &[&str],
 ) -> Result<Resolution, ResolveError> {
-    let provider = Provider::new(universe, rules, report_exclusions);
+    let provider = solver.provider();
+    let universe = provider.universe;
     // Each root requirement with who asked for it, for the explanation.
-    let mut roots: Vec<(resolvo::Requirement, String)> = Vec::new();
+    let mut labelled: Vec<(resolvo::Requirement, String)> = Vec::new();
     for request in requests {
-        roots.push((
-            request_requirement(&provider, request)?,
+        labelled.push((
+            request_requirement(provider, request)?,
             format!("request {request}"),
         ));
     }
-    let mut installed_rules: Vec<(&String, &InstalledRule)> = provider.installed.iter().collect();
-    installed_rules.sort_by_key(|(package, _)| *package);
-    for (package, rule) in installed_rules {
+    for &package in roots {
+        let rule = &provider.installed[package];
         let filter = Filter::Package {
             channel: None,
             range: None,
@@ -188,24 +189,25 @@ fn solve(
         };
         let bundle = &universe.bundles[rule.bundle];
         let label = format!("installed {} {}", bundle.name, bundle.version);
-        roots.push((
+        labelled.push((
             provider.package_requirement(package, filter, None).into(),
             label,
         ));
     }
-    let root: Vec<resolvo::Requirement> =
-        roots.iter().map(|(requirement, _)| *requirement).collect();
+    let root: Vec<resolvo::Requirement> = labelled
+        .iter()
+        .map(|(requirement, _)| *requirement)
+        .collect();
 
-    let mut solver = Solver::new(provider);
     let problem = Problem::new().requirements(root.into_iter().map(Into::into).collect());
     match solver.solve(problem) {
         Ok(solution) => Ok(describe_solution(solver.provider(), requests, &solution)),
         Err(UnsolvableOrCancelled::Unsolvable(conflict)) => {
-            let graph = conflict.graph(&solver);
+            let graph = conflict.graph(solver);
             Err(ResolveError::Unsatisfiable(explain::explain(
                 solver.provider(),
                 requests,
-                &roots,
+                &labelled,
                 &graph,
             )))
         }
@@ -213,42 +215,6 @@ fn solve(
             unreachable!("Pakket never cancels a resolution")
         }
     }
-}
-
-fn find_installed(universe: &Universe, item: &Installed) -> Result<BundleIndex, ResolveError> {
-    let found = match item {
-        // Build metadata does not order versions, but it does tell bundles
-        // apart: `2.0.0+1` and `2.0.0` are two bundles with their own edges.
-        Installed::Version { package, version } => universe.package(package).and_then(|info| {
-            info.bundles
-                .iter()
-                .copied()
-                .find(|&b| universe.bundles[b].version.semver() == version.semver())
-        }),
-        Installed::Bundle { bundle } => universe.bundles_named(bundle).first().copied(),
-    };
-    found.ok_or_else(|| {
-        let mut message = format!(
-            "installed {item} is in no catalog, so its update graph is unknown; add the catalog that served it"
-        );
-        if let Installed::Version { package, version } = item {
-            let near: Vec<String> = universe
-                .package(package)
-                .into_iter()
-                .flat_map(|info| info.bundles.iter())
-                .map(|&b| &universe.bundles[b].version)
-                .filter(|other| *other == version)
-                .map(ToString::to_string)
-                .collect();
-            if !near.is_empty() {
-                message = format!(
-                    "{message}, or name the version exactly: the catalogs have {package} {} (build metadata tells bundles apart)",
-                    near.join(", ")
-                );
-            }
-        }
-        ResolveError::BadInput(message)
-    })
 }
 
 fn request_requirement(

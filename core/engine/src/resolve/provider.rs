@@ -6,7 +6,12 @@
 //! - Each (GVK, provider) pair is a *marker* solvable of a name `gvk:<GVK>`;
 //!   a provider requires its marker and the marker requires its provider, so
 //!   "one solvable per name" is also "at most one provider per GVK", and an
-//!   `olm.gvk` requirement is a requirement on any marker of that name.
+//!   `olm.gvk` requirement is a requirement on any marker of that name. A
+//!   provider requires its marker only when another package provides the
+//!   GVK too: else "one bundle per package" already says it.
+//! - The names whose candidates a resolution fetched are recorded
+//!   ([`Touched`]): resolutions that fetched none in common cannot affect
+//!   each other, which is what lets an installed set be solved in groups.
 //! - Installed bundles: every other bundle of their package is excluded with
 //!   the reason (below the installed version, not on the update graph), so a
 //!   package moves only along its channel's graph and never downgrades.
@@ -21,7 +26,7 @@ use std::cmp::Reverse;
 use std::fmt::Display;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use resolvo::DenseIndex;
 use resolvo::{
@@ -101,8 +106,21 @@ pub(crate) struct InstalledRule {
     pub bundle: BundleIndex,
     /// The installed bundle and every bundle it may move to.
     pub allowed: Vec<BundleIndex>,
-    /// Requested too: then prefer moving up the graph; else prefer staying.
-    pub requested: bool,
+}
+
+/// A solver name whose candidates a resolution fetched, named the same way
+/// in every resolution over one universe. Two resolutions that fetched no
+/// name in common share no solvable, so neither can change the other's
+/// answer (see `installed_set`). Names with no candidates (a package no
+/// catalog has, a label nothing carries) share nothing and are not listed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Touched {
+    /// A package, by its rank (see `Ranks::package_ids`).
+    Package(u32),
+    /// The providers of a GVK, by the address of its key's text in the
+    /// universe (never empty: `group/version/Kind`), which outlives every
+    /// resolution over it.
+    Gvk(usize),
 }
 
 /// Why a bundle was left out before solving, by the installed-set rules.
@@ -170,9 +188,15 @@ struct Tables {
 /// One resolution's view of the universe.
 pub(crate) struct Provider<'u> {
     pub universe: &'u Universe,
-    pub installed: FxHashMap<String, InstalledRule>,
+    /// Every installed package's rule, by package.
+    pub installed: &'u FxHashMap<String, InstalledRule>,
+    /// The packages the requests name: those installed prefer moving up
+    /// their graph to staying where they are.
+    requested: FxHashSet<&'u str>,
     /// Hand ruled-out bundles to the solver as excluded, for explanations.
     report_exclusions: bool,
+    /// Every name whose candidates the solver asked for.
+    touched: RefCell<FxHashSet<Touched>>,
     tables: RefCell<Tables>,
     /// Per marker, its `marker_traits`.
     marker_traits: RefCell<FxHashMap<SolvableId, (bool, bool)>>,
@@ -181,16 +205,24 @@ pub(crate) struct Provider<'u> {
 impl<'u> Provider<'u> {
     pub fn new(
         universe: &'u Universe,
-        installed: FxHashMap<String, InstalledRule>,
+        installed: &'u FxHashMap<String, InstalledRule>,
+        requested: FxHashSet<&'u str>,
         report_exclusions: bool,
     ) -> Self {
         Self {
             universe,
             installed,
+            requested,
             report_exclusions,
+            touched: RefCell::default(),
             tables: RefCell::new(Tables::default()),
             marker_traits: RefCell::default(),
         }
+    }
+
+    /// The names whose candidates the solver asked for so far.
+    pub fn take_touched(&self) -> FxHashSet<Touched> {
+        self.touched.take()
     }
 
     /// The solver name of a package.
@@ -207,6 +239,11 @@ impl<'u> Provider<'u> {
             .extra_package_ids
             .insert(package.to_owned(), id);
         id
+    }
+
+    /// The solver name of `bundle`'s package: its rank, with no lookup by name.
+    fn bundle_package_name(&self, bundle: BundleIndex) -> NameId {
+        NameId::from_index(self.universe.ranks().package[bundle] as usize)
     }
 
     /// The solver name of a GVK's providers.
@@ -296,11 +333,7 @@ impl<'u> Provider<'u> {
     /// The marker of `bundle`'s package and catalog providing `gvk`.
     fn marker(&self, gvk: NameId, bundle: BundleIndex) -> SolvableId {
         let candidate = &self.universe.bundles[bundle];
-        let key = (
-            gvk,
-            self.package_name(&candidate.package),
-            candidate.catalog,
-        );
+        let key = (gvk, self.bundle_package_name(bundle), candidate.catalog);
         if let Some(id) = self.tables.borrow().marker_ids.get(&key) {
             return *id;
         }
@@ -525,9 +558,14 @@ impl<'u> Provider<'u> {
 
     /// Bundles that the installed rules exclude, with the reason.
     pub fn exclusion(&self, bundle: BundleIndex) -> Option<Exclusion> {
+        let rule = self.installed.get(&self.universe.bundles[bundle].package)?;
+        self.excluded_by(rule, bundle)
+    }
+
+    /// Whether `rule` (of `bundle`'s package) excludes `bundle`, and why.
+    fn excluded_by(&self, rule: &InstalledRule, bundle: BundleIndex) -> Option<Exclusion> {
         let universe = self.universe;
         let candidate = &universe.bundles[bundle];
-        let rule = self.installed.get(&candidate.package)?;
         if rule.allowed.contains(&bundle) {
             return None;
         }
@@ -626,7 +664,7 @@ impl Interner for Provider<'_> {
 
     fn solvable_name(&self, solvable: SolvableId) -> NameId {
         match self.solvable(solvable) {
-            Solvable::Bundle(bundle) => self.package_name(&self.universe.bundles[bundle].package),
+            Solvable::Bundle(bundle) => self.bundle_package_name(bundle),
             Solvable::Marker { gvk, .. } => gvk,
         }
     }
@@ -702,10 +740,13 @@ impl DependencyProvider for Provider<'_> {
         match self.name_of(name) {
             Name::Package(package) => {
                 let info = self.universe.package(&package)?;
+                let rank = u32::try_from(name.to_index()).expect("package ranks fit in u32");
+                self.touched.borrow_mut().insert(Touched::Package(rank));
                 let mut candidates = Candidates::default();
+                let rule = self.installed.get(&package);
                 for &bundle in &info.bundles {
                     let id = self.bundle_id(bundle);
-                    match self.exclusion(bundle) {
+                    match rule.and_then(|rule| self.excluded_by(rule, bundle)) {
                         Some(reason) if self.report_exclusions => {
                             candidates.excluded.push((id, self.reason_string(reason)))
                         }
@@ -713,7 +754,8 @@ impl DependencyProvider for Provider<'_> {
                         None => candidates.candidates.push(id),
                     }
                 }
-                if let Some(rule) = self.installed.get(&package).filter(|rule| !rule.requested) {
+                let requested = self.requested.contains(package.as_str());
+                if let Some(rule) = rule.filter(|_| !requested) {
                     // Keeping what is installed is preferred to moving it.
                     candidates.favored = Some(self.bundle_id(rule.bundle));
                 }
@@ -721,8 +763,11 @@ impl DependencyProvider for Provider<'_> {
             }
             Name::Nothing(_) => None,
             Name::Gvk(gvk) => {
+                let (key, providers) = self.universe.provider_entry(&gvk)?;
+                let address = key.as_ptr() as usize;
+                self.touched.borrow_mut().insert(Touched::Gvk(address));
                 let mut candidates: Vec<SolvableId> = Vec::new();
-                for &bundle in self.universe.providers(&gvk) {
+                for &bundle in providers {
                     let marker = self.marker(name, bundle);
                     if !candidates.contains(&marker) {
                         candidates.push(marker);
@@ -765,7 +810,17 @@ impl DependencyProvider for Provider<'_> {
                     let filter = Filter::Constraint(self.constraint_id(constraint));
                     requirements.push(self.any_package_requirement(filter, catalog));
                 }
-                for gvk in &candidate.provides {
+                // A provider requires its marker so that two packages never
+                // both provide one API. An API only one package provides
+                // needs no marker: that package's bundles already exclude
+                // each other. Leaving those out spares most bundles every
+                // marker, the solver's largest share of work.
+                let contested = &self.universe.ranks().contested;
+                for gvk in candidate
+                    .provides
+                    .iter()
+                    .filter(|gvk| contested.contains(*gvk))
+                {
                     let gvk_name = self.gvk_name(gvk);
                     let marker = self.marker(gvk_name, bundle);
                     let set = self.version_set(VersionSet {

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::{Range, Version};
 
@@ -79,7 +79,9 @@ pub struct Universe {
     pub bundles: Vec<Candidate>,
     packages: FxHashMap<String, PackageInfo>,
     providers: FxHashMap<String, Vec<BundleIndex>>,
-    by_name: FxHashMap<(usize, String), BundleIndex>,
+    /// Per catalog index, bundle name to bundle: looked up by `&str`, with
+    /// no key to allocate.
+    by_name: Vec<FxHashMap<String, BundleIndex>>,
     /// For each bundle, the bundles (same package, same catalog) that may
     /// replace it when it is installed: along its channels' update graphs.
     upgrades: FxHashMap<BundleIndex, Vec<BundleIndex>>,
@@ -112,6 +114,10 @@ pub(crate) struct Ranks {
     pub package_ids: FxHashMap<String, u32>,
     /// Every package name, by rank.
     pub package_names: Vec<String>,
+    /// GVKs that bundles of more than one package provide: only between
+    /// those can "one provider per API" choose anything that "one bundle
+    /// per package" has not already decided.
+    pub contested: FxHashSet<String>,
     /// Per bundle, each channel listing it as (the channel is deprecated,
     /// not the default channel, channel rank, depth): the channel part of
     /// the preference, precomputed.
@@ -143,16 +149,31 @@ impl Universe {
     pub fn add_bundle(&mut self, candidate: Candidate) -> BundleIndex {
         self.ranks.take();
         let index = self.bundles.len();
-        self.packages
-            .entry(candidate.package.clone())
-            .or_default()
-            .bundles
-            .push(index);
-        for gvk in &candidate.provides {
-            self.providers.entry(gvk.clone()).or_default().push(index);
+        // Keys are cloned only when new: most bundles share their package
+        // and APIs with others.
+        match self.packages.get_mut(&candidate.package) {
+            Some(info) => info.bundles.push(index),
+            None => {
+                let info = PackageInfo {
+                    bundles: vec![index],
+                    ..PackageInfo::default()
+                };
+                self.packages.insert(candidate.package.clone(), info);
+            }
         }
-        self.by_name
-            .insert((candidate.catalog, candidate.name.clone()), index);
+        for gvk in &candidate.provides {
+            match self.providers.get_mut(gvk) {
+                Some(providers) => providers.push(index),
+                None => {
+                    self.providers.insert(gvk.clone(), vec![index]);
+                }
+            }
+        }
+        if self.by_name.len() <= candidate.catalog {
+            self.by_name
+                .resize_with(candidate.catalog + 1, FxHashMap::default);
+        }
+        self.by_name[candidate.catalog].insert(candidate.name.clone(), index);
         self.bundles.push(candidate);
         index
     }
@@ -171,6 +192,12 @@ impl Universe {
         if !targets.contains(&to) {
             targets.push(to);
         }
+    }
+
+    /// [`Self::add_upgrade_edge`] for an edge the caller knows is new: no
+    /// scan of the bundle's edges, which could be many.
+    pub(crate) fn push_upgrade_edge(&mut self, from: BundleIndex, to: BundleIndex) {
+        self.upgrades.entry(from).or_default().push(to);
     }
 
     /// The package, if any catalog has it.
@@ -193,9 +220,17 @@ impl Universe {
             .unwrap_or_default()
     }
 
+    /// A GVK's key as the universe stores it, and its providers; `None`
+    /// when nothing provides it.
+    pub(crate) fn provider_entry(&self, gvk: &str) -> Option<(&str, &[BundleIndex])> {
+        self.providers
+            .get_key_value(gvk)
+            .map(|(key, providers)| (key.as_str(), providers.as_slice()))
+    }
+
     /// A bundle by catalog and name.
     pub fn bundle_in(&self, catalog: usize, name: &str) -> Option<BundleIndex> {
-        self.by_name.get(&(catalog, name.to_owned())).copied()
+        self.by_name.get(catalog)?.get(name).copied()
     }
 
     /// Bundles with this name in any catalog, highest catalog priority first.
@@ -285,7 +320,18 @@ impl Universe {
                         .collect()
                 })
                 .collect();
+            let contested = self
+                .providers
+                .iter()
+                .filter(|(_, providers)| {
+                    let mut packages = providers.iter().map(|&b| &self.bundles[b].package);
+                    let first = packages.next();
+                    packages.any(|package| Some(package) != first)
+                })
+                .map(|(gvk, _)| gvk.clone())
+                .collect();
             Ranks {
+                contested,
                 package: self
                     .bundles
                     .iter()
