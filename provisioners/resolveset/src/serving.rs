@@ -105,7 +105,13 @@ impl Catalogs {
             universe,
             digests,
         });
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = next;
+        let previous = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
+            next,
+        );
+        // Freed after the write lock is released: dropping a whole catalog
+        // set takes tens of milliseconds, which readers must not wait for.
+        drop(previous);
     }
 }
 
