@@ -14,9 +14,11 @@ done
 # Debian packages the scripts use; installed only when missing.
 missing=()
 # docker-registry: a real OCI registry on loopback for the image-source tests.
-for tool in curl:curl git:git docker-registry:docker-registry; do
+for tool in curl:curl git:git docker-registry:docker-registry python3:python3; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
+# python3-venv: dev/schemathesis/install.sh puts schemathesis in a venv.
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 if ((${#missing[@]})); then
   if [[ $(id -u) -eq 0 ]]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq "${missing[@]}" >&2
