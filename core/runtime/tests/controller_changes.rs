@@ -272,6 +272,132 @@ async fn orphan_policy_leaves_the_objects_and_events_tell_the_story() {
     fixture.scope.cleanup().await;
 }
 
+/// A ValidatingAdmissionPolicy (in the apiserver itself, no webhook) that
+/// refuses deleting ConfigMaps named `guarded*` in `namespace`.
+fn deletion_guard(name: &str, namespace: &str) -> [serde_json::Value; 2] {
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": { "name": name },
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": { "resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["DELETE"], "resources": ["configmaps"],
+            }]},
+            "validations": [{
+                "expression": format!(
+                    "!(oldObject.metadata.namespace == '{namespace}' && oldObject.metadata.name.startsWith('guarded'))"
+                ),
+                "message": "guarded by the test",
+            }],
+        },
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": { "name": name },
+        "spec": { "policyName": name, "validationActions": ["Deny"] },
+    });
+    [policy, binding]
+}
+
+#[tokio::test]
+async fn an_object_that_cannot_be_deleted_yet_keeps_the_instance_until_it_is_gone() {
+    use kube::api::DynamicObject;
+    use kube::core::GroupVersionKind;
+    use kube::discovery::ApiResource;
+
+    let fixture = Fixture::new("stuck-uninstall", "AllowAll").await;
+    let (instances, name) = installed(&fixture, &[("guarded", "kept"), ("free", "goes")]).await;
+    let config_maps = fixture.config_maps();
+
+    // Deleting `guarded` is refused until the policy goes, as a transient
+    // conflict, a lost right or a webhook outage would refuse it.
+    let guard = fixture.scope.name("guard");
+    let resource = |kind: &str, plural: &str| {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+            plural,
+        )
+    };
+    let policies = resource("ValidatingAdmissionPolicy", "validatingadmissionpolicies");
+    let bindings = resource(
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+    );
+    let [policy, binding] = deletion_guard(&guard, &fixture.scope.namespace);
+    for (resource, object) in [(&policies, policy), (&bindings, binding)] {
+        Api::<DynamicObject>::all_with(fixture.scope.client.clone(), resource)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(object).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    // The policy is in force once a canary's deletion is refused.
+    let canary: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "guarded-canary" },
+    }))
+    .unwrap();
+    eventually("the deletion guard is in force", || async {
+        // Deleted while the policy was not yet loaded: made again.
+        let _ = config_maps.create(&PostParams::default(), &canary).await;
+        matches!(
+            config_maps.delete("guarded-canary", &DeleteParams::default()).await,
+            Err(kube::Error::Api(status)) if status.code != 404
+        )
+    })
+    .await;
+
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "an UninstallIncomplete Warning names the refused object",
+        || async {
+            instance_events(&fixture.scope.client, &name)
+                .await
+                .into_iter()
+                .any(|event| {
+                    event.reason.as_deref() == Some("UninstallIncomplete")
+                        && event.type_.as_deref() == Some("Warning")
+                        && event
+                            .message
+                            .as_deref()
+                            .is_some_and(|note| note.contains("guarded"))
+                })
+        },
+    )
+    .await;
+    assert!(
+        instances.get_opt(&name).await.unwrap().is_some(),
+        "the Instance stays while one of its objects cannot be deleted"
+    );
+    assert_eq!(fixture.value_of("guarded").await.as_deref(), Some("kept"));
+    assert_eq!(
+        fixture.value_of("free").await,
+        None,
+        "what could be deleted is"
+    );
+
+    // The refusal lifts: the uninstall finishes by itself.
+    for resource in [&bindings, &policies] {
+        Api::<DynamicObject>::all_with(fixture.scope.client.clone(), resource)
+            .delete(&guard, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    eventually("the Instance and its last object are gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+            && fixture.value_of("guarded").await.is_none()
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}
+
 #[tokio::test]
 async fn a_denial_stands_and_a_changed_spec_needs_approving_again() {
     let fixture = Fixture::new("denial", "Manual").await;

@@ -103,6 +103,7 @@ pub async fn uninstall<P>(
     let mut kinds = context.kinds.clone();
     let mut done = 0;
     let mut not_ours = Vec::new();
+    let mut failed = Vec::new();
     for reference in owned.iter().rev() {
         let result = if orphan {
             ownership::release_owned(&mut kinds, reference, claimant).await
@@ -116,8 +117,34 @@ pub async fn uninstall<P>(
                 tracing::warn!(instance = %name, %why, "left an object that is not this Instance's");
                 not_ours.push(why);
             }
-            Err(error) => tracing::warn!(%error, "removing an installed object"),
+            Err(error) => {
+                tracing::warn!(instance = %name, %error, "removing an installed object");
+                failed.push(error.to_string());
+            }
         }
+    }
+    if !failed.is_empty() {
+        // The finalizer stays until every object is gone or provably not
+        // this Instance's: dropping it now would leave objects behind,
+        // labelled with an Instance that no longer exists, and nothing
+        // would ever try again.
+        let note = format!(
+            "could not remove {} of the installed objects yet (first: {}); the Instance stays \
+             until they are gone, retrying every few seconds",
+            failed.len(),
+            failed[0]
+        );
+        context.events.publish(
+            instance,
+            Event {
+                type_: EventType::Warning,
+                reason: "UninstallIncomplete".into(),
+                note: Some(note.chars().take(1000).collect()),
+                action: "Delete".into(),
+                secondary: None,
+            },
+        );
+        return Err(kube::Error::Service(note.into()));
     }
     let (reason, mut note) = if orphan {
         (
