@@ -66,7 +66,7 @@ impl Catalogs {
         let name = catalog.name.clone();
         self.change(|catalogs, digests| {
             catalogs.retain(|c| c.name != name);
-            catalogs.push(catalog);
+            catalogs.push(Arc::new(catalog));
             digests.insert(name, digest.to_owned());
         });
     }
@@ -75,7 +75,9 @@ impl Catalogs {
     pub fn set_priority(&self, name: &str, priority: i32) {
         self.change(|catalogs, _| {
             for catalog in catalogs.iter_mut().filter(|c| c.name == name) {
-                catalog.priority = priority;
+                // A copy only while an older snapshot still holds this
+                // catalog; priorities change rarely.
+                Arc::make_mut(catalog).priority = priority;
             }
         });
     }
@@ -91,14 +93,15 @@ impl Catalogs {
         });
     }
 
-    fn change(&self, edit: impl FnOnce(&mut Vec<Catalog>, &mut BTreeMap<String, String>)) {
+    fn change(&self, edit: impl FnOnce(&mut Vec<Arc<Catalog>>, &mut BTreeMap<String, String>)) {
         let _one_at_a_time = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot();
+        // The other catalogs are shared with the old snapshot, not copied.
         let mut catalogs = old.set.catalogs().to_vec();
         let mut digests = old.digests.clone();
         drop(old);
         edit(&mut catalogs, &mut digests);
-        let set = CatalogSet::new(catalogs);
+        let set = CatalogSet::shared(catalogs);
         let universe = Universe::from_catalogs(&set);
         let next = Arc::new(Served {
             set,

@@ -1,6 +1,7 @@
 //! Several catalogs at once, by priority, with lookup indices built once.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::graph::UpdateGraph;
 use super::model::{Bundle, Catalog, Channel, Gvk, Package};
@@ -21,9 +22,13 @@ pub struct BundleRef {
 ///
 /// Every list of [`BundleRef`]s it returns is in preference order: catalog
 /// order first, then version (newest first), then bundle name.
+///
+/// Catalogs are shared (`Arc`): a server that swaps one catalog builds the
+/// next set from the others without copying them, so a swap costs memory
+/// for the new catalog only.
 #[derive(Debug, Default)]
 pub struct CatalogSet {
-    catalogs: Vec<Catalog>,
+    catalogs: Vec<Arc<Catalog>>,
     by_package: HashMap<String, Vec<BundleRef>>,
     by_gvk: HashMap<Gvk, Vec<BundleRef>>,
     /// Per catalog: bundle name to index.
@@ -35,7 +40,15 @@ impl CatalogSet {
     ///
     /// # Panics
     /// Never in practice: only past `u32::MAX` catalogs or bundles in one.
-    pub fn new(mut catalogs: Vec<Catalog>) -> Self {
+    pub fn new(catalogs: Vec<Catalog>) -> Self {
+        Self::shared(catalogs.into_iter().map(Arc::new).collect())
+    }
+
+    /// [`CatalogSet::new`] of catalogs that other sets may share.
+    ///
+    /// # Panics
+    /// Never in practice: only past `u32::MAX` catalogs or bundles in one.
+    pub fn shared(mut catalogs: Vec<Arc<Catalog>>) -> Self {
         catalogs.sort_by(|a, b| {
             b.priority
                 .cmp(&a.priority)
@@ -91,13 +104,13 @@ impl CatalogSet {
     }
 
     /// The catalogs, highest priority first.
-    pub fn catalogs(&self) -> &[Catalog] {
+    pub fn catalogs(&self) -> &[Arc<Catalog>] {
         &self.catalogs
     }
 
     /// The catalog at `index` (as in [`BundleRef::catalog`]).
     pub fn catalog(&self, index: u32) -> Option<&Catalog> {
-        self.catalogs.get(index as usize)
+        self.catalogs.get(index as usize).map(|c| &**c)
     }
 
     /// The index of the catalog called `name`.
@@ -199,7 +212,7 @@ fn index(i: usize) -> u32 {
     u32::try_from(i).expect("fewer than 2^32 catalogs and bundles per catalog")
 }
 
-fn bundle_in(catalogs: &[Catalog], r: BundleRef) -> &Bundle {
+fn bundle_in(catalogs: &[Arc<Catalog>], r: BundleRef) -> &Bundle {
     &catalogs[r.catalog as usize].bundles[r.bundle as usize]
 }
 
