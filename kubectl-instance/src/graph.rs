@@ -1,6 +1,7 @@
-//! `kubectl instance graph PACKAGE --catalog PATH...`: a package's update
-//! graph in each channel of each catalog that has it, as text (heads first,
-//! then down the graph) or as Graphviz DOT (`--format dot`).
+//! `kubectl instance graph PACKAGE --catalog PATH...` (or `--server URL`, a
+//! cluster's resolver API): a package's update graph in each channel of
+//! each catalog that has it, as text (heads first, then down the graph) or
+//! as Graphviz DOT (`--format dot`). Files and the API print the same.
 //!
 //! The graph follows OLM through pakket-engine's [`UpdateGraph`]: an entry
 //! upgrades a bundle it `replaces`, `skips`, or whose version its
@@ -16,6 +17,7 @@ use serde::Serialize;
 use crate::error::Error;
 
 mod dot;
+mod remote;
 
 /// Arguments of `graph`.
 #[derive(Args)]
@@ -24,8 +26,28 @@ pub struct GraphArgs {
     package: String,
     /// A File-Based Catalog file or directory, optionally with a priority
     /// (`PATH@10`), as for `pakket resolve`. Repeat for several catalogs.
-    #[arg(long = "catalog", value_name = "PATH[@PRIORITY]", required = true)]
+    #[arg(
+        long = "catalog",
+        value_name = "PATH[@PRIORITY]",
+        required_unless_present = "server",
+        conflicts_with = "server"
+    )]
     catalogs: Vec<String>,
+    /// Ask a cluster's resolver API (`https://HOST:PORT`) instead of reading
+    /// catalog files: the graph of the cluster's Catalogs.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+    /// The bearer token sent to --server (a cluster user's token).
+    #[arg(
+        long,
+        env = "PAKKET_TOKEN",
+        hide_env_values = true,
+        requires = "server"
+    )]
+    token: Option<String>,
+    /// A CA certificate (PEM) to trust for --server besides the system's.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    server_ca: Option<std::path::PathBuf>,
     /// Only this channel (default: every channel, the default one first).
     #[arg(long)]
     channel: Option<String>,
@@ -298,8 +320,28 @@ pub fn render_text(graphs: &[ChannelGraph]) -> String {
     text
 }
 
-/// Loads the catalogs and prints the graph.
-pub fn run(args: &GraphArgs, out: &mut impl Write) -> Result<(), Error> {
+/// Loads the catalogs (or asks the server) and prints the graph.
+pub async fn run(args: &GraphArgs, out: &mut impl Write) -> Result<(), Error> {
+    let graphs = match &args.server {
+        Some(server) => {
+            let request = remote::Server {
+                url: server,
+                token: args.token.clone(),
+                ca: args.server_ca.as_deref(),
+            };
+            remote::package_graphs(&request, &args.package, args.channel.as_deref()).await?
+        }
+        None => graphs_from_files(args)?,
+    };
+    let text = match args.format {
+        GraphFormat::Text => render_text(&graphs),
+        GraphFormat::Dot => dot::render(&args.package, &graphs),
+    };
+    out.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+fn graphs_from_files(args: &GraphArgs) -> Result<Vec<ChannelGraph>, Error> {
     let mut catalogs = Vec::new();
     for spec in &args.catalogs {
         let argument = CatalogArgument::parse(spec).map_err(Error::Catalog)?;
@@ -308,13 +350,7 @@ pub fn run(args: &GraphArgs, out: &mut impl Write) -> Result<(), Error> {
             .map_err(|error| Error::Catalog(error.to_string()))?;
         catalogs.push(catalog);
     }
-    let graphs = package_graphs(&catalogs, &args.package, args.channel.as_deref())?;
-    let text = match args.format {
-        GraphFormat::Text => render_text(&graphs),
-        GraphFormat::Dot => dot::render(&args.package, &graphs),
-    };
-    out.write_all(text.as_bytes())?;
-    Ok(())
+    package_graphs(&catalogs, &args.package, args.channel.as_deref())
 }
 
 #[cfg(test)]

@@ -123,7 +123,8 @@ enum Command {
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<Format>,
     },
-    /// Print a package's update graphs from catalog files (no cluster needed).
+    /// Print a package's update graphs from catalog files (no cluster needed)
+    /// or from a cluster's resolver API (`--server`).
     Graph(graph::GraphArgs),
 }
 
@@ -151,7 +152,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cli.command {
-        Command::Graph(args) => graph::run(&args, &mut out),
+        Command::Graph(args) => graph::run(&args, &mut out).await,
         Command::List { selector, output } => {
             let client = cli.cluster.client().await?;
             list::run(&client, selector.as_deref(), output, &mut out).await

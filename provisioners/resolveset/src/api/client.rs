@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::protocol::ErrorResponse;
+use crate::protocol::browse::PackageDetail;
 use crate::protocol::resolve::{Outcome, ResolveRequest, ResolveResponse};
 
 /// Why the API gave no answer to print.
@@ -118,14 +119,41 @@ impl ResolverClient {
                     }
                 })
             }
-            status => {
-                let message = serde_json::from_str::<ErrorResponse>(&text)
-                    .map(|refusal| refusal.error.message)
-                    .unwrap_or(text);
-                Err(ClientError::Refused { status, message })
-            }
+            status => Err(refusal(status, text)),
         }
     }
+}
+
+impl ResolverClient {
+    /// `GET /v1/packages/{name}`: the package in every served catalog, or
+    /// `None` if no catalog has it.
+    pub async fn package(&self, name: &str) -> Result<Option<PackageDetail>, ClientError> {
+        // The name is one path segment, escaped: a `/` or `?` in it must not
+        // reach another route.
+        let mut url = reqwest::Url::parse("http://resolver/v1/packages").expect("a valid URL");
+        url.path_segments_mut()
+            .expect("an http URL has segments")
+            .push(name);
+        let path = url.path().to_owned();
+        let (status, text) = self.call(reqwest::Method::GET, &path, None).await?;
+        match status {
+            200 => serde_json::from_str(&text).map(Some).map_err(|error| {
+                ClientError::Transport(format!(
+                    "the server's answer is not a package ({error}); is {} a Pakket resolver API?",
+                    self.base
+                ))
+            }),
+            404 => Ok(None),
+            status => Err(refusal(status, text)),
+        }
+    }
+}
+
+fn refusal(status: u16, text: String) -> ClientError {
+    let message = serde_json::from_str::<ErrorResponse>(&text)
+        .map(|refusal| refusal.error.message)
+        .unwrap_or(text);
+    ClientError::Refused { status, message }
 }
 
 /// An error with its causes, which reqwest keeps apart.

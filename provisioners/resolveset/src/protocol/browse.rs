@@ -1,7 +1,9 @@
 //! What `GET /v1/catalogs`, `GET /v1/packages`, `GET /v1/packages/{name}`
 //! and `POST /v1/query` answer, computed from one served snapshot.
 
-use pakket_engine::catalog::{Bundle, Catalog, CatalogSet};
+use std::collections::BTreeMap;
+
+use pakket_engine::catalog::{Bundle, CatalogSet};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -89,6 +91,7 @@ pub struct PackageInCatalog {
 
 /// A channel with its entries in preference order.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ChannelDetail {
     /// The channel's name.
     pub name: String,
@@ -96,6 +99,13 @@ pub struct ChannelDetail {
     pub heads: Vec<String>,
     /// Its entries' bundle names, heads first.
     pub entries: Vec<String>,
+    /// Each entry's `skipRange` as written, by entry name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skip_ranges: BTreeMap<String, String>,
+    /// What is wrong with the channel's graph (several heads, dangling
+    /// `replaces`, cycles), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 /// One bundle of a package.
@@ -190,7 +200,7 @@ pub fn packages(served: &Served) -> PackageList {
                     .keys()
                     .map(|channel| ChannelSummary {
                         name: channel.clone(),
-                        heads: heads(catalog, name, channel),
+                        heads: heads(set, index, name, channel),
                     })
                     .collect(),
             });
@@ -199,9 +209,10 @@ pub fn packages(served: &Served) -> PackageList {
     PackageList { packages }
 }
 
-fn heads(catalog: &Catalog, package: &str, channel: &str) -> Vec<String> {
-    catalog
-        .graph(package, channel)
+/// Through the set's name index: the catalog's own graph scans every bundle,
+/// once per channel of every package.
+fn heads(set: &CatalogSet, catalog: u32, package: &str, channel: &str) -> Vec<String> {
+    set.graph(catalog, package, channel)
         .map(|graph| graph.heads().iter().map(|e| e.name.clone()).collect())
         .unwrap_or_default()
 }
@@ -219,13 +230,21 @@ pub fn package(served: &Served, name: &str) -> Option<PackageDetail> {
             let mut channels = Vec::new();
             let mut edges = Vec::new();
             for channel in package.channels.values() {
-                let Some(graph) = catalog.graph(name, &channel.name) else {
+                // The set's graph finds versions through its name index; the
+                // catalog's own scans every bundle once per channel.
+                let Some(graph) = set.graph(index, name, &channel.name) else {
                     continue;
                 };
                 channels.push(ChannelDetail {
                     name: channel.name.clone(),
                     heads: graph.heads().iter().map(|e| e.name.clone()).collect(),
                     entries: graph.ordered().iter().map(|e| e.name.clone()).collect(),
+                    skip_ranges: channel
+                        .entries
+                        .iter()
+                        .filter_map(|e| Some((e.name.clone(), e.skip_range.as_ref()?.to_string())))
+                        .collect(),
+                    problems: graph.check().into_iter().map(|d| d.message).collect(),
                 });
                 for entry in &channel.entries {
                     let edge = |from: &str, via: &str| Edge {

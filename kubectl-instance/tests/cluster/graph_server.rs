@@ -1,0 +1,269 @@
+//! `kubectl instance graph --server`: the update graphs of a cluster's
+//! Catalogs, read through the resolver API, print exactly what `graph
+//! --catalog` prints on the same files, text and DOT, for every package.
+//! The Catalogs come from immutable ConfigMaps served by the resolveset
+//! process (run in this test process) on the real control plane.
+//!
+//! Data (unedited, see the shared data README): `fbc/community-operators-prod-v4.20/`,
+//! verbatim `catalogs/v4.20/<pkg>/catalog.yaml` files of
+//! redhat-openshift-ecosystem/community-operators-prod at 699495f2; the
+//! packages under 210 kB, in two Catalogs (a ConfigMap holds at most 1 MiB).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use pakket_resolveset::api::listen::Transport;
+use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
+use pakket_resolveset::process::{self, Options};
+use pakket_testkit::{Scope, data};
+
+use crate::support::BIN;
+
+const V420: &str = "fbc/community-operators-prod-v4.20";
+
+/// Runs `kubectl-instance graph ARGS` (no cluster flags: graph needs none).
+async fn graph(args: &[&str]) -> (i32, String, String) {
+    let output = tokio::process::Command::new(BIN)
+        .arg("graph")
+        .args(args)
+        .env_remove("PAKKET_TOKEN")
+        .output()
+        .await
+        .expect("running kubectl-instance graph");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn install_catalog_crd(client: &kube::Client) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in pakket_resolveset::crd::all() {
+        let name = crd.metadata.name.clone().unwrap();
+        api.patch(
+            &name,
+            &PatchParams::apply("kubectl-instance-tests").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .unwrap();
+        let established = kube::runtime::wait::await_condition(
+            api.clone(),
+            &name,
+            kube::runtime::conditions::is_crd_established(),
+        );
+        tokio::time::timeout(Duration::from_secs(30), established)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
+/// Files of the packages in `packages`, as ConfigMap keys (`<pkg>.yaml`).
+fn package_files(packages: &[&str]) -> BTreeMap<String, String> {
+    packages
+        .iter()
+        .map(|package| {
+            let text =
+                std::fs::read_to_string(data(&format!("{V420}/{package}/catalog.yaml"))).unwrap();
+            (format!("{package}.yaml"), text)
+        })
+        .collect()
+}
+
+/// Serves `files` as Catalog `<scope>-<suffix>` at `priority` (from an
+/// immutable ConfigMap marked as catalog content), and writes them into
+/// a folder of the same name for `--catalog`; returns the folder.
+async fn serve(
+    scope: &Scope,
+    suffix: &str,
+    priority: i32,
+    files: &BTreeMap<String, String>,
+    root: &Path,
+) -> std::path::PathBuf {
+    let name = scope.name(suffix);
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(BTreeMap::from([(
+                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        data: Some(files.clone()),
+        immutable: Some(true),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let mut catalog = Catalog::new(
+        &name,
+        CatalogSpec {
+            source: CatalogSource {
+                config_map: Some(ConfigMapCatalogSource {
+                    name: name.clone(),
+                    namespace: scope.namespace.clone(),
+                }),
+                ..CatalogSource::default()
+            },
+            priority,
+            poll_interval: None,
+        },
+    );
+    catalog.metadata.labels = Some(scope.labels());
+    Api::<Catalog>::all(scope.client.clone())
+        .create(&PostParams::default(), &catalog)
+        .await
+        .unwrap();
+    let folder = root.join(&name);
+    std::fs::create_dir_all(&folder).unwrap();
+    for (file, text) in files {
+        std::fs::write(folder.join(file), text).unwrap();
+    }
+    folder
+}
+
+#[tokio::test]
+async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
+    let scope = Scope::new("graph-server").await;
+    install_catalog_crd(&scope.client).await;
+    let running = process::start(
+        scope.client.clone(),
+        Options {
+            store: std::env::temp_dir().join(format!("pakket-graph-store-{}", scope.id)),
+            sources: Default::default(),
+            allow_internal_addresses: false,
+            max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
+            api_address: "127.0.0.1:0".parse().unwrap(),
+            transport: Transport::from_flags("127.0.0.1:0".parse().unwrap(), true, None, None)
+                .unwrap(),
+            leader: None,
+            selector: Some(scope.selector()),
+            metrics: Arc::new(pakket_runtime::serve::Metrics::new()),
+        },
+    )
+    .await
+    .unwrap();
+    let server = format!("http://{}", running.api_address);
+
+    // Packages with skips, skipRanges, several channels and one head or more.
+    let first = [
+        "libredb-studio-operator",
+        "kubevirt-wol",
+        "nfs-provisioner-operator",
+        "ecr-secret-operator",
+        "aws-neuron-operator",
+        "coherence-operator",
+        "kubernaut-operator",
+        "jumpstarter-operator",
+        "rsct-operator",
+        "dotvirt-operator",
+        "project-onboarding-operator",
+        "multicluster-global-hub-operator",
+        "openshift-integration-operator",
+    ];
+    let second = [
+        "kairos-operator",
+        "layer7-operator",
+        "apicurio-registry-3",
+        "rabbitmq-messaging-topology-operator",
+        "slurm-operator",
+        "clusterpulse",
+        // Also in the first Catalog: both catalogs' graphs, by priority.
+        "kubevirt-wol",
+    ];
+    let root = std::env::temp_dir().join(format!("pakket-graph-{}", scope.id));
+    let low = serve(&scope, "low", 0, &package_files(&first), &root).await;
+    let high = serve(&scope, "high", 10, &package_files(&second), &root).await;
+    let client = pakket_resolveset::api::client::ResolverClient::new(&server, None, None).unwrap();
+    let mut served = false;
+    for _ in 0..600 {
+        // Both Catalogs are served once a package of each is.
+        let both = client.package("clusterpulse").await.unwrap().is_some()
+            && client
+                .package("jumpstarter-operator")
+                .await
+                .unwrap()
+                .is_some();
+        if both {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(served, "the two Catalogs were not served within 60 s");
+
+    let files = [
+        "--catalog".to_owned(),
+        format!("{}@10", high.display()),
+        "--catalog".to_owned(),
+        low.display().to_string(),
+    ];
+    let mut compared = 0;
+    for package in first.iter().chain(&second) {
+        for format in ["text", "dot"] {
+            let mut local: Vec<&str> = vec![package, "--format", format];
+            local.extend(files.iter().map(String::as_str));
+            let from_files = graph(&local).await;
+            let from_server = graph(&[package, "--format", format, "--server", &server]).await;
+            assert_eq!(from_files.0, 0, "{package}: {}", from_files.2);
+            assert!(!from_files.1.is_empty());
+            assert_eq!(
+                from_server, from_files,
+                "{package} ({format}): --server differs from the files"
+            );
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 2 * (first.len() + second.len()));
+
+    // One channel, and the refusals: both ways alike where the files
+    // would say the same, naming the server where only it can.
+    let one = graph(&["kubevirt-wol", "--channel", "fast-v0", "--server", &server]).await;
+    let mut local = vec!["kubevirt-wol", "--channel", "fast-v0"];
+    local.extend(files.iter().map(String::as_str));
+    assert_eq!(one, graph(&local).await);
+    let (code, _, stderr) =
+        graph(&["kubevirt-wol", "--channel", "nope", "--server", &server]).await;
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("has no channel nope; its channels:"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = graph(&["no-such-package", "--server", &server]).await;
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(&format!(
+            "package no-such-package is in none of the catalogs {server} serves"
+        )),
+        "{stderr}"
+    );
+    let (code, _, stderr) = graph(&["etcd", "--server", "http://127.0.0.1:9"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("--server http://127.0.0.1:9: cannot reach"),
+        "{stderr}"
+    );
+
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("pakket-graph-store-{}", scope.id)),
+    );
+    let catalogs: Api<Catalog> = Api::all(scope.client.clone());
+    let _ = catalogs
+        .delete_collection(
+            &Default::default(),
+            &kube::api::ListParams::default().labels(&scope.selector()),
+        )
+        .await;
+    scope.cleanup().await;
+}
