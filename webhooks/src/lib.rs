@@ -120,9 +120,12 @@ impl Running {
 /// tokio runtime. `client` makes the SubjectAccessReviews and the watches.
 pub async fn start(client: kube::Client, settings: Settings) -> Result<Running, StartError> {
     let metrics = Arc::new(metrics::Metrics::new());
-    let cert = tls::ReloadingCert::load(settings.cert.clone())?;
-    let tls_config = cert.server_config()?;
-    let watcher = tokio::spawn(cert.watch(settings.reload_interval, metrics.clone()));
+    let cert = tls::ReloadingCert::load(settings.cert.clone()).map_err(Error::from)?;
+    let tls_config = cert.server_config(tls::ALPN);
+    let reloads = metrics.clone();
+    let watcher = tokio::spawn(cert.watch(settings.reload_interval, move |outcome| {
+        reloads.certificate_reloaded(if outcome.is_ok() { "ok" } else { "error" });
+    }));
     let index = index::Index::spawn(client.clone());
     let authorizer =
         authz::Authorizer::new(client.clone(), settings.access_cache_ttl, metrics.clone());

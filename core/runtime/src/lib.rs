@@ -19,6 +19,7 @@
 //! - [`drift`]: watches on installed objects, so hand edits are put back.
 //! - [`leader`]: leader election on a Lease, so one replica reconciles at a time.
 //! - [`serve`]: `/healthz`, `/readyz` and `/metrics` over plain HTTP.
+//! - [`tls`]: a serving certificate from PEM files, reloaded when they change.
 
 pub mod apply;
 pub mod approval;
@@ -36,6 +37,7 @@ pub mod rbac;
 pub mod serve;
 pub mod source;
 pub mod store;
+pub mod tls;
 
 pub use provisioner::{
     ClusterFacts, InstalledContent, ObjectsError, ObjectsRequest, Plain, Provisioner,
