@@ -94,17 +94,19 @@ pub struct ConfigMapCatalogSource {
     pub namespace: String,
 }
 
-/// A tarball over HTTPS, optionally pinned by its sha256.
+/// Catalog content over HTTPS, optionally pinned by its sha256: a tarball
+/// (gzip'd or not) holding the catalog files, or one catalog file whose URL
+/// ends in `.json`, `.yaml` or `.yml`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 pub struct HttpsCatalogSource {
-    /// `https://…`: the tarball's address.
+    /// `https://…`: the tarball's or the catalog file's address.
     #[schemars(length(min = 9, max = 2048))]
     #[schemars(extend("x-kubernetes-validations" = [{
         "rule": "self.startsWith('https://')",
         "message": "spec.source.https.url must start with https://",
     }]))]
     pub url: String,
-    /// The tarball's sha256 (64 hex digits): fetched content with another
+    /// The downloaded bytes' sha256 (64 hex digits): fetched content with another
     /// digest is refused, and a pinned URL is never polled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]

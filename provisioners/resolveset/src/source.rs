@@ -1,6 +1,7 @@
 //! A Catalog's source through the runtime's content fetchers and store:
 //! `image` is a `docker://` ref, `configMap` a `file://` ref over a
-//! ConfigMap volume mount, `https` an `https://` tarball ref (pinned with
+//! ConfigMap volume mount, `https` an `https://` ref to a tarball or one
+//! catalog file (pinned with
 //! `#sha256=` when the Catalog gives one). The runtime pins the content
 //! (manifest digest, tarball sha256, digest of the ConfigMap's data),
 //! unpacks it safely and keeps it in the store by that digest.

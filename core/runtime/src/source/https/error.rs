@@ -116,6 +116,18 @@ pub enum HttpsError {
         /// What went wrong.
         cause: String,
     },
+    /// A single manifest or catalog file over the per-file limit.
+    #[error(
+        "{url} is {size} bytes, over the limit of {limit} bytes per file (the class's maxObjectSize); split the file or raise the limit"
+    )]
+    FileTooLarge {
+        /// The URL.
+        url: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The tarball could not be unpacked safely.
     #[error("cannot unpack {url}: {error}")]
     Unpack {
@@ -150,6 +162,7 @@ impl HttpsError {
             Self::Unpack { error, .. } => error.is_terminal(),
             Self::InvalidRef { .. }
             | Self::TooLarge { .. }
+            | Self::FileTooLarge { .. }
             | Self::DigestMismatch { .. }
             | Self::Internal { .. } => true,
             _ => false,
@@ -164,7 +177,7 @@ impl HttpsError {
             Self::Timeout { .. } => "timeout",
             Self::Tls { .. } => "tls",
             Self::Status { .. } => "http_status",
-            Self::TooLarge { .. } => "too_large",
+            Self::TooLarge { .. } | Self::FileTooLarge { .. } => "too_large",
             Self::DigestMismatch { .. } => "digest_mismatch",
             Self::Transfer { .. } => "transfer",
             Self::Unpack { error, .. } => error.metric_label(),
