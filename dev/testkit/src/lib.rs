@@ -15,7 +15,7 @@ mod wait;
 
 pub use crds::install_crds;
 pub use data::{data, data_root, files};
-pub use events::instance_events;
+pub use events::{cluster_object_events, instance_events};
 pub use scope::Scope;
 pub use shared::{TestCluster, cluster};
 pub use wait::{

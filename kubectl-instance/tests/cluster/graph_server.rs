@@ -149,6 +149,7 @@ async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
             leader: None,
             selector: Some(scope.selector()),
             metrics: Arc::new(pakket_runtime::serve::Metrics::new()),
+            store_gc: Default::default(),
         },
     )
     .await

@@ -41,6 +41,13 @@ use pakket_resolveset::load;
 use pakket_resolveset::protocol::resolve::{RequestItem, ResolveRequest, ResolveResponse};
 use pakket_resolveset::serving::{Catalogs, counts};
 
+/// jemalloc with its background thread, not the system allocator: a
+/// catalog swap frees a whole catalog's worth of small allocations, which
+/// glibc's malloc kept as RSS (81 MiB after one swap of the community
+/// catalog, 45 MiB before it); jemalloc returns them within seconds.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const CATALOG: &str = "fbc/community-operators-prod-derived/catalog.json";
 
 struct Options {
@@ -86,6 +93,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
 
     let contents = Contents::new()?;
     load_and_swap(&catalogs, &contents, options.runs).await?;
+    // What the allocator gives back once a swap's old catalog is freed.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    println!("{:<44} {}", "memory, 15 s after the last swap:", memory());
     resolve_at_rate(&catalogs, address, options.rate, options.seconds).await?;
     println!("{:<44} {}", "memory, after the HTTP traffic:", memory());
     Ok(())

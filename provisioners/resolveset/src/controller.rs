@@ -6,6 +6,11 @@
 //! would only repeat it). A Catalog whose newest content fails keeps its
 //! last good content serving and says so: `Unpacked` False with the cause,
 //! `Serving` True naming the digest still served.
+//!
+//! Polls do not rewrite an unchanged status: a write happens when a
+//! condition, the digest, the counts or the findings change, or when
+//! `lastSyncTime` is older than [`SYNC_TIME_REFRESH`]. Each change of a
+//! condition's reason, and each new digest served, is an Event too.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,9 +20,10 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{Controller, WatchStreamExt as _};
-use kube::{Api, Client, ResourceExt as _};
+use kube::{Api, Client, Resource as _, ResourceExt as _};
 use pakket_runtime::leader::LeaderState;
 use pakket_runtime::serve::Metrics;
 use pakket_runtime::store::Digest;
@@ -26,6 +32,7 @@ use crate::catalog::{Catalog, CatalogStatus, parse_interval};
 use crate::condition::{self, ConditionType, Reason};
 use crate::serving::{Catalogs, counts};
 use crate::source::{Fetched, Fetcher};
+use crate::store_gc::Loading;
 use crate::{Error, load};
 
 /// The field manager of status writes.
@@ -34,6 +41,10 @@ pub const MANAGER: &str = "pakket-resolveset";
 const RETRY: Duration = Duration::from_secs(60);
 /// Shortest poll interval honoured, so a typo cannot hammer a registry.
 const MIN_POLL: Duration = Duration::from_secs(1);
+/// How stale `lastSyncTime` may get before an otherwise unchanged status
+/// is written again: polls every few seconds would otherwise write every
+/// few seconds, for nobody.
+pub const SYNC_TIME_REFRESH: Duration = Duration::from_secs(600);
 
 /// What every reconcile shares.
 pub struct Context {
@@ -43,6 +54,10 @@ pub struct Context {
     pub fetcher: Fetcher,
     /// What the API serves.
     pub catalogs: Arc<Catalogs>,
+    /// Digests being loaded, which the store collector keeps.
+    pub loading: Arc<Loading>,
+    /// Publishes the Catalogs' Events.
+    pub recorder: Recorder,
     /// Whether this replica writes status; `None`: always.
     pub leader: Option<LeaderState>,
     /// Reconcile counts and durations.
@@ -121,7 +136,19 @@ async fn reconcile(catalog: Arc<Catalog>, context: Arc<Context>) -> Result<Actio
     let attempt = sync(&catalog, &context).await;
     let status = status(&catalog, &context, &attempt);
     if context.leader.as_ref().is_none_or(LeaderState::is_leader) {
-        write_status(&catalog, &context.client, status).await?;
+        let old = catalog.status.as_ref();
+        for event in transitions(old, &status) {
+            if let Err(error) = context
+                .recorder
+                .publish(&event, &catalog.object_ref(&()))
+                .await
+            {
+                tracing::debug!(%error, "publishing a Catalog Event");
+            }
+        }
+        if worth_writing(old, &status, Timestamp::now()) {
+            write_status(&catalog, &context.client, status).await?;
+        }
     }
     let label = attempt.as_ref().err().map_or("ok", Error::metric_label);
     context.metrics.reconciled(label, started.elapsed());
@@ -185,6 +212,7 @@ async fn sync(catalog: &Catalog, context: &Context) -> Result<Synced, Error> {
     let source = catalog.spec.source.clone();
     let (task_dir, task_digest) = (dir.clone(), digest.clone());
     let started = Instant::now();
+    let _kept_while_loading = context.loading.hold(digest.as_str());
     tokio::task::spawn_blocking(move || {
         let loaded = load::load(&task_dir, &source, &name, priority)?;
         catalogs.put(loaded, task_digest.as_str());
@@ -304,4 +332,147 @@ async fn write_status(
     .await
     .map_err(Error::Status)?;
     Ok(())
+}
+
+/// Whether `new` says anything `old` does not, or `old`'s sync time is
+/// older than [`SYNC_TIME_REFRESH`].
+fn worth_writing(old: Option<&CatalogStatus>, new: &CatalogStatus, now: Timestamp) -> bool {
+    let Some(old) = old else { return true };
+    let without_time = |status: &CatalogStatus| CatalogStatus {
+        last_sync_time: None,
+        ..status.clone()
+    };
+    if without_time(old) != without_time(new) {
+        return true;
+    }
+    let refresh = jiff::SignedDuration::try_from(SYNC_TIME_REFRESH).expect("a small duration");
+    old.last_sync_time
+        .as_ref()
+        .is_none_or(|synced| now.duration_since(synced.0) >= refresh)
+}
+
+/// The Events a status change is worth: a condition whose reason changed,
+/// and a new digest served. Warnings for conditions that went False.
+fn transitions(old: Option<&CatalogStatus>, new: &CatalogStatus) -> Vec<KubeEvent> {
+    let before =
+        |kind: &str| old.and_then(|status| status.conditions.iter().find(|c| c.type_ == kind));
+    let mut events = Vec::new();
+    for condition in &new.conditions {
+        let previous = before(&condition.type_);
+        let new_digest = condition.type_ == ConditionType::Serving.as_str()
+            && old.and_then(|status| status.digest.as_deref()) != new.digest.as_deref();
+        if previous.is_some_and(|p| p.reason == condition.reason) && !new_digest {
+            continue;
+        }
+        events.push(KubeEvent {
+            type_: if condition.status == "False" {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: condition.reason.clone(),
+            note: Some(condition.message.chars().take(1000).collect()),
+            // kube's recorder folds Events of one action and reason into a
+            // series that keeps the first message: each digest served is
+            // an action of its own, so every swap shows with its digest.
+            action: match (
+                &new.digest,
+                condition.type_ == ConditionType::Serving.as_str(),
+            ) {
+                (Some(digest), true) => format!("Serve {}", short(digest)),
+                _ => "Sync".into(),
+            },
+            secondary: None,
+        });
+    }
+    events
+}
+
+/// `sha256:` and the first 12 hex digits, as image tools print digests.
+fn short(digest: &str) -> &str {
+    let end = digest.find(':').map_or(0, |colon| colon + 1) + 12;
+    digest.get(..end).unwrap_or(digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(reasons: &[Reason], digest: Option<&str>, synced: Timestamp) -> CatalogStatus {
+        CatalogStatus {
+            conditions: reasons
+                .iter()
+                .map(|reason| condition::new(*reason, "m", Some(1), Timestamp::UNIX_EPOCH))
+                .collect(),
+            digest: digest.map(str::to_owned),
+            last_sync_time: Some(Time(synced)),
+            ..CatalogStatus::default()
+        }
+    }
+
+    #[test]
+    fn only_a_change_or_a_stale_sync_time_is_written() {
+        let then = Timestamp::from_second(1_000_000).unwrap();
+        let serving = [Reason::ServingLatest, Reason::UnpackSucceeded];
+        let old = status(&serving, Some("sha256:a"), then);
+        let soon = then + jiff::SignedDuration::from_secs(30);
+        let late = then + jiff::SignedDuration::from_secs(601);
+        assert!(!worth_writing(
+            Some(&old),
+            &status(&serving, Some("sha256:a"), soon),
+            soon
+        ));
+        assert!(worth_writing(
+            Some(&old),
+            &status(&serving, Some("sha256:a"), late),
+            late
+        ));
+        assert!(worth_writing(
+            Some(&old),
+            &status(&serving, Some("sha256:b"), soon),
+            soon
+        ));
+        assert!(worth_writing(None, &old, soon));
+    }
+
+    #[test]
+    fn events_for_changed_reasons_and_new_digests_warnings_when_false() {
+        let t = Timestamp::UNIX_EPOCH;
+        let good = status(
+            &[Reason::ServingLatest, Reason::UnpackSucceeded],
+            Some("sha256:aaaaaaaaaaaaaaaa"),
+            t,
+        );
+        assert!(transitions(Some(&good), &good).is_empty());
+        let broken = status(
+            &[Reason::ServingPrevious, Reason::CatalogInvalid],
+            Some("sha256:aaaaaaaaaaaaaaaa"),
+            t,
+        );
+        let events = transitions(Some(&good), &broken);
+        let seen: Vec<(&str, EventType)> = events
+            .iter()
+            .map(|e| (e.reason.as_str(), e.type_))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("ServingPrevious", EventType::Normal),
+                ("CatalogInvalid", EventType::Warning)
+            ]
+        );
+        let newer = status(
+            &[Reason::ServingLatest, Reason::UnpackSucceeded],
+            Some("sha256:bbbbbbbbbbbbbbbb"),
+            t,
+        );
+        let events = transitions(Some(&good), &newer);
+        assert_eq!(events.len(), 1, "the new digest alone");
+        assert_eq!(events[0].action, "Serve sha256:bbbbbbbbbbbb");
+        assert_eq!(
+            transitions(None, &good).len(),
+            2,
+            "a first status tells both"
+        );
+    }
 }

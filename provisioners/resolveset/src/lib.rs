@@ -7,7 +7,8 @@
 //! - [`source`]: a Catalog's source through the runtime's fetchers and store.
 //! - [`load`]: unpacked content to a loaded catalog; diagnostics summarized.
 //! - [`serving`]: the served snapshot, swapped whole on every change.
-//! - [`controller`]: fetch → load → swap → status.
+//! - [`controller`]: fetch → load → swap → status, Events on changes.
+//! - [`store_gc`]: old catalog content leaves the store.
 //! - [`protocol`]: the API's request and response types, shared with
 //!   `pakket resolve` (which prints exactly what the API answers).
 //! - [`api`]: the HTTP routes, authentication, TLS.
@@ -24,6 +25,7 @@ pub mod process;
 pub mod protocol;
 pub mod serving;
 pub mod source;
+pub mod store_gc;
 
 pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
 pub use condition::{ConditionType, Reason};

@@ -11,9 +11,17 @@ use clap::Parser;
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::process::{self, DEFAULT_MAX_CATALOG_FILE, Options};
 use pakket_runtime::cli::{self, ProvisionerArgs};
+use pakket_runtime::controller::StoreGc;
 use pakket_runtime::leader::{Elector, LeaseConfig};
 use pakket_runtime::serve::{self, Metrics};
 use pakket_runtime::source::SourceOptions;
+
+/// jemalloc with its background thread, not the system allocator: a
+/// catalog swap frees a whole catalog's worth of small allocations, which
+/// glibc's malloc kept as RSS (81 MiB after one swap of the community
+/// catalog, 45 MiB before it); jemalloc returns them within seconds.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 const DEFAULT_ID: &str = "pakket.dev/resolveset";
 
@@ -113,6 +121,13 @@ async fn main() -> anyhow::Result<()> {
             leader: Some(elector.state()),
             selector: args.catalog_selector,
             metrics,
+            store_gc: StoreGc {
+                policy: pakket_runtime::store::gc::Policy {
+                    max_bytes: args.provisioner.store_max_bytes,
+                    ..StoreGc::default().policy
+                },
+                ..StoreGc::default()
+            },
         },
     )
     .await?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kube::Client;
 use pakket_runtime::content::{ImageSources, UnpackOptions};
+use pakket_runtime::controller::StoreGc;
 use pakket_runtime::leader::LeaderState;
 use pakket_runtime::serve::Metrics;
 use pakket_runtime::source::SourceOptions;
@@ -19,6 +20,7 @@ use crate::api::{self, ApiState};
 use crate::controller::{self, Context};
 use crate::serving::Catalogs;
 use crate::source::Fetcher;
+use crate::store_gc::{self, Loading};
 
 /// Bytes one catalog file may unpack to: the community catalog is one
 /// 6.6 MB file, past the runtime's 4 MiB default for manifests.
@@ -48,6 +50,8 @@ pub struct Options {
     pub selector: Option<String>,
     /// Reconcile metrics.
     pub metrics: Arc<Metrics>,
+    /// When old catalog content leaves the store.
+    pub store_gc: StoreGc,
 }
 
 /// A started process.
@@ -68,6 +72,14 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
     unpack.limits.max_total_size = unpack.limits.max_total_size.max(options.max_catalog_file);
     unpack.allow_internal_addresses = options.allow_internal_addresses;
     let catalogs = Arc::new(Catalogs::new());
+    let loading = Arc::new(Loading::default());
+    tokio::spawn(store_gc::run(
+        Arc::clone(&store),
+        Arc::clone(&catalogs),
+        Arc::clone(&loading),
+        Arc::clone(&options.metrics),
+        options.store_gc,
+    ));
     let context = Arc::new(Context {
         client: client.clone(),
         fetcher: Fetcher {
@@ -77,6 +89,8 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
             options: unpack,
         },
         catalogs: Arc::clone(&catalogs),
+        loading,
+        recorder: pakket_runtime::controller::recorder(client.clone(), controller::MANAGER),
         leader: options.leader,
         metrics: options.metrics,
     });

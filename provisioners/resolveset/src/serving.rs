@@ -34,6 +34,11 @@ impl Served {
         self.digests.get(name).map(String::as_str)
     }
 
+    /// Every served digest.
+    pub fn digests(&self) -> impl Iterator<Item = &str> {
+        self.digests.values().map(String::as_str)
+    }
+
     /// The served catalog called `name`.
     pub fn catalog(&self, name: &str) -> Option<&Catalog> {
         self.set.catalog(self.set.catalog_index(name)?)

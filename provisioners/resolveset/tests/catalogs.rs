@@ -17,8 +17,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt as _;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use pakket_engine::catalog::Catalog as EngineCatalog;
 use pakket_resolveset::api::client::ResolverClient;
@@ -154,11 +156,23 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
     std::fs::copy(data(DERIVED), tree.join("configs/catalog.json")).unwrap();
     let tarball = support::tar_gz(&tree);
     let sha256 = hex::encode(sha2::Sha256::digest(&tarball));
+    // And one package's catalog file as it is, not in a tarball.
+    let plain_file = std::fs::read(data(&format!("{V420}/kubevirt-wol/catalog.yaml"))).unwrap();
     let base = support::https_files(
         &tls,
-        BTreeMap::from([("community.tar.gz".to_owned(), tarball)]),
+        BTreeMap::from([
+            ("community.tar.gz".to_owned(), tarball),
+            ("kubevirt-wol.yaml".to_owned(), plain_file),
+        ]),
     )
     .await;
+    let one_file = CatalogSource {
+        https: Some(HttpsCatalogSource {
+            url: format!("{base}/kubevirt-wol.yaml"),
+            sha256: None,
+        }),
+        ..CatalogSource::default()
+    };
     let over_https = CatalogSource {
         https: Some(HttpsCatalogSource {
             url: format!("{base}/community.tar.gz"),
@@ -171,7 +185,8 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
     let community = catalog(&scope, "community", over_https, 0);
     let mutable = catalog(&scope, "mutable", from_config_map("mutable"), 0);
     let unmarked = catalog(&scope, "unmarked", from_config_map("unmarked"), 0);
-    for object in [&small, &community, &mutable, &unmarked] {
+    let plain = catalog(&scope, "plain", one_file, -1);
+    for object in [&small, &community, &mutable, &unmarked, &plain] {
         create(&scope.client, object).await;
     }
 
@@ -219,6 +234,18 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
         findings.first
     );
 
+    let plain = wait_for(
+        &scope.client,
+        &scope.name("plain"),
+        "the plain catalog file over https serving",
+        served,
+    )
+    .await;
+    assert_eq!(
+        plain.status.unwrap().counts,
+        Some(counts_of(&data(&format!("{V420}/kubevirt-wol"))))
+    );
+
     let mutable = wait_for(
         &scope.client,
         &scope.name("mutable"),
@@ -262,7 +289,14 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
     // Served by priority: the ConfigMap's catalog (10) before the community one (0).
     let listed = catalogs(&api).await;
     let names: Vec<&str> = listed.catalogs.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, [scope.name("small"), scope.name("community")]);
+    assert_eq!(
+        names,
+        [
+            scope.name("small"),
+            scope.name("community"),
+            scope.name("plain")
+        ]
+    );
     assert_eq!(listed.catalogs[1].digest, format!("sha256:{sha256}"));
     // nfs-provisioner-operator is in both; the higher priority wins.
     let Outcome::Resolved(resolved) = resolve_text(&api, "nfs-provisioner-operator").await else {
@@ -276,7 +310,7 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
         .await
         .unwrap();
     pakket_testkit::eventually("the deleted Catalog is no longer served", || async {
-        catalogs(&api).await.catalogs.len() == 1
+        catalogs(&api).await.catalogs.len() == 2
     })
     .await;
     support::cleanup(scope).await;
@@ -361,6 +395,39 @@ async fn a_new_digest_is_picked_up_while_resolutions_stream_and_none_fails() {
         resolve_text(&api, "dotvirt-operator").await,
         Outcome::Resolved(_)
     ));
+    // The swap is an Event naming the new digest.
+    let name = scope.name("update");
+    pakket_testkit::eventually("a ServingLatest Event names the new digest", || async {
+        pakket_testkit::cluster_object_events(&scope.client, "Catalog", &name)
+            .await
+            .iter()
+            .any(|event| {
+                event.reason.as_deref() == Some("ServingLatest")
+                    && event.type_.as_deref() == Some("Normal")
+                    && event
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.contains(&second_digest))
+            })
+    })
+    .await;
+    // The old digest leaves this process's store; the served one stays.
+    let store = pakket_runtime::store::Store::open(support::store_dir(&scope)).unwrap();
+    let digest = |d: &str| pakket_runtime::store::Digest::parse(d).unwrap();
+    pakket_testkit::eventually("the old digest is collected", || async {
+        store.get(&digest(&first_digest)).is_none()
+    })
+    .await;
+    assert!(store.get(&digest(&second_digest)).is_some());
+    // Polls (every second) that find nothing new write nothing.
+    let catalogs_api: Api<Catalog> = Api::all(scope.client.clone());
+    let version = catalogs_api.get(&name).await.unwrap().resource_version();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        catalogs_api.get(&name).await.unwrap().resource_version(),
+        version,
+        "an unchanged status is not rewritten on every poll"
+    );
     // Let the stream run on the new content too before stopping it.
     let seen = answered.load(Ordering::Relaxed);
     pakket_testkit::eventually("more resolutions after the swap", || async {

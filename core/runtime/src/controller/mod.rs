@@ -47,7 +47,7 @@ use kube::{Client, ResourceExt};
 use pakket_api::{ApprovalState, Bundle, Instance, ProvisionerClass};
 
 pub use bundle_status::REPLACED_BY_LABEL;
-pub use context::{Context, MAX_UNPACK_BACKOFF};
+pub use context::{Context, MAX_UNPACK_BACKOFF, recorder};
 pub use store_gc::{DEFAULT_GC_EVERY, DEFAULT_GC_GRACE, DEFAULT_STORE_MAX_BYTES, StoreGc};
 
 use crate::apply::Kinds;

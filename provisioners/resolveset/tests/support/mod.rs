@@ -22,6 +22,7 @@ use kube::runtime::{conditions, wait::await_condition};
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec};
 use pakket_resolveset::process::{self, Options, Running};
+use pakket_runtime::controller::StoreGc;
 use pakket_runtime::serve::Metrics;
 use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
 use pakket_testkit::Scope;
@@ -51,6 +52,11 @@ pub async fn install_crd(client: &kube::Client) {
     }
 }
 
+/// Where the process of `scope`'s test keeps its content.
+pub fn store_dir(scope: &Scope) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id))
+}
+
 /// Runs the controller and the API for `scope`'s Catalogs on this runtime,
 /// trusting `extra_roots` for `https` sources.
 pub async fn start(scope: &Scope, transport: Transport, extra_roots: Vec<String>) -> Running {
@@ -58,7 +64,7 @@ pub async fn start(scope: &Scope, transport: Transport, extra_roots: Vec<String>
     process::start(
         scope.client.clone(),
         Options {
-            store: std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id)),
+            store: store_dir(scope),
             sources: SourceOptions {
                 extra_roots,
                 ..SourceOptions::default()
@@ -71,6 +77,15 @@ pub async fn start(scope: &Scope, transport: Transport, extra_roots: Vec<String>
             leader: None,
             selector: Some(scope.selector()),
             metrics: Arc::new(Metrics::new()),
+            // Collected every second, so a test sees old content go; the
+            // grace still covers a fetch whose load has not begun.
+            store_gc: StoreGc {
+                every: Duration::from_secs(1),
+                policy: pakket_runtime::store::gc::Policy {
+                    grace: Duration::from_secs(2),
+                    ..StoreGc::default().policy
+                },
+            },
         },
     )
     .await
@@ -141,9 +156,7 @@ pub async fn cleanup(scope: Scope) {
             &ListParams::default().labels(&scope.selector()),
         )
         .await;
-    let _ = std::fs::remove_dir_all(
-        std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id)),
-    );
+    let _ = std::fs::remove_dir_all(store_dir(&scope));
     // The scratch directories of `scratch`.
     let prefix = format!("pakket-resolveset-{}-", scope.id);
     for entry in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
