@@ -70,6 +70,10 @@ pub struct UnpackOptions {
     /// The ProvisionerClass these options come from, for the advice in a
     /// refusal.
     pub class: String,
+    /// The advice ending an internal-address refusal, where a process flag
+    /// rather than a class decides (a Catalog's fetches); `None`: the
+    /// class's parameter.
+    pub internal_addresses_advice: Option<String>,
 }
 
 /// Objects a Bundle may hold unless its class says otherwise: each is a
@@ -90,6 +94,7 @@ impl Default for UnpackOptions {
             max_objects: DEFAULT_MAX_OBJECTS,
             crd_upgrade_safety: true,
             class: String::new(),
+            internal_addresses_advice: None,
         }
     }
 }
@@ -133,7 +138,10 @@ impl UnpackOptions {
             Reach::Any
         } else {
             Reach::Public {
-                class: self.class.clone(),
+                advice: self
+                    .internal_addresses_advice
+                    .clone()
+                    .unwrap_or_else(|| crate::source::address::advice(&self.class)),
             }
         }
     }

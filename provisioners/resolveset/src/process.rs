@@ -71,6 +71,12 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
     unpack.limits.max_file_size = options.max_catalog_file;
     unpack.limits.max_total_size = unpack.limits.max_total_size.max(options.max_catalog_file);
     unpack.allow_internal_addresses = options.allow_internal_addresses;
+    unpack.internal_addresses_advice = Some(
+        "pakket-resolveset does not fetch Catalogs from internal addresses unless its admin \
+         starts it with --allow-internal-addresses; serve the catalog from a public address, \
+         an image or a ConfigMap"
+            .into(),
+    );
     let catalogs = Arc::new(Catalogs::new());
     let loading = Arc::new(Loading::default());
     tokio::spawn(store_gc::run(

@@ -59,7 +59,7 @@ impl Fetcher {
             &self.options,
         )
         .await
-        .map_err(|error| fetch_error(source, &error))?;
+        .map_err(|error| fetch_error(source, &spec.refs[0], &error))?;
         Ok(Fetched {
             digest: unpacked.digest,
             dir: unpacked.dir,
@@ -160,12 +160,19 @@ impl Fetcher {
 /// The runtime's error in the Catalog's words: its messages name a
 /// Bundle's `spec.refs[0]` and `spec.volumeMounts`, which a Catalog does
 /// not have.
-fn fetch_error(source: &CatalogSource, error: &ContentError) -> Error {
+fn fetch_error(source: &CatalogSource, reference: &str, error: &ContentError) -> Error {
     let text = error.to_string();
     let field = source.field();
-    let text = match text.strip_prefix("spec.refs[0] ") {
-        Some(rest) => format!("{field} {rest}"),
-        None => text.replace("(spec.volumeMounts)", "(spec.source.configMap)"),
+    let text = match text.strip_prefix(&format!("spec.refs[0] {reference}: ")) {
+        // The cause names the address itself: say it once.
+        Some(cause) if cause.contains(reference.split('#').next().unwrap_or(reference)) => {
+            format!("{field}: {cause}")
+        }
+        Some(cause) => format!("{field}: {reference}: {cause}"),
+        None => match text.strip_prefix("spec.refs[0] ") {
+            Some(rest) => format!("{field} {rest}"),
+            None => text.replace("(spec.volumeMounts)", "(spec.source.configMap)"),
+        },
     };
     let text = text.replace("fix spec.volumeMounts", "fix spec.source.configMap");
     Error::Fetch {

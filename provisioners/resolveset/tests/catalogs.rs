@@ -717,3 +717,77 @@ async fn bad_input_is_refused_with_400_naming_the_field() {
     assert!(text.contains("GET /v1/packages lists them"), "{text}");
     support::cleanup(scope).await;
 }
+
+#[tokio::test]
+async fn a_catalog_cannot_make_the_process_fetch_from_internal_addresses() {
+    // The attacker may create Catalogs and aims the process at what only
+    // the cluster can reach (here a server on loopback, as a metadata
+    // service or an internal API would be); the admin did not pass
+    // --allow-internal-addresses.
+    let scope = Scope::new("resolveset-internal").await;
+    let tls = TestTls::new(&scratch(&scope, "tls"));
+    let running =
+        support::start_with_reach(&scope, loopback(), vec![tls.ca_pem.clone()], false).await;
+    let api = client(&running);
+    let secret = b"{\"schema\":\"olm.package\",\"name\":\"internal-only\"}".to_vec();
+    let (base, requests) =
+        support::https_files_counted(&tls, BTreeMap::from([("catalog.json".to_owned(), secret)]))
+            .await;
+    let port = base.rsplit(':').next().unwrap().to_owned();
+    let mut names = Vec::new();
+    for (suffix, url) in [
+        ("loopback", format!("{base}/catalog.json")),
+        (
+            "localhost",
+            format!("https://localhost:{port}/catalog.json"),
+        ),
+    ] {
+        let object = catalog(
+            &scope,
+            suffix,
+            CatalogSource {
+                https: Some(HttpsCatalogSource { url, sha256: None }),
+                ..CatalogSource::default()
+            },
+            0,
+        );
+        create(&scope.client, &object).await;
+        names.push(scope.name(suffix));
+    }
+    for name in &names {
+        let refused = wait_for(&scope.client, name, "the internal address refused", |c| {
+            condition(c, ConditionType::Unpacked, "False", Reason::UnpackFailed)
+        })
+        .await;
+        let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
+        assert!(
+            message.starts_with("spec.source.https.url:") && message.contains("internal"),
+            "names the field and why: {message}"
+        );
+        assert!(
+            message.contains("--allow-internal-addresses") && !message.contains("ProvisionerClass"),
+            "the advice is the process flag, not a class parameter: {message}"
+        );
+        assert_eq!(
+            message.matches("/catalog.json").count(),
+            1,
+            "the address once: {message}"
+        );
+        assert!(
+            !serde_json::to_string(&refused)
+                .unwrap()
+                .contains("internal-only"),
+            "nothing of the content is echoed"
+        );
+    }
+    assert_eq!(
+        requests.load(Ordering::Relaxed),
+        0,
+        "no request reached the internal server"
+    );
+    assert!(
+        catalogs(&api).await.catalogs.is_empty(),
+        "nothing is served"
+    );
+    support::cleanup(scope).await;
+}

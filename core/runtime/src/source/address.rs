@@ -34,8 +34,9 @@ pub use guard::{LookupError, resolve_public, resolve_public_blocking};
 pub enum Reach {
     /// Public addresses only (the default).
     Public {
-        /// The ProvisionerClass, named in a refusal's advice.
-        class: String,
+        /// What a refused requester may do, ending the refusal: whom to
+        /// ask, and which setting allows internal addresses.
+        advice: String,
     },
     /// Any address: the class sets `allowInternalAddresses: true`.
     Any,
@@ -45,7 +46,7 @@ impl Reach {
     /// What a refused requester may do: the advice ending a refusal.
     pub fn advice(&self) -> String {
         match self {
-            Self::Public { class } => advice(class),
+            Self::Public { advice } => advice.clone(),
             Self::Any => String::new(),
         }
     }
@@ -250,7 +251,7 @@ pub fn check_resolved(host: &str, addresses: &[IpAddr]) -> Result<(), Refusal> {
     }
 }
 
-/// What to tell the requester about a refused host.
+/// What to tell the requester about a host a ProvisionerClass refused.
 pub fn advice(class: &str) -> String {
     format!(
         "ProvisionerClass {class} does not allow internal addresses (set its parameter \
@@ -406,7 +407,7 @@ mod tests {
     #[test]
     fn the_advice_names_the_class_and_the_parameter() {
         let reach = Reach::Public {
-            class: "plain".into(),
+            advice: advice("plain"),
         };
         assert_eq!(
             reach.advice(),

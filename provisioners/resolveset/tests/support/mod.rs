@@ -60,6 +60,18 @@ pub fn store_dir(scope: &Scope) -> std::path::PathBuf {
 /// Runs the controller and the API for `scope`'s Catalogs on this runtime,
 /// trusting `extra_roots` for `https` sources.
 pub async fn start(scope: &Scope, transport: Transport, extra_roots: Vec<String>) -> Running {
+    // The test's https server is on loopback.
+    start_with_reach(scope, transport, extra_roots, true).await
+}
+
+/// [`start`], with `https` sources allowed to reach internal addresses or
+/// not (`--allow-internal-addresses`).
+pub async fn start_with_reach(
+    scope: &Scope,
+    transport: Transport,
+    extra_roots: Vec<String>,
+    allow_internal_addresses: bool,
+) -> Running {
     install_crd(&scope.client).await;
     process::start(
         scope.client.clone(),
@@ -69,8 +81,7 @@ pub async fn start(scope: &Scope, transport: Transport, extra_roots: Vec<String>
                 extra_roots,
                 ..SourceOptions::default()
             },
-            // The test's https server is on loopback.
-            allow_internal_addresses: true,
+            allow_internal_addresses,
             max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
             api_address: "127.0.0.1:0".parse().unwrap(),
             transport,
@@ -264,16 +275,29 @@ impl TestTls {
 /// Serves `files` (`/NAME`) over HTTPS on loopback with a certificate of
 /// `tls`, on the calling runtime; returns `https://127.0.0.1:PORT`.
 pub async fn https_files(tls: &TestTls, files: BTreeMap<String, Vec<u8>>) -> String {
+    https_files_counted(tls, files).await.0
+}
+
+/// [`https_files`], and the number of requests it has answered so far.
+pub async fn https_files_counted(
+    tls: &TestTls,
+    files: BTreeMap<String, Vec<u8>>,
+) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
     use axum::extract::{Path as UrlPath, State};
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
-    let files = Arc::new(files);
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    /// The files by name, and the requests answered.
+    type Served = (Arc<BTreeMap<String, Vec<u8>>>, Arc<AtomicUsize>);
+    let requests = Arc::new(AtomicUsize::new(0));
+    let state = (Arc::new(files), Arc::clone(&requests));
     let router = axum::Router::new()
         .route(
             "/{name}",
             axum::routing::get(
-                |State(files): State<Arc<BTreeMap<String, Vec<u8>>>>,
+                |State((files, requests)): State<Served>,
                  UrlPath(name): UrlPath<String>| async move {
+                    requests.fetch_add(1, Ordering::Relaxed);
                     match files.get(&name) {
                         Some(bytes) => bytes.clone().into_response(),
                         None => StatusCode::NOT_FOUND.into_response(),
@@ -281,14 +305,14 @@ pub async fn https_files(tls: &TestTls, files: BTreeMap<String, Vec<u8>>) -> Str
                 },
             ),
         )
-        .with_state(files);
+        .with_state(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let transport = tls.transport(address);
     tokio::spawn(pakket_resolveset::api::listen::serve(
         listener, router, transport,
     ));
-    format!("https://{address}")
+    (format!("https://{address}"), requests)
 }
 
 /// The bearer token of test user `name`, from the control plane's kubeconfig.
