@@ -29,6 +29,7 @@ mod pending;
 mod pivot;
 mod table;
 mod why;
+mod why_catalogs;
 
 use connect::ClusterArgs;
 use error::Error;
@@ -122,6 +123,22 @@ enum Command {
         /// Print the explanation as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<Format>,
+        /// For missing or conflicting dependencies, ask this resolver API
+        /// (`https://HOST:PORT`) what from the cluster's Catalogs would
+        /// satisfy them.
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
+        /// The bearer token sent to --server (a cluster user's token).
+        #[arg(
+            long,
+            env = "PAKKET_TOKEN",
+            hide_env_values = true,
+            requires = "server"
+        )]
+        token: Option<String>,
+        /// A CA certificate (PEM) to trust for --server besides the system's.
+        #[arg(long, value_name = "FILE", requires = "server")]
+        server_ca: Option<std::path::PathBuf>,
     },
     /// Print a package's update graphs from catalog files (no cluster needed)
     /// or from a cluster's resolver API (`--server`).
@@ -161,9 +178,20 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let client = cli.cluster.client().await?;
             describe::run(&client, &name, output, &mut out).await
         }
-        Command::Why { name, output } => {
+        Command::Why {
+            name,
+            output,
+            server,
+            token,
+            server_ca,
+        } => {
             let client = cli.cluster.client().await?;
-            why::run(&client, &name, output, &mut out).await
+            let server = server.as_deref().map(|url| why_catalogs::Server {
+                url,
+                token,
+                ca: server_ca.as_deref(),
+            });
+            why::run(&client, &name, output, server.as_ref(), &mut out).await
         }
         Command::Approve {
             name,

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::output::{self, Format};
-use crate::{age, lookup};
+use crate::{age, lookup, why_catalogs};
 
 /// Where an Instance stands, in one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -571,6 +571,7 @@ pub async fn run(
     client: &kube::Client,
     name: &str,
     format: Option<Format>,
+    server: Option<&why_catalogs::Server<'_>>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
     let instance = lookup::instance(client, name).await?;
@@ -585,13 +586,44 @@ pub async fn run(
         class: class.as_ref(),
         class_missing,
     };
-    let diagnosis = diagnose(&instance, &context);
+    let mut diagnosis = diagnose(&instance, &context);
+    if let Some(server) = server {
+        ask_catalogs(client, server, &instance, bundle.as_ref(), &mut diagnosis).await;
+    }
     match format {
         Some(format) => output::print(&diagnosis, format, out),
         None => {
             out.write_all(render(&diagnosis, Timestamp::now()).as_bytes())?;
             Ok(())
         }
+    }
+}
+
+/// Adds the resolver's advice to each dependency problem.
+async fn ask_catalogs(
+    client: &kube::Client,
+    server: &why_catalogs::Server<'_>,
+    instance: &Instance,
+    bundle: Option<&Bundle>,
+    diagnosis: &mut Diagnosis,
+) {
+    let about_dependencies = |problem: &Problem| {
+        problem.kind == Kind::DependencyConflict
+            || problem.reason == Reason::DependenciesMissing.as_str()
+    };
+    if !diagnosis.problems.iter().any(about_dependencies) {
+        return;
+    }
+    let wanted = bundle
+        .and_then(|bundle| bundle.status.as_ref())
+        .and_then(|status| why_catalogs::package_of(&status.properties));
+    let steps = why_catalogs::advise(client, server, instance, wanted).await;
+    for problem in diagnosis
+        .problems
+        .iter_mut()
+        .filter(|p| about_dependencies(p))
+    {
+        problem.next_steps.extend(steps.iter().cloned());
     }
 }
 

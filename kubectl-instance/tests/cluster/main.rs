@@ -6,10 +6,10 @@
 //! One test binary, so `cargo test` starts one control plane for all of them.
 
 mod approval;
-mod graph_server;
 mod inspect;
 mod kubectl_plugin;
 mod operator;
+mod resolver_api;
 mod support;
 mod webhook_approval;
 mod why;

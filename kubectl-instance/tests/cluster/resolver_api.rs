@@ -1,13 +1,21 @@
-//! `kubectl instance graph --server`: the update graphs of a cluster's
-//! Catalogs, read through the resolver API, print exactly what `graph
-//! --catalog` prints on the same files, text and DOT, for every package.
-//! The Catalogs come from immutable ConfigMaps served by the resolveset
-//! process (run in this test process) on the real control plane.
+//! `kubectl instance graph --server` and `why --server`: the cluster's
+//! Catalogs read through the resolver API (the resolveset process, run in
+//! this test process, serving Catalogs from immutable ConfigMaps on the
+//! real control plane).
 //!
-//! Data (unedited, see the shared data README): `fbc/community-operators-prod-v4.20/`,
-//! verbatim `catalogs/v4.20/<pkg>/catalog.yaml` files of
-//! redhat-openshift-ecosystem/community-operators-prod at 699495f2; the
-//! packages under 210 kB, in two Catalogs (a ConfigMap holds at most 1 MiB).
+//! `graph --server` prints exactly what `graph --catalog` prints on the
+//! same files, text and DOT, for every package; `why --server` names what
+//! to install for an Instance whose dependencies are missing.
+//!
+//! Data (unedited, see the shared data README):
+//! - `fbc/community-operators-prod-v4.20/`: verbatim
+//!   `catalogs/v4.20/<pkg>/catalog.yaml` files of
+//!   redhat-openshift-ecosystem/community-operators-prod at 699495f2; for
+//!   the graphs, the packages under 210 kB, in two Catalogs (a ConfigMap
+//!   holds at most 1 MiB);
+//! - `fbc/community-operators-prod-derived/catalog.json` (DERIVED from the
+//!   same repository and commit): the documents of package
+//!   rabbitmq-cluster-operator, selected by their `package`/`name` fields.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -132,9 +140,8 @@ async fn serve(
     folder
 }
 
-#[tokio::test]
-async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
-    let scope = Scope::new("graph-server").await;
+/// Starts the resolveset process for `scope`'s Catalogs; its API's URL.
+async fn start_resolver(scope: &Scope) -> String {
     install_catalog_crd(&scope.client).await;
     let running = process::start(
         scope.client.clone(),
@@ -154,7 +161,43 @@ async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
     )
     .await
     .unwrap();
-    let server = format!("http://{}", running.api_address);
+    format!("http://{}", running.api_address)
+}
+
+/// Waits until the API serves each of `packages`.
+async fn wait_served(server: &str, packages: &[&str]) {
+    let client = pakket_resolveset::api::client::ResolverClient::new(server, None, None).unwrap();
+    for _ in 0..600 {
+        let mut all = true;
+        for package in packages {
+            all &= client.package(package).await.unwrap().is_some();
+        }
+        if all {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{packages:?} were not served within 60 s");
+}
+
+async fn remove_catalogs(scope: Scope) {
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("pakket-graph-store-{}", scope.id)),
+    );
+    let catalogs: Api<Catalog> = Api::all(scope.client.clone());
+    let _ = catalogs
+        .delete_collection(
+            &Default::default(),
+            &kube::api::ListParams::default().labels(&scope.selector()),
+        )
+        .await;
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
+    let scope = Scope::new("graph-server").await;
+    let server = start_resolver(&scope).await;
 
     // Packages with skips, skipRanges, several channels and one head or more.
     let first = [
@@ -185,23 +228,7 @@ async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
     let root = std::env::temp_dir().join(format!("pakket-graph-{}", scope.id));
     let low = serve(&scope, "low", 0, &package_files(&first), &root).await;
     let high = serve(&scope, "high", 10, &package_files(&second), &root).await;
-    let client = pakket_resolveset::api::client::ResolverClient::new(&server, None, None).unwrap();
-    let mut served = false;
-    for _ in 0..600 {
-        // Both Catalogs are served once a package of each is.
-        let both = client.package("clusterpulse").await.unwrap().is_some()
-            && client
-                .package("jumpstarter-operator")
-                .await
-                .unwrap()
-                .is_some();
-        if both {
-            served = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(served, "the two Catalogs were not served within 60 s");
+    wait_served(&server, &["clusterpulse", "jumpstarter-operator"]).await;
 
     let files = [
         "--catalog".to_owned(),
@@ -256,15 +283,168 @@ async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
     );
 
     let _ = std::fs::remove_dir_all(&root);
-    let _ = std::fs::remove_dir_all(
-        std::env::temp_dir().join(format!("pakket-graph-store-{}", scope.id)),
+    remove_catalogs(scope).await;
+}
+
+/// The documents of `package` in the derived community catalog, as one
+/// JSON-stream file.
+fn derived_package(package: &str) -> String {
+    let text =
+        std::fs::read_to_string(data("fbc/community-operators-prod-derived/catalog.json")).unwrap();
+    text.lines()
+        .filter(|line| {
+            let document: serde_json::Value = serde_json::from_str(line).unwrap();
+            document["package"] == package
+                || (document["schema"] == "olm.package" && document["name"] == package)
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// An Instance (of a class nobody serves) whose Bundle object is unpacked
+/// with `package` `version` as its properties, and whose conditions are
+/// written as a provisioner would.
+async fn instance_of(
+    scope: &Scope,
+    suffix: &str,
+    package: &str,
+    version: &str,
+    installed: (
+        pakket_api::Reason,
+        pakket_api::condition::ConditionStatus,
+        &str,
+    ),
+) -> String {
+    use pakket_api::Reason::{ApprovedByPolicy, HealthUnknown, UnpackSucceeded};
+    use pakket_api::condition::ConditionStatus::{True, Unknown};
+    let bundle = scope.name(&format!("{suffix}-bundle"));
+    crate::support::create_bundle(
+        scope,
+        &bundle,
+        &["docker://registry.example/operator:v1"],
+        &[],
+        Some(serde_json::json!({
+            "unpacked": "Done",
+            "properties": [{
+                "type": "olm.package",
+                "value": { "packageName": package, "version": version },
+            }],
+        })),
+    )
+    .await;
+    let name = crate::support::create_instance(scope, suffix, &bundle).await;
+    let list = [
+        (ApprovedByPolicy, True, "approved by policy"),
+        (UnpackSucceeded, True, "unpacked"),
+        installed,
+        (HealthUnknown, Unknown, "nothing installed yet"),
+    ];
+    crate::support::set_status(
+        scope,
+        &name,
+        serde_json::json!({ "conditions": crate::support::conditions(&list) }),
+    )
+    .await;
+    name
+}
+
+#[tokio::test]
+async fn why_names_what_to_install_from_the_clusters_catalogs() {
+    use pakket_api::Reason::{DependenciesMissing, InstallSucceeded};
+    use pakket_api::condition::ConditionStatus::{False, True};
+
+    let scope = Scope::new("why-server").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let server = start_resolver(&scope).await;
+    let root = std::env::temp_dir().join(format!("pakket-why-{}", scope.id));
+    // The topology operator needs the cluster operator (olm.package.required
+    // >2.0.0 and its RabbitmqCluster API); each is in a Catalog of its own.
+    serve(
+        &scope,
+        "topology",
+        0,
+        &package_files(&["rabbitmq-messaging-topology-operator"]),
+        &root,
+    )
+    .await;
+    let cluster_catalog = scope.name("cluster-op");
+    serve(
+        &scope,
+        "cluster-op",
+        0,
+        &BTreeMap::from([(
+            "rabbitmq-cluster-operator.json".to_owned(),
+            derived_package("rabbitmq-cluster-operator"),
+        )]),
+        &root,
+    )
+    .await;
+    wait_served(
+        &server,
+        &[
+            "rabbitmq-messaging-topology-operator",
+            "rabbitmq-cluster-operator",
+        ],
+    )
+    .await;
+
+    let missing = "ClusterServiceVersion rabbitmq-messaging-topology-operator.v1.15.0 needs what is not installed: package rabbitmq-cluster-operator >2.0.0";
+    let topology = instance_of(
+        &scope,
+        "topology",
+        "rabbitmq-messaging-topology-operator",
+        "1.15.0",
+        (DependenciesMissing, False, missing),
+    )
+    .await;
+    let run = crate::support::plugin("admin", &["why", &topology, "--server", &server]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let step = run
+        .stdout
+        .lines()
+        .find(|line| line.contains("install rabbitmq-cluster-operator "))
+        .unwrap_or_else(|| panic!("a step names the package to install: {}", run.stdout));
+    assert!(
+        step.contains(&format!("catalog {cluster_catalog}, channel stable"))
+            && step.contains("rabbitmq-messaging-topology-operator.v1.15.0 needs"),
+        "{step}"
     );
-    let catalogs: Api<Catalog> = Api::all(scope.client.clone());
-    let _ = catalogs
-        .delete_collection(
-            &Default::default(),
-            &kube::api::ListParams::default().labels(&scope.selector()),
-        )
-        .await;
-    scope.cleanup().await;
+    // Without --server, nothing is asked.
+    let run = crate::support::plugin("admin", &["why", &topology]).await;
+    assert!(!run.stdout.contains("install rabbitmq-cluster-operator "));
+
+    // Once an Instance of the cluster operator is installed, the resolver
+    // counts it: nothing else to install, and why says what that means.
+    instance_of(
+        &scope,
+        "cluster-op",
+        "rabbitmq-cluster-operator",
+        "2.17.2",
+        (InstallSucceeded, True, "installed"),
+    )
+    .await;
+    let run = crate::support::plugin("admin", &["why", &topology, "--server", &server]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("with nothing else to install")
+            && !run.stdout.contains("install rabbitmq-cluster-operator "),
+        "{}",
+        run.stdout
+    );
+
+    // A resolver that cannot be reached is a step, not a failure of why.
+    let run = crate::support::plugin(
+        "admin",
+        &["why", &topology, "--server", "http://127.0.0.1:9"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("could not ask the resolver API at http://127.0.0.1:9: cannot reach"),
+        "{}",
+        run.stdout
+    );
+    let _ = std::fs::remove_dir_all(&root);
+    remove_catalogs(scope).await;
 }
