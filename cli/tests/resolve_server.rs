@@ -154,6 +154,7 @@ async fn the_api_and_resolve_server_print_what_resolve_prints_on_the_same_files(
             leader: None,
             selector: Some(scope.selector()),
             metrics: Arc::new(Metrics::new()),
+            set: Default::default(),
             store_gc: Default::default(),
         },
     )

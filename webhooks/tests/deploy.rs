@@ -54,7 +54,8 @@ fn the_webhook_configurations_in_deploy_are_generated_from_the_code() {
 async fn every_object_in_deploy_passes_a_server_side_dry_run() {
     let scope = Scope::new("deploy-dry-run").await;
     // Every CRD in crds/, as an admin applies them (the core ones and
-    // resolve.pakket.dev's Catalog, which deploy/resolveset's example uses).
+    // resolve.pakket.dev's Catalog, InputClass and Input, which
+    // deploy/resolveset uses).
     apply_crds().await;
     let mut applied = Vec::new();
     let mut skipped = Vec::new();
@@ -98,6 +99,9 @@ async fn every_object_in_deploy_passes_a_server_side_dry_run() {
         "ClusterRole/pakket-instance-approver",
         "Deployment/pakket-resolveset",
         "Catalog/operatorhubio",
+        "InputClass/subscription",
+        "InputClass/dry-run-next",
+        "ProvisionerClass/resolveset",
     ] {
         assert!(
             applied.iter().any(|seen| seen == expected),

@@ -156,6 +156,7 @@ async fn start_resolver(scope: &Scope) -> String {
             leader: None,
             selector: Some(scope.selector()),
             metrics: Arc::new(pakket_runtime::serve::Metrics::new()),
+            set: Default::default(),
             store_gc: Default::default(),
         },
     )

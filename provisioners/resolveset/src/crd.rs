@@ -1,13 +1,14 @@
-//! The Catalog CRD generated from the types, and its YAML under `crds/`.
+//! The resolver's CRDs (Catalog, InputClass, Input) generated from the
+//! types, and their YAML under `crds/`.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::Catalog;
+use crate::{Catalog, Input, InputClass};
 
 /// The CRDs this crate defines, in the order an installer applies them.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![Catalog::crd()]
+    vec![Catalog::crd(), InputClass::crd(), Input::crd()]
 }
 
 /// `<group>_<plural>.yaml`, the name controller-gen (and core/api) gives.

@@ -4,6 +4,8 @@
 //!
 //! - [`catalog`]: the `Catalog` kind (`resolve.pakket.dev/v1alpha1`), [`crd`] its CRD.
 //! - [`condition`]: the Catalog's condition types and reasons.
+//! - [`input`]: the `Input` and `InputClass` kinds; [`input_request`] an
+//!   Input's constraints as the engine's request.
 //! - [`source`]: a Catalog's source through the runtime's fetchers and store.
 //! - [`load`]: unpacked content to a loaded catalog; diagnostics summarized.
 //! - [`serving`]: the served snapshot, swapped whole on every change.
@@ -20,9 +22,14 @@ pub mod condition;
 pub mod controller;
 pub mod crd;
 mod error;
+pub mod input;
+pub mod input_controller;
+pub mod input_request;
+pub mod input_resolve;
 pub mod load;
 pub mod process;
 pub mod protocol;
+pub mod resolved_set;
 pub mod serving;
 pub mod source;
 pub mod store_gc;
@@ -30,3 +37,4 @@ pub mod store_gc;
 pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
 pub use condition::{ConditionType, Reason};
 pub use error::Error;
+pub use input::{Input, InputClass, InputClassSpec, InputSpec, InputStatus};

@@ -121,6 +121,13 @@ async fn main() -> anyhow::Result<()> {
             leader: Some(elector.state()),
             selector: args.catalog_selector,
             metrics,
+            set: pakket_resolveset::process::SetOptions {
+                namespace: std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|namespace| !namespace.is_empty())
+                    .unwrap_or_else(|| "pakket-system".into()),
+                ..Default::default()
+            },
             store_gc: StoreGc {
                 policy: pakket_runtime::store::gc::Policy {
                     max_bytes: args.provisioner.store_max_bytes,

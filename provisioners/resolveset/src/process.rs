@@ -18,6 +18,7 @@ use crate::api::auth::Authenticator;
 use crate::api::listen::{self, Transport};
 use crate::api::{self, ApiState};
 use crate::controller::{self, Context};
+use crate::input_controller::{self, InputContext};
 use crate::serving::Catalogs;
 use crate::source::Fetcher;
 use crate::store_gc::{self, Loading};
@@ -52,6 +53,31 @@ pub struct Options {
     pub metrics: Arc<Metrics>,
     /// When old catalog content leaves the store.
     pub store_gc: StoreGc,
+    /// Where the Input controller writes the resolved set.
+    pub set: SetOptions,
+}
+
+/// Where the resolved set goes: its ConfigMaps' namespace, the resolveset
+/// Instance's name, and the ProvisionerClass that installs it.
+#[derive(Clone, Debug)]
+pub struct SetOptions {
+    /// The namespace of the set's ConfigMaps (the process's own).
+    pub namespace: String,
+    /// The resolveset Instance.
+    pub instance: String,
+    /// Its ProvisionerClass.
+    pub class: String,
+}
+
+impl Default for SetOptions {
+    /// `pakket-system`, Instance `resolveset` of class `resolveset`.
+    fn default() -> Self {
+        Self {
+            namespace: "pakket-system".into(),
+            instance: "resolveset".into(),
+            class: "resolveset".into(),
+        }
+    }
 }
 
 /// A started process.
@@ -101,6 +127,16 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         metrics: options.metrics,
     });
     let (resync, requests) = futures::channel::mpsc::unbounded();
+    let inputs = Arc::new(InputContext {
+        client: client.clone(),
+        catalogs: Arc::clone(&catalogs),
+        leader: context.leader.clone(),
+        recorder: context.recorder.clone(),
+        namespace: options.set.namespace,
+        instance: options.set.instance,
+        class: options.set.class,
+    });
+    tokio::spawn(input_controller::run(inputs, options.selector.clone()));
     tokio::spawn(controller::run(context, options.selector, requests));
 
     let auth = options

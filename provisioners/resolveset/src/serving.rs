@@ -46,18 +46,34 @@ impl Served {
 }
 
 /// The served snapshot and the one way to change it.
-#[derive(Default)]
 pub struct Catalogs {
     current: RwLock<Arc<Served>>,
     /// Changes are made one at a time, so two Catalogs reloading together
     /// never build from the same old snapshot and drop each other's content.
     writer: Mutex<()>,
+    /// Counts swaps, so the Input controller resolves again after one.
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Catalogs {
+    fn default() -> Self {
+        Self {
+            current: RwLock::default(),
+            writer: Mutex::default(),
+            changed: tokio::sync::watch::channel(0).0,
+        }
+    }
 }
 
 impl Catalogs {
     /// An empty set.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Tells of every swap (the value counts them).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// The snapshot to answer one request from.
@@ -120,6 +136,7 @@ impl Catalogs {
         // Freed after the write lock is released: dropping a whole catalog
         // set takes tens of milliseconds, which readers must not wait for.
         drop(previous);
+        self.changed.send_modify(|swaps| *swaps += 1);
     }
 }
 

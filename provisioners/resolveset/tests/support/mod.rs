@@ -21,6 +21,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{conditions, wait::await_condition};
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec};
+use pakket_resolveset::process::SetOptions;
 use pakket_resolveset::process::{self, Options, Running};
 use pakket_runtime::controller::StoreGc;
 use pakket_runtime::serve::Metrics;
@@ -72,6 +73,34 @@ pub async fn start_with_reach(
     extra_roots: Vec<String>,
     allow_internal_addresses: bool,
 ) -> Running {
+    start_with(
+        scope,
+        transport,
+        extra_roots,
+        allow_internal_addresses,
+        set_of(scope),
+    )
+    .await
+}
+
+/// Where the Input controller of `scope`'s test writes its set: the
+/// scope's namespace, and an Instance and class named after the scope.
+pub fn set_of(scope: &Scope) -> SetOptions {
+    SetOptions {
+        namespace: scope.namespace.clone(),
+        instance: scope.name("resolveset"),
+        class: scope.name("resolveset"),
+    }
+}
+
+/// [`start_with_reach`], the set written where `set` says.
+pub async fn start_with(
+    scope: &Scope,
+    transport: Transport,
+    extra_roots: Vec<String>,
+    allow_internal_addresses: bool,
+    set: SetOptions,
+) -> Running {
     install_crd(&scope.client).await;
     process::start(
         scope.client.clone(),
@@ -90,6 +119,7 @@ pub async fn start_with_reach(
             metrics: Arc::new(Metrics::new()),
             // Collected every second, so a test sees old content go; the
             // grace still covers a fetch whose load has not begun.
+            set,
             store_gc: StoreGc {
                 every: Duration::from_secs(1),
                 policy: pakket_runtime::store::gc::Policy {
@@ -159,13 +189,21 @@ pub fn condition(
         .is_some_and(|c| c.status == status && c.reason == reason.as_str())
 }
 
-/// Deletes the scope's Catalogs, then the scope.
+/// Deletes the scope's Catalogs, Inputs, InputClasses and resolveset
+/// Instance, then the scope.
 pub async fn cleanup(scope: Scope) {
+    let by_scope = ListParams::default().labels(&scope.selector());
     let _ = Api::<Catalog>::all(scope.client.clone())
-        .delete_collection(
-            &DeleteParams::default(),
-            &ListParams::default().labels(&scope.selector()),
-        )
+        .delete_collection(&DeleteParams::default(), &by_scope)
+        .await;
+    let _ = Api::<pakket_resolveset::Input>::all(scope.client.clone())
+        .delete_collection(&DeleteParams::default(), &by_scope)
+        .await;
+    let _ = Api::<pakket_resolveset::InputClass>::all(scope.client.clone())
+        .delete_collection(&DeleteParams::default(), &by_scope)
+        .await;
+    let _ = Api::<pakket_api::Instance>::all(scope.client.clone())
+        .delete(&scope.name("resolveset"), &DeleteParams::default())
         .await;
     let _ = std::fs::remove_dir_all(store_dir(&scope));
     // The scratch directories of `scratch`.

@@ -1,0 +1,447 @@
+//! The Input controller: every Input resolved together, with what the set
+//! installed before, each time an Input, an InputClass or a served catalog
+//! changes (and every few minutes). It writes each Input's status and,
+//! unless nothing but dry runs asked, the set: `resolved.bundles.json` in
+//! an immutable ConfigMap named after its digest, and the resolveset
+//! Instance that points at it (the resolveset provisioner installs it).
+//!
+//! Resolving all Inputs at once is what keeps the cluster's content
+//! working together; doing it in one task (not one reconcile per Input)
+//! means two Inputs never race to write two different sets. Every replica
+//! may resolve; only the leader writes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Client, Resource as _, ResourceExt as _};
+use pakket_engine::Version;
+use pakket_engine::resolve::{Installed, Request};
+use pakket_runtime::leader::LeaderState;
+use serde_json::json;
+
+use crate::input::{Input, InputClass, InputStatus};
+use crate::input_request::{request_of, with_fields};
+use crate::input_resolve::{self, Answer, Asked};
+use crate::resolved_set::{self, Entry};
+use crate::serving::Catalogs;
+
+/// The field manager of everything this controller writes.
+pub const MANAGER: &str = "pakket-resolveset-inputs";
+/// The label on the set's ConfigMaps and Instance.
+pub const SET_LABEL: &str = "resolve.pakket.dev/resolveset";
+/// Resolves again this often even when nothing was seen changing.
+const RESYNC: Duration = Duration::from_secs(300);
+/// Changes arriving this close together are resolved once.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// Where the set goes and who writes it.
+pub struct InputContext {
+    /// The apiserver.
+    pub client: Client,
+    /// What the resolver serves.
+    pub catalogs: Arc<Catalogs>,
+    /// Whether this replica writes; `None`: always.
+    pub leader: Option<LeaderState>,
+    /// Publishes the Inputs' Events.
+    pub recorder: Recorder,
+    /// The namespace of the set's ConfigMaps.
+    pub namespace: String,
+    /// The resolveset Instance's name.
+    pub instance: String,
+    /// The ProvisionerClass of the resolveset Instance and Bundle.
+    pub class: String,
+}
+
+/// Runs the controller until the process ends; `selector` limits it to
+/// Inputs and InputClasses with matching labels.
+pub async fn run(context: Arc<InputContext>, selector: Option<String>) {
+    let config = match &selector {
+        Some(selector) => watcher::Config::default().labels(selector),
+        None => watcher::Config::default(),
+    };
+    let (inputs, input_writer) = reflector::store::<Input>();
+    let (classes, class_writer) = reflector::store::<InputClass>();
+    let (changed, mut wake) = tokio::sync::mpsc::channel::<()>(1);
+    let inputs_api: Api<Input> = Api::all(context.client.clone());
+    let classes_api: Api<InputClass> = Api::all(context.client.clone());
+    // Status writes by this controller change the Input too: only spec and
+    // metadata changes (generation, labels) wake it.
+    let input_events = watcher(inputs_api, config.clone())
+        .default_backoff()
+        .reflect(input_writer)
+        .applied_objects()
+        .predicate_filter(kube::runtime::predicates::generation, Default::default());
+    let class_events = watcher(classes_api, config)
+        .default_backoff()
+        .reflect(class_writer)
+        .touched_objects();
+    tokio::spawn(forward(input_events.map(|_| ()).boxed(), changed.clone()));
+    tokio::spawn(forward(class_events.map(|_| ()).boxed(), changed.clone()));
+    let mut swaps = context.catalogs.subscribe();
+    {
+        let changed = changed.clone();
+        tokio::spawn(async move {
+            while swaps.changed().await.is_ok() {
+                let _ = changed.try_send(());
+            }
+        });
+    }
+    if inputs.wait_until_ready().await.is_err() || classes.wait_until_ready().await.is_err() {
+        return;
+    }
+    loop {
+        tokio::time::sleep(SETTLE).await;
+        // What woke us in the meantime is covered by this pass.
+        while wake.try_recv().is_ok() {}
+        if let Err(error) = reconcile_all(&context, &inputs, &classes).await {
+            tracing::warn!(%error, "resolving Inputs; trying again");
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            continue;
+        }
+        let _ = tokio::time::timeout(RESYNC, wake.recv()).await;
+    }
+}
+
+async fn forward(
+    mut events: impl futures::Stream<Item = ()> + Unpin,
+    changed: tokio::sync::mpsc::Sender<()>,
+) {
+    while events.next().await.is_some() {
+        let _ = changed.try_send(());
+    }
+}
+
+/// One pass: resolve, then (as leader) write statuses and the set.
+async fn reconcile_all(
+    context: &InputContext,
+    inputs: &Store<Input>,
+    classes: &Store<InputClass>,
+) -> Result<(), kube::Error> {
+    let mut inputs = inputs.state();
+    inputs.sort_by_key(|input| input.name_any());
+    let classes: BTreeMap<String, Arc<InputClass>> = classes
+        .state()
+        .into_iter()
+        .map(|class| (class.name_any(), class))
+        .collect();
+    let asked: Vec<Asked> = inputs.iter().map(|input| ask(input, &classes)).collect();
+    let previous = current_set(context).await?;
+    let installed = still_asked(&previous, &asked);
+    let served = context.catalogs.snapshot();
+    let plan = {
+        let (served, asked) = (Arc::clone(&served), asked.clone());
+        tokio::task::spawn_blocking(move || {
+            input_resolve::plan(&served.universe, &asked, &installed)
+        })
+        .await
+        .map_err(|error| kube::Error::Service(error.to_string().into()))?
+    };
+    if !context.leader.as_ref().is_none_or(LeaderState::is_leader) {
+        return Ok(());
+    }
+    let live = asked.iter().any(|a| !a.dry_run && a.request.is_ok());
+    if live || !previous.is_empty() {
+        let resolved: BTreeMap<String, Vec<_>> = plan
+            .answers
+            .iter()
+            .filter(|(name, _)| asked.iter().any(|a| &a.name == *name && !a.dry_run))
+            .filter_map(|(name, answer)| match answer {
+                Answer::Resolved(instances) => Some((name.clone(), instances.clone())),
+                _ => None,
+            })
+            .collect();
+        let entries = resolved_set::entries(&plan.set, &served, &resolved, &previous);
+        write_set(context, &entries).await?;
+    }
+    for (input, asked) in inputs.iter().zip(&asked) {
+        let answer = plan
+            .answers
+            .get(&asked.name)
+            .cloned()
+            .unwrap_or(Answer::Invalid("not resolved".into()));
+        write_status(context, input, asked.dry_run, &answer).await?;
+    }
+    Ok(())
+}
+
+/// The Input's request with its class's constraints, or why it has none.
+fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
+    let name = input.name_any();
+    let class_name = &input.spec.input_class;
+    let Some(class) = classes.get(class_name) else {
+        return Asked {
+            name,
+            request: Err(format!(
+                "spec.inputClass: InputClass {class_name} not found; create it or name one of `kubectl get inputclasses`"
+            )),
+            dry_run: false,
+        };
+    };
+    let parameters = &class.spec.parameters;
+    let constraints = with_fields(&input.spec.constraints, class_name, &parameters.constraints);
+    Asked {
+        name,
+        request: request_of(&constraints).map_err(|error| error.to_string()),
+        dry_run: parameters.dry_run,
+    }
+}
+
+/// What the set holds now: read from the ConfigMap the Instance mounts.
+async fn current_set(context: &InputContext) -> Result<Vec<Entry>, kube::Error> {
+    let instances: Api<pakket_api::Instance> = Api::all(context.client.clone());
+    let Some(instance) = instances.get_opt(&context.instance).await? else {
+        return Ok(Vec::new());
+    };
+    let Some(mount) = instance
+        .spec
+        .bundle
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.volume_mounts.first())
+    else {
+        return Ok(Vec::new());
+    };
+    let config_maps: Api<ConfigMap> =
+        Api::namespaced(context.client.clone(), &mount.config_map.namespace);
+    let Some(config_map) = config_maps.get_opt(&mount.config_map.name).await? else {
+        return Ok(Vec::new());
+    };
+    let text = config_map
+        .data
+        .as_ref()
+        .and_then(|data| data.get(resolved_set::FILE))
+        .cloned()
+        .unwrap_or_default();
+    Ok(
+        resolved_set::from_bytes(text.as_bytes()).unwrap_or_else(|problem| {
+            tracing::warn!(%problem, "the current resolveset cannot be read; resolving afresh");
+            Vec::new()
+        }),
+    )
+}
+
+/// The installed bundles of packages a live Input still asks for by name,
+/// so they move along their update graph instead of jumping.
+fn still_asked(previous: &[Entry], asked: &[Asked]) -> Vec<Installed> {
+    let packages: BTreeSet<&str> = asked
+        .iter()
+        .filter(|a| !a.dry_run)
+        .filter_map(|a| match &a.request {
+            Ok(Request::Package { package, .. }) => Some(package.as_str()),
+            _ => None,
+        })
+        .collect();
+    previous
+        .iter()
+        .filter(|entry| packages.contains(entry.package_name.as_str()))
+        .filter_map(|entry| {
+            Some(Installed::Version {
+                package: entry.package_name.clone(),
+                version: Version::parse(&entry.version).ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Writes the set's ConfigMap (once: it is immutable and named after its
+/// bytes) and points the resolveset Instance at it.
+async fn write_set(context: &InputContext, entries: &[Entry]) -> Result<(), kube::Error> {
+    let bytes = resolved_set::to_bytes(entries);
+    let name = resolved_set::config_map_name(&bytes);
+    let config_maps: Api<ConfigMap> = Api::namespaced(context.client.clone(), &context.namespace);
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(BTreeMap::from([(SET_LABEL.to_owned(), "true".to_owned())])),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(
+            resolved_set::FILE.to_owned(),
+            String::from_utf8(bytes).expect("JSON is UTF-8"),
+        )])),
+        immutable: Some(true),
+        ..ConfigMap::default()
+    };
+    match config_maps
+        .create(&PostParams::default(), &config_map)
+        .await
+    {
+        Ok(_) => {}
+        // The same name is the same bytes: already written.
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => return Err(error),
+    }
+    let instance = json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": "Instance",
+        "metadata": { "name": context.instance, "labels": { SET_LABEL: "true" } },
+        "spec": {
+            "class": context.class,
+            "bundle": {
+                "name": name,
+                "spec": {
+                    "class": context.class,
+                    "refs": ["file:///content"],
+                    "volumeMounts": [{
+                        "mountPath": "/content",
+                        "configMap": { "name": name, "namespace": context.namespace },
+                    }],
+                },
+            },
+        },
+    });
+    Api::<pakket_api::Instance>::all(context.client.clone())
+        .patch(
+            &context.instance,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&instance),
+        )
+        .await?;
+    Ok(())
+}
+
+/// The Input's status for `answer`; written only when it changed.
+async fn write_status(
+    context: &InputContext,
+    input: &Input,
+    dry_run: bool,
+    answer: &Answer,
+) -> Result<(), kube::Error> {
+    let generation = input.metadata.generation;
+    let now = Timestamp::now();
+    let old = input.status.clone().unwrap_or_default();
+    let mut conditions = old.conditions.clone();
+    let condition = |type_: &str, status: &str, reason: &str, message: String| Condition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message: message.chars().take(32 * 1024).collect(),
+        observed_generation: generation,
+        last_transition_time: Time(now),
+    };
+    let (failed, missing, instances) = match answer {
+        Answer::Resolved(instances) => {
+            let chosen: Vec<String> = instances
+                .iter()
+                .map(|i| format!("{} {}", i.package, i.version))
+                .collect();
+            let verb = if dry_run { "would install" } else { "installs" };
+            (
+                condition(
+                    "ResolutionFailed",
+                    "False",
+                    "Resolved",
+                    format!("{verb} {}", chosen.join(", ")),
+                ),
+                condition(
+                    "DependenciesMissing",
+                    "False",
+                    "DependenciesResolved",
+                    format!(
+                        "every dependency is in the set ({} bundles)",
+                        instances.len()
+                    ),
+                ),
+                instances.clone(),
+            )
+        }
+        Answer::Invalid(problem) => (
+            condition("ResolutionFailed", "True", "InvalidInput", problem.clone()),
+            condition(
+                "DependenciesMissing",
+                "Unknown",
+                "InvalidInput",
+                "not resolved: fix the Input first".into(),
+            ),
+            Vec::new(),
+        ),
+        Answer::Unsatisfiable {
+            summary,
+            explanation,
+        } => (
+            condition(
+                "ResolutionFailed",
+                "True",
+                "Unsatisfiable",
+                explanation.clone(),
+            ),
+            condition(
+                "DependenciesMissing",
+                "True",
+                "Unsatisfiable",
+                summary.clone(),
+            ),
+            Vec::new(),
+        ),
+    };
+    for new in [failed, missing] {
+        pakket_api::condition::set(&mut conditions, new);
+    }
+    let status = InputStatus {
+        conditions,
+        instances,
+        dry_run,
+        observed_generation: generation,
+    };
+    if status == old {
+        return Ok(());
+    }
+    announce(context, input, &old, &status).await;
+    let patch = json!({
+        "apiVersion": "resolve.pakket.dev/v1alpha1",
+        "kind": "Input",
+        "status": status,
+    });
+    Api::<Input>::all(context.client.clone())
+        .patch_status(
+            &input.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    Ok(())
+}
+
+/// An Event when the Input's outcome changed: what it installs, or why not.
+async fn announce(context: &InputContext, input: &Input, old: &InputStatus, new: &InputStatus) {
+    let reason_of = |status: &InputStatus| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ResolutionFailed")
+            .map(|c| (c.reason.clone(), c.message.clone()))
+    };
+    let (Some((reason, message)), before) = (reason_of(new), reason_of(old)) else {
+        return;
+    };
+    if before.as_ref() == Some(&(reason.clone(), message.clone())) {
+        return;
+    }
+    let event = Event {
+        type_: if reason == "Resolved" {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        },
+        reason,
+        note: Some(message.chars().take(1000).collect()),
+        action: "Resolve".into(),
+        secondary: None,
+    };
+    if let Err(error) = context
+        .recorder
+        .publish(&event, &input.object_ref(&()))
+        .await
+    {
+        tracing::debug!(%error, "publishing an Input Event");
+    }
+}

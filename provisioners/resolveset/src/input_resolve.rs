@@ -1,0 +1,372 @@
+//! Every Input resolved at once, through the resolver API's own code path
+//! ([`crate::protocol::resolve::resolve`]), into what each Input gets and
+//! the one set the cluster installs. Pure: no Kubernetes, so the same
+//! Inputs and catalogs give the same answer, byte for byte.
+//!
+//! Inputs that cannot be resolved do not block the others: when the whole
+//! set has no solution, each Input is tried alone; those that fail alone
+//! get their own explanation, and the rest are resolved together again
+//! (if they still conflict, each of them gets the joint explanation).
+//! A dry-run Input is resolved with the live set, as if it joined it, and
+//! reports that plan without changing the set.
+
+use std::collections::BTreeMap;
+
+use pakket_engine::resolve::{Installed, Request, Universe};
+
+use crate::input::{Relation, ResolvedInstance};
+use crate::protocol::resolve::{Failed, Outcome, Selection, SelectionReason, resolve};
+
+/// One Input, ready to resolve.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    /// The Input's name.
+    pub name: String,
+    /// Its request, or why it has none (`field: problem`).
+    pub request: Result<Request, String>,
+    /// Whether its class only plans.
+    pub dry_run: bool,
+}
+
+/// What one Input gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The bundles it brings in (maybe a plan only).
+    Resolved(Vec<ResolvedInstance>),
+    /// Its constraints cannot be used: the field and why.
+    Invalid(String),
+    /// No set satisfies it: the one-line summary and the engine's chain.
+    Unsatisfiable {
+        /// One line.
+        summary: String,
+        /// The chain of requirements, as the engine words it.
+        explanation: String,
+    },
+}
+
+/// The outcome for every Input, and the live set (every non-dry-run
+/// Input that resolved, with their dependencies), sorted by package.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// By Input name.
+    pub answers: BTreeMap<String, Answer>,
+    /// What the cluster should have installed.
+    pub set: Vec<Selection>,
+}
+
+/// The Instance that installs `package`'s bundle: one per package.
+pub fn instance_name(package: &str) -> String {
+    let name = format!("rs-{package}");
+    name.chars().take(253).collect()
+}
+
+/// Resolves `asked` against `universe`, keeping `installed` working where
+/// it is still asked for.
+pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed]) -> Plan {
+    let mut answers = BTreeMap::new();
+    let mut live: Vec<(&str, &Request)> = Vec::new();
+    for input in asked {
+        match &input.request {
+            Err(problem) => {
+                answers.insert(input.name.clone(), Answer::Invalid(problem.clone()));
+            }
+            Ok(request) if !input.dry_run => live.push((&input.name, request)),
+            Ok(_) => {}
+        }
+    }
+    let set = resolve_live(universe, &mut live, installed, &mut answers);
+    for (name, request) in &live {
+        answers.insert(
+            (*name).to_owned(),
+            Answer::Resolved(for_request(&set, request, name)),
+        );
+    }
+    // Dry runs: as if each joined the live set.
+    let live_requests: Vec<Request> = live.iter().map(|(_, r)| (*r).clone()).collect();
+    for input in asked.iter().filter(|input| input.dry_run) {
+        let Ok(request) = &input.request else {
+            continue;
+        };
+        let mut requests = live_requests.clone();
+        requests.push(request.clone());
+        let answer = match resolve(universe, &requests, installed) {
+            Outcome::Resolved(resolved) => {
+                Answer::Resolved(for_request(&resolved.resolved, request, &input.name))
+            }
+            Outcome::NoSolution(failed) => unsatisfiable(&failed),
+            Outcome::BadInput(message) => Answer::Invalid(message),
+        };
+        answers.insert(input.name.clone(), answer);
+    }
+    Plan { answers, set }
+}
+
+/// Resolves the live Inputs together; drops from `live` (with an answer)
+/// those that fail alone, then those that still conflict. The set.
+fn resolve_live(
+    universe: &Universe,
+    live: &mut Vec<(&str, &Request)>,
+    installed: &[Installed],
+    answers: &mut BTreeMap<String, Answer>,
+) -> Vec<Selection> {
+    let together = |live: &[(&str, &Request)]| {
+        let requests: Vec<Request> = live.iter().map(|(_, r)| (*r).clone()).collect();
+        resolve(universe, &requests, installed)
+    };
+    match together(live) {
+        Outcome::Resolved(resolved) => return resolved.resolved,
+        Outcome::BadInput(_) | Outcome::NoSolution(_) => {}
+    }
+    // Each alone: who fails on its own?
+    live.retain(|(name, request)| {
+        match resolve(universe, std::slice::from_ref(*request), installed) {
+            Outcome::Resolved(_) => true,
+            Outcome::NoSolution(failed) => {
+                answers.insert((*name).to_owned(), unsatisfiable(&failed));
+                false
+            }
+            Outcome::BadInput(message) => {
+                answers.insert((*name).to_owned(), Answer::Invalid(message));
+                false
+            }
+        }
+    });
+    match together(live) {
+        Outcome::Resolved(resolved) => resolved.resolved,
+        Outcome::NoSolution(failed) => {
+            // They work alone but not together: each is told why.
+            for (name, _) in live.drain(..) {
+                answers.insert(name.to_owned(), unsatisfiable(&failed));
+            }
+            Vec::new()
+        }
+        Outcome::BadInput(message) => {
+            for (name, _) in live.drain(..) {
+                answers.insert(name.to_owned(), Answer::Invalid(message.clone()));
+            }
+            Vec::new()
+        }
+    }
+}
+
+fn unsatisfiable(failed: &Failed) -> Answer {
+    Answer::Unsatisfiable {
+        summary: failed.error.message.clone(),
+        explanation: failed
+            .error
+            .explanation
+            .as_ref()
+            .map(|explanation| pakket_engine::resolve::Explanation::from(explanation).to_string())
+            .unwrap_or_else(|| failed.error.message.clone()),
+    }
+}
+
+/// The selections `request` brought in (its own bundle and, transitively,
+/// what that needs), as the Instances that install them.
+fn for_request(set: &[Selection], request: &Request, input: &str) -> Vec<ResolvedInstance> {
+    let asked = request.to_string();
+    let mut chosen: Vec<&Selection> = set
+        .iter()
+        .filter(|s| matches!(&s.reason, SelectionReason::Requested { request, .. } if *request == asked))
+        .collect();
+    // A bundle another Input asked for too is recorded with that Input's
+    // request: found by what this one names.
+    if chosen.is_empty() {
+        chosen = set
+            .iter()
+            .filter(|s| match request {
+                Request::Package { package, .. } => s.package == *package,
+                Request::BundleName(name) => s.bundle == *name,
+                Request::Gvk(_) | Request::Label(_) => false,
+            })
+            .collect();
+    }
+    let own = chosen.len();
+    // Follow "needed by" edges down from the requested bundle.
+    let mut i = 0;
+    while i < chosen.len() {
+        let bundle = chosen[i].bundle.clone();
+        for dependency in set.iter().filter(
+            |s| matches!(&s.reason, SelectionReason::Dependency { of, .. } if *of == bundle),
+        ) {
+            if !chosen.iter().any(|c| c.bundle == dependency.bundle) {
+                chosen.push(dependency);
+            }
+        }
+        i += 1;
+    }
+    chosen
+        .iter()
+        .enumerate()
+        .map(|(i, selection)| instance_of(selection, set, &asked, input, i < own))
+        .collect()
+}
+
+/// `own`: the bundle the Input asked for (else one it needs).
+fn instance_of(
+    selection: &Selection,
+    set: &[Selection],
+    asked: &str,
+    input: &str,
+    own: bool,
+) -> ResolvedInstance {
+    let owner_of = |bundle: &str| {
+        set.iter()
+            .find(|s| s.bundle == bundle)
+            .map(|s| instance_name(&s.package))
+            .unwrap_or_else(|| bundle.to_owned())
+    };
+    let satisfies = match &selection.reason {
+        _ if own => vec![Relation {
+            kind: "Input".into(),
+            name: input.to_owned(),
+            meets: vec![asked.to_owned()],
+        }],
+        SelectionReason::Dependency { of, needs } => vec![Relation {
+            kind: "Instance".into(),
+            name: owner_of(of),
+            meets: vec![needs.clone()],
+        }],
+        _ => Vec::new(),
+    };
+    // What this bundle needs: the selections it is the dependent of.
+    let mut needs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for dependency in set {
+        if let SelectionReason::Dependency { of, needs: what } = &dependency.reason
+            && *of == selection.bundle
+        {
+            needs
+                .entry(instance_name(&dependency.package))
+                .or_default()
+                .push(what.clone());
+        }
+    }
+    ResolvedInstance {
+        name: instance_name(&selection.package),
+        package: selection.package.clone(),
+        version: selection.version.clone(),
+        bundle: selection.bundle.clone(),
+        catalog: selection.catalog.clone(),
+        channel: selection.channel.clone(),
+        deprecated: selection.deprecated.clone(),
+        satisfies,
+        dependencies: needs
+            .into_iter()
+            .map(|(name, meets)| Relation {
+                kind: "Instance".into(),
+                name,
+                meets,
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pakket_engine::catalog::{Catalog, CatalogSet, Format};
+
+    /// `app` 1.0.0 and 2.0.0 need `dep` (any); `dep` 1.0.0; `lonely` needs
+    /// `missing`, which no catalog has; `old` 1.x conflicts with `app` 2
+    /// (`app` 2 needs `dep` >=2, which does not exist).
+    const CATALOG: &str = r#"
+{"schema":"olm.package","name":"app","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"app","name":"stable","entries":[{"name":"app.v1.0.0"},{"name":"app.v2.0.0","replaces":"app.v1.0.0"}]}
+{"schema":"olm.bundle","name":"app.v1.0.0","package":"app","image":"r/app:1","properties":[{"type":"olm.package","value":{"packageName":"app","version":"1.0.0"}},{"type":"olm.package.required","value":{"packageName":"dep","versionRange":">=1.0.0"}}]}
+{"schema":"olm.bundle","name":"app.v2.0.0","package":"app","image":"r/app:2","properties":[{"type":"olm.package","value":{"packageName":"app","version":"2.0.0"}},{"type":"olm.package.required","value":{"packageName":"dep","versionRange":">=1.0.0"}}]}
+{"schema":"olm.package","name":"dep","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"dep","name":"stable","entries":[{"name":"dep.v1.0.0"}]}
+{"schema":"olm.bundle","name":"dep.v1.0.0","package":"dep","image":"r/dep:1","properties":[{"type":"olm.package","value":{"packageName":"dep","version":"1.0.0"}}]}
+{"schema":"olm.package","name":"lonely","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"lonely","name":"stable","entries":[{"name":"lonely.v1.0.0"}]}
+{"schema":"olm.bundle","name":"lonely.v1.0.0","package":"lonely","image":"r/lonely:1","properties":[{"type":"olm.package","value":{"packageName":"lonely","version":"1.0.0"}},{"type":"olm.package.required","value":{"packageName":"missing","versionRange":">=1.0.0"}}]}
+"#;
+
+    fn universe() -> Universe {
+        let catalog = Catalog::from_str(CATALOG, "c.json", Format::Json, "c", 0).unwrap();
+        Universe::from_catalogs(&CatalogSet::new(vec![catalog]))
+    }
+
+    fn asked(name: &str, cli: &str, dry_run: bool) -> Asked {
+        Asked {
+            name: name.into(),
+            request: Ok(Request::parse_cli(cli).unwrap()),
+            dry_run,
+        }
+    }
+
+    #[test]
+    fn an_input_gets_its_bundle_and_dependencies_with_what_each_meets() {
+        let plan = plan(&universe(), &[asked("a", "app", false)], &[]);
+        let Answer::Resolved(instances) = &plan.answers["a"] else {
+            panic!("{:?}", plan.answers)
+        };
+        let names: Vec<(&str, &str)> = instances
+            .iter()
+            .map(|i| (i.name.as_str(), i.bundle.as_str()))
+            .collect();
+        assert_eq!(names, [("rs-app", "app.v2.0.0"), ("rs-dep", "dep.v1.0.0")]);
+        assert_eq!(
+            (
+                instances[0].satisfies[0].kind.as_str(),
+                instances[0].satisfies[0].name.as_str()
+            ),
+            ("Input", "a")
+        );
+        assert_eq!(instances[0].dependencies[0].name, "rs-dep");
+        assert!(instances[0].dependencies[0].meets[0].contains("dep"));
+        assert_eq!(instances[1].satisfies[0].name, "rs-app");
+        assert_eq!(plan.set.len(), 2);
+    }
+
+    #[test]
+    fn an_unsatisfiable_input_does_not_block_the_others_and_says_why() {
+        let plan = plan(
+            &universe(),
+            &[asked("a", "app", false), asked("l", "lonely", false)],
+            &[],
+        );
+        assert!(matches!(plan.answers["a"], Answer::Resolved(_)));
+        let Answer::Unsatisfiable { explanation, .. } = &plan.answers["l"] else {
+            panic!("{:?}", plan.answers["l"])
+        };
+        assert!(explanation.contains("missing"), "{explanation}");
+        let packages: Vec<&str> = plan.set.iter().map(|s| s.package.as_str()).collect();
+        assert_eq!(packages, ["app", "dep"], "the set holds what resolved");
+    }
+
+    #[test]
+    fn a_dry_run_plans_without_joining_the_set_and_the_same_inputs_give_the_same_plan() {
+        let inputs = [asked("a", "app=1.0.0", false), asked("d", "app", true)];
+        let first = plan(&universe(), &inputs, &[]);
+        let packages: Vec<(&str, &str)> = first
+            .set
+            .iter()
+            .map(|s| (s.package.as_str(), s.version.as_str()))
+            .collect();
+        assert_eq!(packages, [("app", "1.0.0"), ("dep", "1.0.0")]);
+        // app=1.0.0 and app (any) together: the pinned one holds.
+        let Answer::Resolved(planned) = &first.answers["d"] else {
+            panic!("{:?}", first.answers["d"])
+        };
+        assert_eq!(planned[0].version, "1.0.0");
+        let again = plan(&universe(), &inputs, &[]);
+        assert_eq!(first.answers, again.answers);
+        assert_eq!(first.set, again.set);
+    }
+
+    #[test]
+    fn an_invalid_input_is_answered_with_its_problem() {
+        let bad = Asked {
+            name: "x".into(),
+            request: Err("spec.constraints[0].value.package: is required".into()),
+            dry_run: false,
+        };
+        let plan = plan(&universe(), &[bad, asked("a", "dep", false)], &[]);
+        assert_eq!(
+            plan.answers["x"],
+            Answer::Invalid("spec.constraints[0].value.package: is required".into())
+        );
+        assert!(matches!(plan.answers["a"], Answer::Resolved(_)));
+    }
+}

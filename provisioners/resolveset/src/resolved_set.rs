@@ -1,0 +1,164 @@
+//! `resolved.bundles.json`: the set the cluster installs, as the resolveset
+//! provisioner reads it. One entry per package, sorted by package, in the
+//! seed's shape (`schema`, `packageName`, `version`, `image`, `properties`
+//! with `pivotFrom`), plus where each came from and who needs it. Written
+//! the same way every time, so the same set is the same bytes and the same
+//! ConfigMap name (a digest of the bytes).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::input::ResolvedInstance;
+use crate::protocol::resolve::Selection;
+use crate::serving::Served;
+
+/// The file name the provisioner reads.
+pub const FILE: &str = "resolved.bundles.json";
+
+/// One bundle of the set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// `olm.bundle`: which provisioner class installs it (`matchSchema`).
+    pub schema: String,
+    /// The bundle's name.
+    pub name: String,
+    /// Its package.
+    pub package_name: String,
+    /// Its version.
+    pub version: String,
+    /// Its image (`docker://` is added by the provisioner).
+    pub image: String,
+    /// The catalog it comes from.
+    pub catalog: String,
+    /// The channel it was chosen through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// `olm.package`, the `olm.gvk`s it provides, `pivotFrom` (the bundle
+    /// of the same package in the set it replaces) and
+    /// `pakket.dev/neededBy` (the Inputs and Instances it is there for).
+    pub properties: Vec<Value>,
+}
+
+/// The set's entries from the resolution, the served catalogs (images and
+/// APIs), what each Input got (who needs what) and the set it replaces.
+pub fn entries(
+    set: &[Selection],
+    served: &Served,
+    answers: &BTreeMap<String, Vec<ResolvedInstance>>,
+    previous: &[Entry],
+) -> Vec<Entry> {
+    let mut needed_by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (input, instances) in answers {
+        for instance in instances {
+            for relation in &instance.satisfies {
+                let who = match relation.kind.as_str() {
+                    "Input" => format!("Input {input}"),
+                    _ => format!("{} {}", relation.kind, relation.name),
+                };
+                needed_by
+                    .entry(instance.bundle.as_str())
+                    .or_default()
+                    .push(who);
+            }
+        }
+    }
+    let mut entries: Vec<Entry> = set
+        .iter()
+        .map(|selection| {
+            let bundle = served
+                .set
+                .catalog_index(&selection.catalog)
+                .and_then(|index| served.set.find_bundle_in(index, &selection.bundle))
+                .map(|r| served.set.bundle(r));
+            let mut properties = vec![json!({
+                "type": "olm.package",
+                "value": { "packageName": selection.package, "version": selection.version },
+            })];
+            if let Some(bundle) = bundle {
+                properties.extend(bundle.provided_gvks.iter().map(|gvk| {
+                    json!({
+                        "type": "olm.gvk",
+                        "value": { "group": gvk.group, "version": gvk.version, "kind": gvk.kind },
+                    })
+                }));
+            }
+            if let Some(before) = previous.iter().find(|entry| {
+                entry.package_name == selection.package && entry.name != selection.bundle
+            }) {
+                properties.push(json!({ "type": "pivotFrom", "value": before.name }));
+            }
+            let mut who = needed_by
+                .get(selection.bundle.as_str())
+                .cloned()
+                .unwrap_or_default();
+            who.sort();
+            who.dedup();
+            if !who.is_empty() {
+                properties.push(json!({ "type": "pakket.dev/neededBy", "value": who }));
+            }
+            Entry {
+                schema: "olm.bundle".into(),
+                name: selection.bundle.clone(),
+                package_name: selection.package.clone(),
+                version: selection.version.clone(),
+                image: bundle.map(|b| b.image.clone()).unwrap_or_default(),
+                catalog: selection.catalog.clone(),
+                channel: selection.channel.clone(),
+                properties,
+            }
+        })
+        .collect();
+    entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
+    entries
+}
+
+/// The file's bytes: pretty JSON and a newline.
+pub fn to_bytes(entries: &[Entry]) -> Vec<u8> {
+    let mut text = serde_json::to_vec_pretty(entries).expect("plain data serializes");
+    text.push(b'\n');
+    text
+}
+
+/// The ConfigMap that holds `bytes`: named after their digest.
+pub fn config_map_name(bytes: &[u8]) -> String {
+    let digest = hex::encode(Sha256::digest(bytes));
+    format!("resolveset-{}", &digest[..16])
+}
+
+/// Reads the file back (what the set held before).
+pub fn from_bytes(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+    serde_json::from_slice(bytes).map_err(|error| format!("{FILE}: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_set_is_the_same_bytes_and_name_and_reads_back() {
+        let entry = Entry {
+            schema: "olm.bundle".into(),
+            name: "etcd.v0.9.4".into(),
+            package_name: "etcd".into(),
+            version: "0.9.4".into(),
+            image: "quay.io/etcd:0.9.4".into(),
+            catalog: "community".into(),
+            channel: Some("alpha".into()),
+            properties: vec![json!({"type": "pivotFrom", "value": "etcd.v0.9.2"})],
+        };
+        let bytes = to_bytes(std::slice::from_ref(&entry));
+        assert_eq!(bytes, to_bytes(std::slice::from_ref(&entry)));
+        assert_eq!(
+            config_map_name(&bytes),
+            config_map_name(&to_bytes(std::slice::from_ref(&entry)))
+        );
+        assert!(config_map_name(&bytes).starts_with("resolveset-"));
+        assert_eq!(from_bytes(&bytes).unwrap(), vec![entry]);
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.contains("\"packageName\": \"etcd\""), "{text}");
+    }
+}

@@ -1,0 +1,379 @@
+//! Inputs on the real control plane: the Input controller of the
+//! resolveset process (run in this test process) resolves every Input of
+//! the test's scope together against Catalogs served from immutable
+//! ConfigMaps, writes each Input's status, and writes the set as
+//! `resolved.bundles.json` in an immutable ConfigMap named after its
+//! digest, with the resolveset Instance pointing at it.
+//!
+//! Data (unedited, see ../shared/data/README.md):
+//! - `fbc/community-operators-prod-v4.20/rabbitmq-messaging-topology-operator/catalog.yaml`:
+//!   verbatim from redhat-openshift-ecosystem/community-operators-prod at
+//!   699495f2 (its bundles need package rabbitmq-cluster-operator >2.0.0);
+//! - `fbc/community-operators-prod-derived/catalog.json` (DERIVED from the
+//!   same repository and commit): the documents of package
+//!   rabbitmq-cluster-operator, selected by their `package`/`name` fields.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use pakket_resolveset::catalog::{CatalogSource, ConfigMapCatalogSource};
+use pakket_resolveset::input::{InputClassParameters, InputConstraint};
+use pakket_resolveset::resolved_set::{self, Entry};
+use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
+use pakket_testkit::{Scope, data, eventually};
+use serde_json::{Value, json};
+use support::{catalog, create};
+
+const TOPOLOGY: &str = "rabbitmq-messaging-topology-operator";
+const CLUSTER_OPERATOR: &str = "rabbitmq-cluster-operator";
+
+fn loopback() -> pakket_resolveset::api::listen::Transport {
+    pakket_resolveset::api::listen::Transport::from_flags(
+        "127.0.0.1:0".parse().unwrap(),
+        true,
+        None,
+        None,
+    )
+    .unwrap()
+}
+
+fn derived_package(package: &str) -> String {
+    let text =
+        std::fs::read_to_string(data("fbc/community-operators-prod-derived/catalog.json")).unwrap();
+    text.lines()
+        .filter(|line| {
+            let document: Value = serde_json::from_str(line).unwrap();
+            document["package"] == package
+                || (document["schema"] == "olm.package" && document["name"] == package)
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// Serves `files` as Catalog `<scope>-<suffix>` from an immutable,
+/// marked ConfigMap.
+async fn serve(scope: &Scope, suffix: &str, files: BTreeMap<String, String>) {
+    let name = scope.name(suffix);
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(BTreeMap::from([(
+                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        data: Some(files),
+        immutable: Some(true),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let source = CatalogSource {
+        config_map: Some(ConfigMapCatalogSource {
+            name,
+            namespace: scope.namespace.clone(),
+        }),
+        ..CatalogSource::default()
+    };
+    create(&scope.client, &catalog(scope, suffix, source, 0)).await;
+}
+
+async fn input_class(scope: &Scope, suffix: &str, dry_run: bool) -> String {
+    let mut class = InputClass::new(
+        &scope.name(suffix),
+        InputClassSpec {
+            parameters: InputClassParameters {
+                dry_run,
+                generate_inputs_for_dependencies: !dry_run,
+                ..InputClassParameters::default()
+            },
+        },
+    );
+    class.metadata.labels = Some(scope.labels());
+    Api::<InputClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    scope.name(suffix)
+}
+
+async fn input(scope: &Scope, suffix: &str, class: &str, constraints: Value) -> String {
+    let constraints: Vec<InputConstraint> = serde_json::from_value(constraints).unwrap();
+    let mut input = Input::new(
+        &scope.name(suffix),
+        InputSpec {
+            input_class: class.to_owned(),
+            constraints,
+        },
+    );
+    input.metadata.labels = Some(scope.labels());
+    Api::<Input>::all(scope.client.clone())
+        .create(&PostParams::default(), &input)
+        .await
+        .unwrap();
+    scope.name(suffix)
+}
+
+/// Waits until Input `name`'s ResolutionFailed condition has `reason`.
+async fn resolved_as(scope: &Scope, name: &str, reason: &str) -> Input {
+    let api: Api<Input> = Api::all(scope.client.clone());
+    let mut last = None;
+    for _ in 0..600 {
+        let input = api.get(name).await.unwrap();
+        if input
+            .condition("ResolutionFailed")
+            .is_some_and(|c| c.reason == reason)
+        {
+            return input;
+        }
+        last = input.status;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("Input {name} not {reason} within 60 s: {last:#?}");
+}
+
+/// The set as the resolveset Instance points at it: the ConfigMap's name
+/// and its entries.
+async fn current_set(scope: &Scope) -> Option<(String, Vec<Entry>, ConfigMap)> {
+    let instance = Api::<pakket_api::Instance>::all(scope.client.clone())
+        .get_opt(&scope.name("resolveset"))
+        .await
+        .unwrap()?;
+    let spec = instance.spec.bundle.spec.clone().unwrap();
+    assert_eq!(spec.class, scope.name("resolveset"));
+    let mount = &spec.volume_mounts[0];
+    assert_eq!(mount.config_map.name, instance.spec.bundle.name);
+    let config_map = Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .get(&mount.config_map.name)
+        .await
+        .unwrap();
+    let text = config_map.data.as_ref().unwrap()[resolved_set::FILE].clone();
+    let entries = resolved_set::from_bytes(text.as_bytes()).unwrap();
+    Some((mount.config_map.name.clone(), entries, config_map))
+}
+
+#[tokio::test]
+async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why() {
+    let scope = Scope::new("resolveset-inputs").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, loopback(), Vec::new()).await;
+    serve(
+        &scope,
+        "topology",
+        BTreeMap::from([(
+            format!("{TOPOLOGY}.yaml"),
+            std::fs::read_to_string(data(&format!(
+                "fbc/community-operators-prod-v4.20/{TOPOLOGY}/catalog.yaml"
+            )))
+            .unwrap(),
+        )]),
+    )
+    .await;
+    serve(
+        &scope,
+        "cluster-op",
+        BTreeMap::from([(
+            format!("{CLUSTER_OPERATOR}.json"),
+            derived_package(CLUSTER_OPERATOR),
+        )]),
+    )
+    .await;
+    for suffix in ["topology", "cluster-op"] {
+        support::wait_for(&scope.client, &scope.name(suffix), "serving", |c| {
+            c.condition(pakket_resolveset::ConditionType::Serving)
+                .is_some_and(|c| c.status == "True")
+        })
+        .await;
+    }
+    let subscription = input_class(&scope, "subscription", false).await;
+    let dry_run = input_class(&scope, "dry-run", true).await;
+
+    // The topology operator from its catalog, pinned: it brings the
+    // cluster operator in as a dependency.
+    let topology = input(
+        &scope,
+        "topology",
+        &subscription,
+        json!([
+            {"type": "olm.catalog", "value": {"name": scope.name("topology"), "package": TOPOLOGY, "channel": "stable"}},
+            {"type": "olm.packageVersion", "value": {"package": TOPOLOGY, "version": "1.15.0"}},
+        ]),
+    )
+    .await;
+    let resolved = resolved_as(&scope, &topology, "Resolved").await;
+    let status = resolved.status.clone().unwrap();
+    let chosen: Vec<(&str, &str)> = status
+        .instances
+        .iter()
+        .map(|i| (i.package.as_str(), i.version.as_str()))
+        .collect();
+    assert_eq!(chosen[0], (TOPOLOGY, "1.15.0"));
+    assert_eq!(chosen[1].0, CLUSTER_OPERATOR);
+    let own = &status.instances[0];
+    assert_eq!(own.satisfies[0].kind, "Input");
+    assert_eq!(own.satisfies[0].name, topology);
+    assert_eq!(own.dependencies[0].name, format!("rs-{CLUSTER_OPERATOR}"));
+    assert!(
+        own.dependencies[0].meets[0].contains(CLUSTER_OPERATOR),
+        "{:?}",
+        own.dependencies
+    );
+    let dependency = &status.instances[1];
+    assert_eq!(dependency.satisfies[0].name, format!("rs-{TOPOLOGY}"));
+    assert_eq!(dependency.catalog, scope.name("cluster-op"));
+    assert!(!status.dry_run);
+    let missing = resolved.condition("DependenciesMissing").unwrap();
+    assert_eq!(missing.status, "False");
+
+    // The set: both bundles, with images from the catalogs and who needs
+    // them, in an immutable ConfigMap the Instance mounts.
+    let (set_name, entries, config_map) = current_set(&scope).await.expect("the set is written");
+    assert_eq!(config_map.immutable, Some(true));
+    let packages: Vec<&str> = entries.iter().map(|e| e.package_name.as_str()).collect();
+    assert_eq!(packages, [CLUSTER_OPERATOR, TOPOLOGY]);
+    let topology_entry = &entries[1];
+    assert_eq!(topology_entry.version, "1.15.0");
+    assert!(
+        topology_entry.image.contains("rabbitmq"),
+        "{topology_entry:?}"
+    );
+    let needed_by = |entry: &Entry| {
+        entry
+            .properties
+            .iter()
+            .find(|p| p["type"] == "pakket.dev/neededBy")
+            .map(|p| p["value"].clone())
+    };
+    assert_eq!(
+        needed_by(topology_entry),
+        Some(json!([format!("Input {topology}")]))
+    );
+    assert_eq!(
+        needed_by(&entries[0]),
+        Some(json!([format!("Instance rs-{TOPOLOGY}")]))
+    );
+    let text = config_map.data.as_ref().unwrap()[resolved_set::FILE].clone();
+    assert_eq!(
+        resolved_set::config_map_name(text.as_bytes()),
+        set_name,
+        "the ConfigMap is named after its bytes"
+    );
+
+    // A dry run that conflicts with the set (the cluster operator at 2.0.0,
+    // which the topology operator's >2.0.0 rules out) explains why, and
+    // the set stays as it was.
+    let planned = input(
+        &scope,
+        "plan",
+        &dry_run,
+        json!([{"type": "olm.packageVersion", "value": {"package": CLUSTER_OPERATOR, "version": "2.0.0"}}]),
+    )
+    .await;
+    let refused = resolved_as(&scope, &planned, "Unsatisfiable").await;
+    let message = &refused.condition("ResolutionFailed").unwrap().message;
+    assert!(
+        message.contains(CLUSTER_OPERATOR) && message.contains(TOPOLOGY),
+        "the chain names both: {message}"
+    );
+    assert!(refused.status.unwrap().dry_run);
+    // A dry run that fits shows its plan.
+    let fits = input(
+        &scope,
+        "fits",
+        &dry_run,
+        json!([{"type": "olm.name", "value": "rabbitmq-cluster-operator.v2.17.2"}]),
+    )
+    .await;
+    let fits = resolved_as(&scope, &fits, "Resolved").await;
+    assert!(
+        fits.condition("ResolutionFailed")
+            .unwrap()
+            .message
+            .starts_with("would install rabbitmq-cluster-operator 2.17.2")
+    );
+
+    // Mistakes name the field; an Input nothing can satisfy says why; the
+    // set keeps what resolved.
+    let invalid = input(
+        &scope,
+        "invalid",
+        &subscription,
+        json!([{"type": "olm.catalog", "value": {"name": "x"}}]),
+    )
+    .await;
+    let invalid = resolved_as(&scope, &invalid, "InvalidInput").await;
+    assert_eq!(
+        invalid.condition("ResolutionFailed").unwrap().message,
+        "spec.constraints[0].value.package: is required"
+    );
+    let nowhere = input(
+        &scope,
+        "nowhere",
+        &subscription,
+        json!([{"type": "olm.packageVersion", "value": {"package": "no-such-operator", "version": ">=1.0.0"}}]),
+    )
+    .await;
+    resolved_as(&scope, &nowhere, "Unsatisfiable").await;
+    let missing_class = input(
+        &scope,
+        "classless",
+        &scope.name("no-such-class"),
+        json!([{"type": "olm.name", "value": "x"}]),
+    )
+    .await;
+    let classless = resolved_as(&scope, &missing_class, "InvalidInput").await;
+    assert!(
+        classless
+            .condition("ResolutionFailed")
+            .unwrap()
+            .message
+            .starts_with("spec.inputClass: InputClass")
+    );
+    let (same_name, _, _) = current_set(&scope).await.unwrap();
+    assert_eq!(
+        same_name, set_name,
+        "dry runs and failures leave the set alone"
+    );
+
+    // Widening the pin moves the topology operator up; the new set says
+    // which bundle it pivots from.
+    Api::<Input>::all(scope.client.clone())
+        .patch(
+            &topology,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "resolve.pakket.dev/v1alpha1",
+                "kind": "Input",
+                "spec": {
+                    "inputClass": subscription,
+                    "constraints": [
+                        {"type": "olm.catalog", "value": {"name": scope.name("topology"), "package": TOPOLOGY, "channel": "stable"}},
+                        {"type": "olm.packageVersion", "value": {"package": TOPOLOGY, "version": ">=1.15.0"}},
+                    ],
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    eventually("a new set with the newer topology operator", || async {
+        current_set(&scope).await.is_some_and(|(name, entries, _)| {
+            name != set_name
+                && entries.iter().any(|e| {
+                    e.package_name == TOPOLOGY
+                        && e.version != "1.15.0"
+                        && e.properties.iter().any(|p| {
+                            p["type"] == "pivotFrom"
+                                && p["value"] == "rabbitmq-messaging-topology-operator.v1.15.0"
+                        })
+                })
+        })
+    })
+    .await;
+    support::cleanup(scope).await;
+}
