@@ -73,18 +73,32 @@ pub async fn run(context: Arc<InputContext>, selector: Option<String>) {
     let (changed, mut wake) = tokio::sync::mpsc::channel::<()>(1);
     let inputs_api: Api<Input> = Api::all(context.client.clone());
     let classes_api: Api<InputClass> = Api::all(context.client.clone());
-    // Status writes by this controller change the Input too: only spec and
-    // metadata changes (generation, labels) wake it.
+    // Status writes by this controller change the Input too: only a new
+    // generation, a deletion or a (re)list wakes it.
+    let mut generations: BTreeMap<String, Option<i64>> = BTreeMap::new();
     let input_events = watcher(inputs_api, config.clone())
         .default_backoff()
         .reflect(input_writer)
-        .applied_objects()
-        .predicate_filter(kube::runtime::predicates::generation, Default::default());
+        .filter_map(move |event| {
+            let wake = match event {
+                Ok(watcher::Event::Apply(input) | watcher::Event::InitApply(input)) => {
+                    let generation = input.metadata.generation;
+                    generations.insert(input.name_any(), generation) != Some(generation)
+                }
+                Ok(watcher::Event::Delete(input)) => {
+                    generations.remove(&input.name_any());
+                    true
+                }
+                Ok(watcher::Event::InitDone) => true,
+                Ok(watcher::Event::Init) | Err(_) => false,
+            };
+            std::future::ready(wake.then_some(()))
+        });
     let class_events = watcher(classes_api, config)
         .default_backoff()
         .reflect(class_writer)
         .touched_objects();
-    tokio::spawn(forward(input_events.map(|_| ()).boxed(), changed.clone()));
+    tokio::spawn(forward(input_events.boxed(), changed.clone()));
     tokio::spawn(forward(class_events.map(|_| ()).boxed(), changed.clone()));
     let mut swaps = context.catalogs.subscribe();
     {

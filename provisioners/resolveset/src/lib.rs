@@ -14,6 +14,8 @@
 //! - [`protocol`]: the API's request and response types, shared with
 //!   `pakket resolve` (which prints exactly what the API answers).
 //! - [`api`]: the HTTP routes, authentication, TLS.
+//! - [`provisioner`]: the resolveset provisioner: the set's entries as
+//!   child Instances, approval `Android`.
 //! - [`process`]: the controller and the API wired together.
 
 pub mod api;
@@ -29,6 +31,7 @@ pub mod input_resolve;
 pub mod load;
 pub mod process;
 pub mod protocol;
+pub mod provisioner;
 pub mod resolved_set;
 pub mod serving;
 pub mod source;

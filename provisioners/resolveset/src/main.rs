@@ -10,8 +10,9 @@ use std::sync::Arc;
 use clap::Parser;
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::process::{self, DEFAULT_MAX_CATALOG_FILE, Options};
+use pakket_resolveset::provisioner::ResolveSet;
 use pakket_runtime::cli::{self, ProvisionerArgs};
-use pakket_runtime::controller::StoreGc;
+use pakket_runtime::controller::{self, RunOptions, StoreGc};
 use pakket_runtime::leader::{Elector, LeaseConfig};
 use pakket_runtime::serve::{self, Metrics};
 use pakket_runtime::source::SourceOptions;
@@ -103,10 +104,11 @@ async fn main() -> anyhow::Result<()> {
     println!("probes and metrics on http://{}", probes.local_addr()?);
     tokio::spawn(serve::serve(probes, metrics.clone(), elector.state()));
 
+    let provisioner_metrics = Arc::clone(&metrics);
     let running = process::start(
-        client,
+        client.clone(),
         Options {
-            store,
+            store: store.clone(),
             sources: SourceOptions {
                 extra_roots,
                 secret_namespace: std::env::var("POD_NAMESPACE")
@@ -143,12 +145,26 @@ async fn main() -> anyhow::Result<()> {
     // Every replica serves; leading only means writing status, so taking
     // the Lease asks for every Catalog to be reconciled (and its status
     // written) at once.
+    // The resolveset provisioner (the set's child Instances) runs on the
+    // leader only, like every provisioner; its content store is its own.
     let resync = running.resync.clone();
-    elector
-        .run(serve::shutdown_signal(), || {
-            let _ = resync.unbounded_send(());
-            std::future::pending::<()>()
-        })
-        .await?;
+    let provisioner_store = store.join("resolveset-provisioner");
+    let record_key = match &args.provisioner.record_key_file {
+        Some(path) => Some(pakket_api::RecordKey::read(path)?),
+        None => None,
+    };
+    let work = || {
+        let _ = resync.unbounded_send(());
+        let options = RunOptions {
+            metrics: Arc::clone(&provisioner_metrics),
+            record_key: record_key.clone(),
+            max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
+            ..RunOptions::new(provisioner_store.clone())
+        };
+        controller::run_with(client.clone(), ResolveSet::new(id.clone()), options)
+    };
+    if let Some(result) = elector.run(serve::shutdown_signal(), work).await? {
+        result?;
+    }
     Ok(())
 }

@@ -1,0 +1,307 @@
+//! From an Input to a running operator, on the real control plane with a
+//! kwok node and the real local registry: the Input controller resolves
+//! the Input against a Catalog, writes the set and the resolveset
+//! Instance; the resolveset provisioner (approval `Android`) turns the set
+//! into a child Instance of the registry-v1 class; the registry-v1
+//! provisioner installs the etcd operator. Widening the Input's range
+//! upgrades it by pivot (Android approves that by itself: no new package);
+//! deleting the Input removes the child and everything it installed.
+//!
+//! Data (unedited, see ../shared/data/README.md): the etcd operator bundles
+//! `bundles/etcd/0.9.2` and `bundles/etcd/0.9.4`, verbatim from
+//! community-operators-prod, pushed as images. Their catalog is written by
+//! the test: one `olm.package`, one channel (0.9.4 replaces 0.9.2), and an
+//! `olm.bundle` per bundle naming its CSV and version as the bundle's own
+//! CSV does, and the image the test pushed.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
+use pakket_registry_v1::RegistryV1;
+use pakket_resolveset::catalog::{CatalogSource, ConfigMapCatalogSource};
+use pakket_resolveset::input::{InputClassParameters, InputConstraint};
+use pakket_resolveset::provisioner::ResolveSet;
+use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
+use pakket_runtime::controller::{self, RunOptions};
+use pakket_testkit::{Scope, condition_is, data, eventually, wait_for_instance};
+use serde_json::{Value, json};
+use support::{catalog, create};
+
+fn loopback() -> pakket_resolveset::api::listen::Transport {
+    pakket_resolveset::api::listen::Transport::from_flags(
+        "127.0.0.1:0".parse().unwrap(),
+        true,
+        None,
+        None,
+    )
+    .unwrap()
+}
+
+/// The CSV's name and version of the bundle in `dir`.
+fn csv_of(dir: &std::path::Path) -> (String, String) {
+    let manifests = dir.join("manifests");
+    for entry in std::fs::read_dir(&manifests).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .to_string_lossy()
+            .ends_with(".clusterserviceversion.yaml")
+        {
+            let csv: Value =
+                serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            return (
+                csv["metadata"]["name"].as_str().unwrap().to_owned(),
+                csv["spec"]["version"].as_str().unwrap().to_owned(),
+            );
+        }
+    }
+    panic!("no CSV in {}", manifests.display());
+}
+
+async fn class(scope: &Scope, suffix: &str, provisioner: &str, parameters: Value) -> String {
+    let class = ProvisionerClass {
+        metadata: scope.meta(suffix),
+        spec: ProvisionerClassSpec {
+            provisioner: provisioner.to_owned(),
+            parameters: parameters.as_object().cloned(),
+        },
+    };
+    Api::<ProvisionerClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    scope.name(suffix)
+}
+
+/// Approves the Instance's pinned content, as `kubectl instance approve` does.
+async fn approve(instances: &Api<Instance>, name: &str) {
+    let instance = instances.get(name).await.unwrap();
+    let digest =
+        pakket_testkit::pinned_digest_for(&instances.clone().into_client(), &instance).await;
+    let mut conditions = instance.status.clone().unwrap_or_default().conditions;
+    for condition in &mut conditions {
+        if condition.type_ == "Approved" {
+            condition.status = "True".into();
+            condition.reason = "ApprovedByUser".into();
+            condition.message = "approved by the test".into();
+            condition.observed_generation = instance.metadata.generation;
+        }
+    }
+    let patch = json!({ "status": {
+        "conditions": conditions,
+        "approval": { "bundle": instance.spec.bundle.name, "digest": digest, "approvedBy": "the test" },
+    } });
+    instances
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_resolveset() {
+    let scope = Scope::new("resolveset-install").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, loopback(), Vec::new()).await;
+
+    // The bundles as images, and a catalog naming them.
+    let mut bundles = Vec::new();
+    for version in ["0.9.2", "0.9.4"] {
+        let dir = data(&format!("bundles/etcd/{version}"));
+        let (reference, _) = support::push_catalog(&scope, &dir, "etcd", version).await;
+        let (name, csv_version) = csv_of(&dir);
+        bundles.push((name, csv_version, reference));
+    }
+    let mut catalog_text = String::from(
+        "{\"schema\":\"olm.package\",\"name\":\"etcd\",\"defaultChannel\":\"alpha\"}\n",
+    );
+    catalog_text.push_str(&format!(
+        "{}\n",
+        json!({"schema": "olm.channel", "package": "etcd", "name": "alpha", "entries": [
+            {"name": bundles[0].0},
+            {"name": bundles[1].0, "replaces": bundles[0].0},
+        ]})
+    ));
+    for (name, version, image) in &bundles {
+        catalog_text.push_str(&format!(
+            "{}\n",
+            json!({"schema": "olm.bundle", "name": name, "package": "etcd", "image": image,
+                   "properties": [{"type": "olm.package", "value": {"packageName": "etcd", "version": version}}]})
+        ));
+    }
+    let catalog_name = scope.name("etcd-catalog");
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(catalog_name.clone()),
+            labels: Some(BTreeMap::from([(
+                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("catalog.json".to_owned(), catalog_text)])),
+        immutable: Some(true),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let source = CatalogSource {
+        config_map: Some(ConfigMapCatalogSource {
+            name: catalog_name.clone(),
+            namespace: scope.namespace.clone(),
+        }),
+        ..CatalogSource::default()
+    };
+    create(&scope.client, &catalog(&scope, "etcd-catalog", source, 0)).await;
+
+    // The two provisioners, each for a class of this test.
+    let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
+    let resolveset_id = format!("test.pakket.dev/{}-resolveset", scope.id);
+    let registry_class = class(
+        &scope,
+        "registry-v1",
+        &registry_id,
+        json!({"approval": "AllowAll"}),
+    )
+    .await;
+    class(
+        &scope,
+        "resolveset",
+        &resolveset_id,
+        json!({
+            "approval": "Android",
+            "matchSchema": [{"schema": "olm.bundle", "class": registry_class}],
+            "installNamespace": scope.namespace,
+        }),
+    )
+    .await;
+    let client = scope.client.clone();
+    let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
+    tokio::spawn(async move {
+        controller::run_with(client, RegistryV1::new(registry_id), RunOptions::new(store)).await
+    });
+    let client = scope.client.clone();
+    let store = std::env::temp_dir().join(format!("pakket-store-{}-resolveset", scope.id));
+    tokio::spawn(async move {
+        controller::run_with(
+            client,
+            ResolveSet::new(resolveset_id),
+            RunOptions::new(store),
+        )
+        .await
+    });
+
+    let mut input_class = InputClass::new(
+        &scope.name("subscription"),
+        InputClassSpec {
+            parameters: InputClassParameters::default(),
+        },
+    );
+    input_class.metadata.labels = Some(scope.labels());
+    Api::<InputClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &input_class)
+        .await
+        .unwrap();
+    let constraints = |range: &str| -> Vec<InputConstraint> {
+        serde_json::from_value(json!([
+            {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "alpha"}},
+            {"type": "olm.packageVersion", "value": {"package": "etcd", "version": range}},
+        ]))
+        .unwrap()
+    };
+    let mut input = Input::new(
+        &scope.name("etcd"),
+        InputSpec {
+            input_class: scope.name("subscription"),
+            constraints: constraints("0.9.2"),
+        },
+    );
+    input.metadata.labels = Some(scope.labels());
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    inputs.create(&PostParams::default(), &input).await.unwrap();
+
+    // A new package: Android waits for a person, naming it.
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    let pending = wait_for_instance(&instances, &set, "the new set waiting for approval", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+            && i.condition(ConditionType::Approved)
+                .is_some_and(|c| c.message.contains("adds 1 new package(s): etcd"))
+    })
+    .await;
+    assert!(
+        instances.get_opt("rs-etcd").await.unwrap().is_none(),
+        "nothing is installed before approval: {:?}",
+        pending.status
+    );
+    approve(&instances, &set).await;
+    let child = wait_for_instance(
+        &instances,
+        "rs-etcd",
+        "etcd 0.9.2 installed and healthy",
+        |i| {
+            condition_is(i, ConditionType::Installed, "True")
+                && condition_is(i, ConditionType::Healthy, "True")
+        },
+    )
+    .await;
+    assert_eq!(child.spec.class, registry_class);
+    assert_eq!(child.spec.bundle.name, bundles[0].0);
+
+    // Widened: the child pivots to 0.9.4, approved by Android on its own.
+    inputs
+        .patch(
+            &scope.name("etcd"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "resolve.pakket.dev/v1alpha1",
+                "kind": "Input",
+                "spec": { "inputClass": scope.name("subscription"), "constraints": constraints(">=0.9.2") },
+            })),
+        )
+        .await
+        .unwrap();
+    wait_for_instance(&instances, "rs-etcd", "etcd upgraded to 0.9.4", |i| {
+        i.spec.bundle.name == bundles[1].0 && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let upgraded = instances.get(&set).await.unwrap();
+    assert!(
+        upgraded
+            .condition(ConditionType::Approved)
+            .is_some_and(|c| c.reason == "ApprovedByPolicy" && c.message.contains("Android")),
+        "{:?}",
+        upgraded.status
+    );
+
+    // The Input goes: the set empties, the child and its objects go.
+    inputs
+        .delete(&scope.name("etcd"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the child Instance is gone", || async {
+        instances.get_opt("rs-etcd").await.unwrap().is_none()
+    })
+    .await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(scope.client.clone());
+    eventually("etcd's CRDs are gone", || async {
+        crds.get_opt("etcdclusters.etcd.database.coreos.com")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(&set).await.unwrap().is_none()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    support::cleanup(scope).await;
+}
