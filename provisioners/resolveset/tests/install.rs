@@ -5,7 +5,9 @@
 //! into a child Instance of the registry-v1 class; the registry-v1
 //! provisioner installs the etcd operator. Widening the Input's range
 //! upgrades it by pivot (Android approves that by itself: no new package);
-//! deleting the Input removes the child and everything it installed.
+//! pinning it back to the older version is refused (the resolver never
+//! downgrades) and leaves it running; deleting the Input removes the child
+//! and everything it installed.
 //!
 //! Data (unedited, see ../shared/data/README.md): the etcd operator bundles
 //! `bundles/etcd/0.9.2` and `bundles/etcd/0.9.4`, verbatim from
@@ -278,6 +280,38 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
         "{:?}",
         upgraded.status
     );
+
+    // Pinned back to 0.9.2 (someone who may edit Inputs going back to an
+    // older, maybe vulnerable, version): the resolver never downgrades, the
+    // Input says so, and the installed 0.9.4 stays.
+    inputs
+        .patch(
+            &scope.name("etcd"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "resolve.pakket.dev/v1alpha1",
+                "kind": "Input",
+                "spec": { "inputClass": scope.name("subscription"), "constraints": constraints("0.9.2") },
+            })),
+        )
+        .await
+        .unwrap();
+    eventually("the downgrade refused in the Input's status", || async {
+        inputs
+            .get(&scope.name("etcd"))
+            .await
+            .unwrap()
+            .condition("ResolutionFailed")
+            .is_some_and(|c| c.reason == "Unsatisfiable" && c.message.contains("never downgrade"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kept = instances.get("rs-etcd").await.unwrap();
+    assert_eq!(
+        kept.spec.bundle.name, bundles[1].0,
+        "the installed version stays"
+    );
+    assert!(condition_is(&kept, ConditionType::Installed, "True"));
 
     // The Input goes: the set empties, the child and its objects go.
     inputs
