@@ -11,7 +11,7 @@
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
-use pakket_engine::catalog::{Catalog, CatalogArgument, UpdateGraph};
+use pakket_engine::catalog::{Catalog, CatalogArgument, CatalogSet, UpdateGraph};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -189,16 +189,19 @@ pub fn channel_graph(catalog: &Catalog, graph: &UpdateGraph<'_>, default: bool) 
     }
 }
 
-/// Every channel graph of `package` across `catalogs` (or only `only`),
-/// the default channel first in each catalog.
+/// Every channel graph of `package` across the catalogs of `set` (or only
+/// `only`), highest priority first, the default channel first in each.
+/// Graphs come from the set, which finds versions through its name index
+/// (a catalog's own graph scans every bundle, once per channel).
 pub fn package_graphs(
-    catalogs: &[Catalog],
+    set: &CatalogSet,
     package: &str,
     only: Option<&str>,
 ) -> Result<Vec<ChannelGraph>, Error> {
+    let catalogs = set.catalogs();
     let mut graphs = Vec::new();
     let mut offered = Vec::new();
-    for catalog in catalogs {
+    for (index, catalog) in catalogs.iter().enumerate() {
         let Some(found) = catalog.package(package) else {
             continue;
         };
@@ -210,7 +213,8 @@ pub fn package_graphs(
             if only.is_some_and(|only| only != name) {
                 continue;
             }
-            if let Some(graph) = catalog.graph(package, name) {
+            let index = u32::try_from(index).expect("fewer than 2^32 catalogs");
+            if let Some(graph) = set.graph(index, package, name) {
                 graphs.push(channel_graph(catalog, &graph, Some(name) == default));
             }
         }
@@ -350,7 +354,8 @@ fn graphs_from_files(args: &GraphArgs) -> Result<Vec<ChannelGraph>, Error> {
             .map_err(|error| Error::Catalog(error.to_string()))?;
         catalogs.push(catalog);
     }
-    package_graphs(&catalogs, &args.package, args.channel.as_deref())
+    let set = CatalogSet::new(catalogs);
+    package_graphs(&set, &args.package, args.channel.as_deref())
 }
 
 #[cfg(test)]
@@ -370,8 +375,10 @@ mod tests {
 {"schema":"olm.bundle","name":"web.v3","package":"web","image":"r/web:3","properties":[{"type":"olm.package","value":{"packageName":"web","version":"3.0.0"}}]}
 "#;
 
-    fn catalogs() -> Vec<Catalog> {
-        vec![Catalog::from_str(CATALOG, "inline.json", Format::Json, "inline", 0).unwrap()]
+    fn catalogs() -> CatalogSet {
+        CatalogSet::new(vec![
+            Catalog::from_str(CATALOG, "inline.json", Format::Json, "inline", 0).unwrap(),
+        ])
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The API group of the resolver's kinds.
@@ -119,7 +119,7 @@ pub struct HttpsCatalogSource {
 pub struct CatalogStatus {
     /// `Serving` and `Unpacked`, always both.
     #[serde(default)]
-    #[schemars(schema_with = "conditions")]
+    #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The digest of the content being served (an image's manifest digest,
     /// a tarball's sha256, a digest of a ConfigMap's keys and values).
@@ -169,17 +169,6 @@ pub struct DiagnosticsSummary {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-/// `metav1.Condition` list, merged by `type` under server-side apply.
-fn conditions(generator: &mut SchemaGenerator) -> Schema {
-    let item = generator.subschema_for::<Condition>();
-    json_schema!({
-        "type": "array",
-        "items": item,
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["type"],
-    })
 }
 
 impl Catalog {

@@ -12,7 +12,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What one Input asks for.
@@ -58,7 +58,7 @@ pub struct InputConstraint {
     /// name; `olm.gvk`: `{group, version, kind}`; `olm.label`: a label;
     /// `cel`: an expression over the bundle's `properties`;
     /// `minKubeVersion`: a range the cluster's version must meet.
-    #[schemars(schema_with = "free_form")]
+    #[schemars(schema_with = "crate::schema::free_form")]
     pub value: serde_json::Value,
 }
 
@@ -68,7 +68,7 @@ pub struct InputConstraint {
 pub struct InputStatus {
     /// `ResolutionFailed` (False once resolved) and `DependenciesMissing`.
     #[serde(default)]
-    #[schemars(schema_with = "conditions")]
+    #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The bundles this Input brings in: the one it asks for and what that
     /// one needs, each with what it meets. For a dry run, what would be.
@@ -164,20 +164,6 @@ pub struct InputClassParameters {
     /// Constraints every Input of the class gets (`minKubeVersion`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<InputConstraint>,
-}
-
-fn free_form(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "x-kubernetes-preserve-unknown-fields": true })
-}
-
-fn conditions(generator: &mut SchemaGenerator) -> Schema {
-    let item = generator.subschema_for::<Condition>();
-    json_schema!({
-        "type": "array",
-        "items": item,
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["type"],
-    })
 }
 
 impl Input {

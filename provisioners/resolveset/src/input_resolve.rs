@@ -4,9 +4,10 @@
 //! Inputs and catalogs give the same answer, byte for byte.
 //!
 //! Inputs that cannot be resolved do not block the others: when the whole
-//! set has no solution, each Input is tried alone; those that fail alone
-//! get their own explanation, and the rest are resolved together again
-//! (if they still conflict, each of them gets the joint explanation).
+//! set has no solution, each Input is tried alone, and those that fail
+//! alone get their own explanation; if the rest still conflict, they join
+//! one by one in name order, and one that would break the set is told why
+//! (the engine's explanation with the Inputs before it).
 //! A dry-run Input is resolved with the live set, as if it joined it, and
 //! reports that plan without changing the set.
 
@@ -74,6 +75,8 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed]) -> Pl
             Ok(_) => {}
         }
     }
+    // Name order: the same Inputs give the same answer however they came.
+    live.sort_by_key(|(name, _)| *name);
     let set = resolve_live(universe, &mut live, installed, &mut answers);
     for (name, request) in &live {
         answers.insert(
@@ -131,22 +134,30 @@ fn resolve_live(
             }
         }
     });
-    match together(live) {
-        Outcome::Resolved(resolved) => resolved.resolved,
-        Outcome::NoSolution(failed) => {
-            // They work alone but not together: each is told why.
-            for (name, _) in live.drain(..) {
+    if let Outcome::Resolved(resolved) = together(live) {
+        return resolved.resolved;
+    }
+    // They work alone but not all together: taken one by one in name
+    // order, each joins if the set still resolves with it, and is told why
+    // not otherwise. The first (by name) keeps its place, every time.
+    let mut accepted: Vec<(&str, &Request)> = Vec::new();
+    let mut set = Vec::new();
+    for (name, request) in live.drain(..) {
+        accepted.push((name, request));
+        match together(&accepted) {
+            Outcome::Resolved(resolved) => set = resolved.resolved,
+            Outcome::NoSolution(failed) => {
+                accepted.pop();
                 answers.insert(name.to_owned(), unsatisfiable(&failed));
             }
-            Vec::new()
-        }
-        Outcome::BadInput(message) => {
-            for (name, _) in live.drain(..) {
-                answers.insert(name.to_owned(), Answer::Invalid(message.clone()));
+            Outcome::BadInput(message) => {
+                accepted.pop();
+                answers.insert(name.to_owned(), Answer::Invalid(message));
             }
-            Vec::new()
         }
     }
+    *live = accepted;
+    set
 }
 
 fn unsatisfiable(failed: &Failed) -> Answer {
@@ -353,6 +364,31 @@ mod tests {
         let again = plan(&universe(), &inputs, &[]);
         assert_eq!(first.answers, again.answers);
         assert_eq!(first.set, again.set);
+    }
+
+    #[test]
+    fn inputs_that_conflict_only_together_keep_the_first_by_name_and_tell_the_other_why() {
+        let plan = plan(
+            &universe(),
+            &[
+                asked("b", "app=2.0.0", false),
+                asked("a", "app=1.0.0", false),
+                asked("d", "dep", false),
+            ],
+            &[],
+        );
+        assert!(matches!(plan.answers["a"], Answer::Resolved(_)));
+        assert!(matches!(plan.answers["d"], Answer::Resolved(_)));
+        let Answer::Unsatisfiable { explanation, .. } = &plan.answers["b"] else {
+            panic!("{:?}", plan.answers["b"])
+        };
+        assert!(explanation.contains("app"), "{explanation}");
+        let versions: Vec<(&str, &str)> = plan
+            .set
+            .iter()
+            .map(|s| (s.package.as_str(), s.version.as_str()))
+            .collect();
+        assert_eq!(versions, [("app", "1.0.0"), ("dep", "1.0.0")]);
     }
 
     #[test]

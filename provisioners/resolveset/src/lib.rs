@@ -33,6 +33,7 @@ pub mod process;
 pub mod protocol;
 pub mod provisioner;
 pub mod resolved_set;
+mod schema;
 pub mod serving;
 pub mod source;
 pub mod store_gc;
