@@ -36,7 +36,7 @@ use crate::serving::Catalogs;
 
 /// The field manager of everything this controller writes.
 pub const MANAGER: &str = "pakket-resolveset-inputs";
-/// The label on the set's ConfigMaps and Instance.
+/// The label on the set's ConfigMaps and Instance: the Instance's name.
 pub const SET_LABEL: &str = "resolve.pakket.dev/resolveset";
 /// Resolves again this often even when nothing was seen changing.
 const RESYNC: Duration = Duration::from_secs(300);
@@ -275,7 +275,10 @@ async fn write_set(context: &InputContext, entries: &[Entry]) -> Result<(), kube
     let config_map = ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.clone()),
-            labels: Some(BTreeMap::from([(SET_LABEL.to_owned(), "true".to_owned())])),
+            labels: Some(BTreeMap::from([(
+                SET_LABEL.to_owned(),
+                context.instance.clone(),
+            )])),
             ..ObjectMeta::default()
         },
         data: Some(BTreeMap::from([(
@@ -297,7 +300,7 @@ async fn write_set(context: &InputContext, entries: &[Entry]) -> Result<(), kube
     let instance = json!({
         "apiVersion": "core.pakket.dev/v1alpha1",
         "kind": "Instance",
-        "metadata": { "name": context.instance, "labels": { SET_LABEL: "true" } },
+        "metadata": { "name": context.instance, "labels": { SET_LABEL: context.instance } },
         "spec": {
             "class": context.class,
             "bundle": {
@@ -313,14 +316,50 @@ async fn write_set(context: &InputContext, entries: &[Entry]) -> Result<(), kube
             },
         },
     });
-    Api::<pakket_api::Instance>::all(context.client.clone())
+    let applied = Api::<pakket_api::Instance>::all(context.client.clone())
         .patch(
             &context.instance,
             &PatchParams::apply(MANAGER).force(),
             &Patch::Apply(&instance),
         )
         .await?;
+    let active = applied.status.and_then(|status| status.active_bundle);
+    collect_old_sets(&config_maps, &context.instance, &name, active.as_deref()).await;
     Ok(())
+}
+
+/// Deletes the set's ConfigMaps but the one the Instance names and the
+/// one whose objects are installed now (the runtime keeps what it needs
+/// of older content by digest in its store, and the Instance's status).
+async fn collect_old_sets(
+    config_maps: &Api<ConfigMap>,
+    instance: &str,
+    current: &str,
+    active: Option<&str>,
+) {
+    let listed = match config_maps
+        .list_metadata(&kube::api::ListParams::default().labels(&format!("{SET_LABEL}={instance}")))
+        .await
+    {
+        Ok(listed) => listed,
+        Err(error) => {
+            tracing::debug!(%error, "listing old resolved sets");
+            return;
+        }
+    };
+    for old in listed {
+        let name = old.name_any();
+        if name == current || Some(name.as_str()) == active {
+            continue;
+        }
+        match config_maps.delete(&name, &Default::default()).await {
+            Ok(_) => tracing::info!(config_map = %name, "deleted an old resolved set"),
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => {
+                tracing::debug!(%error, config_map = %name, "deleting an old resolved set")
+            }
+        }
+    }
 }
 
 /// The Input's status for `answer`; written only when it changed.

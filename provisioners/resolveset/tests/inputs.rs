@@ -375,5 +375,13 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
         })
     })
     .await;
+    // The old set's ConfigMap goes; the one the Instance names stays.
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    eventually("the old set's ConfigMap is deleted", || async {
+        config_maps.get_opt(&set_name).await.unwrap().is_none()
+    })
+    .await;
+    let (current, _, _) = current_set(&scope).await.unwrap();
+    assert!(config_maps.get_opt(&current).await.unwrap().is_some());
     support::cleanup(scope).await;
 }
