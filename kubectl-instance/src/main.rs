@@ -30,6 +30,7 @@ mod pivot;
 mod table;
 mod why;
 mod why_catalogs;
+mod why_input;
 
 use connect::ClusterArgs;
 use error::Error;
@@ -116,9 +117,10 @@ enum Command {
         #[arg(short = 'm', long)]
         message: Option<String>,
     },
-    /// Explain why an Instance is in its state, and what to do next.
+    /// Explain why an Instance (or an Input: `input/NAME`) is in its state,
+    /// and what to do next.
     Why {
-        /// The Instance's name.
+        /// The Instance's name, or `input/NAME`.
         name: String,
         /// Print the explanation as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
@@ -186,12 +188,34 @@ async fn run(cli: Cli) -> Result<(), Error> {
             server_ca,
         } => {
             let client = cli.cluster.client().await?;
+            if let Some(input) = name.strip_prefix("input/") {
+                return match why_input::run(&client, input, output, &mut out).await? {
+                    Some(()) => Ok(()),
+                    None => Err(Error::NotFound {
+                        kind: "input",
+                        name: input.to_owned(),
+                    }),
+                };
+            }
             let server = server.as_deref().map(|url| why_catalogs::Server {
                 url,
                 token,
                 ca: server_ca.as_deref(),
             });
-            why::run(&client, &name, output, server.as_ref(), &mut out).await
+            match why::run(&client, &name, output, server.as_ref(), &mut out).await {
+                // No Instance of that name: an Input, maybe.
+                Err(Error::NotFound {
+                    kind,
+                    name: missing,
+                }) => match why_input::run(&client, &name, output, &mut out).await? {
+                    Some(()) => Ok(()),
+                    None => Err(Error::NotFound {
+                        kind,
+                        name: missing,
+                    }),
+                },
+                other => other,
+            }
         }
         Command::Approve {
             name,

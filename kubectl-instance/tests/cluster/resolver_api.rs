@@ -449,3 +449,164 @@ async fn why_names_what_to_install_from_the_clusters_catalogs() {
     let _ = std::fs::remove_dir_all(&root);
     remove_catalogs(scope).await;
 }
+
+/// Writes Input `name`'s status as the Input controller would.
+async fn set_input_status(scope: &Scope, name: &str, status: serde_json::Value) {
+    Api::<pakket_resolveset::Input>::all(scope.client.clone())
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "status": status })),
+        )
+        .await
+        .unwrap();
+}
+
+async fn create_input(scope: &Scope, suffix: &str) -> String {
+    let input: pakket_resolveset::Input = serde_json::from_value(serde_json::json!({
+        "apiVersion": "resolve.pakket.dev/v1alpha1",
+        "kind": "Input",
+        "metadata": { "name": scope.name(suffix), "labels": scope.labels() },
+        "spec": {
+            "inputClass": "subscription",
+            "constraints": [{"type": "olm.catalog", "value": {"name": "community", "package": "app"}}],
+        },
+    }))
+    .unwrap();
+    Api::<pakket_resolveset::Input>::all(scope.client.clone())
+        .create(&PostParams::default(), &input)
+        .await
+        .unwrap();
+    scope.name(suffix)
+}
+
+#[tokio::test]
+async fn why_explains_an_input_what_it_brings_in_and_how_far_each_got() {
+    use pakket_api::Reason::{
+        ApprovalPending, ApprovedByPolicy, HealthUnknown, InstallPending, InstallSucceeded,
+        ObjectsHealthy, UnpackSucceeded,
+    };
+    use pakket_api::condition::ConditionStatus::{False, True, Unknown};
+
+    let scope = Scope::new("why-input").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    install_catalog_crd(&scope.client).await;
+    let now = jiff::Timestamp::now().to_string();
+    let condition = |status: &str, reason: &str, message: &str| {
+        serde_json::json!({"type": "ResolutionFailed", "status": status, "reason": reason,
+            "message": message, "lastTransitionTime": now})
+    };
+
+    // Resolved: the app (installed) and its dependency (waiting).
+    let app_child = crate::support::create_instance(&scope, "app-child", "app.v1").await;
+    let dep_child = crate::support::create_instance(&scope, "dep-child", "dep.v1").await;
+    let installed = [
+        (ApprovedByPolicy, True, "ok"),
+        (UnpackSucceeded, True, "ok"),
+        (InstallSucceeded, True, "ok"),
+        (ObjectsHealthy, True, "ok"),
+    ];
+    crate::support::set_status(
+        &scope,
+        &app_child,
+        serde_json::json!({ "conditions": crate::support::conditions(&installed) }),
+    )
+    .await;
+    let waiting = [
+        (ApprovalPending, False, "waiting"),
+        (UnpackSucceeded, True, "ok"),
+        (InstallPending, False, "not yet"),
+        (HealthUnknown, Unknown, "not yet"),
+    ];
+    crate::support::set_status(
+        &scope,
+        &dep_child,
+        serde_json::json!({ "conditions": crate::support::conditions(&waiting) }),
+    )
+    .await;
+    let input = create_input(&scope, "app").await;
+    set_input_status(
+        &scope,
+        &input,
+        serde_json::json!({
+            "conditions": [condition("False", "Resolved", "installs app 1.0.0, dep 2.0.0")],
+            "instances": [
+                {"name": app_child, "package": "app", "version": "1.0.0", "bundle": "app.v1", "catalog": "community", "channel": "stable",
+                 "satisfies": [{"kind": "Input", "name": input, "meets": ["app from catalog community"]}],
+                 "dependencies": [{"kind": "Instance", "name": dep_child, "meets": ["package dep >=2.0.0"]}]},
+                {"name": dep_child, "package": "dep", "version": "2.0.0", "bundle": "dep.v1", "catalog": "community",
+                 "satisfies": [{"kind": "Instance", "name": app_child, "meets": ["package dep >=2.0.0"]}]},
+            ],
+        }),
+    )
+    .await;
+    let run = crate::support::plugin("admin", &["why", &input]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.starts_with(&format!(
+            "Input {input} brings in 2 bundle(s); 1 not installed and healthy yet.\n"
+        )),
+        "{}",
+        run.stdout
+    );
+    for line in [
+        format!(
+            "  app 1.0.0 (bundle app.v1, catalog community, channel stable) as Instance {app_child}: InstalledAndHealthy"
+        ),
+        format!("    for Input {input}: app from catalog community"),
+        format!("    needs Instance {dep_child}: package dep >=2.0.0"),
+        format!(
+            "  dep 2.0.0 (bundle dep.v1, catalog community) as Instance {dep_child}: ApprovalPending"
+        ),
+        format!("    for Instance {app_child}: package dep >=2.0.0"),
+        format!("    kubectl instance why {dep_child}   # ApprovalPending"),
+    ] {
+        assert!(
+            run.stdout.contains(&line),
+            "missing {line:?} in:\n{}",
+            run.stdout
+        );
+    }
+    // The explicit form and JSON say the same.
+    let run =
+        crate::support::plugin("admin", &["why", &format!("input/{input}"), "-o", "json"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(document["bundles"][1]["state"], "ApprovalPending");
+    assert_eq!(document["bundles"][0]["dependencies"][0]["name"], dep_child);
+
+    // Unresolvable: the explanation and what to do.
+    let broken = create_input(&scope, "broken").await;
+    set_input_status(
+        &scope,
+        &broken,
+        serde_json::json!({ "conditions": [condition("True", "Unsatisfiable",
+            "cannot install app\n  needs package dep >=9.0.0\n    but nothing fits")] }),
+    )
+    .await;
+    let run = crate::support::plugin("admin", &["why", &broken]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.starts_with(&format!(
+            "Input {broken} cannot be resolved (Unsatisfiable); nothing of it is installed or changed.\n"
+        )) && run.stdout.contains("      needs package dep >=9.0.0"),
+        "{}",
+        run.stdout
+    );
+
+    // Neither an Instance nor an Input.
+    let run = crate::support::plugin("admin", &["why", "input/no-such-input"]).await;
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("input \"no-such-input\" not found"),
+        "{}",
+        run.stderr
+    );
+    let _ = Api::<pakket_resolveset::Input>::all(scope.client.clone())
+        .delete_collection(
+            &Default::default(),
+            &kube::api::ListParams::default().labels(&scope.selector()),
+        )
+        .await;
+    scope.cleanup().await;
+}
