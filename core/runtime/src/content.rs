@@ -70,6 +70,8 @@ pub struct UnpackOptions {
     /// The ProvisionerClass these options come from, for the advice in a
     /// refusal.
     pub class: String,
+    /// Where images are pulled from instead (the class parameter `mirrors`).
+    pub mirrors: Vec<crate::source::mirror::Mirror>,
     /// The advice ending an internal-address refusal, where a process flag
     /// rather than a class decides (a Catalog's fetches); `None`: the
     /// class's parameter.
@@ -94,6 +96,7 @@ impl Default for UnpackOptions {
             max_objects: DEFAULT_MAX_OBJECTS,
             crd_upgrade_safety: true,
             class: String::new(),
+            mirrors: Vec::new(),
             internal_addresses_advice: None,
         }
     }
@@ -102,8 +105,9 @@ impl Default for UnpackOptions {
 impl UnpackOptions {
     /// The options a class's `parameters` ask for: `maxObjectSize` (bytes
     /// per file, `default_object_size` if unset), `insecureRegistries`
-    /// (a list of `host:port` allowed plain HTTP; loopback always is) and
-    /// `pullSecrets` (a list of Secret names). A value of the wrong shape is
+    /// (a list of `host:port` allowed plain HTTP; loopback always is),
+    /// `pullSecrets` (a list of Secret names) and `mirrors`
+    /// ([`crate::source::mirror`]). A value of the wrong shape is
     /// an error naming the parameter (see [`class_parameters`]).
     pub fn from_parameters(
         parameters: Option<&serde_json::Map<String, serde_json::Value>>,
@@ -114,6 +118,7 @@ impl UnpackOptions {
             class_parameters::size(parameters, "maxObjectSize", default_object_size)?;
         options.insecure_registries = class_parameters::strings(parameters, "insecureRegistries")?;
         options.pull_secrets = class_parameters::strings(parameters, "pullSecrets")?;
+        options.mirrors = crate::source::mirror::from_parameters(parameters)?;
         options.allow_internal_addresses =
             class_parameters::boolean(parameters, "allowInternalAddresses", false)?;
         options.max_objects =
@@ -394,6 +399,14 @@ pub async fn unpack(
     match scheme.as_str() {
         "file" => file::unpack_file(client, spec, store, index, reference).await,
         "docker" | "oci" => {
+            // Pulled from the mirror, and recorded as pulled from it.
+            let reference = match crate::source::mirror::rewrite(&reference, &options.mirrors) {
+                Some(mirrored) => {
+                    tracing::debug!(%reference, %mirrored, "pulling through a mirror");
+                    mirrored
+                }
+                None => reference,
+            };
             image::unpack_image(client, store, images, options, index, reference).await
         }
         "https" => https::unpack_tarball(store, images, options, index, reference).await,

@@ -40,6 +40,7 @@ mod error;
 pub mod git;
 pub mod https;
 mod image;
+pub mod mirror;
 mod options;
 pub mod pull_secret;
 mod reference;

@@ -1,20 +1,24 @@
 //! From an Input to a running operator, on the real control plane with a
 //! kwok node and the real local registry: the Input controller resolves
-//! the Input against a Catalog, writes the set and the resolveset
-//! Instance; the resolveset provisioner (approval `Android`) turns the set
-//! into a child Instance of the registry-v1 class; the registry-v1
-//! provisioner installs the etcd operator. Widening the Input's range
-//! upgrades it by pivot (Android approves that by itself: no new package);
-//! pinning it back to the older version is refused (the resolver never
-//! downgrades) and leaves it running; deleting the Input removes the child
-//! and everything it installed.
+//! the Input against a Catalog of the real etcd documents, writes the set
+//! and the resolveset Instance; the resolveset provisioner (approval
+//! `Android`) turns the set into a child Instance of the registry-v1 class;
+//! the registry-v1 provisioner installs the etcd operator, pulling the
+//! catalog's `quay.io/openshift-community-operators/etcd:v0.9.x` images
+//! through the class's `mirrors` from the local registry (as a
+//! disconnected cluster would). Widening the Input's range upgrades it by
+//! pivot (Android approves that by itself: no new package); pinning it
+//! back to the older version is refused (the resolver never downgrades)
+//! and leaves it running; deleting the Input removes the child and
+//! everything it installed.
 //!
-//! Data (unedited, see ../shared/data/README.md): the etcd operator bundles
-//! `bundles/etcd/0.9.2` and `bundles/etcd/0.9.4`, verbatim from
-//! community-operators-prod, pushed as images. Their catalog is written by
-//! the test: one `olm.package`, one channel (0.9.4 replaces 0.9.2), and an
-//! `olm.bundle` per bundle naming its CSV and version as the bundle's own
-//! CSV does, and the image the test pushed.
+//! Data (unedited, see ../shared/data/README.md):
+//! - `bundles/etcd/0.9.2` and `bundles/etcd/0.9.4`: the etcd operator
+//!   bundles, verbatim from community-operators-prod (699495f2), pushed as
+//!   images under the mirror's names;
+//! - `fbc/community-operators-prod-derived/catalog.json` (DERIVED from the
+//!   same repository and commit): the documents of package etcd, selected
+//!   by their `package`/`name` fields, served as the Catalog.
 
 mod support;
 
@@ -42,6 +46,20 @@ fn loopback() -> pakket_resolveset::api::listen::Transport {
         None,
     )
     .unwrap()
+}
+
+/// The documents of `package` in the derived community catalog.
+fn derived_package(package: &str) -> String {
+    let text =
+        std::fs::read_to_string(data("fbc/community-operators-prod-derived/catalog.json")).unwrap();
+    text.lines()
+        .filter(|line| {
+            let document: Value = serde_json::from_str(line).unwrap();
+            document["package"] == package
+                || (document["schema"] == "olm.package" && document["name"] == package)
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 /// The CSV's name and version of the bundle in `dir`.
@@ -109,31 +127,23 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, loopback(), Vec::new()).await;
 
-    // The bundles as images, and a catalog naming them.
+    // The bundles as images under the mirror's names (the catalog's tags),
+    // and the catalog's own etcd documents.
     let mut bundles = Vec::new();
+    let mut mirror = String::new();
     for version in ["0.9.2", "0.9.4"] {
         let dir = data(&format!("bundles/etcd/{version}"));
-        let (reference, _) = support::push_catalog(&scope, &dir, "etcd", version).await;
+        let (reference, _) =
+            support::push_catalog(&scope, &dir, "etcd", &format!("v{version}")).await;
+        mirror = reference.rsplit_once(':').unwrap().0.to_owned();
         let (name, csv_version) = csv_of(&dir);
         bundles.push((name, csv_version, reference));
     }
-    let mut catalog_text = String::from(
-        "{\"schema\":\"olm.package\",\"name\":\"etcd\",\"defaultChannel\":\"alpha\"}\n",
+    let catalog_text = derived_package("etcd");
+    assert!(
+        catalog_text.contains("quay.io/openshift-community-operators/etcd:v0.9.2"),
+        "the catalog names the public image"
     );
-    catalog_text.push_str(&format!(
-        "{}\n",
-        json!({"schema": "olm.channel", "package": "etcd", "name": "alpha", "entries": [
-            {"name": bundles[0].0},
-            {"name": bundles[1].0, "replaces": bundles[0].0},
-        ]})
-    ));
-    for (name, version, image) in &bundles {
-        catalog_text.push_str(&format!(
-            "{}\n",
-            json!({"schema": "olm.bundle", "name": name, "package": "etcd", "image": image,
-                   "properties": [{"type": "olm.package", "value": {"packageName": "etcd", "version": version}}]})
-        ));
-    }
     let catalog_name = scope.name("etcd-catalog");
     let config_map = ConfigMap {
         metadata: ObjectMeta {
@@ -168,7 +178,10 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
         &scope,
         "registry-v1",
         &registry_id,
-        json!({"approval": "AllowAll"}),
+        json!({
+            "approval": "AllowAll",
+            "mirrors": [{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}],
+        }),
     )
     .await;
     class(
@@ -211,7 +224,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
         .unwrap();
     let constraints = |range: &str| -> Vec<InputConstraint> {
         serde_json::from_value(json!([
-            {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "alpha"}},
+            {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"}},
             {"type": "olm.packageVersion", "value": {"package": "etcd", "version": range}},
         ]))
         .unwrap()
@@ -254,6 +267,20 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     .await;
     assert_eq!(child.spec.class, registry_class);
     assert_eq!(child.spec.bundle.name, bundles[0].0);
+    // The child names the catalog's public image; it was pulled from the
+    // mirror, and its pin says so.
+    let bundle_spec = child.spec.bundle.spec.clone().unwrap();
+    assert_eq!(
+        bundle_spec.refs,
+        ["docker://quay.io/openshift-community-operators/etcd:v0.9.2"]
+    );
+    let pinned = child
+        .status
+        .as_ref()
+        .and_then(|s| s.embedded_bundle.as_ref())
+        .and_then(|b| b.status.source.clone())
+        .unwrap();
+    assert_eq!(pinned.reference, format!("docker://{}", bundles[0].2));
 
     // Widened: the child pivots to 0.9.4, approved by Android on its own.
     inputs

@@ -8,7 +8,9 @@
 //! - `maxObjectSize`: bytes per manifest file (default 1 MiB);
 //! - `insecureRegistries`: `[host:port, ...]`, registries that image refs may
 //!   reach over plain HTTP. Loopback registries always may; every other one
-//!   is HTTPS unless listed here.
+//!   is HTTPS unless listed here;
+//! - `mirrors`: `[{source, mirror}, ...]`, image refs under `source` pulled
+//!   from `mirror` instead (disconnected clusters; [`crate::source::mirror`]).
 //!
 //! What starts a reconcile, and what does not: an Instance's generation,
 //! finalizers, deletion or approval changing (not the runtime's own status
