@@ -67,6 +67,7 @@ fn main() {
                 dry_run: false,
             }],
             &[],
+            "resolveset",
         );
         if matches!(alone.answers.get(name), Some(Answer::Resolved(_))) {
             asked.push(Asked {
@@ -82,7 +83,7 @@ fn main() {
     let mut last = None;
     for _ in 0..runs {
         let started = Instant::now();
-        let result = plan(&universe, &asked, &[]);
+        let result = plan(&universe, &asked, &[], "resolveset");
         times.push(started.elapsed());
         last = Some(result);
     }
@@ -110,7 +111,7 @@ fn main() {
         dry_run: true,
     });
     let started = Instant::now();
-    plan(&universe, &with_dry_run, &[]);
+    plan(&universe, &with_dry_run, &[], "resolveset");
     println!(
         "the same with one dry-run Input planned beside them: {:.1} ms",
         ms(started.elapsed())

@@ -152,9 +152,9 @@ async fn reconcile_all(
     let installed = still_asked(&previous, &asked);
     let served = context.catalogs.snapshot();
     let plan = {
-        let (served, asked) = (Arc::clone(&served), asked.clone());
+        let (served, asked, set) = (Arc::clone(&served), asked.clone(), context.instance.clone());
         tokio::task::spawn_blocking(move || {
-            input_resolve::plan(&served.universe, &asked, &installed)
+            input_resolve::plan(&served.universe, &asked, &installed, &set)
         })
         .await
         .map_err(|error| kube::Error::Service(error.to_string().into()))?

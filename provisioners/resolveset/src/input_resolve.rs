@@ -55,15 +55,17 @@ pub struct Plan {
     pub set: Vec<Selection>,
 }
 
-/// The Instance that installs `package`'s bundle: one per package.
-pub fn instance_name(package: &str) -> String {
-    let name = format!("rs-{package}");
+/// The Instance that installs `package`'s bundle in the set whose
+/// Instance is `set`: one per package, named after both, so two sets
+/// never name the same child.
+pub fn instance_name(set: &str, package: &str) -> String {
+    let name = format!("{set}-{package}");
     name.chars().take(253).collect()
 }
 
 /// Resolves `asked` against `universe`, keeping `installed` working where
-/// it is still asked for.
-pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed]) -> Plan {
+/// it is still asked for; children are named after the set's Instance `set`.
+pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: &str) -> Plan {
     let mut answers = BTreeMap::new();
     let mut live: Vec<(&str, &Request)> = Vec::new();
     for input in asked {
@@ -77,11 +79,11 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed]) -> Pl
     }
     // Name order: the same Inputs give the same answer however they came.
     live.sort_by_key(|(name, _)| *name);
-    let set = resolve_live(universe, &mut live, installed, &mut answers);
+    let chosen = resolve_live(universe, &mut live, installed, &mut answers);
     for (name, request) in &live {
         answers.insert(
             (*name).to_owned(),
-            Answer::Resolved(for_request(&set, request, name)),
+            Answer::Resolved(for_request(&chosen, request, name, set)),
         );
     }
     // Dry runs: as if each joined the live set.
@@ -94,14 +96,17 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed]) -> Pl
         requests.push(request.clone());
         let answer = match resolve(universe, &requests, installed) {
             Outcome::Resolved(resolved) => {
-                Answer::Resolved(for_request(&resolved.resolved, request, &input.name))
+                Answer::Resolved(for_request(&resolved.resolved, request, &input.name, set))
             }
             Outcome::NoSolution(failed) => unsatisfiable(&failed),
             Outcome::BadInput(message) => Answer::Invalid(message),
         };
         answers.insert(input.name.clone(), answer);
     }
-    Plan { answers, set }
+    Plan {
+        answers,
+        set: chosen,
+    }
 }
 
 /// Resolves the live Inputs together; drops from `live` (with an answer)
@@ -174,7 +179,12 @@ fn unsatisfiable(failed: &Failed) -> Answer {
 
 /// The selections `request` brought in (its own bundle and, transitively,
 /// what that needs), as the Instances that install them.
-fn for_request(set: &[Selection], request: &Request, input: &str) -> Vec<ResolvedInstance> {
+fn for_request(
+    set: &[Selection],
+    request: &Request,
+    input: &str,
+    set_name: &str,
+) -> Vec<ResolvedInstance> {
     let asked = request.to_string();
     let mut chosen: Vec<&Selection> = set
         .iter()
@@ -209,7 +219,7 @@ fn for_request(set: &[Selection], request: &Request, input: &str) -> Vec<Resolve
     chosen
         .iter()
         .enumerate()
-        .map(|(i, selection)| instance_of(selection, set, &asked, input, i < own))
+        .map(|(i, selection)| instance_of(selection, set, &asked, input, i < own, set_name))
         .collect()
 }
 
@@ -220,11 +230,12 @@ fn instance_of(
     asked: &str,
     input: &str,
     own: bool,
+    set_name: &str,
 ) -> ResolvedInstance {
     let owner_of = |bundle: &str| {
         set.iter()
             .find(|s| s.bundle == bundle)
-            .map(|s| instance_name(&s.package))
+            .map(|s| instance_name(set_name, &s.package))
             .unwrap_or_else(|| bundle.to_owned())
     };
     let satisfies = match &selection.reason {
@@ -247,13 +258,13 @@ fn instance_of(
             && *of == selection.bundle
         {
             needs
-                .entry(instance_name(&dependency.package))
+                .entry(instance_name(set_name, &dependency.package))
                 .or_default()
                 .push(what.clone());
         }
     }
     ResolvedInstance {
-        name: instance_name(&selection.package),
+        name: instance_name(set_name, &selection.package),
         package: selection.package.clone(),
         version: selection.version.clone(),
         bundle: selection.bundle.clone(),
@@ -308,7 +319,7 @@ mod tests {
 
     #[test]
     fn an_input_gets_its_bundle_and_dependencies_with_what_each_meets() {
-        let plan = plan(&universe(), &[asked("a", "app", false)], &[]);
+        let plan = plan(&universe(), &[asked("a", "app", false)], &[], "rs");
         let Answer::Resolved(instances) = &plan.answers["a"] else {
             panic!("{:?}", plan.answers)
         };
@@ -336,6 +347,7 @@ mod tests {
             &universe(),
             &[asked("a", "app", false), asked("l", "lonely", false)],
             &[],
+            "rs",
         );
         assert!(matches!(plan.answers["a"], Answer::Resolved(_)));
         let Answer::Unsatisfiable { explanation, .. } = &plan.answers["l"] else {
@@ -349,7 +361,7 @@ mod tests {
     #[test]
     fn a_dry_run_plans_without_joining_the_set_and_the_same_inputs_give_the_same_plan() {
         let inputs = [asked("a", "app=1.0.0", false), asked("d", "app", true)];
-        let first = plan(&universe(), &inputs, &[]);
+        let first = plan(&universe(), &inputs, &[], "rs");
         let packages: Vec<(&str, &str)> = first
             .set
             .iter()
@@ -361,7 +373,7 @@ mod tests {
             panic!("{:?}", first.answers["d"])
         };
         assert_eq!(planned[0].version, "1.0.0");
-        let again = plan(&universe(), &inputs, &[]);
+        let again = plan(&universe(), &inputs, &[], "rs");
         assert_eq!(first.answers, again.answers);
         assert_eq!(first.set, again.set);
     }
@@ -376,6 +388,7 @@ mod tests {
                 asked("d", "dep", false),
             ],
             &[],
+            "rs",
         );
         assert!(matches!(plan.answers["a"], Answer::Resolved(_)));
         assert!(matches!(plan.answers["d"], Answer::Resolved(_)));
@@ -398,7 +411,7 @@ mod tests {
             request: Err("spec.constraints[0].value.package: is required".into()),
             dry_run: false,
         };
-        let plan = plan(&universe(), &[bad, asked("a", "dep", false)], &[]);
+        let plan = plan(&universe(), &[bad, asked("a", "dep", false)], &[], "rs");
         assert_eq!(
             plan.answers["x"],
             Answer::Invalid("spec.constraints[0].value.package: is required".into())

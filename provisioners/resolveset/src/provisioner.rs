@@ -1,6 +1,6 @@
 //! The resolveset provisioner (`pakket.dev/resolveset`): a Bundle whose
 //! content is `resolved.bundles.json` becomes one child Instance per
-//! entry, each embedding its bundle (`docker://` its image) under the
+//! entry (`<set>-<package>`), each embedding its bundle (`docker://` its image) under the
 //! ProvisionerClass the class's `matchSchema` names for the entry's
 //! schema. The runtime applies the children like any objects: a child
 //! that leaves the set is pruned (and its own provisioner uninstalls it),
@@ -91,8 +91,8 @@ fn read_set(request: &ObjectsRequest<'_>) -> Result<Vec<Entry>, ObjectsError> {
     resolved_set::from_bytes(&bytes).map_err(ObjectsError::Content)
 }
 
-/// One child Instance for `entry`.
-fn child(entry: &Entry, class: &str, namespace: &str) -> Value {
+/// One child Instance for `entry` of the set whose Instance is `set`.
+fn child(set: &str, entry: &Entry, class: &str, namespace: &str) -> Value {
     let reference = if entry.image.contains("://") {
         entry.image.clone()
     } else {
@@ -102,7 +102,7 @@ fn child(entry: &Entry, class: &str, namespace: &str) -> Value {
         "apiVersion": "core.pakket.dev/v1alpha1",
         "kind": "Instance",
         "metadata": {
-            "name": instance_name(&entry.package_name),
+            "name": instance_name(set, &entry.package_name),
             "annotations": {
                 "resolve.pakket.dev/package": entry.package_name,
                 "resolve.pakket.dev/version": entry.version,
@@ -143,7 +143,8 @@ impl Provisioner for ResolveSet {
                     )));
                 }
                 let class = class_for(request.class_parameters, &entry.schema)?;
-                Ok(child(entry, class, namespace.unwrap_or(&entry.package_name)))
+                let set = request.instance.name_any();
+                Ok(child(&set, entry, class, namespace.unwrap_or(&entry.package_name)))
             })
             .collect()
     }
@@ -312,8 +313,13 @@ mod tests {
         )
         .unwrap();
         let class = class_for(Some(&parameters), "olm.bundle").unwrap();
-        let child = child(&entry("etcd", "quay.io/etcd:1"), class, "etcd");
-        assert_eq!(child["metadata"]["name"], "rs-etcd");
+        let child = child(
+            "resolveset",
+            &entry("etcd", "quay.io/etcd:1"),
+            class,
+            "etcd",
+        );
+        assert_eq!(child["metadata"]["name"], "resolveset-etcd");
         assert_eq!(child["spec"]["class"], "registry-v1");
         assert_eq!(
             child["spec"]["bundle"]["spec"]["refs"][0],

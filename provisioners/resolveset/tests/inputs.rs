@@ -218,14 +218,20 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
     let own = &status.instances[0];
     assert_eq!(own.satisfies[0].kind, "Input");
     assert_eq!(own.satisfies[0].name, topology);
-    assert_eq!(own.dependencies[0].name, format!("rs-{CLUSTER_OPERATOR}"));
+    assert_eq!(
+        own.dependencies[0].name,
+        format!("{}-{CLUSTER_OPERATOR}", scope.name("resolveset"))
+    );
     assert!(
         own.dependencies[0].meets[0].contains(CLUSTER_OPERATOR),
         "{:?}",
         own.dependencies
     );
     let dependency = &status.instances[1];
-    assert_eq!(dependency.satisfies[0].name, format!("rs-{TOPOLOGY}"));
+    assert_eq!(
+        dependency.satisfies[0].name,
+        format!("{}-{TOPOLOGY}", scope.name("resolveset"))
+    );
     assert_eq!(dependency.catalog, scope.name("cluster-op"));
     assert!(!status.dry_run);
     let missing = resolved.condition("DependenciesMissing").unwrap();
@@ -256,7 +262,10 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
     );
     assert_eq!(
         needed_by(&entries[0]),
-        Some(json!([format!("Instance rs-{TOPOLOGY}")]))
+        Some(json!([format!(
+            "Instance {}-{TOPOLOGY}",
+            scope.name("resolveset")
+        )]))
     );
     let text = config_map.data.as_ref().unwrap()[resolved_set::FILE].clone();
     assert_eq!(

@@ -121,24 +121,9 @@ async fn approve(instances: &Api<Instance>, name: &str) {
         .unwrap();
 }
 
-#[tokio::test]
-async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_resolveset() {
-    let scope = Scope::new("resolveset-install").await;
-    pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let _running = support::start(&scope, loopback(), Vec::new()).await;
-
-    // The bundles as images under the mirror's names (the catalog's tags),
-    // and the catalog's own etcd documents.
-    let mut bundles = Vec::new();
-    let mut mirror = String::new();
-    for version in ["0.9.2", "0.9.4"] {
-        let dir = data(&format!("bundles/etcd/{version}"));
-        let (reference, _) =
-            support::push_catalog(&scope, &dir, "etcd", &format!("v{version}")).await;
-        mirror = reference.rsplit_once(':').unwrap().0.to_owned();
-        let (name, csv_version) = csv_of(&dir);
-        bundles.push((name, csv_version, reference));
-    }
+/// The derived catalog's etcd documents, served as Catalog
+/// `<scope>-etcd-catalog` from an immutable, marked ConfigMap.
+async fn serve_etcd_catalog(scope: &Scope) {
     let catalog_text = derived_package("etcd");
     assert!(
         catalog_text.contains("quay.io/openshift-community-operators/etcd:v0.9.2"),
@@ -169,48 +154,33 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
         }),
         ..CatalogSource::default()
     };
-    create(&scope.client, &catalog(&scope, "etcd-catalog", source, 0)).await;
+    create(&scope.client, &catalog(scope, "etcd-catalog", source, 0)).await;
+}
 
-    // The two provisioners, each for a class of this test.
-    let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
-    let resolveset_id = format!("test.pakket.dev/{}-resolveset", scope.id);
-    let registry_class = class(
-        &scope,
-        "registry-v1",
-        &registry_id,
-        json!({
-            "approval": "AllowAll",
-            "mirrors": [{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}],
-        }),
-    )
-    .await;
+/// The resolveset class (`Android`, olm.bundle → `child_class`, children
+/// into the scope's namespace) and its provisioner, run in this process.
+async fn start_resolveset(scope: &Scope, child_class: &str) {
+    let id = format!("test.pakket.dev/{}-resolveset", scope.id);
     class(
-        &scope,
+        scope,
         "resolveset",
-        &resolveset_id,
+        &id,
         json!({
             "approval": "Android",
-            "matchSchema": [{"schema": "olm.bundle", "class": registry_class}],
+            "matchSchema": [{"schema": "olm.bundle", "class": child_class}],
             "installNamespace": scope.namespace,
         }),
     )
     .await;
     let client = scope.client.clone();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
-    tokio::spawn(async move {
-        controller::run_with(client, RegistryV1::new(registry_id), RunOptions::new(store)).await
-    });
-    let client = scope.client.clone();
     let store = std::env::temp_dir().join(format!("pakket-store-{}-resolveset", scope.id));
     tokio::spawn(async move {
-        controller::run_with(
-            client,
-            ResolveSet::new(resolveset_id),
-            RunOptions::new(store),
-        )
-        .await
+        controller::run_with(client, ResolveSet::new(id), RunOptions::new(store)).await
     });
+}
 
+/// InputClass `<scope>-subscription`.
+async fn subscription_class(scope: &Scope) {
     let mut input_class = InputClass::new(
         &scope.name("subscription"),
         InputClassSpec {
@@ -222,6 +192,47 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
         .create(&PostParams::default(), &input_class)
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_resolveset() {
+    let scope = Scope::new("resolveset-install").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, loopback(), Vec::new()).await;
+
+    // The bundles as images under the mirror's names (the catalog's tags),
+    // and the catalog's own etcd documents.
+    let mut bundles = Vec::new();
+    let mut mirror = String::new();
+    for version in ["0.9.2", "0.9.4"] {
+        let dir = data(&format!("bundles/etcd/{version}"));
+        let (reference, _) =
+            support::push_catalog(&scope, &dir, "etcd", &format!("v{version}")).await;
+        mirror = reference.rsplit_once(':').unwrap().0.to_owned();
+        let (name, csv_version) = csv_of(&dir);
+        bundles.push((name, csv_version, reference));
+    }
+    serve_etcd_catalog(&scope).await;
+
+    // The two provisioners, each for a class of this test.
+    let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
+    let registry_class = class(
+        &scope,
+        "registry-v1",
+        &registry_id,
+        json!({
+            "approval": "AllowAll",
+            "mirrors": [{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}],
+        }),
+    )
+    .await;
+    let client = scope.client.clone();
+    let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
+    tokio::spawn(async move {
+        controller::run_with(client, RegistryV1::new(registry_id), RunOptions::new(store)).await
+    });
+    start_resolveset(&scope, &registry_class).await;
+    subscription_class(&scope).await;
     let constraints = |range: &str| -> Vec<InputConstraint> {
         serde_json::from_value(json!([
             {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"}},
@@ -243,6 +254,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     // A new package: Android waits for a person, naming it.
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let set = scope.name("resolveset");
+    let child_name = format!("{set}-etcd");
     let pending = wait_for_instance(&instances, &set, "the new set waiting for approval", |i| {
         pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
             && i.condition(ConditionType::Approved)
@@ -250,14 +262,14 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     })
     .await;
     assert!(
-        instances.get_opt("rs-etcd").await.unwrap().is_none(),
+        instances.get_opt(&child_name).await.unwrap().is_none(),
         "nothing is installed before approval: {:?}",
         pending.status
     );
     approve(&instances, &set).await;
     let child = wait_for_instance(
         &instances,
-        "rs-etcd",
+        &child_name,
         "etcd 0.9.2 installed and healthy",
         |i| {
             condition_is(i, ConditionType::Installed, "True")
@@ -295,7 +307,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
         )
         .await
         .unwrap();
-    wait_for_instance(&instances, "rs-etcd", "etcd upgraded to 0.9.4", |i| {
+    wait_for_instance(&instances, &child_name, "etcd upgraded to 0.9.4", |i| {
         i.spec.bundle.name == bundles[1].0 && condition_is(i, ConditionType::Installed, "True")
     })
     .await;
@@ -333,7 +345,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     })
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let kept = instances.get("rs-etcd").await.unwrap();
+    let kept = instances.get(&child_name).await.unwrap();
     assert_eq!(
         kept.spec.bundle.name, bundles[1].0,
         "the installed version stays"
@@ -346,7 +358,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
         .await
         .unwrap();
     eventually("the child Instance is gone", || async {
-        instances.get_opt("rs-etcd").await.unwrap().is_none()
+        instances.get_opt(&child_name).await.unwrap().is_none()
     })
     .await;
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
@@ -364,5 +376,169 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     })
     .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
+    support::cleanup(scope).await;
+}
+
+/// A ClusterRole of `rules` bound to user `user`, named after the scope.
+async fn grant(scope: &Scope, user: &str, rules: Value) {
+    let role: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": scope.name(user), "labels": scope.labels() },
+        "rules": rules,
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(scope.client.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": scope.name(user), "labels": scope.labels() },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": scope.name(user) },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+fn refused<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> bool {
+    matches!(result, Err(kube::Error::Api(status)) if status.code == 403 || status.code == 422)
+}
+
+#[tokio::test]
+async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_approver() {
+    // Mallory may create and edit Inputs (an admin delegated that), and
+    // read the set, nothing more. Her Input resolves, and the set waits
+    // for a person (Android: a new package); everything she tries on top
+    // is refused and nothing is installed.
+    let scope = Scope::new("resolveset-attack").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, loopback(), Vec::new()).await;
+    serve_etcd_catalog(&scope).await;
+    // The children's class need not exist: nothing may get that far.
+    start_resolveset(&scope, &scope.name("never-used")).await;
+    subscription_class(&scope).await;
+    grant(
+        &scope,
+        "mallory",
+        json!([
+            {"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs"], "verbs": ["get", "list", "create", "update", "patch"]},
+            {"apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "list"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+        ]),
+    )
+    .await;
+    let mallory = scope.cluster.client_as("mallory").await;
+    let mut input: Input = serde_json::from_value(json!({
+        "apiVersion": "resolve.pakket.dev/v1alpha1",
+        "kind": "Input",
+        "metadata": { "name": scope.name("etcd"), "labels": scope.labels() },
+        "spec": {
+            "inputClass": scope.name("subscription"),
+            "constraints": [{"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd"}}],
+        },
+    }))
+    .unwrap();
+    input.metadata.labels = Some(scope.labels());
+    Api::<Input>::all(mallory.clone())
+        .create(&PostParams::default(), &input)
+        .await
+        .unwrap();
+
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    let child_name = format!("{set}-etcd");
+    wait_for_instance(&instances, &set, "the set waiting for a person", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+            && i.condition(ConditionType::Approved)
+                .is_some_and(|c| c.message.contains("adds 1 new package(s): etcd"))
+    })
+    .await;
+
+    // She approves it herself: no right to the status.
+    let as_mallory: Api<Instance> = Api::all(mallory.clone());
+    let approve = json!({ "status": { "conditions": [{
+        "type": "Approved", "status": "True", "reason": "ApprovedByUser", "message": "me",
+        "lastTransitionTime": jiff::Timestamp::now().to_string(),
+    }]}});
+    assert!(refused(
+        as_mallory
+            .patch_status(&set, &PatchParams::default(), &Patch::Merge(&approve))
+            .await
+    ));
+    // She creates the child herself.
+    let child: Instance = serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
+        "metadata": { "name": child_name },
+        "spec": { "class": scope.name("never-used"), "bundle": { "name": "x", "spec": { "class": scope.name("never-used"), "refs": ["docker://quay.io/openshift-community-operators/etcd:v0.9.4"] } } },
+    }))
+    .unwrap();
+    assert!(refused(
+        as_mallory.create(&PostParams::default(), &child).await
+    ));
+    // She points the set at content of her own.
+    let retarget = json!({ "spec": { "bundle": { "name": "mine" } } });
+    assert!(refused(
+        as_mallory
+            .patch(&set, &PatchParams::default(), &Patch::Merge(&retarget))
+            .await
+    ));
+    // She rewrites the set's content: it is immutable, and hers to read only.
+    let (config_map, _) = {
+        let instance = instances.get(&set).await.unwrap();
+        let mount = instance.spec.bundle.spec.unwrap().volume_mounts[0].clone();
+        (mount.config_map.name, mount.config_map.namespace)
+    };
+    let config_maps: Api<ConfigMap> = Api::namespaced(mallory.clone(), &scope.namespace);
+    assert!(
+        config_maps.get(&config_map).await.is_ok(),
+        "she may read it"
+    );
+    let rewrite = json!({ "data": { "resolved.bundles.json": "[]" } });
+    assert!(refused(
+        config_maps
+            .patch(
+                &config_map,
+                &PatchParams::default(),
+                &Patch::Merge(&rewrite)
+            )
+            .await
+    ));
+    // She makes her Input a "force" one with a class of her own: no right.
+    let own_class: InputClass = serde_json::from_value(json!({
+        "apiVersion": "resolve.pakket.dev/v1alpha1", "kind": "InputClass",
+        "metadata": { "name": scope.name("mine") },
+        "spec": { "parameters": { "force": true } },
+    }))
+    .unwrap();
+    assert!(refused(
+        Api::<InputClass>::all(mallory.clone())
+            .create(&PostParams::default(), &own_class)
+            .await
+    ));
+
+    // Nothing was installed, and the set still waits.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(instances.get_opt(&child_name).await.unwrap().is_none());
+    let still = instances.get(&set).await.unwrap();
+    assert!(pakket_testkit::reason_is(
+        &still,
+        ConditionType::Approved,
+        "ApprovalPending"
+    ));
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(&set).await.unwrap().is_none()
+    })
+    .await;
+    for name in [scope.name("mallory")] {
+        let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
+            .delete(&name, &DeleteParams::default())
+            .await;
+        let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(scope.client.clone())
+            .delete(&name, &DeleteParams::default())
+            .await;
+    }
     support::cleanup(scope).await;
 }
