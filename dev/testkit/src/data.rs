@@ -41,3 +41,39 @@ pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     walk(dir, dir, &mut out);
     out
 }
+
+/// The derived community catalog (`fbc/community-operators-prod-derived/
+/// catalog.json`, DERIVED from community-operators-prod, see the data's
+/// README): the documents of `package` (its `olm.package`, and the
+/// channels and bundles whose `package` it is), one JSON line each, read
+/// unedited and selected by those fields.
+pub fn derived_package(package: &str) -> String {
+    let text =
+        std::fs::read_to_string(data("fbc/community-operators-prod-derived/catalog.json")).unwrap();
+    text.lines()
+        .filter(|line| {
+            let document: serde_json::Value = serde_json::from_str(line).unwrap();
+            document["package"] == package
+                || (document["schema"] == "olm.package" && document["name"] == package)
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// `VmRSS` and `VmHWM` of this process, in MiB, for benches to print.
+pub fn memory() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|line| line.starts_with(name))
+            .and_then(|line| line.split_whitespace().nth(1))
+            .and_then(|kib| kib.parse::<f64>().ok())
+            .map_or(f64::NAN, |kib| kib / 1024.0)
+    };
+    format!(
+        "VmRSS {:6.1} MiB, VmHWM {:6.1} MiB",
+        field("VmRSS:"),
+        field("VmHWM:")
+    )
+}

@@ -14,7 +14,7 @@ mod shared;
 mod wait;
 
 pub use crds::install_crds;
-pub use data::{data, data_root, files};
+pub use data::{data, data_root, derived_package, files, memory};
 pub use events::{cluster_object_events, instance_events};
 pub use scope::Scope;
 pub use shared::{TestCluster, cluster};

@@ -287,21 +287,6 @@ async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
     remove_catalogs(scope).await;
 }
 
-/// The documents of `package` in the derived community catalog, as one
-/// JSON-stream file.
-fn derived_package(package: &str) -> String {
-    let text =
-        std::fs::read_to_string(data("fbc/community-operators-prod-derived/catalog.json")).unwrap();
-    text.lines()
-        .filter(|line| {
-            let document: serde_json::Value = serde_json::from_str(line).unwrap();
-            document["package"] == package
-                || (document["schema"] == "olm.package" && document["name"] == package)
-        })
-        .map(|line| format!("{line}\n"))
-        .collect()
-}
-
 /// An Instance (of a class nobody serves) whose Bundle object is unpacked
 /// with `package` `version` as its properties, and whose conditions are
 /// written as a provisioner would.
@@ -375,7 +360,7 @@ async fn why_names_what_to_install_from_the_clusters_catalogs() {
         0,
         &BTreeMap::from([(
             "rabbitmq-cluster-operator.json".to_owned(),
-            derived_package("rabbitmq-cluster-operator"),
+            pakket_testkit::derived_package("rabbitmq-cluster-operator"),
         )]),
         &root,
     )

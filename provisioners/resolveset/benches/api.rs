@@ -89,15 +89,27 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let catalogs = Arc::new(Catalogs::new());
     let address = serve_api(Arc::clone(&catalogs)).await?;
     println!("resolver API on http://{address} (as --api-insecure-loopback serves it)");
-    println!("{:<44} {}", "memory, API up, no catalog:", memory());
+    println!(
+        "{:<44} {}",
+        "memory, API up, no catalog:",
+        pakket_testkit::memory()
+    );
 
     let contents = Contents::new()?;
     load_and_swap(&catalogs, &contents, options.runs).await?;
     // What the allocator gives back once a swap's old catalog is freed.
     tokio::time::sleep(Duration::from_secs(15)).await;
-    println!("{:<44} {}", "memory, 15 s after the last swap:", memory());
+    println!(
+        "{:<44} {}",
+        "memory, 15 s after the last swap:",
+        pakket_testkit::memory()
+    );
     resolve_at_rate(&catalogs, address, options.rate, options.seconds).await?;
-    println!("{:<44} {}", "memory, after the HTTP traffic:", memory());
+    println!(
+        "{:<44} {}",
+        "memory, after the HTTP traffic:",
+        pakket_testkit::memory()
+    );
     Ok(())
 }
 
@@ -196,7 +208,11 @@ async fn load_and_swap(
         ms(loading),
         ms(swapping)
     );
-    println!("{:<44} {}", "memory, serving the catalog:", memory());
+    println!(
+        "{:<44} {}",
+        "memory, serving the catalog:",
+        pakket_testkit::memory()
+    );
 
     // A reader that takes a snapshot every 50 µs, as requests do, to
     // show how long one waits while a new digest is swapped in.
@@ -224,7 +240,11 @@ async fn load_and_swap(
         swaps.push(swapping);
         totals.push(loading + swapping);
         if run == 1 {
-            println!("{:<44} {}", "memory, after the first swap:", memory());
+            println!(
+                "{:<44} {}",
+                "memory, after the first swap:",
+                pakket_testkit::memory()
+            );
         }
     }
     stop.store(true, Ordering::Relaxed);
@@ -242,7 +262,7 @@ async fn load_and_swap(
     println!(
         "{:<44} {}",
         format!("memory, after {runs} swaps:"),
-        memory()
+        pakket_testkit::memory()
     );
     Ok(())
 }
@@ -375,24 +395,6 @@ impl std::fmt::Display for Tally {
             self.resolved, self.no_solution, self.other, self.failed
         )
     }
-}
-
-/// `VmRSS` and `VmHWM` of this process, in MiB.
-fn memory() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|line| line.starts_with(name))
-            .and_then(|line| line.split_whitespace().nth(1))
-            .and_then(|kib| kib.parse::<f64>().ok())
-            .map_or(f64::NAN, |kib| kib / 1024.0)
-    };
-    format!(
-        "VmRSS {:6.1} MiB, VmHWM {:6.1} MiB",
-        field("VmRSS:"),
-        field("VmHWM:")
-    )
 }
 
 fn ms(duration: Duration) -> f64 {

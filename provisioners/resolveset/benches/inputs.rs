@@ -40,7 +40,7 @@ fn main() {
             _ => panic!("usage: inputs [--inputs N] [--runs K] (positive numbers)"),
         }
     }
-    println!("{:<44} {}", "memory, start:", memory());
+    println!("{:<44} {}", "memory, start:", pakket_testkit::memory());
     let started = Instant::now();
     let catalog = Catalog::load(&pakket_testkit::data(CATALOG), "community", 0).unwrap();
     let set = CatalogSet::new(vec![catalog]);
@@ -49,7 +49,11 @@ fn main() {
         "catalog loaded and the universe built in {:.0} ms",
         ms(started.elapsed())
     );
-    println!("{:<44} {}", "memory, catalog served:", memory());
+    println!(
+        "{:<44} {}",
+        "memory, catalog served:",
+        pakket_testkit::memory()
+    );
 
     // Packages that resolve alone: the controller's Inputs would not all
     // be satisfiable otherwise, and a failing Input costs extra passes.
@@ -116,25 +120,11 @@ fn main() {
         "the same with one dry-run Input planned beside them: {:.1} ms",
         ms(started.elapsed())
     );
-    println!("{:<44} {}", "memory, after the passes:", memory());
-}
-
-/// `VmRSS` and `VmHWM` of this process, in MiB.
-fn memory() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|line| line.starts_with(name))
-            .and_then(|line| line.split_whitespace().nth(1))
-            .and_then(|kib| kib.parse::<f64>().ok())
-            .map_or(f64::NAN, |kib| kib / 1024.0)
-    };
-    format!(
-        "VmRSS {:6.1} MiB, VmHWM {:6.1} MiB",
-        field("VmRSS:"),
-        field("VmHWM:")
-    )
+    println!(
+        "{:<44} {}",
+        "memory, after the passes:",
+        pakket_testkit::memory()
+    );
 }
 
 fn ms(duration: Duration) -> f64 {

@@ -40,19 +40,6 @@ fn loopback() -> pakket_resolveset::api::listen::Transport {
     .unwrap()
 }
 
-fn derived_package(package: &str) -> String {
-    let text =
-        std::fs::read_to_string(data("fbc/community-operators-prod-derived/catalog.json")).unwrap();
-    text.lines()
-        .filter(|line| {
-            let document: Value = serde_json::from_str(line).unwrap();
-            document["package"] == package
-                || (document["schema"] == "olm.package" && document["name"] == package)
-        })
-        .map(|line| format!("{line}\n"))
-        .collect()
-}
-
 /// Serves `files` as Catalog `<scope>-<suffix>` from an immutable,
 /// marked ConfigMap.
 async fn serve(scope: &Scope, suffix: &str, files: BTreeMap<String, String>) {
@@ -180,7 +167,7 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
         "cluster-op",
         BTreeMap::from([(
             format!("{CLUSTER_OPERATOR}.json"),
-            derived_package(CLUSTER_OPERATOR),
+            pakket_testkit::derived_package(CLUSTER_OPERATOR),
         )]),
     )
     .await;

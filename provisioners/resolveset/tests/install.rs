@@ -48,20 +48,6 @@ fn loopback() -> pakket_resolveset::api::listen::Transport {
     .unwrap()
 }
 
-/// The documents of `package` in the derived community catalog.
-fn derived_package(package: &str) -> String {
-    let text =
-        std::fs::read_to_string(data("fbc/community-operators-prod-derived/catalog.json")).unwrap();
-    text.lines()
-        .filter(|line| {
-            let document: Value = serde_json::from_str(line).unwrap();
-            document["package"] == package
-                || (document["schema"] == "olm.package" && document["name"] == package)
-        })
-        .map(|line| format!("{line}\n"))
-        .collect()
-}
-
 /// The CSV's name and version of the bundle in `dir`.
 fn csv_of(dir: &std::path::Path) -> (String, String) {
     let manifests = dir.join("manifests");
@@ -124,7 +110,7 @@ async fn approve(instances: &Api<Instance>, name: &str) {
 /// The derived catalog's etcd documents, served as Catalog
 /// `<scope>-etcd-catalog` from an immutable, marked ConfigMap.
 async fn serve_etcd_catalog(scope: &Scope) {
-    let catalog_text = derived_package("etcd");
+    let catalog_text = pakket_testkit::derived_package("etcd");
     assert!(
         catalog_text.contains("quay.io/openshift-community-operators/etcd:v0.9.2"),
         "the catalog names the public image"
@@ -425,10 +411,33 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
         json!([
             {"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs"], "verbs": ["get", "list", "create", "update", "patch"]},
             {"apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "list"]},
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
         ]),
     )
     .await;
+    // ConfigMaps in the test's namespace only: a grant left behind by a
+    // failed run must not change what other tests' users may read.
+    let role: k8s_openapi::api::rbac::v1::Role = serde_json::from_value(json!({
+        "metadata": { "name": "mallory-reads", "namespace": scope.namespace },
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": "mallory-reads", "namespace": scope.namespace },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "mallory-reads" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory" }],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(
+        scope.client.clone(),
+        &scope.namespace,
+    )
+    .create(&PostParams::default(), &binding)
+    .await
+    .unwrap();
     let mallory = scope.cluster.client_as("mallory").await;
     let mut input: Input = serde_json::from_value(json!({
         "apiVersion": "resolve.pakket.dev/v1alpha1",
