@@ -91,33 +91,6 @@ pub async fn run(
         // Walking and deleting directories is blocking file IO.
         let outcome =
             tokio::task::spawn_blocking(move || task_store.collect(&pins, gc.policy)).await;
-        match outcome {
-            Ok(Ok((plan, report))) => {
-                for error in &report.failed {
-                    tracing::warn!(%error, "store collection");
-                }
-                if let Some(over) = plan.pinned_over_cap {
-                    tracing::warn!(
-                        over_by = over,
-                        max_bytes = gc.policy.max_bytes,
-                        "the served catalogs are over the store's cap; raise --store-max-bytes and the volume"
-                    );
-                }
-                if !report.removed.is_empty() {
-                    tracing::info!(
-                        removed = report.removed.len(),
-                        bytes = plan.bytes_after,
-                        "store collected"
-                    );
-                }
-                metrics.store_collected(
-                    plan.bytes_after,
-                    report.removed.len(),
-                    plan.pinned_over_cap.unwrap_or(0),
-                );
-            }
-            Ok(Err(error)) => tracing::warn!(%error, "store collection"),
-            Err(error) => tracing::warn!(%error, "store collection task"),
-        }
+        pakket_runtime::controller::report_collection(outcome, gc, &metrics);
     }
 }

@@ -165,6 +165,22 @@ async fn start_resolveset(scope: &Scope, child_class: &str) {
     });
 }
 
+/// Input `<scope>-etcd` asks for `constraints` now, as a user's apply would.
+async fn set_constraints(inputs: &Api<Input>, scope: &Scope, constraints: Vec<InputConstraint>) {
+    inputs
+        .patch(
+            &scope.name("etcd"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "resolve.pakket.dev/v1alpha1",
+                "kind": "Input",
+                "spec": { "inputClass": scope.name("subscription"), "constraints": constraints },
+            })),
+        )
+        .await
+        .unwrap();
+}
+
 /// InputClass `<scope>-subscription`.
 async fn subscription_class(scope: &Scope) {
     let mut input_class = InputClass::new(
@@ -281,18 +297,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     assert_eq!(pinned.reference, format!("docker://{}", bundles[0].2));
 
     // Widened: the child pivots to 0.9.4, approved by Android on its own.
-    inputs
-        .patch(
-            &scope.name("etcd"),
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "resolve.pakket.dev/v1alpha1",
-                "kind": "Input",
-                "spec": { "inputClass": scope.name("subscription"), "constraints": constraints(">=0.9.2") },
-            })),
-        )
-        .await
-        .unwrap();
+    set_constraints(&inputs, &scope, constraints(">=0.9.2")).await;
     wait_for_instance(&instances, &child_name, "etcd upgraded to 0.9.4", |i| {
         i.spec.bundle.name == bundles[1].0 && condition_is(i, ConditionType::Installed, "True")
     })
@@ -309,18 +314,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     // Pinned back to 0.9.2 (someone who may edit Inputs going back to an
     // older, maybe vulnerable, version): the resolver never downgrades, the
     // Input says so, and the installed 0.9.4 stays.
-    inputs
-        .patch(
-            &scope.name("etcd"),
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "resolve.pakket.dev/v1alpha1",
-                "kind": "Input",
-                "spec": { "inputClass": scope.name("subscription"), "constraints": constraints("0.9.2") },
-            })),
-        )
-        .await
-        .unwrap();
+    set_constraints(&inputs, &scope, constraints("0.9.2")).await;
     eventually("the downgrade refused in the Input's status", || async {
         inputs
             .get(&scope.name("etcd"))

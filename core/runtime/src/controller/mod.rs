@@ -50,7 +50,10 @@ use pakket_api::{ApprovalState, Bundle, Instance, ProvisionerClass};
 
 pub use bundle_status::REPLACED_BY_LABEL;
 pub use context::{Context, MAX_UNPACK_BACKOFF, recorder};
-pub use store_gc::{DEFAULT_GC_EVERY, DEFAULT_GC_GRACE, DEFAULT_STORE_MAX_BYTES, StoreGc};
+pub use store_gc::{
+    DEFAULT_GC_EVERY, DEFAULT_GC_GRACE, DEFAULT_STORE_MAX_BYTES, StoreGc,
+    report as report_collection,
+};
 
 use crate::apply::Kinds;
 use crate::content::ImageSources;

@@ -100,34 +100,47 @@ pub async fn run(
         // Walking and deleting directories is blocking file IO.
         let outcome =
             tokio::task::spawn_blocking(move || task_store.collect(&pins, gc.policy)).await;
-        match outcome {
-            Ok(Ok((plan, report))) => {
-                for error in &report.failed {
-                    tracing::warn!(%error, "store collection");
-                }
-                if let Some(over) = plan.pinned_over_cap {
-                    tracing::warn!(
-                        over_by = over,
-                        max_bytes = gc.policy.max_bytes,
-                        "content that Bundles pin is over the store's cap; raise --store-max-bytes and the volume"
-                    );
-                }
-                if !report.removed.is_empty() || report.stale_temp > 0 {
-                    tracing::info!(
-                        removed = report.removed.len(),
-                        stale_temp = report.stale_temp,
-                        bytes = plan.bytes_after,
-                        "store collected"
-                    );
-                }
-                metrics.store_collected(
-                    plan.bytes_after,
-                    report.removed.len(),
-                    plan.pinned_over_cap.unwrap_or(0),
+        report(outcome, gc, &metrics);
+    }
+}
+
+/// Logs and counts one collection's outcome: what went, what could not,
+/// and content that pins alone keep over the cap.
+pub fn report(
+    outcome: Result<
+        Result<(gc::Plan, crate::store::GcReport), crate::store::StoreError>,
+        tokio::task::JoinError,
+    >,
+    gc: StoreGc,
+    metrics: &Metrics,
+) {
+    match outcome {
+        Ok(Ok((plan, report))) => {
+            for error in &report.failed {
+                tracing::warn!(%error, "store collection");
+            }
+            if let Some(over) = plan.pinned_over_cap {
+                tracing::warn!(
+                    over_by = over,
+                    max_bytes = gc.policy.max_bytes,
+                    "pinned content is over the store's cap; raise --store-max-bytes and the volume"
                 );
             }
-            Ok(Err(error)) => tracing::warn!(%error, "store collection"),
-            Err(error) => tracing::warn!(%error, "store collection task"),
+            if !report.removed.is_empty() || report.stale_temp > 0 {
+                tracing::info!(
+                    removed = report.removed.len(),
+                    stale_temp = report.stale_temp,
+                    bytes = plan.bytes_after,
+                    "store collected"
+                );
+            }
+            metrics.store_collected(
+                plan.bytes_after,
+                report.removed.len(),
+                plan.pinned_over_cap.unwrap_or(0),
+            );
         }
+        Ok(Err(error)) => tracing::warn!(%error, "store collection"),
+        Err(error) => tracing::warn!(%error, "store collection task"),
     }
 }
