@@ -4,11 +4,16 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::{Catalog, Input, InputClass};
+use crate::{Catalog, Input, InputClass, Operator};
 
 /// The CRDs this crate defines, in the order an installer applies them.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![Catalog::crd(), InputClass::crd(), Input::crd()]
+    vec![
+        Catalog::crd(),
+        InputClass::crd(),
+        Input::crd(),
+        Operator::crd(),
+    ]
 }
 
 /// `<group>_<plural>.yaml`, the name controller-gen (and core/api) gives.

@@ -59,7 +59,7 @@ fn scalar<'a>(value: &'a Value, at: &str, what: &str) -> Result<&'a str, InputEr
 }
 
 /// A version (`2.0.0`, meaning exactly it) or a range (`>=2.0.0 <3.0.0`).
-fn version_or_range(text: &str, at: &str) -> Result<Range, InputError> {
+pub fn version_range(text: &str) -> Result<Range, String> {
     let exact = text.trim_start_matches('v');
     let written = if pakket_engine::Version::parse(exact).is_ok() {
         format!("={exact}")
@@ -67,11 +67,12 @@ fn version_or_range(text: &str, at: &str) -> Result<Range, InputError> {
         text.to_owned()
     };
     Range::parse(&written).map_err(|problem| {
-        error(
-            format!("{at}.value.version"),
-            format!("{problem}; write a version (2.0.0) or a range (>=2.0.0 <3.0.0)"),
-        )
+        format!("{problem}; write a version (2.0.0) or a range (>=2.0.0 <3.0.0)")
     })
+}
+
+fn version_or_range(text: &str, at: &str) -> Result<Range, InputError> {
+    version_range(text).map_err(|problem| error(format!("{at}.value.version"), problem))
 }
 
 /// The engine request for `constraints` (the Input's, then its class's).

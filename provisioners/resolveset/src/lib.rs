@@ -14,6 +14,8 @@
 //! - [`protocol`]: the API's request and response types, shared with
 //!   `pakket resolve` (which prints exactly what the API answers).
 //! - [`api`]: the HTTP routes, authentication, TLS.
+//! - [`operator`]: the `Operator` porcelain over an Input; [`operator_controller`]
+//!   writes the Input and reports updates and components.
 //! - [`provisioner`]: the resolveset provisioner: the set's entries as
 //!   child Instances, approval `Android`.
 //! - [`process`]: the controller and the API wired together.
@@ -29,6 +31,8 @@ pub mod input_controller;
 pub mod input_request;
 pub mod input_resolve;
 pub mod load;
+pub mod operator;
+pub mod operator_controller;
 pub mod process;
 pub mod protocol;
 pub mod provisioner;
@@ -42,3 +46,4 @@ pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
 pub use condition::{ConditionType, Reason};
 pub use error::Error;
 pub use input::{Input, InputClass, InputClassSpec, InputSpec, InputStatus};
+pub use operator::{Operator, OperatorSpec, OperatorStatus};

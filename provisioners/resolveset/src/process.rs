@@ -19,6 +19,7 @@ use crate::api::listen::{self, Transport};
 use crate::api::{self, ApiState};
 use crate::controller::{self, Context};
 use crate::input_controller::{self, InputContext};
+use crate::operator_controller::{self, OperatorContext};
 use crate::serving::Catalogs;
 use crate::source::Fetcher;
 use crate::store_gc::{self, Loading};
@@ -137,6 +138,15 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         class: options.set.class,
     });
     tokio::spawn(input_controller::run(inputs, options.selector.clone()));
+    let operators = Arc::new(OperatorContext {
+        client: client.clone(),
+        catalogs: Arc::clone(&catalogs),
+        leader: context.leader.clone(),
+    });
+    tokio::spawn(operator_controller::run(
+        operators,
+        options.selector.clone(),
+    ));
     tokio::spawn(controller::run(context, options.selector, requests));
 
     let auth = options

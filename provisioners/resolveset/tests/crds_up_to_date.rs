@@ -1,4 +1,5 @@
-//! The committed `crds/resolve.pakket.dev_*.yaml` are exactly what the Rust
+//! The committed `crds/resolve.pakket.dev_*.yaml` and
+//! `crds/operators.pakket.dev_*.yaml` are exactly what the Rust
 //! types generate. (core/api checks the `core.pakket.dev_*` files beside them.)
 
 use std::path::Path;
@@ -19,16 +20,19 @@ fn committed_crd_yaml_matches_the_types() {
         );
         expected.push(file);
     }
-    let prefix = format!("{}_", pakket_resolveset::catalog::GROUP);
+    let prefixes = [
+        format!("{}_", pakket_resolveset::catalog::GROUP),
+        "operators.pakket.dev_".to_owned(),
+    ];
     let mut present: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(&prefix) && name.ends_with(".yaml"))
+        .filter(|name| prefixes.iter().any(|p| name.starts_with(p)) && name.ends_with(".yaml"))
         .collect();
     present.sort();
     expected.sort();
     assert_eq!(
         present, expected,
-        "crds/ holds {prefix}* files no type generates"
+        "crds/ holds {prefixes:?}* files no type generates"
     );
 }

@@ -1,0 +1,178 @@
+//! The Operator controller: for each Operator, the Input it stands for
+//! (same name, owned by the Operator, so the garbage collector removes it
+//! with it), and a status read from that Input, the Instances it brought
+//! in, and the served catalogs (`updates`, `UpdateAvailable`). Only the
+//! leader writes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::{Controller, watcher};
+use kube::{Client, Resource as _, ResourceExt as _};
+use pakket_api::{ConditionType, Instance};
+use pakket_engine::Version;
+use pakket_runtime::leader::LeaderState;
+use serde_json::json;
+
+use crate::input::Input;
+use crate::operator::{self, Component, Operator, OperatorStatus};
+use crate::serving::Catalogs;
+
+/// The field manager of the Inputs and statuses it writes.
+pub const MANAGER: &str = "pakket-resolveset-operators";
+/// How often an Operator's status is looked at again (the Input and its
+/// Instances move on their own; updates appear as catalogs change).
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// What every reconcile shares.
+pub struct OperatorContext {
+    /// The apiserver.
+    pub client: Client,
+    /// What the resolver serves.
+    pub catalogs: Arc<Catalogs>,
+    /// Whether this replica writes; `None`: always.
+    pub leader: Option<LeaderState>,
+}
+
+/// Runs the controller; `selector` limits it to Operators with matching labels.
+pub async fn run(context: Arc<OperatorContext>, selector: Option<String>) {
+    let config = match &selector {
+        Some(selector) => watcher::Config::default().labels(selector),
+        None => watcher::Config::default(),
+    };
+    let operators: Api<Operator> = Api::all(context.client.clone());
+    let inputs: Api<Input> = Api::all(context.client.clone());
+    Controller::new(operators, config.clone())
+        .owns(inputs, config)
+        .run(reconcile, error_policy, context)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy(operator: Arc<Operator>, error: &kube::Error, _: Arc<OperatorContext>) -> Action {
+    tracing::warn!(operator = %operator.name_any(), %error, "reconciling an Operator");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(
+    operator: Arc<Operator>,
+    context: Arc<OperatorContext>,
+) -> Result<Action, kube::Error> {
+    if !context.leader.as_ref().is_none_or(LeaderState::is_leader) {
+        return Ok(Action::requeue(RESYNC));
+    }
+    let name = operator.name_any();
+    let inputs: Api<Input> = Api::all(context.client.clone());
+    let owner = operator
+        .controller_owner_ref(&())
+        .expect("an Operator read from the API has a name and UID");
+    let labels = operator.labels().clone();
+    let input = json!({
+        "apiVersion": "resolve.pakket.dev/v1alpha1",
+        "kind": "Input",
+        "metadata": { "name": name, "labels": labels, "ownerReferences": [owner] },
+        "spec": {
+            "inputClass": operator.spec.input_class,
+            "constraints": operator::constraints(&operator.spec),
+        },
+    });
+    let input = inputs
+        .patch(
+            &name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&input),
+        )
+        .await?;
+    let status = status_of(&operator, &input, &context).await;
+    if operator.status.as_ref() != Some(&status) {
+        let patch = json!({
+            "apiVersion": "operators.pakket.dev/v1alpha1",
+            "kind": "Operator",
+            "status": status,
+        });
+        Api::<Operator>::all(context.client.clone())
+            .patch_status(
+                &name,
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+    }
+    Ok(Action::requeue(RESYNC))
+}
+
+/// The Operator's status from its Input, the Input's Instances and the
+/// served catalogs.
+async fn status_of(
+    operator: &Operator,
+    input: &Input,
+    context: &OperatorContext,
+) -> OperatorStatus {
+    let package = &operator.spec.catalog.package;
+    let resolved = input.status.clone().unwrap_or_default();
+    let installed_version = resolved
+        .instances
+        .iter()
+        .find(|i| &i.package == package)
+        .map(|i| i.version.clone());
+    let mut components = vec![Component {
+        kind: "Input".into(),
+        name: input.name_any(),
+        state: input
+            .condition("ResolutionFailed")
+            .map_or_else(|| "NotResolved".into(), |c| c.reason.clone()),
+    }];
+    let instances: Api<Instance> = Api::all(context.client.clone());
+    for resolved in &resolved.instances {
+        let state = match instances.get_opt(&resolved.name).await {
+            Ok(Some(instance)) => instance
+                .condition(ConditionType::Installed)
+                .map_or_else(|| "NotReconciled".into(), |c| c.reason.clone()),
+            _ => "Missing".into(),
+        };
+        components.push(Component {
+            kind: "Instance".into(),
+            name: resolved.name.clone(),
+            state,
+        });
+    }
+    let updates = installed_version
+        .as_deref()
+        .and_then(|v| Version::parse(v).ok())
+        .map(|installed| {
+            operator::updates(&context.catalogs.snapshot(), &operator.spec, &installed)
+        })
+        .unwrap_or_default();
+    let old = operator.status.clone().unwrap_or_default();
+    let mut conditions = old.conditions.clone();
+    let (status, reason, message) = match &installed_version {
+        Some(_) => operator::update_condition(&updates),
+        None => (
+            "Unknown",
+            "NotResolved",
+            "the Input has not resolved the package yet (kubectl instance why input/NAME)".into(),
+        ),
+    };
+    pakket_api::condition::set(
+        &mut conditions,
+        Condition {
+            type_: "UpdateAvailable".into(),
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            observed_generation: operator.metadata.generation,
+            last_transition_time: Time(Timestamp::now()),
+        },
+    );
+    OperatorStatus {
+        conditions,
+        installed_version,
+        updates,
+        components,
+    }
+}

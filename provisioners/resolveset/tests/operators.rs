@@ -1,0 +1,200 @@
+//! The Operator porcelain on the real control plane: the Operator
+//! controller of the resolveset process (run in this test process) writes
+//! the Input an Operator stands for, reports its components, and lists the
+//! updates the served Catalog offers beyond the Operator's version, in its
+//! channel and in others; the Input goes with the Operator.
+//!
+//! Data (unedited, see ../shared/data/README.md):
+//! `fbc/community-operators-prod-derived/catalog.json` (DERIVED from
+//! redhat-openshift-ecosystem/community-operators-prod at 699495f2): the
+//! documents of package etcd (channels singlenamespace-alpha and
+//! clusterwide-alpha, 0.9.0 to 0.9.4), selected by their `package`/`name`
+//! fields.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt as _;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use pakket_resolveset::catalog::{CatalogSource, ConfigMapCatalogSource};
+use pakket_resolveset::input::InputClassParameters;
+use pakket_resolveset::{Input, InputClass, InputClassSpec, Operator};
+use pakket_testkit::{Scope, eventually};
+use serde_json::json;
+use support::{catalog, create};
+
+fn loopback() -> pakket_resolveset::api::listen::Transport {
+    pakket_resolveset::api::listen::Transport::from_flags(
+        "127.0.0.1:0".parse().unwrap(),
+        true,
+        None,
+        None,
+    )
+    .unwrap()
+}
+
+/// Waits until Operator `name`'s status meets `check`; returns it.
+async fn operator_when(
+    scope: &Scope,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Operator) -> bool,
+) -> Operator {
+    let api: Api<Operator> = Api::all(scope.client.clone());
+    for _ in 0..600 {
+        let operator = api.get(name).await.unwrap();
+        if check(&operator) {
+            return operator;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!(
+        "{what} did not happen within 60 s: {:#?}",
+        api.get(name).await.unwrap().status
+    );
+}
+
+#[tokio::test]
+async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_channel() {
+    let scope = Scope::new("resolveset-operator").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, loopback(), Vec::new()).await;
+    let name = scope.name("etcd-catalog");
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(BTreeMap::from([(
+                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(
+            "catalog.json".to_owned(),
+            pakket_testkit::derived_package("etcd"),
+        )])),
+        immutable: Some(true),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let source = CatalogSource {
+        config_map: Some(ConfigMapCatalogSource {
+            name: name.clone(),
+            namespace: scope.namespace.clone(),
+        }),
+        ..CatalogSource::default()
+    };
+    create(&scope.client, &catalog(&scope, "etcd-catalog", source, 0)).await;
+    let mut class = InputClass::new(
+        &scope.name("subscription"),
+        InputClassSpec {
+            parameters: InputClassParameters::default(),
+        },
+    );
+    class.metadata.labels = Some(scope.labels());
+    Api::<InputClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+
+    // Pinned to 0.9.2 in the single-namespace channel.
+    let operators: Api<Operator> = Api::all(scope.client.clone());
+    let apply = |version: &str| {
+        json!({
+            "apiVersion": "operators.pakket.dev/v1alpha1",
+            "kind": "Operator",
+            "metadata": { "name": scope.name("etcd"), "labels": scope.labels() },
+            "spec": {
+                "inputClass": scope.name("subscription"),
+                "catalog": { "name": name, "package": "etcd", "channel": "singlenamespace-alpha" },
+                "version": version,
+            },
+        })
+    };
+    operators
+        .patch(
+            &scope.name("etcd"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(apply("0.9.2")),
+        )
+        .await
+        .unwrap();
+    let pinned = operator_when(&scope, &scope.name("etcd"), "0.9.2 resolved", |o| {
+        o.status
+            .as_ref()
+            .is_some_and(|s| s.installed_version.as_deref() == Some("0.9.2"))
+    })
+    .await;
+    let status = pinned.status.clone().unwrap();
+    // The Input it stands for, owned by it.
+    let input = Api::<Input>::all(scope.client.clone())
+        .get(&scope.name("etcd"))
+        .await
+        .unwrap();
+    assert_eq!(input.owner_references()[0].uid, pinned.uid().unwrap());
+    assert_eq!(input.spec.constraints[0].type_, "olm.catalog");
+    assert_eq!(input.spec.constraints[1].value["version"], "0.9.2");
+    // Newer: 0.9.4 in its channel (outside its version), and the
+    // cluster-wide 0.9.4 only in another channel.
+    let update = |bundle: &str| status.updates.iter().find(|u| u.bundle == bundle).cloned();
+    let in_channel = update("etcdoperator.v0.9.4").expect("0.9.4 is listed");
+    assert!(
+        !in_channel.cross_channel && !in_channel.allowed,
+        "{in_channel:?}"
+    );
+    let other =
+        update("etcdoperator.v0.9.4-clusterwide").expect("the cluster-wide 0.9.4 is listed");
+    assert!(other.cross_channel, "{other:?}");
+    let available = pinned.condition("UpdateAvailable").unwrap();
+    assert_eq!(
+        (available.status.as_str(), available.reason.as_str()),
+        ("True", "UpdateOutsideVersion")
+    );
+    assert!(
+        available.message.contains("widen spec.version"),
+        "{}",
+        available.message
+    );
+    let kinds: Vec<(&str, &str)> = status
+        .components
+        .iter()
+        .map(|c| (c.kind.as_str(), c.state.as_str()))
+        .collect();
+    assert_eq!(kinds[0], ("Input", "Resolved"));
+    assert_eq!(kinds[1].0, "Instance", "{kinds:?}");
+
+    // Widened: it moves to 0.9.4, and nothing newer is left in its channel.
+    operators
+        .patch(
+            &scope.name("etcd"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(apply(">=0.9.2")),
+        )
+        .await
+        .unwrap();
+    let widened = operator_when(&scope, &scope.name("etcd"), "0.9.4 resolved", |o| {
+        o.status
+            .as_ref()
+            .is_some_and(|s| s.installed_version.as_deref() == Some("0.9.4"))
+    })
+    .await;
+    let available = widened.condition("UpdateAvailable").unwrap();
+    assert_eq!(available.reason, "UpToDate", "{:?}", widened.status);
+
+    // The Input goes with the Operator.
+    operators
+        .delete(&scope.name("etcd"), &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    eventually("the Operator's Input is gone", || async {
+        inputs.get_opt(&scope.name("etcd")).await.unwrap().is_none()
+    })
+    .await;
+    support::cleanup(scope).await;
+}
