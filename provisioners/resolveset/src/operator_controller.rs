@@ -71,6 +71,33 @@ async fn reconcile(
     let owner = operator
         .controller_owner_ref(&())
         .expect("an Operator read from the API has a name and UID");
+    // Nothing is adopted silently: an Input of that name that is not this
+    // Operator's (someone else's, or an older Operator's of the same name)
+    // stays as it is, and the Operator says so.
+    if let Some(existing) = inputs.get_opt(&name).await?
+        && !existing
+            .owner_references()
+            .iter()
+            .any(|o| Some(&o.uid) == operator.uid().as_ref())
+    {
+        let mut status = operator.status.clone().unwrap_or_default();
+        pakket_api::condition::set(
+            &mut status.conditions,
+            Condition {
+                type_: "UpdateAvailable".into(),
+                status: "Unknown".into(),
+                reason: "InputNotOurs".into(),
+                message: format!(
+                    "Input {name} exists and is not this Operator's, so it is left as it is; rename the Operator, or delete that Input if it should be the Operator's"
+                ),
+                observed_generation: operator.metadata.generation,
+                last_transition_time: Time(Timestamp::now()),
+            },
+        );
+        status.components = Vec::new();
+        write_status(&context, &operator, status).await?;
+        return Ok(Action::requeue(RESYNC));
+    }
     let labels = operator.labels().clone();
     let input = json!({
         "apiVersion": "resolve.pakket.dev/v1alpha1",
@@ -89,21 +116,32 @@ async fn reconcile(
         )
         .await?;
     let status = status_of(&operator, &input, &context).await;
-    if operator.status.as_ref() != Some(&status) {
-        let patch = json!({
-            "apiVersion": "operators.pakket.dev/v1alpha1",
-            "kind": "Operator",
-            "status": status,
-        });
-        Api::<Operator>::all(context.client.clone())
-            .patch_status(
-                &name,
-                &PatchParams::apply(MANAGER).force(),
-                &Patch::Apply(&patch),
-            )
-            .await?;
-    }
+    write_status(&context, &operator, status).await?;
     Ok(Action::requeue(RESYNC))
+}
+
+/// Writes `status` if it differs from what the Operator has.
+async fn write_status(
+    context: &OperatorContext,
+    operator: &Operator,
+    status: OperatorStatus,
+) -> Result<(), kube::Error> {
+    if operator.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let patch = json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1",
+        "kind": "Operator",
+        "status": status,
+    });
+    Api::<Operator>::all(context.client.clone())
+        .patch_status(
+            &operator.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    Ok(())
 }
 
 /// The Operator's status from its Input, the Input's Instances and the

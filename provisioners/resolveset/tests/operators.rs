@@ -186,12 +186,60 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
     let available = widened.condition("UpdateAvailable").unwrap();
     assert_eq!(available.reason, "UpToDate", "{:?}", widened.status);
 
+    // An Operator whose name an Input of someone else's already has:
+    // the Input is left as it is, and the Operator says so.
+    let theirs: Input = serde_json::from_value(json!({
+        "apiVersion": "resolve.pakket.dev/v1alpha1",
+        "kind": "Input",
+        "metadata": { "name": scope.name("taken"), "labels": scope.labels() },
+        "spec": {
+            "inputClass": scope.name("subscription"),
+            "constraints": [{"type": "olm.name", "value": "etcdoperator.v0.9.0"}],
+        },
+    }))
+    .unwrap();
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    inputs
+        .create(&PostParams::default(), &theirs)
+        .await
+        .unwrap();
+    let mut taken = apply("0.9.4");
+    taken["metadata"]["name"] = json!(scope.name("taken"));
+    operators
+        .patch(
+            &scope.name("taken"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(taken),
+        )
+        .await
+        .unwrap();
+    let refused = operator_when(&scope, &scope.name("taken"), "the conflict reported", |o| {
+        o.condition("UpdateAvailable")
+            .is_some_and(|c| c.reason == "InputNotOurs")
+    })
+    .await;
+    assert!(
+        refused
+            .condition("UpdateAvailable")
+            .unwrap()
+            .message
+            .contains("is not this Operator's"),
+        "{:?}",
+        refused.status
+    );
+    let kept = inputs.get(&scope.name("taken")).await.unwrap();
+    assert_eq!(kept.spec.constraints[0].value, json!("etcdoperator.v0.9.0"));
+    assert!(kept.owner_references().is_empty());
+    operators
+        .delete(&scope.name("taken"), &DeleteParams::default())
+        .await
+        .unwrap();
+
     // The Input goes with the Operator.
     operators
         .delete(&scope.name("etcd"), &DeleteParams::foreground())
         .await
         .unwrap();
-    let inputs: Api<Input> = Api::all(scope.client.clone());
     eventually("the Operator's Input is gone", || async {
         inputs.get_opt(&scope.name("etcd")).await.unwrap().is_none()
     })
