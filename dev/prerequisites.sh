@@ -14,7 +14,8 @@ done
 # Debian packages the scripts use; installed only when missing.
 missing=()
 # docker-registry: a real OCI registry on loopback for the image-source tests.
-for tool in curl:curl git:git docker-registry:docker-registry python3:python3; do
+# gcc and make: jemalloc (pakket-resolveset's allocator) is built from C.
+for tool in curl:curl git:git docker-registry:docker-registry python3:python3 cc:gcc make:make; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
 # python3-venv: dev/schemathesis/install.sh puts schemathesis in a venv.

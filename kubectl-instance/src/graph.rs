@@ -15,6 +15,7 @@ use pakket_engine::catalog::{Catalog, CatalogArgument, CatalogSet, UpdateGraph};
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::resolver::ResolverArgs;
 
 mod dot;
 mod remote;
@@ -33,21 +34,8 @@ pub struct GraphArgs {
         conflicts_with = "server"
     )]
     catalogs: Vec<String>,
-    /// Ask a cluster's resolver API (`https://HOST:PORT`) instead of reading
-    /// catalog files: the graph of the cluster's Catalogs.
-    #[arg(long, value_name = "URL")]
-    server: Option<String>,
-    /// The bearer token sent to --server (a cluster user's token).
-    #[arg(
-        long,
-        env = "PAKKET_TOKEN",
-        hide_env_values = true,
-        requires = "server"
-    )]
-    token: Option<String>,
-    /// A CA certificate (PEM) to trust for --server besides the system's.
-    #[arg(long, value_name = "FILE", requires = "server")]
-    server_ca: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    resolver: ResolverArgs,
     /// Only this channel (default: every channel, the default one first).
     #[arg(long)]
     channel: Option<String>,
@@ -326,14 +314,9 @@ pub fn render_text(graphs: &[ChannelGraph]) -> String {
 
 /// Loads the catalogs (or asks the server) and prints the graph.
 pub async fn run(args: &GraphArgs, out: &mut impl Write) -> Result<(), Error> {
-    let graphs = match &args.server {
+    let graphs = match args.resolver.server() {
         Some(server) => {
-            let request = remote::Server {
-                url: server,
-                token: args.token.clone(),
-                ca: args.server_ca.as_deref(),
-            };
-            remote::package_graphs(&request, &args.package, args.channel.as_deref()).await?
+            remote::package_graphs(&server, &args.package, args.channel.as_deref()).await?
         }
         None => graphs_from_files(args)?,
     };

@@ -27,6 +27,7 @@ mod operator;
 mod output;
 mod pending;
 mod pivot;
+mod resolver;
 mod table;
 mod why;
 mod why_catalogs;
@@ -125,22 +126,8 @@ enum Command {
         /// Print the explanation as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<Format>,
-        /// For missing or conflicting dependencies, ask this resolver API
-        /// (`https://HOST:PORT`) what from the cluster's Catalogs would
-        /// satisfy them.
-        #[arg(long, value_name = "URL")]
-        server: Option<String>,
-        /// The bearer token sent to --server (a cluster user's token).
-        #[arg(
-            long,
-            env = "PAKKET_TOKEN",
-            hide_env_values = true,
-            requires = "server"
-        )]
-        token: Option<String>,
-        /// A CA certificate (PEM) to trust for --server besides the system's.
-        #[arg(long, value_name = "FILE", requires = "server")]
-        server_ca: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        resolver: resolver::ResolverArgs,
     },
     /// Print a package's update graphs from catalog files (no cluster needed)
     /// or from a cluster's resolver API (`--server`).
@@ -183,9 +170,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Why {
             name,
             output,
-            server,
-            token,
-            server_ca,
+            resolver,
         } => {
             let client = cli.cluster.client().await?;
             if let Some(input) = name.strip_prefix("input/") {
@@ -197,11 +182,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     }),
                 };
             }
-            let server = server.as_deref().map(|url| why_catalogs::Server {
-                url,
-                token,
-                ca: server_ca.as_deref(),
-            });
+            let server = resolver.server();
             match why::run(&client, &name, output, server.as_ref(), &mut out).await {
                 // No Instance of that name: an Input, maybe.
                 Err(Error::NotFound {

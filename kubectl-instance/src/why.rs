@@ -571,7 +571,7 @@ pub async fn run(
     client: &kube::Client,
     name: &str,
     format: Option<Format>,
-    server: Option<&why_catalogs::Server<'_>>,
+    server: Option<&crate::resolver::Server<'_>>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
     let instance = lookup::instance(client, name).await?;
@@ -602,7 +602,7 @@ pub async fn run(
 /// Adds the resolver's advice to each dependency problem.
 async fn ask_catalogs(
     client: &kube::Client,
-    server: &why_catalogs::Server<'_>,
+    server: &crate::resolver::Server<'_>,
     instance: &Instance,
     bundle: Option<&Bundle>,
     diagnosis: &mut Diagnosis,

@@ -8,25 +8,13 @@
 //! which catalog and channel, and which need it meets; or, when nothing
 //! fits, the engine's explanation.
 
-use std::path::Path;
-
+use crate::resolver::Server;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use pakket_api::{Bundle, BundleProperty, ConditionType, Instance};
-use pakket_resolveset::api::client::ResolverClient;
 use pakket_resolveset::protocol::resolve::{
     InstalledItem, Outcome, RequestItem, ResolveRequest, Selection, SelectionReason,
 };
-
-/// Where the resolver API is and how to call it.
-pub struct Server<'a> {
-    /// `https://HOST:PORT` (or `http://` on loopback).
-    pub url: &'a str,
-    /// The caller's bearer token.
-    pub token: Option<String>,
-    /// A CA to trust besides the system's.
-    pub ca: Option<&'a Path>,
-}
 
 /// A package at a version, as an `olm.package` property says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +114,7 @@ pub async fn advise(
             })
             .collect(),
     };
-    let answer = match ResolverClient::new(server.url, server.token.clone(), server.ca) {
+    let answer = match server.client() {
         Ok(client) => client.resolve(&request).await,
         Err(error) => Err(error),
     };

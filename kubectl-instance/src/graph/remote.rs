@@ -7,24 +7,13 @@
 //! the graph shows a range covering the channel's own entries (as the file
 //! path does), so those are kept and put in the channel's order.
 
-use std::collections::HashMap;
-use std::path::Path;
-
-use pakket_resolveset::api::client::{ClientError, ResolverClient};
+use pakket_resolveset::api::client::ClientError;
 use pakket_resolveset::protocol::browse::{ChannelDetail, PackageDetail, PackageInCatalog};
+use std::collections::HashMap;
 
 use super::{ChannelGraph, Edge, EdgeKind, Entry};
 use crate::error::Error;
-
-/// Where the API is and how to call it.
-pub struct Server<'a> {
-    /// `https://HOST:PORT` (or `http://` on loopback).
-    pub url: &'a str,
-    /// The caller's bearer token.
-    pub token: Option<String>,
-    /// A CA to trust besides the system's.
-    pub ca: Option<&'a Path>,
-}
+use crate::resolver::Server;
 
 /// Every channel graph of `package` in the cluster's catalogs (or only
 /// `only`), the default channel first in each catalog.
@@ -34,8 +23,7 @@ pub async fn package_graphs(
     only: Option<&str>,
 ) -> Result<Vec<ChannelGraph>, Error> {
     let failed = |error: ClientError| Error::Catalog(format!("--server {}: {error}", server.url));
-    let client =
-        ResolverClient::new(server.url, server.token.clone(), server.ca).map_err(failed)?;
+    let client = server.client().map_err(failed)?;
     let Some(detail) = client.package(package).await.map_err(failed)? else {
         return Err(Error::Catalog(format!(
             "package {package} is in none of the catalogs {} serves; check its name (GET /v1/packages lists them)",

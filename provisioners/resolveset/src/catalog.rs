@@ -174,11 +174,8 @@ fn is_zero(n: &u64) -> bool {
 impl Catalog {
     /// The condition of type `kind`, if the status has it.
     pub fn condition(&self, kind: crate::ConditionType) -> Option<&Condition> {
-        self.status
-            .as_ref()?
-            .conditions
-            .iter()
-            .find(|condition| condition.type_ == kind.as_str())
+        let status = self.status.as_ref();
+        crate::condition::find(status.map(|s| s.conditions.as_slice()), kind.as_str())
     }
 }
 

@@ -89,6 +89,13 @@ impl Reason {
     }
 }
 
+/// The condition of type `kind` in a status's `conditions`, if there is one
+/// (what `Catalog::condition`, `Input::condition` and
+/// `Operator::condition` answer).
+pub fn find<'a>(conditions: Option<&'a [Condition]>, kind: &str) -> Option<&'a Condition> {
+    conditions?.iter().find(|condition| condition.type_ == kind)
+}
+
 /// A condition for `reason`, stamped `now`.
 pub fn new(
     reason: Reason,

@@ -169,10 +169,7 @@ pub struct InputClassParameters {
 impl Input {
     /// The condition of type `kind`, if the status has it.
     pub fn condition(&self, kind: &str) -> Option<&Condition> {
-        self.status
-            .as_ref()?
-            .conditions
-            .iter()
-            .find(|condition| condition.type_ == kind)
+        let status = self.status.as_ref();
+        crate::condition::find(status.map(|s| s.conditions.as_slice()), kind)
     }
 }

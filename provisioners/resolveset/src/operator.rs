@@ -109,11 +109,8 @@ pub struct Component {
 impl Operator {
     /// The condition of type `kind`, if the status has it.
     pub fn condition(&self, kind: &str) -> Option<&Condition> {
-        self.status
-            .as_ref()?
-            .conditions
-            .iter()
-            .find(|condition| condition.type_ == kind)
+        let status = self.status.as_ref();
+        crate::condition::find(status.map(|s| s.conditions.as_slice()), kind)
     }
 }
 

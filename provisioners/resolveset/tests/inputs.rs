@@ -18,58 +18,15 @@ mod support;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use pakket_resolveset::catalog::{CatalogSource, ConfigMapCatalogSource};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use pakket_resolveset::input::{InputClassParameters, InputConstraint};
 use pakket_resolveset::resolved_set::{self, Entry};
 use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
 use pakket_testkit::{Scope, data, eventually};
 use serde_json::{Value, json};
-use support::{catalog, create};
 
 const TOPOLOGY: &str = "rabbitmq-messaging-topology-operator";
 const CLUSTER_OPERATOR: &str = "rabbitmq-cluster-operator";
-
-fn loopback() -> pakket_resolveset::api::listen::Transport {
-    pakket_resolveset::api::listen::Transport::from_flags(
-        "127.0.0.1:0".parse().unwrap(),
-        true,
-        None,
-        None,
-    )
-    .unwrap()
-}
-
-/// Serves `files` as Catalog `<scope>-<suffix>` from an immutable,
-/// marked ConfigMap.
-async fn serve(scope: &Scope, suffix: &str, files: BTreeMap<String, String>) {
-    let name = scope.name(suffix);
-    let config_map = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            labels: Some(BTreeMap::from([(
-                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
-                "true".to_owned(),
-            )])),
-            ..ObjectMeta::default()
-        },
-        data: Some(files),
-        immutable: Some(true),
-        ..ConfigMap::default()
-    };
-    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
-        .create(&PostParams::default(), &config_map)
-        .await
-        .unwrap();
-    let source = CatalogSource {
-        config_map: Some(ConfigMapCatalogSource {
-            name,
-            namespace: scope.namespace.clone(),
-        }),
-        ..CatalogSource::default()
-    };
-    create(&scope.client, &catalog(scope, suffix, source, 0)).await;
-}
 
 async fn input_class(scope: &Scope, suffix: &str, dry_run: bool) -> String {
     let mut class = InputClass::new(
@@ -149,8 +106,8 @@ async fn current_set(scope: &Scope) -> Option<(String, Vec<Entry>, ConfigMap)> {
 async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why() {
     let scope = Scope::new("resolveset-inputs").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let _running = support::start(&scope, loopback(), Vec::new()).await;
-    serve(
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    support::serve_files(
         &scope,
         "topology",
         BTreeMap::from([(
@@ -162,7 +119,7 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
         )]),
     )
     .await;
-    serve(
+    support::serve_files(
         &scope,
         "cluster-op",
         BTreeMap::from([(

@@ -26,27 +26,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
 use pakket_registry_v1::RegistryV1;
-use pakket_resolveset::catalog::{CatalogSource, ConfigMapCatalogSource};
 use pakket_resolveset::input::{InputClassParameters, InputConstraint};
 use pakket_resolveset::provisioner::ResolveSet;
 use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
 use pakket_runtime::controller::{self, RunOptions};
 use pakket_testkit::{Scope, condition_is, data, eventually, wait_for_instance};
 use serde_json::{Value, json};
-use support::{catalog, create};
-
-fn loopback() -> pakket_resolveset::api::listen::Transport {
-    pakket_resolveset::api::listen::Transport::from_flags(
-        "127.0.0.1:0".parse().unwrap(),
-        true,
-        None,
-        None,
-    )
-    .unwrap()
-}
 
 /// The CSV's name and version of the bundle in `dir`.
 fn csv_of(dir: &std::path::Path) -> (String, String) {
@@ -115,32 +103,12 @@ async fn serve_etcd_catalog(scope: &Scope) {
         catalog_text.contains("quay.io/openshift-community-operators/etcd:v0.9.2"),
         "the catalog names the public image"
     );
-    let catalog_name = scope.name("etcd-catalog");
-    let config_map = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(catalog_name.clone()),
-            labels: Some(BTreeMap::from([(
-                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
-                "true".to_owned(),
-            )])),
-            ..ObjectMeta::default()
-        },
-        data: Some(BTreeMap::from([("catalog.json".to_owned(), catalog_text)])),
-        immutable: Some(true),
-        ..ConfigMap::default()
-    };
-    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
-        .create(&PostParams::default(), &config_map)
-        .await
-        .unwrap();
-    let source = CatalogSource {
-        config_map: Some(ConfigMapCatalogSource {
-            name: catalog_name.clone(),
-            namespace: scope.namespace.clone(),
-        }),
-        ..CatalogSource::default()
-    };
-    create(&scope.client, &catalog(scope, "etcd-catalog", source, 0)).await;
+    support::serve_files(
+        scope,
+        "etcd-catalog",
+        BTreeMap::from([("catalog.json".to_owned(), catalog_text)]),
+    )
+    .await;
 }
 
 /// The resolveset class (`Android`, olm.bundle → `child_class`, children
@@ -200,7 +168,7 @@ async fn subscription_class(scope: &Scope) {
 async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_resolveset() {
     let scope = Scope::new("resolveset-install").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let _running = support::start(&scope, loopback(), Vec::new()).await;
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
 
     // The bundles as images under the mirror's names (the catalog's tags),
     // and the catalog's own etcd documents.
@@ -359,29 +327,6 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     support::cleanup(scope).await;
 }
 
-/// A ClusterRole of `rules` bound to user `user`, named after the scope.
-async fn grant(scope: &Scope, user: &str, rules: Value) {
-    let role: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(json!({
-        "metadata": { "name": scope.name(user), "labels": scope.labels() },
-        "rules": rules,
-    }))
-    .unwrap();
-    Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(scope.client.clone())
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    let binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": scope.name(user), "labels": scope.labels() },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": scope.name(user) },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
-    }))
-    .unwrap();
-    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-}
-
 fn refused<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> bool {
     matches!(result, Err(kube::Error::Api(status)) if status.code == 403 || status.code == 422)
 }
@@ -394,12 +339,12 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
     // is refused and nothing is installed.
     let scope = Scope::new("resolveset-attack").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let _running = support::start(&scope, loopback(), Vec::new()).await;
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
     serve_etcd_catalog(&scope).await;
     // The children's class need not exist: nothing may get that far.
     start_resolveset(&scope, &scope.name("never-used")).await;
     subscription_class(&scope).await;
-    grant(
+    support::grant(
         &scope,
         "mallory",
         json!([
@@ -535,13 +480,6 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
         instances.get_opt(&set).await.unwrap().is_none()
     })
     .await;
-    for name in [scope.name("mallory")] {
-        let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
-            .delete(&name, &DeleteParams::default())
-            .await;
-        let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(scope.client.clone())
-            .delete(&name, &DeleteParams::default())
-            .await;
-    }
+    support::revoke(&scope, "mallory").await;
     support::cleanup(scope).await;
 }

@@ -15,25 +15,12 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt as _;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use pakket_resolveset::catalog::{CatalogSource, ConfigMapCatalogSource};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_resolveset::input::InputClassParameters;
 use pakket_resolveset::{Input, InputClass, InputClassSpec, Operator};
 use pakket_testkit::{Scope, eventually};
 use serde_json::json;
-use support::{catalog, create};
-
-fn loopback() -> pakket_resolveset::api::listen::Transport {
-    pakket_resolveset::api::listen::Transport::from_flags(
-        "127.0.0.1:0".parse().unwrap(),
-        true,
-        None,
-        None,
-    )
-    .unwrap()
-}
 
 /// Waits until Operator `name`'s status meets `check`; returns it.
 async fn operator_when(
@@ -60,36 +47,17 @@ async fn operator_when(
 async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_channel() {
     let scope = Scope::new("resolveset-operator").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let _running = support::start(&scope, loopback(), Vec::new()).await;
-    let name = scope.name("etcd-catalog");
-    let config_map = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            labels: Some(BTreeMap::from([(
-                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
-                "true".to_owned(),
-            )])),
-            ..ObjectMeta::default()
-        },
-        data: Some(BTreeMap::from([(
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    support::serve_files(
+        &scope,
+        "etcd-catalog",
+        BTreeMap::from([(
             "catalog.json".to_owned(),
             pakket_testkit::derived_package("etcd"),
-        )])),
-        immutable: Some(true),
-        ..ConfigMap::default()
-    };
-    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
-        .create(&PostParams::default(), &config_map)
-        .await
-        .unwrap();
-    let source = CatalogSource {
-        config_map: Some(ConfigMapCatalogSource {
-            name: name.clone(),
-            namespace: scope.namespace.clone(),
-        }),
-        ..CatalogSource::default()
-    };
-    create(&scope.client, &catalog(&scope, "etcd-catalog", source, 0)).await;
+        )]),
+    )
+    .await;
+    let name = scope.name("etcd-catalog");
     let mut class = InputClass::new(
         &scope.name("subscription"),
         InputClassSpec {
@@ -186,8 +154,17 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
     let available = widened.condition("UpdateAvailable").unwrap();
     assert_eq!(available.reason, "UpToDate", "{:?}", widened.status);
 
-    // An Operator whose name an Input of someone else's already has:
-    // the Input is left as it is, and the Operator says so.
+    // Mallory, who may write Operators and nothing else, names one after
+    // an Input of someone else's: the Operator controller (which may write
+    // Inputs) does not take it over for her; the Operator says so.
+    support::grant(
+        &scope,
+        "mallory",
+        json!([{"apiGroups": ["operators.pakket.dev"], "resources": ["operators"],
+                "verbs": ["get", "create", "patch", "delete"]}]),
+    )
+    .await;
+    let as_mallory: Api<Operator> = Api::all(scope.cluster.client_as("mallory").await);
     let theirs: Input = serde_json::from_value(json!({
         "apiVersion": "resolve.pakket.dev/v1alpha1",
         "kind": "Input",
@@ -205,10 +182,10 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
         .unwrap();
     let mut taken = apply("0.9.4");
     taken["metadata"]["name"] = json!(scope.name("taken"));
-    operators
+    as_mallory
         .patch(
             &scope.name("taken"),
-            &PatchParams::apply("test").force(),
+            &PatchParams::apply("mallory").force(),
             &Patch::Apply(taken),
         )
         .await
@@ -230,10 +207,19 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
     let kept = inputs.get(&scope.name("taken")).await.unwrap();
     assert_eq!(kept.spec.constraints[0].value, json!("etcdoperator.v0.9.0"));
     assert!(kept.owner_references().is_empty());
+    assert!(
+        !kept
+            .managed_fields()
+            .iter()
+            .any(|f| f.manager.as_deref() == Some(pakket_resolveset::operator_controller::MANAGER)),
+        "the Operator controller wrote nothing to it"
+    );
     operators
         .delete(&scope.name("taken"), &DeleteParams::default())
         .await
         .unwrap();
+
+    support::revoke(&scope, "mallory").await;
 
     // The Input goes with the Operator.
     operators

@@ -366,3 +366,75 @@ pub fn token_of(scope: &Scope, name: &str) -> String {
         .unwrap_or_else(|| panic!("no token for {name} in the kubeconfig"))
         .to_owned()
 }
+
+/// The API as `--api-insecure-loopback` serves it: plain HTTP on loopback.
+pub fn loopback() -> Transport {
+    Transport::from_flags("127.0.0.1:0".parse().unwrap(), true, None, None).unwrap()
+}
+
+/// Serves `files` as Catalog `<scope>-<suffix>` (priority 0) from an
+/// immutable ConfigMap of the same name, marked as catalog content.
+pub async fn serve_files(scope: &Scope, suffix: &str, files: BTreeMap<String, String>) {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+    let name = scope.name(suffix);
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(BTreeMap::from([(
+                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        data: Some(files),
+        immutable: Some(true),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .expect("creating the catalog's ConfigMap");
+    let source = CatalogSource {
+        config_map: Some(pakket_resolveset::catalog::ConfigMapCatalogSource {
+            name,
+            namespace: scope.namespace.clone(),
+        }),
+        ..CatalogSource::default()
+    };
+    create(&scope.client, &catalog(scope, suffix, source, 0)).await;
+}
+
+/// A ClusterRole of `rules` bound to user `user`, named after the scope.
+pub async fn grant(scope: &Scope, user: &str, rules: serde_json::Value) {
+    let role: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": scope.name(user), "labels": scope.labels() },
+        "rules": rules,
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(scope.client.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": scope.name(user), "labels": scope.labels() },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": scope.name(user) },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+/// Removes what [`grant`] gave `user`.
+pub async fn revoke(scope: &Scope, user: &str) {
+    let name = scope.name(user);
+    let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(scope.client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+}
