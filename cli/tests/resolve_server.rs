@@ -19,8 +19,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use pakket_resolveset::api::client::ResolverClient;
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ImageCatalogSource};
@@ -70,26 +69,9 @@ fn push(dir: &Path, target: &str) -> String {
 }
 
 async fn install_crd(client: &kube::Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in pakket_resolveset::crd::all() {
-        let name = crd.metadata.name.clone().unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply("pakket-cli-tests").force(),
-            &Patch::Apply(&crd),
-        )
+    pakket_testkit::apply_crds(client, pakket_resolveset::crd::all())
         .await
         .unwrap();
-        let established = kube::runtime::wait::await_condition(
-            api.clone(),
-            &name,
-            kube::runtime::conditions::is_crd_established(),
-        );
-        tokio::time::timeout(Duration::from_secs(30), established)
-            .await
-            .unwrap()
-            .unwrap();
-    }
 }
 
 /// Waits until Catalog `name` serves `digest`.

@@ -9,10 +9,19 @@ use kube::runtime::{conditions, wait::await_condition};
 /// Applies the CRDs generated from `pakket-api` (server-side, so every test
 /// can call it) and waits until each is `Established`.
 pub async fn install_crds(client: &kube::Client) -> anyhow::Result<Vec<CustomResourceDefinition>> {
+    apply_crds(client, pakket_api::crd::all()).await
+}
+
+/// Applies `crds` (another crate's, e.g. the resolver's) server-side and
+/// waits until each is `Established`.
+pub async fn apply_crds(
+    client: &kube::Client,
+    crds: Vec<CustomResourceDefinition>,
+) -> anyhow::Result<Vec<CustomResourceDefinition>> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply("pakket-testkit").force();
     let mut installed = Vec::new();
-    for crd in pakket_api::crd::all() {
+    for crd in crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
         api.patch(&name, &params, &Patch::Apply(&crd)).await?;
         let established = await_condition(api.clone(), &name, conditions::is_crd_established());

@@ -13,7 +13,7 @@ mod scope;
 mod shared;
 mod wait;
 
-pub use crds::install_crds;
+pub use crds::{apply_crds, install_crds};
 pub use data::{data, data_root, derived_package, files, memory};
 pub use events::{cluster_object_events, instance_events};
 pub use scope::Scope;

@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
@@ -51,26 +50,9 @@ async fn graph(args: &[&str]) -> (i32, String, String) {
 }
 
 async fn install_catalog_crd(client: &kube::Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in pakket_resolveset::crd::all() {
-        let name = crd.metadata.name.clone().unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply("kubectl-instance-tests").force(),
-            &Patch::Apply(&crd),
-        )
+    pakket_testkit::apply_crds(client, pakket_resolveset::crd::all())
         .await
         .unwrap();
-        let established = kube::runtime::wait::await_condition(
-            api.clone(),
-            &name,
-            kube::runtime::conditions::is_crd_established(),
-        );
-        tokio::time::timeout(Duration::from_secs(30), established)
-            .await
-            .unwrap()
-            .unwrap();
-    }
 }
 
 /// Files of the packages in `packages`, as ConfigMap keys (`<pkg>.yaml`).

@@ -16,9 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::{conditions, wait::await_condition};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec};
 use pakket_resolveset::process::SetOptions;
@@ -35,22 +33,9 @@ pub use registry::Registry;
 /// Applies the Catalog CRD (server-side, so every test may) and waits until
 /// it is Established.
 pub async fn install_crd(client: &kube::Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in pakket_resolveset::crd::all() {
-        let name = crd.metadata.name.clone().unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply("pakket-resolveset-tests").force(),
-            &Patch::Apply(&crd),
-        )
+    pakket_testkit::apply_crds(client, pakket_resolveset::crd::all())
         .await
-        .expect("applying the Catalog CRD");
-        let established = await_condition(api.clone(), &name, conditions::is_crd_established());
-        tokio::time::timeout(Duration::from_secs(30), established)
-            .await
-            .expect("the Catalog CRD is established within 30 s")
-            .unwrap();
-    }
+        .expect("applying the resolver's CRDs");
 }
 
 /// Where the process of `scope`'s test keeps its content.
