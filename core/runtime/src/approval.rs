@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::apply::{self, Kinds};
 use crate::rbac::{self, Access, Need, RoleKey};
+use crate::rights::{Right, Rights};
 
 /// How long a `UserPermission` Instance waits before its creator's rights
 /// are asked again (a grant does not start a reconcile by itself).
@@ -55,6 +56,10 @@ pub struct ApprovalRequest<'a> {
     pub policy: &'a str,
     /// The objects the Instance would install.
     pub objects: &'a [Value],
+    /// The objects of the content the Instance runs now, rendered again
+    /// from the store, when it runs approved content that is still there
+    /// (read only for policies that compare, such as `Android`).
+    pub running: Option<&'a [Value]>,
     /// Kinds, for what the objects are (resources, scopes).
     pub kinds: Kinds,
     /// The key that verifies the webhook's requester records, if configured.
@@ -83,6 +88,55 @@ const APPLY_VERBS: [&str; 2] = ["create", "patch"];
 /// Most SubjectAccessReviews one decision asks: a bundle whose RBAC would
 /// need more (a role listing hundreds of resources) waits for a person.
 pub const MAX_REVIEWS: usize = 5_000;
+
+/// `Android`: new content is approved by the policy when it asks for
+/// nothing ([`Rights`]: RBAC rules, bindings, CRDs, webhooks, APIServices)
+/// beyond what the content the Instance runs now asks for, like an app
+/// update that wants no new permission. A first install, or content that
+/// asks for more, waits for a person, the message naming what it asks for.
+pub fn android(request: &ApprovalRequest<'_>) -> Approval {
+    let name = request.instance.name_any();
+    let class = request.class.name_any();
+    let wanted = Rights::of(request.objects);
+    let listed = |rights: &[&Right]| {
+        const SHOWN: usize = 8;
+        let mut text: Vec<String> = rights.iter().take(SHOWN).map(ToString::to_string).collect();
+        if rights.len() > SHOWN {
+            text.push(format!("and {} more", rights.len() - SHOWN));
+        }
+        text.join("; ")
+    };
+    let pending = |why: String| Approval::Pending {
+        message: format!(
+            "waiting for approval (ProvisionerClass {class} has approval: Android): {why}; review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}` or `kubectl instance deny {name}`"
+        ),
+        retry: None,
+    };
+    let Some(running) = request.running else {
+        let asked: Vec<&Right> = wanted.beyond(&Rights::default());
+        return pending(if asked.is_empty() {
+            "a first install (nothing runs yet to compare with) asks for no RBAC, CRD or webhook, but a person still decides what is installed".to_owned()
+        } else {
+            format!(
+                "a first install asks for {} right(s): {}",
+                asked.len(),
+                listed(&asked)
+            )
+        });
+    };
+    let beyond = wanted.beyond(&Rights::of(running));
+    if beyond.is_empty() {
+        return Approval::Approved(format!(
+            "approved by policy Android: the new content asks for no right beyond the content it replaces ({} RBAC rules, bindings, CRDs and webhooks, all held already)",
+            wanted.len()
+        ));
+    }
+    pending(format!(
+        "the new content asks for {} right(s) the content it replaces did not: {}",
+        beyond.len(),
+        listed(&beyond)
+    ))
+}
 
 /// `UserPermission`: approved when the requester of the current spec may
 /// do everything the apply does, as RBAC would judge it:

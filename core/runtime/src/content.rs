@@ -385,6 +385,16 @@ fn refusal(source: &SourceError) -> String {
     }
 }
 
+/// Whether `spec`'s content is read from ConfigMaps through the apiserver
+/// (a `file://` ref) rather than downloaded. Such content is bounded by the
+/// apiserver's own object size limit and needs no download on disk, so it
+/// is unpacked under a wider limit than downloads are.
+pub fn from_config_maps(spec: &BundleSpec) -> bool {
+    spec.refs
+        .first()
+        .is_some_and(|reference| reference.starts_with("file://"))
+}
+
 /// Fetches the Bundle's first ref into the store, dispatching on its scheme.
 pub async fn unpack(
     client: &Client,

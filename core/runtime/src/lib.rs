@@ -34,6 +34,7 @@ pub mod manifest;
 pub mod ownership;
 pub mod provisioner;
 pub mod rbac;
+pub mod rights;
 pub mod serve;
 pub mod source;
 pub mod store;

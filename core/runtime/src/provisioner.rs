@@ -160,10 +160,11 @@ impl Provisioner for Plain {
             .map_err(|error| ObjectsError::Content(error.to_string()))
     }
 
-    /// `UserPermission`, or a person for any other policy.
+    /// `UserPermission`, `Android`, or a person for any other policy.
     async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
         match request.policy {
             "UserPermission" => crate::approval::user_permission(request).await,
+            "Android" => crate::approval::android(request),
             _ => request.wait_for_a_person(),
         }
     }

@@ -28,11 +28,13 @@ impl Provisioner for PlainManifests {
     }
 
     // Approval beyond `AllowAll`: `UserPermission` installs what the
-    // Instance's creator could have installed by hand; any other policy
-    // waits for `kubectl instance approve`.
+    // Instance's creator could have installed by hand; `Android` installs
+    // updates that ask for no new rights; any other policy waits for
+    // `kubectl instance approve`.
     async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
         match request.policy {
             "UserPermission" => approval::user_permission(request).await,
+            "Android" => approval::android(request),
             _ => request.wait_for_a_person(),
         }
     }

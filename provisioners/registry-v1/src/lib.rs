@@ -95,10 +95,12 @@ impl Provisioner for RegistryV1 {
     }
 
     /// `UserPermission` (every object and every RBAC rule the bundle
-    /// grants), or a person for any other policy.
+    /// grants), `Android` (an update asking for no RBAC, CRD or webhook
+    /// the running bundle did not), or a person for any other policy.
     async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
         match request.policy {
             "UserPermission" => approval::user_permission(request).await,
+            "Android" => approval::android(request),
             _ => request.wait_for_a_person(),
         }
     }

@@ -13,8 +13,12 @@
 //! `Android` approves a new set by itself only when it installs no package
 //! the set it replaces did not and moves none to an older version
 //! (upgrades of installed packages, removals); a set that adds or
-//! downgrades a package waits for a person, its message naming which. Each child is then approved under its own class's policy
-//! (registry-v1's `UserPermission`, say), which sees its RBAC.
+//! downgrades a package waits for a person, its message naming which. Each
+//! child is then approved under its own class's policy, which sees its
+//! content: registry-v1's `UserPermission`, or the runtime's `Android`
+//! ([`pakket_runtime::approval::android`]), under which a child's update
+//! that asks for an RBAC rule, binding, CRD or webhook its running bundle
+//! did not waits for a person.
 
 use std::collections::BTreeMap;
 

@@ -33,6 +33,10 @@ pub struct Context<P> {
     pub images: ImageSources,
     /// Unpack failures in a row, by Instance uid, for the retry backoff.
     pub unpack_failures: Mutex<HashMap<String, u32>>,
+    /// Instances (by UID) whose last apply failed. The status says so too,
+    /// but a reconcile may read a status older than the runtime's own last
+    /// write, and must not take a failed Instance for a first install.
+    pub install_failures: Mutex<std::collections::HashSet<String>>,
     /// Reconcile counts and durations, served on `/metrics`.
     pub metrics: Arc<Metrics>,
     /// Kinds discovered so far, shared by every reconcile.
@@ -54,9 +58,20 @@ pub struct Context<P> {
     pub decisions: Mutex<HashMap<String, String>>,
     /// Permits for fetching and unpacking, one per Bundle at a time.
     pub unpacks: tokio::sync::Semaphore,
+    /// Permits for reading content from ConfigMaps, one per ConfigMap
+    /// mounted ([`CONFIG_MAP_READS`] in all).
+    pub config_map_reads: tokio::sync::Semaphore,
     /// What the cluster runs and serves, and when that was read.
     pub cluster: tokio::sync::Mutex<Option<(std::time::Instant, Arc<ClusterFacts>)>>,
 }
+
+/// Most ConfigMaps of content read and unpacked at once. Each is at most
+/// the apiserver's object limit (about 1.5 MiB), so this bounds their
+/// memory to a few dozen MiB; it is wider than the limit on downloads
+/// because a ConfigMap read is one API round trip, and with only two at a
+/// time a thousand small Instances waited on each other's reads (7.1 s
+/// against 5.2 s with 16, `cargo bench -p pakket-runtime --bench instances`).
+pub const CONFIG_MAP_READS: u32 = 16;
 
 /// How long [`ClusterFacts`] are used before they are read again.
 const CLUSTER_FACTS_FOR: Duration = Duration::from_secs(300);
@@ -179,6 +194,39 @@ impl<P> Context<P> {
     pub fn unpack_succeeded(&self, instance: &Instance) {
         let key = instance.uid().unwrap_or_else(|| instance.name_any());
         self.unpack_failures
+            .lock()
+            .expect("not poisoned")
+            .remove(&key);
+    }
+
+    /// Records whether `instance`'s apply just failed.
+    pub fn apply_ended(&self, instance: &Instance, failed: bool) {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        let mut failures = self.install_failures.lock().expect("not poisoned");
+        if failed {
+            failures.insert(key);
+        } else {
+            failures.remove(&key);
+        }
+    }
+
+    /// Whether this process saw `instance`'s last apply fail.
+    pub fn apply_failed_before(&self, instance: &Instance) -> bool {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        self.install_failures
+            .lock()
+            .expect("not poisoned")
+            .contains(&key)
+    }
+
+    /// Forgets everything kept in memory about `instance` (it is gone).
+    pub fn forget(&self, instance: &Instance) {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        self.unpack_failures
+            .lock()
+            .expect("not poisoned")
+            .remove(&key);
+        self.install_failures
             .lock()
             .expect("not poisoned")
             .remove(&key);

@@ -128,8 +128,15 @@ pub async fn install<P: Provisioner>(
             return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
         }
         None => match async {
-            // Bounded: each unpack holds a download and an extraction.
-            let _permit = context.unpacks.acquire().await;
+            // Bounded: each unpack holds a download and an extraction, or
+            // the ConfigMaps it reads.
+            let _permit = if content::from_config_maps(&bundle.spec) {
+                let mounts = bundle.spec.volume_mounts.len() as u32;
+                let permits = mounts.clamp(1, super::context::CONFIG_MAP_READS);
+                context.config_map_reads.acquire_many(permits).await
+            } else {
+                context.unpacks.acquire().await
+            };
             content::unpack(
                 &context.client,
                 &bundle.spec,
@@ -288,8 +295,19 @@ pub async fn install<P: Provisioner>(
         digest: unpacked.digest.as_str().to_owned(),
         approved_by: String::new(),
     };
-    if let Some((waiting, retry)) =
-        approve(instance, class, &objects, &content, context, &mut report).await
+    let running = running_objects(instance, &request, context);
+    if let Some((waiting, retry)) = approve(
+        instance,
+        class,
+        Proposed {
+            objects: &objects,
+            running: running.as_deref(),
+        },
+        &content,
+        context,
+        &mut report,
+    )
+    .await
     {
         report.set(Reason::InstallPending, ConditionStatus::False, waiting);
         let next = retry.map_or_else(Action::await_change, Action::requeue);
@@ -334,16 +352,24 @@ pub async fn install<P: Provisioner>(
                 crd_upgrade_safety: options.crd_upgrade_safety,
                 // Created without reading first, unless an earlier try
                 // failed: a conflict would then create and remove objects
-                // again on every retry.
-                first_install: previous.is_empty() && !report.failed_before(),
+                // again on every retry (and a reconcile that read the
+                // Instance before the failure was written would do it at
+                // once, while the failure is already visible).
+                first_install: previous.is_empty()
+                    && !report.failed_before()
+                    && !context.apply_failed_before(instance),
                 content_changed: !installed_here,
             },
         );
         let describe = || progress.describe(objects.len(), bundle_name);
         let (applied, adoptions) =
             match with_progress(applying, describe, &mut report, context).await {
-                Ok(applied) => applied,
+                Ok(applied) => {
+                    context.apply_ended(instance, false);
+                    applied
+                }
                 Err(error) => {
+                    context.apply_ended(instance, true);
                     // Objects this Instance had that someone took over
                     // are not its to keep healthy any more: say so.
                     if let Some(message) = taken_over(&error, &previous) {
@@ -811,10 +837,49 @@ fn already_unpacked<P>(bundle: &Bundle, context: &Context<P>) -> Option<Unpacked
 /// `AllowAll` approves any content; other policies are the provisioner's
 /// ([`Provisioner::approve`]), and what a policy approved holds for that
 /// content while the class keeps that policy.
+/// What an approval decides on: the objects the new content would install,
+/// and those of the content the Instance runs now (see [`running_objects`]).
+struct Proposed<'a> {
+    objects: &'a [serde_json::Value],
+    running: Option<&'a [serde_json::Value]>,
+}
+
+/// The objects of the content `instance` runs now, rendered again from
+/// the store the way they were installed, for policies that compare new
+/// content with it (`Android`). `None` for a first install, when the class
+/// asks for no such policy, or when the content is no longer stored (the
+/// policy then asks a person, as for a first install). What runs is the
+/// content last approved, when it is the active Bundle's: that record is
+/// the runtime's own (the webhook lets no requester write it).
+fn running_objects<P: Provisioner>(
+    instance: &Instance,
+    request: &crate::provisioner::ObjectsRequest<'_>,
+    context: &Context<P>,
+) -> Option<Vec<serde_json::Value>> {
+    let compares = matches!(
+        class_parameters::string(request.class_parameters, "approval"),
+        Ok(Some("Android"))
+    );
+    if !compares {
+        return None;
+    }
+    let status = instance.status.as_ref()?;
+    let approved = status.approval.as_ref()?;
+    if status.active_bundle.as_deref() != Some(approved.bundle.as_str()) {
+        return None;
+    }
+    let dir = context.store.get(&Digest::parse(&approved.digest).ok()?)?;
+    let running = crate::provisioner::ObjectsRequest {
+        content: &dir,
+        ..*request
+    };
+    context.provisioner.objects(&running).ok()
+}
+
 async fn approve<P: Provisioner>(
     instance: &Instance,
     class: &ProvisionerClass,
-    objects: &[serde_json::Value],
+    proposed: Proposed<'_>,
     content: &ApprovedContent,
     context: &Context<P>,
     report: &mut Report,
@@ -899,7 +964,8 @@ async fn approve<P: Provisioner>(
         instance,
         class,
         policy,
-        objects,
+        objects: proposed.objects,
+        running: proposed.running,
         kinds: context.kinds.clone(),
         record_key: context.record_key.as_ref(),
     };

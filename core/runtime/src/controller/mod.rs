@@ -218,6 +218,7 @@ pub async fn run_with<P: Provisioner>(
         store,
         images: ImageSources::new(options.sources),
         unpack_failures: Mutex::new(HashMap::new()),
+        install_failures: Mutex::new(Default::default()),
         metrics: options.metrics,
         kinds: Kinds::with_drift(client.clone(), drift.clone()),
         classes,
@@ -228,6 +229,7 @@ pub async fn run_with<P: Provisioner>(
         record_key: options.record_key,
         decisions: Mutex::new(HashMap::new()),
         unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),
+        config_map_reads: tokio::sync::Semaphore::new(context::CONFIG_MAP_READS as usize),
         cluster: tokio::sync::Mutex::new(None),
     });
     let by_class = instances.clone();
@@ -336,6 +338,7 @@ async fn reconcile_instance<P: Provisioner>(
     if instance.metadata.deletion_timestamp.is_some() {
         if holds_finalizer {
             uninstall::uninstall(&instance, context).await?;
+            context.forget(&instance);
             match finalizer::remove(&api, &instance, finalizer_name).await {
                 Ok(_) => {}
                 // Gone already, or changed meanwhile: the next event decides.

@@ -14,8 +14,10 @@
 //! | [`records`] | a requester record no webhook wrote is not trusted |
 //! | [`deputy`] | the provisioner reads and fetches only what the requester could |
 //! | [`pivot`] | a pivot touches only Bundles this Instance has had active |
+//! | [`android`] | `Android` installs an update by itself only when it asks for no new right |
 
 mod adoption;
+mod android;
 mod approval;
 mod claims;
 mod deletion;
