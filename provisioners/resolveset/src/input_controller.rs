@@ -28,6 +28,7 @@ use pakket_engine::resolve::{Installed, Request};
 use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
+use crate::held_back;
 use crate::input::{Input, InputClass, InputStatus};
 use crate::input_request::{request_of, with_fields};
 use crate::input_resolve::{self, Answer, Asked};
@@ -42,6 +43,9 @@ pub const SET_LABEL: &str = "resolve.pakket.dev/resolveset";
 const RESYNC: Duration = Duration::from_secs(300);
 /// Changes arriving this close together are resolved once.
 const SETTLE: Duration = Duration::from_millis(300);
+/// How soon a set that holds bundles back for leaving dependents is looked
+/// at again (a deleted child's uninstall starts no watch event here).
+const HELD_BACK_RECHECK: Duration = Duration::from_secs(3);
 
 /// Where the set goes and who writes it.
 pub struct InputContext {
@@ -116,12 +120,16 @@ pub async fn run(context: Arc<InputContext>, selector: Option<String>) {
         tokio::time::sleep(SETTLE).await;
         // What woke us in the meantime is covered by this pass.
         while wake.try_recv().is_ok() {}
-        if let Err(error) = reconcile_all(&context, &inputs, &classes).await {
-            tracing::warn!(%error, "resolving Inputs; trying again");
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            continue;
-        }
-        let _ = tokio::time::timeout(RESYNC, wake.recv()).await;
+        let next = match reconcile_all(&context, &inputs, &classes).await {
+            Ok(Pass::Settled) => RESYNC,
+            Ok(Pass::HoldingBack) => HELD_BACK_RECHECK,
+            Err(error) => {
+                tracing::warn!(%error, "resolving Inputs; trying again");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                continue;
+            }
+        };
+        let _ = tokio::time::timeout(next, wake.recv()).await;
     }
 }
 
@@ -134,12 +142,20 @@ async fn forward(
     }
 }
 
+/// How a pass left the set.
+enum Pass {
+    /// As resolved.
+    Settled,
+    /// With bundles held back for dependents still leaving.
+    HoldingBack,
+}
+
 /// One pass: resolve, then (as leader) write statuses and the set.
 async fn reconcile_all(
     context: &InputContext,
     inputs: &Store<Input>,
     classes: &Store<InputClass>,
-) -> Result<(), kube::Error> {
+) -> Result<Pass, kube::Error> {
     let mut inputs = inputs.state();
     inputs.sort_by_key(|input| input.name_any());
     let classes: BTreeMap<String, Arc<InputClass>> = classes
@@ -160,8 +176,9 @@ async fn reconcile_all(
         .map_err(|error| kube::Error::Service(error.to_string().into()))?
     };
     if !context.leader.as_ref().is_none_or(LeaderState::is_leader) {
-        return Ok(());
+        return Ok(Pass::Settled);
     }
+    let mut pass = Pass::Settled;
     let live = asked.iter().any(|a| !a.dry_run && a.request.is_ok());
     if live || !previous.is_empty() {
         let resolved: BTreeMap<String, Vec<_>> = plan
@@ -173,7 +190,13 @@ async fn reconcile_all(
                 _ => None,
             })
             .collect();
-        let entries = resolved_set::entries(&plan.set, &served, &resolved, &previous);
+        let mut entries = resolved_set::entries(&plan.set, &served, &resolved, &previous);
+        let kept = hold_back(context, &previous, &entries).await?;
+        if !kept.is_empty() {
+            pass = Pass::HoldingBack;
+            entries.extend(kept);
+            entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
+        }
         write_set(context, &entries).await?;
     }
     for (input, asked) in inputs.iter().zip(&asked) {
@@ -184,7 +207,29 @@ async fn reconcile_all(
             .unwrap_or(Answer::Invalid("not resolved".into()));
         write_status(context, input, asked.dry_run, &answer).await?;
     }
-    Ok(())
+    Ok(pass)
+}
+
+/// The bundles `next` drops that stay for now, because a child that needs
+/// them is leaving too and still on the cluster ([`held_back`]).
+async fn hold_back(
+    context: &InputContext,
+    previous: &[Entry],
+    next: &[Entry],
+) -> Result<Vec<Entry>, kube::Error> {
+    let instances: Api<pakket_api::Instance> = Api::all(context.client.clone());
+    let mut present = BTreeSet::new();
+    for name in held_back::to_look_up(previous, next) {
+        if instances.get_opt(&name).await?.is_some() {
+            present.insert(name);
+        }
+    }
+    Ok(held_back::held_back(
+        previous,
+        next,
+        &context.instance,
+        |name| present.contains(name),
+    ))
 }
 
 /// The Input's request with its class's constraints, or why it has none.

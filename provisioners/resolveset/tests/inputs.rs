@@ -336,5 +336,59 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
     .await;
     let (current, _, _) = current_set(&scope).await.unwrap();
     assert!(config_maps.get_opt(&current).await.unwrap().is_some());
+
+    // Dependents go first. The topology operator's child Instance is still
+    // being uninstalled (here: an Instance of that name held by a
+    // finalizer, as a provisioner holds one while it removes objects) when
+    // its Input goes: the cluster operator it needs stays in the set,
+    // saying what it waits for, and leaves once that Instance is gone.
+    let child = format!("{}-{TOPOLOGY}", scope.name("resolveset"));
+    let instances: Api<pakket_api::Instance> = Api::all(scope.client.clone());
+    let standing_in: pakket_api::Instance = serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
+        "metadata": { "name": child, "labels": scope.labels(), "finalizers": ["test.pakket.dev/uninstalling"] },
+        "spec": { "class": scope.name("nobody"), "bundle": { "name": "x", "spec": { "class": scope.name("nobody"), "refs": ["docker://example.com/x:1"] } } },
+    }))
+    .unwrap();
+    instances
+        .create(&PostParams::default(), &standing_in)
+        .await
+        .unwrap();
+    instances.delete(&child, &Default::default()).await.unwrap();
+    Api::<Input>::all(scope.client.clone())
+        .delete(&topology, &Default::default())
+        .await
+        .unwrap();
+    eventually(
+        "the topology operator leaves, the cluster operator is held back",
+        || async {
+            current_set(&scope).await.is_some_and(|(_, entries, _)| {
+                entries.len() == 1
+                    && entries[0].package_name == CLUSTER_OPERATOR
+                    && entries[0].properties.contains(&json!({
+                        "type": pakket_resolveset::held_back::HELD_BACK_FOR,
+                        "value": [child],
+                    }))
+            })
+        },
+    )
+    .await;
+    instances
+        .patch(
+            &child,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "finalizers": null } })),
+        )
+        .await
+        .unwrap();
+    eventually(
+        "the cluster operator leaves once its dependent is gone",
+        || async {
+            current_set(&scope)
+                .await
+                .is_some_and(|(_, entries, _)| entries.is_empty())
+        },
+    )
+    .await;
     support::cleanup(scope).await;
 }

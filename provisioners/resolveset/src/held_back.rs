@@ -1,0 +1,151 @@
+//! Dependents go first. When a resolution drops a bundle from the set, its
+//! child Instance would be pruned at once, together with the children that
+//! needed it: an operator's CRDs could go while the operator that uses them
+//! is still running. So a bundle leaving the set stays in it, at the bundle
+//! installed, while a child that needs it (by the set's own record,
+//! `pakket.dev/neededBy`) is leaving too and still on the cluster; once
+//! every such child is gone, the next pass lets it go. A child that stays
+//! in the set does not hold anything back: the new set says what it needs.
+
+use serde_json::{Value, json};
+
+use crate::input_resolve::instance_name;
+use crate::resolved_set::Entry;
+
+/// The property a held-back entry carries: the Instances it waits for.
+pub const HELD_BACK_FOR: &str = "pakket.dev/heldBackFor";
+/// The property naming who needs an entry (`Input x`, `Instance y`).
+pub const NEEDED_BY: &str = "pakket.dev/neededBy";
+
+/// The Instances (by name) that `entry` is recorded as needed by.
+fn needing_instances(entry: &Entry) -> Vec<String> {
+    entry
+        .properties
+        .iter()
+        .filter(|property| property["type"] == NEEDED_BY)
+        .filter_map(|property| property["value"].as_array())
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(|who| who.strip_prefix("Instance "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The Instances whose presence decides what is held back: those that
+/// need an entry of `previous` that `next` drops. Ask the cluster about
+/// these, then call [`held_back`].
+pub fn to_look_up(previous: &[Entry], next: &[Entry]) -> Vec<String> {
+    let mut names: Vec<String> = leaving(previous, next)
+        .flat_map(needing_instances)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn leaving<'a>(previous: &'a [Entry], next: &'a [Entry]) -> impl Iterator<Item = &'a Entry> {
+    previous.iter().filter(|entry| {
+        !next
+            .iter()
+            .any(|kept| kept.package_name == entry.package_name)
+    })
+}
+
+/// The entries of `previous` that `next` drops but that must stay for now:
+/// some Instance that needs them is still `present` on the cluster and is
+/// not a child of `next` (set Instance `set`). Each comes back as it was,
+/// with [`HELD_BACK_FOR`] naming the Instances it waits for.
+pub fn held_back(
+    previous: &[Entry],
+    next: &[Entry],
+    set: &str,
+    present: impl Fn(&str) -> bool,
+) -> Vec<Entry> {
+    let staying: Vec<String> = next
+        .iter()
+        .map(|entry| instance_name(set, &entry.package_name))
+        .collect();
+    leaving(previous, next)
+        .filter_map(|entry| {
+            let waits_for: Vec<String> = needing_instances(entry)
+                .into_iter()
+                .filter(|name| !staying.contains(name) && present(name))
+                .collect();
+            if waits_for.is_empty() {
+                return None;
+            }
+            let mut kept = entry.clone();
+            kept.properties
+                .retain(|property| property["type"] != HELD_BACK_FOR);
+            kept.properties
+                .push(json!({ "type": HELD_BACK_FOR, "value": waits_for }));
+            Some(kept)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(package: &str, needed_by: &[&str]) -> Entry {
+        Entry {
+            schema: "olm.bundle".into(),
+            name: format!("{package}.v1.0.0"),
+            package_name: package.into(),
+            version: "1.0.0".into(),
+            image: format!("quay.io/{package}:v1.0.0"),
+            catalog: "community".into(),
+            channel: None,
+            properties: vec![json!({ "type": NEEDED_BY, "value": needed_by })],
+        }
+    }
+
+    #[test]
+    fn a_dependency_stays_while_its_leaving_dependent_is_on_the_cluster() {
+        let previous = [
+            entry("cluster-op", &["Instance set-topology"]),
+            entry("topology", &["Input topology"]),
+        ];
+        assert_eq!(to_look_up(&previous, &[]), ["set-topology"]);
+        let kept = held_back(&previous, &[], "set", |name| name == "set-topology");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].package_name, "cluster-op");
+        assert!(
+            kept[0]
+                .properties
+                .contains(&json!({ "type": HELD_BACK_FOR, "value": ["set-topology"] }))
+        );
+        // Its dependent gone: it goes too.
+        assert!(held_back(&previous, &[], "set", |_| false).is_empty());
+    }
+
+    #[test]
+    fn a_dependent_that_stays_in_the_set_holds_nothing_back() {
+        // topology's new version no longer needs cluster-op.
+        let previous = [
+            entry("cluster-op", &["Instance set-topology"]),
+            entry("topology", &["Input topology"]),
+        ];
+        let next = [entry("topology", &["Input topology"])];
+        assert!(held_back(&previous, &next, "set", |_| true).is_empty());
+    }
+
+    #[test]
+    fn holding_back_again_names_the_current_waits_only() {
+        let mut previous = entry("cluster-op", &["Instance set-a", "Instance set-b"]);
+        previous
+            .properties
+            .push(json!({ "type": HELD_BACK_FOR, "value": ["set-a", "set-b"] }));
+        let kept = held_back(&[previous], &[], "set", |name| name == "set-b");
+        let waits: Vec<&Value> = kept[0]
+            .properties
+            .iter()
+            .filter(|p| p["type"] == HELD_BACK_FOR)
+            .collect();
+        assert_eq!(
+            waits,
+            [&json!({ "type": HELD_BACK_FOR, "value": ["set-b"] })]
+        );
+    }
+}
