@@ -164,6 +164,7 @@ async fn start(client: &kube::Client, files: &tls::CertFiles, ttl: Duration) -> 
         reload_interval: Duration::from_secs(5),
         access_cache_ttl: ttl,
         record_key: bench_key(),
+        delegates: Vec::new(),
     };
     let server = pakket_webhooks::start(client.clone(), settings)
         .await

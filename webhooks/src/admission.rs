@@ -44,19 +44,34 @@ pub struct Admission {
     authorizer: Authorizer,
     index: Index,
     key: RecordKey,
+    delegates: std::sync::Arc<Vec<String>>,
 }
 
 impl Admission {
     /// Answers with `authorizer` for permissions, `index` for Bundles and
     /// classes, `client` for ConfigMap lookups, and `key` to seal and
-    /// verify requester records.
-    pub fn new(client: Client, authorizer: Authorizer, index: Index, key: RecordKey) -> Self {
+    /// verify requester records. `delegates` are the user names whose
+    /// writes may carry a sealed record of someone else
+    /// ([`creator`]'s delegates).
+    pub fn new(
+        client: Client,
+        authorizer: Authorizer,
+        index: Index,
+        key: RecordKey,
+        delegates: Vec<String>,
+    ) -> Self {
         Self {
             client,
             authorizer,
             index,
             key,
+            delegates: std::sync::Arc::new(delegates),
         }
+    }
+
+    /// Whether `requester` is one of the delegates.
+    fn is_delegate(&self, requester: &Requester) -> bool {
+        self.delegates.contains(&requester.username)
     }
 
     /// Whether the watches behind the answers have synced.
@@ -88,9 +103,22 @@ impl Admission {
             }
             (Webhook::Mutate, Target::Bundle) if writes => mutate_bundle(request, &mut verdict),
             (Webhook::Mutate, Target::Instance) if writes => {
-                mutate_instance(request, &requester, &self.key, &mut verdict).map(|()| {
+                let delegate = self.is_delegate(&requester);
+                mutate_instance(request, &requester, &self.key, delegate, &mut verdict).map(|()| {
                     self.add_finalizer(request, &mut verdict);
                 })
+            }
+            (webhook, Target::Recorded(kind)) if writes => {
+                let delegate = self.is_delegate(&requester);
+                records_of(
+                    webhook,
+                    kind,
+                    request,
+                    &requester,
+                    &self.key,
+                    delegate,
+                    &mut verdict,
+                )
             }
             (_, target) => {
                 tracing::debug!(?target, operation = ?request.operation, "nothing to check");
@@ -144,12 +172,17 @@ impl Admission {
     ) -> Result<(), String> {
         let (old, new) = objects::<Instance>(request, "Instance")?;
         let name = new.name_any();
+        let subject = creator::Subject {
+            delegate: self.is_delegate(requester),
+            ..creator::Subject::instance(&name)
+        };
+        let digest = pakket_api::spec_digest(&new.spec);
         let creator = match &old {
-            None => creator::check_create(&name, &new.metadata, &new.spec, requester, &self.key),
-            Some(old) => creator::check_update(
-                &name,
-                (&old.metadata, &old.spec),
-                (&new.metadata, &new.spec),
+            None => creator::check_create_for(&subject, &new.metadata, &digest, requester, &self.key),
+            Some(old) => creator::check_update_for(
+                &subject,
+                (&old.metadata, &pakket_api::spec_digest(&old.spec)),
+                (&new.metadata, &digest),
                 requester,
                 &self.key,
                 false,
@@ -407,6 +440,7 @@ fn mutate_instance(
     request: &Request,
     requester: &Requester,
     key: &RecordKey,
+    delegate: bool,
     verdict: &mut Verdict,
 ) -> Result<(), String> {
     let raw = request
@@ -415,19 +449,102 @@ fn mutate_instance(
         .ok_or("the request carries no object")?;
     let shown = display_name(request, raw);
     let (old, new) = objects::<Instance>(request, "Instance")?;
+    let name = new.name_any();
+    let digest = pakket_api::spec_digest(&new.spec);
     match old {
-        None => match creator::on_create(&shown, &new.metadata, &new.spec, requester, key) {
-            Ok(patch) => verdict.patch = patch,
-            Err(message) => verdict.deny(403, message),
-        },
+        None => {
+            let subject = creator::Subject {
+                delegate,
+                ..creator::Subject::instance(&shown)
+            };
+            match creator::on_create_for(&subject, &new.metadata, &digest, requester, key) {
+                Ok(patch) => verdict.patch = patch,
+                Err(message) => verdict.deny(403, message),
+            }
+        }
         Some(old) => {
-            verdict.patch = creator::on_update(
-                &new.name_any(),
-                (&old.metadata, &old.spec),
-                (&new.metadata, &new.spec),
+            let subject = creator::Subject {
+                delegate,
+                ..creator::Subject::instance(&name)
+            };
+            verdict.patch = creator::on_update_for(
+                &subject,
+                (&old.metadata, &pakket_api::spec_digest(&old.spec)),
+                (&new.metadata, &digest),
                 requester,
                 key,
             )
+        }
+    }
+    Ok(())
+}
+
+/// The requester records of an Input or Operator (`kind`), both phases:
+/// sealed for the digest of its spec as JSON ([`pakket_api::value_digest`]),
+/// which the resolveset process verifies before it installs anything on
+/// the author's behalf.
+fn records_of(
+    webhook: Webhook,
+    kind: &str,
+    request: &Request,
+    requester: &Requester,
+    key: &RecordKey,
+    delegate: bool,
+    verdict: &mut Verdict,
+) -> Result<(), String> {
+    let new = request
+        .object
+        .as_ref()
+        .ok_or_else(|| format!("the {kind} request carries no object"))?;
+    let old = match (&request.operation, &request.old_object) {
+        (Operation::Update, Some(old)) => Some(old),
+        _ => None,
+    };
+    let digest = |object: &kube::core::DynamicObject| {
+        pakket_api::value_digest(object.data.get("spec").unwrap_or(&serde_json::Value::Null))
+    };
+    let name = display_name(request, new);
+    let subject = creator::Subject {
+        kind,
+        name: &name,
+        delegate,
+    };
+    let new_digest = digest(new);
+    match (webhook, old) {
+        (Webhook::Mutate, None) => {
+            match creator::on_create_for(&subject, &new.metadata, &new_digest, requester, key) {
+                Ok(patch) => verdict.patch = patch,
+                Err(message) => verdict.deny(403, message),
+            }
+        }
+        (Webhook::Mutate, Some(old)) => {
+            verdict.patch = creator::on_update_for(
+                &subject,
+                (&old.metadata, &digest(old)),
+                (&new.metadata, &new_digest),
+                requester,
+                key,
+            );
+        }
+        (Webhook::Validate, None) => {
+            if let Err(message) =
+                creator::check_create_for(&subject, &new.metadata, &new_digest, requester, key)
+            {
+                verdict.deny(403, message);
+            }
+        }
+        (Webhook::Validate, Some(old)) => {
+            let status = request.sub_resource.as_deref() == Some("status");
+            if let Err(message) = creator::check_update_for(
+                &subject,
+                (&old.metadata, &digest(old)),
+                (&new.metadata, &new_digest),
+                requester,
+                key,
+                status,
+            ) {
+                verdict.deny(403, message);
+            }
         }
     }
     Ok(())

@@ -198,6 +198,41 @@ fn pakket_rule(resource: &str, operations: &[&str]) -> RuleWithOperations {
     rule(pakket_api::GROUP, "*", resource, operations, "Cluster")
 }
 
+/// The other kinds whose requester records the webhook keeps: Inputs and
+/// Operators (`resource` is `""` for the main resource, or a subresource).
+fn recorded_rules(subresource: &str, operations: &[&str]) -> Vec<RuleWithOperations> {
+    let resource = |plural: &str| {
+        if subresource.is_empty() {
+            plural.to_owned()
+        } else {
+            format!("{plural}/{subresource}")
+        }
+    };
+    vec![
+        rule(
+            crate::review::RESOLVE_GROUP,
+            "*",
+            &resource("inputs"),
+            operations,
+            "Cluster",
+        ),
+        rule(
+            crate::review::OPERATORS_GROUP,
+            "*",
+            &resource("operators"),
+            operations,
+            "Cluster",
+        ),
+    ]
+}
+
+fn creator_changed() -> MatchCondition {
+    condition(
+        "creator-changed",
+        format!("{} != {}", creator_of("object"), creator_of("oldObject")),
+    )
+}
+
 /// One validating webhook with the settings every one of ours shares.
 fn validating_webhook(
     options: &Options,
@@ -221,7 +256,7 @@ fn validating_webhook(
 }
 
 /// The ValidatingWebhookConfiguration: Bundles, Instances, Instance status,
-/// ConfigMaps.
+/// the records of Inputs and Operators, ConfigMaps.
 pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
     let bundles = validating_webhook(
         options,
@@ -243,6 +278,20 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
         "instance-approval.validate",
         vec![pakket_rule("instances/status", &["UPDATE"])],
         vec![approval_or_creator_changed()],
+    );
+    // Inputs and Operators: who asked for them decides whose rights the
+    // Instances made for them are judged by.
+    let records = validating_webhook(
+        options,
+        "records.validate",
+        recorded_rules("", &["CREATE", "UPDATE"]),
+        vec![spec_or_creator_changed()],
+    );
+    let records_status = validating_webhook(
+        options,
+        "records-status.validate",
+        recorded_rules("status", &["UPDATE"]),
+        vec![creator_changed()],
     );
     let mut config_maps = validating_webhook(
         options,
@@ -277,7 +326,14 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
     });
     ValidatingWebhookConfiguration {
         metadata: options.meta(),
-        webhooks: Some(vec![bundles, instances, approval, config_maps]),
+        webhooks: Some(vec![
+            bundles,
+            instances,
+            approval,
+            records,
+            records_status,
+            config_maps,
+        ]),
     }
 }
 
@@ -307,13 +363,27 @@ fn mutating_webhook(
     }
 }
 
-/// The MutatingWebhookConfiguration: the requester records on Instances, and
+/// The MutatingWebhookConfiguration: the requester records on Instances,
+/// Inputs and Operators, and
 /// the early, clearer refusal of a changed Bundle spec.
 pub fn mutating(options: &Options) -> MutatingWebhookConfiguration {
     let instances = mutating_webhook(
         options,
         "instances.mutate",
         vec![pakket_rule("instances", &["CREATE", "UPDATE"])],
+        vec![condition(
+            "create-or-spec-or-records-changed",
+            format!(
+                "request.operation == 'CREATE' || object.spec != oldObject.spec || {} != {}",
+                creator_of("oldObject"),
+                creator_of("object")
+            ),
+        )],
+    );
+    let records = mutating_webhook(
+        options,
+        "records.mutate",
+        recorded_rules("", &["CREATE", "UPDATE"]),
         vec![condition(
             "create-or-spec-or-records-changed",
             format!(
@@ -334,7 +404,7 @@ pub fn mutating(options: &Options) -> MutatingWebhookConfiguration {
     );
     MutatingWebhookConfiguration {
         metadata: options.meta(),
-        webhooks: Some(vec![instances, bundles]),
+        webhooks: Some(vec![instances, records, bundles]),
     }
 }
 

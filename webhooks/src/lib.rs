@@ -78,6 +78,10 @@ pub struct Settings {
     pub access_cache_ttl: Duration,
     /// The key that seals requester records (the provisioners verify with it).
     pub record_key: pakket_api::RecordKey,
+    /// User names whose writes may carry someone else's sealed record
+    /// (controllers that write on people's behalf, such as
+    /// pakket-resolveset's ServiceAccount); see [`rules::creator`].
+    pub delegates: Vec<String>,
 }
 
 /// A server started by [`start`].
@@ -134,6 +138,7 @@ pub async fn start(client: kube::Client, settings: Settings) -> Result<Running, 
         authorizer,
         index.clone(),
         settings.record_key.clone(),
+        settings.delegates.clone(),
     );
     let listener = TcpListener::bind(settings.listen)
         .await

@@ -107,6 +107,9 @@ pub struct LocalOptions {
     /// temporary directory (see [`LocalWebhooks::record_key_file`], to hand
     /// to provisioners).
     pub record_key_file: Option<PathBuf>,
+    /// User names whose writes may carry someone else's sealed record
+    /// (see [`crate::rules::creator`]).
+    pub delegates: Vec<String>,
 }
 
 impl Default for LocalOptions {
@@ -117,6 +120,7 @@ impl Default for LocalOptions {
             access_cache_ttl: Duration::from_secs(10),
             ready_timeout: Duration::from_secs(60),
             record_key_file: None,
+            delegates: Vec::new(),
         }
     }
 }
@@ -192,6 +196,7 @@ impl LocalWebhooks {
             reload_interval: RELOAD_INTERVAL,
             access_cache_ttl: options.access_cache_ttl,
             record_key,
+            delegates: options.delegates.clone(),
         };
         let mut webhooks = Self {
             client,

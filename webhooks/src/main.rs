@@ -50,6 +50,12 @@ enum Command {
         /// same Secret the provisioners mount).
         #[arg(long, env = "PAKKET_RECORD_KEY_FILE")]
         record_key_file: PathBuf,
+        /// A user whose writes may carry someone else's sealed requester
+        /// record (a controller that writes on people's behalf, such as
+        /// `system:serviceaccount:pakket-system:pakket-resolveset`);
+        /// repeatable.
+        #[arg(long = "delegate", value_name = "USER")]
+        delegates: Vec<String>,
     },
     /// Print the Validating- and MutatingWebhookConfiguration of deploy/.
     Configurations,
@@ -100,6 +106,7 @@ async fn main() -> anyhow::Result<()> {
             reload_seconds,
             access_cache_seconds,
             record_key_file,
+            delegates,
         } => {
             let record_key = pakket_api::RecordKey::read(&record_key_file)
                 .context("the record key (--record-key-file)")?;
@@ -112,6 +119,7 @@ async fn main() -> anyhow::Result<()> {
                 reload_interval: Duration::from_secs(reload_seconds.max(1)),
                 access_cache_ttl: Duration::from_secs(access_cache_seconds),
                 record_key,
+                delegates,
             };
             let mut shutdown = Shutdown::listen()?;
             let mut running = pakket_webhooks::start(client, settings).await?;

@@ -66,6 +66,11 @@ impl fmt::Display for Requester {
     }
 }
 
+/// The group of Inputs (and Catalogs, InputClasses).
+pub const RESOLVE_GROUP: &str = "resolve.pakket.dev";
+/// The group of Operators.
+pub const OPERATORS_GROUP: &str = "operators.pakket.dev";
+
 /// What a request is about, as far as the rules care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -77,6 +82,10 @@ pub enum Target {
     InstanceStatus,
     /// A core/v1 ConfigMap.
     ConfigMap,
+    /// An object whose requester records the webhook keeps, besides
+    /// Instances: `Input` (resolve.pakket.dev) or `Operator`
+    /// (operators.pakket.dev), main resource or status.
+    Recorded(&'static str),
     /// Anything else: a configuration mistake; allowed and logged.
     Other,
 }
@@ -95,6 +104,8 @@ impl Target {
             (pakket_api::GROUP, "instances", "") => Self::Instance,
             (pakket_api::GROUP, "instances", "status") => Self::InstanceStatus,
             ("", "configmaps", "") => Self::ConfigMap,
+            (RESOLVE_GROUP, "inputs", "" | "status") => Self::Recorded("Input"),
+            (OPERATORS_GROUP, "operators", "" | "status") => Self::Recorded("Operator"),
             _ => Self::Other,
         }
     }
@@ -106,6 +117,8 @@ impl Target {
             Self::Instance => "instances",
             Self::InstanceStatus => "instances/status",
             Self::ConfigMap => "configmaps",
+            Self::Recorded("Input") => "inputs",
+            Self::Recorded(_) => "operators",
             Self::Other => "other",
         }
     }

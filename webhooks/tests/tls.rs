@@ -104,6 +104,7 @@ async fn a_rotated_certificate_is_served_without_a_restart() {
         reload_interval: Duration::from_millis(100),
         access_cache_ttl: Duration::from_secs(10),
         record_key: pakket_api::RecordKey::generate().0,
+        delegates: Vec::new(),
     };
     let server = pakket_webhooks::start(client, settings).await.unwrap();
     server.index.wait_ready().await;

@@ -84,9 +84,20 @@ impl CreatorRecord {
         instance: &str,
         spec: &InstanceSpec,
     ) -> Self {
+        self.sealed_for(key, annotation, instance, spec_digest(spec))
+    }
+
+    /// This identity, sealed as the requester of the spec whose digest is
+    /// `digest` on `object` ([`record_object`]) in annotation `annotation`.
+    pub fn sealed_for(
+        &self,
+        key: &RecordKey,
+        annotation: &str,
+        object: &str,
+        digest: String,
+    ) -> Self {
         let mut sealed = Self::new(self.username.clone(), self.uid.clone(), self.groups.clone());
-        let digest = spec_digest(spec);
-        let tag = hmac::sign(&key.0, &sealed.sealed_text(annotation, instance, &digest));
+        let tag = hmac::sign(&key.0, &sealed.sealed_text(annotation, object, &digest));
         sealed.spec = Some(digest);
         sealed.seal = Some(hex::encode(tag.as_ref()));
         sealed
@@ -101,17 +112,25 @@ impl CreatorRecord {
         instance: &str,
         spec: &InstanceSpec,
     ) -> Result<(), RecordError> {
+        self.verify_for(key, annotation, instance, &spec_digest(spec))
+    }
+
+    /// Checks that this record was sealed with `key` on `object` in
+    /// annotation `annotation` for the spec whose digest is `current`.
+    pub fn verify_for(
+        &self,
+        key: &RecordKey,
+        annotation: &'static str,
+        object: &str,
+        current: &str,
+    ) -> Result<(), RecordError> {
         let (Some(digest), Some(seal)) = (&self.spec, &self.seal) else {
             return Err(RecordError::Unsealed { annotation });
         };
         let tag = hex::decode(seal).map_err(|_| RecordError::BadSeal { annotation })?;
-        hmac::verify(
-            &key.0,
-            &self.sealed_text(annotation, instance, digest),
-            &tag,
-        )
-        .map_err(|_| RecordError::BadSeal { annotation })?;
-        let current = spec_digest(spec);
+        hmac::verify(&key.0, &self.sealed_text(annotation, object, digest), &tag)
+            .map_err(|_| RecordError::BadSeal { annotation })?;
+        let current = current.to_owned();
         if *digest != current {
             return Err(RecordError::SpecChanged {
                 annotation,
@@ -180,6 +199,100 @@ impl CreatorRecord {
 pub fn spec_digest(spec: &InstanceSpec) -> String {
     let json = serde_json::to_vec(spec).expect("a spec always serializes");
     format!("sha256:{}", hex::encode(Sha256::digest(&json)))
+}
+
+/// The name a record is sealed for: an Instance's own name (as records
+/// always were), `Kind/name` for any other kind (`Input/etcd`), so a
+/// record sealed on an Input never verifies on an Instance of that name.
+pub fn record_object(kind: &str, name: &str) -> String {
+    if kind == "Instance" {
+        name.to_owned()
+    } else {
+        format!("{kind}/{name}")
+    }
+}
+
+/// The digest of a spec of a kind other than Instance, as the seal covers
+/// it: SHA-256 of its JSON with object keys sorted and nulls, empty lists
+/// and empty objects left out. The admission webhook reads the spec as
+/// JSON and a controller as its Rust type; this form is the same for both
+/// as long as the type writes every field it read (it may leave out empty
+/// ones).
+pub fn value_digest(spec: &serde_json::Value) -> String {
+    fn canonical(value: &serde_json::Value, out: &mut Vec<u8>) -> bool {
+        use serde_json::Value;
+        match value {
+            Value::Null => false,
+            Value::Array(items) if items.is_empty() => false,
+            Value::Object(fields) if fields.is_empty() => false,
+            Value::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    if !canonical(item, out) {
+                        out.extend_from_slice(b"null");
+                    }
+                }
+                out.push(b']');
+                true
+            }
+            Value::Object(fields) => {
+                let mut keys: Vec<&String> = fields.keys().collect();
+                keys.sort();
+                out.push(b'{');
+                let mut first = true;
+                for key in keys {
+                    let mut field = Vec::new();
+                    if canonical(&fields[key], &mut field) {
+                        if !first {
+                            out.push(b',');
+                        }
+                        first = false;
+                        out.extend_from_slice(
+                            &serde_json::to_vec(key).expect("a string serializes"),
+                        );
+                        out.push(b':');
+                        out.extend_from_slice(&field);
+                    }
+                }
+                out.push(b'}');
+                true
+            }
+            scalar => {
+                out.extend_from_slice(&serde_json::to_vec(scalar).expect("a scalar serializes"));
+                true
+            }
+        }
+    }
+    let mut text = Vec::new();
+    canonical(spec, &mut text);
+    format!("sha256:{}", hex::encode(Sha256::digest(&text)))
+}
+
+/// Who asked for the current spec of an object of any kind: like
+/// [`requester`], for the object's `annotations`, sealed on `object`
+/// ([`record_object`]) for the spec whose digest is `digest`.
+pub fn requester_of(
+    annotations: Option<&BTreeMap<String, String>>,
+    key: Option<&RecordKey>,
+    object: &str,
+    digest: &str,
+) -> Result<(CreatorRecord, &'static str), RecordError> {
+    let (annotation, found) = [LAST_CHANGED_BY_ANNOTATION, CREATED_BY_ANNOTATION]
+        .into_iter()
+        .find_map(|annotation| {
+            CreatorRecord::in_annotation(annotations, annotation).map(|found| (annotation, found))
+        })
+        .ok_or(RecordError::Missing)?;
+    let record = found.map_err(|error| RecordError::Malformed {
+        annotation,
+        message: error.to_string(),
+    })?;
+    let key = key.ok_or(RecordError::NoKey)?;
+    record.verify_for(key, annotation, object, digest)?;
+    Ok((record, annotation))
 }
 
 /// The secret that seals requester records. The webhooks and provisioners
@@ -318,21 +431,12 @@ pub fn requester(
     instance: &Instance,
     key: Option<&RecordKey>,
 ) -> Result<(CreatorRecord, &'static str), RecordError> {
-    let annotations = instance.metadata.annotations.as_ref();
-    let name = instance.metadata.name.as_deref().unwrap_or_default();
-    let (annotation, found) = [LAST_CHANGED_BY_ANNOTATION, CREATED_BY_ANNOTATION]
-        .into_iter()
-        .find_map(|annotation| {
-            CreatorRecord::in_annotation(annotations, annotation).map(|found| (annotation, found))
-        })
-        .ok_or(RecordError::Missing)?;
-    let record = found.map_err(|error| RecordError::Malformed {
-        annotation,
-        message: error.to_string(),
-    })?;
-    let key = key.ok_or(RecordError::NoKey)?;
-    record.verify(key, annotation, name, &instance.spec)?;
-    Ok((record, annotation))
+    requester_of(
+        instance.metadata.annotations.as_ref(),
+        key,
+        instance.metadata.name.as_deref().unwrap_or_default(),
+        &spec_digest(&instance.spec),
+    )
 }
 
 #[cfg(test)]
@@ -477,6 +581,40 @@ mod tests {
             Err(RecordError::Missing)
         );
         assert_eq!(requester(&one, None), Err(RecordError::NoKey));
+    }
+
+    #[test]
+    fn value_digests_ignore_key_order_and_empty_fields_but_not_values() {
+        let written = serde_json::json!({"b": [1, {"y": null, "x": "z"}], "a": "s", "c": []});
+        let typed = serde_json::json!({"a": "s", "b": [1, {"x": "z"}]});
+        assert_eq!(value_digest(&written), value_digest(&typed));
+        let other = serde_json::json!({"a": "s", "b": [1, {"x": "w"}]});
+        assert_ne!(value_digest(&typed), value_digest(&other));
+        // A record sealed on an Input does not verify on an Instance.
+        let alice = CreatorRecord::new("alice", None, vec![]);
+        let on_input = alice.sealed_for(
+            &key(),
+            CREATED_BY_ANNOTATION,
+            &record_object("Input", "hello"),
+            value_digest(&typed),
+        );
+        let annotations =
+            BTreeMap::from([(CREATED_BY_ANNOTATION.to_owned(), on_input.to_annotation())]);
+        assert_eq!(
+            requester_of(
+                Some(&annotations),
+                Some(&key()),
+                "Input/hello",
+                &value_digest(&written)
+            )
+            .unwrap()
+            .0
+            .username,
+            "alice"
+        );
+        assert!(
+            requester_of(Some(&annotations), Some(&key()), "hello", &value_digest(&typed)).is_err()
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
-//! The requester records: who created an Instance and who last changed its
+//! The requester records: who created an object and who last changed its
 //! spec, written by the mutating webhook from the authenticated request
 //! (never from what the user sent) and sealed with the record key, so the
-//! runtime can tell them from forgeries ([`pakket_api::requester`]).
+//! runtime can tell them from forgeries ([`pakket_api::requester`]). The
+//! same records are kept on Instances, Inputs and Operators; a record is
+//! sealed for its object's kind and name ([`pakket_api::record_object`]) and
+//! the digest of its spec.
 //!
 //! - CREATE (mutating): no record, or one naming the requester (re-applying
 //!   an exported manifest) → the requester's record, sealed for this spec;
@@ -15,6 +18,15 @@
 //! - UPDATE (validating, main resource): `created-by` never changes;
 //!   `last-changed-by` changes only with the spec, to the requester's
 //!   record sealed for the new spec. Status writes change neither.
+//!
+//! **Delegates.** A controller that writes objects on someone's behalf
+//! (pakket-resolveset writes each child Instance for the people whose
+//! Inputs need it, and each Operator's Input for the Operator's author)
+//! is named to the webhook as a delegate (`--delegate`). A delegate's
+//! write may carry a `last-changed-by` naming someone else, and it is kept
+//! only if its seal verifies for this very object and spec: only holders
+//! of the record key can seal, and only a delegate's write can carry one.
+//! `created-by` is always the writer's own.
 
 use std::collections::BTreeMap;
 
@@ -23,9 +35,48 @@ use json_patch::{AddOperation, PatchOperation};
 use kube::api::ObjectMeta;
 use pakket_api::{
     CREATED_BY_ANNOTATION, CreatorRecord, InstanceSpec, LAST_CHANGED_BY_ANNOTATION, RecordKey,
+    record_object, spec_digest,
 };
 
 use crate::review::Requester;
+
+/// The object whose records are written or checked, and how the request
+/// stands to it.
+#[derive(Clone, Copy, Debug)]
+pub struct Subject<'a> {
+    /// `Instance`, `Input`, `Operator`.
+    pub kind: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Whether the requester is one of the webhook's delegates.
+    pub delegate: bool,
+}
+
+impl Subject<'_> {
+    /// An Instance, written by someone who is no delegate.
+    pub fn instance(name: &str) -> Subject<'_> {
+        Subject {
+            kind: "Instance",
+            name,
+            delegate: false,
+        }
+    }
+
+    fn object(&self) -> String {
+        record_object(self.kind, self.name)
+    }
+
+    /// Whether `text` is a `last-changed-by` record a delegate may carry
+    /// here: sealed with `key` for this object and the spec `digest`.
+    fn delegated(&self, text: &str, key: &RecordKey, digest: &str) -> bool {
+        self.delegate
+            && CreatorRecord::from_annotation(text).is_ok_and(|record| {
+                record
+                    .verify_for(key, LAST_CHANGED_BY_ANNOTATION, &self.object(), digest)
+                    .is_ok()
+            })
+    }
+}
 
 fn record_text<'a>(meta: &'a ObjectMeta, annotation: &str) -> Option<&'a str> {
     meta.annotations
@@ -34,11 +85,12 @@ fn record_text<'a>(meta: &'a ObjectMeta, annotation: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-fn forged(instance: &str, annotation: &str, requester: &Requester, found: &str) -> String {
+fn forged(subject: &Subject<'_>, annotation: &str, requester: &Requester, found: &str) -> String {
     format!(
-        "Instance {instance:?}: annotation {annotation} is {found:?} but the request \
+        "{} {:?}: annotation {annotation} is {found:?} but the request \
          comes from {requester}; the webhook records who asks itself, so remove the \
-         annotation from the manifest"
+         annotation from the manifest",
+        subject.kind, subject.name
     )
 }
 
@@ -48,8 +100,7 @@ fn names_requester(text: &str, requester: &Requester) -> bool {
         .is_ok_and(|record| record.same_identity(&requester.creator_record()))
 }
 
-/// The mutating answer on CREATE: the patch that writes the requester's
-/// sealed record, or why the record the request carries is refused.
+/// The mutating answer on an Instance's CREATE (see [`on_create_for`]).
 pub fn on_create(
     instance: &str,
     meta: &ObjectMeta,
@@ -57,26 +108,53 @@ pub fn on_create(
     requester: &Requester,
     key: &RecordKey,
 ) -> Result<Vec<PatchOperation>, String> {
+    on_create_for(
+        &Subject::instance(instance),
+        meta,
+        &spec_digest(spec),
+        requester,
+        key,
+    )
+}
+
+/// The mutating answer on CREATE: the patch that writes the requester's
+/// sealed record (for the spec whose digest is `digest`), or why the
+/// record the request carries is refused.
+pub fn on_create_for(
+    subject: &Subject<'_>,
+    meta: &ObjectMeta,
+    digest: &str,
+    requester: &Requester,
+    key: &RecordKey,
+) -> Result<Vec<PatchOperation>, String> {
     if meta.name.as_deref().unwrap_or_default().is_empty() {
-        return Err(
-            "an Instance needs metadata.name (generateName is not supported: the requester \
-             record is sealed for the Instance's name)"
-                .to_owned(),
-        );
+        return Err(format!(
+            "a {} needs metadata.name (generateName is not supported: the requester \
+             record is sealed for the object's name)",
+            subject.kind
+        ));
     }
+    let delegated = record_text(meta, LAST_CHANGED_BY_ANNOTATION)
+        .is_some_and(|found| subject.delegated(found, key, digest));
     for annotation in [CREATED_BY_ANNOTATION, LAST_CHANGED_BY_ANNOTATION] {
+        if annotation == LAST_CHANGED_BY_ANNOTATION && delegated {
+            continue;
+        }
         if let Some(found) = record_text(meta, annotation)
             && !names_requester(found, requester)
         {
-            return Err(forged(instance, annotation, requester, found));
+            return Err(forged(subject, annotation, requester, found));
         }
     }
-    let sealed = requester
-        .creator_record()
-        .sealed(key, CREATED_BY_ANNOTATION, instance, spec);
+    let sealed = requester.creator_record().sealed_for(
+        key,
+        CREATED_BY_ANNOTATION,
+        &subject.object(),
+        digest.to_owned(),
+    );
     let mut patch = vec![add(meta, CREATED_BY_ANNOTATION, &sealed.to_annotation())];
-    if record_text(meta, LAST_CHANGED_BY_ANNOTATION).is_some() {
-        // A re-applied export may carry it; a new Instance has no changer yet.
+    if record_text(meta, LAST_CHANGED_BY_ANNOTATION).is_some() && !delegated {
+        // A re-applied export may carry it; a new object has no changer yet.
         patch.push(PatchOperation::Remove(json_patch::RemoveOperation {
             path: PointerBuf::from_tokens(["metadata", "annotations", LAST_CHANGED_BY_ANNOTATION]),
         }));
@@ -84,8 +162,7 @@ pub fn on_create(
     Ok(patch)
 }
 
-/// The mutating answer on UPDATE: the requester's sealed `last-changed-by`
-/// when the spec changes; records the update dropped, put back otherwise.
+/// The mutating answer on an Instance's UPDATE (see [`on_update_for`]).
 pub fn on_update(
     instance: &str,
     old: (&ObjectMeta, &InstanceSpec),
@@ -93,8 +170,28 @@ pub fn on_update(
     requester: &Requester,
     key: &RecordKey,
 ) -> Vec<PatchOperation> {
-    let (old_meta, old_spec) = old;
-    let (new_meta, new_spec) = new;
+    on_update_for(
+        &Subject::instance(instance),
+        (old.0, &spec_digest(old.1)),
+        (new.0, &spec_digest(new.1)),
+        requester,
+        key,
+    )
+}
+
+/// The mutating answer on UPDATE (metadata and spec digest, before and
+/// after): the requester's sealed `last-changed-by` when the spec changes
+/// (a delegate's sealed one kept); records the update dropped, put back
+/// otherwise.
+pub fn on_update_for(
+    subject: &Subject<'_>,
+    old: (&ObjectMeta, &str),
+    new: (&ObjectMeta, &str),
+    requester: &Requester,
+    key: &RecordKey,
+) -> Vec<PatchOperation> {
+    let (old_meta, old_digest) = old;
+    let (new_meta, new_digest) = new;
     let mut patch = Vec::new();
     let mut annotations_exist = new_meta.annotations.is_some();
     let mut put = |annotation: &str, value: &str, patch: &mut Vec<PatchOperation>| {
@@ -107,16 +204,22 @@ pub fn on_update(
     ) {
         put(CREATED_BY_ANNOTATION, kept, &mut patch);
     }
-    if old_spec != new_spec {
-        let sealed =
-            requester
-                .creator_record()
-                .sealed(key, LAST_CHANGED_BY_ANNOTATION, instance, new_spec);
-        put(
-            LAST_CHANGED_BY_ANNOTATION,
-            &sealed.to_annotation(),
-            &mut patch,
-        );
+    if old_digest != new_digest {
+        let delegated = record_text(new_meta, LAST_CHANGED_BY_ANNOTATION)
+            .is_some_and(|found| subject.delegated(found, key, new_digest));
+        if !delegated {
+            let sealed = requester.creator_record().sealed_for(
+                key,
+                LAST_CHANGED_BY_ANNOTATION,
+                &subject.object(),
+                new_digest.to_owned(),
+            );
+            put(
+                LAST_CHANGED_BY_ANNOTATION,
+                &sealed.to_annotation(),
+                &mut patch,
+            );
+        }
     } else if let (Some(kept), None) = (
         record_text(old_meta, LAST_CHANGED_BY_ANNOTATION),
         record_text(new_meta, LAST_CHANGED_BY_ANNOTATION),
@@ -126,8 +229,7 @@ pub fn on_update(
     patch
 }
 
-/// The validating check on CREATE: the record is the requester's and its
-/// seal verifies for the spec as created.
+/// The validating check on an Instance's CREATE (see [`check_create_for`]).
 pub fn check_create(
     instance: &str,
     meta: &ObjectMeta,
@@ -135,42 +237,91 @@ pub fn check_create(
     requester: &Requester,
     key: &RecordKey,
 ) -> Result<(), String> {
+    check_create_for(
+        &Subject::instance(instance),
+        meta,
+        &spec_digest(spec),
+        requester,
+        key,
+    )
+}
+
+/// The validating check on CREATE: the record is the requester's and its
+/// seal verifies for the spec as created; a `last-changed-by` only a
+/// delegate may carry, sealed for this spec.
+pub fn check_create_for(
+    subject: &Subject<'_>,
+    meta: &ObjectMeta,
+    digest: &str,
+    requester: &Requester,
+    key: &RecordKey,
+) -> Result<(), String> {
     let Some(found) = record_text(meta, CREATED_BY_ANNOTATION) else {
         return Err(format!(
-            "Instance {instance:?} has no {CREATED_BY_ANNOTATION} annotation: the mutating \
+            "{} {:?} has no {CREATED_BY_ANNOTATION} annotation: the mutating \
              webhook pakket-webhooks did not run; check that its MutatingWebhookConfiguration \
-             is installed"
+             is installed",
+            subject.kind, subject.name
         ));
     };
-    verify(instance, CREATED_BY_ANNOTATION, found, spec, requester, key)
+    verify(subject, CREATED_BY_ANNOTATION, found, digest, requester, key)?;
+    match record_text(meta, LAST_CHANGED_BY_ANNOTATION) {
+        Some(found) if !subject.delegated(found, key, digest) => {
+            Err(forged(subject, LAST_CHANGED_BY_ANNOTATION, requester, found))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn verify(
-    instance: &str,
+    subject: &Subject<'_>,
     annotation: &'static str,
     found: &str,
-    spec: &InstanceSpec,
+    digest: &str,
     requester: &Requester,
     key: &RecordKey,
 ) -> Result<(), String> {
     if !names_requester(found, requester) {
-        return Err(forged(instance, annotation, requester, found));
+        return Err(forged(subject, annotation, requester, found));
     }
     let record = CreatorRecord::from_annotation(found).map_err(|error| error.to_string())?;
-    record.verify(key, annotation, instance, spec).map_err(|error| {
-        format!(
-            "Instance {instance:?}: {error}; a mutating webhook that ran after Pakket's changed \
-             the spec: let Pakket's webhook run last (reinvocationPolicy: IfNeeded)"
-        )
-    })
+    record
+        .verify_for(key, annotation, &subject.object(), digest)
+        .map_err(|error| {
+            format!(
+                "{} {:?}: {error}; a mutating webhook that ran after Pakket's changed \
+                 the spec: let Pakket's webhook run last (reinvocationPolicy: IfNeeded)",
+                subject.kind, subject.name
+            )
+        })
 }
 
-/// The validating check on UPDATE; `status` for writes to the status
-/// subresource, which may change neither record.
+/// The validating check on an Instance's UPDATE (see [`check_update_for`]).
 pub fn check_update(
     instance: &str,
     old: (&ObjectMeta, &InstanceSpec),
     new: (&ObjectMeta, &InstanceSpec),
+    requester: &Requester,
+    key: &RecordKey,
+    status: bool,
+) -> Result<(), String> {
+    check_update_for(
+        &Subject::instance(instance),
+        (old.0, &spec_digest(old.1)),
+        (new.0, &spec_digest(new.1)),
+        requester,
+        key,
+        status,
+    )
+}
+
+/// The validating check on UPDATE (metadata and spec digest, before and
+/// after); `status` for writes to the status subresource, which may
+/// change neither record.
+pub fn check_update_for(
+    subject: &Subject<'_>,
+    old: (&ObjectMeta, &str),
+    new: (&ObjectMeta, &str),
     requester: &Requester,
     key: &RecordKey,
     status: bool,
@@ -186,9 +337,11 @@ pub fn check_update(
         let show =
             |text: Option<&str>| text.map_or("absent".to_owned(), |text| format!("{text:?}"));
         Err(format!(
-            "Instance {instance:?}: annotation {annotation} cannot be added, changed or \
+            "{} {:?}: annotation {annotation} cannot be added, changed or \
              removed by hand (it was {}, the update makes it {}); leave it as the webhook \
              wrote it",
+            subject.kind,
+            subject.name,
             show(before),
             show(after)
         ))
@@ -199,11 +352,13 @@ pub fn check_update(
     }
     match record_text(new.0, LAST_CHANGED_BY_ANNOTATION) {
         None => Err(format!(
-            "Instance {instance:?} changes its spec without a {LAST_CHANGED_BY_ANNOTATION} \
-             annotation: the mutating webhook pakket-webhooks did not run"
+            "{} {:?} changes its spec without a {LAST_CHANGED_BY_ANNOTATION} \
+             annotation: the mutating webhook pakket-webhooks did not run",
+            subject.kind, subject.name
         )),
+        Some(found) if subject.delegated(found, key, new.1) => Ok(()),
         Some(found) => verify(
-            instance,
+            subject,
             LAST_CHANGED_BY_ANNOTATION,
             found,
             new.1,
@@ -445,6 +600,102 @@ mod tests {
                 &bob,
                 &key(),
                 true
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_delegate_may_carry_a_sealed_record_of_someone_else_and_nobody_else_may() {
+        let controller = Requester::named("system:serviceaccount:pakket-system:pakket-resolveset", &[]);
+        let digest = spec_digest(&spec("v1"));
+        let delegate = Subject {
+            kind: "Instance",
+            name: "hello",
+            delegate: true,
+        };
+        let for_alice = alice().creator_record().sealed_for(
+            &key(),
+            LAST_CHANGED_BY_ANNOTATION,
+            "hello",
+            digest.clone(),
+        );
+        let meta = meta_with(&[(LAST_CHANGED_BY_ANNOTATION, &for_alice.to_annotation())]);
+        // The delegate's create keeps it; created-by is the delegate's own.
+        let patched = applied(
+            &meta,
+            on_create_for(&delegate, &meta, &digest, &controller, &key()).unwrap(),
+        );
+        assert_eq!(
+            record_text(&patched, LAST_CHANGED_BY_ANNOTATION),
+            Some(for_alice.to_annotation().as_str())
+        );
+        check_create_for(&delegate, &patched, &digest, &controller, &key()).unwrap();
+        let created = CreatorRecord::from_annotation(
+            record_text(&patched, CREATED_BY_ANNOTATION).unwrap(),
+        )
+        .unwrap();
+        assert!(created.same_identity(&controller.creator_record()));
+
+        // Anyone else carrying the very same record is refused.
+        let mallory = Requester::named("mallory", &[]);
+        let anyone = Subject::instance("hello");
+        assert!(on_create_for(&anyone, &meta, &digest, &mallory, &key()).is_err());
+        assert!(check_create_for(&anyone, &patched, &digest, &mallory, &key()).is_err());
+        // A delegate's record for another spec or another object is not kept.
+        let other_spec = spec_digest(&spec("v2"));
+        assert!(on_create_for(&delegate, &meta, &other_spec, &controller, &key()).is_err());
+        let elsewhere = Subject {
+            name: "other",
+            ..delegate
+        };
+        assert!(on_create_for(&elsewhere, &meta, &digest, &controller, &key()).is_err());
+        let as_input = Subject {
+            kind: "Input",
+            ..delegate
+        };
+        assert!(on_create_for(&as_input, &meta, &digest, &controller, &key()).is_err());
+
+        // An update by the delegate to a new spec keeps a record sealed for it.
+        let v2 = alice().creator_record().sealed_for(
+            &key(),
+            LAST_CHANGED_BY_ANNOTATION,
+            "hello",
+            other_spec.clone(),
+        );
+        let mut updated = patched.clone();
+        updated
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(LAST_CHANGED_BY_ANNOTATION.into(), v2.to_annotation());
+        assert!(
+            on_update_for(
+                &delegate,
+                (&patched, &digest),
+                (&updated, &other_spec),
+                &controller,
+                &key()
+            )
+            .is_empty()
+        );
+        check_update_for(
+            &delegate,
+            (&patched, &digest),
+            (&updated, &other_spec),
+            &controller,
+            &key(),
+            false,
+        )
+        .unwrap();
+        assert!(
+            check_update_for(
+                &anyone,
+                (&patched, &digest),
+                (&updated, &other_spec),
+                &mallory,
+                &key(),
+                false
             )
             .is_err()
         );
