@@ -138,6 +138,7 @@ async fn the_api_and_resolve_server_print_what_resolve_prints_on_the_same_files(
             metrics: Arc::new(Metrics::new()),
             set: Default::default(),
             store_gc: Default::default(),
+            record_key: None,
         },
     )
     .await

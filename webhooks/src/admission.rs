@@ -178,7 +178,9 @@ impl Admission {
         };
         let digest = pakket_api::spec_digest(&new.spec);
         let creator = match &old {
-            None => creator::check_create_for(&subject, &new.metadata, &digest, requester, &self.key),
+            None => {
+                creator::check_create_for(&subject, &new.metadata, &digest, requester, &self.key)
+            }
             Some(old) => creator::check_update_for(
                 &subject,
                 (&old.metadata, &pakket_api::spec_digest(&old.spec)),

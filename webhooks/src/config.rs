@@ -437,8 +437,8 @@ mod tests {
         let options = Options::deployed();
         let validating = validating(&options).webhooks.unwrap();
         let mutating = mutating(&options).webhooks.unwrap();
-        assert_eq!(validating.len(), 4);
-        assert_eq!(mutating.len(), 2);
+        assert_eq!(validating.len(), 6);
+        assert_eq!(mutating.len(), 3);
         for webhook in &validating {
             assert_eq!(webhook.side_effects, "None");
             assert_eq!(webhook.match_policy.as_deref(), Some("Equivalent"));
@@ -470,8 +470,21 @@ mod tests {
                     .into_iter()
                     .flat_map(|w| w.rules.unwrap()),
             );
+        // Pakket's kinds: core.pakket.dev, and the Inputs and Operators
+        // whose requester records the webhook keeps.
+        let pakket_groups = [
+            pakket_api::GROUP,
+            crate::review::RESOLVE_GROUP,
+            crate::review::OPERATORS_GROUP,
+        ];
         for rule in rules {
-            assert_eq!(rule.api_groups.unwrap(), [pakket_api::GROUP]);
+            let groups = rule.api_groups.unwrap();
+            assert!(
+                groups
+                    .iter()
+                    .all(|group| pakket_groups.contains(&group.as_str())),
+                "{groups:?}"
+            );
             assert!(
                 !rule
                     .operations

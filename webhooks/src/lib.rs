@@ -8,6 +8,7 @@
 //! | [`rules::use_verb`] | Bundle / Instance CREATE, and UPDATE that changes the spec | `use` on `provisionerclasses/<class>` for every class named (an Instance's embedded Bundle spec included) |
 //! | [`rules::approval`] | Instance (and `instances/status`) writes that change what decides approval ([`pakket_api::ApprovalState`]: `Approved` status and reason, `status.approval`) | `approve` on `instances/<name>` |
 //! | [`rules::creator`] | Instance CREATE (mutating + validating) and UPDATE | `core.pakket.dev/created-by` is the requester's, sealed for the spec, and never changes; a spec change writes `core.pakket.dev/last-changed-by` (the requester, sealed for the new spec); neither is written by hand |
+//! | [`rules::creator`] | Input and Operator CREATE and UPDATE (and their status) | the same records, sealed for `Input/<name>` or `Operator/<name>` and the digest of the spec as JSON; a delegate's (`--delegate`) write may carry someone else's `last-changed-by` when its seal verifies for that object and spec |
 //! | [`rules::bundle`] | Bundle UPDATE; Bundle / Instance CREATE | spec immutable (refused in the mutating phase, before CEL, with a message naming the change); refs parse |
 //! | [`rules::content`] | Bundle CREATE (and an Instance's embedded spec); ConfigMap CREATE/UPDATE/DELETE | the requester may `get` every mounted ConfigMap; mounted ConfigMaps are `immutable: true` and not deleted while mounted |
 //!

@@ -613,7 +613,13 @@ mod tests {
             "alice"
         );
         assert!(
-            requester_of(Some(&annotations), Some(&key()), "hello", &value_digest(&typed)).is_err()
+            requester_of(
+                Some(&annotations),
+                Some(&key()),
+                "hello",
+                &value_digest(&typed)
+            )
+            .is_err()
         );
     }
 

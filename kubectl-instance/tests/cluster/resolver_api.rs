@@ -140,6 +140,7 @@ async fn start_resolver(scope: &Scope) -> String {
             metrics: Arc::new(pakket_runtime::serve::Metrics::new()),
             set: Default::default(),
             store_gc: Default::default(),
+            record_key: None,
         },
     )
     .await

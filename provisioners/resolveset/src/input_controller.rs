@@ -28,12 +28,12 @@ use pakket_engine::resolve::{Installed, Request};
 use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
-use crate::held_back;
 use crate::input::{Input, InputClass, InputStatus};
 use crate::input_request::{request_of, with_fields};
 use crate::input_resolve::{self, Answer, Asked};
 use crate::resolved_set::{self, Entry};
 use crate::serving::Catalogs;
+use crate::{held_back, requested_by};
 
 /// The field manager of everything this controller writes.
 pub const MANAGER: &str = "pakket-resolveset-inputs";
@@ -61,6 +61,8 @@ pub struct InputContext {
     pub namespace: String,
     /// The resolveset Instance's name.
     pub instance: String,
+    /// Verifies who wrote each Input ([`crate::requested_by`]).
+    pub record_key: Option<pakket_api::RecordKey>,
     /// The ProvisionerClass of the resolveset Instance and Bundle.
     pub class: String,
 }
@@ -191,6 +193,11 @@ async fn reconcile_all(
             })
             .collect();
         let mut entries = resolved_set::entries(&plan.set, &served, &resolved, &previous);
+        let authors: requested_by::Authors = inputs
+            .iter()
+            .map(|input| (input.name_any(), author(input, context.record_key.as_ref())))
+            .collect();
+        requested_by::stamp(&mut entries, &context.instance, &authors);
         let kept = hold_back(context, &previous, &entries).await?;
         if !kept.is_empty() {
             pass = Pass::HoldingBack;
@@ -208,6 +215,25 @@ async fn reconcile_all(
         write_status(context, input, asked.dry_run, &answer).await?;
     }
     Ok(pass)
+}
+
+/// Who wrote `input`'s current spec, if the webhook's sealed record says
+/// so and verifies.
+fn author(input: &Input, key: Option<&pakket_api::RecordKey>) -> Option<pakket_api::CreatorRecord> {
+    let name = input.name_any();
+    let spec = serde_json::to_value(&input.spec).unwrap_or_default();
+    match pakket_api::requester_of(
+        input.metadata.annotations.as_ref(),
+        key,
+        &pakket_api::record_object("Input", &name),
+        &pakket_api::value_digest(&spec),
+    ) {
+        Ok((record, _)) => Some(record),
+        Err(error) => {
+            tracing::debug!(input = %name, %error, "no verified author");
+            None
+        }
+    }
 }
 
 /// The bundles `next` drops that stay for now, because a child that needs

@@ -37,6 +37,7 @@ pub mod operator_controller;
 pub mod process;
 pub mod protocol;
 pub mod provisioner;
+pub mod requested_by;
 pub mod resolved_set;
 mod schema;
 pub mod serving;

@@ -104,6 +104,10 @@ async fn main() -> anyhow::Result<()> {
     println!("probes and metrics on http://{}", probes.local_addr()?);
     tokio::spawn(serve::serve(probes, metrics.clone(), elector.state()));
 
+    let record_key = match &args.provisioner.record_key_file {
+        Some(path) => Some(pakket_api::RecordKey::read(path)?),
+        None => None,
+    };
     let provisioner_metrics = Arc::clone(&metrics);
     let running = process::start(
         client.clone(),
@@ -137,6 +141,7 @@ async fn main() -> anyhow::Result<()> {
                 },
                 ..StoreGc::default()
             },
+            record_key: record_key.clone(),
         },
     )
     .await?;
@@ -149,10 +154,6 @@ async fn main() -> anyhow::Result<()> {
     // leader only, like every provisioner; its content store is its own.
     let resync = running.resync.clone();
     let provisioner_store = store.join("resolveset-provisioner");
-    let record_key = match &args.provisioner.record_key_file {
-        Some(path) => Some(pakket_api::RecordKey::read(path)?),
-        None => None,
-    };
     let work = || {
         let _ = resync.unbounded_send(());
         let options = RunOptions {
@@ -161,7 +162,8 @@ async fn main() -> anyhow::Result<()> {
             max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
             ..RunOptions::new(provisioner_store.clone())
         };
-        controller::run_with(client.clone(), ResolveSet::new(id.clone()), options)
+        let provisioner = ResolveSet::new(id.clone()).with_record_key(record_key.clone());
+        controller::run_with(client.clone(), provisioner, options)
     };
     if let Some(result) = elector.run(serve::shutdown_signal(), work).await? {
         result?;

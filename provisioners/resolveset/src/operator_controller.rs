@@ -37,6 +37,10 @@ pub struct OperatorContext {
     pub catalogs: Arc<Catalogs>,
     /// Whether this replica writes; `None`: always.
     pub leader: Option<LeaderState>,
+    /// Verifies who wrote each Operator and seals that person on the
+    /// Input written for it (as its `last-changed-by`; the webhook takes
+    /// such a record from pakket-resolveset only).
+    pub record_key: Option<pakket_api::RecordKey>,
 }
 
 /// Runs the controller; `selector` limits it to Operators with matching labels.
@@ -99,7 +103,7 @@ async fn reconcile(
         return Ok(Action::requeue(RESYNC));
     }
     let labels = operator.labels().clone();
-    let input = json!({
+    let mut input = json!({
         "apiVersion": "resolve.pakket.dev/v1alpha1",
         "kind": "Input",
         "metadata": { "name": name, "labels": labels, "ownerReferences": [owner] },
@@ -108,6 +112,10 @@ async fn reconcile(
             "constraints": operator::constraints(&operator.spec),
         },
     });
+    if let Some(record) = on_behalf_of(&operator, &input["spec"], context.record_key.as_ref()) {
+        input["metadata"]["annotations"] =
+            json!({ pakket_api::LAST_CHANGED_BY_ANNOTATION: record.to_annotation() });
+    }
     let input = inputs
         .patch(
             &name,
@@ -118,6 +126,33 @@ async fn reconcile(
     let status = status_of(&operator, &input, &context).await;
     write_status(&context, &operator, status).await?;
     Ok(Action::requeue(RESYNC))
+}
+
+/// The Operator's author (the webhook's sealed record, verified), sealed
+/// again as the requester of the Input spec `spec` written for it: the
+/// Instances the Input brings in are then judged by the author's rights.
+/// `None` when the Operator has no record that verifies.
+fn on_behalf_of(
+    operator: &Operator,
+    spec: &serde_json::Value,
+    key: Option<&pakket_api::RecordKey>,
+) -> Option<pakket_api::CreatorRecord> {
+    let name = operator.name_any();
+    let operator_spec = serde_json::to_value(&operator.spec).ok()?;
+    let (author, _) = pakket_api::requester_of(
+        operator.metadata.annotations.as_ref(),
+        key,
+        &pakket_api::record_object("Operator", &name),
+        &pakket_api::value_digest(&operator_spec),
+    )
+    .map_err(|error| tracing::debug!(operator = %name, %error, "no verified author"))
+    .ok()?;
+    Some(author.sealed_for(
+        key?,
+        pakket_api::LAST_CHANGED_BY_ANNOTATION,
+        &pakket_api::record_object("Input", &name),
+        pakket_api::value_digest(spec),
+    ))
 }
 
 /// Writes `status` if it differs from what the Operator has.

@@ -56,6 +56,11 @@ pub struct Options {
     pub store_gc: StoreGc,
     /// Where the Input controller writes the resolved set.
     pub set: SetOptions,
+    /// The key of the webhooks' requester records: the Input controller
+    /// verifies who wrote each Input with it, and the Operator controller
+    /// seals an Operator's author on the Input it writes. `None`: no
+    /// record is trusted, so nothing is installed on anyone's behalf.
+    pub record_key: Option<pakket_api::RecordKey>,
 }
 
 /// Where the resolved set goes: its ConfigMaps' namespace, the resolveset
@@ -136,12 +141,14 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         namespace: options.set.namespace,
         instance: options.set.instance,
         class: options.set.class,
+        record_key: options.record_key.clone(),
     });
     tokio::spawn(input_controller::run(inputs, options.selector.clone()));
     let operators = Arc::new(OperatorContext {
         client: client.clone(),
         catalogs: Arc::clone(&catalogs),
         leader: context.leader.clone(),
+        record_key: options.record_key.clone(),
     });
     tokio::spawn(operator_controller::run(
         operators,

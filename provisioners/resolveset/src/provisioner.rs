@@ -39,13 +39,44 @@ pub const ID: &str = "pakket.dev/resolveset";
 /// The resolveset provisioner.
 pub struct ResolveSet {
     id: String,
+    record_key: Option<pakket_api::RecordKey>,
 }
 
 impl ResolveSet {
     /// Answers to `id`.
     pub fn new(id: impl Into<String>) -> Self {
-        Self { id: id.into() }
+        Self {
+            id: id.into(),
+            record_key: None,
+        }
     }
+
+    /// Seals, on each child Instance, the person its entry is stamped for
+    /// ([`crate::requested_by`]) with `key`, as the requester of the
+    /// child's spec.
+    pub fn with_record_key(mut self, key: Option<pakket_api::RecordKey>) -> Self {
+        self.record_key = key;
+        self
+    }
+}
+
+/// `child` with the requester record of the person `entry` is installed
+/// for, sealed for the child's name and spec, when there is one and a key.
+fn on_behalf_of(mut child: Value, entry: &Entry, key: Option<&pakket_api::RecordKey>) -> Value {
+    let (Some(key), Some(person)) = (key, crate::requested_by::of(entry)) else {
+        return child;
+    };
+    let Ok(spec) = serde_json::from_value::<pakket_api::InstanceSpec>(child["spec"].clone()) else {
+        return child;
+    };
+    let name = child["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let sealed = person.sealed(key, pakket_api::LAST_CHANGED_BY_ANNOTATION, &name, &spec);
+    child["metadata"]["annotations"][pakket_api::LAST_CHANGED_BY_ANNOTATION] =
+        Value::String(sealed.to_annotation());
+    child
 }
 
 /// Which class installs entries of one schema.
@@ -107,6 +138,9 @@ fn child(set: &str, entry: &Entry, class: &str, namespace: &str) -> Value {
         "kind": "Instance",
         "metadata": {
             "name": instance_name(set, &entry.package_name),
+            // `kubectl get instances -l resolve.pakket.dev/resolveset=SET`
+            // lists a set's children.
+            "labels": { crate::input_controller::SET_LABEL: set },
             "annotations": {
                 "resolve.pakket.dev/package": entry.package_name,
                 "resolve.pakket.dev/version": entry.version,
@@ -148,7 +182,8 @@ impl Provisioner for ResolveSet {
                 }
                 let class = class_for(request.class_parameters, &entry.schema)?;
                 let set = request.instance.name_any();
-                Ok(child(&set, entry, class, namespace.unwrap_or(&entry.package_name)))
+                let made = child(&set, entry, class, namespace.unwrap_or(&entry.package_name));
+                Ok(on_behalf_of(made, entry, self.record_key.as_ref()))
             })
             .collect()
     }

@@ -483,3 +483,311 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
     support::revoke(&scope, "mallory").await;
     support::cleanup(scope).await;
 }
+
+/// Starts the webhooks for this test: one server for the scope's objects
+/// (Inputs), one for the set's children (labelled with the set), sharing
+/// one record key, both taking sealed records from the process's identity
+/// (the admin here; pakket-resolveset's ServiceAccount in deploy/).
+async fn webhooks_for(
+    scope: &Scope,
+) -> (
+    pakket_webhooks::local::LocalWebhooks,
+    pakket_webhooks::local::LocalWebhooks,
+) {
+    use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
+    let delegates = vec![pakket_controlplane::ADMIN_USER.to_owned()];
+    let mut scoped = LocalOptions::for_labels(format!("{}-inputs", scope.id), scope.labels());
+    scoped.delegates = delegates.clone();
+    let inputs = LocalWebhooks::start(scope.client.clone(), scoped)
+        .await
+        .expect("the Inputs' webhooks start");
+    let mut children = LocalOptions::for_labels(
+        format!("{}-children", scope.id),
+        BTreeMap::from([(
+            pakket_resolveset::input_controller::SET_LABEL.to_owned(),
+            scope.name("resolveset"),
+        )]),
+    );
+    children.delegates = delegates;
+    children.record_key_file = Some(inputs.record_key_file().to_path_buf());
+    let children = LocalWebhooks::start(scope.client.clone(), children)
+        .await
+        .expect("the children's webhooks start");
+    (inputs, children)
+}
+
+/// `user` may write `<scope>-etcd` Inputs and read Instances.
+async fn grant_inputs(scope: &Scope, user: &str) {
+    support::grant(
+        scope,
+        user,
+        json!([
+            {"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs"], "verbs": ["get", "list", "create", "update", "patch", "delete"]},
+            {"apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "list"]},
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": if user == "carol" { json!(["create", "patch", "get"]) } else { json!(["get"]) }},
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": if user == "carol" { json!(["create", "patch", "get"]) } else { json!(["get"]) }},
+        ]),
+    )
+    .await;
+}
+
+/// The user named in record annotation `annotation` of `instance`.
+fn recorded(instance: &Instance, annotation: &str) -> String {
+    let text = &instance.metadata.annotations.as_ref().unwrap()[annotation];
+    pakket_api::CreatorRecord::from_annotation(text)
+        .unwrap()
+        .username
+}
+
+#[tokio::test]
+async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
+    // The children's class has `approval: UserPermission`. Carol, who may
+    // install the etcd operator by hand (CRDs, its namespace, and everything
+    // in it), writes an Input: the child Instance is judged by her
+    // rights and installs. Mallory, who may only write Inputs, asks for the
+    // same operator: the set's approver lets the package in, and the child
+    // still waits, naming her. She cannot borrow Carol's record.
+    let scope = Scope::new("resolveset-requester").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let (inputs_hooks, children_hooks) = webhooks_for(&scope).await;
+    let key = inputs_hooks.record_key();
+    let _running = support::start_keyed(
+        &scope,
+        support::loopback(),
+        Vec::new(),
+        true,
+        support::set_of(&scope),
+        Some(key.clone()),
+    )
+    .await;
+    let mut mirror = String::new();
+    for version in ["0.9.2", "0.9.4"] {
+        let dir = data(&format!("bundles/etcd/{version}"));
+        let (reference, _) =
+            support::push_catalog(&scope, &dir, "etcd", &format!("v{version}")).await;
+        mirror = reference.rsplit_once(':').unwrap().0.to_owned();
+    }
+    serve_etcd_catalog(&scope).await;
+    let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
+    let registry_class = class(
+        &scope,
+        "registry-v1",
+        &registry_id,
+        json!({
+            "approval": "UserPermission",
+            "mirrors": [{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}],
+        }),
+    )
+    .await;
+    let client = scope.client.clone();
+    let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
+    let registry_key = key.clone();
+    tokio::spawn(async move {
+        let options = RunOptions {
+            record_key: Some(registry_key),
+            ..RunOptions::new(store)
+        };
+        controller::run_with(client, RegistryV1::new(registry_id), options).await
+    });
+    let resolveset_id = format!("test.pakket.dev/{}-resolveset", scope.id);
+    class(
+        &scope,
+        "resolveset",
+        &resolveset_id,
+        json!({
+            "approval": "Android",
+            "matchSchema": [{"schema": "olm.bundle", "class": registry_class}],
+            "installNamespace": scope.namespace,
+        }),
+    )
+    .await;
+    let client = scope.client.clone();
+    let store = std::env::temp_dir().join(format!("pakket-store-{}-resolveset", scope.id));
+    let resolveset_key = key.clone();
+    tokio::spawn(async move {
+        let options = RunOptions {
+            record_key: Some(resolveset_key.clone()),
+            ..RunOptions::new(store)
+        };
+        let provisioner = ResolveSet::new(resolveset_id).with_record_key(Some(resolveset_key));
+        controller::run_with(client, provisioner, options).await
+    });
+    subscription_class(&scope).await;
+
+    // Carol: everything in the namespace, and CRDs.
+    grant_inputs(&scope, "carol").await;
+    let everything: k8s_openapi::api::rbac::v1::Role = serde_json::from_value(json!({
+        "metadata": { "name": "carol-installs", "namespace": scope.namespace },
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &everything)
+        .await
+        .unwrap();
+    let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": "carol-installs", "namespace": scope.namespace },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "carol-installs" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "carol" }],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(
+        scope.client.clone(),
+        &scope.namespace,
+    )
+    .create(&PostParams::default(), &binding)
+    .await
+    .unwrap();
+    let input_of = |name: &str| -> Input {
+        serde_json::from_value(json!({
+            "apiVersion": "resolve.pakket.dev/v1alpha1", "kind": "Input",
+            "metadata": { "name": scope.name(name), "labels": scope.labels() },
+            "spec": {
+                "inputClass": scope.name("subscription"),
+                "constraints": [
+                    {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"}},
+                    {"type": "olm.packageVersion", "value": {"package": "etcd", "version": "0.9.2"}},
+                ],
+            },
+        }))
+        .unwrap()
+    };
+    let carol = scope.cluster.client_as("carol").await;
+    eventually("carol may write Inputs", || async {
+        Api::<Input>::all(carol.clone())
+            .create(&PostParams::default(), &input_of("carols"))
+            .await
+            .is_ok()
+    })
+    .await;
+    let written = Api::<Input>::all(scope.client.clone())
+        .get(&scope.name("carols"))
+        .await
+        .unwrap();
+    assert_eq!(
+        recorded_on(&written, pakket_api::CREATED_BY_ANNOTATION),
+        "carol",
+        "the webhook sealed who wrote the Input"
+    );
+
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    let child_name = format!("{set}-etcd");
+    wait_for_instance(&instances, &set, "the set waiting for a person", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    approve(&instances, &set).await;
+    let child = wait_for_instance(&instances, &child_name, "etcd installed as carol's", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let approved = child.condition(ConditionType::Approved).unwrap();
+    assert!(
+        approved.reason == "ApprovedByPolicy" && approved.message.contains("carol"),
+        "{approved:?}"
+    );
+    assert_eq!(
+        recorded(&child, pakket_api::LAST_CHANGED_BY_ANNOTATION),
+        "carol"
+    );
+    assert_eq!(
+        recorded(&child, pakket_api::CREATED_BY_ANNOTATION),
+        pakket_controlplane::ADMIN_USER,
+        "the child was written by the process, for carol"
+    );
+    let carols_record = child.metadata.annotations.as_ref().unwrap()
+        [pakket_api::LAST_CHANGED_BY_ANNOTATION]
+        .clone();
+
+    // Carol's Input goes, and the operator with it.
+    Api::<Input>::all(carol.clone())
+        .delete(&scope.name("carols"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the child Instance is gone", || async {
+        instances.get_opt(&child_name).await.unwrap().is_none()
+    })
+    .await;
+
+    // Mallory asks for the same operator.
+    grant_inputs(&scope, "mallory").await;
+    let mallory = scope.cluster.client_as("mallory").await;
+    eventually("mallory may write Inputs", || async {
+        Api::<Input>::all(mallory.clone())
+            .create(&PostParams::default(), &input_of("mallorys"))
+            .await
+            .is_ok()
+    })
+    .await;
+    wait_for_instance(&instances, &set, "the set waiting again", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    approve(&instances, &set).await;
+    let waiting = wait_for_instance(
+        &instances,
+        &child_name,
+        "the child waiting on mallory's rights",
+        |i| {
+            pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+                && i.condition(ConditionType::Approved)
+                    .is_some_and(|c| c.message.contains("mallory"))
+        },
+    )
+    .await;
+    assert_eq!(
+        recorded(&waiting, pakket_api::LAST_CHANGED_BY_ANNOTATION),
+        "mallory"
+    );
+    // She cannot pass carol's record off as hers on her Input.
+    let borrowed = json!({ "metadata": { "annotations": {
+        pakket_api::LAST_CHANGED_BY_ANNOTATION: carols_record,
+    } } });
+    assert!(refused(
+        Api::<Input>::all(mallory.clone())
+            .patch(
+                &scope.name("mallorys"),
+                &PatchParams::default(),
+                &Patch::Merge(&borrowed)
+            )
+            .await
+    ));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(scope.client.clone());
+    assert!(
+        crds.get_opt("etcdclusters.etcd.database.coreos.com")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing of the operator was installed for mallory"
+    );
+
+    Api::<Input>::all(scope.client.clone())
+        .delete(&scope.name("mallorys"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the child Instance is gone", || async {
+        instances.get_opt(&child_name).await.unwrap().is_none()
+    })
+    .await;
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(&set).await.unwrap().is_none()
+    })
+    .await;
+    support::revoke(&scope, "carol").await;
+    support::revoke(&scope, "mallory").await;
+    children_hooks.stop().await.unwrap();
+    inputs_hooks.stop().await.unwrap();
+    support::cleanup(scope).await;
+}
+
+/// The user named in record annotation `annotation` of an Input.
+fn recorded_on(input: &Input, annotation: &str) -> String {
+    let text = &input.metadata.annotations.as_ref().unwrap()[annotation];
+    pakket_api::CreatorRecord::from_annotation(text)
+        .unwrap()
+        .username
+}

@@ -264,11 +264,21 @@ pub fn check_create_for(
             subject.kind, subject.name
         ));
     };
-    verify(subject, CREATED_BY_ANNOTATION, found, digest, requester, key)?;
+    verify(
+        subject,
+        CREATED_BY_ANNOTATION,
+        found,
+        digest,
+        requester,
+        key,
+    )?;
     match record_text(meta, LAST_CHANGED_BY_ANNOTATION) {
-        Some(found) if !subject.delegated(found, key, digest) => {
-            Err(forged(subject, LAST_CHANGED_BY_ANNOTATION, requester, found))
-        }
+        Some(found) if !subject.delegated(found, key, digest) => Err(forged(
+            subject,
+            LAST_CHANGED_BY_ANNOTATION,
+            requester,
+            found,
+        )),
         _ => Ok(()),
     }
 }
@@ -607,7 +617,8 @@ mod tests {
 
     #[test]
     fn a_delegate_may_carry_a_sealed_record_of_someone_else_and_nobody_else_may() {
-        let controller = Requester::named("system:serviceaccount:pakket-system:pakket-resolveset", &[]);
+        let controller =
+            Requester::named("system:serviceaccount:pakket-system:pakket-resolveset", &[]);
         let digest = spec_digest(&spec("v1"));
         let delegate = Subject {
             kind: "Instance",
@@ -631,10 +642,9 @@ mod tests {
             Some(for_alice.to_annotation().as_str())
         );
         check_create_for(&delegate, &patched, &digest, &controller, &key()).unwrap();
-        let created = CreatorRecord::from_annotation(
-            record_text(&patched, CREATED_BY_ANNOTATION).unwrap(),
-        )
-        .unwrap();
+        let created =
+            CreatorRecord::from_annotation(record_text(&patched, CREATED_BY_ANNOTATION).unwrap())
+                .unwrap();
         assert!(created.same_identity(&controller.creator_record()));
 
         // Anyone else carrying the very same record is refused.

@@ -86,6 +86,26 @@ pub async fn start_with(
     allow_internal_addresses: bool,
     set: SetOptions,
 ) -> Running {
+    start_keyed(
+        scope,
+        transport,
+        extra_roots,
+        allow_internal_addresses,
+        set,
+        None,
+    )
+    .await
+}
+
+/// [`start_with`], verifying and sealing requester records with `record_key`.
+pub async fn start_keyed(
+    scope: &Scope,
+    transport: Transport,
+    extra_roots: Vec<String>,
+    allow_internal_addresses: bool,
+    set: SetOptions,
+    record_key: Option<pakket_api::RecordKey>,
+) -> Running {
     install_crd(&scope.client).await;
     process::start(
         scope.client.clone(),
@@ -112,6 +132,7 @@ pub async fn start_with(
                     ..StoreGc::default().policy
                 },
             },
+            record_key,
         },
     )
     .await
