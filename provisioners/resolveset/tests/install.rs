@@ -791,3 +791,104 @@ fn recorded_on(input: &Input, annotation: &str) -> String {
         .unwrap()
         .username
 }
+
+#[tokio::test]
+async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
+    // Carol writes an Operator; the Operator controller writes its Input
+    // (as the process, a delegate) with Carol sealed as the Input's
+    // last-changed-by; the Input controller verifies that and stamps the
+    // set's entry for her.
+    let scope = Scope::new("resolveset-operator-author").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let (inputs_hooks, children_hooks) = webhooks_for(&scope).await;
+    let key = inputs_hooks.record_key();
+    let _running = support::start_keyed(
+        &scope,
+        support::loopback(),
+        Vec::new(),
+        true,
+        support::set_of(&scope),
+        Some(key),
+    )
+    .await;
+    serve_etcd_catalog(&scope).await;
+    subscription_class(&scope).await;
+    support::grant(
+        &scope,
+        "carol",
+        json!([
+            {"apiGroups": ["operators.pakket.dev"], "resources": ["operators"], "verbs": ["get", "create"]},
+        ]),
+    )
+    .await;
+    let operator: pakket_resolveset::Operator = serde_json::from_value(json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+        "metadata": { "name": scope.name("etcd"), "labels": scope.labels() },
+        "spec": {
+            "inputClass": scope.name("subscription"),
+            "catalog": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"},
+            "version": "0.9.2",
+        },
+    }))
+    .unwrap();
+    let carol = scope.cluster.client_as("carol").await;
+    eventually("carol may write Operators", || async {
+        Api::<pakket_resolveset::Operator>::all(carol.clone())
+            .create(&PostParams::default(), &operator)
+            .await
+            .is_ok()
+    })
+    .await;
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    eventually(
+        "the Operator's Input carries carol as its requester",
+        || async {
+            inputs
+                .get_opt(&scope.name("etcd"))
+                .await
+                .unwrap()
+                .is_some_and(|input| {
+                    input
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(pakket_api::LAST_CHANGED_BY_ANNOTATION))
+                        .is_some()
+                        && recorded_on(&input, pakket_api::LAST_CHANGED_BY_ANNOTATION) == "carol"
+                        && recorded_on(&input, pakket_api::CREATED_BY_ANNOTATION)
+                            == pakket_controlplane::ADMIN_USER
+                })
+        },
+    )
+    .await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    eventually("the set's etcd entry is stamped for carol", || async {
+        let Some(set) = instances.get_opt(&scope.name("resolveset")).await.unwrap() else {
+            return false;
+        };
+        let mount = set.spec.bundle.spec.unwrap().volume_mounts[0].clone();
+        let config_map = config_maps.get(&mount.config_map.name).await.unwrap();
+        let entries = pakket_resolveset::resolved_set::from_bytes(
+            config_map.data.unwrap()[pakket_resolveset::resolved_set::FILE].as_bytes(),
+        )
+        .unwrap();
+        entries.iter().any(|entry| {
+            entry.package_name == "etcd"
+                && pakket_resolveset::requested_by::of(entry)
+                    .is_some_and(|who| who.username == "carol")
+        })
+    })
+    .await;
+    Api::<pakket_resolveset::Operator>::all(scope.client.clone())
+        .delete(&scope.name("etcd"), &DeleteParams::default())
+        .await
+        .unwrap();
+    let _ = instances
+        .delete(&scope.name("resolveset"), &DeleteParams::default())
+        .await;
+    support::revoke(&scope, "carol").await;
+    children_hooks.stop().await.unwrap();
+    inputs_hooks.stop().await.unwrap();
+    support::cleanup(scope).await;
+}
