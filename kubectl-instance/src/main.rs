@@ -24,6 +24,7 @@ mod identity;
 mod list;
 mod lookup;
 mod operator;
+mod operators;
 mod output;
 mod pending;
 mod pivot;
@@ -54,20 +55,32 @@ struct Cli {
     command: Command,
 }
 
+/// What `list` lists.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Listed {
+    /// Instances (`core.pakket.dev`).
+    Instances,
+    /// Operators (`operators.pakket.dev`).
+    Operators,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// List Instances, like `kubectl get instances`.
+    /// List Instances (or Operators: `list operators`), like `kubectl get`.
     List {
-        /// Only Instances whose labels match this selector (`-l app=x,tier!=db`).
+        /// What to list: `instances` (the default) or `operators`.
+        #[arg(value_enum, default_value_t = Listed::Instances)]
+        kind: Listed,
+        /// Only objects whose labels match this selector (`-l app=x,tier!=db`).
         #[arg(short = 'l', long)]
         selector: Option<String>,
         /// Print the Instances as a `List` in JSON or YAML instead of a table.
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<Format>,
     },
-    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events.
+    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events; or an Operator (`operator/NAME`): what it asks for, what it got, updates and components.
     Describe {
-        /// The Instance's name.
+        /// The Instance's name, or `operator/NAME`.
         name: String,
         /// Print the same facts as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
@@ -159,13 +172,27 @@ async fn run(cli: Cli) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Graph(args) => graph::run(&args, &mut out).await,
-        Command::List { selector, output } => {
+        Command::List {
+            kind,
+            selector,
+            output,
+        } => {
             let client = cli.cluster.client().await?;
-            list::run(&client, selector.as_deref(), output, &mut out).await
+            match kind {
+                Listed::Instances => {
+                    list::run(&client, selector.as_deref(), output, &mut out).await
+                }
+                Listed::Operators => {
+                    operators::list(&client, selector.as_deref(), output, &mut out).await
+                }
+            }
         }
         Command::Describe { name, output } => {
             let client = cli.cluster.client().await?;
-            describe::run(&client, &name, output, &mut out).await
+            match name.strip_prefix("operator/") {
+                Some(operator) => operators::describe(&client, operator, output, &mut out).await,
+                None => describe::run(&client, &name, output, &mut out).await,
+            }
         }
         Command::Why {
             name,

@@ -9,6 +9,7 @@ mod approval;
 mod inspect;
 mod kubectl_plugin;
 mod operator;
+mod operators;
 mod resolver_api;
 mod support;
 mod webhook_approval;

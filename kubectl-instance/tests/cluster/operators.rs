@@ -1,0 +1,195 @@
+//! `kubectl instance list operators` and `describe operator/NAME` on an
+//! Operator the real Operator controller (the resolveset process, run in
+//! this test process) has reported on, from a Catalog served from an
+//! immutable ConfigMap.
+//!
+//! Data (see the shared data README): `fbc/community-operators-prod-derived/catalog.json`
+//! (DERIVED from redhat-openshift-ecosystem/community-operators-prod at
+//! 699495f2): the documents of package etcd, selected by their
+//! `package`/`name` fields.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use pakket_resolveset::api::listen::Transport;
+use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
+use pakket_resolveset::process::{self, Options, SetOptions};
+use pakket_resolveset::{InputClass, Operator};
+use pakket_testkit::{Scope, eventually};
+use serde_json::json;
+
+use crate::support::plugin;
+
+#[tokio::test]
+async fn operators_are_listed_and_described_with_what_they_got_and_could_get() {
+    let scope = Scope::new("kubectl-operators").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    pakket_testkit::apply_crds(&scope.client, pakket_resolveset::crd::all())
+        .await
+        .unwrap();
+    let _running = process::start(
+        scope.client.clone(),
+        Options {
+            store: std::env::temp_dir().join(format!("pakket-operators-store-{}", scope.id)),
+            sources: Default::default(),
+            allow_internal_addresses: false,
+            max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
+            api_address: "127.0.0.1:0".parse().unwrap(),
+            transport: Transport::from_flags("127.0.0.1:0".parse().unwrap(), true, None, None)
+                .unwrap(),
+            leader: None,
+            selector: Some(scope.selector()),
+            metrics: Arc::new(pakket_runtime::serve::Metrics::new()),
+            set: SetOptions {
+                namespace: scope.namespace.clone(),
+                instance: scope.name("resolveset"),
+                class: scope.name("resolveset"),
+            },
+            store_gc: Default::default(),
+            record_key: None,
+        },
+    )
+    .await
+    .unwrap();
+    let catalog_name = scope.name("etcd-catalog");
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(catalog_name.clone()),
+            labels: Some(BTreeMap::from([(
+                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(
+            "catalog.json".to_owned(),
+            pakket_testkit::derived_package("etcd"),
+        )])),
+        immutable: Some(true),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let mut catalog = Catalog::new(
+        &catalog_name,
+        CatalogSpec {
+            source: CatalogSource {
+                config_map: Some(ConfigMapCatalogSource {
+                    name: catalog_name.clone(),
+                    namespace: scope.namespace.clone(),
+                }),
+                ..CatalogSource::default()
+            },
+            priority: 0,
+            poll_interval: None,
+        },
+    );
+    catalog.metadata.labels = Some(scope.labels());
+    Api::<Catalog>::all(scope.client.clone())
+        .create(&PostParams::default(), &catalog)
+        .await
+        .unwrap();
+    let mut subscription: InputClass = serde_json::from_value(json!({
+        "apiVersion": "resolve.pakket.dev/v1alpha1", "kind": "InputClass",
+        "metadata": { "name": scope.name("subscription") },
+        "spec": { "parameters": {} },
+    }))
+    .unwrap();
+    subscription.metadata.labels = Some(scope.labels());
+    Api::<InputClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &subscription)
+        .await
+        .unwrap();
+    let name = scope.name("etcd");
+    let mut operator: Operator = serde_json::from_value(json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+        "metadata": { "name": name },
+        "spec": {
+            "inputClass": scope.name("subscription"),
+            "catalog": {"name": catalog_name, "package": "etcd", "channel": "singlenamespace-alpha"},
+            "version": "0.9.2",
+        },
+    }))
+    .unwrap();
+    operator.metadata.labels = Some(scope.labels());
+    let operators: Api<Operator> = Api::all(scope.client.clone());
+    operators
+        .create(&PostParams::default(), &operator)
+        .await
+        .unwrap();
+    eventually(
+        "the Operator reports 0.9.2 and an update outside its version",
+        || async {
+            operators
+                .get(&name)
+                .await
+                .unwrap()
+                .status
+                .is_some_and(|status| {
+                    status.installed_version.as_deref() == Some("0.9.2")
+                        && status
+                            .updates
+                            .iter()
+                            .any(|u| u.version == "0.9.4" && !u.allowed)
+                })
+        },
+    )
+    .await;
+
+    let selector = scope.selector();
+    let listed = plugin("admin", &["list", "operators", "-l", &selector]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let row: Vec<&str> = listed
+        .stdout
+        .lines()
+        .find(|line| line.starts_with(&name))
+        .expect("the Operator is listed")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row[..6],
+        [
+            name.as_str(),
+            "etcd",
+            "singlenamespace-alpha",
+            "0.9.2",
+            "0.9.2",
+            "UpdateOutsideVersion"
+        ]
+    );
+    let described = plugin("admin", &["describe", &format!("operator/{name}")]).await;
+    assert_eq!(described.code, 0, "{}", described.stderr);
+    let text = &described.stdout;
+    assert!(text.contains("Installed:     0.9.2"), "{text}");
+    assert!(
+        text.contains("etcdoperator.v0.9.4 0.9.4") && text.contains("outside spec.version"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("Input/{name}")), "{text}");
+    let missing = plugin("admin", &["describe", "operator/no-such-operator"]).await;
+    assert_ne!(missing.code, 0);
+    assert!(
+        missing.stderr.contains("no-such-operator"),
+        "{}",
+        missing.stderr
+    );
+
+    operators
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let _ = Api::<Catalog>::all(scope.client.clone())
+        .delete(&catalog_name, &DeleteParams::default())
+        .await;
+    let _ = Api::<InputClass>::all(scope.client.clone())
+        .delete(&scope.name("subscription"), &DeleteParams::default())
+        .await;
+    let _ = Api::<pakket_api::Instance>::all(scope.client.clone())
+        .delete(&scope.name("resolveset"), &DeleteParams::default())
+        .await;
+    scope.cleanup().await;
+}
