@@ -28,6 +28,7 @@ mod operators;
 mod output;
 mod pending;
 mod pivot;
+mod plan;
 mod resolver;
 mod table;
 mod why;
@@ -142,6 +143,28 @@ enum Command {
         #[command(flatten)]
         resolver: resolver::ResolverArgs,
     },
+    /// What resolving an Input (`input/NAME`) or an Operator
+    /// (`operator/NAME`) would change in the set, before anything is
+    /// written: installs, upgrades, downgrades and removals, each with who
+    /// asks for it, or why it cannot be satisfied. Reads the Inputs and the
+    /// set from the cluster and asks the resolver API (`--server`), which
+    /// runs the Input controller's own pass.
+    Plan {
+        /// `input/NAME` or `operator/NAME`.
+        target: String,
+        /// Plan this manifest (an Input or an Operator) in place of the
+        /// cluster's object of that name, as if it were applied.
+        #[arg(short = 'f', long = "filename", value_name = "FILE")]
+        file: Option<std::path::PathBuf>,
+        /// The set's Instance (`resolveset` where deploy/ installs Pakket).
+        #[arg(long, default_value = "resolveset")]
+        set: String,
+        /// Print the plan as JSON or YAML.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<Format>,
+        #[command(flatten)]
+        resolver: resolver::ResolverArgs,
+    },
     /// Print a package's update graphs from catalog files (no cluster needed)
     /// or from a cluster's resolver API (`--server`).
     Graph(graph::GraphArgs),
@@ -224,6 +247,25 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 },
                 other => other,
             }
+        }
+        Command::Plan {
+            target,
+            file,
+            set,
+            output,
+            resolver,
+        } => {
+            let client = cli.cluster.client().await?;
+            plan::run(
+                &client,
+                &target,
+                file.as_deref(),
+                plan::SetName(&set),
+                resolver.server(),
+                output,
+                &mut out,
+            )
+            .await
         }
         Command::Approve {
             name,

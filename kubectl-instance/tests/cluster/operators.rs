@@ -29,7 +29,7 @@ async fn operators_are_listed_and_described_with_what_they_got_and_could_get() {
     pakket_testkit::apply_crds(&scope.client, pakket_resolveset::crd::all())
         .await
         .unwrap();
-    let _running = process::start(
+    let running = process::start(
         scope.client.clone(),
         Options {
             store: std::env::temp_dir().join(format!("pakket-operators-store-{}", scope.id)),
@@ -170,6 +170,99 @@ async fn operators_are_listed_and_described_with_what_they_got_and_could_get() {
         "{text}"
     );
     assert!(text.contains(&format!("Input/{name}")), "{text}");
+    // Plans: widening the Operator's version upgrades etcd; an Input
+    // nothing satisfies changes nothing and says why; the Operator as it
+    // is changes nothing.
+    let server = format!("http://{}", running.api_address);
+    let set = scope.name("resolveset");
+    eventually("the set holds etcd 0.9.2", || async {
+        let run = plugin(
+            "admin",
+            &[
+                "plan",
+                &format!("operator/{name}"),
+                "--set",
+                &set,
+                "--server",
+                &server,
+            ],
+        )
+        .await;
+        run.code == 0 && run.stdout.contains("The set would not change.")
+    })
+    .await;
+    let scratch = std::env::temp_dir().join(format!("pakket-plan-{}", scope.id));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let widened = scratch.join("operator.yaml");
+    std::fs::write(
+        &widened,
+        format!(
+            "apiVersion: operators.pakket.dev/v1alpha1\nkind: Operator\nmetadata:\n  name: {name}\nspec:\n  inputClass: {}\n  catalog: {{name: {catalog_name}, package: etcd, channel: singlenamespace-alpha}}\n  version: '>=0.9.2'\n",
+            scope.name("subscription")
+        ),
+    )
+    .unwrap();
+    let upgrade = plugin(
+        "admin",
+        &[
+            "plan",
+            &format!("operator/{name}"),
+            "-f",
+            widened.to_str().unwrap(),
+            "--set",
+            &set,
+            "--server",
+            &server,
+        ],
+    )
+    .await;
+    assert_eq!(upgrade.code, 0, "{}", upgrade.stderr);
+    assert!(
+        upgrade
+            .stdout
+            .contains("UPGRADE   etcd 0.9.2 → 0.9.4 (etcdoperator.v0.9.4)")
+            && upgrade.stdout.contains(&format!("Input {name}")),
+        "{}",
+        upgrade.stdout
+    );
+    let nowhere = scratch.join("input.yaml");
+    std::fs::write(
+        &nowhere,
+        format!(
+            "apiVersion: resolve.pakket.dev/v1alpha1\nkind: Input\nmetadata:\n  name: x\nspec:\n  inputClass: {}\n  constraints:\n  - type: olm.packageVersion\n    value: {{package: etcd, version: 9.9.9}}\n",
+            scope.name("subscription")
+        ),
+    )
+    .unwrap();
+    let refused = plugin(
+        "admin",
+        &[
+            "plan",
+            "input/nowhere",
+            "-f",
+            nowhere.to_str().unwrap(),
+            "--set",
+            &set,
+            "--server",
+            &server,
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(refused.code, 0, "{}", refused.stderr);
+    let document: serde_json::Value = serde_json::from_str(&refused.stdout).unwrap();
+    assert_eq!(document["answer"]["outcome"], "unsatisfiable", "{document}");
+    assert!(
+        document["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|change| change["action"] == "keep"),
+        "{document}"
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+
     let missing = plugin("admin", &["describe", "operator/no-such-operator"]).await;
     assert_ne!(missing.code, 0);
     assert!(

@@ -24,13 +24,12 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, Resource as _, ResourceExt as _};
 use pakket_engine::Version;
-use pakket_engine::resolve::{Installed, Request};
 use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
 use crate::input::{Input, InputClass, InputStatus};
-use crate::input_request::{request_of, with_fields};
 use crate::input_resolve::{self, Answer, Asked};
+use crate::protocol::plan::PlannedInput;
 use crate::resolved_set::{self, Entry};
 use crate::serving::Catalogs;
 use crate::{held_back, requested_by};
@@ -167,7 +166,16 @@ async fn reconcile_all(
         .collect();
     let asked: Vec<Asked> = inputs.iter().map(|input| ask(input, &classes)).collect();
     let previous = current_set(context).await?;
-    let installed = still_asked(&previous, &asked);
+    let previous_versions: Vec<(String, Version)> = previous
+        .iter()
+        .filter_map(|entry| {
+            Some((
+                entry.package_name.clone(),
+                Version::parse(&entry.version).ok()?,
+            ))
+        })
+        .collect();
+    let installed = input_resolve::still_asked(&previous_versions, &asked);
     let served = context.catalogs.snapshot();
     let plan = {
         let (served, asked, set) = (Arc::clone(&served), asked.clone(), context.instance.clone());
@@ -258,7 +266,8 @@ async fn hold_back(
     ))
 }
 
-/// The Input's request with its class's constraints, or why it has none.
+/// The Input's request with its class's constraints, or why it has none
+/// (the same conversion `POST /v1/plan` makes: [`PlannedInput::asked`]).
 fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
     let name = input.name_any();
     let class_name = &input.spec.input_class;
@@ -271,13 +280,7 @@ fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
             dry_run: false,
         };
     };
-    let parameters = &class.spec.parameters;
-    let constraints = with_fields(&input.spec.constraints, class_name, &parameters.constraints);
-    Asked {
-        name,
-        request: request_of(&constraints).map_err(|error| error.to_string()),
-        dry_run: parameters.dry_run,
-    }
+    PlannedInput::of(input, &class.spec.parameters).asked()
 }
 
 /// What the set holds now: read from the ConfigMap the Instance mounts.
@@ -312,29 +315,6 @@ async fn current_set(context: &InputContext) -> Result<Vec<Entry>, kube::Error> 
             Vec::new()
         }),
     )
-}
-
-/// The installed bundles of packages a live Input still asks for by name,
-/// so they move along their update graph instead of jumping.
-fn still_asked(previous: &[Entry], asked: &[Asked]) -> Vec<Installed> {
-    let packages: BTreeSet<&str> = asked
-        .iter()
-        .filter(|a| !a.dry_run)
-        .filter_map(|a| match &a.request {
-            Ok(Request::Package { package, .. }) => Some(package.as_str()),
-            _ => None,
-        })
-        .collect();
-    previous
-        .iter()
-        .filter(|entry| packages.contains(entry.package_name.as_str()))
-        .filter_map(|entry| {
-            Some(Installed::Version {
-                package: entry.package_name.clone(),
-                version: Version::parse(&entry.version).ok()?,
-            })
-        })
-        .collect()
 }
 
 /// Writes the set's ConfigMap (once: it is immutable and named after its

@@ -11,8 +11,9 @@
 //! A dry-run Input is resolved with the live set, as if it joined it, and
 //! reports that plan without changing the set.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use pakket_engine::Version;
 use pakket_engine::resolve::{Installed, Request, Universe};
 
 use crate::input::{Relation, ResolvedInstance};
@@ -61,6 +62,28 @@ pub struct Plan {
 pub fn instance_name(set: &str, package: &str) -> String {
     let name = format!("{set}-{package}");
     name.chars().take(253).collect()
+}
+
+/// The installed versions (`previous`: package and version) of packages a
+/// live Input still asks for by name, so they move along their update
+/// graph instead of jumping.
+pub fn still_asked(previous: &[(String, Version)], asked: &[Asked]) -> Vec<Installed> {
+    let packages: BTreeSet<&str> = asked
+        .iter()
+        .filter(|a| !a.dry_run)
+        .filter_map(|a| match &a.request {
+            Ok(Request::Package { package, .. }) => Some(package.as_str()),
+            _ => None,
+        })
+        .collect();
+    previous
+        .iter()
+        .filter(|(package, _)| packages.contains(package.as_str()))
+        .map(|(package, version)| Installed::Version {
+            package: package.clone(),
+            version: version.clone(),
+        })
+        .collect()
 }
 
 /// Resolves `asked` against `universe`, keeping `installed` working where

@@ -125,6 +125,26 @@ impl ResolverClient {
 }
 
 impl ResolverClient {
+    /// `POST /v1/plan`: what the Input controller would make of `request`.
+    pub async fn plan(
+        &self,
+        request: &crate::protocol::plan::PlanRequest,
+    ) -> Result<crate::protocol::plan::PlanResponse, ClientError> {
+        let body = serde_json::to_vec(request).expect("plain data serializes");
+        let (status, text) = self
+            .call(reqwest::Method::POST, "/v1/plan", Some(body))
+            .await?;
+        match status {
+            200 => serde_json::from_str(&text).map_err(|error| {
+                ClientError::Transport(format!(
+                    "the server's answer is not a plan ({error}); is {} a Pakket resolver API of this version?",
+                    self.base
+                ))
+            }),
+            status => Err(refusal(status, text)),
+        }
+    }
+
     /// `GET /v1/packages/{name}`: the package in every served catalog, or
     /// `None` if no catalog has it.
     pub async fn package(&self, name: &str) -> Result<Option<PackageDetail>, ClientError> {

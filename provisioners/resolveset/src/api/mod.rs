@@ -7,6 +7,7 @@
 //! | `GET /v1/packages/{name}` | channels, versions, the update graph as edges |
 //! | `POST /v1/query` | one constraint → the matching bundles |
 //! | `POST /v1/resolve` | requests and installed → what `pakket resolve -o json` prints |
+//! | `POST /v1/plan` | Inputs and the set now → what the Input controller would make of them (`kubectl instance plan`) |
 //! | `GET /openapi.json` | the OpenAPI document, derived from the types |
 //!
 //! Every answer comes from one snapshot of the served catalogs (see
@@ -30,6 +31,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::protocol::browse::{self, CatalogList, PackageDetail, PackageList, QueryResult};
 use crate::protocol::constraint::Constraint;
+use crate::protocol::plan::{self as plan_protocol, PlanRequest, PlanResponse};
 use crate::protocol::resolve::{self as shared, ResolveRequest, ResolveResponse};
 use crate::protocol::{BadRequest, ErrorResponse};
 use crate::serving::Catalogs;
@@ -54,7 +56,7 @@ pub struct ApiState {
         title = "Pakket resolver API",
         description = "Queries and resolutions over the cluster's Catalogs (resolve.pakket.dev)."
     ),
-    paths(list_catalogs, list_packages, get_package, query, resolve),
+    paths(list_catalogs, list_packages, get_package, query, resolve, plan),
     // The explanation is recursive (a need's candidates have needs); its
     // fields say `no_recursion`, so the two types are listed here, else
     // their `$ref`s would point nowhere.
@@ -87,6 +89,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/packages/{name}", get(get_package))
         .route("/v1/query", post(query))
         .route("/v1/resolve", post(resolve))
+        .route("/v1/plan", post(plan))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
         .with_state(state.clone());
     Router::new()
@@ -256,6 +259,43 @@ async fn resolve(State(state): State<ApiState>, body: Bytes) -> Response {
         Err(error) => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("the resolution stopped: {error}"),
+        ),
+    }
+}
+
+/// The Input controller's pass over the Inputs sent, against the served
+/// catalogs: what each would get and the set that would result. The
+/// caller compares that set with the installed one.
+#[utoipa::path(post, path = "/v1/plan", request_body = PlanRequest, responses(
+    (status = 200, description = "what each Input would get, and the set", body = PlanResponse),
+    (status = 400, description = "bad input; the message names the field", body = ErrorResponse),
+    (status = 401, description = "no or bad token", body = ErrorResponse),
+    (status = 403, description = "may not get catalogs", body = ErrorResponse),
+))]
+async fn plan(State(state): State<ApiState>, body: Bytes) -> Response {
+    if body.len() > MAX_BODY {
+        return too_large();
+    }
+    let mut reader = serde_json::Deserializer::from_slice(&body);
+    let request: PlanRequest = match serde_path_to_error::deserialize(&mut reader) {
+        Ok(request) => request,
+        Err(error) => {
+            let path = error.path().to_string();
+            let field = if path == "." {
+                "body".to_owned()
+            } else {
+                format!("body.{path}")
+            };
+            return bad_request(&BadRequest::new(field, error.into_inner().to_string()));
+        }
+    };
+    let served = state.catalogs.snapshot();
+    match tokio::task::spawn_blocking(move || plan_protocol::plan(&served, &request)).await {
+        Ok(Ok(response)) => axum::Json(response).into_response(),
+        Ok(Err(error)) => bad_request(&error),
+        Err(error) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("the plan stopped: {error}"),
         ),
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod browse;
 pub mod constraint;
+pub mod plan;
 pub mod resolve;
 
 use std::fmt;

@@ -1,0 +1,165 @@
+//! `POST /v1/plan` and `kubectl instance plan`: what the Input controller
+//! would do with a given set of Inputs. The caller sends the Inputs (as
+//! the controller reads them: each one's constraints, its class's
+//! constraints, whether the class only plans) and what the set holds now;
+//! the server runs the controller's own pass ([`input_resolve::plan`])
+//! against the served catalogs and answers what each Input would get and
+//! the set that would result. The caller compares that set with the one
+//! installed: installs, upgrades and removals, with who asks for each.
+
+use std::collections::BTreeMap;
+
+use pakket_engine::Version;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::BadRequest;
+use super::resolve::Selection;
+use crate::input::{InputConstraint, ResolvedInstance};
+use crate::input_request::{request_of, with_fields};
+use crate::input_resolve::{self, Answer, Asked};
+use crate::serving::Served;
+
+/// The body of `POST /v1/plan`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanRequest {
+    /// Every Input to resolve together, as the cluster would have them.
+    pub inputs: Vec<PlannedInput>,
+    /// What the set holds now (so installed packages move along their
+    /// update graph instead of jumping, as in the controller).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub current: Vec<CurrentEntry>,
+    /// The set's Instance (children are named `<set>-<package>`).
+    pub set: String,
+}
+
+/// One Input as the controller reads it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlannedInput {
+    /// Its name.
+    pub name: String,
+    /// Its `spec.constraints`.
+    #[schema(value_type = Vec<Object>)]
+    #[serde(default)]
+    pub constraints: Vec<InputConstraint>,
+    /// Its InputClass's name.
+    pub input_class: String,
+    /// The class's `parameters.constraints`.
+    #[schema(value_type = Vec<Object>)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_constraints: Vec<InputConstraint>,
+    /// Whether the class only plans (`dryRun`).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+impl PlannedInput {
+    /// `input` as the controller reads it under a class with `parameters`.
+    pub fn of(input: &crate::Input, parameters: &crate::input::InputClassParameters) -> Self {
+        Self {
+            name: kube::ResourceExt::name_any(input),
+            constraints: input.spec.constraints.clone(),
+            input_class: input.spec.input_class.clone(),
+            class_constraints: parameters.constraints.clone(),
+            dry_run: parameters.dry_run,
+        }
+    }
+
+    /// Its request with its class's constraints, or why it has none: what
+    /// the controller resolves for it.
+    pub fn asked(&self) -> Asked {
+        Asked {
+            name: self.name.clone(),
+            request: request_of(&with_fields(
+                &self.constraints,
+                &self.input_class,
+                &self.class_constraints,
+            ))
+            .map_err(|error| error.to_string()),
+            dry_run: self.dry_run,
+        }
+    }
+}
+
+/// A package the set holds now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CurrentEntry {
+    /// The package.
+    pub package: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// What one Input would get.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub enum PlanAnswer {
+    /// The bundles it would bring in.
+    Resolved {
+        /// Each bundle, what it satisfies and what it needs.
+        #[schema(value_type = Vec<Object>)]
+        instances: Vec<ResolvedInstance>,
+    },
+    /// Its constraints cannot be used: the field and why.
+    Invalid {
+        /// `field: problem`.
+        message: String,
+    },
+    /// Nothing satisfies it with the others.
+    Unsatisfiable {
+        /// One line.
+        summary: String,
+        /// The engine's chain of requirements.
+        explanation: String,
+    },
+}
+
+/// The answer of `POST /v1/plan`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanResponse {
+    /// By Input name.
+    pub answers: BTreeMap<String, PlanAnswer>,
+    /// The set that would be installed, by package.
+    pub set: Vec<Selection>,
+}
+
+impl From<Answer> for PlanAnswer {
+    fn from(answer: Answer) -> Self {
+        match answer {
+            Answer::Resolved(instances) => Self::Resolved { instances },
+            Answer::Invalid(message) => Self::Invalid { message },
+            Answer::Unsatisfiable {
+                summary,
+                explanation,
+            } => Self::Unsatisfiable {
+                summary,
+                explanation,
+            },
+        }
+    }
+}
+
+/// The controller's pass over `request`'s Inputs against `served`.
+pub fn plan(served: &Served, request: &PlanRequest) -> Result<PlanResponse, BadRequest> {
+    let asked: Vec<Asked> = request.inputs.iter().map(PlannedInput::asked).collect();
+    let mut previous = Vec::with_capacity(request.current.len());
+    for (i, entry) in request.current.iter().enumerate() {
+        let version = Version::parse(&entry.version)
+            .map_err(|error| BadRequest::new(format!("current[{i}].version"), error.to_string()))?;
+        previous.push((entry.package.clone(), version));
+    }
+    let installed = input_resolve::still_asked(&previous, &asked);
+    let planned = input_resolve::plan(&served.universe, &asked, &installed, &request.set);
+    Ok(PlanResponse {
+        answers: planned
+            .answers
+            .into_iter()
+            .map(|(name, answer)| (name, answer.into()))
+            .collect(),
+        set: planned.set,
+    })
+}
