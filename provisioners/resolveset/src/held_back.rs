@@ -6,7 +6,15 @@
 //! `pakket.dev/neededBy`) is leaving too and still on the cluster; once
 //! every such child is gone, the next pass lets it go. A child that stays
 //! in the set does not hold anything back: the new set says what it needs.
+//!
+//! Nor does a bundle leave while an Instance outside the set needs what it
+//! provides: a package in a required range (`olm.package.required`) or an
+//! API (`olm.gvk.required`), as that Instance's provisioner recorded them
+//! (`Bundle.status.properties`). It stays until that Instance is gone or no
+//! longer needs it.
 
+use pakket_api::BundleProperty;
+use pakket_engine::{Range, Version};
 use serde_json::{Value, json};
 
 use crate::input_resolve::instance_name;
@@ -51,15 +59,60 @@ fn leaving<'a>(previous: &'a [Entry], next: &'a [Entry]) -> impl Iterator<Item =
     })
 }
 
+/// An Instance outside the set and what its content requires, as its
+/// provisioner recorded it.
+#[derive(Clone, Debug, Default)]
+pub struct Outside {
+    /// The Instance's name.
+    pub name: String,
+    /// Its active Bundle's properties (`olm.package.required`,
+    /// `olm.gvk.required`, …).
+    pub properties: Vec<BundleProperty>,
+}
+
+/// Whether `needs` (an Instance's recorded properties) require what
+/// `entry` provides.
+fn requires(needs: &[BundleProperty], entry: &Entry) -> bool {
+    let version = Version::parse(&entry.version).ok();
+    let provided_gvks: Vec<&Value> = entry
+        .properties
+        .iter()
+        .filter(|property| property["type"] == "olm.gvk")
+        .map(|property| &property["value"])
+        .collect();
+    needs.iter().any(|need| match need.type_.as_str() {
+        "olm.package.required" => {
+            let package = need.value["packageName"].as_str().unwrap_or_default();
+            let range = need.value["versionRange"].as_str().unwrap_or_default();
+            package == entry.package_name
+                && (range.trim().is_empty()
+                    || match (Range::parse(range), &version) {
+                        (Ok(range), Some(version)) => range.contains(version),
+                        // A range or version that does not read: assume
+                        // the need, rather than pull what may be in use.
+                        _ => true,
+                    })
+        }
+        "olm.gvk.required" => provided_gvks.iter().any(|gvk| {
+            ["group", "version", "kind"]
+                .iter()
+                .all(|field| gvk[field] == need.value[field])
+        }),
+        _ => false,
+    })
+}
+
 /// The entries of `previous` that `next` drops but that must stay for now:
-/// some Instance that needs them is still `present` on the cluster and is
-/// not a child of `next` (set Instance `set`). Each comes back as it was,
-/// with [`HELD_BACK_FOR`] naming the Instances it waits for.
+/// some child that needs them is still `present` on the cluster and is
+/// not a child of `next` (set Instance `set`), or an Instance `outside`
+/// the set requires what they provide. Each comes back as it was, with
+/// [`HELD_BACK_FOR`] naming the Instances it waits for.
 pub fn held_back(
     previous: &[Entry],
     next: &[Entry],
     set: &str,
     present: impl Fn(&str) -> bool,
+    outside: &[Outside],
 ) -> Vec<Entry> {
     let staying: Vec<String> = next
         .iter()
@@ -67,10 +120,16 @@ pub fn held_back(
         .collect();
     leaving(previous, next)
         .filter_map(|entry| {
-            let waits_for: Vec<String> = needing_instances(entry)
+            let mut waits_for: Vec<String> = needing_instances(entry)
                 .into_iter()
                 .filter(|name| !staying.contains(name) && present(name))
                 .collect();
+            waits_for.extend(
+                outside
+                    .iter()
+                    .filter(|instance| requires(&instance.properties, entry))
+                    .map(|instance| instance.name.clone()),
+            );
             if waits_for.is_empty() {
                 return None;
             }
@@ -108,7 +167,7 @@ mod tests {
             entry("topology", &["Input topology"]),
         ];
         assert_eq!(to_look_up(&previous, &[]), ["set-topology"]);
-        let kept = held_back(&previous, &[], "set", |name| name == "set-topology");
+        let kept = held_back(&previous, &[], "set", |name| name == "set-topology", &[]);
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].package_name, "cluster-op");
         assert!(
@@ -117,7 +176,7 @@ mod tests {
                 .contains(&json!({ "type": HELD_BACK_FOR, "value": ["set-topology"] }))
         );
         // Its dependent gone: it goes too.
-        assert!(held_back(&previous, &[], "set", |_| false).is_empty());
+        assert!(held_back(&previous, &[], "set", |_| false, &[]).is_empty());
     }
 
     #[test]
@@ -128,7 +187,7 @@ mod tests {
             entry("topology", &["Input topology"]),
         ];
         let next = [entry("topology", &["Input topology"])];
-        assert!(held_back(&previous, &next, "set", |_| true).is_empty());
+        assert!(held_back(&previous, &next, "set", |_| true, &[]).is_empty());
     }
 
     #[test]
@@ -137,7 +196,7 @@ mod tests {
         previous
             .properties
             .push(json!({ "type": HELD_BACK_FOR, "value": ["set-a", "set-b"] }));
-        let kept = held_back(&[previous], &[], "set", |name| name == "set-b");
+        let kept = held_back(&[previous], &[], "set", |name| name == "set-b", &[]);
         let waits: Vec<&Value> = kept[0]
             .properties
             .iter()
@@ -147,5 +206,60 @@ mod tests {
             waits,
             [&json!({ "type": HELD_BACK_FOR, "value": ["set-b"] })]
         );
+    }
+
+    fn property(type_: &str, value: Value) -> BundleProperty {
+        BundleProperty {
+            type_: type_.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn an_instance_outside_the_set_that_requires_a_package_or_api_holds_it() {
+        let mut cluster_op = entry("cluster-op", &["Input a"]);
+        cluster_op.properties.push(
+            json!({"type": "olm.gvk", "value": {"group": "rabbitmq.com", "version": "v1beta1", "kind": "RabbitmqCluster"}}),
+        );
+        let previous = [cluster_op];
+        let by_package = Outside {
+            name: "app".into(),
+            properties: vec![property(
+                "olm.package.required",
+                json!({"packageName": "cluster-op", "versionRange": ">=1.0.0"}),
+            )],
+        };
+        let kept = held_back(&previous, &[], "set", |_| false, &[by_package]);
+        assert!(
+            kept[0]
+                .properties
+                .contains(&json!({ "type": HELD_BACK_FOR, "value": ["app"] }))
+        );
+        let by_api = Outside {
+            name: "other".into(),
+            properties: vec![property(
+                "olm.gvk.required",
+                json!({"group": "rabbitmq.com", "version": "v1beta1", "kind": "RabbitmqCluster"}),
+            )],
+        };
+        assert_eq!(
+            held_back(&previous, &[], "set", |_| false, &[by_api]).len(),
+            1
+        );
+        // Out of range, or another API: it goes.
+        let elsewhere = Outside {
+            name: "old".into(),
+            properties: vec![
+                property(
+                    "olm.package.required",
+                    json!({"packageName": "cluster-op", "versionRange": "<1.0.0"}),
+                ),
+                property(
+                    "olm.gvk.required",
+                    json!({"group": "rabbitmq.com", "version": "v1", "kind": "Other"}),
+                ),
+            ],
+        };
+        assert!(held_back(&previous, &[], "set", |_| false, &[elsewhere]).is_empty());
     }
 }

@@ -45,6 +45,10 @@ const SETTLE: Duration = Duration::from_millis(300);
 /// How soon a set that holds bundles back for leaving dependents is looked
 /// at again (a deleted child's uninstall starts no watch event here).
 const HELD_BACK_RECHECK: Duration = Duration::from_secs(3);
+/// How soon a set that holds bundles back only for Instances outside it
+/// is looked at again (those change seldom, and each look lists every
+/// Instance).
+const HELD_FOR_OUTSIDE_RECHECK: Duration = Duration::from_secs(30);
 
 /// Where the set goes and who writes it.
 pub struct InputContext {
@@ -103,8 +107,21 @@ pub async fn run(context: Arc<InputContext>, selector: Option<String>) {
         .default_backoff()
         .reflect(class_writer)
         .touched_objects();
+    // A deleted Instance may let a held-back bundle go (a dependent child
+    // gone, an Instance outside the set that needed it gone): deletions
+    // wake the controller, nothing else about Instances does. Metadata
+    // only, and nothing kept.
+    let instance_deletions = kube::runtime::metadata_watcher(
+        Api::<pakket_api::Instance>::all(context.client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .filter_map(|event| {
+        std::future::ready(matches!(event, Ok(watcher::Event::Delete(_))).then_some(()))
+    });
     tokio::spawn(forward(input_events.boxed(), changed.clone()));
     tokio::spawn(forward(class_events.map(|_| ()).boxed(), changed.clone()));
+    tokio::spawn(forward(instance_deletions.boxed(), changed.clone()));
     let mut swaps = context.catalogs.subscribe();
     {
         let changed = changed.clone();
@@ -124,6 +141,7 @@ pub async fn run(context: Arc<InputContext>, selector: Option<String>) {
         let next = match reconcile_all(&context, &inputs, &classes).await {
             Ok(Pass::Settled) => RESYNC,
             Ok(Pass::HoldingBack) => HELD_BACK_RECHECK,
+            Ok(Pass::HoldingForOutside) => HELD_FOR_OUTSIDE_RECHECK,
             Err(error) => {
                 tracing::warn!(%error, "resolving Inputs; trying again");
                 tokio::time::sleep(Duration::from_secs(5)).await;
@@ -149,6 +167,8 @@ enum Pass {
     Settled,
     /// With bundles held back for dependents still leaving.
     HoldingBack,
+    /// With bundles held back only for Instances outside the set.
+    HoldingForOutside,
 }
 
 /// One pass: resolve, then (as leader) write statuses and the set.
@@ -206,9 +226,13 @@ async fn reconcile_all(
             .map(|input| (input.name_any(), author(input, context.record_key.as_ref())))
             .collect();
         requested_by::stamp(&mut entries, &context.instance, &authors);
-        let kept = hold_back(context, &previous, &entries).await?;
+        let (kept, for_children) = hold_back(context, &previous, &entries).await?;
         if !kept.is_empty() {
-            pass = Pass::HoldingBack;
+            pass = if for_children {
+                Pass::HoldingBack
+            } else {
+                Pass::HoldingForOutside
+            };
             entries.extend(kept);
             entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
         }
@@ -245,12 +269,22 @@ fn author(input: &Input, key: Option<&pakket_api::RecordKey>) -> Option<pakket_a
 }
 
 /// The bundles `next` drops that stay for now, because a child that needs
-/// them is leaving too and still on the cluster ([`held_back`]).
+/// them is leaving too and still on the cluster, or an Instance outside
+/// the set requires what they provide ([`held_back`]); and whether some
+/// wait for leaving children (which go soon).
 async fn hold_back(
     context: &InputContext,
     previous: &[Entry],
     next: &[Entry],
-) -> Result<Vec<Entry>, kube::Error> {
+) -> Result<(Vec<Entry>, bool), kube::Error> {
+    let leaving = previous.iter().any(|entry| {
+        !next
+            .iter()
+            .any(|kept| kept.package_name == entry.package_name)
+    });
+    if !leaving {
+        return Ok((Vec::new(), false));
+    }
     let instances: Api<pakket_api::Instance> = Api::all(context.client.clone());
     let mut present = BTreeSet::new();
     for name in held_back::to_look_up(previous, next) {
@@ -258,12 +292,68 @@ async fn hold_back(
             present.insert(name);
         }
     }
-    Ok(held_back::held_back(
+    let outside = outside_needs(context, &instances).await?;
+    let kept = held_back::held_back(
         previous,
         next,
         &context.instance,
         |name| present.contains(name),
-    ))
+        &outside,
+    );
+    Ok((kept, !present.is_empty()))
+}
+
+/// Every Instance outside the set (not the set's own, not its children)
+/// with what its content requires, as its provisioner recorded it: in the
+/// Instance's `status.embeddedBundle`, or on the Bundle object it names.
+async fn outside_needs(
+    context: &InputContext,
+    instances: &Api<pakket_api::Instance>,
+) -> Result<Vec<held_back::Outside>, kube::Error> {
+    let bundles: Api<pakket_api::Bundle> = Api::all(context.client.clone());
+    let mut bundle_properties: Option<BTreeMap<String, Vec<pakket_api::BundleProperty>>> = None;
+    let mut outside = Vec::new();
+    for instance in instances.list(&Default::default()).await?.items {
+        let name = instance.name_any();
+        let ours =
+            name == context.instance || instance.labels().get(SET_LABEL) == Some(&context.instance);
+        if ours {
+            continue;
+        }
+        let properties = match instance
+            .status
+            .as_ref()
+            .and_then(|s| s.embedded_bundle.as_ref())
+        {
+            Some(embedded) => embedded.status.properties.clone(),
+            None => {
+                if bundle_properties.is_none() {
+                    bundle_properties = Some(
+                        bundles
+                            .list(&Default::default())
+                            .await?
+                            .items
+                            .into_iter()
+                            .map(|bundle| {
+                                let name = bundle.name_any();
+                                let properties =
+                                    bundle.status.map(|s| s.properties).unwrap_or_default();
+                                (name, properties)
+                            })
+                            .collect(),
+                    );
+                }
+                bundle_properties
+                    .as_ref()
+                    .and_then(|all| all.get(&instance.spec.bundle.name).cloned())
+                    .unwrap_or_default()
+            }
+        };
+        if !properties.is_empty() {
+            outside.push(held_back::Outside { name, properties });
+        }
+    }
+    Ok(outside)
 }
 
 /// The Input's request with its class's constraints, or why it has none

@@ -390,5 +390,78 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
         },
     )
     .await;
+
+    // Nor does it leave while an Instance outside the set requires it (as
+    // that Instance's provisioner recorded: here written by the test, on
+    // an Instance of a class nobody serves).
+    let topology = input(
+        &scope,
+        "topology",
+        &subscription,
+        json!([
+            {"type": "olm.catalog", "value": {"name": scope.name("topology"), "package": TOPOLOGY, "channel": "stable"}},
+        ]),
+    )
+    .await;
+    eventually("both are in the set again", || async {
+        current_set(&scope)
+            .await
+            .is_some_and(|(_, entries, _)| entries.len() == 2)
+    })
+    .await;
+    let outside = scope.name("app");
+    let app: pakket_api::Instance = serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
+        "metadata": { "name": outside, "labels": scope.labels() },
+        "spec": { "class": scope.name("nobody"), "bundle": { "name": "app", "spec": { "class": scope.name("nobody"), "refs": ["docker://example.com/app:1"] } } },
+    }))
+    .unwrap();
+    instances
+        .create(&PostParams::default(), &app)
+        .await
+        .unwrap();
+    instances
+        .patch_status(
+            &outside,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "embeddedBundle": {
+                "name": "app",
+                "properties": [{"type": "olm.package.required", "value": {"packageName": CLUSTER_OPERATOR, "versionRange": ">=2.0.0"}}],
+            } } })),
+        )
+        .await
+        .unwrap();
+    Api::<Input>::all(scope.client.clone())
+        .delete(&topology, &Default::default())
+        .await
+        .unwrap();
+    eventually(
+        "the topology operator leaves; the cluster operator stays for the app",
+        || async {
+            current_set(&scope).await.is_some_and(|(_, entries, _)| {
+                entries.len() == 1
+                    && entries[0].package_name == CLUSTER_OPERATOR
+                    && entries[0].properties.contains(&json!({
+                        "type": pakket_resolveset::held_back::HELD_BACK_FOR,
+                        "value": [outside],
+                    }))
+            })
+        },
+    )
+    .await;
+    // Its deletion wakes the controller.
+    instances
+        .delete(&outside, &Default::default())
+        .await
+        .unwrap();
+    eventually(
+        "the cluster operator leaves once the app is gone",
+        || async {
+            current_set(&scope)
+                .await
+                .is_some_and(|(_, entries, _)| entries.is_empty())
+        },
+    )
+    .await;
     support::cleanup(scope).await;
 }
