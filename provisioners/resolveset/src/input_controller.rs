@@ -111,8 +111,8 @@ pub async fn run(context: Arc<InputContext>, selector: Option<String>) {
     // gone, an Instance outside the set that needed it gone): deletions
     // wake the controller, nothing else about Instances does. Metadata
     // only, and nothing kept.
-    let instance_deletions = kube::runtime::metadata_watcher(
-        Api::<pakket_api::Instance>::all(context.client.clone()),
+    let instance_deletions = watcher(
+        Api::<kube::core::PartialObjectMeta<pakket_api::Instance>>::all(context.client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
