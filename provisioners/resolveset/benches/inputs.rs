@@ -69,6 +69,7 @@ fn main() {
                 name: name.to_owned(),
                 request: Ok(request.clone()),
                 dry_run: false,
+                force: false,
             }],
             &[],
             "resolveset",
@@ -78,6 +79,7 @@ fn main() {
                 name: name.to_owned(),
                 request: Ok(request),
                 dry_run: false,
+                force: false,
             });
         }
     }
@@ -113,6 +115,7 @@ fn main() {
         name: "dry-run".into(),
         request: Ok(Request::package("etcd")),
         dry_run: true,
+        force: false,
     });
     let started = Instant::now();
     plan(&universe, &with_dry_run, &[], "resolveset");

@@ -120,6 +120,7 @@ async fn main() {
                 name: name.to_owned(),
                 request: Ok(Request::package(name)),
                 dry_run: false,
+                force: false,
             }],
             &[],
             "resolveset",

@@ -368,6 +368,7 @@ fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
                 "spec.inputClass: InputClass {class_name} not found; create it or name one of `kubectl get inputclasses`"
             )),
             dry_run: false,
+            force: false,
         };
     };
     PlannedInput::of(input, &class.spec.parameters).asked()

@@ -28,6 +28,9 @@ pub struct Asked {
     pub request: Result<Request, String>,
     /// Whether its class only plans.
     pub dry_run: bool,
+    /// Whether its class forces: the best match alone, no resolution
+    /// ([`crate::force`]).
+    pub force: bool,
 }
 
 /// What one Input gets.
@@ -96,6 +99,7 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
             Err(problem) => {
                 answers.insert(input.name.clone(), Answer::Invalid(problem.clone()));
             }
+            Ok(_) if input.force => {}
             Ok(request) if !input.dry_run => live.push((&input.name, request)),
             Ok(_) => {}
         }
@@ -126,9 +130,81 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
         };
         answers.insert(input.name.clone(), answer);
     }
+    // Forced Inputs: the best match each, taking its package's place.
+    let mut chosen = chosen;
+    for input in asked.iter().filter(|input| input.force) {
+        let Ok(request) = &input.request else {
+            continue;
+        };
+        let Some(bundle) = crate::force::best_match(universe, request) else {
+            let summary = format!("no bundle matches {request}");
+            answers.insert(
+                input.name.clone(),
+                Answer::Unsatisfiable {
+                    explanation: format!(
+                        "{summary} in the served catalogs (the class forces: dependencies are not resolved, only a matching bundle is looked for)"
+                    ),
+                    summary,
+                },
+            );
+            continue;
+        };
+        let selection = crate::force::selection(universe, bundle, request);
+        let own = [selection.clone()];
+        answers.insert(
+            input.name.clone(),
+            Answer::Resolved(for_request(&own, request, &input.name, set)),
+        );
+        if !input.dry_run {
+            chosen.retain(|s| s.package != selection.package);
+            chosen.push(selection);
+        }
+    }
+    displaced_by_force(asked, &mut answers);
+    chosen.sort_by(|a, b| a.package.cmp(&b.package));
     Plan {
         answers,
         set: chosen,
+    }
+}
+
+/// Inputs resolved to a bundle of a package a forced Input took: their
+/// answer says so, since the set holds the forced bundle instead.
+fn displaced_by_force(asked: &[Asked], answers: &mut BTreeMap<String, Answer>) {
+    let forced: Vec<(String, ResolvedInstance)> = asked
+        .iter()
+        .filter(|input| input.force && !input.dry_run)
+        .filter_map(|input| match answers.get(&input.name) {
+            Some(Answer::Resolved(instances)) => {
+                Some((input.name.clone(), instances.first()?.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    for input in asked.iter().filter(|input| !input.force) {
+        let Some(Answer::Resolved(instances)) = answers.get(&input.name) else {
+            continue;
+        };
+        let taken = instances.iter().find_map(|instance| {
+            forced.iter().find(|(_, chosen)| {
+                chosen.package == instance.package && chosen.bundle != instance.bundle
+            })
+        });
+        if let Some((by, chosen)) = taken {
+            let summary = format!(
+                "{} is forced to {} by Input {by}",
+                chosen.package, chosen.version
+            );
+            answers.insert(
+                input.name.clone(),
+                Answer::Unsatisfiable {
+                    explanation: format!(
+                        "{summary}: a forced Input takes its package's place in the set and is not resolved with the others; change one of the two Inputs"
+                    ),
+                    summary,
+                },
+            );
+        }
     }
 }
 
@@ -337,7 +413,54 @@ mod tests {
             name: name.into(),
             request: Ok(Request::parse_cli(cli).unwrap()),
             dry_run,
+            force: false,
         }
+    }
+
+    #[test]
+    fn a_forced_input_gets_its_best_match_and_nothing_it_needs() {
+        // `lonely` needs `missing`: resolved, it fails; forced, it is
+        // installed alone and its provisioner will say what is missing.
+        let forced = Asked {
+            force: true,
+            ..asked("f", "lonely", false)
+        };
+        let alone = plan(&universe(), &[forced], &[], "rs");
+        let Answer::Resolved(instances) = &alone.answers["f"] else {
+            panic!("{:?}", alone.answers["f"]);
+        };
+        assert_eq!(instances.len(), 1, "no dependency: {instances:?}");
+        assert_eq!(instances[0].bundle, "lonely.v1.0.0");
+        let packages: Vec<&str> = alone.set.iter().map(|s| s.package.as_str()).collect();
+        assert_eq!(packages, ["lonely"]);
+        // `app` forced takes 2.0.0 and leaves `dep` out; beside a resolved
+        // Input for `app` 1.0.0, the forced choice takes the package's place.
+        let pinned = asked("a", "app=1.0.0", false);
+        let forced = Asked {
+            force: true,
+            ..asked("b", "app", false)
+        };
+        let both = plan(&universe(), &[pinned, forced], &[], "rs");
+        let chosen: Vec<(&str, &str)> = both
+            .set
+            .iter()
+            .map(|s| (s.package.as_str(), s.version.as_str()))
+            .collect();
+        assert_eq!(chosen, [("app", "2.0.0"), ("dep", "1.0.0")]);
+        assert!(
+            matches!(&both.answers["a"], Answer::Unsatisfiable { summary, .. } if summary == "app is forced to 2.0.0 by Input b"),
+            "{:?}",
+            both.answers["a"]
+        );
+        // Nothing matches: said so.
+        let nothing = Asked {
+            force: true,
+            ..asked("n", "nosuch", false)
+        };
+        let none = plan(&universe(), &[nothing], &[], "rs");
+        assert!(
+            matches!(&none.answers["n"], Answer::Unsatisfiable { summary, .. } if summary.contains("no bundle matches"))
+        );
     }
 
     #[test]
@@ -433,6 +556,7 @@ mod tests {
             name: "x".into(),
             request: Err("spec.constraints[0].value.package: is required".into()),
             dry_run: false,
+            force: false,
         };
         let plan = plan(&universe(), &[bad, asked("a", "dep", false)], &[], "rs");
         assert_eq!(

@@ -26,6 +26,7 @@ pub mod condition;
 pub mod controller;
 pub mod crd;
 mod error;
+pub mod force;
 pub mod held_back;
 pub mod input;
 pub mod input_controller;

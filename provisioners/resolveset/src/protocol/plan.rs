@@ -53,6 +53,9 @@ pub struct PlannedInput {
     /// Whether the class only plans (`dryRun`).
     #[serde(default)]
     pub dry_run: bool,
+    /// Whether the class forces (`force`: the best match, no resolution).
+    #[serde(default)]
+    pub force: bool,
 }
 
 impl PlannedInput {
@@ -64,6 +67,7 @@ impl PlannedInput {
             input_class: input.spec.input_class.clone(),
             class_constraints: parameters.constraints.clone(),
             dry_run: parameters.dry_run,
+            force: parameters.force,
         }
     }
 
@@ -79,6 +83,7 @@ impl PlannedInput {
             ))
             .map_err(|error| error.to_string()),
             dry_run: self.dry_run,
+            force: self.force,
         }
     }
 }
