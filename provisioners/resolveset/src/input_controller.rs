@@ -221,6 +221,18 @@ async fn reconcile_all(
             })
             .collect();
         let mut entries = resolved_set::entries(&plan.set, &served, &resolved, &previous);
+        // Classes with `trace`: the set keeps why each of their bundles
+        // was chosen.
+        let traced: Vec<&str> = inputs
+            .iter()
+            .filter(|input| {
+                classes
+                    .get(&input.spec.input_class)
+                    .is_some_and(|class| class.spec.parameters.trace)
+            })
+            .map(|input| input.metadata.name.as_deref().unwrap_or_default())
+            .collect();
+        resolved_set::trace(&mut entries, &plan.set, &resolved, &traced);
         let authors: requested_by::Authors = inputs
             .iter()
             .map(|input| (input.name_any(), author(input, context.record_key.as_ref())))

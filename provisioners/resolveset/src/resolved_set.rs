@@ -116,6 +116,48 @@ pub fn entries(
     entries
 }
 
+/// The property `trace` adds: why the resolution chose the bundle.
+pub const TRACE: &str = "pakket.dev/trace";
+
+/// Adds [`TRACE`] to the entries the `traced` Inputs brought in: the
+/// resolution's reason for the bundle (requested, a dependency of which
+/// bundle and through what, an upgrade from which, kept as installed) and
+/// which of those Inputs it is for, with what each relation meets.
+pub fn trace(
+    entries: &mut [Entry],
+    set: &[Selection],
+    answers: &BTreeMap<String, Vec<ResolvedInstance>>,
+    traced: &[&str],
+) {
+    for entry in entries.iter_mut() {
+        let mut inputs = Vec::new();
+        for input in traced {
+            let Some(instances) = answers.get(*input) else {
+                continue;
+            };
+            if let Some(instance) = instances.iter().find(|i| i.bundle == entry.name) {
+                inputs.push(json!({
+                    "input": input,
+                    "satisfies": instance.satisfies,
+                    "dependencies": instance.dependencies,
+                }));
+            }
+        }
+        if inputs.is_empty() {
+            continue;
+        }
+        let reason = set
+            .iter()
+            .find(|selection| selection.bundle == entry.name)
+            .map(|selection| json!(selection.reason))
+            .unwrap_or(Value::Null);
+        entry.properties.push(json!({
+            "type": TRACE,
+            "value": { "reason": reason, "for": inputs },
+        }));
+    }
+}
+
 /// The file's bytes: pretty JSON and a newline.
 pub fn to_bytes(entries: &[Entry]) -> Vec<u8> {
     let mut text = serde_json::to_vec_pretty(entries).expect("plain data serializes");
@@ -160,5 +202,52 @@ mod tests {
         assert_eq!(from_bytes(&bytes).unwrap(), vec![entry]);
         let text = String::from_utf8(bytes).unwrap();
         assert!(text.contains("\"packageName\": \"etcd\""), "{text}");
+    }
+
+    #[test]
+    fn trace_records_why_each_bundle_of_a_traced_input_was_chosen() {
+        use crate::input::Relation;
+        use crate::protocol::resolve::SelectionReason;
+        let entry = |package: &str| Entry {
+            schema: "olm.bundle".into(),
+            name: format!("{package}.v1"),
+            package_name: package.into(),
+            version: "1.0.0".into(),
+            image: String::new(),
+            catalog: "c".into(),
+            channel: None,
+            properties: Vec::new(),
+        };
+        let mut entries = vec![entry("app"), entry("other")];
+        let set = vec![Selection {
+            package: "app".into(),
+            version: "1.0.0".into(),
+            bundle: "app.v1".into(),
+            channel: None,
+            catalog: "c".into(),
+            reason: SelectionReason::Installed,
+            deprecated: None,
+        }];
+        let answers = BTreeMap::from([(
+            "traced".to_owned(),
+            vec![ResolvedInstance {
+                bundle: "app.v1".into(),
+                satisfies: vec![Relation {
+                    kind: "Input".into(),
+                    name: "traced".into(),
+                    meets: vec!["app".into()],
+                }],
+                ..ResolvedInstance::default()
+            }],
+        )]);
+        trace(&mut entries, &set, &answers, &["traced"]);
+        let traced = &entries[0].properties[0];
+        assert_eq!(traced["type"], TRACE);
+        assert_eq!(traced["value"]["reason"]["kind"], "installed");
+        assert_eq!(traced["value"]["for"][0]["input"], "traced");
+        assert!(
+            entries[1].properties.is_empty(),
+            "only the traced Input's bundles"
+        );
     }
 }
