@@ -107,7 +107,14 @@ pub async fn run(
     own.dry_run = false;
     request_inputs.push(own);
     let current = current_set(client, set.0).await?;
+    // What a class without `minKubeVersion` plans for, as the controller.
+    let kube_version = client
+        .apiserver_version()
+        .await
+        .ok()
+        .map(|info| format!("{}.{}", info.major, info.minor));
     let request = PlanRequest {
+        kube_version,
         inputs: request_inputs,
         current: current
             .iter()

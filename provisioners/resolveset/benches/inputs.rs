@@ -70,6 +70,7 @@ fn main() {
                 request: Ok(request.clone()),
                 dry_run: false,
                 force: false,
+                filters: Default::default(),
             }],
             &[],
             "resolveset",
@@ -80,6 +81,7 @@ fn main() {
                 request: Ok(request),
                 dry_run: false,
                 force: false,
+                filters: Default::default(),
             });
         }
     }
@@ -116,6 +118,7 @@ fn main() {
         request: Ok(Request::package("etcd")),
         dry_run: true,
         force: false,
+        filters: Default::default(),
     });
     let started = Instant::now();
     plan(&universe, &with_dry_run, &[], "resolveset");

@@ -121,6 +121,7 @@ async fn main() {
                 request: Ok(Request::package(name)),
                 dry_run: false,
                 force: false,
+                filters: Default::default(),
             }],
             &[],
             "resolveset",

@@ -184,7 +184,7 @@ async fn reconcile_all(
         .into_iter()
         .map(|class| (class.name_any(), class))
         .collect();
-    let asked: Vec<Asked> = inputs.iter().map(|input| ask(input, &classes)).collect();
+    let mut asked: Vec<Asked> = inputs.iter().map(|input| ask(input, &classes)).collect();
     let previous = current_set(context).await?;
     let previous_versions: Vec<(String, Version)> = previous
         .iter()
@@ -197,6 +197,16 @@ async fn reconcile_all(
         .collect();
     let installed = input_resolve::still_asked(&previous_versions, &asked);
     let served = context.catalogs.snapshot();
+    // `cel` and `minKubeVersion` narrow each Input's own request; the
+    // apiserver's version is what a class without `minKubeVersion` plans for.
+    let cluster = match context.client.apiserver_version().await {
+        Ok(info) => crate::protocol::plan::major_minor(&format!("{}.{}", info.major, info.minor)),
+        Err(error) => {
+            tracing::debug!(%error, "the apiserver's version is unknown: bundles are not checked against it");
+            None
+        }
+    };
+    input_resolve::narrow(&served.set, &mut asked, cluster);
     let plan = {
         let (served, asked, set) = (Arc::clone(&served), asked.clone(), context.instance.clone());
         tokio::task::spawn_blocking(move || {
@@ -381,6 +391,7 @@ fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
             )),
             dry_run: false,
             force: false,
+            filters: Default::default(),
         };
     };
     PlannedInput::of(input, &class.spec.parameters).asked()

@@ -76,8 +76,8 @@ fn version_or_range(text: &str, at: &str) -> Result<Range, InputError> {
 }
 
 /// The engine request for `constraints` (the Input's, then its class's).
-/// Class constraints of types the request does not take
-/// (`minKubeVersion`) are left to the caller.
+/// `cel` and `minKubeVersion`, which look at a bundle itself, are read by
+/// [`crate::input_filter::filters_of`] and narrow this request.
 pub fn request_of(constraints: &[(String, &InputConstraint)]) -> Result<Request, InputError> {
     let mut subject: Option<(String, Request)> = None;
     let mut version: Option<(String, Range, String)> = None;
@@ -147,13 +147,8 @@ pub fn request_of(constraints: &[(String, &InputConstraint)]) -> Result<Request,
                 let kind = text(value, at, "kind")?;
                 set_subject(at, Request::Gvk(format!("{group}/{api_version}/{kind}")))?;
             }
-            "cel" => {
-                return Err(error(
-                    format!("{at}.value"),
-                    "cel constraints are not evaluated yet by this resolver; narrow the Input with olm.packageVersion or olm.name instead",
-                ));
-            }
-            "minKubeVersion" => {}
+            // They look at a bundle itself: `crate::input_filter`.
+            "cel" | "minKubeVersion" => {}
             other => {
                 return Err(error(
                     format!("{at}.type"),
@@ -332,11 +327,6 @@ mod tests {
                 json!([{"type": "olm.name", "value": 3}]),
                 "spec.constraints[0].value",
                 "non-empty string",
-            ),
-            (
-                json!([{"type": "cel", "value": "true"}]),
-                "spec.constraints[0].value",
-                "not evaluated yet",
             ),
         ];
         for (list, field, words) in cases {

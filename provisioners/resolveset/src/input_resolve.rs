@@ -31,6 +31,25 @@ pub struct Asked {
     /// Whether its class forces: the best match alone, no resolution
     /// ([`crate::force`]).
     pub force: bool,
+    /// Its `cel` and `minKubeVersion` constraints, applied by [`narrow`].
+    pub filters: crate::input_filter::Filters,
+}
+
+/// Narrows each Input's request by its `cel` and `minKubeVersion`
+/// constraints against `set` (the served catalogs) for a cluster at
+/// (major, minor) `cluster`; an Input nothing passes gets why as its
+/// request's error. Call before [`plan`].
+pub fn narrow(
+    set: &pakket_engine::catalog::CatalogSet,
+    asked: &mut [Asked],
+    cluster: Option<(u32, u32)>,
+) {
+    for input in asked.iter_mut() {
+        if let Ok(request) = &input.request {
+            input.request =
+                crate::input_filter::narrow(set, request.clone(), &input.filters, cluster);
+        }
+    }
 }
 
 /// What one Input gets.
@@ -414,6 +433,7 @@ mod tests {
             request: Ok(Request::parse_cli(cli).unwrap()),
             dry_run,
             force: false,
+            filters: Default::default(),
         }
     }
 
@@ -557,6 +577,7 @@ mod tests {
             request: Err("spec.constraints[0].value.package: is required".into()),
             dry_run: false,
             force: false,
+            filters: Default::default(),
         };
         let plan = plan(&universe(), &[bad, asked("a", "dep", false)], &[], "rs");
         assert_eq!(

@@ -30,6 +30,7 @@ pub mod force;
 pub mod held_back;
 pub mod input;
 pub mod input_controller;
+pub mod input_filter;
 pub mod input_request;
 pub mod input_resolve;
 pub mod load;

@@ -463,5 +463,27 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
         },
     )
     .await;
+    // A cel constraint narrows the Input to the bundles whose properties
+    // pass: here the topology operator whose olm.package says 1.16.0 (the
+    // newest would be chosen without it).
+    let by_rule = input(
+        &scope,
+        "by-rule",
+        &dry_run,
+        json!([
+            {"type": "olm.catalog", "value": {"name": scope.name("topology"), "package": TOPOLOGY, "channel": "stable"}},
+            {"type": "cel", "value": "properties.exists(p, p.type == 'olm.package' && p.value.version == '1.16.0')"},
+        ]),
+    )
+    .await;
+    let by_rule = resolved_as(&scope, &by_rule, "Resolved").await;
+    let planned = &by_rule.status.as_ref().unwrap().instances;
+    assert!(
+        planned
+            .iter()
+            .any(|i| i.package == TOPOLOGY && i.version == "1.16.0"),
+        "{planned:?}"
+    );
+
     support::cleanup(scope).await;
 }

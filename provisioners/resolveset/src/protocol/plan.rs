@@ -32,6 +32,10 @@ pub struct PlanRequest {
     pub current: Vec<CurrentEntry>,
     /// The set's Instance (children are named `<set>-<package>`).
     pub set: String,
+    /// The cluster's Kubernetes version (`1.35`), for `minKubeVersion`;
+    /// without it, no bundle is left out for the version it needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_version: Option<String>,
 }
 
 /// One Input as the controller reads it.
@@ -74,16 +78,22 @@ impl PlannedInput {
     /// Its request with its class's constraints, or why it has none: what
     /// the controller resolves for it.
     pub fn asked(&self) -> Asked {
+        let fields = with_fields(
+            &self.constraints,
+            &self.input_class,
+            &self.class_constraints,
+        );
+        let filters = crate::input_filter::filters_of(&fields);
+        let request = match &filters {
+            Ok(_) => request_of(&fields).map_err(|error| error.to_string()),
+            Err(problem) => Err(problem.clone()),
+        };
         Asked {
             name: self.name.clone(),
-            request: request_of(&with_fields(
-                &self.constraints,
-                &self.input_class,
-                &self.class_constraints,
-            ))
-            .map_err(|error| error.to_string()),
+            request,
             dry_run: self.dry_run,
             force: self.force,
+            filters: filters.unwrap_or_default(),
         }
     }
 }
@@ -148,9 +158,31 @@ impl From<Answer> for PlanAnswer {
     }
 }
 
+/// `1.35` (or `v1.35.4`, `1.35+`) as (1, 35).
+pub fn major_minor(text: &str) -> Option<(u32, u32)> {
+    let mut parts = text.trim().trim_start_matches('v').split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor: String = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    Some((major, minor.parse().ok()?))
+}
+
 /// The controller's pass over `request`'s Inputs against `served`.
 pub fn plan(served: &Served, request: &PlanRequest) -> Result<PlanResponse, BadRequest> {
-    let asked: Vec<Asked> = request.inputs.iter().map(PlannedInput::asked).collect();
+    let mut asked: Vec<Asked> = request.inputs.iter().map(PlannedInput::asked).collect();
+    let cluster = match &request.kube_version {
+        Some(text) => Some(major_minor(text).ok_or_else(|| {
+            BadRequest::new(
+                "kubeVersion",
+                format!("{text:?} is not a Kubernetes version; write MAJOR.MINOR (1.35)"),
+            )
+        })?),
+        None => None,
+    };
+    input_resolve::narrow(&served.set, &mut asked, cluster);
     let mut previous = Vec::with_capacity(request.current.len());
     for (i, entry) in request.current.iter().enumerate() {
         let version = Version::parse(&entry.version)
