@@ -20,25 +20,57 @@ pub async fn run(
     format: Option<Format>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
-    let instances: Api<Instance> = Api::all(client.clone());
+    let instances: Vec<Instance> = objects(client, selector, "Instances").await?;
+    print(instances, format, out, "Instances", |items| {
+        table(items, Timestamp::now())
+    })
+}
+
+/// Every object of kind `K` whose labels match `selector` (`plural`, as
+/// denials name it: `Instances`).
+pub async fn objects<K>(
+    client: &kube::Client,
+    selector: Option<&str>,
+    plural: &str,
+) -> Result<Vec<K>, Error>
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::all(client.clone());
     let mut params = ListParams::default();
     if let Some(selector) = selector {
         params = params.labels(selector);
     }
-    let list = match instances.list(&params).await {
-        Ok(list) => list,
-        Err(source) => {
-            return Err(
-                identity::refused(client, source, "list Instances", lookup::READ_ADVICE).await,
-            );
-        }
-    };
+    match api.list(&params).await {
+        Ok(list) => Ok(list.items),
+        Err(source) => Err(identity::refused(
+            client,
+            source,
+            &format!("list {plural}"),
+            lookup::READ_ADVICE,
+        )
+        .await),
+    }
+}
+
+/// Prints `items` as a `List` in `format`, or as the table `table` makes;
+/// with nothing to print, says `No PLURAL found.` on stderr, as kubectl.
+pub fn print<K: kube::Resource + serde::Serialize>(
+    mut items: Vec<K>,
+    format: Option<Format>,
+    out: &mut impl Write,
+    plural: &str,
+    table: impl FnOnce(&[K]) -> String,
+) -> Result<(), Error> {
     match format {
         Some(format) => {
-            let mut items = list.items;
             // As kubectl does unless --show-managed-fields: noise to a reader.
             for item in &mut items {
-                item.metadata.managed_fields = None;
+                item.meta_mut().managed_fields = None;
             }
             let document = json!({
                 "apiVersion": "v1",
@@ -48,13 +80,13 @@ pub async fn run(
             });
             output::print(&document, format, out)
         }
-        None if list.items.is_empty() => {
+        None if items.is_empty() => {
             // kubectl says this on stderr, so scripts reading stdout see nothing.
-            eprintln!("No Instances found.");
+            eprintln!("No {plural} found.");
             Ok(())
         }
         None => {
-            out.write_all(table(&list.items, Timestamp::now()).as_bytes())?;
+            out.write_all(table(&items).as_bytes())?;
             Ok(())
         }
     }

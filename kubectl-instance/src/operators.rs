@@ -7,14 +7,13 @@ use std::io::Write;
 
 use jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use pakket_resolveset::Operator;
-use serde_json::json;
 
 use crate::error::Error;
 use crate::output::{self, Format};
 use crate::table::Table;
-use crate::{age, identity, lookup};
+use crate::{age, identity, list, lookup};
 
 /// Lists the Operators matching `selector`.
 pub async fn list(
@@ -23,42 +22,10 @@ pub async fn list(
     format: Option<Format>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
-    let operators: Api<Operator> = Api::all(client.clone());
-    let mut params = ListParams::default();
-    if let Some(selector) = selector {
-        params = params.labels(selector);
-    }
-    let list = match operators.list(&params).await {
-        Ok(list) => list,
-        Err(source) => {
-            return Err(
-                identity::refused(client, source, "list Operators", lookup::READ_ADVICE).await,
-            );
-        }
-    };
-    match format {
-        Some(format) => {
-            let mut items = list.items;
-            for item in &mut items {
-                item.metadata.managed_fields = None;
-            }
-            let document = json!({
-                "apiVersion": "v1",
-                "kind": "List",
-                "metadata": { "resourceVersion": "" },
-                "items": items,
-            });
-            output::print(&document, format, out)
-        }
-        None if list.items.is_empty() => {
-            eprintln!("No Operators found.");
-            Ok(())
-        }
-        None => {
-            out.write_all(table(&list.items, Timestamp::now()).as_bytes())?;
-            Ok(())
-        }
-    }
+    let operators: Vec<Operator> = list::objects(client, selector, "Operators").await?;
+    list::print(operators, format, out, "Operators", |items| {
+        table(items, Timestamp::now())
+    })
 }
 
 /// The `UpdateAvailable` condition's reason, or nothing.

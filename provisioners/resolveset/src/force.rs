@@ -12,33 +12,6 @@ use pakket_engine::resolve::{BundleIndex, Request, Universe};
 
 use crate::protocol::resolve::{Selection, SelectionReason};
 
-/// Whether `bundle` meets `request` on its own.
-fn matches(universe: &Universe, bundle: BundleIndex, request: &Request) -> bool {
-    let candidate = &universe.bundles[bundle];
-    match request {
-        Request::Package {
-            package,
-            channel,
-            range,
-            catalog,
-        } => {
-            *package == candidate.package
-                && channel
-                    .as_ref()
-                    .is_none_or(|channel| candidate.channels.iter().any(|c| c.channel == *channel))
-                && range
-                    .as_ref()
-                    .is_none_or(|range| range.contains(&candidate.version))
-                && catalog
-                    .as_ref()
-                    .is_none_or(|catalog| universe.catalogs[candidate.catalog].name == *catalog)
-        }
-        Request::BundleName(name) => candidate.name == *name,
-        Request::Gvk(gvk) => candidate.provides.contains(gvk),
-        Request::Label(label) => candidate.labels.contains(label),
-    }
-}
-
 /// The bundle a forced `request` gets, if any matches.
 pub fn best_match(universe: &Universe, request: &Request) -> Option<BundleIndex> {
     let pool: Vec<BundleIndex> = match request {
@@ -55,7 +28,7 @@ pub fn best_match(universe: &Universe, request: &Request) -> Option<BundleIndex>
         _ => None,
     };
     pool.into_iter()
-        .filter(|&bundle| matches(universe, bundle, request))
+        .filter(|&bundle| universe.satisfies(bundle, request))
         .min_by(|&a, &b| {
             let rank = |bundle: BundleIndex| {
                 let candidate = &universe.bundles[bundle];

@@ -22,18 +22,13 @@ use crate::resolved_set::Entry;
 
 /// The property a held-back entry carries: the Instances it waits for.
 pub const HELD_BACK_FOR: &str = "pakket.dev/heldBackFor";
-/// The property naming who needs an entry (`Input x`, `Instance y`).
-pub const NEEDED_BY: &str = "pakket.dev/neededBy";
+pub use crate::resolved_set::NEEDED_BY;
 
 /// The Instances (by name) that `entry` is recorded as needed by.
 fn needing_instances(entry: &Entry) -> Vec<String> {
     entry
-        .properties
-        .iter()
-        .filter(|property| property["type"] == NEEDED_BY)
-        .filter_map(|property| property["value"].as_array())
-        .flatten()
-        .filter_map(Value::as_str)
+        .needed_by()
+        .into_iter()
         .filter_map(|who| who.strip_prefix("Instance "))
         .map(str::to_owned)
         .collect()

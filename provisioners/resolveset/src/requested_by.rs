@@ -19,7 +19,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use pakket_api::CreatorRecord;
 use serde_json::{Value, json};
 
-use crate::held_back::NEEDED_BY;
 use crate::input_resolve::instance_name;
 use crate::resolved_set::Entry;
 
@@ -89,7 +88,7 @@ fn owners_of(
     }
     let mut owners = BTreeSet::new();
     let mut unknown = false;
-    for who in needed_by(&entries[index]) {
+    for who in entries[index].needed_by() {
         if let Some(input) = who.strip_prefix("Input ") {
             match authors.get(input).cloned().flatten() {
                 Some(record) => {
@@ -119,18 +118,6 @@ fn owners_of(
     result
 }
 
-fn needed_by(entry: &Entry) -> Vec<String> {
-    entry
-        .properties
-        .iter()
-        .filter(|property| property["type"] == NEEDED_BY)
-        .filter_map(|property| property["value"].as_array())
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
-}
-
 /// The person `entry` is stamped for, if any.
 pub fn of(entry: &Entry) -> Option<CreatorRecord> {
     entry
@@ -153,7 +140,7 @@ mod tests {
             image: String::new(),
             catalog: "c".into(),
             channel: None,
-            properties: vec![json!({ "type": NEEDED_BY, "value": needed_by })],
+            properties: vec![json!({ "type": crate::resolved_set::NEEDED_BY, "value": needed_by })],
         }
     }
 

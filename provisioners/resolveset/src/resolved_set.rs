@@ -98,7 +98,7 @@ pub fn entries(
             who.sort();
             who.dedup();
             if !who.is_empty() {
-                properties.push(json!({ "type": "pakket.dev/neededBy", "value": who }));
+                properties.push(json!({ "type": NEEDED_BY, "value": who }));
             }
             Entry {
                 schema: "olm.bundle".into(),
@@ -114,6 +114,22 @@ pub fn entries(
         .collect();
     entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
     entries
+}
+
+/// The property naming who needs an entry (`Input x`, `Instance y`).
+pub const NEEDED_BY: &str = "pakket.dev/neededBy";
+
+impl Entry {
+    /// Who the set records as needing this entry (`Input x`, `Instance y`).
+    pub fn needed_by(&self) -> Vec<&str> {
+        self.properties
+            .iter()
+            .filter(|property| property["type"] == NEEDED_BY)
+            .filter_map(|property| property["value"].as_array())
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect()
+    }
 }
 
 /// The property `trace` adds: why the resolution chose the bundle.

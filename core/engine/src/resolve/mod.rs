@@ -402,27 +402,5 @@ fn selection_reason(
 
 /// Whether `bundle` satisfies `request` on its own.
 fn satisfies(provider: &Provider<'_>, bundle: BundleIndex, request: &Request) -> bool {
-    let candidate = &provider.universe.bundles[bundle];
-    match request {
-        Request::Package {
-            package,
-            channel,
-            range,
-            catalog,
-        } => {
-            package == &candidate.package
-                && channel
-                    .as_ref()
-                    .is_none_or(|channel| candidate.channels.iter().any(|c| &c.channel == channel))
-                && range
-                    .as_ref()
-                    .is_none_or(|range| range.contains(&candidate.version))
-                && catalog.as_ref().is_none_or(|catalog| {
-                    &provider.universe.catalogs[candidate.catalog].name == catalog
-                })
-        }
-        Request::BundleName(name) => &candidate.name == name,
-        Request::Gvk(gvk) => candidate.provides.contains(gvk),
-        Request::Label(label) => candidate.labels.contains(label),
-    }
+    provider.universe.satisfies(bundle, request)
 }

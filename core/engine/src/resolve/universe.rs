@@ -228,6 +228,35 @@ impl Universe {
             .map(|(key, providers)| (key.as_str(), providers.as_slice()))
     }
 
+    /// Whether `bundle` satisfies `request` on its own (its package,
+    /// channel, range and catalog; its name; an API it provides; a label).
+    pub fn satisfies(&self, bundle: BundleIndex, request: &super::Request) -> bool {
+        use super::Request;
+        let candidate = &self.bundles[bundle];
+        match request {
+            Request::Package {
+                package,
+                channel,
+                range,
+                catalog,
+            } => {
+                package == &candidate.package
+                    && channel.as_ref().is_none_or(|channel| {
+                        candidate.channels.iter().any(|c| &c.channel == channel)
+                    })
+                    && range
+                        .as_ref()
+                        .is_none_or(|range| range.contains(&candidate.version))
+                    && catalog
+                        .as_ref()
+                        .is_none_or(|catalog| &self.catalogs[candidate.catalog].name == catalog)
+            }
+            Request::BundleName(name) => &candidate.name == name,
+            Request::Gvk(gvk) => candidate.provides.contains(gvk),
+            Request::Label(label) => candidate.labels.contains(label),
+        }
+    }
+
     /// A bundle by catalog and name.
     pub fn bundle_in(&self, catalog: usize, name: &str) -> Option<BundleIndex> {
         self.by_name.get(catalog)?.get(name).copied()

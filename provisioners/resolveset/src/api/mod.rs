@@ -134,6 +134,20 @@ fn refuse(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(ErrorResponse::new(message))).into_response()
 }
 
+/// A JSON body as `T`, or the field that does not read and why.
+fn read_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, BadRequest> {
+    let mut reader = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut reader).map_err(|error| {
+        let path = error.path().to_string();
+        let field = if path == "." {
+            "body".to_owned()
+        } else {
+            format!("body.{path}")
+        };
+        BadRequest::new(field, error.into_inner().to_string())
+    })
+}
+
 fn bad_request(error: &BadRequest) -> Response {
     refuse(StatusCode::BAD_REQUEST, &error.to_string())
 }
@@ -202,18 +216,9 @@ async fn query(State(state): State<ApiState>, body: Bytes) -> Response {
     if body.len() > MAX_BODY {
         return too_large();
     }
-    let mut reader = serde_json::Deserializer::from_slice(&body);
-    let constraint: Constraint = match serde_path_to_error::deserialize(&mut reader) {
+    let constraint: Constraint = match read_body(&body) {
         Ok(constraint) => constraint,
-        Err(error) => {
-            let path = error.path().to_string();
-            let field = if path == "." {
-                "body".to_owned()
-            } else {
-                format!("body.{path}")
-            };
-            return bad_request(&BadRequest::new(field, error.into_inner().to_string()));
-        }
+        Err(error) => return bad_request(&error),
     };
     let checked = match constraint.check("body") {
         Ok(checked) => checked,
@@ -276,18 +281,9 @@ async fn plan(State(state): State<ApiState>, body: Bytes) -> Response {
     if body.len() > MAX_BODY {
         return too_large();
     }
-    let mut reader = serde_json::Deserializer::from_slice(&body);
-    let request: PlanRequest = match serde_path_to_error::deserialize(&mut reader) {
+    let request: PlanRequest = match read_body(&body) {
         Ok(request) => request,
-        Err(error) => {
-            let path = error.path().to_string();
-            let field = if path == "." {
-                "body".to_owned()
-            } else {
-                format!("body.{path}")
-            };
-            return bad_request(&BadRequest::new(field, error.into_inner().to_string()));
-        }
+        Err(error) => return bad_request(&error),
     };
     let served = state.catalogs.snapshot();
     match tokio::task::spawn_blocking(move || plan_protocol::plan(&served, &request)).await {
