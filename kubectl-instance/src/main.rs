@@ -143,14 +143,14 @@ enum Command {
         #[command(flatten)]
         resolver: resolver::ResolverArgs,
     },
-    /// What resolving an Input (`input/NAME`) or an Operator
-    /// (`operator/NAME`) would change in the set, before anything is
+    /// What resolving an Input or an Operator (`NAME`, or `input/NAME`,
+    /// `operator/NAME` to say which) would change in the set, before anything is
     /// written: installs, upgrades, downgrades and removals, each with who
     /// asks for it, or why it cannot be satisfied. Reads the Inputs and the
     /// set from the cluster and asks the resolver API (`--server`), which
     /// runs the Input controller's own pass.
     Plan {
-        /// `input/NAME` or `operator/NAME`.
+        /// `NAME` (an Input, else an Operator), `input/NAME` or `operator/NAME`.
         target: String,
         /// Plan this manifest (an Input or an Operator) in place of the
         /// cluster's object of that name, as if it were applied.

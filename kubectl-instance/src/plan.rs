@@ -78,7 +78,10 @@ pub async fn run(
             "plan asks the cluster's resolver API: pass --server https://HOST:PORT (pakket-resolveset's Service)".into(),
         ));
     };
-    let (kind, name) = parse_target(target)?;
+    let (kind, name) = match parse_target(target)? {
+        (Some(kind), name) => (kind, name),
+        (None, name) => (kind_of(client, &name, file).await?, name),
+    };
     let classes = read_classes(client).await?;
     let mut inputs = read_inputs(client).await?;
     let planned = planned_input(client, kind, &name, file).await?;
@@ -153,17 +156,56 @@ pub async fn run(
     }
 }
 
-/// `input/NAME` or `operator/NAME`.
-fn parse_target(target: &str) -> Result<(&'static str, String), Error> {
+/// `input/NAME`, `operator/NAME` or a bare `NAME` (kind `None`: see
+/// [`kind_of`]).
+fn parse_target(target: &str) -> Result<(Option<&'static str>, String), Error> {
     match target.split_once('/') {
-        Some(("input" | "inputs", name)) if !name.is_empty() => Ok(("Input", name.to_owned())),
-        Some(("operator" | "operators", name)) if !name.is_empty() => {
-            Ok(("Operator", name.to_owned()))
+        Some(("input" | "inputs", name)) if !name.is_empty() => {
+            Ok((Some("Input"), name.to_owned()))
         }
+        Some(("operator" | "operators", name)) if !name.is_empty() => {
+            Ok((Some("Operator"), name.to_owned()))
+        }
+        None if !target.is_empty() => Ok((None, target.to_owned())),
         _ => Err(Error::Config(format!(
-            "{target:?}: name what to plan as input/NAME or operator/NAME"
+            "{target:?}: name what to plan as NAME, input/NAME or operator/NAME"
         ))),
     }
+}
+
+/// What a bare NAME plans: the file's `kind`, else the Input of that name,
+/// else the Operator (an Operator's Input has its name: the Input is what
+/// is resolved either way).
+async fn kind_of(
+    client: &kube::Client,
+    name: &str,
+    file: Option<&Path>,
+) -> Result<&'static str, Error> {
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file)
+            .map_err(|error| Error::Config(format!("reading {}: {error}", file.display())))?;
+        let kind = serde_saphyr::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|document| document["kind"].as_str().map(str::to_owned));
+        return match kind.as_deref() {
+            Some("Input") => Ok("Input"),
+            Some("Operator") => Ok("Operator"),
+            _ => Err(Error::Config(format!(
+                "{}: not an Input or Operator manifest (its kind says neither)",
+                file.display()
+            ))),
+        };
+    }
+    if Api::<Input>::all(client.clone())
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return Ok("Input");
+    }
+    Ok("Operator")
 }
 
 /// The Input to plan: from `file` (an Input or an Operator manifest) or
@@ -286,39 +328,27 @@ async fn current_set(client: &kube::Client, set: &str) -> Result<Vec<Entry>, Err
             );
         }
     };
-    let Some(mount) = instance
-        .spec
-        .bundle
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.volume_mounts.first())
-    else {
+    let Some(mount) = resolved_set::mounted(&instance) else {
         return Ok(Vec::new());
     };
-    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &mount.config_map.namespace);
-    let config_map = match config_maps.get_opt(&mount.config_map.name).await {
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &mount.namespace);
+    let config_map = match config_maps.get_opt(&mount.name).await {
         Ok(Some(config_map)) => config_map,
         Ok(None) => return Ok(Vec::new()),
         Err(source) => {
             return Err(identity::refused(
                 client,
                 source,
-                &format!("get ConfigMaps in {}", mount.config_map.namespace),
+                &format!("get ConfigMaps in {}", mount.namespace),
                 lookup::READ_ADVICE,
             )
             .await);
         }
     };
-    let text = config_map
-        .data
-        .as_ref()
-        .and_then(|data| data.get(resolved_set::FILE))
-        .cloned()
-        .unwrap_or_default();
-    resolved_set::from_bytes(text.as_bytes()).map_err(|problem| {
+    resolved_set::in_config_map(&config_map).map_err(|problem| {
         Error::Catalog(format!(
             "ConfigMap {}/{}: {problem}",
-            mount.config_map.namespace, mount.config_map.name
+            mount.namespace, mount.name
         ))
     })
 }

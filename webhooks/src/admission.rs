@@ -234,11 +234,12 @@ impl Admission {
         verdict: &mut Verdict,
     ) -> Result<(), String> {
         let (old, new) = objects::<Instance>(request, "Instance")?;
+        let name = new.name_any();
         if let Some(old) = &old
-            && let Err(message) = creator::check_update(
-                &new.name_any(),
-                (&old.metadata, &old.spec),
-                (&new.metadata, &new.spec),
+            && let Err(message) = creator::check_update_for(
+                &creator::Subject::instance(&name),
+                (&old.metadata, &pakket_api::spec_digest(&old.spec)),
+                (&new.metadata, &pakket_api::spec_digest(&new.spec)),
                 requester,
                 &self.key,
                 true,

@@ -9,13 +9,11 @@
 //! `package`/`name` fields.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
-use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
-use pakket_resolveset::process::{self, Options, SetOptions};
+use pakket_resolveset::process::SetOptions;
 use pakket_resolveset::{InputClass, Operator};
 use pakket_testkit::{Scope, eventually};
 use serde_json::json;
@@ -29,30 +27,15 @@ async fn operators_are_listed_and_described_with_what_they_got_and_could_get() {
     pakket_testkit::apply_crds(&scope.client, pakket_resolveset::crd::all())
         .await
         .unwrap();
-    let running = process::start(
-        scope.client.clone(),
-        Options {
-            store: std::env::temp_dir().join(format!("pakket-operators-store-{}", scope.id)),
-            sources: Default::default(),
-            allow_internal_addresses: false,
-            max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
-            api_address: "127.0.0.1:0".parse().unwrap(),
-            transport: Transport::from_flags("127.0.0.1:0".parse().unwrap(), true, None, None)
-                .unwrap(),
-            leader: None,
-            selector: Some(scope.selector()),
-            metrics: Arc::new(pakket_runtime::serve::Metrics::new()),
-            set: SetOptions {
-                namespace: scope.namespace.clone(),
-                instance: scope.name("resolveset"),
-                class: scope.name("resolveset"),
-            },
-            store_gc: Default::default(),
-            record_key: None,
+    let running = crate::support::start_resolveset(
+        &scope,
+        SetOptions {
+            namespace: scope.namespace.clone(),
+            instance: scope.name("resolveset"),
+            class: scope.name("resolveset"),
         },
     )
-    .await
-    .unwrap();
+    .await;
     let catalog_name = scope.name("etcd-catalog");
     let config_map = ConfigMap {
         metadata: ObjectMeta {
@@ -179,12 +162,8 @@ async fn operators_are_listed_and_described_with_what_they_got_and_could_get() {
         let run = plugin(
             "admin",
             &[
-                "plan",
-                &format!("operator/{name}"),
-                "--set",
-                &set,
-                "--server",
-                &server,
+                "plan", // A bare name: the Input of that name, the Operator's.
+                &name, "--set", &set, "--server", &server,
             ],
         )
         .await;

@@ -19,14 +19,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
-use pakket_resolveset::process::{self, Options};
 use pakket_testkit::{Scope, data};
 
 use crate::support::BIN;
@@ -125,26 +122,7 @@ async fn serve(
 /// Starts the resolveset process for `scope`'s Catalogs; its API's URL.
 async fn start_resolver(scope: &Scope) -> String {
     install_catalog_crd(&scope.client).await;
-    let running = process::start(
-        scope.client.clone(),
-        Options {
-            store: std::env::temp_dir().join(format!("pakket-graph-store-{}", scope.id)),
-            sources: Default::default(),
-            allow_internal_addresses: false,
-            max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
-            api_address: "127.0.0.1:0".parse().unwrap(),
-            transport: Transport::from_flags("127.0.0.1:0".parse().unwrap(), true, None, None)
-                .unwrap(),
-            leader: None,
-            selector: Some(scope.selector()),
-            metrics: Arc::new(pakket_runtime::serve::Metrics::new()),
-            set: Default::default(),
-            store_gc: Default::default(),
-            record_key: None,
-        },
-    )
-    .await
-    .unwrap();
+    let running = crate::support::start_resolveset(scope, Default::default()).await;
     format!("http://{}", running.api_address)
 }
 
@@ -166,7 +144,7 @@ async fn wait_served(server: &str, packages: &[&str]) {
 
 async fn remove_catalogs(scope: Scope) {
     let _ = std::fs::remove_dir_all(
-        std::env::temp_dir().join(format!("pakket-graph-store-{}", scope.id)),
+        std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id)),
     );
     let catalogs: Api<Catalog> = Api::all(scope.client.clone());
     let _ = catalogs

@@ -317,3 +317,34 @@ async fn wait_allowed(user: &str, attributes: ResourceAttributes) {
     }
     panic!("the grant to {user} did not reach the authorizer within 10 s");
 }
+
+/// Runs the resolveset process (Catalog, Input and Operator controllers and
+/// the resolver API over plain HTTP on loopback) for `scope`'s Catalogs,
+/// Inputs and Operators, writing its set where `set` says.
+pub async fn start_resolveset(
+    scope: &Scope,
+    set: pakket_resolveset::process::SetOptions,
+) -> pakket_resolveset::process::Running {
+    use pakket_resolveset::api::listen::Transport;
+    use pakket_resolveset::process::{self, Options};
+    process::start(
+        scope.client.clone(),
+        Options {
+            store: std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id)),
+            sources: Default::default(),
+            allow_internal_addresses: false,
+            max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
+            api_address: "127.0.0.1:0".parse().unwrap(),
+            transport: Transport::from_flags("127.0.0.1:0".parse().unwrap(), true, None, None)
+                .unwrap(),
+            leader: None,
+            selector: Some(scope.selector()),
+            metrics: std::sync::Arc::new(pakket_runtime::serve::Metrics::new()),
+            set,
+            store_gc: Default::default(),
+            record_key: None,
+        },
+    )
+    .await
+    .unwrap()
+}

@@ -40,6 +40,8 @@ pub const MANAGER: &str = "pakket-resolveset-inputs";
 pub const SET_LABEL: &str = "resolve.pakket.dev/resolveset";
 /// Resolves again this often even when nothing was seen changing.
 const RESYNC: Duration = Duration::from_secs(300);
+/// How long the apiserver's version is used before it is read again.
+const CLUSTER_VERSION_FOR: Duration = Duration::from_secs(300);
 /// Changes arriving this close together are resolved once.
 const SETTLE: Duration = Duration::from_millis(300);
 /// How soon a set that holds bundles back for leaving dependents is looked
@@ -66,6 +68,9 @@ pub struct InputContext {
     pub instance: String,
     /// Verifies who wrote each Input ([`crate::requested_by`]).
     pub record_key: Option<pakket_api::RecordKey>,
+    /// The apiserver's (major, minor) and when it was read: asked again
+    /// after [`CLUSTER_VERSION_FOR`], not on every pass.
+    pub cluster_version: std::sync::Mutex<Option<(std::time::Instant, (u32, u32))>>,
     /// The ProvisionerClass of the resolveset Instance and Bundle.
     pub class: String,
 }
@@ -199,13 +204,7 @@ async fn reconcile_all(
     let served = context.catalogs.snapshot();
     // `cel` and `minKubeVersion` narrow each Input's own request; the
     // apiserver's version is what a class without `minKubeVersion` plans for.
-    let cluster = match context.client.apiserver_version().await {
-        Ok(info) => crate::protocol::plan::major_minor(&format!("{}.{}", info.major, info.minor)),
-        Err(error) => {
-            tracing::debug!(%error, "the apiserver's version is unknown: bundles are not checked against it");
-            None
-        }
-    };
+    let cluster = cluster_version(context).await;
     input_resolve::narrow(&served.set, &mut asked, cluster);
     let plan = {
         let (served, asked, set) = (Arc::clone(&served), asked.clone(), context.instance.clone());
@@ -269,6 +268,31 @@ async fn reconcile_all(
         write_status(context, input, asked.dry_run, &answer).await?;
     }
     Ok(pass)
+}
+
+/// The apiserver's (major, minor), read at most every
+/// [`CLUSTER_VERSION_FOR`]; `None` when it cannot be read (then no bundle
+/// is left out for the Kubernetes version it needs).
+async fn cluster_version(context: &InputContext) -> Option<(u32, u32)> {
+    let cached = *context.cluster_version.lock().expect("not poisoned");
+    if let Some((read, version)) = cached
+        && read.elapsed() < CLUSTER_VERSION_FOR
+    {
+        return Some(version);
+    }
+    match context.client.apiserver_version().await {
+        Ok(info) => {
+            let version =
+                crate::protocol::plan::major_minor(&format!("{}.{}", info.major, info.minor))?;
+            *context.cluster_version.lock().expect("not poisoned") =
+                Some((std::time::Instant::now(), version));
+            Some(version)
+        }
+        Err(error) => {
+            tracing::debug!(%error, "the apiserver's version is unknown: bundles are not checked against it");
+            None
+        }
+    }
 }
 
 /// Who wrote `input`'s current spec, if the webhook's sealed record says
@@ -403,28 +427,15 @@ async fn current_set(context: &InputContext) -> Result<Vec<Entry>, kube::Error> 
     let Some(instance) = instances.get_opt(&context.instance).await? else {
         return Ok(Vec::new());
     };
-    let Some(mount) = instance
-        .spec
-        .bundle
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.volume_mounts.first())
-    else {
+    let Some(mount) = resolved_set::mounted(&instance) else {
         return Ok(Vec::new());
     };
-    let config_maps: Api<ConfigMap> =
-        Api::namespaced(context.client.clone(), &mount.config_map.namespace);
-    let Some(config_map) = config_maps.get_opt(&mount.config_map.name).await? else {
+    let config_maps: Api<ConfigMap> = Api::namespaced(context.client.clone(), &mount.namespace);
+    let Some(config_map) = config_maps.get_opt(&mount.name).await? else {
         return Ok(Vec::new());
     };
-    let text = config_map
-        .data
-        .as_ref()
-        .and_then(|data| data.get(resolved_set::FILE))
-        .cloned()
-        .unwrap_or_default();
     Ok(
-        resolved_set::from_bytes(text.as_bytes()).unwrap_or_else(|problem| {
+        resolved_set::in_config_map(&config_map).unwrap_or_else(|problem| {
             tracing::warn!(%problem, "the current resolveset cannot be read; resolving afresh");
             Vec::new()
         }),

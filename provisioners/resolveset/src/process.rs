@@ -142,6 +142,7 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         instance: options.set.instance,
         class: options.set.class,
         record_key: options.record_key.clone(),
+        cluster_version: Default::default(),
     });
     tokio::spawn(input_controller::run(inputs, options.selector.clone()));
     let operators = Arc::new(OperatorContext {

@@ -187,6 +187,31 @@ pub fn config_map_name(bytes: &[u8]) -> String {
     format!("resolveset-{}", &digest[..16])
 }
 
+/// The ConfigMap a resolveset Instance mounts (its namespace and name),
+/// where the set it installs is.
+pub fn mounted(instance: &pakket_api::Instance) -> Option<&pakket_api::ConfigMapSource> {
+    instance
+        .spec
+        .bundle
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.volume_mounts.first())
+        .map(|mount| &mount.config_map)
+}
+
+/// The set a resolveset ConfigMap holds (none when it has no file).
+pub fn in_config_map(
+    config_map: &k8s_openapi::api::core::v1::ConfigMap,
+) -> Result<Vec<Entry>, String> {
+    let text = config_map
+        .data
+        .as_ref()
+        .and_then(|data| data.get(FILE))
+        .map(String::as_str)
+        .unwrap_or_default();
+    from_bytes(text.as_bytes())
+}
+
 /// Reads the file back (what the set held before).
 pub fn from_bytes(bytes: &[u8]) -> Result<Vec<Entry>, String> {
     serde_json::from_slice(bytes).map_err(|error| format!("{FILE}: {error}"))

@@ -596,6 +596,16 @@ async fn the_api_over_tls_refuses_callers_without_a_token_or_the_right_to_read_c
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("403"), "{refused}");
+    // So is a plan: it shows what the catalogs would give, so it asks the
+    // same right.
+    let refused = as_user(Some(alice.clone()))
+        .plan(&pakket_resolveset::protocol::plan::PlanRequest {
+            set: "resolveset".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("403"), "{refused}");
 
     // Granted `get` on Catalogs, alice is let in at once; bob still is not.
     let role = serde_json::json!({
@@ -645,6 +655,7 @@ async fn the_api_over_tls_refuses_callers_without_a_token_or_the_right_to_read_c
         "/v1/packages/{name}",
         "/v1/query",
         "/v1/resolve",
+        "/v1/plan",
     ] {
         assert!(document["paths"][path].is_object(), "{path} in {body}");
     }

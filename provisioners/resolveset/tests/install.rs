@@ -113,7 +113,7 @@ async fn serve_etcd_catalog(scope: &Scope) {
 
 /// The resolveset class (`Android`, olm.bundle → `child_class`, children
 /// into the scope's namespace) and its provisioner, run in this process.
-async fn start_resolveset(scope: &Scope, child_class: &str) {
+async fn start_resolveset(scope: &Scope, child_class: &str, key: Option<pakket_api::RecordKey>) {
     let id = format!("test.pakket.dev/{}-resolveset", scope.id);
     class(
         scope,
@@ -129,8 +129,63 @@ async fn start_resolveset(scope: &Scope, child_class: &str) {
     let client = scope.client.clone();
     let store = std::env::temp_dir().join(format!("pakket-store-{}-resolveset", scope.id));
     tokio::spawn(async move {
-        controller::run_with(client, ResolveSet::new(id), RunOptions::new(store)).await
+        let options = RunOptions {
+            record_key: key.clone(),
+            ..RunOptions::new(store)
+        };
+        let provisioner = ResolveSet::new(id).with_record_key(key);
+        controller::run_with(client, provisioner, options).await
     });
+}
+
+/// The etcd bundles pushed as images under the catalog's names (the
+/// catalog's tags), and the catalog's etcd documents served: each bundle's
+/// CSV name, version and pushed ref, and the mirror they are under.
+async fn etcd_images_and_catalog(scope: &Scope) -> (Vec<(String, String, String)>, String) {
+    let mut bundles = Vec::new();
+    let mut mirror = String::new();
+    for version in ["0.9.2", "0.9.4"] {
+        let dir = data(&format!("bundles/etcd/{version}"));
+        let (reference, _) =
+            support::push_catalog(scope, &dir, "etcd", &format!("v{version}")).await;
+        mirror = reference.rsplit_once(':').unwrap().0.to_owned();
+        let (name, csv_version) = csv_of(&dir);
+        bundles.push((name, csv_version, reference));
+    }
+    serve_etcd_catalog(scope).await;
+    (bundles, mirror)
+}
+
+/// The registry-v1 class of the test (`approval`, pulling the catalog's
+/// etcd images from `mirror`) and its provisioner, run in this process;
+/// the class's name.
+async fn start_registry_v1(
+    scope: &Scope,
+    approval: &str,
+    mirror: &str,
+    key: Option<pakket_api::RecordKey>,
+) -> String {
+    let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
+    let registry_class = class(
+        scope,
+        "registry-v1",
+        &registry_id,
+        json!({
+            "approval": approval,
+            "mirrors": [{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}],
+        }),
+    )
+    .await;
+    let client = scope.client.clone();
+    let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
+    tokio::spawn(async move {
+        let options = RunOptions {
+            record_key: key,
+            ..RunOptions::new(store)
+        };
+        controller::run_with(client, RegistryV1::new(registry_id), options).await
+    });
+    registry_class
 }
 
 /// Input `<scope>-etcd` asks for `constraints` now, as a user's apply would.
@@ -172,36 +227,11 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
 
     // The bundles as images under the mirror's names (the catalog's tags),
     // and the catalog's own etcd documents.
-    let mut bundles = Vec::new();
-    let mut mirror = String::new();
-    for version in ["0.9.2", "0.9.4"] {
-        let dir = data(&format!("bundles/etcd/{version}"));
-        let (reference, _) =
-            support::push_catalog(&scope, &dir, "etcd", &format!("v{version}")).await;
-        mirror = reference.rsplit_once(':').unwrap().0.to_owned();
-        let (name, csv_version) = csv_of(&dir);
-        bundles.push((name, csv_version, reference));
-    }
-    serve_etcd_catalog(&scope).await;
+    let (bundles, mirror) = etcd_images_and_catalog(&scope).await;
 
     // The two provisioners, each for a class of this test.
-    let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
-    let registry_class = class(
-        &scope,
-        "registry-v1",
-        &registry_id,
-        json!({
-            "approval": "AllowAll",
-            "mirrors": [{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}],
-        }),
-    )
-    .await;
-    let client = scope.client.clone();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
-    tokio::spawn(async move {
-        controller::run_with(client, RegistryV1::new(registry_id), RunOptions::new(store)).await
-    });
-    start_resolveset(&scope, &registry_class).await;
+    let registry_class = start_registry_v1(&scope, "AllowAll", &mirror, None).await;
+    start_resolveset(&scope, &registry_class, None).await;
     subscription_class(&scope).await;
     let constraints = |range: &str| -> Vec<InputConstraint> {
         serde_json::from_value(json!([
@@ -351,7 +381,7 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;
     serve_etcd_catalog(&scope).await;
     // The children's class need not exist: nothing may get that far.
-    start_resolveset(&scope, &scope.name("never-used")).await;
+    start_resolveset(&scope, &scope.name("never-used"), None).await;
     subscription_class(&scope).await;
     support::grant(
         &scope,
@@ -569,58 +599,10 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
         Some(key.clone()),
     )
     .await;
-    let mut mirror = String::new();
-    for version in ["0.9.2", "0.9.4"] {
-        let dir = data(&format!("bundles/etcd/{version}"));
-        let (reference, _) =
-            support::push_catalog(&scope, &dir, "etcd", &format!("v{version}")).await;
-        mirror = reference.rsplit_once(':').unwrap().0.to_owned();
-    }
-    serve_etcd_catalog(&scope).await;
-    let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
-    let registry_class = class(
-        &scope,
-        "registry-v1",
-        &registry_id,
-        json!({
-            "approval": "UserPermission",
-            "mirrors": [{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}],
-        }),
-    )
-    .await;
-    let client = scope.client.clone();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
-    let registry_key = key.clone();
-    tokio::spawn(async move {
-        let options = RunOptions {
-            record_key: Some(registry_key),
-            ..RunOptions::new(store)
-        };
-        controller::run_with(client, RegistryV1::new(registry_id), options).await
-    });
-    let resolveset_id = format!("test.pakket.dev/{}-resolveset", scope.id);
-    class(
-        &scope,
-        "resolveset",
-        &resolveset_id,
-        json!({
-            "approval": "Android",
-            "matchSchema": [{"schema": "olm.bundle", "class": registry_class}],
-            "installNamespace": scope.namespace,
-        }),
-    )
-    .await;
-    let client = scope.client.clone();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}-resolveset", scope.id));
-    let resolveset_key = key.clone();
-    tokio::spawn(async move {
-        let options = RunOptions {
-            record_key: Some(resolveset_key.clone()),
-            ..RunOptions::new(store)
-        };
-        let provisioner = ResolveSet::new(resolveset_id).with_record_key(Some(resolveset_key));
-        controller::run_with(client, provisioner, options).await
-    });
+    let (_, mirror) = etcd_images_and_catalog(&scope).await;
+    let registry_class =
+        start_registry_v1(&scope, "UserPermission", &mirror, Some(key.clone())).await;
+    start_resolveset(&scope, &registry_class, Some(key.clone())).await;
     subscription_class(&scope).await;
 
     // Carol: everything in the namespace, and CRDs.

@@ -34,8 +34,7 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation};
 use kube::api::ObjectMeta;
 use pakket_api::{
-    CREATED_BY_ANNOTATION, CreatorRecord, InstanceSpec, LAST_CHANGED_BY_ANNOTATION, RecordKey,
-    record_object, spec_digest,
+    CREATED_BY_ANNOTATION, CreatorRecord, LAST_CHANGED_BY_ANNOTATION, RecordKey, record_object,
 };
 
 use crate::review::Requester;
@@ -100,23 +99,6 @@ fn names_requester(text: &str, requester: &Requester) -> bool {
         .is_ok_and(|record| record.same_identity(&requester.creator_record()))
 }
 
-/// The mutating answer on an Instance's CREATE (see [`on_create_for`]).
-pub fn on_create(
-    instance: &str,
-    meta: &ObjectMeta,
-    spec: &InstanceSpec,
-    requester: &Requester,
-    key: &RecordKey,
-) -> Result<Vec<PatchOperation>, String> {
-    on_create_for(
-        &Subject::instance(instance),
-        meta,
-        &spec_digest(spec),
-        requester,
-        key,
-    )
-}
-
 /// The mutating answer on CREATE: the patch that writes the requester's
 /// sealed record (for the spec whose digest is `digest`), or why the
 /// record the request carries is refused.
@@ -160,23 +142,6 @@ pub fn on_create_for(
         }));
     }
     Ok(patch)
-}
-
-/// The mutating answer on an Instance's UPDATE (see [`on_update_for`]).
-pub fn on_update(
-    instance: &str,
-    old: (&ObjectMeta, &InstanceSpec),
-    new: (&ObjectMeta, &InstanceSpec),
-    requester: &Requester,
-    key: &RecordKey,
-) -> Vec<PatchOperation> {
-    on_update_for(
-        &Subject::instance(instance),
-        (old.0, &spec_digest(old.1)),
-        (new.0, &spec_digest(new.1)),
-        requester,
-        key,
-    )
 }
 
 /// The mutating answer on UPDATE (metadata and spec digest, before and
@@ -227,23 +192,6 @@ pub fn on_update_for(
         put(LAST_CHANGED_BY_ANNOTATION, kept, &mut patch);
     }
     patch
-}
-
-/// The validating check on an Instance's CREATE (see [`check_create_for`]).
-pub fn check_create(
-    instance: &str,
-    meta: &ObjectMeta,
-    spec: &InstanceSpec,
-    requester: &Requester,
-    key: &RecordKey,
-) -> Result<(), String> {
-    check_create_for(
-        &Subject::instance(instance),
-        meta,
-        &spec_digest(spec),
-        requester,
-        key,
-    )
 }
 
 /// The validating check on CREATE: the record is the requester's and its
@@ -304,25 +252,6 @@ fn verify(
                 subject.kind, subject.name
             )
         })
-}
-
-/// The validating check on an Instance's UPDATE (see [`check_update_for`]).
-pub fn check_update(
-    instance: &str,
-    old: (&ObjectMeta, &InstanceSpec),
-    new: (&ObjectMeta, &InstanceSpec),
-    requester: &Requester,
-    key: &RecordKey,
-    status: bool,
-) -> Result<(), String> {
-    check_update_for(
-        &Subject::instance(instance),
-        (old.0, &spec_digest(old.1)),
-        (new.0, &spec_digest(new.1)),
-        requester,
-        key,
-        status,
-    )
 }
 
 /// The validating check on UPDATE (metadata and spec digest, before and
@@ -402,7 +331,78 @@ fn add_to(annotations_exist: bool, annotation: &str, value: &str) -> PatchOperat
 
 #[cfg(test)]
 mod tests {
+    use pakket_api::{InstanceSpec, spec_digest};
+
     use super::*;
+
+    // The Instance forms the tests read best in: an Instance written by
+    // someone who is no delegate, sealed for its typed spec.
+
+    fn on_create(
+        instance: &str,
+        meta: &ObjectMeta,
+        spec: &InstanceSpec,
+        requester: &Requester,
+        key: &RecordKey,
+    ) -> Result<Vec<PatchOperation>, String> {
+        on_create_for(
+            &Subject::instance(instance),
+            meta,
+            &spec_digest(spec),
+            requester,
+            key,
+        )
+    }
+
+    fn on_update(
+        instance: &str,
+        old: (&ObjectMeta, &InstanceSpec),
+        new: (&ObjectMeta, &InstanceSpec),
+        requester: &Requester,
+        key: &RecordKey,
+    ) -> Vec<PatchOperation> {
+        on_update_for(
+            &Subject::instance(instance),
+            (old.0, &spec_digest(old.1)),
+            (new.0, &spec_digest(new.1)),
+            requester,
+            key,
+        )
+    }
+
+    fn check_create(
+        instance: &str,
+        meta: &ObjectMeta,
+        spec: &InstanceSpec,
+        requester: &Requester,
+        key: &RecordKey,
+    ) -> Result<(), String> {
+        check_create_for(
+            &Subject::instance(instance),
+            meta,
+            &spec_digest(spec),
+            requester,
+            key,
+        )
+    }
+
+    fn check_update(
+        instance: &str,
+        old: (&ObjectMeta, &InstanceSpec),
+        new: (&ObjectMeta, &InstanceSpec),
+        requester: &Requester,
+        key: &RecordKey,
+        status: bool,
+    ) -> Result<(), String> {
+        check_update_for(
+            &Subject::instance(instance),
+            (old.0, &spec_digest(old.1)),
+            (new.0, &spec_digest(new.1)),
+            requester,
+            key,
+            status,
+        )
+    }
 
     fn alice() -> Requester {
         Requester::named("alice", &["system:authenticated", "pakket:test-users"])

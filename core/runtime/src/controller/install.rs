@@ -295,13 +295,12 @@ pub async fn install<P: Provisioner>(
         digest: unpacked.digest.as_str().to_owned(),
         approved_by: String::new(),
     };
-    let running = running_objects(instance, &request, context);
     if let Some((waiting, retry)) = approve(
         instance,
         class,
         Proposed {
             objects: &objects,
-            running: running.as_deref(),
+            request: &request,
         },
         &content,
         context,
@@ -838,10 +837,11 @@ fn already_unpacked<P>(bundle: &Bundle, context: &Context<P>) -> Option<Unpacked
 /// ([`Provisioner::approve`]), and what a policy approved holds for that
 /// content while the class keeps that policy.
 /// What an approval decides on: the objects the new content would install,
-/// and those of the content the Instance runs now (see [`running_objects`]).
+/// and how they were made (to render the running content the same way,
+/// see [`running_objects`], only when a policy asks for it).
 struct Proposed<'a> {
     objects: &'a [serde_json::Value],
-    running: Option<&'a [serde_json::Value]>,
+    request: &'a crate::provisioner::ObjectsRequest<'a>,
 }
 
 /// The objects of the content `instance` runs now, rendered again from
@@ -959,13 +959,16 @@ async fn approve<P: Provisioner>(
         );
         return None;
     }
+    // Rendered here, past the early answers: an approval that already
+    // holds costs no second render on every reconcile.
+    let running = running_objects(instance, proposed.request, context);
     let request = ApprovalRequest {
         client: &context.client,
         instance,
         class,
         policy,
         objects: proposed.objects,
-        running: proposed.running,
+        running: running.as_deref(),
         kinds: context.kinds.clone(),
         record_key: context.record_key.as_ref(),
     };
