@@ -19,6 +19,10 @@
 //! - `fbc/community-operators-prod-derived/catalog.json` (DERIVED from the
 //!   same repository and commit): the documents of package etcd, selected
 //!   by their `package`/`name` fields, served as the Catalog.
+//!
+//! One bundle is written by the tests, not real: `etcd-backup`, which
+//! needs package etcd, so that a set brings in a dependency of real
+//! content (see `etcd_backup_bundle`).
 
 mod support;
 
@@ -98,7 +102,13 @@ async fn approve(instances: &Api<Instance>, name: &str) {
 /// The derived catalog's etcd documents, served as Catalog
 /// `<scope>-etcd-catalog` from an immutable, marked ConfigMap.
 async fn serve_etcd_catalog(scope: &Scope) {
-    let catalog_text = pakket_testkit::derived_package("etcd");
+    serve_etcd_catalog_with(scope, "").await;
+}
+
+/// As [`serve_etcd_catalog`], with `extra` documents (JSON lines) after
+/// etcd's.
+async fn serve_etcd_catalog_with(scope: &Scope, extra: &str) {
+    let catalog_text = pakket_testkit::derived_package("etcd") + extra;
     assert!(
         catalog_text.contains("quay.io/openshift-community-operators/etcd:v0.9.2"),
         "the catalog names the public image"
@@ -142,6 +152,14 @@ async fn start_resolveset(scope: &Scope, child_class: &str, key: Option<pakket_a
 /// catalog's tags), and the catalog's etcd documents served: each bundle's
 /// CSV name, version and pushed ref, and the mirror they are under.
 async fn etcd_images_and_catalog(scope: &Scope) -> (Vec<(String, String, String)>, String) {
+    let pushed = push_etcd_images(scope).await;
+    serve_etcd_catalog(scope).await;
+    pushed
+}
+
+/// The etcd bundles pushed as images under the catalog's names: each
+/// bundle's CSV name, version and pushed ref, and the mirror they are under.
+async fn push_etcd_images(scope: &Scope) -> (Vec<(String, String, String)>, String) {
     let mut bundles = Vec::new();
     let mut mirror = String::new();
     for version in ["0.9.2", "0.9.4"] {
@@ -152,7 +170,6 @@ async fn etcd_images_and_catalog(scope: &Scope) -> (Vec<(String, String, String)
         let (name, csv_version) = csv_of(&dir);
         bundles.push((name, csv_version, reference));
     }
-    serve_etcd_catalog(scope).await;
     (bundles, mirror)
 }
 
@@ -165,6 +182,18 @@ async fn start_registry_v1(
     mirror: &str,
     key: Option<pakket_api::RecordKey>,
 ) -> String {
+    let mirrors =
+        json!([{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}]);
+    start_registry_v1_with(scope, approval, mirrors, key).await
+}
+
+/// As [`start_registry_v1`], with the class's `mirrors` as given.
+async fn start_registry_v1_with(
+    scope: &Scope,
+    approval: &str,
+    mirrors: Value,
+    key: Option<pakket_api::RecordKey>,
+) -> String {
     let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
     let registry_class = class(
         scope,
@@ -172,7 +201,7 @@ async fn start_registry_v1(
         &registry_id,
         json!({
             "approval": approval,
-            "mirrors": [{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}],
+            "mirrors": mirrors,
         }),
     )
     .await;
@@ -881,5 +910,273 @@ async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
     support::revoke(&scope, "carol").await;
     children_hooks.stop().await.unwrap();
     inputs_hooks.stop().await.unwrap();
+    support::cleanup(scope).await;
+}
+
+/// A small registry+v1 bundle written here (not real data): package
+/// `etcd-backup` 0.1.0, one Deployment, and `metadata/dependencies.yaml`
+/// needing package etcd `>=0.9.2`, the way eclipse-che's real bundle needs
+/// devworkspace-operator (which ../shared/data does not hold). The
+/// directory, and the catalog documents that list it under `image`.
+fn etcd_backup_bundle(scope: &Scope, image: &str) -> (std::path::PathBuf, String) {
+    let dir = support::scratch(scope, "etcd-backup-bundle");
+    std::fs::create_dir_all(dir.join("manifests")).unwrap();
+    std::fs::create_dir_all(dir.join("metadata")).unwrap();
+    let csv = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": { "name": "etcd-backup.v0.1.0" },
+        "spec": {
+            "version": "0.1.0",
+            "displayName": "etcd backup (test bundle)",
+            "installModes": [
+                {"type": "OwnNamespace", "supported": true},
+                {"type": "SingleNamespace", "supported": true},
+                {"type": "MultiNamespace", "supported": false},
+                {"type": "AllNamespaces", "supported": false},
+            ],
+            "customresourcedefinitions": { "required": [
+                {"name": "etcdbackups.etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdBackup"},
+            ] },
+            "install": { "strategy": "deployment", "spec": {
+                "deployments": [{ "name": "etcd-backup-scheduler", "spec": {
+                    "replicas": 1,
+                    "selector": { "matchLabels": { "app": "etcd-backup-scheduler" } },
+                    "template": {
+                        "metadata": { "labels": { "app": "etcd-backup-scheduler" } },
+                        "spec": {
+                            "serviceAccountName": "etcd-backup-scheduler",
+                            "containers": [{ "name": "scheduler", "image": "quay.io/pakket-test/etcd-backup-scheduler:v0.1.0" }],
+                        },
+                    },
+                } }],
+                "permissions": [{
+                    "serviceAccountName": "etcd-backup-scheduler",
+                    "rules": [{ "apiGroups": ["etcd.database.coreos.com"], "resources": ["etcdbackups"], "verbs": ["get", "list", "watch", "create"] }],
+                }],
+            } },
+        },
+    });
+    std::fs::write(
+        dir.join("manifests/etcd-backup.v0.1.0.clusterserviceversion.yaml"),
+        serde_json::to_string_pretty(&csv).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("metadata/annotations.yaml"),
+        "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: etcd-backup\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("metadata/dependencies.yaml"),
+        "dependencies:\n- type: olm.package\n  value:\n    packageName: etcd\n    version: \">=0.9.2\"\n",
+    )
+    .unwrap();
+    let documents = [
+        json!({"schema": "olm.package", "name": "etcd-backup", "defaultChannel": "stable"}),
+        json!({"schema": "olm.channel", "name": "stable", "package": "etcd-backup",
+               "entries": [{"name": "etcd-backup.v0.1.0"}]}),
+        json!({"schema": "olm.bundle", "name": "etcd-backup.v0.1.0", "package": "etcd-backup", "image": image,
+        "properties": [
+            {"type": "olm.package", "value": {"packageName": "etcd-backup", "version": "0.1.0"}},
+            {"type": "olm.package.required", "value": {"packageName": "etcd", "versionRange": ">=0.9.2"}},
+        ]}),
+    ];
+    let lines = documents.iter().map(|d| format!("{d}\n")).collect();
+    (dir, lines)
+}
+
+/// Writes Operator `<scope>-<suffix>` for `package` in `channel`.
+async fn operator_for(scope: &Scope, suffix: &str, package: &str, channel: &str) {
+    let operator: pakket_resolveset::Operator = serde_json::from_value(json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+        "metadata": { "name": scope.name(suffix), "labels": scope.labels() },
+        "spec": {
+            "inputClass": scope.name("subscription"),
+            "catalog": {"name": scope.name("etcd-catalog"), "package": package, "channel": channel},
+        },
+    }))
+    .unwrap();
+    Api::<pakket_resolveset::Operator>::all(scope.client.clone())
+        .create(&PostParams::default(), &operator)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_operator_brings_its_dependency_which_stays_while_another_operator_needs_it() {
+    let scope = Scope::new("resolveset-dependency").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+
+    // The real etcd bundles, and the backup bundle that needs etcd, as
+    // images under the catalog's public names, each from its mirror.
+    let (etcd_bundles, etcd_mirror) = push_etcd_images(&scope).await;
+    let public = "quay.io/pakket-test/etcd-backup";
+    let (backup_dir, backup_documents) = etcd_backup_bundle(&scope, &format!("{public}:v0.1.0"));
+    let (backup_ref, _) = support::push_catalog(&scope, &backup_dir, "etcd-backup", "v0.1.0").await;
+    let backup_mirror = backup_ref.rsplit_once(':').unwrap().0.to_owned();
+    serve_etcd_catalog_with(&scope, &backup_documents).await;
+    let registry_class = start_registry_v1_with(
+        &scope,
+        "AllowAll",
+        json!([
+            {"source": "quay.io/openshift-community-operators/etcd", "mirror": etcd_mirror},
+            {"source": public, "mirror": backup_mirror},
+        ]),
+        None,
+    )
+    .await;
+    start_resolveset(&scope, &registry_class, None).await;
+    subscription_class(&scope).await;
+
+    // An Operator for the backup package alone: the set brings etcd in
+    // as its dependency, and waits for a person (two new packages).
+    let asked = std::time::Instant::now();
+    operator_for(&scope, "backup", "etcd-backup", "stable").await;
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    let (backup_child, etcd_child) = (format!("{set}-etcd-backup"), format!("{set}-etcd"));
+    wait_for_instance(&instances, &set, "the two-package set waiting", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+            && i.condition(ConditionType::Approved).is_some_and(|c| {
+                c.message.contains("adds 2 new package(s)")
+                    && c.message.contains("etcd")
+                    && c.message.contains("etcd-backup")
+            })
+    })
+    .await;
+    let waiting = asked.elapsed();
+    let approved = std::time::Instant::now();
+    approve(&instances, &set).await;
+    for child in [&backup_child, &etcd_child] {
+        wait_for_instance(&instances, child, "installed", |i| {
+            condition_is(i, ConditionType::Installed, "True")
+        })
+        .await;
+    }
+    println!(
+        "Operator created → two-package set waiting for approval: {:.1} s; approved → both children Installed: {:.1} s",
+        waiting.as_secs_f64(),
+        approved.elapsed().as_secs_f64()
+    );
+    let etcd = instances.get(&etcd_child).await.unwrap();
+    assert_eq!(
+        etcd.spec.bundle.name, etcd_bundles[1].0,
+        "the newest etcd the range allows"
+    );
+
+    // Each records why it is there: the Input asked for the backup; etcd
+    // is there for the backup's package requirement.
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    let input = inputs.get(&scope.name("backup")).await.unwrap();
+    let resolved = input.status.unwrap().instances;
+    let of = |name: &str| resolved.iter().find(|r| r.name == name).unwrap().clone();
+    let (backup, dependency) = (of(&backup_child), of(&etcd_child));
+    assert_eq!(backup.satisfies[0].kind, "Input");
+    assert_eq!(backup.dependencies[0].name, etcd_child);
+    assert_eq!(
+        (
+            dependency.satisfies[0].kind.as_str(),
+            dependency.satisfies[0].name.as_str()
+        ),
+        ("Instance", backup_child.as_str())
+    );
+    assert!(
+        dependency.satisfies[0]
+            .meets
+            .iter()
+            .any(|m| m.contains("etcd") && m.contains(">=0.9.2")),
+        "{dependency:?}"
+    );
+
+    // An Operator for etcd itself: nothing new, so Android lets the set
+    // through; then the backup Operator goes. Its child goes, and etcd
+    // stays: another Operator needs it.
+    operator_for(&scope, "etcd", "etcd", "singlenamespace-alpha").await;
+    eventually(
+        "the etcd Operator's Input resolved to the installed etcd",
+        || async {
+            inputs
+                .get_opt(&scope.name("etcd"))
+                .await
+                .unwrap()
+                .is_some_and(|input| {
+                    input
+                        .status
+                        .is_some_and(|s| s.instances.iter().any(|r| r.name == etcd_child))
+                })
+        },
+    )
+    .await;
+    let operators: Api<pakket_resolveset::Operator> = Api::all(scope.client.clone());
+    operators
+        .delete(&scope.name("backup"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the backup child is gone", || async {
+        instances.get_opt(&backup_child).await.unwrap().is_none()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kept = instances.get(&etcd_child).await.unwrap();
+    assert!(
+        kept.metadata.deletion_timestamp.is_none()
+            && condition_is(&kept, ConditionType::Installed, "True"),
+        "etcd stays while the etcd Operator needs it: {:?}",
+        kept.status
+    );
+
+    // The backup Operator again (a new package: approved by a person),
+    // then the etcd Operator goes: etcd stays, as the backup's dependency.
+    operator_for(&scope, "backup", "etcd-backup", "stable").await;
+    wait_for_instance(&instances, &set, "the backup waiting again", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    approve(&instances, &set).await;
+    wait_for_instance(&instances, &backup_child, "installed again", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    operators
+        .delete(&scope.name("etcd"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the etcd Operator's Input is gone", || async {
+        inputs.get_opt(&scope.name("etcd")).await.unwrap().is_none()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kept = instances.get(&etcd_child).await.unwrap();
+    assert!(
+        kept.metadata.deletion_timestamp.is_none(),
+        "etcd stays while the backup needs it"
+    );
+
+    // The backup Operator goes: nothing needs etcd any more, and the
+    // dependency goes with it, CRDs and all (OLM v0 would keep it).
+    operators
+        .delete(&scope.name("backup"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the etcd child is gone", || async {
+        instances.get_opt(&etcd_child).await.unwrap().is_none()
+    })
+    .await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(scope.client.clone());
+    eventually("etcd's CRDs are gone", || async {
+        crds.get_opt("etcdbackups.etcd.database.coreos.com")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(&set).await.unwrap().is_none()
+    })
+    .await;
     support::cleanup(scope).await;
 }
