@@ -32,7 +32,7 @@ use crate::input_resolve::{self, Answer, Asked};
 use crate::protocol::plan::PlannedInput;
 use crate::resolved_set::{self, Entry};
 use crate::serving::Catalogs;
-use crate::{held_back, requested_by};
+use crate::{dependency_inputs, held_back, requested_by};
 
 /// The field manager of everything this controller writes.
 pub const MANAGER: &str = "pakket-resolveset-inputs";
@@ -73,6 +73,9 @@ pub struct InputContext {
     pub cluster_version: std::sync::Mutex<Option<(std::time::Instant, (u32, u32))>>,
     /// The ProvisionerClass of the resolveset Instance and Bundle.
     pub class: String,
+    /// Labels put on the Inputs generated for dependencies (so that a
+    /// controller limited by a selector still sees them).
+    pub generated_labels: BTreeMap<String, String>,
 }
 
 /// Runs the controller until the process ends; `selector` limits it to
@@ -218,6 +221,10 @@ async fn reconcile_all(
         return Ok(Pass::Settled);
     }
     let mut pass = Pass::Settled;
+    let authors: requested_by::Authors = inputs
+        .iter()
+        .map(|input| (input.name_any(), author(input, context.record_key.as_ref())))
+        .collect();
     let live = asked.iter().any(|a| !a.dry_run && a.request.is_ok());
     if live || !previous.is_empty() {
         let resolved: BTreeMap<String, Vec<_>> = plan
@@ -242,10 +249,6 @@ async fn reconcile_all(
             .map(|input| input.metadata.name.as_deref().unwrap_or_default())
             .collect();
         resolved_set::trace(&mut entries, &plan.set, &resolved, &traced);
-        let authors: requested_by::Authors = inputs
-            .iter()
-            .map(|input| (input.name_any(), author(input, context.record_key.as_ref())))
-            .collect();
         requested_by::stamp(&mut entries, &context.instance, &authors);
         let (kept, for_children) = hold_back(context, &previous, &entries).await?;
         if !kept.is_empty() {
@@ -267,6 +270,27 @@ async fn reconcile_all(
             .unwrap_or(Answer::Invalid("not resolved".into()));
         write_status(context, input, asked.dry_run, &answer).await?;
     }
+    // Classes with `generateInputsForDependencies`: each dependency gets
+    // an Input of its own, kept while something needs it.
+    let generates = |input: &Input| {
+        !asked
+            .iter()
+            .any(|a| a.name == input.name_any() && a.dry_run)
+            && classes
+                .get(&input.spec.input_class)
+                .is_some_and(|class| class.spec.parameters.generate_inputs_for_dependencies)
+    };
+    let wanted = dependency_inputs::wanted(&inputs, &plan.answers, generates);
+    dependency_inputs::sync(
+        &context.client,
+        MANAGER,
+        &inputs,
+        &wanted,
+        &authors,
+        context.record_key.as_ref(),
+        &context.generated_labels,
+    )
+    .await?;
     Ok(pass)
 }
 

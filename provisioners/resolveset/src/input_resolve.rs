@@ -129,7 +129,7 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
     for (name, request) in &live {
         answers.insert(
             (*name).to_owned(),
-            Answer::Resolved(for_request(&chosen, request, name, set)),
+            Answer::Resolved(for_request(universe, &chosen, request, name, set)),
         );
     }
     // Dry runs: as if each joined the live set.
@@ -141,9 +141,13 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
         let mut requests = live_requests.clone();
         requests.push(request.clone());
         let answer = match resolve(universe, &requests, installed) {
-            Outcome::Resolved(resolved) => {
-                Answer::Resolved(for_request(&resolved.resolved, request, &input.name, set))
-            }
+            Outcome::Resolved(resolved) => Answer::Resolved(for_request(
+                universe,
+                &resolved.resolved,
+                request,
+                &input.name,
+                set,
+            )),
             Outcome::NoSolution(failed) => unsatisfiable(&failed),
             Outcome::BadInput(message) => Answer::Invalid(message),
         };
@@ -172,7 +176,7 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
         let own = [selection.clone()];
         answers.insert(
             input.name.clone(),
-            Answer::Resolved(for_request(&own, request, &input.name, set)),
+            Answer::Resolved(for_request(universe, &own, request, &input.name, set)),
         );
         if !input.dry_run {
             chosen.retain(|s| s.package != selection.package);
@@ -295,15 +299,65 @@ fn unsatisfiable(failed: &Failed) -> Answer {
     }
 }
 
+/// One "needs" edge of a set: bundle `dependent` needs bundle
+/// `dependency`, for `needs` (`package etcd >=0.9.2`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Need {
+    dependent: String,
+    dependency: String,
+    needs: String,
+}
+
+/// Every "needs" edge among `set`'s bundles: the solver's dependency
+/// reasons, and the requirements a bundle meets though it is in the set
+/// for another reason (another Input asked for it, it was installed).
+/// Without the second kind, a dependency some other Input also asks for
+/// would stop counting as one, and would be removed with that Input.
+fn needs_in(universe: &Universe, set: &[Selection]) -> Vec<Need> {
+    let index_of = |selection: &Selection| {
+        universe
+            .catalog_index(&selection.catalog)
+            .and_then(|catalog| universe.bundle_in(catalog, &selection.bundle))
+    };
+    let indexed: Vec<(&Selection, Option<_>)> = set.iter().map(|s| (s, index_of(s))).collect();
+    let mut needs = Vec::new();
+    for (dependency, dependency_index) in &indexed {
+        for (dependent, dependent_index) in &indexed {
+            if dependent.bundle == dependency.bundle {
+                continue;
+            }
+            let found = match &dependency.reason {
+                SelectionReason::Dependency { of, needs } if *of == dependent.bundle => {
+                    Some(needs.clone())
+                }
+                _ => match (dependent_index, dependency_index) {
+                    (Some(a), Some(b)) => universe.requirement_met(*a, *b),
+                    _ => None,
+                },
+            };
+            if let Some(what) = found {
+                needs.push(Need {
+                    dependent: dependent.bundle.clone(),
+                    dependency: dependency.bundle.clone(),
+                    needs: what,
+                });
+            }
+        }
+    }
+    needs
+}
+
 /// The selections `request` brought in (its own bundle and, transitively,
 /// what that needs), as the Instances that install them.
 fn for_request(
+    universe: &Universe,
     set: &[Selection],
     request: &Request,
     input: &str,
     set_name: &str,
 ) -> Vec<ResolvedInstance> {
     let asked = request.to_string();
+    let needs = needs_in(universe, set);
     let mut chosen: Vec<&Selection> = set
         .iter()
         .filter(|s| matches!(&s.reason, SelectionReason::Requested { request, .. } if *request == asked))
@@ -321,14 +375,14 @@ fn for_request(
             .collect();
     }
     let own = chosen.len();
-    // Follow "needed by" edges down from the requested bundle.
+    // Follow "needs" edges down from the requested bundle.
     let mut i = 0;
     while i < chosen.len() {
         let bundle = chosen[i].bundle.clone();
-        for dependency in set.iter().filter(
-            |s| matches!(&s.reason, SelectionReason::Dependency { of, .. } if *of == bundle),
-        ) {
-            if !chosen.iter().any(|c| c.bundle == dependency.bundle) {
+        for need in needs.iter().filter(|need| need.dependent == bundle) {
+            if !chosen.iter().any(|c| c.bundle == need.dependency)
+                && let Some(dependency) = set.iter().find(|s| s.bundle == need.dependency)
+            {
                 chosen.push(dependency);
             }
         }
@@ -337,7 +391,7 @@ fn for_request(
     chosen
         .iter()
         .enumerate()
-        .map(|(i, selection)| instance_of(selection, set, &asked, input, i < own, set_name))
+        .map(|(i, selection)| instance_of(selection, set, &needs, &asked, input, i < own, set_name))
         .collect()
 }
 
@@ -345,41 +399,48 @@ fn for_request(
 fn instance_of(
     selection: &Selection,
     set: &[Selection],
+    needs: &[Need],
     asked: &str,
     input: &str,
     own: bool,
     set_name: &str,
 ) -> ResolvedInstance {
-    let owner_of = |bundle: &str| {
+    let child_of = |bundle: &str| {
         set.iter()
             .find(|s| s.bundle == bundle)
             .map(|s| instance_name(set_name, &s.package))
             .unwrap_or_else(|| bundle.to_owned())
     };
-    let satisfies = match &selection.reason {
-        _ if own => vec![Relation {
+    let satisfies = if own {
+        vec![Relation {
             kind: "Input".into(),
             name: input.to_owned(),
             meets: vec![asked.to_owned()],
-        }],
-        SelectionReason::Dependency { of, needs } => vec![Relation {
-            kind: "Instance".into(),
-            name: owner_of(of),
-            meets: vec![needs.clone()],
-        }],
-        _ => Vec::new(),
-    };
-    // What this bundle needs: the selections it is the dependent of.
-    let mut needs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for dependency in set {
-        if let SelectionReason::Dependency { of, needs: what } = &dependency.reason
-            && *of == selection.bundle
-        {
-            needs
-                .entry(instance_name(set_name, &dependency.package))
+        }]
+    } else {
+        // Every bundle in the set that needs it, the same way round as
+        // below.
+        let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for need in needs.iter().filter(|n| n.dependency == selection.bundle) {
+            by.entry(child_of(&need.dependent))
                 .or_default()
-                .push(what.clone());
+                .push(need.needs.clone());
         }
+        by.into_iter()
+            .map(|(name, meets)| Relation {
+                kind: "Instance".into(),
+                name,
+                meets,
+            })
+            .collect()
+    };
+    // What this bundle needs.
+    let mut dependencies: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for need in needs.iter().filter(|n| n.dependent == selection.bundle) {
+        dependencies
+            .entry(child_of(&need.dependency))
+            .or_default()
+            .push(need.needs.clone());
     }
     ResolvedInstance {
         name: instance_name(set_name, &selection.package),
@@ -390,7 +451,7 @@ fn instance_of(
         channel: selection.channel.clone(),
         deprecated: selection.deprecated.clone(),
         satisfies,
-        dependencies: needs
+        dependencies: dependencies
             .into_iter()
             .map(|(name, meets)| Relation {
                 kind: "Instance".into(),

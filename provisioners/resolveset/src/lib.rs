@@ -25,6 +25,7 @@ pub mod catalog;
 pub mod condition;
 pub mod controller;
 pub mod crd;
+pub mod dependency_inputs;
 mod error;
 pub mod force;
 pub mod held_back;

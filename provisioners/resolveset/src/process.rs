@@ -143,6 +143,7 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         class: options.set.class,
         record_key: options.record_key.clone(),
         cluster_version: Default::default(),
+        generated_labels: equality_labels(options.selector.as_deref()),
     });
     tokio::spawn(input_controller::run(inputs, options.selector.clone()));
     let operators = Arc::new(OperatorContext {
@@ -177,4 +178,40 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         catalogs,
         resync,
     })
+}
+
+/// The `key=value` terms of a label selector: what an object must carry
+/// for a process limited by it to see the object.
+fn equality_labels(selector: Option<&str>) -> std::collections::BTreeMap<String, String> {
+    selector
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|term| {
+            let (key, value) = term.split_once('=')?;
+            let key = key.trim().trim_end_matches('!');
+            (!key.is_empty() && !term.contains("!=")).then(|| {
+                (
+                    key.to_owned(),
+                    value.trim_start_matches('=').trim().to_owned(),
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_equality_terms_become_labels() {
+        let labels = super::equality_labels(Some("a=b, c==d,e!=f,g in (x),h"));
+        assert_eq!(
+            labels,
+            [
+                ("a".to_owned(), "b".to_owned()),
+                ("c".to_owned(), "d".to_owned())
+            ]
+            .into()
+        );
+        assert!(super::equality_labels(None).is_empty());
+    }
 }

@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
 use pakket_registry_v1::RegistryV1;
@@ -1009,24 +1010,7 @@ async fn an_operator_brings_its_dependency_which_stays_while_another_operator_ne
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;
 
-    // The real etcd bundles, and the backup bundle that needs etcd, as
-    // images under the catalog's public names, each from its mirror.
-    let (etcd_bundles, etcd_mirror) = push_etcd_images(&scope).await;
-    let public = "quay.io/pakket-test/etcd-backup";
-    let (backup_dir, backup_documents) = etcd_backup_bundle(&scope, &format!("{public}:v0.1.0"));
-    let (backup_ref, _) = support::push_catalog(&scope, &backup_dir, "etcd-backup", "v0.1.0").await;
-    let backup_mirror = backup_ref.rsplit_once(':').unwrap().0.to_owned();
-    serve_etcd_catalog_with(&scope, &backup_documents).await;
-    let registry_class = start_registry_v1_with(
-        &scope,
-        "AllowAll",
-        json!([
-            {"source": "quay.io/openshift-community-operators/etcd", "mirror": etcd_mirror},
-            {"source": public, "mirror": backup_mirror},
-        ]),
-        None,
-    )
-    .await;
+    let (etcd_bundles, registry_class) = serve_backup_and_etcd(&scope).await;
     start_resolveset(&scope, &registry_class, None).await;
     subscription_class(&scope).await;
 
@@ -1179,4 +1163,152 @@ async fn an_operator_brings_its_dependency_which_stays_while_another_operator_ne
     })
     .await;
     support::cleanup(scope).await;
+}
+
+/// The real etcd bundles, and the backup bundle that needs etcd, as images
+/// under the catalog's public names, each from its mirror; the catalog of
+/// both served; the registry-v1 class (`AllowAll`) started. The etcd
+/// bundles (as [`push_etcd_images`]) and the class.
+async fn serve_backup_and_etcd(scope: &Scope) -> (Vec<(String, String, String)>, String) {
+    let (etcd_bundles, etcd_mirror) = push_etcd_images(scope).await;
+    let public = "quay.io/pakket-test/etcd-backup";
+    let (backup_dir, backup_documents) = etcd_backup_bundle(scope, &format!("{public}:v0.1.0"));
+    let (backup_ref, _) = support::push_catalog(scope, &backup_dir, "etcd-backup", "v0.1.0").await;
+    let backup_mirror = backup_ref.rsplit_once(':').unwrap().0.to_owned();
+    serve_etcd_catalog_with(scope, &backup_documents).await;
+    let registry_class = start_registry_v1_with(
+        scope,
+        "AllowAll",
+        json!([
+            {"source": "quay.io/openshift-community-operators/etcd", "mirror": etcd_mirror},
+            {"source": public, "mirror": backup_mirror},
+        ]),
+        None,
+    )
+    .await;
+    (etcd_bundles, registry_class)
+}
+
+#[tokio::test]
+async fn a_class_that_generates_inputs_gives_a_dependency_its_own_input_while_it_is_needed() {
+    let scope = Scope::new("resolveset-generated").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    let (_, registry_class) = serve_backup_and_etcd(&scope).await;
+    start_resolveset(&scope, &registry_class, None).await;
+    let mut generating = InputClass::new(
+        &scope.name("generating"),
+        InputClassSpec {
+            parameters: InputClassParameters {
+                generate_inputs_for_dependencies: true,
+                ..InputClassParameters::default()
+            },
+        },
+    );
+    generating.metadata.labels = Some(scope.labels());
+    Api::<InputClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &generating)
+        .await
+        .unwrap();
+    let mut backup = Input::new(
+        &scope.name("backup"),
+        InputSpec {
+            input_class: scope.name("generating"),
+            constraints: serde_json::from_value(json!([
+                {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd-backup"}},
+            ]))
+            .unwrap(),
+        },
+    );
+    backup.metadata.labels = Some(scope.labels());
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    let backup = inputs
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+
+    // etcd, brought in as the backup's dependency, gets an Input of its
+    // own, owned by the backup's, asking for etcd by name in its catalog.
+    let generated_name = pakket_resolveset::dependency_inputs::name_for("etcd");
+    let generated = eventually_some("etcd's generated Input", || async {
+        inputs.get_opt(&generated_name).await.unwrap()
+    })
+    .await;
+    assert_eq!(
+        generated.labels()[pakket_resolveset::dependency_inputs::DEPENDENCY_LABEL],
+        "etcd"
+    );
+    assert_eq!(generated.owner_references()[0].uid, backup.uid().unwrap());
+    assert_eq!(generated.spec.input_class, scope.name("generating"));
+    assert_eq!(generated.spec.constraints[0].value["package"], "etcd");
+
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    wait_for_instance(&instances, &set, "the set waiting", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    approve(&instances, &set).await;
+    let etcd_child = format!("{set}-etcd");
+    wait_for_instance(&instances, &etcd_child, "etcd installed", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    // The backup's Input still counts etcd as its dependency, though the
+    // generated Input asks for it by name; the generated Input has it as
+    // its own. A few passes later it is still there (no flapping).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let backup_status = inputs
+        .get(&scope.name("backup"))
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    let brought = backup_status
+        .instances
+        .iter()
+        .find(|i| i.name == etcd_child)
+        .expect("etcd is still among the backup's bundles");
+    assert_eq!(brought.satisfies[0].kind, "Instance", "{brought:?}");
+    let generated = inputs.get(&generated_name).await.unwrap();
+    assert!(generated.metadata.deletion_timestamp.is_none());
+    let own = generated.status.unwrap().instances;
+    assert_eq!(own[0].name, etcd_child);
+    assert_eq!(own[0].satisfies[0].kind, "Input");
+
+    // The backup's Input goes: the generated Input goes with it, and etcd
+    // after it.
+    inputs
+        .delete(&scope.name("backup"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the generated Input is gone", || async {
+        inputs.get_opt(&generated_name).await.unwrap().is_none()
+    })
+    .await;
+    eventually("the etcd child is gone", || async {
+        instances.get_opt(&etcd_child).await.unwrap().is_none()
+    })
+    .await;
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(&set).await.unwrap().is_none()
+    })
+    .await;
+    support::cleanup(scope).await;
+}
+
+/// Polls `get` until it gives something (60 s at most).
+async fn eventually_some<T, F, Fut>(what: &str, get: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..600 {
+        if let Some(found) = get().await {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not appear within 60 s");
 }

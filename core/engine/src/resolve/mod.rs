@@ -357,34 +357,10 @@ fn selection_reason(
     }
     for &other in chosen {
         let dependent = &universe.bundles[other];
-        if let Some((package, range)) =
-            dependent.requires_packages.iter().find(|(package, range)| {
-                package == &candidate.package && range.contains(&candidate.version)
-            })
-        {
+        if let Some(needs) = universe.requirement_met(other, bundle) {
             return SelectionReason::Dependency {
                 of: dependent.name.clone(),
-                needs: format!("package {package} {}", range.as_written()),
-            };
-        }
-        if let Some(gvk) = dependent
-            .requires_gvks
-            .iter()
-            .find(|gvk| candidate.provides.contains(gvk))
-        {
-            return SelectionReason::Dependency {
-                of: dependent.name.clone(),
-                needs: format!("API {gvk}"),
-            };
-        }
-        if let Some(label) = universe
-            .required_labels(other)
-            .iter()
-            .find(|label| candidate.labels.contains(label))
-        {
-            return SelectionReason::Dependency {
-                of: dependent.name.clone(),
-                needs: format!("label {label}"),
+                needs,
             };
         }
         if let Some(constraint) = universe.constraints(other).iter().find(|constraint| {

@@ -257,6 +257,34 @@ impl Universe {
         }
     }
 
+    /// What of `dependent`'s requirements `dependency` meets, worded as
+    /// the resolution words it (`package etcd >=0.9.0`, `API g/v/Kind`,
+    /// `label x`); `None` if none. `olm.constraint` formulas are not
+    /// looked at here: they need the solver's view of every candidate.
+    pub fn requirement_met(
+        &self,
+        dependent: BundleIndex,
+        dependency: BundleIndex,
+    ) -> Option<String> {
+        let (needing, candidate) = (&self.bundles[dependent], &self.bundles[dependency]);
+        if let Some((package, range)) = needing.requires_packages.iter().find(|(package, range)| {
+            package == &candidate.package && range.contains(&candidate.version)
+        }) {
+            return Some(format!("package {package} {}", range.as_written()));
+        }
+        if let Some(gvk) = needing
+            .requires_gvks
+            .iter()
+            .find(|gvk| candidate.provides.contains(gvk))
+        {
+            return Some(format!("API {gvk}"));
+        }
+        self.required_labels(dependent)
+            .iter()
+            .find(|label| candidate.labels.contains(label))
+            .map(|label| format!("label {label}"))
+    }
+
     /// A bundle by catalog and name.
     pub fn bundle_in(&self, catalog: usize, name: &str) -> Option<BundleIndex> {
         self.by_name.get(catalog)?.get(name).copied()

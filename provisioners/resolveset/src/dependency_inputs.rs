@@ -1,0 +1,294 @@
+//! `generateInputsForDependencies`: a bundle installed only because another
+//! needs it gets an Input of its own, `dependency-<package>`, asking for
+//! its package in the catalog and channel it came from. The package is
+//! then asked for by name, so it moves along its update graph like any
+//! subscription, not only as far as its dependents' ranges push it.
+//!
+//! The generated Input lives exactly as long as something needs it: it is
+//! owned by every Input (of such a class) that brings the package in as a
+//! dependency, and deleted as soon as none does (so the dependency still
+//! goes when nothing needs it). When every one of those Inputs was written
+//! by one verified person, her record is sealed on the generated Input, so
+//! the dependency is still judged by her rights; otherwise it carries none
+//! and a person approves, as for any entry several people need.
+//!
+//! Nothing is adopted: an Input of that name not labelled as generated
+//! here is left alone, and the dependency stays a plain dependency.
+
+use std::collections::BTreeMap;
+
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::{Resource as _, ResourceExt as _};
+use pakket_api::CreatorRecord;
+use serde_json::{Value, json};
+
+use crate::input::Input;
+use crate::input_resolve::Answer;
+
+/// The label on generated Inputs: the package they ask for.
+pub const DEPENDENCY_LABEL: &str = "resolve.pakket.dev/dependency";
+
+/// The generated Input's name for `package`.
+pub fn name_for(package: &str) -> String {
+    format!("dependency-{package}").chars().take(253).collect()
+}
+
+/// One generated Input as it should be.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wanted {
+    /// The package.
+    pub package: String,
+    /// The catalog the dependency was resolved from.
+    pub catalog: String,
+    /// The channel it was resolved through, if one was named.
+    pub channel: Option<String>,
+    /// The class of the first Input (by name) that needs it.
+    pub class: String,
+    /// The Inputs that need it: name and UID, by name.
+    pub owners: Vec<(String, String)>,
+}
+
+impl Wanted {
+    /// The generated Input's spec.
+    pub fn spec(&self) -> Value {
+        let mut catalog = json!({ "name": self.catalog, "package": self.package });
+        if let Some(channel) = &self.channel {
+            catalog["channel"] = json!(channel);
+        }
+        json!({
+            "inputClass": self.class,
+            "constraints": [{ "type": "olm.catalog", "value": catalog }],
+        })
+    }
+}
+
+/// The generated Inputs the resolution asks for: for each Input (sorted by
+/// name) whose class generates them and whose answer resolved, one per
+/// bundle it brings in as a dependency. `generates(input)` says whether
+/// the Input's class has the parameter (and the Input is not a dry run).
+pub fn wanted(
+    inputs: &[std::sync::Arc<Input>],
+    answers: &BTreeMap<String, Answer>,
+    generates: impl Fn(&Input) -> bool,
+) -> BTreeMap<String, Wanted> {
+    let mut wanted: BTreeMap<String, Wanted> = BTreeMap::new();
+    for input in inputs {
+        let name = input.name_any();
+        let (Some(uid), true) = (input.uid(), generates(input)) else {
+            continue;
+        };
+        let Some(Answer::Resolved(instances)) = answers.get(&name) else {
+            continue;
+        };
+        for dependency in instances
+            .iter()
+            .filter(|i| i.satisfies.iter().all(|s| s.kind != "Input"))
+        {
+            let entry = wanted
+                .entry(dependency.package.clone())
+                .or_insert_with(|| Wanted {
+                    package: dependency.package.clone(),
+                    catalog: dependency.catalog.clone(),
+                    channel: dependency.channel.clone(),
+                    class: input.spec.input_class.clone(),
+                    owners: Vec::new(),
+                });
+            entry.owners.push((name.clone(), uid.clone()));
+        }
+    }
+    wanted
+}
+
+/// The one person every owner was written by, if there is one.
+pub fn sole_author(
+    owners: &[(String, String)],
+    authors: &BTreeMap<String, Option<CreatorRecord>>,
+) -> Option<CreatorRecord> {
+    let identity = |r: &CreatorRecord| (r.username.clone(), r.uid.clone(), r.groups.clone());
+    let mut found: Option<CreatorRecord> = None;
+    for (owner, _) in owners {
+        let author = authors.get(owner)?.as_ref()?;
+        match &found {
+            Some(first) if identity(first) != identity(author) => return None,
+            Some(_) => {}
+            None => found = Some(author.clone()),
+        }
+    }
+    found
+}
+
+/// Brings the cluster's generated Inputs to `wanted`: applies each (with
+/// its owners, `labels` and, with `key`, its sole author sealed), deletes
+/// generated ones nothing wants. `existing` is every Input the controller
+/// sees.
+pub async fn sync(
+    client: &kube::Client,
+    manager: &str,
+    existing: &[std::sync::Arc<Input>],
+    wanted: &BTreeMap<String, Wanted>,
+    authors: &BTreeMap<String, Option<CreatorRecord>>,
+    key: Option<&pakket_api::RecordKey>,
+    labels: &BTreeMap<String, String>,
+) -> Result<(), kube::Error> {
+    let api: Api<Input> = Api::all(client.clone());
+    let generated = |input: &Input| input.labels().contains_key(DEPENDENCY_LABEL);
+    for want in wanted.values() {
+        let name = name_for(&want.package);
+        if let Some(other) = existing.iter().find(|i| i.name_any() == name)
+            && !generated(other)
+        {
+            tracing::info!(input = %name, "an Input of that name is not generated here: left alone");
+            continue;
+        }
+        let spec = want.spec();
+        let mut object_labels = labels.clone();
+        object_labels.insert(DEPENDENCY_LABEL.into(), want.package.clone());
+        let owners: Vec<Value> = want
+            .owners
+            .iter()
+            .map(|(owner, uid)| {
+                json!({
+                    "apiVersion": Input::api_version(&()), "kind": Input::kind(&()),
+                    "name": owner, "uid": uid,
+                })
+            })
+            .collect();
+        let mut input = json!({
+            "apiVersion": Input::api_version(&()),
+            "kind": Input::kind(&()),
+            "metadata": { "name": name, "labels": object_labels, "ownerReferences": owners },
+            "spec": spec,
+        });
+        if let (Some(key), Some(author)) = (key, sole_author(&want.owners, authors)) {
+            let sealed = author.sealed_for(
+                key,
+                pakket_api::LAST_CHANGED_BY_ANNOTATION,
+                &pakket_api::record_object("Input", &name),
+                pakket_api::value_digest(&spec),
+            );
+            input["metadata"]["annotations"] =
+                json!({ pakket_api::LAST_CHANGED_BY_ANNOTATION: sealed.to_annotation() });
+        }
+        api.patch(
+            &name,
+            &PatchParams::apply(manager).force(),
+            &Patch::Apply(&input),
+        )
+        .await?;
+    }
+    for stale in existing.iter().filter(|i| generated(i)) {
+        let package = &stale.labels()[DEPENDENCY_LABEL];
+        if !wanted.contains_key(package) && stale.metadata.deletion_timestamp.is_none() {
+            match api
+                .delete(&stale.name_any(), &DeleteParams::default())
+                .await
+            {
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Ok(_) => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{InputSpec, Relation, ResolvedInstance};
+    use std::sync::Arc;
+
+    fn input(name: &str, class: &str) -> Arc<Input> {
+        let mut input = Input::new(
+            name,
+            InputSpec {
+                input_class: class.into(),
+                constraints: Vec::new(),
+            },
+        );
+        input.metadata.uid = Some(format!("uid-{name}"));
+        Arc::new(input)
+    }
+
+    fn resolved(package: &str, by: &str) -> ResolvedInstance {
+        ResolvedInstance {
+            name: format!("set-{package}"),
+            package: package.into(),
+            version: "1.0.0".into(),
+            bundle: format!("{package}.v1.0.0"),
+            catalog: "community".into(),
+            channel: Some("stable".into()),
+            deprecated: None,
+            satisfies: vec![Relation {
+                kind: by.into(),
+                name: "x".into(),
+                meets: Vec::new(),
+            }],
+            dependencies: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_dependency_gets_one_input_owned_by_every_input_that_needs_it() {
+        let inputs = vec![
+            input("a", "subscription"),
+            input("b", "other"),
+            input("c", "minimal"),
+        ];
+        let answers = BTreeMap::from([
+            (
+                "a".to_owned(),
+                Answer::Resolved(vec![resolved("app", "Input"), resolved("db", "Instance")]),
+            ),
+            (
+                "b".to_owned(),
+                Answer::Resolved(vec![resolved("tool", "Input"), resolved("db", "Instance")]),
+            ),
+            (
+                "c".to_owned(),
+                Answer::Resolved(vec![resolved("x", "Input"), resolved("y", "Instance")]),
+            ),
+        ]);
+        let wanted = wanted(&inputs, &answers, |i| i.spec.input_class != "minimal");
+        assert_eq!(
+            wanted.keys().collect::<Vec<_>>(),
+            ["db"],
+            "c's class does not generate"
+        );
+        let db = &wanted["db"];
+        assert_eq!(
+            db.owners,
+            [
+                ("a".to_owned(), "uid-a".to_owned()),
+                ("b".to_owned(), "uid-b".to_owned())
+            ]
+        );
+        assert_eq!(db.class, "subscription", "the first owner's class");
+        assert_eq!(
+            db.spec()["constraints"][0]["value"],
+            json!({"name": "community", "package": "db", "channel": "stable"})
+        );
+    }
+
+    #[test]
+    fn the_author_is_sealed_only_when_every_owner_has_the_same_one() {
+        let carol = CreatorRecord::new("carol", None, vec!["dev".into()]);
+        let dave = CreatorRecord::new("dave", None, Vec::new());
+        let owners = vec![
+            ("a".to_owned(), "1".to_owned()),
+            ("b".to_owned(), "2".to_owned()),
+        ];
+        let both_carol = BTreeMap::from([
+            ("a".to_owned(), Some(carol.clone())),
+            ("b".to_owned(), Some(carol.clone())),
+        ]);
+        assert_eq!(sole_author(&owners, &both_carol), Some(carol.clone()));
+        let mixed = BTreeMap::from([
+            ("a".to_owned(), Some(carol.clone())),
+            ("b".to_owned(), Some(dave)),
+        ]);
+        assert_eq!(sole_author(&owners, &mixed), None);
+        let unverified = BTreeMap::from([("a".to_owned(), Some(carol)), ("b".to_owned(), None)]);
+        assert_eq!(sole_author(&owners, &unverified), None);
+    }
+}
