@@ -34,7 +34,10 @@ async fn input_class(scope: &Scope, suffix: &str, dry_run: bool) -> String {
         InputClassSpec {
             parameters: InputClassParameters {
                 dry_run,
-                generate_inputs_for_dependencies: !dry_run,
+                // Dependencies stay plain dependencies here (a generated
+                // Input would keep the cluster operator from being planned
+                // at an older version below); install.rs covers them.
+                generate_inputs_for_dependencies: false,
                 ..InputClassParameters::default()
             },
         },
