@@ -41,6 +41,11 @@ use pakket_runtime::controller::{self, RunOptions};
 use pakket_testkit::{Scope, condition_is, data, eventually, wait_for_instance};
 use serde_json::{Value, json};
 
+/// etcd's CRDs are cluster-wide: two tests installing etcd at once would
+/// each find them another Instance's, and wait for it to leave. The tests
+/// of this file that may install etcd take turns.
+static ETCD_CRDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The CSV's name and version of the bundle in `dir`.
 fn csv_of(dir: &std::path::Path) -> (String, String) {
     let manifests = dir.join("manifests");
@@ -251,6 +256,7 @@ async fn subscription_class(scope: &Scope) {
 
 #[tokio::test]
 async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_resolveset() {
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-install").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;
@@ -406,6 +412,7 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
     // read the set, nothing more. Her Input resolves, and the set waits
     // for a person (Android: a new package); everything she tries on top
     // is refused and nothing is installed.
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-attack").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;
@@ -616,6 +623,7 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
     // rights and installs. Mallory, who may only write Inputs, asks for the
     // same operator: the set's approver lets the package in, and the child
     // still waits, naming her. She cannot borrow Carol's record.
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-requester").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let (inputs_hooks, children_hooks) = webhooks_for(&scope).await;
@@ -819,6 +827,7 @@ async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
     // (as the process, a delegate) with Carol sealed as the Input's
     // last-changed-by; the Input controller verifies that and stamps the
     // set's entry for her.
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-operator-author").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let (inputs_hooks, children_hooks) = webhooks_for(&scope).await;
@@ -1006,6 +1015,7 @@ async fn operator_for(scope: &Scope, suffix: &str, package: &str, channel: &str)
 
 #[tokio::test]
 async fn an_operator_brings_its_dependency_which_stays_while_another_operator_needs_it() {
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-dependency").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;
@@ -1191,6 +1201,7 @@ async fn serve_backup_and_etcd(scope: &Scope) -> (Vec<(String, String, String)>,
 
 #[tokio::test]
 async fn a_class_that_generates_inputs_gives_a_dependency_its_own_input_while_it_is_needed() {
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-generated").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;

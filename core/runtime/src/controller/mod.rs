@@ -27,6 +27,7 @@ mod behalf;
 mod bundle_status;
 mod context;
 mod decision;
+mod dependency_wake;
 mod events;
 mod finalizer;
 mod install;
@@ -170,6 +171,8 @@ pub async fn run_with<P: Provisioner>(
     // changes that matter start a reconcile; the runtime's own status
     // writes do not.
     let (instances, instance_writer) = reflector::store::<Instance>();
+    let (dependencies_met, dependency_wakes) = futures::channel::mpsc::unbounded();
+    let mut newly_installed = dependency_wake::NewlyInstalled::new(instances.clone());
     let instance_changes = watcher(
         Api::<Instance>::all(client.clone()),
         watcher::Config::default(),
@@ -178,6 +181,13 @@ pub async fn run_with<P: Provisioner>(
     .modify(|instance| instance.managed_fields_mut().clear())
     .reflect(instance_writer)
     .applied_objects()
+    .inspect(move |change| {
+        if let Ok(instance) = change {
+            for waiting in newly_installed.waiting_on(instance) {
+                let _ = dependencies_met.unbounded_send(waiting);
+            }
+        }
+    })
     .predicate_filter(trigger_key, PredicateConfig::default());
 
     // Classes and Bundles: cached for lookups, and a new generation (which
@@ -263,6 +273,7 @@ pub async fn run_with<P: Provisioner>(
                 .collect::<Vec<_>>()
         })
         .reconcile_on(drift_triggers)
+        .reconcile_on(dependency_wakes)
         .with_config(controller::Config::default().concurrency(options.concurrency))
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {

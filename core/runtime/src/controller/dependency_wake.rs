@@ -1,0 +1,128 @@
+//! Instances waiting for their dependencies (`Installed` false with reason
+//! `DependenciesMissing`) are looked at again as soon as another Instance
+//! becomes installed, rather than at their next timed retry: a set whose
+//! dependent and dependency arrive together then installs in one go.
+//!
+//! Only Instances this process watches become installed here; one a
+//! different provisioner installs still reaches them at the retry.
+
+use std::collections::HashMap;
+
+use kube::ResourceExt as _;
+use kube::runtime::reflector::{ObjectRef, Store};
+use pakket_api::{ConditionType, Instance, Reason};
+
+/// Tells which Instances just became installed, and who waited for one.
+pub struct NewlyInstalled {
+    /// Every Instance, as the controller's cache has them.
+    instances: Store<Instance>,
+    /// Whether each Instance (by name) was installed when last seen.
+    installed: HashMap<String, bool>,
+}
+
+impl NewlyInstalled {
+    /// Tracks Instances against the controller's cache.
+    pub fn new(instances: Store<Instance>) -> Self {
+        Self {
+            instances,
+            installed: HashMap::new(),
+        }
+    }
+
+    /// Called with each changed Instance: when it has just become
+    /// installed, the Instances waiting for dependencies; else none.
+    pub fn waiting_on(&mut self, changed: &Instance) -> Vec<ObjectRef<Instance>> {
+        let name = changed.name_any();
+        if changed.metadata.deletion_timestamp.is_some() {
+            self.installed.remove(&name);
+            return Vec::new();
+        }
+        let now = is_installed(changed);
+        let before = self.installed.insert(name, now).unwrap_or(false);
+        if !now || before {
+            return Vec::new();
+        }
+        self.instances
+            .state()
+            .iter()
+            .filter(|instance| waits_for_dependencies(instance))
+            .map(|instance| ObjectRef::from_obj(&**instance))
+            .collect()
+    }
+}
+
+fn is_installed(instance: &Instance) -> bool {
+    instance
+        .condition(ConditionType::Installed)
+        .is_some_and(|condition| condition.status == "True")
+}
+
+fn waits_for_dependencies(instance: &Instance) -> bool {
+    instance
+        .condition(ConditionType::Installed)
+        .is_some_and(|condition| {
+            condition.status != "True" && condition.reason == Reason::DependenciesMissing.as_str()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::{reflector, watcher};
+    use pakket_api::condition::{self, ConditionStatus};
+    use pakket_api::{BundleTemplate, InstanceSpec, InstanceStatus};
+
+    fn instance(name: &str, status: ConditionStatus, reason: Reason) -> Instance {
+        let mut instance = Instance::new(
+            name,
+            InstanceSpec {
+                class: "c".into(),
+                selector: None,
+                bundle: BundleTemplate {
+                    name: format!("{name}-bundle"),
+                    spec: None,
+                },
+                deletion_policy: Default::default(),
+                config: None,
+            },
+        );
+        instance.status = Some(InstanceStatus {
+            conditions: vec![condition::new(
+                reason,
+                status,
+                "m",
+                None,
+                jiff::Timestamp::UNIX_EPOCH,
+            )],
+            ..Default::default()
+        });
+        instance
+    }
+
+    #[test]
+    fn a_newly_installed_instance_wakes_those_waiting_for_dependencies_once() {
+        let (store, mut writer) = reflector::store::<Instance>();
+        let waiting = instance("app", ConditionStatus::False, Reason::DependenciesMissing);
+        let failing = instance("other", ConditionStatus::False, Reason::InstallFailed);
+        let mut dependency = instance("dep", ConditionStatus::False, Reason::Installing);
+        for object in [&waiting, &failing, &dependency] {
+            writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+        }
+        let mut tracker = NewlyInstalled::new(store);
+        assert!(
+            tracker.waiting_on(&dependency).is_empty(),
+            "not installed yet"
+        );
+        dependency = instance("dep", ConditionStatus::True, Reason::InstallSucceeded);
+        writer.apply_watcher_event(&watcher::Event::Apply(dependency.clone()));
+        assert_eq!(
+            tracker.waiting_on(&dependency),
+            [ObjectRef::from_obj(&waiting)],
+            "only the Instance waiting for dependencies"
+        );
+        assert!(
+            tracker.waiting_on(&dependency).is_empty(),
+            "a status write of an installed Instance wakes nobody again"
+        );
+    }
+}
