@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Resource as _, ResourceExt as _};
 use pakket_api::CreatorRecord;
 use serde_json::{Value, json};
@@ -134,12 +134,16 @@ pub async fn sync(
     let generated = |input: &Input| input.labels().contains_key(DEPENDENCY_LABEL);
     for want in wanted.values() {
         let name = name_for(&want.package);
-        if let Some(other) = existing.iter().find(|i| i.name_any() == name)
-            && !generated(other)
-        {
-            tracing::info!(input = %name, "an Input of that name is not generated here: left alone");
-            continue;
-        }
+        let ours = match existing.iter().find(|i| i.name_any() == name) {
+            Some(other) if !generated(other) => {
+                tracing::info!(input = %name, "an Input of that name is not generated here: left alone");
+                continue;
+            }
+            Some(_) => true,
+            // Not seen: created, never patched over, since an Input of that
+            // name this controller does not watch may exist.
+            None => false,
+        };
         let spec = want.spec();
         let mut object_labels = labels.clone();
         object_labels.insert(DEPENDENCY_LABEL.into(), want.package.clone());
@@ -169,12 +173,27 @@ pub async fn sync(
             input["metadata"]["annotations"] =
                 json!({ pakket_api::LAST_CHANGED_BY_ANNOTATION: sealed.to_annotation() });
         }
-        api.patch(
-            &name,
-            &PatchParams::apply(manager).force(),
-            &Patch::Apply(&input),
-        )
-        .await?;
+        if ours {
+            api.patch(
+                &name,
+                &PatchParams::apply(manager).force(),
+                &Patch::Apply(&input),
+            )
+            .await?;
+            continue;
+        }
+        let input: Input = serde_json::from_value(input).map_err(kube::Error::SerdeError)?;
+        let create = PostParams {
+            field_manager: Some(manager.to_owned()),
+            ..PostParams::default()
+        };
+        match api.create(&create, &input).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                tracing::info!(input = %name, "an Input of that name exists and is not watched here: left alone");
+            }
+            Ok(_) => {}
+            Err(error) => return Err(error),
+        }
     }
     for stale in existing.iter().filter(|i| generated(i)) {
         let package = &stale.labels()[DEPENDENCY_LABEL];

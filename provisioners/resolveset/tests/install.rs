@@ -1323,3 +1323,91 @@ where
     }
     panic!("{what} did not appear within 60 s");
 }
+
+#[tokio::test]
+async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
+    // Alice's own Input happens to be named as the one the controller
+    // would generate for etcd. The controller must not add owners to it:
+    // the garbage collector would then delete Alice's Input when the
+    // dependent goes.
+    let scope = Scope::new("resolveset-generated-name").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    let (_, backup_documents) =
+        etcd_backup_bundle(&scope, "quay.io/pakket-test/etcd-backup:v0.1.0");
+    serve_etcd_catalog_with(&scope, &backup_documents).await;
+    let mut generating = InputClass::new(
+        &scope.name("generating"),
+        InputClassSpec {
+            parameters: InputClassParameters {
+                generate_inputs_for_dependencies: true,
+                ..InputClassParameters::default()
+            },
+        },
+    );
+    generating.metadata.labels = Some(scope.labels());
+    Api::<InputClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &generating)
+        .await
+        .unwrap();
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    let named = pakket_resolveset::dependency_inputs::name_for("etcd");
+    let mut alices = Input::new(
+        &named,
+        InputSpec {
+            input_class: scope.name("generating"),
+            constraints: serde_json::from_value(json!([
+                {"type": "olm.packageVersion", "value": {"package": "etcd", "version": ">=0.9.0"}},
+            ]))
+            .unwrap(),
+        },
+    );
+    alices.metadata.labels = Some(scope.labels());
+    let alices = inputs
+        .create(&PostParams::default(), &alices)
+        .await
+        .unwrap();
+    let mut backup = Input::new(
+        &scope.name("backup"),
+        InputSpec {
+            input_class: scope.name("generating"),
+            constraints: serde_json::from_value(json!([
+                {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd-backup"}},
+            ]))
+            .unwrap(),
+        },
+    );
+    backup.metadata.labels = Some(scope.labels());
+    inputs
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+    eventually("the backup's Input resolved", || async {
+        inputs
+            .get(&scope.name("backup"))
+            .await
+            .unwrap()
+            .condition("ResolutionFailed")
+            .is_some_and(|c| c.reason == "Resolved")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let kept = inputs.get(&named).await.unwrap();
+    assert!(kept.owner_references().is_empty(), "{:?}", kept.metadata);
+    assert_eq!(kept.spec, alices.spec);
+    assert!(
+        !kept
+            .labels()
+            .contains_key(pakket_resolveset::dependency_inputs::DEPENDENCY_LABEL)
+    );
+    inputs
+        .delete(&scope.name("backup"), &DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        inputs.get_opt(&named).await.unwrap().is_some(),
+        "Alice's Input stays when the dependent goes"
+    );
+    support::cleanup(scope).await;
+}
