@@ -395,7 +395,11 @@ pub fn from_config_maps(spec: &BundleSpec) -> bool {
         .is_some_and(|reference| reference.starts_with("file://"))
 }
 
-/// Fetches the Bundle's first ref into the store, dispatching on its scheme.
+/// Fetches the Bundle's content into the store. One ref is the content;
+/// several (a package's manifests from several URLs, say) are each fetched
+/// as one ref is, and the content is all of them, ref `i` under directory
+/// `i/` (`0/`, `1/`, … in the order written), stored under a digest of
+/// every ref and its own digest: any of them changing is new content.
 pub async fn unpack(
     client: &Client,
     spec: &BundleSpec,
@@ -403,8 +407,93 @@ pub async fn unpack(
     images: &ImageSources,
     options: &UnpackOptions,
 ) -> Result<Unpacked, ContentError> {
-    let index = 0;
-    let reference = spec.refs.first().cloned().unwrap_or_default();
+    if spec.refs.len() <= 1 {
+        let reference = spec.refs.first().cloned().unwrap_or_default();
+        return unpack_one(client, spec, store, images, options, 0, reference).await;
+    }
+    let mut parts = Vec::with_capacity(spec.refs.len());
+    for (index, reference) in spec.refs.iter().enumerate() {
+        parts.push(
+            unpack_one(
+                client,
+                spec,
+                store,
+                images,
+                options,
+                index,
+                reference.clone(),
+            )
+            .await?,
+        );
+    }
+    combine(store, parts).await
+}
+
+/// The content of several unpacked refs as one store entry.
+async fn combine(store: &Arc<Store>, parts: Vec<Unpacked>) -> Result<Unpacked, ContentError> {
+    use sha2::{Digest as _, Sha256};
+    let mut hasher = Sha256::new();
+    for part in &parts {
+        hasher.update(format!("{} {}\n", part.reference, part.digest.as_str()));
+    }
+    let digest = Digest::from_sha256(hasher.finalize().into());
+    let reference = parts
+        .iter()
+        .map(|part| part.reference.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let task_store = Arc::clone(store);
+    let task_digest = digest.clone();
+    let dirs: Vec<std::path::PathBuf> = parts.iter().map(|part| part.dir.clone()).collect();
+    let dir = blocking(0, &reference.clone(), move || {
+        task_store.insert_with(&task_digest, |dir| -> Result<(), ContentError> {
+            for (index, from) in dirs.iter().enumerate() {
+                copy_tree(from, &dir.join(index.to_string())).map_err(|source| {
+                    ContentError::Store(crate::store::StoreError::Create {
+                        path: from.clone(),
+                        source,
+                    })
+                })?;
+            }
+            Ok(())
+        })
+    })
+    .await?;
+    Ok(Unpacked {
+        reference,
+        digest,
+        dir,
+        commit: None,
+    })
+}
+
+/// Copies the regular files and directories under `from` into `to` (the
+/// store holds nothing else: unpacking refuses links and devices).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Fetches ref `index` into the store, dispatching on its scheme.
+async fn unpack_one(
+    client: &Client,
+    spec: &BundleSpec,
+    store: &Arc<Store>,
+    images: &ImageSources,
+    options: &UnpackOptions,
+    index: usize,
+    reference: String,
+) -> Result<Unpacked, ContentError> {
     let scheme = reference.split("://").next().unwrap_or_default().to_owned();
     match scheme.as_str() {
         "file" => file::unpack_file(client, spec, store, index, reference).await,

@@ -528,3 +528,80 @@ async fn internal_addresses_are_refused_unless_the_class_allows_them_and_nothing
     .unwrap();
     assert_eq!(served.downloads.load(Ordering::Relaxed), 1);
 }
+
+#[tokio::test]
+async fn several_refs_are_one_content_each_under_its_index_and_any_change_is_new_content() {
+    // A package's manifests from two URLs (a manifest file and a tarball):
+    // both fetched, each under its position, keyed by both.
+    let crd = std::fs::read(data(
+        "bundles/etcd/0.9.4/manifests/etcdclusters.etcd.database.coreos.com.crd.yaml",
+    ))
+    .unwrap();
+    let gzip = etcd_tarball(true);
+    let (server, _) = server(BTreeMap::from([
+        ("crd.yaml", crd.clone()),
+        ("etcd.tar.gz", gzip.clone()),
+        ("other.yaml", b"kind: ConfigMap\n".to_vec()),
+    ]));
+    let sources = ImageSources::new(trusting(&server));
+    let scratch = Scratch::new("https-several");
+    let store = scratch.store();
+    let options = loopback();
+    let refs = |first: &str| BundleSpec {
+        class: "unused".into(),
+        refs: vec![server.url(first), server.url("releases/etcd.tar.gz")],
+        volume_mounts: vec![],
+    };
+    let both = content::unpack(
+        &unused_client(),
+        &refs("releases/crd.yaml"),
+        &store,
+        &sources,
+        &options,
+    )
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read(both.dir.join("0/crd.yaml")).unwrap(), crd);
+    assert_eq!(
+        files(&both.dir.join("1")),
+        files(&data("bundles/etcd/0.9.4"))
+    );
+    assert!(both.reference.contains("crd.yaml") && both.reference.contains("etcd.tar.gz"));
+    let again = content::unpack(
+        &unused_client(),
+        &refs("releases/crd.yaml"),
+        &store,
+        &sources,
+        &options,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        again.digest, both.digest,
+        "the same refs and bytes are the same content"
+    );
+    let other = content::unpack(
+        &unused_client(),
+        &refs("releases/other.yaml"),
+        &store,
+        &sources,
+        &options,
+    )
+    .await
+    .unwrap();
+    assert_ne!(
+        other.digest, both.digest,
+        "another first file is other content"
+    );
+    // A failing ref fails the whole content, naming its position.
+    let error = content::unpack(
+        &unused_client(),
+        &refs("releases/missing.yaml"),
+        &store,
+        &sources,
+        &options,
+    )
+    .await
+    .unwrap_err();
+    assert!(error.to_string().starts_with("spec.refs[0]"), "{error}");
+}
