@@ -9,6 +9,7 @@
 mod crds;
 mod data;
 mod events;
+pub mod https;
 mod scope;
 mod shared;
 mod wait;
