@@ -1,0 +1,16 @@
+//! The package provisioner (`pakket.dev/package`): Glasskube packages from
+//! an HTTP package repository, each installed as one Instance on the
+//! shared runtime.
+//!
+//! - [`api`]: `PackageRepository`, `ClusterPackage`, `Package`,
+//!   `PackageInfo` (`packages.pakket.dev/v1alpha1`).
+//! - [`manifest`]: the repository's files.
+//! - [`repository`]: reading them over HTTPS with the repository's
+//!   credentials.
+
+pub mod api;
+pub mod crd;
+pub mod manifest;
+
+/// The provisioner's id.
+pub const ID: &str = "pakket.dev/package";

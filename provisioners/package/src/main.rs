@@ -1,0 +1,3 @@
+//! `pakket-package`: Glasskube packages on the shared runtime.
+
+fn main() {}
