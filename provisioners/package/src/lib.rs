@@ -11,6 +11,7 @@
 pub mod api;
 pub mod crd;
 pub mod manifest;
+pub mod repository;
 
 /// The provisioner's id.
 pub const ID: &str = "pakket.dev/package";

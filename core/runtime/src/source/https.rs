@@ -245,6 +245,20 @@ impl HttpsSource {
         max_size: u64,
         reach: &Reach,
     ) -> Result<Downloaded, HttpsError> {
+        self.download_authorized(tarball, max_size, reach, None)
+            .await
+    }
+
+    /// [`Self::download`], sending `authorization` as the `Authorization`
+    /// header (a package repository's credentials). reqwest drops it on a
+    /// redirect to another host, so it reaches only the host named.
+    pub async fn download_authorized(
+        &self,
+        tarball: &TarballRef,
+        max_size: u64,
+        reach: &Reach,
+        authorization: Option<&str>,
+    ) -> Result<Downloaded, HttpsError> {
         let limit = self.options.pull_timeout;
         let url = tarball.url().to_string();
         // A literal IP skips the resolver, so the ref's own host is checked
@@ -254,15 +268,16 @@ impl HttpsSource {
         {
             return Err(internal(tarball.url(), refusal, reach));
         }
-        let downloaded = tokio::time::timeout(limit, self.fetch(tarball, max_size, reach))
-            .await
-            .unwrap_or_else(|_| {
-                Err(HttpsError::Timeout {
-                    url: url.clone(),
-                    what: "the whole download",
-                    after: limit,
-                })
-            })?;
+        let downloaded =
+            tokio::time::timeout(limit, self.fetch(tarball, max_size, reach, authorization))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(HttpsError::Timeout {
+                        url: url.clone(),
+                        what: "the whole download",
+                        after: limit,
+                    })
+                })?;
         if let Some(expected) = tarball.pin()
             && *expected != downloaded.digest
         {
@@ -280,11 +295,21 @@ impl HttpsSource {
         tarball: &TarballRef,
         max_size: u64,
         reach: &Reach,
+        authorization: Option<&str>,
     ) -> Result<Downloaded, HttpsError> {
         let url = tarball.url();
         let client = self.client(reach)?;
         let limit = self.options.request_timeout;
-        let response = tokio::time::timeout(limit, client.get(url.clone()).send())
+        let mut request = client.get(url.clone());
+        if let Some(value) = authorization {
+            let mut value =
+                reqwest::header::HeaderValue::from_str(value).map_err(|_| HttpsError::Client {
+                    cause: "the credentials hold characters a header cannot".into(),
+                })?;
+            value.set_sensitive(true);
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+        }
+        let response = tokio::time::timeout(limit, request.send())
             .await
             .map_err(|_| HttpsError::Timeout {
                 url: url.to_string(),

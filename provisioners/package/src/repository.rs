@@ -1,0 +1,333 @@
+//! Reading a package repository over HTTPS: `index.yaml`,
+//! `<name>/versions.yaml`, `<name>/<version>/package.yaml`, joined to the
+//! repository's URL as Glasskube joins them (each segment escaped).
+//!
+//! Fetches go through the runtime's HTTPS source, so they get its rules:
+//! HTTPS only, public addresses only unless the process is started with
+//! `--allow-internal-addresses`, bounded in time and size, and an error
+//! answer is reported by its status, never echoed. The repository's
+//! credentials (from Secrets in the provisioner's own namespace) are sent
+//! as the `Authorization` header, and only to the repository's host.
+
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use pakket_runtime::source::SourceOptions;
+use pakket_runtime::source::address::Reach;
+use pakket_runtime::source::https::{HttpsSource, TarballRef};
+use reqwest::Url;
+use serde_json::Value;
+
+use crate::api::{PackageRepository, SecretKey};
+use crate::manifest::{self, Index, PackageManifest, Versions};
+
+/// The most bytes one repository file may hold.
+pub const MAX_FILE: u64 = 4 * 1024 * 1024;
+
+/// One repository, ready to be read.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    /// The PackageRepository's name.
+    pub name: String,
+    /// Its URL, ending in `/`.
+    pub base: Url,
+    /// The `Authorization` header's value, if it has credentials.
+    pub authorization: Option<String>,
+}
+
+impl Endpoint {
+    /// `index.yaml`.
+    pub fn index_url(&self) -> Url {
+        join(&self.base, &["index.yaml"])
+    }
+
+    /// `<name>/versions.yaml`.
+    pub fn versions_url(&self, package: &str) -> Url {
+        join(&self.base, &[package, "versions.yaml"])
+    }
+
+    /// `<name>/<version>/package.yaml`.
+    pub fn package_url(&self, package: &str, version: &str) -> Url {
+        join(&self.base, &[package, version, "package.yaml"])
+    }
+
+    /// Whether `url` is under this repository (where its credentials go).
+    pub fn serves(&self, url: &Url) -> bool {
+        url.origin() == self.base.origin() && url.path().starts_with(self.base.path())
+    }
+}
+
+/// `base` with `segments` appended, each percent-escaped as one segment.
+pub fn join(base: &Url, segments: &[&str]) -> Url {
+    let mut url = base.clone();
+    {
+        let mut path = url.path_segments_mut().expect("an https URL has a path");
+        path.pop_if_empty();
+        path.extend(segments);
+    }
+    url
+}
+
+/// A manifest's URL: absolute as written, or relative to the
+/// `package.yaml` it was read from (`./x.yaml` is next to it).
+pub fn manifest_url(package_url: &Url, written: &str) -> Result<Url, String> {
+    let url = package_url
+        .join(written)
+        .map_err(|error| format!("{written:?} is not a URL: {error}"))?;
+    if url.scheme() != "https" {
+        return Err(format!(
+            "{written} is not https://; Pakket fetches packages over HTTPS only"
+        ));
+    }
+    Ok(url)
+}
+
+/// Why a repository file could not be read, in words naming the URL.
+#[derive(Debug, thiserror::Error)]
+pub enum RepositoryError {
+    /// It could not be fetched.
+    #[error("{0}")]
+    Fetch(String),
+    /// It was fetched and is not what a repository serves there.
+    #[error("{url} is not a valid {what}: {problem}")]
+    Parse {
+        /// The file.
+        url: String,
+        /// `versions.yaml`, `package.yaml`, …
+        what: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The PackageRepository cannot be used.
+    #[error("{0}")]
+    Repository(String),
+}
+
+/// Reads repositories.
+pub struct RepositoryClient {
+    https: HttpsSource,
+    reach: Reach,
+}
+
+impl RepositoryClient {
+    /// A client trusting `sources`' roots, reaching internal addresses
+    /// only if `allow_internal_addresses`.
+    pub fn new(sources: SourceOptions, allow_internal_addresses: bool) -> Self {
+        let reach = if allow_internal_addresses {
+            Reach::Any
+        } else {
+            Reach::Public {
+                advice: "pakket-package reads repositories at public addresses only, unless its \
+                         admin starts it with --allow-internal-addresses"
+                    .into(),
+            }
+        };
+        Self {
+            https: HttpsSource::new(sources),
+            reach,
+        }
+    }
+
+    /// Whether internal addresses may be reached (so the runtime's class
+    /// should allow them too).
+    pub fn allows_internal_addresses(&self) -> bool {
+        matches!(self.reach, Reach::Any)
+    }
+
+    /// The repository's index.
+    pub async fn index(&self, repository: &Endpoint) -> Result<Index, RepositoryError> {
+        let url = repository.index_url();
+        let text = self.text(repository, &url).await?;
+        parsed(&url, "index.yaml", &text).map(|(index, _)| index)
+    }
+
+    /// A package's published versions.
+    pub async fn versions(
+        &self,
+        repository: &Endpoint,
+        package: &str,
+    ) -> Result<Versions, RepositoryError> {
+        let url = repository.versions_url(package);
+        let text = self.text(repository, &url).await?;
+        parsed(&url, "versions.yaml", &text).map(|(versions, _)| versions)
+    }
+
+    /// One version's `package.yaml`: typed, as written (JSON), and the URL
+    /// it was read from.
+    pub async fn package(
+        &self,
+        repository: &Endpoint,
+        package: &str,
+        version: &str,
+    ) -> Result<(PackageManifest, Value, Url), RepositoryError> {
+        let url = repository.package_url(package, version);
+        let text = self.text(repository, &url).await?;
+        let (manifest, value): (PackageManifest, Value) = parsed(&url, "package.yaml", &text)?;
+        if manifest.name != package {
+            return Err(RepositoryError::Parse {
+                url: url.to_string(),
+                what: "package.yaml",
+                problem: format!("it names package {:?}, not {package:?}", manifest.name),
+            });
+        }
+        Ok((manifest, value, url))
+    }
+
+    async fn text(&self, repository: &Endpoint, url: &Url) -> Result<String, RepositoryError> {
+        let reference = TarballRef::parse(url.as_str())
+            .map_err(|error| RepositoryError::Fetch(error.to_string()))?;
+        let authorization = repository
+            .authorization
+            .as_deref()
+            .filter(|_| repository.serves(url));
+        let downloaded = self
+            .https
+            .download_authorized(&reference, MAX_FILE, &self.reach, authorization)
+            .await
+            .map_err(|error| RepositoryError::Fetch(error.to_string()))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut downloaded
+                .reader()
+                .map_err(|error| RepositoryError::Fetch(format!("{url}: {error}")))?,
+            &mut bytes,
+        )
+        .map_err(|error| RepositoryError::Fetch(format!("{url}: {error}")))?;
+        String::from_utf8(bytes).map_err(|_| RepositoryError::Parse {
+            url: url.to_string(),
+            what: "repository file",
+            problem: "it is not UTF-8 text".into(),
+        })
+    }
+}
+
+fn parsed<T: serde::de::DeserializeOwned>(
+    url: &Url,
+    what: &'static str,
+    text: &str,
+) -> Result<(T, Value), RepositoryError> {
+    manifest::parse(text).map_err(|problem| RepositoryError::Parse {
+        url: url.to_string(),
+        what,
+        problem,
+    })
+}
+
+/// The repository `name` as an [`Endpoint`], its credentials read from
+/// Secrets in `namespace` (the provisioner's own).
+pub async fn endpoint(
+    client: &kube::Client,
+    repository: &PackageRepository,
+    namespace: &str,
+) -> Result<Endpoint, RepositoryError> {
+    let name = repository.metadata.name.clone().unwrap_or_default();
+    let bad = |problem: String| {
+        RepositoryError::Repository(format!("PackageRepository {name}: {problem}"))
+    };
+    let mut base = Url::parse(&repository.spec.url).map_err(|error| {
+        bad(format!(
+            "spec.url is not a URL ({error}); write https://HOST/PATH"
+        ))
+    })?;
+    if base.scheme() != "https" {
+        return Err(bad("spec.url must be https://".into()));
+    }
+    if !base.path().ends_with('/') {
+        let path = format!("{}/", base.path());
+        base.set_path(&path);
+    }
+    let authorization = match &repository.spec.auth {
+        None => None,
+        Some(auth) => match (&auth.basic, &auth.bearer) {
+            (Some(basic), None) => {
+                let user = secret_value(client, namespace, &basic.username_secret_ref)
+                    .await
+                    .map_err(|problem| {
+                        bad(format!("spec.auth.basic.usernameSecretRef: {problem}"))
+                    })?;
+                let password = secret_value(client, namespace, &basic.password_secret_ref)
+                    .await
+                    .map_err(|problem| {
+                        bad(format!("spec.auth.basic.passwordSecretRef: {problem}"))
+                    })?;
+                let encoded =
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+                Some(format!("Basic {encoded}"))
+            }
+            (None, Some(bearer)) => {
+                let token = secret_value(client, namespace, &bearer.token_secret_ref)
+                    .await
+                    .map_err(|problem| {
+                        bad(format!("spec.auth.bearer.tokenSecretRef: {problem}"))
+                    })?;
+                Some(format!("Bearer {token}"))
+            }
+            _ => return Err(bad("spec.auth: set exactly one of basic or bearer".into())),
+        },
+    };
+    Ok(Endpoint {
+        name,
+        base,
+        authorization,
+    })
+}
+
+async fn secret_value(
+    client: &kube::Client,
+    namespace: &str,
+    key: &SecretKey,
+) -> Result<String, String> {
+    let secret = Api::<Secret>::namespaced(client.clone(), namespace)
+        .get_opt(&key.name)
+        .await
+        .map_err(|error| format!("Secret {namespace}/{}: {error}", key.name))?
+        .ok_or_else(|| {
+            format!(
+                "Secret {namespace}/{} not found; the provisioner reads repository credentials from its own namespace only",
+                key.name
+            )
+        })?;
+    let bytes = secret
+        .data
+        .and_then(|data| data.get(&key.key).cloned())
+        .ok_or_else(|| format!("Secret {namespace}/{} has no key {}", key.name, key.key))?;
+    String::from_utf8(bytes.0)
+        .map(|value| value.trim_end_matches(['\r', '\n']).to_owned())
+        .map_err(|_| {
+            format!(
+                "Secret {namespace}/{} key {} is not text",
+                key.name, key.key
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_joined_and_escaped_as_glasskube_joins_them() {
+        let endpoint = Endpoint {
+            name: "r".into(),
+            base: Url::parse("https://repo.example/packages/").unwrap(),
+            authorization: None,
+        };
+        assert_eq!(
+            endpoint.package_url("cloudnative-pg", "v1.27.1+1").as_str(),
+            "https://repo.example/packages/cloudnative-pg/v1.27.1+1/package.yaml"
+        );
+        assert_eq!(
+            endpoint.versions_url("a/b").as_str(),
+            "https://repo.example/packages/a%2Fb/versions.yaml",
+            "a name cannot climb out of the repository"
+        );
+        let package = endpoint.package_url("postgresql", "v16.4.0+2");
+        assert_eq!(
+            manifest_url(&package, "./manifest.yaml").unwrap().as_str(),
+            "https://repo.example/packages/postgresql/v16.4.0+2/manifest.yaml"
+        );
+        assert!(manifest_url(&package, "http://x/y.yaml").is_err());
+        assert!(endpoint.serves(&package));
+        assert!(!endpoint.serves(&Url::parse("https://github.com/x.yaml").unwrap()));
+    }
+}
