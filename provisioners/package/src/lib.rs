@@ -12,6 +12,7 @@ pub mod api;
 pub mod crd;
 pub mod manifest;
 pub mod repository;
+pub mod values;
 
 /// The provisioner's id.
 pub const ID: &str = "pakket.dev/package";

@@ -1,0 +1,325 @@
+//! A package's values: checked against its value definitions as Glasskube
+//! checks them, then patched into the objects they target.
+//!
+//! Values are text. `boolean` takes what Go's `strconv.ParseBool` takes,
+//! `number` an integer, `options` one of its options; `minLength` and
+//! `maxLength` count bytes; `pattern` must match somewhere in a text or
+//! number value. A definition's `defaultValue` stands in for a value not
+//! given (Glasskube's CLI writes it into the package; here the provisioner
+//! does, so a package written by hand gets it too).
+//!
+//! A target names an object by `apiGroup` (`group/version`, compared with
+//! the object's `apiVersion`), kind, name and, if given, namespace. Its
+//! patch is `{op, path}` plus the value: as a string, or, with a
+//! `valueTemplate`, the template's output (Go's template language, `.` the
+//! value, `base64` a function) read as JSON.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::manifest::{ValueDefinition, ValueTarget};
+
+/// The values to use: those given, and the defaults of the others.
+pub fn with_defaults(
+    definitions: &BTreeMap<String, ValueDefinition>,
+    given: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut values = given.clone();
+    for (name, definition) in definitions {
+        if let Some(default) = &definition.default_value
+            && !values.contains_key(name)
+        {
+            values.insert(name.clone(), default.clone());
+        }
+    }
+    values
+}
+
+/// Every problem with `values` (after defaults), each `NAME: problem`.
+pub fn validate(
+    definitions: &BTreeMap<String, ValueDefinition>,
+    values: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for name in values.keys() {
+        if !definitions.contains_key(name) {
+            let known: Vec<&str> = definitions.keys().map(String::as_str).collect();
+            problems.push(format!(
+                "{name}: the package defines no such value (it defines: {})",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+    }
+    for (name, definition) in definitions {
+        let Some(value) = values.get(name) else {
+            if definition.constraints.required {
+                problems.push(format!("{name}: required; set spec.values.{name}"));
+            }
+            continue;
+        };
+        problems.extend(check(definition, value).map(|problem| format!("{name}: {problem}")));
+    }
+    problems
+}
+
+/// What is wrong with one value.
+fn check(definition: &ValueDefinition, value: &str) -> Option<String> {
+    let constraints = &definition.constraints;
+    match definition.type_.as_str() {
+        "boolean" => (parse_bool(value).is_none())
+            .then(|| format!("{value:?} is not a boolean; write true or false")),
+        "options" => (!definition.options.iter().any(|option| option == value)).then(|| {
+            format!(
+                "{value:?} is not one of the options: {}",
+                definition.options.join(", ")
+            )
+        }),
+        "number" => {
+            let Ok(number) = value.parse::<i64>() else {
+                return Some(format!("{value:?} is not a whole number"));
+            };
+            if let Some(min) = constraints.min
+                && number < min
+            {
+                return Some(format!("{number} is below the minimum {min}"));
+            }
+            if let Some(max) = constraints.max
+                && number > max
+            {
+                return Some(format!("{number} is above the maximum {max}"));
+            }
+            pattern_problem(constraints.pattern.as_deref(), value)
+        }
+        "text" => {
+            if let Some(min) = constraints.min_length
+                && value.len() < min
+            {
+                return Some(format!("{} bytes; at least {min} are needed", value.len()));
+            }
+            if let Some(max) = constraints.max_length
+                && value.len() > max
+            {
+                return Some(format!("{} bytes; at most {max} are allowed", value.len()));
+            }
+            pattern_problem(constraints.pattern.as_deref(), value)
+        }
+        other => Some(format!(
+            "the package's definition has an unknown type {other:?}"
+        )),
+    }
+}
+
+fn pattern_problem(pattern: Option<&str>, value: &str) -> Option<String> {
+    let pattern = pattern?;
+    match regex::Regex::new(pattern) {
+        Ok(regex) if regex.is_match(value) => None,
+        Ok(_) => Some(format!("{value:?} does not match the pattern {pattern}")),
+        Err(_) => Some(format!(
+            "the package's pattern {pattern} is not a regular expression"
+        )),
+    }
+}
+
+/// Go's `strconv.ParseBool`.
+fn parse_bool(value: &str) -> Option<bool> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Patches every value into the objects its definition targets.
+pub fn apply(
+    definitions: &BTreeMap<String, ValueDefinition>,
+    values: &BTreeMap<String, String>,
+    objects: &mut [Value],
+) -> Result<(), String> {
+    for (name, definition) in definitions {
+        let Some(value) = values.get(name) else {
+            continue;
+        };
+        for (index, target) in definition.targets.iter().enumerate() {
+            let Some(resource) = &target.resource else {
+                // A chart's values: Helm packages are not installed here.
+                continue;
+            };
+            let patch_value = rendered(target, value)
+                .map_err(|problem| format!("{name}: targets[{index}]: {problem}"))?;
+            for object in objects.iter_mut().filter(|object| {
+                object["apiVersion"].as_str() == resource.api_group.as_deref()
+                    && object["kind"] == resource.kind.as_str()
+                    && object["metadata"]["name"] == resource.name.as_str()
+                    && resource.namespace.as_ref().is_none_or(|namespace| {
+                        object["metadata"]["namespace"] == namespace.as_str()
+                    })
+            }) {
+                let patch: json_patch::Patch = serde_json::from_value(json!([{
+                    "op": target.patch.op, "path": target.patch.path, "value": patch_value,
+                }]))
+                .map_err(|error| format!("{name}: targets[{index}].patch: {error}"))?;
+                json_patch::patch(object, &patch).map_err(|error| {
+                    format!(
+                        "{name}: targets[{index}]: cannot {} {} of {} {}: {error}",
+                        target.patch.op, target.patch.path, resource.kind, resource.name
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The value a target patches in.
+fn rendered(target: &ValueTarget, value: &str) -> Result<Value, String> {
+    let Some(template) = &target.value_template else {
+        return Ok(Value::String(value.to_owned()));
+    };
+    let mut parsed = gtmpl::Template::default();
+    parsed.add_func("base64", base64_function);
+    parsed
+        .parse(template)
+        .map_err(|error| format!("valueTemplate does not parse: {error}"))?;
+    let output = parsed
+        .render(&gtmpl::Context::from(value.to_owned()))
+        .map_err(|error| format!("valueTemplate fails: {error}"))?;
+    serde_json::from_str(output.trim())
+        .map_err(|error| format!("valueTemplate gives {output:?}, which is not JSON: {error}"))
+}
+
+fn base64_function(args: &[gtmpl::Value]) -> Result<gtmpl::Value, gtmpl::FuncError> {
+    match args {
+        [gtmpl::Value::String(text)] => Ok(gtmpl::Value::from(
+            base64::engine::general_purpose::STANDARD.encode(text),
+        )),
+        _ => Err(gtmpl::FuncError::ExactlyXArgs("base64".into(), 1)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{PackageManifest, parse};
+
+    /// The real postgresql package (glasskube/packages at 3352e05d,
+    /// ../shared/data/glasskube-packages/packages/postgresql/v16.4.0+2) and
+    /// its manifest.yaml.
+    fn postgresql() -> (PackageManifest, Vec<Value>) {
+        let dir = pakket_testkit::data("glasskube-packages/packages/postgresql/v16.4.0+2");
+        let (manifest, _): (PackageManifest, Value) =
+            parse(&std::fs::read_to_string(dir.join("package.yaml")).unwrap()).unwrap();
+        let objects: Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(dir.join("manifest.yaml")).unwrap())
+                .unwrap();
+        (manifest, vec![objects])
+    }
+
+    #[test]
+    fn values_are_checked_as_glasskube_checks_them() {
+        let (manifest, _) = postgresql();
+        let definitions = &manifest.value_definitions;
+        let given = |pairs: &[(&str, &str)]| {
+            with_defaults(
+                definitions,
+                &pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            )
+        };
+        assert!(validate(definitions, &given(&[("databaseName", "app")])).is_empty());
+        let problems = validate(
+            definitions,
+            &given(&[
+                ("instances", "-1"),
+                ("enableSuperuserAccess", "yes"),
+                ("colour", "red"),
+            ]),
+        );
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("colour: the package defines no such value"))
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p == "databaseName: required; set spec.values.databaseName")
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p == "instances: -1 is below the minimum 0")
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("enableSuperuserAccess: \"yes\" is not a boolean"))
+        );
+        assert_eq!(
+            validate(definitions, &given(&[("databaseName", "")])),
+            ["databaseName: 0 bytes; at least 1 are needed"]
+        );
+    }
+
+    #[test]
+    fn values_are_patched_into_their_targets_through_the_templates() {
+        let (manifest, mut objects) = postgresql();
+        let values = with_defaults(
+            &manifest.value_definitions,
+            &BTreeMap::from([
+                ("databaseName".to_owned(), "shop".to_owned()),
+                ("instances".to_owned(), "3".to_owned()),
+                ("enableSuperuserAccess".to_owned(), "true".to_owned()),
+            ]),
+        );
+        apply(&manifest.value_definitions, &values, &mut objects).unwrap();
+        let cluster = &objects[0];
+        assert_eq!(cluster["spec"]["instances"], 3, "{{.}} reads as a number");
+        assert_eq!(cluster["spec"]["enableSuperuserAccess"], true);
+        assert_eq!(
+            cluster["spec"]["bootstrap"]["initdb"]["database"], "shop",
+            "no template: a string"
+        );
+        assert_eq!(cluster["spec"]["storage"]["size"], "10Gi", "the default");
+    }
+
+    #[test]
+    fn templates_of_the_real_repository_render() {
+        let target = |template: &str| ValueTarget {
+            value_template: Some(template.into()),
+            ..ValueTarget::default()
+        };
+        let cases = [
+            (
+                r#"{{ if eq . "" }}false{{ else }}true{{ end }}"#,
+                "",
+                json!(false),
+            ),
+            (r#"{{if .}}"{{.}}"{{else}}null{{end}}"#, "x", json!("x")),
+            (r#"{{if .}}"{{.}}"{{else}}null{{end}}"#, "", Value::Null),
+            (r#""{{ . | base64 }}""#, "ab", json!("YWI=")),
+            (
+                r#""http://{{.}}-tracecat-api:8000""#,
+                "t",
+                json!("http://t-tracecat-api:8000"),
+            ),
+        ];
+        for (template, value, expected) in cases {
+            assert_eq!(
+                rendered(&target(template), value).unwrap(),
+                expected,
+                "{template}"
+            );
+        }
+        let error = rendered(&target("{{.}}"), "not json").unwrap_err();
+        assert!(error.contains("not JSON"), "{error}");
+    }
+}
