@@ -11,6 +11,7 @@
 pub mod api;
 pub mod crd;
 pub mod manifest;
+pub mod provisioner;
 pub mod repository;
 pub mod values;
 
