@@ -9,8 +9,13 @@
 //!   credentials.
 
 pub mod api;
+pub mod conditions;
 pub mod crd;
+pub mod info_controller;
 pub mod manifest;
+pub mod names;
+pub mod package_controller;
+pub mod process;
 pub mod provisioner;
 pub mod repository;
 pub mod values;

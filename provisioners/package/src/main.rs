@@ -1,3 +1,134 @@
-//! `pakket-package`: Glasskube packages on the shared runtime.
+//! `pakket-package`: Glasskube packages from HTTP package repositories,
+//! installed on the shared runtime.
 
-fn main() {}
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use pakket_package::ID;
+use pakket_package::process::{self, Options};
+use pakket_runtime::cli::{self, ProvisionerArgs};
+use pakket_runtime::controller::{RunOptions, StoreGc};
+use pakket_runtime::leader::{Elector, LeaseConfig};
+use pakket_runtime::serve::{self, Metrics};
+use pakket_runtime::source::SourceOptions;
+
+#[derive(Parser)]
+#[command(
+    name = "pakket-package",
+    about = "Pakket's package provisioner: Glasskube packages from HTTP package repositories"
+)]
+struct Args {
+    #[command(flatten)]
+    provisioner: ProvisionerArgs,
+    /// The ProvisionerClass the packages' Instances name.
+    #[arg(long, default_value = "package")]
+    class: String,
+    /// How often an unpinned package looks for a newer version.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    update_interval: Duration,
+    /// Let repositories (and their manifests) be read from loopback,
+    /// private and cluster-internal addresses.
+    #[arg(long)]
+    allow_internal_addresses: bool,
+    /// More CA certificates (PEM) to trust for repositories.
+    #[arg(long = "extra-ca-file")]
+    extra_ca_files: Vec<PathBuf>,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text}: write a number and s, m or h"))?;
+    match unit {
+        "s" | "" => Ok(Duration::from_secs(number)),
+        "m" => Ok(Duration::from_secs(number * 60)),
+        "h" => Ok(Duration::from_secs(number * 3600)),
+        _ => Err(format!("{text}: write a number and s, m or h")),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    cli::init_logging();
+    let args = Args::parse();
+    let id = args.provisioner.id.clone().unwrap_or_else(|| ID.to_owned());
+    let store = args.provisioner.store.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pakket-store-{}", LeaseConfig::name_for(&id)))
+    });
+    let extra_roots = args
+        .extra_ca_files
+        .iter()
+        .map(|path| {
+            std::fs::read_to_string(path)
+                .map_err(|error| anyhow::anyhow!("--extra-ca-file {}: {error}", path.display()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let client = kube::Client::try_default().await?;
+    let lease_name = args
+        .provisioner
+        .lease_name
+        .clone()
+        .unwrap_or_else(|| LeaseConfig::name_for(&id));
+    let elector = Elector::new(
+        client.clone(),
+        LeaseConfig::new(args.provisioner.lease_namespace.clone(), lease_name),
+    );
+    let metrics = Arc::new(Metrics::new());
+    let probes = tokio::net::TcpListener::bind(args.provisioner.probe_address).await?;
+    println!("probes and metrics on http://{}", probes.local_addr()?);
+    tokio::spawn(serve::serve(probes, metrics.clone(), elector.state()));
+    let record_key = match &args.provisioner.record_key_file {
+        Some(path) => Some(pakket_api::RecordKey::read(path)?),
+        None => None,
+    };
+    let namespace = std::env::var("POD_NAMESPACE")
+        .ok()
+        .filter(|namespace| !namespace.is_empty())
+        .unwrap_or_else(|| "pakket-system".into());
+    let sources = SourceOptions {
+        extra_roots,
+        secret_namespace: Some(namespace.clone()),
+        ..SourceOptions::default()
+    };
+    tracing::info!(%id, class = %args.class, "package provisioner started");
+    let work = || {
+        let runtime = RunOptions {
+            metrics: Arc::clone(&metrics),
+            sources: sources.clone(),
+            record_key: record_key.clone(),
+            store_gc: StoreGc {
+                policy: pakket_runtime::store::gc::Policy {
+                    max_bytes: args.provisioner.store_max_bytes,
+                    ..StoreGc::default().policy
+                },
+                ..StoreGc::default()
+            },
+            max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
+            ..RunOptions::new(store.clone())
+        };
+        process::run(
+            client.clone(),
+            Options {
+                id: id.clone(),
+                class: args.class.clone(),
+                sources: sources.clone(),
+                allow_internal_addresses: args.allow_internal_addresses,
+                namespace: namespace.clone(),
+                update_interval: args.update_interval,
+                resync: Duration::from_secs(300),
+                selector: None,
+                runtime,
+            },
+        )
+    };
+    if let Some(result) = elector.run(serve::shutdown_signal(), work).await? {
+        result?;
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! Glasskube's condition pair: `Ready` and `Failed`, always set together.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+/// Where an object stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    /// `Ready` true, `Failed` false.
+    Ready,
+    /// `Ready` false, `Failed` true.
+    Failed,
+    /// Both false: on its way.
+    Pending,
+}
+
+/// Sets `Ready` and `Failed` for `readiness`, with `reason` and `message`
+/// on both.
+pub fn set_readiness(
+    conditions: &mut Vec<Condition>,
+    readiness: Readiness,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+) {
+    let (ready, failed) = match readiness {
+        Readiness::Ready => ("True", "False"),
+        Readiness::Failed => ("False", "True"),
+        Readiness::Pending => ("False", "False"),
+    };
+    for (kind, status) in [("Ready", ready), ("Failed", failed)] {
+        set(conditions, kind, status, reason, &message, generation);
+    }
+}
+
+/// Sets one condition, keeping its transition time when its status stays.
+pub fn set(
+    conditions: &mut Vec<Condition>,
+    kind: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+) {
+    let now = Time(jiff::Timestamp::now());
+    match conditions.iter_mut().find(|c| c.type_ == kind) {
+        Some(existing) => {
+            if existing.status != status {
+                existing.last_transition_time = now;
+            }
+            existing.status = status.into();
+            existing.reason = reason.into();
+            existing.message = message.into();
+            existing.observed_generation = generation;
+        }
+        None => conditions.push(Condition {
+            type_: kind.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            observed_generation: generation,
+            last_transition_time: now,
+        }),
+    }
+}

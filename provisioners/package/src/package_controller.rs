@@ -1,0 +1,696 @@
+//! The package controller (seed 001's first flowchart), for ClusterPackages
+//! and Packages alike: a pinned package gets the PackageInfo of its
+//! version; an unpinned one the PackageInfo of the repository's latest
+//! version, looked up again every `--update-interval`, so it moves when the
+//! repository publishes a newer one. Once the PackageInfo is ready, the
+//! package becomes one Instance on the shared runtime (its Bundle's refs:
+//! the package.yaml, then every manifest, each pinned by digest once
+//! fetched), its values checked first; then the PackageInfos it no longer
+//! uses, and no other package does, are deleted.
+//!
+//! A finalizer keeps the package until its Instance (and so everything
+//! installed) is gone.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt as _};
+use pakket_api::{ConditionType, Instance};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+
+use crate::api::{
+    ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoSpec, PackageStatus,
+    ValueConfiguration,
+};
+use crate::conditions::{self, Readiness};
+use crate::info_controller::{self, repository_for};
+use crate::manifest::PackageManifest;
+use crate::names;
+use crate::provisioner::PackageConfig;
+use crate::repository;
+use crate::values;
+
+/// The field manager of what this controller writes.
+pub const MANAGER: &str = "pakket-package";
+/// Keeps a package until its Instance is gone.
+pub const FINALIZER: &str = "packages.pakket.dev/uninstall";
+/// How soon a package waiting for its PackageInfo or Instance looks again.
+const WAITING: Duration = Duration::from_secs(2);
+
+/// What the package controllers need.
+pub struct PackageContext {
+    /// The repository side (client, credentials' namespace).
+    pub info: Arc<info_controller::Context>,
+    /// The ProvisionerClass of the Instances packages become.
+    pub class: String,
+    /// How often an unpinned package looks for a newer version.
+    pub update_interval: Duration,
+}
+
+/// A ClusterPackage or a Package.
+pub trait PackageObject:
+    Resource<DynamicType = ()>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + serde::Serialize
+    + Send
+    + Sync
+    + 'static
+{
+    /// `ClusterPackage` or `Package`.
+    const KIND: &'static str;
+    /// Its spec, in the shape both share.
+    fn common_spec(&self) -> ClusterPackageSpec;
+    /// Its status.
+    fn package_status(&self) -> Option<&PackageStatus>;
+    /// The API for objects like it (all namespaces, or its namespace).
+    fn api(client: &Client, namespace: Option<&str>) -> Api<Self>;
+}
+
+impl PackageObject for ClusterPackage {
+    const KIND: &'static str = "ClusterPackage";
+    fn common_spec(&self) -> ClusterPackageSpec {
+        self.spec.clone()
+    }
+    fn package_status(&self) -> Option<&PackageStatus> {
+        self.status.as_ref()
+    }
+    fn api(client: &Client, _: Option<&str>) -> Api<Self> {
+        Api::all(client.clone())
+    }
+}
+
+impl PackageObject for Package {
+    const KIND: &'static str = "Package";
+    fn common_spec(&self) -> ClusterPackageSpec {
+        ClusterPackageSpec {
+            package_info: self.spec.package_info.clone(),
+            values: self.spec.values.clone(),
+            suspend: self.spec.suspend,
+        }
+    }
+    fn package_status(&self) -> Option<&PackageStatus> {
+        self.status.as_ref()
+    }
+    fn api(client: &Client, namespace: Option<&str>) -> Api<Self> {
+        match namespace {
+            Some(namespace) => Api::namespaced(client.clone(), namespace),
+            None => Api::all(client.clone()),
+        }
+    }
+}
+
+/// Runs the controller of kind `K` until the process ends.
+pub async fn run<K: PackageObject>(context: Arc<PackageContext>, selector: Option<String>) {
+    let config = match selector {
+        Some(selector) => watcher::Config::default().labels(&selector),
+        None => watcher::Config::default(),
+    };
+    let client = context.info.client.clone();
+    let controller = Controller::new(K::api(&client, None), config.clone());
+    let packages = controller.store();
+    let by_info = packages.clone();
+    controller
+        // The Instance a package became: its conditions are the package's.
+        .watches(
+            Api::<Instance>::all(client.clone()),
+            watcher::Config::default().labels(&format!("{}={}", names::KIND_LABEL, K::KIND)),
+            |instance| {
+                let labels = instance.labels();
+                let name = labels.get(names::NAME_LABEL)?;
+                let mut reference = ObjectRef::<K>::new(name);
+                if let Some(namespace) = labels.get(names::NAMESPACE_LABEL) {
+                    reference = reference.within(namespace);
+                }
+                Some(reference)
+            },
+        )
+        // A PackageInfo read: the packages of its package name.
+        .watches(
+            Api::<PackageInfo>::all(client.clone()),
+            config,
+            move |info| {
+                by_info
+                    .state()
+                    .into_iter()
+                    .filter(|package| package.common_spec().package_info.name == info.spec.name)
+                    .map(|package| ObjectRef::from_obj(&*package))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .run(reconcile::<K>, error_policy::<K>, context)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy<K: PackageObject>(
+    package: Arc<K>,
+    error: &kube::Error,
+    _: Arc<PackageContext>,
+) -> Action {
+    tracing::warn!(kind = K::KIND, package = %package.name_any(), %error, "reconciling a package");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile<K: PackageObject>(
+    package: Arc<K>,
+    context: Arc<PackageContext>,
+) -> Result<Action, kube::Error> {
+    let client = &context.info.client;
+    let name = package.name_any();
+    let namespace = package.namespace();
+    let api = K::api(client, namespace.as_deref());
+    let instance_name = names::instance(namespace.as_deref(), &name);
+    let instances: Api<Instance> = Api::all(client.clone());
+    if package.meta().deletion_timestamp.is_some() {
+        return finalize(&*package, &context, &api, &instances, &instance_name).await;
+    }
+    if !package.finalizers().iter().any(|f| f == FINALIZER) {
+        let mut finalizers = package.finalizers().to_vec();
+        finalizers.push(FINALIZER.into());
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": finalizers}})),
+        )
+        .await?;
+    }
+    let spec = package.common_spec();
+    let mut status = package.package_status().cloned().unwrap_or_default();
+    status.observed_generation = package.meta().generation;
+    if spec.suspend {
+        return Ok(Action::requeue(Duration::from_secs(300)));
+    }
+    let outcome = install(&*package, &spec, &context, &mut status, &instance_name).await;
+    let next = match outcome {
+        Ok(next) => next,
+        Err(Step::Failed(reason, message)) => {
+            conditions::set_readiness(
+                &mut status.conditions,
+                Readiness::Failed,
+                reason,
+                message,
+                package.meta().generation,
+            );
+            Action::requeue(Duration::from_secs(30))
+        }
+        Err(Step::Waiting(reason, message)) => {
+            conditions::set_readiness(
+                &mut status.conditions,
+                Readiness::Pending,
+                reason,
+                message,
+                package.meta().generation,
+            );
+            Action::requeue(WAITING)
+        }
+        Err(Step::Api(error)) => return Err(error),
+    };
+    if package.package_status() != Some(&status) {
+        let mut object = json!({
+            "apiVersion": format!("{}/{}", crate::api::GROUP, crate::api::VERSION),
+            "kind": K::KIND,
+            "status": status,
+        });
+        if let Some(namespace) = &namespace {
+            object["metadata"] = json!({ "namespace": namespace });
+        }
+        api.patch_status(
+            &name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(object),
+        )
+        .await?;
+    }
+    Ok(next)
+}
+
+/// Why a pass stopped early.
+enum Step {
+    /// `Failed` with this reason and message.
+    Failed(&'static str, String),
+    /// `Pending`.
+    Waiting(&'static str, String),
+    /// The apiserver failed us.
+    Api(kube::Error),
+}
+
+impl From<kube::Error> for Step {
+    fn from(error: kube::Error) -> Self {
+        Self::Api(error)
+    }
+}
+
+/// The flowchart, up to the Instance and the old PackageInfos; the next
+/// requeue.
+async fn install<K: PackageObject>(
+    package: &K,
+    spec: &ClusterPackageSpec,
+    context: &PackageContext,
+    status: &mut PackageStatus,
+    instance_name: &str,
+) -> Result<Action, Step> {
+    let client = &context.info.client;
+    let wanted = &spec.package_info;
+    let repository = repository_for(
+        client,
+        wanted.repository_name.as_deref(),
+        &context.info.namespace,
+    )
+    .await
+    .map_err(|error| Step::Failed("SyncFailed", error.to_string()))?;
+    // Pinned, or the repository's latest (looked up again at each pass).
+    let version = match &wanted.version {
+        Some(version) => version.clone(),
+        None => context
+            .info
+            .repositories
+            .versions(&repository, &wanted.name)
+            .await
+            .map_err(|error| Step::Failed("SyncFailed", error.to_string()))?
+            .latest_version
+            .ok_or_else(|| {
+                Step::Failed(
+                    "SyncFailed",
+                    format!(
+                        "{} names no latestVersion; pin spec.packageInfo.version",
+                        repository.versions_url(&wanted.name)
+                    ),
+                )
+            })?,
+    };
+    let info_name = names::package_info(wanted.repository_name.as_deref(), &wanted.name, &version);
+    let info = ensure_info(client, &info_name, wanted, &version).await?;
+    if !status.owned_package_infos.contains(&info_name) {
+        status.owned_package_infos.push(info_name.clone());
+    }
+    let info_status = info.status.clone().unwrap_or_default();
+    let ready = info_status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+        && info_status.version.as_deref() == Some(version.as_str());
+    if !ready {
+        let failed = info_status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Failed" && c.status == "True");
+        return Err(match failed {
+            Some(failed) => Step::Failed(
+                "SyncFailed",
+                format!("PackageInfo {info_name}: {}", failed.message),
+            ),
+            None => Step::Waiting(
+                "Pending",
+                format!("waiting for PackageInfo {info_name} to be read"),
+            ),
+        });
+    }
+    let (manifest, package_url) = manifest_of(&info_status).map_err(|problem| {
+        Step::Failed("SyncFailed", format!("PackageInfo {info_name}: {problem}"))
+    })?;
+    if let Some(missing) = manifest.unsupported() {
+        return Err(Step::Failed(
+            "UnsupportedFormat",
+            format!(
+                "package {} {version} uses {missing}, which this version of pakket-package does not install yet",
+                wanted.name
+            ),
+        ));
+    }
+    let given = resolve_values(client, &spec.values)
+        .await
+        .map_err(|problem| Step::Failed("ValueConfigurationInvalid", problem))?;
+    let problems = values::validate(
+        &manifest.value_definitions,
+        &values::with_defaults(&manifest.value_definitions, &given),
+    );
+    if !problems.is_empty() {
+        return Err(Step::Failed(
+            "ValueConfigurationInvalid",
+            problems
+                .iter()
+                .map(|p| format!("spec.values.{p}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
+    let mut refs = vec![package_url.to_string()];
+    for (index, file) in manifest.manifests.iter().enumerate() {
+        let url = repository::manifest_url(&package_url, &file.url).map_err(|problem| {
+            Step::Failed(
+                "UnsupportedFormat",
+                format!("manifests[{index}].url: {problem}"),
+            )
+        })?;
+        refs.push(url.to_string());
+    }
+    let config = PackageConfig {
+        namespace: package.namespace(),
+        values: given,
+    };
+    let instance =
+        apply_instance::<K>(package, context, instance_name, &version, refs, &config).await?;
+    status.version = Some(version.clone());
+    status.instance = Some(instance_name.to_owned());
+    mirror(status, &instance, package.meta().generation);
+    cleanup_infos::<K>(package, client, status, &info_name).await?;
+    Ok(if wanted.version.is_none() {
+        Action::requeue(context.update_interval)
+    } else if condition_true(&instance, ConditionType::Installed) {
+        Action::requeue(Duration::from_secs(300))
+    } else {
+        Action::requeue(WAITING)
+    })
+}
+
+/// The PackageInfo `name`, created if missing.
+async fn ensure_info(
+    client: &Client,
+    name: &str,
+    wanted: &crate::api::PackageInfoTemplate,
+    version: &str,
+) -> Result<PackageInfo, kube::Error> {
+    let api: Api<PackageInfo> = Api::all(client.clone());
+    if let Some(info) = api.get_opt(name).await? {
+        return Ok(info);
+    }
+    let mut info = PackageInfo::new(
+        name,
+        PackageInfoSpec {
+            name: wanted.name.clone(),
+            version: Some(version.to_owned()),
+            repository_name: wanted.repository_name.clone(),
+        },
+    );
+    info.metadata.labels = Some(BTreeMap::from([(
+        names::PACKAGE_LABEL.to_owned(),
+        names::sanitized(&wanted.name, 63),
+    )]));
+    match api.create(&PostParams::default(), &info).await {
+        Ok(info) => Ok(info),
+        Err(kube::Error::Api(status)) if status.code == 409 => api.get(name).await,
+        Err(error) => Err(error),
+    }
+}
+
+/// The typed package file of a ready PackageInfo and its URL.
+fn manifest_of(
+    status: &crate::api::PackageInfoStatus,
+) -> Result<(PackageManifest, reqwest::Url), String> {
+    let value = status
+        .manifest
+        .clone()
+        .ok_or("its status has no manifest")?;
+    let manifest: PackageManifest =
+        serde_json::from_value(value).map_err(|error| error.to_string())?;
+    let url = status
+        .resolved_url
+        .as_deref()
+        .ok_or("its status has no resolvedUrl")?;
+    let url = reqwest::Url::parse(url).map_err(|error| error.to_string())?;
+    Ok((manifest, url))
+}
+
+/// The values as text: written ones, and another ClusterPackage's
+/// (`packageRef`). ConfigMaps and Secrets are not read yet: reading them
+/// needs the requester's own right to, which packages do not carry yet.
+async fn resolve_values(
+    client: &Client,
+    given: &BTreeMap<String, ValueConfiguration>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut values = BTreeMap::new();
+    for (name, configuration) in given {
+        let value = match (&configuration.value, &configuration.value_from) {
+            (Some(value), None) => value.clone(),
+            (None, Some(from)) => match (&from.package_ref, &from.config_map_ref, &from.secret_ref)
+            {
+                (Some(reference), None, None) => {
+                    let other = Api::<ClusterPackage>::all(client.clone())
+                        .get_opt(&reference.name)
+                        .await
+                        .map_err(|error| format!("spec.values.{name}.valueFrom.packageRef: {error}"))?
+                        .ok_or_else(|| format!("spec.values.{name}.valueFrom.packageRef: ClusterPackage {} does not exist", reference.name))?;
+                    other
+                        .spec
+                        .values
+                        .get(&reference.value)
+                        .and_then(|v| v.value.clone())
+                        .ok_or_else(|| {
+                            format!(
+                                "spec.values.{name}.valueFrom.packageRef: ClusterPackage {} has no written value {}",
+                                reference.name, reference.value
+                            )
+                        })?
+                }
+                (None, Some(_), None) | (None, None, Some(_)) => {
+                    return Err(format!(
+                        "spec.values.{name}.valueFrom: values from ConfigMaps and Secrets are not read by this version of pakket-package (it cannot yet check that the package's author may read them); write the value, or use packageRef"
+                    ));
+                }
+                _ => {
+                    return Err(format!(
+                        "spec.values.{name}.valueFrom: set exactly one of configMapRef, secretRef or packageRef"
+                    ));
+                }
+            },
+            _ => {
+                return Err(format!(
+                    "spec.values.{name}: set exactly one of value or valueFrom"
+                ));
+            }
+        };
+        values.insert(name.clone(), value);
+    }
+    Ok(values)
+}
+
+/// Applies the Instance the package becomes; returns it as stored.
+async fn apply_instance<K: PackageObject>(
+    package: &K,
+    context: &PackageContext,
+    name: &str,
+    version: &str,
+    refs: Vec<String>,
+    config: &PackageConfig,
+) -> Result<Instance, kube::Error> {
+    let mut digest = Sha256::new();
+    for reference in &refs {
+        digest.update(reference.as_bytes());
+        digest.update(b"\n");
+    }
+    let bundle = names::sanitized(
+        &format!("{name}-{version}-{}", &hex::encode(digest.finalize())[..8]),
+        253,
+    );
+    let mut labels = BTreeMap::from([
+        (names::KIND_LABEL.to_owned(), K::KIND.to_owned()),
+        (names::NAME_LABEL.to_owned(), package.name_any()),
+    ]);
+    if let Some(namespace) = package.namespace() {
+        labels.insert(names::NAMESPACE_LABEL.to_owned(), namespace);
+    }
+    let instance = json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": "Instance",
+        "metadata": { "name": name, "labels": labels },
+        "spec": {
+            "class": context.class,
+            "bundle": { "name": bundle, "spec": { "class": context.class, "refs": refs } },
+            "config": config,
+        },
+    });
+    Api::<Instance>::all(context.info.client.clone())
+        .patch(
+            name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&instance),
+        )
+        .await
+}
+
+fn condition_true(instance: &Instance, kind: ConditionType) -> bool {
+    instance.condition(kind).is_some_and(|c| c.status == "True")
+}
+
+/// The Instance's conditions on the package, and `Ready`/`Failed` from them.
+fn mirror(status: &mut PackageStatus, instance: &Instance, generation: Option<i64>) {
+    for kind in [
+        ConditionType::Approved,
+        ConditionType::Installed,
+        ConditionType::Healthy,
+    ] {
+        if let Some(condition) = instance.condition(kind) {
+            conditions::set(
+                &mut status.conditions,
+                kind.as_str(),
+                &condition.status,
+                &condition.reason,
+                &condition.message,
+                generation,
+            );
+        }
+    }
+    let failing = [
+        ConditionType::Unpacked,
+        ConditionType::Approved,
+        ConditionType::Installed,
+    ]
+    .into_iter()
+    .filter_map(|kind| instance.condition(kind))
+    .find(|c| {
+        c.status == "False"
+            && [
+                "UnpackFailed",
+                "ApprovalDenied",
+                "InstallFailed",
+                "InvalidConfig",
+                "DependenciesMissing",
+            ]
+            .contains(&c.reason.as_str())
+    });
+    let (readiness, reason, message) = if let Some(failing) = failing {
+        (
+            Readiness::Failed,
+            "InstallationFailed",
+            format!("Instance {}: {}", instance.name_any(), failing.message),
+        )
+    } else if condition_true(instance, ConditionType::Installed) {
+        (
+            Readiness::Ready,
+            "InstallationSucceeded",
+            format!("Instance {} is installed", instance.name_any()),
+        )
+    } else {
+        let waiting = instance
+            .condition(ConditionType::Approved)
+            .filter(|c| c.status != "True")
+            .map(|c| c.message.clone())
+            .unwrap_or_else(|| format!("Instance {} is being installed", instance.name_any()));
+        (Readiness::Pending, "Pending", waiting)
+    };
+    conditions::set_readiness(
+        &mut status.conditions,
+        readiness,
+        reason,
+        message,
+        generation,
+    );
+}
+
+/// Deletes the PackageInfos this package no longer uses (keeping `current`)
+/// that no other package uses either.
+async fn cleanup_infos<K: PackageObject>(
+    package: &K,
+    client: &Client,
+    status: &mut PackageStatus,
+    current: &str,
+) -> Result<(), kube::Error> {
+    let old: Vec<String> = status
+        .owned_package_infos
+        .iter()
+        .filter(|name| name.as_str() != current)
+        .cloned()
+        .collect();
+    if old.is_empty() {
+        return Ok(());
+    }
+    let in_use = infos_in_use(client, package.meta().uid.as_deref()).await?;
+    let api: Api<PackageInfo> = Api::all(client.clone());
+    for name in &old {
+        if !in_use.contains(name) {
+            match api.delete(name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    status.owned_package_infos.retain(|name| name == current);
+    Ok(())
+}
+
+/// The PackageInfos every package other than `except` (by UID) uses.
+async fn infos_in_use(client: &Client, except: Option<&str>) -> Result<Vec<String>, kube::Error> {
+    let mut used = Vec::new();
+    let cluster = Api::<ClusterPackage>::all(client.clone())
+        .list(&Default::default())
+        .await?;
+    let namespaced = Api::<Package>::all(client.clone())
+        .list(&Default::default())
+        .await?;
+    let statuses = cluster
+        .items
+        .iter()
+        .filter(|p| p.metadata.uid.as_deref() != except)
+        .filter_map(|p| p.status.clone())
+        .chain(
+            namespaced
+                .items
+                .iter()
+                .filter(|p| p.metadata.uid.as_deref() != except)
+                .filter_map(|p| p.status.clone()),
+        );
+    for status in statuses {
+        used.extend(status.owned_package_infos);
+    }
+    Ok(used)
+}
+
+/// A package being deleted: its Instance goes first (the runtime
+/// uninstalls what it installed), then its PackageInfos, then the
+/// finalizer.
+async fn finalize<K: PackageObject>(
+    package: &K,
+    context: &PackageContext,
+    api: &Api<K>,
+    instances: &Api<Instance>,
+    instance_name: &str,
+) -> Result<Action, kube::Error> {
+    if !package.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    if let Some(instance) = instances.get_opt(instance_name).await? {
+        if instance.metadata.deletion_timestamp.is_none() {
+            instances
+                .delete(instance_name, &DeleteParams::default())
+                .await?;
+        }
+        return Ok(Action::requeue(WAITING));
+    }
+    let client = &context.info.client;
+    let in_use = infos_in_use(client, package.meta().uid.as_deref()).await?;
+    let infos: Api<PackageInfo> = Api::all(client.clone());
+    for name in package
+        .package_status()
+        .map(|s| s.owned_package_infos.clone())
+        .unwrap_or_default()
+    {
+        if !in_use.contains(&name) {
+            let _ = infos.delete(&name, &DeleteParams::default()).await;
+        }
+    }
+    let finalizers: Vec<String> = package
+        .finalizers()
+        .iter()
+        .filter(|f| f.as_str() != FINALIZER)
+        .cloned()
+        .collect();
+    api.patch(
+        &package.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": finalizers}})),
+    )
+    .await?;
+    Ok(Action::await_change())
+}
