@@ -290,7 +290,7 @@ async fn install<K: PackageObject>(
             })?,
     };
     let info_name = names::package_info(wanted.repository_name.as_deref(), &wanted.name, &version);
-    let info = ensure_info(client, &info_name, wanted, &version).await?;
+    let info = ensure_info(client, &info_name, wanted, &version, package.labels()).await?;
     if !status.owned_package_infos.contains(&info_name) {
         status.owned_package_infos.push(info_name.clone());
     }
@@ -380,6 +380,7 @@ async fn ensure_info(
     name: &str,
     wanted: &crate::api::PackageInfoTemplate,
     version: &str,
+    labels: &BTreeMap<String, String>,
 ) -> Result<PackageInfo, kube::Error> {
     let api: Api<PackageInfo> = Api::all(client.clone());
     if let Some(info) = api.get_opt(name).await? {
@@ -393,10 +394,14 @@ async fn ensure_info(
             repository_name: wanted.repository_name.clone(),
         },
     );
-    info.metadata.labels = Some(BTreeMap::from([(
+    // The package's own labels too, so a controller limited by a selector
+    // (a test's) sees the PackageInfos of the packages it sees.
+    let mut labels = labels.clone();
+    labels.insert(
         names::PACKAGE_LABEL.to_owned(),
         names::sanitized(&wanted.name, 63),
-    )]));
+    );
+    info.metadata.labels = Some(labels);
     match api.create(&PostParams::default(), &info).await {
         Ok(info) => Ok(info),
         Err(kube::Error::Api(status)) if status.code == 409 => api.get(name).await,
@@ -524,7 +529,23 @@ fn condition_true(instance: &Instance, kind: ConditionType) -> bool {
 }
 
 /// The Instance's conditions on the package, and `Ready`/`Failed` from them.
+/// Conditions written for an older spec of the Instance (the version
+/// before an update) say nothing yet: the package is pending until the
+/// runtime has looked at the new one.
 fn mirror(status: &mut PackageStatus, instance: &Instance, generation: Option<i64>) {
+    let current = instance
+        .condition(ConditionType::Installed)
+        .is_some_and(|c| c.observed_generation == instance.metadata.generation);
+    if !current {
+        conditions::set_readiness(
+            &mut status.conditions,
+            Readiness::Pending,
+            "Pending",
+            format!("Instance {} is being installed", instance.name_any()),
+            generation,
+        );
+        return;
+    }
     for kind in [
         ConditionType::Approved,
         ConditionType::Installed,

@@ -1,0 +1,401 @@
+//! Glasskube packages from the real repository, on the real control plane
+//! with a kwok node: pinned and unpinned ClusterPackages of cloudnative-pg
+//! (its release manifest a stand-in, see `support`), and a namespaced
+//! Package of the real postgresql package with its values.
+//!
+//! Data: ../shared/data/glasskube-packages (glasskube/packages at
+//! 3352e05d, unedited), served over loopback HTTPS by `support`.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::discovery::ApiResource;
+use pakket_api::Instance;
+use pakket_package::api::{
+    ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoTemplate, PackageSpec,
+    ValueConfiguration,
+};
+use pakket_testkit::{Scope, eventually};
+
+/// cloudnative-pg's CRD and namespace are cluster-wide: the tests that
+/// install it take turns.
+static CNPG: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const CNPG_CRD: &str = "clusters.postgresql.cnpg.io";
+
+fn cluster_package(
+    scope: &Scope,
+    suffix: &str,
+    package: &str,
+    version: Option<&str>,
+) -> ClusterPackage {
+    let mut object = ClusterPackage::new(
+        &scope.name(suffix),
+        ClusterPackageSpec {
+            package_info: PackageInfoTemplate {
+                name: package.into(),
+                version: version.map(str::to_owned),
+                repository_name: Some(scope.name("glasskube")),
+            },
+            values: BTreeMap::new(),
+            suspend: false,
+        },
+    );
+    object.metadata.labels = Some(scope.labels());
+    object
+}
+
+/// Waits until `check` holds for ClusterPackage `name`; returns it.
+async fn cluster_package_when(
+    api: &Api<ClusterPackage>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&ClusterPackage) -> bool,
+) -> ClusterPackage {
+    for _ in 0..900 {
+        if let Some(package) = api.get_opt(name).await.unwrap()
+            && check(&package)
+        {
+            return package;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!(
+        "{what} did not happen within 90 s: {:#?}",
+        api.get(name).await.unwrap().status
+    );
+}
+
+/// Waits until cloudnative-pg's namespace is gone, so the next test that
+/// installs it does not find it terminating.
+async fn cnpg_namespace_gone(scope: &Scope) {
+    eventually("cnpg-system is gone", || async {
+        Api::<Namespace>::all(scope.client.clone())
+            .get_opt("cnpg-system")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+}
+
+fn ready<T>(status: Option<&pakket_package::api::PackageStatus>, _: T) -> bool {
+    status.is_some_and(|s| {
+        s.conditions.iter().any(|c| {
+            c.type_ == "Ready" && c.status == "True" && c.reason == "InstallationSucceeded"
+        })
+    })
+}
+
+#[tokio::test]
+async fn a_pinned_package_installs_from_the_repository_and_leaves_with_its_package() {
+    let _turn = CNPG.lock().await;
+    let scope = Scope::new("package-pinned").await;
+    let repository = support::Repository::start();
+    support::start(&scope, &repository).await;
+    support::repository_object(&scope, &repository).await;
+    let packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    let created = std::time::Instant::now();
+    packages
+        .create(
+            &PostParams::default(),
+            &cluster_package(&scope, "cnpg", "cloudnative-pg", Some("v1.25.0+1")),
+        )
+        .await
+        .unwrap();
+    let installed = cluster_package_when(
+        &packages,
+        &scope.name("cnpg"),
+        "cloudnative-pg installed",
+        |p| ready(p.status.as_ref(), ()),
+    )
+    .await;
+    println!(
+        "ClusterPackage created → InstallationSucceeded (manifests package): {:.1} s",
+        created.elapsed().as_secs_f64()
+    );
+    let status = installed.status.unwrap();
+    assert_eq!(status.version.as_deref(), Some("v1.25.0+1"));
+    // The PackageInfo holds the package file as the repository served it.
+    let info_name = &status.owned_package_infos[0];
+    let info = Api::<PackageInfo>::all(scope.client.clone())
+        .get(info_name)
+        .await
+        .unwrap();
+    let info_status = info.status.unwrap();
+    assert_eq!(info_status.manifest.unwrap()["name"], "cloudnative-pg");
+    assert!(
+        info_status
+            .resolved_url
+            .unwrap()
+            .ends_with("/packages/cloudnative-pg/v1.25.0+1/package.yaml")
+    );
+    // The Instance it became, its content pinned; its objects are there,
+    // in the package's defaultNamespace, which came with it.
+    let instance_name = status.instance.unwrap();
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let instance = instances.get(&instance_name).await.unwrap();
+    let refs = instance.spec.bundle.spec.unwrap().refs;
+    assert!(
+        refs[0].ends_with("/package.yaml") && refs[1].ends_with("/cnpg-1.25.0.yaml"),
+        "{refs:?}"
+    );
+    let pinned = instance
+        .status
+        .unwrap()
+        .embedded_bundle
+        .unwrap()
+        .status
+        .source
+        .unwrap();
+    assert!(pinned.digest.is_some_and(|d| d.starts_with("sha256:")));
+    let crds: Api<CustomResourceDefinition> = Api::all(scope.client.clone());
+    assert!(crds.get_opt(CNPG_CRD).await.unwrap().is_some());
+    let release = Api::<ConfigMap>::namespaced(scope.client.clone(), "cnpg-system")
+        .get("cnpg-release")
+        .await
+        .unwrap();
+    assert_eq!(release.data.unwrap()["version"], "1.25.0");
+
+    // The package goes: its Instance, objects, namespace and PackageInfo too.
+    packages
+        .delete(&scope.name("cnpg"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the ClusterPackage is gone", || async {
+        packages
+            .get_opt(&scope.name("cnpg"))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    assert!(instances.get_opt(&instance_name).await.unwrap().is_none());
+    eventually("the CRD is gone", || async {
+        crds.get_opt(CNPG_CRD).await.unwrap().is_none()
+    })
+    .await;
+    cnpg_namespace_gone(&scope).await;
+    assert!(
+        Api::<PackageInfo>::all(scope.client.clone())
+            .get_opt(info_name)
+            .await
+            .unwrap()
+            .is_none(),
+        "the PackageInfo went with its package"
+    );
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn an_unpinned_package_moves_when_the_repository_publishes_a_newer_version() {
+    let _turn = CNPG.lock().await;
+    let scope = Scope::new("package-latest").await;
+    let repository = support::Repository::start();
+    support::start(&scope, &repository).await;
+    support::repository_object(&scope, &repository).await;
+    let packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    packages
+        .create(
+            &PostParams::default(),
+            &cluster_package(&scope, "cnpg", "cloudnative-pg", None),
+        )
+        .await
+        .unwrap();
+    // The repository's latestVersion (v1.25.0+1, though newer ones are
+    // listed: Glasskube's latest is what the repository says).
+    let first = cluster_package_when(
+        &packages,
+        &scope.name("cnpg"),
+        "the latest installed",
+        |p| {
+            ready(p.status.as_ref(), ())
+                && p.status.as_ref().unwrap().version.as_deref() == Some("v1.25.0+1")
+        },
+    )
+    .await;
+    let old_info = first.status.unwrap().owned_package_infos[0].clone();
+    repository.publish("cloudnative-pg", "v1.27.1+1");
+    let published = std::time::Instant::now();
+    cluster_package_when(&packages, &scope.name("cnpg"), "moved to v1.27.1+1", |p| {
+        ready(p.status.as_ref(), ())
+            && p.status.as_ref().unwrap().version.as_deref() == Some("v1.27.1+1")
+    })
+    .await;
+    println!(
+        "versions.yaml names a newer latestVersion → installed (update interval 1 s): {:.1} s",
+        published.elapsed().as_secs_f64()
+    );
+    let release = Api::<ConfigMap>::namespaced(scope.client.clone(), "cnpg-system")
+        .get("cnpg-release")
+        .await
+        .unwrap();
+    assert_eq!(
+        release.data.unwrap()["version"],
+        "1.27.1",
+        "the objects moved too"
+    );
+    eventually("the old PackageInfo is cleaned up", || async {
+        Api::<PackageInfo>::all(scope.client.clone())
+            .get_opt(&old_info)
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    packages
+        .delete(&scope.name("cnpg"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the ClusterPackage is gone", || async {
+        packages
+            .get_opt(&scope.name("cnpg"))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    cnpg_namespace_gone(&scope).await;
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
+    let _turn = CNPG.lock().await;
+    let scope = Scope::new("package-values").await;
+    let repository = support::Repository::start();
+    support::start(&scope, &repository).await;
+    support::repository_object(&scope, &repository).await;
+    // postgresql's Cluster needs cloudnative-pg's CRD.
+    let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    cluster_packages
+        .create(
+            &PostParams::default(),
+            &cluster_package(&scope, "cnpg", "cloudnative-pg", Some("v1.25.0+1")),
+        )
+        .await
+        .unwrap();
+    cluster_package_when(
+        &cluster_packages,
+        &scope.name("cnpg"),
+        "cloudnative-pg installed",
+        |p| ready(p.status.as_ref(), ()),
+    )
+    .await;
+    let packages: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let postgresql = |values: &[(&str, &str)]| {
+        let mut object = Package::new(
+            "db",
+            PackageSpec {
+                package_info: PackageInfoTemplate {
+                    name: "postgresql".into(),
+                    version: Some("v16.4.0+2".into()),
+                    repository_name: Some(scope.name("glasskube")),
+                },
+                values: values
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            (*k).to_owned(),
+                            ValueConfiguration {
+                                value: Some((*v).to_owned()),
+                                value_from: None,
+                            },
+                        )
+                    })
+                    .collect(),
+                suspend: false,
+            },
+        );
+        object.metadata.labels = Some(scope.labels());
+        object
+    };
+    // Bad values: the package says which, and no Instance is made.
+    packages
+        .create(
+            &PostParams::default(),
+            &postgresql(&[("instances", "many")]),
+        )
+        .await
+        .unwrap();
+    let instance_name = pakket_package::names::instance(Some(&scope.namespace), "db");
+    eventually("the bad values are named", || async {
+        packages.get("db").await.unwrap().status.is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == "Failed"
+                    && c.reason == "ValueConfigurationInvalid"
+                    && c.message
+                        .contains("spec.values.instances: \"many\" is not a whole number")
+                    && c.message.contains("spec.values.databaseName: required")
+            })
+        })
+    })
+    .await;
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    assert!(instances.get_opt(&instance_name).await.unwrap().is_none());
+    // Fixed: installed into the Package's namespace, the values patched in.
+    packages
+        .replace("db", &PostParams::default(), &{
+            let mut fixed = postgresql(&[("instances", "2"), ("databaseName", "shop")]);
+            fixed.metadata = packages.get("db").await.unwrap().metadata;
+            fixed
+        })
+        .await
+        .unwrap();
+    eventually("postgresql installed", || async {
+        ready(packages.get("db").await.unwrap().status.as_ref(), ())
+    })
+    .await;
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        scope.client.clone(),
+        &scope.namespace,
+        &ApiResource {
+            group: "postgresql.cnpg.io".into(),
+            version: "v1".into(),
+            api_version: "postgresql.cnpg.io/v1".into(),
+            kind: "Cluster".into(),
+            plural: "clusters".into(),
+        },
+    );
+    let cluster = clusters.get("cluster").await.unwrap();
+    assert_eq!(cluster.data["spec"]["instances"], 2);
+    assert_eq!(
+        cluster.data["spec"]["bootstrap"]["initdb"]["database"],
+        "shop"
+    );
+    assert_eq!(
+        cluster.data["spec"]["storage"]["size"], "10Gi",
+        "the definition's default"
+    );
+
+    packages
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Package is gone", || async {
+        packages.get_opt("db").await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        clusters.get_opt("cluster").await.unwrap().is_none(),
+        "its Cluster went with it"
+    );
+    cluster_packages
+        .delete(&scope.name("cnpg"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("cloudnative-pg is gone", || async {
+        cluster_packages
+            .get_opt(&scope.name("cnpg"))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    cnpg_namespace_gone(&scope).await;
+    scope.cleanup().await;
+}

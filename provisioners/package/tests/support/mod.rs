@@ -1,0 +1,214 @@
+//! The package tests' world: the real Glasskube repository served over
+//! loopback HTTPS, the package process run in the test, and a class.
+//!
+//! Data (unedited): `glasskube-packages/packages/` of ../shared/data, a
+//! verbatim copy of glasskube/packages at 3352e05d (see its README). The
+//! server serves those files as they are, except that absolute
+//! `https://github.com/` URLs in a `package.yaml` are rewritten to this
+//! server, which answers them with stand-ins written here: the real
+//! release assets (cloudnative-pg's `cnpg-X.yaml`) are not in the data,
+//! and tests never leave the machine. `publish` makes the server answer a
+//! package's `versions.yaml` with a newer `latestVersion`, as the
+//! repository does when it publishes one.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use kube::api::{Api, PostParams};
+use pakket_api::{ProvisionerClass, ProvisionerClassSpec};
+use pakket_package::api::{PackageRepository, PackageRepositorySpec};
+use pakket_package::process::{self, Options};
+use pakket_runtime::controller::RunOptions;
+use pakket_runtime::source::SourceOptions;
+use pakket_testkit::Scope;
+use pakket_testkit::https::HttpsServer;
+use serde_json::json;
+
+/// The repository server.
+pub struct Repository {
+    /// The HTTPS server (its CA is what clients trust).
+    pub server: HttpsServer,
+    /// Newer `latestVersion`s, by package.
+    published: Arc<Mutex<BTreeMap<String, String>>>,
+    /// How many times each path was asked for.
+    pub hits: Arc<Mutex<BTreeMap<String, usize>>>,
+}
+
+#[derive(Clone)]
+struct Served {
+    base: Arc<OnceLock<String>>,
+    published: Arc<Mutex<BTreeMap<String, String>>>,
+    hits: Arc<Mutex<BTreeMap<String, usize>>>,
+}
+
+impl Repository {
+    /// Serves the repository at `/packages/`.
+    pub fn start() -> Self {
+        let served = Served {
+            base: Arc::default(),
+            published: Arc::default(),
+            hits: Arc::default(),
+        };
+        let router = Router::new()
+            .route("/packages/{*path}", get(package_file))
+            .route("/github.com/{*path}", get(stand_in))
+            .with_state(served.clone());
+        let server = HttpsServer::start(router);
+        served.base.set(server.url("")).unwrap();
+        Self {
+            server,
+            published: served.published,
+            hits: served.hits,
+        }
+    }
+
+    /// The repository's URL.
+    pub fn url(&self) -> String {
+        self.server.url("packages/")
+    }
+
+    /// From now on `package`'s versions.yaml names `latest` as its latest.
+    pub fn publish(&self, package: &str, latest: &str) {
+        self.published
+            .lock()
+            .unwrap()
+            .insert(package.to_owned(), latest.to_owned());
+    }
+}
+
+async fn package_file(State(served): State<Served>, Path(path): Path<String>) -> Response {
+    *served.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
+    if path
+        .split('/')
+        .any(|segment| segment == ".." || segment.is_empty())
+    {
+        return StatusCode::BAD_REQUEST.into_response();
+    }
+    let file = pakket_testkit::data("glasskube-packages/packages").join(&path);
+    let Ok(mut text) = std::fs::read_to_string(&file) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    if path.ends_with("/package.yaml") {
+        let base = served.base.get().unwrap();
+        text = text.replace("https://github.com/", &format!("{base}github.com/"));
+    }
+    if let Some(package) = path.strip_suffix("/versions.yaml")
+        && let Some(latest) = served.published.lock().unwrap().get(package)
+    {
+        let current = text
+            .lines()
+            .find(|line| line.starts_with("latestVersion:"))
+            .unwrap()
+            .to_owned();
+        text = text.replace(&current, &format!("latestVersion: {latest}"));
+    }
+    text.into_response()
+}
+
+/// Stand-ins for release assets the data does not hold: cloudnative-pg's
+/// `cnpg-X.yaml` becomes its `Cluster` CRD (schema left open) and a
+/// ConfigMap naming the version, enough for postgresql's Cluster to apply.
+async fn stand_in(Path(path): Path<String>) -> Response {
+    let Some(version) = path
+        .strip_prefix("cloudnative-pg/cloudnative-pg/releases/download/v")
+        .and_then(|rest| rest.split_once('/'))
+        .map(|(version, _)| version.to_owned())
+    else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: clusters.postgresql.cnpg.io
+spec:
+  group: postgresql.cnpg.io
+  scope: Namespaced
+  names: {{kind: Cluster, listKind: ClusterList, plural: clusters, singular: cluster}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cnpg-release
+data:
+  version: \"{version}\"
+"
+    )
+    .into_response()
+}
+
+/// The PackageRepository `<scope>-glasskube` for `repository`.
+pub async fn repository_object(scope: &Scope, repository: &Repository) -> String {
+    let mut object = PackageRepository::new(
+        &scope.name("glasskube"),
+        PackageRepositorySpec {
+            url: repository.url(),
+            auth: None,
+        },
+    );
+    object.metadata.labels = Some(scope.labels());
+    Api::<PackageRepository>::all(scope.client.clone())
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    scope.name("glasskube")
+}
+
+/// The package class of the test (`approval: AllowAll`, loopback refs
+/// allowed) and the package process, run in this test; the class's name.
+pub async fn start(scope: &Scope, repository: &Repository) -> String {
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+        .await
+        .unwrap();
+    let id = format!("test.pakket.dev/{}-package", scope.id);
+    let class = ProvisionerClass {
+        metadata: scope.meta("package"),
+        spec: ProvisionerClassSpec {
+            provisioner: id.clone(),
+            parameters: json!({"approval": "AllowAll", "allowInternalAddresses": true})
+                .as_object()
+                .cloned(),
+        },
+    };
+    Api::<ProvisionerClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    let sources = SourceOptions {
+        extra_roots: vec![repository.server.ca_pem.clone()],
+        ..SourceOptions::default()
+    };
+    let store = std::env::temp_dir().join(format!("pakket-package-store-{}", scope.id));
+    let options = Options {
+        id,
+        class: scope.name("package"),
+        sources: sources.clone(),
+        allow_internal_addresses: true,
+        namespace: scope.namespace.clone(),
+        update_interval: Duration::from_secs(1),
+        resync: Duration::from_secs(60),
+        selector: Some(scope.selector()),
+        runtime: RunOptions {
+            sources,
+            ..RunOptions::new(store)
+        },
+    };
+    let client = scope.client.clone();
+    tokio::spawn(async move { process::run(client, options).await });
+    scope.name("package")
+}
