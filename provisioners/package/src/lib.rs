@@ -11,6 +11,7 @@
 pub mod api;
 pub mod conditions;
 pub mod crd;
+pub mod dependencies;
 pub mod info_controller;
 pub mod manifest;
 pub mod names;

@@ -32,6 +32,7 @@ use crate::api::{
     ValueConfiguration,
 };
 use crate::conditions::{self, Readiness};
+use crate::dependencies;
 use crate::info_controller::{self, repository_for};
 use crate::manifest::PackageManifest;
 use crate::names;
@@ -45,6 +46,8 @@ pub const MANAGER: &str = "pakket-package";
 pub const FINALIZER: &str = "packages.pakket.dev/uninstall";
 /// How soon a package waiting for its PackageInfo or Instance looks again.
 const WAITING: Duration = Duration::from_secs(2);
+/// How often a package installed as a dependency looks for dependents.
+const DEPENDENCY_RECHECK: Duration = Duration::from_secs(5);
 
 /// What the package controllers need.
 pub struct PackageContext {
@@ -262,6 +265,26 @@ async fn install<K: PackageObject>(
 ) -> Result<Action, Step> {
     let client = &context.info.client;
     let wanted = &spec.package_info;
+    let uid = package.meta().uid.clone().unwrap_or_default();
+    // Installed only because another package needed it: it goes when no
+    // package does any more.
+    let as_dependency = package
+        .annotations()
+        .get(crate::api::INSTALLED_AS_DEPENDENCY_ANNOTATION)
+        .is_some_and(|v| v == "true");
+    if as_dependency {
+        let everyone = dependencies::everyone(client).await?;
+        if dependencies::dependents_of(&everyone, &wanted.name, &uid).is_empty() {
+            K::api(client, package.namespace().as_deref())
+                .delete(&package.name_any(), &DeleteParams::default())
+                .await?;
+            return Err(Step::Waiting(
+                "Pending",
+                "installed as a dependency, and no package depends on it any more: removing it"
+                    .into(),
+            ));
+        }
+    }
     let repository = repository_for(
         client,
         wanted.repository_name.as_deref(),
@@ -345,6 +368,27 @@ async fn install<K: PackageObject>(
                 .join("; "),
         ));
     }
+    let verdict = dependencies::resolve(
+        client,
+        &context.info.repositories,
+        &repository,
+        &context.info.namespace,
+        &uid,
+        &manifest,
+        package.labels(),
+    )
+    .await
+    .map_err(|problem| Step::Failed("InstallationFailed", problem))?;
+    match verdict {
+        dependencies::Verdict::Ready(names) => status.dependencies = names,
+        dependencies::Verdict::Waiting(names, why) => {
+            status.dependencies = names;
+            return Err(Step::Waiting("Pending", why));
+        }
+        dependencies::Verdict::Conflict(words) => {
+            return Err(Step::Failed("InstallationFailed", words));
+        }
+    }
     let mut refs = vec![package_url.to_string()];
     for (index, file) in manifest.manifests.iter().enumerate() {
         let url = repository::manifest_url(&package_url, &file.url).map_err(|problem| {
@@ -365,7 +409,10 @@ async fn install<K: PackageObject>(
     status.instance = Some(instance_name.to_owned());
     mirror(status, &instance, package.meta().generation);
     cleanup_infos::<K>(package, client, status, &info_name).await?;
-    Ok(if wanted.version.is_none() {
+    Ok(if as_dependency {
+        // Looked at often: it goes soon after its last dependent.
+        Action::requeue(DEPENDENCY_RECHECK)
+    } else if wanted.version.is_none() {
         Action::requeue(context.update_interval)
     } else if condition_true(&instance, ConditionType::Installed) {
         Action::requeue(Duration::from_secs(300))

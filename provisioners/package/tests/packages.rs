@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use pakket_api::Instance;
@@ -397,5 +398,139 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
     })
     .await;
     cnpg_namespace_gone(&scope).await;
+    scope.cleanup().await;
+}
+
+/// Package `name` of postgresql v16.4.0+2 in `namespace`, its database
+/// named.
+fn postgresql_in(scope: &Scope, namespace: &str, name: &str) -> Package {
+    let mut object = Package::new(
+        name,
+        PackageSpec {
+            package_info: PackageInfoTemplate {
+                name: "postgresql".into(),
+                version: Some("v16.4.0+2".into()),
+                repository_name: Some(scope.name("glasskube")),
+            },
+            values: BTreeMap::from([(
+                "databaseName".to_owned(),
+                ValueConfiguration {
+                    value: Some("app".into()),
+                    value_from: None,
+                },
+            )]),
+            suspend: false,
+        },
+    );
+    object.metadata.namespace = Some(namespace.to_owned());
+    object.metadata.labels = Some(scope.labels());
+    object
+}
+
+#[tokio::test]
+async fn a_missing_dependency_is_installed_and_goes_with_its_last_dependent() {
+    // Seed 000: P requires no version range of D, and D does not exist:
+    // install D pinned in latest(D). Then D stays while any package
+    // depends on it, and goes with the last.
+    let _turn = CNPG.lock().await;
+    let scope = Scope::new("package-dependency").await;
+    let repository = support::Repository::start();
+    support::start(&scope, &repository).await;
+    support::repository_object(&scope, &repository).await;
+    let second = format!("{}-b", scope.namespace);
+    let namespaces: Api<Namespace> = Api::all(scope.client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                serde_json::json!({"metadata": {"name": second, "labels": scope.labels()}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let first_db: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let second_db: Api<Package> = Api::namespaced(scope.client.clone(), &second);
+    first_db
+        .create(
+            &PostParams::default(),
+            &postgresql_in(&scope, &scope.namespace, "db"),
+        )
+        .await
+        .unwrap();
+    let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    let dependency = cluster_package_when(
+        &cluster_packages,
+        "cloudnative-pg",
+        "the dependency installed",
+        |p| ready(p.status.as_ref(), ()),
+    )
+    .await;
+    assert_eq!(
+        dependency.annotations()[pakket_package::api::INSTALLED_AS_DEPENDENCY_ANNOTATION],
+        "true"
+    );
+    assert_eq!(
+        dependency.spec.package_info.version.as_deref(),
+        Some("v1.25.0+1"),
+        "pinned at the repository's latestVersion"
+    );
+    eventually("postgresql installed after its dependency", || async {
+        first_db
+            .get("db")
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| ready(Some(&s), ()) && s.dependencies == ["cloudnative-pg"])
+    })
+    .await;
+    second_db
+        .create(
+            &PostParams::default(),
+            &postgresql_in(&scope, &second, "db"),
+        )
+        .await
+        .unwrap();
+    eventually(
+        "the second postgresql installed on the same dependency",
+        || async { ready(second_db.get("db").await.unwrap().status.as_ref(), ()) },
+    )
+    .await;
+
+    // The first goes: cloudnative-pg stays for the second.
+    first_db
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the first Package is gone", || async {
+        first_db.get_opt("db").await.unwrap().is_none()
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    let kept = cluster_packages.get("cloudnative-pg").await.unwrap();
+    assert!(
+        kept.metadata.deletion_timestamp.is_none(),
+        "still needed by the second"
+    );
+    // The last goes: so does the dependency, its CRD with it.
+    second_db
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the dependency is gone", || async {
+        cluster_packages
+            .get_opt("cloudnative-pg")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    let crds: Api<CustomResourceDefinition> = Api::all(scope.client.clone());
+    eventually("its CRD is gone", || async {
+        crds.get_opt(CNPG_CRD).await.unwrap().is_none()
+    })
+    .await;
+    cnpg_namespace_gone(&scope).await;
+    let _ = namespaces.delete(&second, &DeleteParams::default()).await;
     scope.cleanup().await;
 }

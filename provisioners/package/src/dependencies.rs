@@ -1,0 +1,371 @@
+//! A package's dependencies, decided by Glasskube's decision tree (seed
+//! 000, `pakket_engine::glasskube`), one dependency at a time:
+//!
+//! - a dependency that is installed (a ClusterPackage of that package) and
+//!   fits is fulfilled; the package waits until it is ready;
+//! - a missing one is installed as a ClusterPackage named after it,
+//!   pinned at `latest(D)` (no range) or the highest version in the range,
+//!   and marked installed-as-dependency;
+//! - a conflict is never resolved by the provisioner (it never changes an
+//!   installed package by itself): the package fails with the tree's words.
+//!
+//! A dependency is looked for in the package's own repository first, then
+//! in every other PackageRepository by name: the first that lists it is
+//! used (Glasskube fails when several do).
+//!
+//! A ClusterPackage installed as a dependency goes when no package depends
+//! on it any more ([`dependents_of`]); until then it stays, even if the
+//! dependent that brought it is gone but another needs it.
+
+use std::collections::BTreeMap;
+
+use kube::api::{Api, PostParams};
+use kube::{Client, ResourceExt as _};
+use pakket_engine::glasskube::{self, ConflictResolution, DependencyCheck, Outcome};
+use pakket_engine::{Range, Version};
+
+use crate::api::{
+    ClusterPackage, ClusterPackageSpec, INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfo,
+    PackageInfoTemplate, PackageRepository, PackageStatus,
+};
+use crate::manifest::{Dependency, PackageManifest};
+use crate::repository::{Endpoint, RepositoryClient};
+
+/// Where a package's dependencies stand.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// All installed, fitting and ready; their ClusterPackages.
+    Ready(Vec<String>),
+    /// Some are being installed or are not ready yet: why.
+    Waiting(Vec<String>, String),
+    /// A conflict the tree does not resolve: its words.
+    Conflict(String),
+}
+
+/// A package that depends on others, as seen from a dependency.
+#[derive(Clone, Debug)]
+pub struct Dependent {
+    /// `ClusterPackage x` or `Package ns/x`.
+    pub label: String,
+    /// Its UID.
+    pub uid: String,
+    /// What it depends on (package name → range as written, if any).
+    pub needs: BTreeMap<String, Option<String>>,
+    /// Its installed version (status.version).
+    pub version: Option<String>,
+    /// The package it installs.
+    pub package: String,
+    /// Whether it is marked installed-as-dependency.
+    pub as_dependency: bool,
+    /// Its name (ClusterPackages) for lookups.
+    pub name: String,
+    /// Whether it is Ready.
+    pub ready: bool,
+}
+
+/// Every ClusterPackage and Package, with what its current package file
+/// says it depends on.
+pub async fn everyone(client: &Client) -> Result<Vec<Dependent>, kube::Error> {
+    let infos: BTreeMap<String, PackageInfo> = Api::<PackageInfo>::all(client.clone())
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|info| (info.name_any(), info))
+        .collect();
+    let needs_of = |status: Option<&PackageStatus>| -> BTreeMap<String, Option<String>> {
+        let Some(info) = status
+            .and_then(|s| s.owned_package_infos.last())
+            .and_then(|name| infos.get(name))
+        else {
+            return BTreeMap::new();
+        };
+        let manifest: Option<PackageManifest> = info
+            .status
+            .as_ref()
+            .and_then(|s| s.manifest.clone())
+            .and_then(|m| serde_json::from_value(m).ok());
+        manifest
+            .map(|m| {
+                m.dependencies
+                    .into_iter()
+                    .map(|d| (d.name, d.version))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let ready = |status: Option<&PackageStatus>| {
+        status.is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+    };
+    let mut all = Vec::new();
+    for package in Api::<ClusterPackage>::all(client.clone())
+        .list(&Default::default())
+        .await?
+        .items
+    {
+        all.push(Dependent {
+            label: format!("ClusterPackage {}", package.name_any()),
+            uid: package.uid().unwrap_or_default(),
+            needs: needs_of(package.status.as_ref()),
+            version: package.status.as_ref().and_then(|s| s.version.clone()),
+            package: package.spec.package_info.name.clone(),
+            as_dependency: is_dependency(&package),
+            name: package.name_any(),
+            ready: ready(package.status.as_ref()),
+        });
+    }
+    for package in Api::<Package>::all(client.clone())
+        .list(&Default::default())
+        .await?
+        .items
+    {
+        all.push(Dependent {
+            label: format!(
+                "Package {}/{}",
+                package.namespace().unwrap_or_default(),
+                package.name_any()
+            ),
+            uid: package.uid().unwrap_or_default(),
+            needs: needs_of(package.status.as_ref()),
+            version: package.status.as_ref().and_then(|s| s.version.clone()),
+            package: package.spec.package_info.name.clone(),
+            as_dependency: false,
+            name: package.name_any(),
+            ready: ready(package.status.as_ref()),
+        });
+    }
+    Ok(all)
+}
+
+/// Whether a ClusterPackage was installed as a dependency.
+pub fn is_dependency(package: &ClusterPackage) -> bool {
+    package
+        .annotations()
+        .get(INSTALLED_AS_DEPENDENCY_ANNOTATION)
+        .is_some_and(|v| v == "true")
+}
+
+/// The packages (other than `uid`) that depend on `package`.
+pub fn dependents_of<'a>(
+    everyone: &'a [Dependent],
+    package: &str,
+    uid: &str,
+) -> Vec<&'a Dependent> {
+    everyone
+        .iter()
+        .filter(|d| d.uid != uid && d.needs.contains_key(package))
+        .collect()
+}
+
+/// Decides every dependency of `manifest` (the package with UID `uid`,
+/// read from `repository`), installing missing ones as ClusterPackages
+/// with `labels`.
+pub async fn resolve(
+    client: &Client,
+    repositories: &RepositoryClient,
+    repository: &Endpoint,
+    credentials_namespace: &str,
+    uid: &str,
+    manifest: &PackageManifest,
+    labels: &BTreeMap<String, String>,
+) -> Result<Verdict, String> {
+    if manifest.dependencies.is_empty() {
+        return Ok(Verdict::Ready(Vec::new()));
+    }
+    let everyone = everyone(client).await.map_err(|e| e.to_string())?;
+    let mut names = Vec::new();
+    let mut waiting = Vec::new();
+    for dependency in &manifest.dependencies {
+        let (found_in, versions) = versions_of(
+            client,
+            repositories,
+            repository,
+            credentials_namespace,
+            &dependency.name,
+        )
+        .await?;
+        let available: Vec<Version> = versions
+            .versions
+            .iter()
+            .filter_map(|v| Version::parse(&v.version).ok())
+            .collect();
+        let latest = versions
+            .latest_version
+            .as_deref()
+            .and_then(|v| Version::parse(v).ok());
+        let required = dependency
+            .version
+            .as_deref()
+            .map(|range| {
+                Range::parse_glasskube(range).map_err(|error| {
+                    format!(
+                        "dependency {}: version {range:?} is not a range: {error}",
+                        dependency.name
+                    )
+                })
+            })
+            .transpose()?;
+        // D as installed: a ClusterPackage of that package, the one named
+        // after it first.
+        let mut installed: Vec<&Dependent> = everyone
+            .iter()
+            .filter(|d| d.label.starts_with("ClusterPackage ") && d.package == dependency.name)
+            .collect();
+        installed.sort_by_key(|d| d.name != dependency.name);
+        let installed = installed.first().copied();
+        if let Some(existing) = installed
+            && existing.version.is_none()
+        {
+            waiting.push(format!("{} (being installed)", existing.label));
+            names.push(existing.name.clone());
+            continue;
+        }
+        let installed_version = installed
+            .and_then(|d| d.version.as_deref())
+            .and_then(|v| Version::parse(v).ok());
+        let others: Vec<(String, Option<Range>)> = dependents_of(&everyone, &dependency.name, uid)
+            .into_iter()
+            .map(|d| {
+                let range = d.needs[&dependency.name]
+                    .as_deref()
+                    .and_then(|r| Range::parse_glasskube(r).ok());
+                (d.label.clone(), range)
+            })
+            .collect();
+        let check = DependencyCheck {
+            package: &manifest.name,
+            dependency: &dependency.name,
+            required: required.as_ref(),
+            installed: installed_version.as_ref(),
+            other_dependents: &others,
+            available: &available,
+            latest: latest.as_ref(),
+        };
+        match glasskube::decide(&check) {
+            Outcome::Fulfilled => {
+                let existing = installed.expect("fulfilled means installed");
+                names.push(existing.name.clone());
+                if !existing.ready {
+                    waiting.push(format!("{} (not ready yet)", existing.label));
+                }
+            }
+            Outcome::Install { version } => {
+                install(client, dependency, version.as_written(), &found_in, labels).await?;
+                names.push(dependency.name.clone());
+                waiting.push(format!(
+                    "ClusterPackage {} (installing {} {} as a dependency)",
+                    dependency.name,
+                    dependency.name,
+                    version.as_written()
+                ));
+            }
+            conflict @ Outcome::Conflict { .. } => {
+                let hint = match &conflict {
+                    Outcome::Conflict {
+                        resolution: ConflictResolution::UpdateDependency { to },
+                    } => format!(
+                        "; update ClusterPackage {} to {}",
+                        installed
+                            .map(|d| d.name.as_str())
+                            .unwrap_or(&dependency.name),
+                        to.as_written()
+                    ),
+                    _ => String::new(),
+                };
+                return Ok(Verdict::Conflict(format!(
+                    "{} needs {}{}: {conflict}{hint}",
+                    manifest.name,
+                    dependency.name,
+                    dependency
+                        .version
+                        .as_deref()
+                        .map(|r| format!(" {r}"))
+                        .unwrap_or_default(),
+                )));
+            }
+        }
+    }
+    Ok(if waiting.is_empty() {
+        Verdict::Ready(names)
+    } else {
+        Verdict::Waiting(
+            names,
+            format!("waiting for its dependencies: {}", waiting.join(", ")),
+        )
+    })
+}
+
+/// The repository that lists `package` (the dependent's own first, then
+/// every other by name) and its versions.
+async fn versions_of(
+    client: &Client,
+    repositories: &RepositoryClient,
+    own: &Endpoint,
+    credentials_namespace: &str,
+    package: &str,
+) -> Result<(String, crate::manifest::Versions), String> {
+    if let Ok(versions) = repositories.versions(own, package).await {
+        return Ok((own.name.clone(), versions));
+    }
+    let mut others = Api::<PackageRepository>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .map_err(|e| e.to_string())?
+        .items;
+    others.sort_by_key(|r| r.name_any());
+    for other in others.iter().filter(|r| r.name_any() != own.name) {
+        let Ok(endpoint) = crate::repository::endpoint(client, other, credentials_namespace).await
+        else {
+            continue;
+        };
+        if let Ok(versions) = repositories.versions(&endpoint, package).await {
+            return Ok((endpoint.name, versions));
+        }
+    }
+    Err(format!(
+        "dependency {package} is in no PackageRepository (looked in {} first, then every other)",
+        own.name
+    ))
+}
+
+/// Creates ClusterPackage `dependency.name`, pinned at `version`, marked
+/// installed-as-dependency. One of that name for another package is a
+/// conflict, never taken over.
+async fn install(
+    client: &Client,
+    dependency: &Dependency,
+    version: &str,
+    repository: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<(), String> {
+    let api: Api<ClusterPackage> = Api::all(client.clone());
+    let mut package = ClusterPackage::new(
+        &dependency.name,
+        ClusterPackageSpec {
+            package_info: PackageInfoTemplate {
+                name: dependency.name.clone(),
+                version: Some(version.to_owned()),
+                repository_name: Some(repository.to_owned()),
+            },
+            values: BTreeMap::new(),
+            suspend: false,
+        },
+    );
+    package.metadata.labels = Some(labels.clone());
+    package.metadata.annotations = Some(BTreeMap::from([(
+        INSTALLED_AS_DEPENDENCY_ANNOTATION.to_owned(),
+        "true".to_owned(),
+    )]));
+    match api.create(&PostParams::default(), &package).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Err(format!(
+            "ClusterPackage {} exists for another package; rename it so that {} can be installed as a dependency",
+            dependency.name, dependency.name
+        )),
+        Err(error) => Err(error.to_string()),
+    }
+}
