@@ -342,6 +342,18 @@ async fn install<K: PackageObject>(
     let (manifest, package_url) = manifest_of(&info_status).map_err(|problem| {
         Step::Failed("SyncFailed", format!("PackageInfo {info_name}: {problem}"))
     })?;
+    // A namespace's owner may install into her namespace only: a package
+    // written for the whole cluster (CRDs, cluster roles) is a
+    // ClusterPackage, which only whoever may write those creates.
+    if package.namespace().is_some() && !manifest.is_namespaced() {
+        return Err(Step::Failed(
+            "UnsupportedFormat",
+            format!(
+                "package {} is cluster-scoped (its scope is not Namespaced): it installs as a ClusterPackage, not as a Package in a namespace",
+                wanted.name
+            ),
+        ));
+    }
     if let Some(missing) = manifest.unsupported() {
         return Err(Step::Failed(
             "UnsupportedFormat",

@@ -155,6 +155,15 @@ pub fn render(
     let mut placed = Vec::with_capacity(objects.len());
     for (mut object, default) in objects {
         if !namespaced(&object, &custom_scopes) {
+            // A namespaced Package writes into its namespace only.
+            if let Some(namespace) = &config.namespace {
+                return Err(ObjectsError::Content(format!(
+                    "{} {} is cluster-scoped, and a Package in namespace {namespace} installs namespaced objects only; install package {} as a ClusterPackage",
+                    object["kind"].as_str().unwrap_or("object"),
+                    object["metadata"]["name"].as_str().unwrap_or("?"),
+                    package.name
+                )));
+            }
             placed.push(object);
             continue;
         }
@@ -347,6 +356,11 @@ mod tests {
             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec: {group: example.com, scope: Cluster, names: {kind: Widget, plural: widgets}, versions: []}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
         )
         .unwrap();
+        let refused = render(&dir.path, 1 << 20, &config(Some("team-a"), &[])).unwrap_err();
+        assert!(
+            matches!(&refused, ObjectsError::Content(m) if m.starts_with("CustomResourceDefinition widgets.example.com is cluster-scoped, and a Package in namespace team-a")),
+            "{refused:?}"
+        );
         let objects = render(&dir.path, 1 << 20, &PackageConfig::default()).unwrap();
         let kinds: Vec<(&str, Option<&str>)> = objects
             .iter()

@@ -534,3 +534,59 @@ async fn a_missing_dependency_is_installed_and_goes_with_its_last_dependent() {
     let _ = namespaces.delete(&second, &DeleteParams::default()).await;
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_namespace_owner_cannot_install_a_cluster_package_into_her_namespace() {
+    // cloudnative-pg brings a CRD (cluster-wide): as a Package in a
+    // namespace it is refused, and nothing is installed.
+    let scope = Scope::new("package-scope").await;
+    let repository = support::Repository::start();
+    support::start(&scope, &repository).await;
+    support::repository_object(&scope, &repository).await;
+    let packages: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let mut object = Package::new(
+        "cnpg",
+        PackageSpec {
+            package_info: PackageInfoTemplate {
+                name: "cloudnative-pg".into(),
+                version: Some("v1.25.0+1".into()),
+                repository_name: Some(scope.name("glasskube")),
+            },
+            values: BTreeMap::new(),
+            suspend: false,
+        },
+    );
+    object.metadata.labels = Some(scope.labels());
+    packages
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    eventually("the Package is refused", || async {
+        packages.get("cnpg").await.unwrap().status.is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == "Failed"
+                    && c.status == "True"
+                    && c.reason == "UnsupportedFormat"
+                    && c.message.contains("installs as a ClusterPackage")
+            })
+        })
+    })
+    .await;
+    let instance = pakket_package::names::instance(Some(&scope.namespace), "cnpg");
+    assert!(
+        Api::<Instance>::all(scope.client.clone())
+            .get_opt(&instance)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    packages
+        .delete("cnpg", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Package is gone", || async {
+        packages.get_opt("cnpg").await.unwrap().is_none()
+    })
+    .await;
+    scope.cleanup().await;
+}
