@@ -482,7 +482,8 @@ fn mutate_instance(
     Ok(())
 }
 
-/// The requester records of an Input or Operator (`kind`), both phases:
+/// The requester records of an Input, Operator, ClusterPackage or Package
+/// (`kind`), both phases:
 /// sealed for the digest of its spec as JSON ([`pakket_api::value_digest`]),
 /// which the resolveset process verifies before it installs anything on
 /// the author's behalf.
@@ -506,7 +507,14 @@ fn records_of(
     let digest = |object: &kube::core::DynamicObject| {
         pakket_api::value_digest(object.data.get("spec").unwrap_or(&serde_json::Value::Null))
     };
-    let name = display_name(request, new);
+    // A namespaced object's record names its namespace too: one sealed
+    // for Package a/db says nothing about Package b/db.
+    let name = match request.namespace.as_deref() {
+        Some(namespace) if !namespace.is_empty() => {
+            format!("{namespace}/{}", display_name(request, new))
+        }
+        _ => display_name(request, new),
+    };
     let subject = creator::Subject {
         kind,
         name: &name,

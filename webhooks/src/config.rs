@@ -223,6 +223,20 @@ fn recorded_rules(subresource: &str, operations: &[&str]) -> Vec<RuleWithOperati
             operations,
             "Cluster",
         ),
+        rule(
+            crate::review::PACKAGES_GROUP,
+            "*",
+            &resource("clusterpackages"),
+            operations,
+            "Cluster",
+        ),
+        rule(
+            crate::review::PACKAGES_GROUP,
+            "*",
+            &resource("packages"),
+            operations,
+            "Namespaced",
+        ),
     ]
 }
 
@@ -476,6 +490,7 @@ mod tests {
             pakket_api::GROUP,
             crate::review::RESOLVE_GROUP,
             crate::review::OPERATORS_GROUP,
+            crate::review::PACKAGES_GROUP,
         ];
         for rule in rules {
             let groups = rule.api_groups.unwrap();

@@ -70,6 +70,8 @@ impl fmt::Display for Requester {
 pub const RESOLVE_GROUP: &str = "resolve.pakket.dev";
 /// The group of Operators.
 pub const OPERATORS_GROUP: &str = "operators.pakket.dev";
+/// The group of ClusterPackages and Packages.
+pub const PACKAGES_GROUP: &str = "packages.pakket.dev";
 
 /// What a request is about, as far as the rules care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +85,9 @@ pub enum Target {
     /// A core/v1 ConfigMap.
     ConfigMap,
     /// An object whose requester records the webhook keeps, besides
-    /// Instances: `Input` (resolve.pakket.dev) or `Operator`
-    /// (operators.pakket.dev), main resource or status.
+    /// Instances: `Input` (resolve.pakket.dev), `Operator`
+    /// (operators.pakket.dev), `ClusterPackage` or `Package`
+    /// (packages.pakket.dev), main resource or status.
     Recorded(&'static str),
     /// Anything else: a configuration mistake; allowed and logged.
     Other,
@@ -106,6 +109,8 @@ impl Target {
             ("", "configmaps", "") => Self::ConfigMap,
             (RESOLVE_GROUP, "inputs", "" | "status") => Self::Recorded("Input"),
             (OPERATORS_GROUP, "operators", "" | "status") => Self::Recorded("Operator"),
+            (PACKAGES_GROUP, "clusterpackages", "" | "status") => Self::Recorded("ClusterPackage"),
+            (PACKAGES_GROUP, "packages", "" | "status") => Self::Recorded("Package"),
             _ => Self::Other,
         }
     }
@@ -118,6 +123,8 @@ impl Target {
             Self::InstanceStatus => "instances/status",
             Self::ConfigMap => "configmaps",
             Self::Recorded("Input") => "inputs",
+            Self::Recorded("ClusterPackage") => "clusterpackages",
+            Self::Recorded("Package") => "packages",
             Self::Recorded(_) => "operators",
             Self::Other => "other",
         }
