@@ -163,19 +163,23 @@ pub fn dependents_of<'a>(
 
 /// Decides every dependency of `manifest` (the package with UID `uid`,
 /// read from `repository`), installing missing ones as ClusterPackages
-/// with `labels`.
+/// with `labels` and, sealed, the dependent's `author`.
 pub async fn resolve(
-    client: &Client,
-    repositories: &RepositoryClient,
+    context: &crate::info_controller::Context,
     repository: &Endpoint,
-    credentials_namespace: &str,
     uid: &str,
     manifest: &PackageManifest,
     labels: &BTreeMap<String, String>,
+    author: Option<(&pakket_api::RecordKey, &pakket_api::CreatorRecord)>,
 ) -> Result<Verdict, String> {
     if manifest.dependencies.is_empty() {
         return Ok(Verdict::Ready(Vec::new()));
     }
+    let (client, repositories, credentials_namespace) = (
+        &context.client,
+        &context.repositories,
+        context.namespace.as_str(),
+    );
     let everyone = everyone(client).await.map_err(|e| e.to_string())?;
     let mut names = Vec::new();
     let mut waiting = Vec::new();
@@ -254,7 +258,15 @@ pub async fn resolve(
                 }
             }
             Outcome::Install { version } => {
-                install(client, dependency, version.as_written(), &found_in, labels).await?;
+                install(
+                    client,
+                    dependency,
+                    version.as_written(),
+                    &found_in,
+                    labels,
+                    author,
+                )
+                .await?;
                 names.push(dependency.name.clone());
                 waiting.push(format!(
                     "ClusterPackage {} (installing {} {} as a dependency)",
@@ -341,6 +353,7 @@ async fn install(
     version: &str,
     repository: &str,
     labels: &BTreeMap<String, String>,
+    author: Option<(&pakket_api::RecordKey, &pakket_api::CreatorRecord)>,
 ) -> Result<(), String> {
     let api: Api<ClusterPackage> = Api::all(client.clone());
     let mut package = ClusterPackage::new(
@@ -356,10 +369,27 @@ async fn install(
         },
     );
     package.metadata.labels = Some(labels.clone());
-    package.metadata.annotations = Some(BTreeMap::from([(
+    let mut annotations = BTreeMap::from([(
         INSTALLED_AS_DEPENDENCY_ANNOTATION.to_owned(),
         "true".to_owned(),
-    )]));
+    )]);
+    // The dependent's author asked for it too: her record, sealed for
+    // this ClusterPackage and spec (the webhook takes it from this
+    // process, a delegate, only).
+    if let Some((key, person)) = author {
+        let spec = serde_json::to_value(&package.spec).map_err(|e| e.to_string())?;
+        let sealed = person.sealed_for(
+            key,
+            pakket_api::LAST_CHANGED_BY_ANNOTATION,
+            &pakket_api::record_object("ClusterPackage", &dependency.name),
+            pakket_api::value_digest(&spec),
+        );
+        annotations.insert(
+            pakket_api::LAST_CHANGED_BY_ANNOTATION.to_owned(),
+            sealed.to_annotation(),
+        );
+    }
+    package.metadata.annotations = Some(annotations);
     match api.create(&PostParams::default(), &package).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 409 => Err(format!(

@@ -47,11 +47,12 @@ pub fn package_info(repository: Option<&str>, package: &str, version: &str) -> S
     sanitized(&joined, 253)
 }
 
-/// The Instance a ClusterPackage (`namespace` None) or Package becomes.
+/// The Instance a ClusterPackage (`namespace` None) or Package becomes:
+/// at most 63 characters, since the runtime labels objects with it.
 pub fn instance(namespace: Option<&str>, name: &str) -> String {
     match namespace {
-        None => sanitized(&format!("clusterpackage-{name}"), 253),
-        Some(namespace) => sanitized(&format!("package-{namespace}-{name}"), 253),
+        None => sanitized(&format!("clusterpackage-{name}"), 63),
+        Some(namespace) => sanitized(&format!("package-{namespace}-{name}"), 63),
     }
 }
 

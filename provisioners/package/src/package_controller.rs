@@ -57,6 +57,32 @@ pub struct PackageContext {
     pub class: String,
     /// How often an unpinned package looks for a newer version.
     pub update_interval: Duration,
+    /// Verifies who wrote each package (the webhook's sealed record) and
+    /// seals that person on what is made for the package, so approval
+    /// `UserPermission` asks about her rights. Without it, what is made
+    /// carries no requester, and a person approves.
+    pub record_key: Option<pakket_api::RecordKey>,
+}
+
+/// The package's author, if its record verifies for its current spec.
+pub fn author<K: PackageObject>(
+    package: &K,
+    key: Option<&pakket_api::RecordKey>,
+) -> Option<pakket_api::CreatorRecord> {
+    let name = match package.namespace() {
+        Some(namespace) => format!("{namespace}/{}", package.name_any()),
+        None => package.name_any(),
+    };
+    let spec = serde_json::to_value(package).ok()?["spec"].clone();
+    pakket_api::requester_of(
+        package.meta().annotations.as_ref(),
+        key,
+        &pakket_api::record_object(K::KIND, &name),
+        &pakket_api::value_digest(&spec),
+    )
+    .map_err(|error| tracing::debug!(kind = K::KIND, package = %name, %error, "no verified author"))
+    .ok()
+    .map(|(record, _)| record)
 }
 
 /// A ClusterPackage or a Package.
@@ -380,14 +406,14 @@ async fn install<K: PackageObject>(
                 .join("; "),
         ));
     }
+    let person = author(package, context.record_key.as_ref());
     let verdict = dependencies::resolve(
-        client,
-        &context.info.repositories,
+        &context.info,
         &repository,
-        &context.info.namespace,
         &uid,
         &manifest,
         package.labels(),
+        context.record_key.as_ref().zip(person.as_ref()),
     )
     .await
     .map_err(|problem| Step::Failed("InstallationFailed", problem))?;
@@ -415,8 +441,16 @@ async fn install<K: PackageObject>(
         namespace: package.namespace(),
         values: given,
     };
-    let instance =
-        apply_instance::<K>(package, context, instance_name, &version, refs, &config).await?;
+    let instance = apply_instance::<K>(
+        package,
+        context,
+        instance_name,
+        &version,
+        refs,
+        &config,
+        person.as_ref(),
+    )
+    .await?;
     status.version = Some(version.clone());
     status.instance = Some(instance_name.to_owned());
     mirror(status, &instance, package.meta().generation);
@@ -547,24 +581,27 @@ async fn apply_instance<K: PackageObject>(
     version: &str,
     refs: Vec<String>,
     config: &PackageConfig,
+    person: Option<&pakket_api::CreatorRecord>,
 ) -> Result<Instance, kube::Error> {
     let mut digest = Sha256::new();
     for reference in &refs {
         digest.update(reference.as_bytes());
         digest.update(b"\n");
     }
+    // At most 63 characters: the runtime labels every object with it.
     let bundle = names::sanitized(
         &format!("{name}-{version}-{}", &hex::encode(digest.finalize())[..8]),
-        253,
+        63,
     );
-    let mut labels = BTreeMap::from([
-        (names::KIND_LABEL.to_owned(), K::KIND.to_owned()),
-        (names::NAME_LABEL.to_owned(), package.name_any()),
-    ]);
+    // The package's labels too (a controller or webhook limited by a
+    // selector sees the Instances of the packages it sees).
+    let mut labels = package.labels().clone();
+    labels.insert(names::KIND_LABEL.to_owned(), K::KIND.to_owned());
+    labels.insert(names::NAME_LABEL.to_owned(), package.name_any());
     if let Some(namespace) = package.namespace() {
         labels.insert(names::NAMESPACE_LABEL.to_owned(), namespace);
     }
-    let instance = json!({
+    let mut instance = json!({
         "apiVersion": "core.pakket.dev/v1alpha1",
         "kind": "Instance",
         "metadata": { "name": name, "labels": labels },
@@ -574,6 +611,17 @@ async fn apply_instance<K: PackageObject>(
             "config": config,
         },
     });
+    // The package's author is the Instance's requester: sealed for this
+    // Instance and spec, which the webhook takes from this process (a
+    // delegate) only.
+    if let (Some(key), Some(person)) = (context.record_key.as_ref(), person)
+        && let Ok(spec) =
+            serde_json::from_value::<pakket_api::InstanceSpec>(instance["spec"].clone())
+    {
+        let sealed = person.sealed(key, pakket_api::LAST_CHANGED_BY_ANNOTATION, name, &spec);
+        instance["metadata"]["annotations"] =
+            json!({ pakket_api::LAST_CHANGED_BY_ANNOTATION: sealed.to_annotation() });
+    }
     Api::<Instance>::all(context.info.client.clone())
         .patch(
             name,

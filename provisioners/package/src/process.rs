@@ -52,6 +52,7 @@ pub async fn run(
         info: Arc::clone(&info),
         class: options.class,
         update_interval: options.update_interval,
+        record_key: options.runtime.record_key.clone(),
     });
     let provisioner = PackageProvisioner::new(options.id);
     let selector = options.selector;

@@ -590,3 +590,185 @@ async fn a_namespace_owner_cannot_install_a_cluster_package_into_her_namespace()
     .await;
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
+    // The class approves by UserPermission. Mallory may write Packages and
+    // nothing else: her postgresql waits for a person, and no Cluster is
+    // made. Carol may also write postgresql's Clusters: hers installs by
+    // itself. Neither can make the Instance claim someone else asked.
+    use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
+    let _turn = CNPG.lock().await;
+    let scope = Scope::new("package-requester").await;
+    let repository = support::Repository::start();
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+        .await
+        .unwrap();
+    let mut options = LocalOptions::for_labels(format!("{}-packages", scope.id), scope.labels());
+    options.delegates = vec![pakket_controlplane::ADMIN_USER.to_owned()];
+    let hooks = LocalWebhooks::start(scope.client.clone(), options)
+        .await
+        .expect("the webhooks start");
+    support::start_with(
+        &scope,
+        &repository,
+        "UserPermission",
+        Some(hooks.record_key()),
+    )
+    .await;
+    support::repository_object(&scope, &repository).await;
+    // The admin installs cloudnative-pg (its CRD); she may do anything, so
+    // UserPermission lets it in.
+    let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    cluster_packages
+        .create(
+            &PostParams::default(),
+            &cluster_package(&scope, "cnpg", "cloudnative-pg", Some("v1.25.0+1")),
+        )
+        .await
+        .unwrap();
+    cluster_package_when(
+        &cluster_packages,
+        &scope.name("cnpg"),
+        "cloudnative-pg installed",
+        |p| ready(p.status.as_ref(), ()),
+    )
+    .await;
+    let packages_rule = serde_json::json!({"apiGroups": ["packages.pakket.dev"], "resources": ["packages"],
+        "verbs": ["get", "list", "watch", "create", "delete"]});
+    support::grant(&scope, "mallory", serde_json::json!([packages_rule])).await;
+    let as_mallory: Api<Package> =
+        Api::namespaced(scope.cluster.client_as("mallory").await, &scope.namespace);
+    eventually("mallory may write Packages", || async {
+        as_mallory
+            .create(
+                &PostParams::default(),
+                &postgresql_in(&scope, &scope.namespace, "db"),
+            )
+            .await
+            .is_ok()
+    })
+    .await;
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let instance_name = pakket_package::names::instance(Some(&scope.namespace), "db");
+    let waiting = pakket_testkit::wait_for_instance(
+        &instances,
+        &instance_name,
+        "mallory's waits for a person",
+        |i| pakket_testkit::reason_is(i, pakket_api::ConditionType::Approved, "ApprovalPending"),
+    )
+    .await;
+    let message = &waiting
+        .condition(pakket_api::ConditionType::Approved)
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("mallory"),
+        "the requester is the author: {message}"
+    );
+    let requester = pakket_api::CreatorRecord::from_annotation(
+        &waiting.metadata.annotations.as_ref().unwrap()[pakket_api::LAST_CHANGED_BY_ANNOTATION],
+    )
+    .unwrap();
+    assert_eq!(requester.username, "mallory");
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        scope.client.clone(),
+        &scope.namespace,
+        &ApiResource {
+            group: "postgresql.cnpg.io".into(),
+            version: "v1".into(),
+            api_version: "postgresql.cnpg.io/v1".into(),
+            kind: "Cluster".into(),
+            plural: "clusters".into(),
+        },
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert!(
+        clusters.get_opt("cluster").await.unwrap().is_none(),
+        "nothing was made for mallory"
+    );
+    let pending = Api::<Package>::namespaced(scope.client.clone(), &scope.namespace)
+        .get("db")
+        .await
+        .unwrap();
+    assert!(
+        pending
+            .status
+            .unwrap()
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.reason == "Pending"),
+        "the Package says it waits"
+    );
+    as_mallory
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("mallory's Package is gone", || async {
+        as_mallory.get_opt("db").await.ok().flatten().is_none()
+    })
+    .await;
+
+    // Carol may write Clusters here too: hers goes in by itself.
+    support::grant(
+        &scope,
+        "carol",
+        serde_json::json!([packages_rule, {"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters"], "verbs": ["*"]}]),
+    )
+    .await;
+    let as_carol: Api<Package> =
+        Api::namespaced(scope.cluster.client_as("carol").await, &scope.namespace);
+    eventually("carol may write Packages", || async {
+        as_carol
+            .create(
+                &PostParams::default(),
+                &postgresql_in(&scope, &scope.namespace, "db"),
+            )
+            .await
+            .is_ok()
+    })
+    .await;
+    let approved =
+        pakket_testkit::wait_for_instance(&instances, &instance_name, "carol's installs", |i| {
+            pakket_testkit::condition_is(i, pakket_api::ConditionType::Installed, "True")
+        })
+        .await;
+    assert_eq!(
+        approved
+            .condition(pakket_api::ConditionType::Approved)
+            .unwrap()
+            .reason,
+        "ApprovedByPolicy"
+    );
+    assert!(clusters.get_opt("cluster").await.unwrap().is_some());
+    as_carol
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("carol's Package is gone", || async {
+        Api::<Package>::namespaced(scope.client.clone(), &scope.namespace)
+            .get_opt("db")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    cluster_packages
+        .delete(&scope.name("cnpg"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("cloudnative-pg is gone", || async {
+        cluster_packages
+            .get_opt(&scope.name("cnpg"))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    cnpg_namespace_gone(&scope).await;
+    support::revoke(&scope, "mallory").await;
+    support::revoke(&scope, "carol").await;
+    hooks.stop().await.unwrap();
+    scope.cleanup().await;
+}

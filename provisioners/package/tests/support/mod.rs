@@ -171,6 +171,17 @@ pub async fn repository_object(scope: &Scope, repository: &Repository) -> String
 /// The package class of the test (`approval: AllowAll`, loopback refs
 /// allowed) and the package process, run in this test; the class's name.
 pub async fn start(scope: &Scope, repository: &Repository) -> String {
+    start_with(scope, repository, "AllowAll", None).await
+}
+
+/// [`start`] with the class's `approval`, and the key that verifies and
+/// seals requester records.
+pub async fn start_with(
+    scope: &Scope,
+    repository: &Repository,
+    approval: &str,
+    record_key: Option<pakket_api::RecordKey>,
+) -> String {
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
         .await
@@ -180,7 +191,7 @@ pub async fn start(scope: &Scope, repository: &Repository) -> String {
         metadata: scope.meta("package"),
         spec: ProvisionerClassSpec {
             provisioner: id.clone(),
-            parameters: json!({"approval": "AllowAll", "allowInternalAddresses": true})
+            parameters: json!({"approval": approval, "allowInternalAddresses": true})
                 .as_object()
                 .cloned(),
         },
@@ -205,10 +216,47 @@ pub async fn start(scope: &Scope, repository: &Repository) -> String {
         selector: Some(scope.selector()),
         runtime: RunOptions {
             sources,
+            record_key,
             ..RunOptions::new(store)
         },
     };
     let client = scope.client.clone();
     tokio::spawn(async move { process::run(client, options).await });
     scope.name("package")
+}
+
+/// `user` may do `rules` cluster-wide (a ClusterRole and its binding,
+/// labelled with the scope).
+pub async fn grant(scope: &Scope, user: &str, rules: serde_json::Value) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": scope.name(user), "labels": scope.labels() },
+        "rules": rules,
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(scope.client.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": scope.name(user), "labels": scope.labels() },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": scope.name(user) },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(scope.client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+/// Removes what [`grant`] gave `user`.
+pub async fn revoke(scope: &Scope, user: &str) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let _ = Api::<ClusterRoleBinding>::all(scope.client.clone())
+        .delete(&scope.name(user), &Default::default())
+        .await;
+    let _ = Api::<ClusterRole>::all(scope.client.clone())
+        .delete(&scope.name(user), &Default::default())
+        .await;
 }
