@@ -102,6 +102,9 @@ async fn every_object_in_deploy_passes_a_server_side_dry_run() {
         "InputClass/subscription",
         "InputClass/dry-run-next",
         "ProvisionerClass/resolveset",
+        "Deployment/pakket-package",
+        "ProvisionerClass/package",
+        "PackageRepository/glasskube",
     ] {
         assert!(
             applied.iter().any(|seen| seen == expected),
