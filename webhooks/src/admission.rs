@@ -108,6 +108,11 @@ impl Admission {
                     self.add_finalizer(request, &mut verdict);
                 })
             }
+            (Webhook::Validate, Target::Recorded("ClusterPackage"))
+                if matches!(request.operation, Operation::Delete) =>
+            {
+                self.validate_package_deletion(request, &mut verdict).await
+            }
             (webhook, Target::Recorded(kind)) if writes => {
                 let delegate = self.is_delegate(&requester);
                 records_of(
@@ -129,6 +134,24 @@ impl Admission {
             verdict.deny(422, message);
         }
         verdict
+    }
+
+    /// A ClusterPackage others depend on stays ([`rules::package_in_use`]).
+    async fn validate_package_deletion(
+        &self,
+        request: &Request,
+        verdict: &mut Verdict,
+    ) -> Result<(), String> {
+        let Some(object) = request.old_object.as_ref() else {
+            return Ok(());
+        };
+        let package: pakket_package::api::ClusterPackage =
+            crate::review::decode(object, "ClusterPackage", "oldObject")?;
+        if let Some(message) = crate::rules::package_in_use::refusal(&self.client, &package).await?
+        {
+            verdict.deny(403, message);
+        }
+        Ok(())
     }
 
     async fn validate_bundle(

@@ -5,8 +5,9 @@
 //! Why they cannot deadlock the cluster:
 //! - The Bundle and Instance webhooks (`failurePolicy: Fail`) match only
 //!   Pakket's own cluster-scoped kinds, which nothing the webhook or the
-//!   control plane needs to start. DELETE is never intercepted, so cleanup
-//!   works while the webhook is down.
+//!   control plane needs to start. DELETE is never intercepted with
+//!   `Fail`, so cleanup works while the webhook is down (the one DELETE
+//!   rule, a ClusterPackage others depend on, is `failurePolicy: Ignore`).
 //! - `matchConditions` (CEL, evaluated by the apiserver) skip the call when
 //!   there is nothing to check: an UPDATE that leaves spec and both
 //!   requester records alone (finalizers, labels, owner references from the
@@ -338,6 +339,22 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
         }]),
         ..LabelSelector::default()
     });
+    // Deleting a ClusterPackage others depend on: refused, naming them.
+    // `Ignore`: down, it never blocks cleanup (the package provisioner
+    // keeps a needed package until its dependents are gone anyway).
+    let mut package_deletion = validating_webhook(
+        options,
+        "package-deletion.validate",
+        vec![rule(
+            crate::review::PACKAGES_GROUP,
+            "*",
+            "clusterpackages",
+            &["DELETE"],
+            "Cluster",
+        )],
+        Vec::new(),
+    );
+    package_deletion.failure_policy = Some("Ignore".to_owned());
     ValidatingWebhookConfiguration {
         metadata: options.meta(),
         webhooks: Some(vec![
@@ -346,6 +363,7 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
             approval,
             records,
             records_status,
+            package_deletion,
             config_maps,
         ]),
     }
@@ -451,16 +469,17 @@ mod tests {
         let options = Options::deployed();
         let validating = validating(&options).webhooks.unwrap();
         let mutating = mutating(&options).webhooks.unwrap();
-        assert_eq!(validating.len(), 6);
+        assert_eq!(validating.len(), 7);
         assert_eq!(mutating.len(), 3);
         for webhook in &validating {
             assert_eq!(webhook.side_effects, "None");
             assert_eq!(webhook.match_policy.as_deref(), Some("Equivalent"));
             assert!(webhook.timeout_seconds.unwrap() <= 5);
             let fail = webhook.failure_policy.as_deref() == Some("Fail");
-            let config_maps = webhook.name.starts_with("configmaps.");
-            // Only the webhook on Pakket's own kinds may fail closed.
-            assert_eq!(fail, !config_maps, "{}", webhook.name);
+            let open = webhook.name.starts_with("configmaps.")
+                || webhook.name.starts_with("package-deletion.");
+            // Only the webhooks on Pakket's own writes may fail closed.
+            assert_eq!(fail, !open, "{}", webhook.name);
         }
         for webhook in &mutating {
             assert_eq!(webhook.failure_policy.as_deref(), Some("Fail"));

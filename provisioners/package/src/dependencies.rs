@@ -161,6 +161,30 @@ pub fn dependents_of<'a>(
         .collect()
 }
 
+/// Why ClusterPackage `name` (of `package`, UID `uid`) must not go yet:
+/// the packages that depend on it, unless another ClusterPackage of the
+/// same package serves them. The webhooks refuse the delete with these
+/// words; the controller keeps the package until they are gone.
+pub fn deletion_refused(
+    everyone: &[Dependent],
+    name: &str,
+    package: &str,
+    uid: &str,
+) -> Option<String> {
+    let dependents = dependents_of(everyone, package, uid);
+    let other_provider = everyone
+        .iter()
+        .any(|d| d.uid != uid && d.label.starts_with("ClusterPackage ") && d.package == package);
+    if dependents.is_empty() || other_provider {
+        return None;
+    }
+    let names: Vec<&str> = dependents.iter().map(|d| d.label.as_str()).collect();
+    Some(format!(
+        "ClusterPackage {name} ({package}) is needed by {}, which depend on {package}; delete them first",
+        names.join(", ")
+    ))
+}
+
 /// Decides every dependency of `manifest` (the package with UID `uid`,
 /// read from `repository`), installing missing ones as ClusterPackages
 /// with `labels` and, sealed, the dependent's `author`.
@@ -397,5 +421,53 @@ async fn install(
             dependency.name, dependency.name
         )),
         Err(error) => Err(error.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dependent(label: &str, uid: &str, package: &str, needs: &[&str]) -> Dependent {
+        Dependent {
+            label: label.into(),
+            uid: uid.into(),
+            needs: needs.iter().map(|n| ((*n).to_owned(), None)).collect(),
+            version: Some("v1.0.0".into()),
+            package: package.into(),
+            as_dependency: false,
+            name: label.rsplit(['/', ' ']).next().unwrap().into(),
+            ready: true,
+        }
+    }
+
+    #[test]
+    fn a_package_others_need_may_not_go_naming_them_unless_another_provides_it() {
+        let cnpg = dependent("ClusterPackage cloudnative-pg", "1", "cloudnative-pg", &[]);
+        let db = dependent("Package shop/db", "2", "postgresql", &["cloudnative-pg"]);
+        assert_eq!(
+            deletion_refused(
+                &[cnpg.clone(), db.clone()],
+                "cloudnative-pg",
+                "cloudnative-pg",
+                "1"
+            )
+            .unwrap(),
+            "ClusterPackage cloudnative-pg (cloudnative-pg) is needed by Package shop/db, which depend on cloudnative-pg; delete them first"
+        );
+        assert_eq!(
+            deletion_refused(
+                std::slice::from_ref(&cnpg),
+                "cloudnative-pg",
+                "cloudnative-pg",
+                "1"
+            ),
+            None
+        );
+        let second = dependent("ClusterPackage cnpg-2", "3", "cloudnative-pg", &[]);
+        assert_eq!(
+            deletion_refused(&[cnpg, db, second], "cloudnative-pg", "cloudnative-pg", "1"),
+            None
+        );
     }
 }

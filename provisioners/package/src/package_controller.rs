@@ -788,6 +788,40 @@ async fn finalize<K: PackageObject>(
     if !package.finalizers().iter().any(|f| f == FINALIZER) {
         return Ok(Action::await_change());
     }
+    // A ClusterPackage others depend on stays until they are gone (the
+    // webhooks refuse the delete first, but fail open).
+    if package.namespace().is_none() {
+        let everyone = dependencies::everyone(&context.info.client).await?;
+        let name = package.name_any();
+        if let Some(words) = dependencies::deletion_refused(
+            &everyone,
+            &name,
+            &package.common_spec().package_info.name,
+            package.meta().uid.as_deref().unwrap_or_default(),
+        ) {
+            let mut status = package.package_status().cloned().unwrap_or_default();
+            conditions::set_readiness(
+                &mut status.conditions,
+                Readiness::Failed,
+                "InstallationFailed",
+                format!("deleted, but kept: {words}"),
+                package.meta().generation,
+            );
+            if package.package_status() != Some(&status) {
+                api.patch_status(
+                    &name,
+                    &PatchParams::apply(MANAGER).force(),
+                    &Patch::Apply(json!({
+                        "apiVersion": format!("{}/{}", crate::api::GROUP, crate::api::VERSION),
+                        "kind": K::KIND,
+                        "status": status,
+                    })),
+                )
+                .await?;
+            }
+            return Ok(Action::requeue(DEPENDENCY_RECHECK));
+        }
+    }
     if let Some(instance) = instances.get_opt(instance_name).await? {
         if instance.metadata.deletion_timestamp.is_none() {
             instances

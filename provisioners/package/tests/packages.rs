@@ -772,3 +772,111 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
     hooks.stop().await.unwrap();
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_package_others_depend_on_is_refused_deletion_and_kept_while_the_webhook_is_down() {
+    use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
+    let _turn = CNPG.lock().await;
+    let scope = Scope::new("package-in-use").await;
+    let repository = support::Repository::start();
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+        .await
+        .unwrap();
+    let mut options = LocalOptions::for_labels(format!("{}-packages", scope.id), scope.labels());
+    options.delegates = vec![pakket_controlplane::ADMIN_USER.to_owned()];
+    let hooks = LocalWebhooks::start(scope.client.clone(), options)
+        .await
+        .expect("the webhooks start");
+    support::start_with(&scope, &repository, "AllowAll", Some(hooks.record_key())).await;
+    support::repository_object(&scope, &repository).await;
+    let databases: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    databases
+        .create(
+            &PostParams::default(),
+            &postgresql_in(&scope, &scope.namespace, "db"),
+        )
+        .await
+        .unwrap();
+    eventually("postgresql and its dependency installed", || async {
+        ready(databases.get("db").await.unwrap().status.as_ref(), ())
+    })
+    .await;
+    // Refused, naming who needs it; nothing changes.
+    let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    let refused = cluster_packages
+        .delete("cloudnative-pg", &DeleteParams::default())
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(status.code, 403);
+    assert!(
+        status
+            .message
+            .contains(&format!("is needed by Package {}/db", scope.namespace)),
+        "{}",
+        status.message
+    );
+    assert!(
+        cluster_packages
+            .get("cloudnative-pg")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+
+    // The webhooks down (they fail open for this): the delete goes
+    // through, and the provisioner keeps the package, saying why.
+    hooks.stop().await.unwrap();
+    cluster_packages
+        .delete("cloudnative-pg", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("kept, and saying why", || async {
+        cluster_packages
+            .get("cloudnative-pg")
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Failed"
+                        && c.message
+                            .starts_with("deleted, but kept: ClusterPackage cloudnative-pg")
+                })
+            })
+    })
+    .await;
+    let crds: Api<CustomResourceDefinition> = Api::all(scope.client.clone());
+    assert!(
+        crds.get_opt(CNPG_CRD).await.unwrap().is_some(),
+        "its CRD stays"
+    );
+    assert!(ready(
+        databases.get("db").await.unwrap().status.as_ref(),
+        ()
+    ));
+    // Its dependent goes: so does it.
+    databases
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the dependency is gone", || async {
+        cluster_packages
+            .get_opt("cloudnative-pg")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    eventually("its CRD is gone", || async {
+        crds.get_opt(CNPG_CRD).await.unwrap().is_none()
+    })
+    .await;
+    cnpg_namespace_gone(&scope).await;
+    scope.cleanup().await;
+}

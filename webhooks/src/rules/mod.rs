@@ -9,6 +9,7 @@ pub mod bundle;
 pub mod content;
 pub mod creator;
 pub mod finalizer;
+pub mod package_in_use;
 pub mod use_verb;
 
 use json_patch::PatchOperation;
