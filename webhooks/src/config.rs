@@ -264,7 +264,7 @@ fn validating_webhook(
         side_effects: "None".to_owned(),
         timeout_seconds: Some(5),
         rules: Some(rules),
-        match_conditions: Some(conditions),
+        match_conditions: (!conditions.is_empty()).then_some(conditions),
         object_selector: options.object_selector.clone(),
         ..ValidatingWebhook::default()
     }
