@@ -5,7 +5,8 @@
 //!
 //! Namespaces. A namespaced object without a namespace goes to its file's
 //! `defaultNamespace`, else the package's; the namespace is created with
-//! the package unless it is one Kubernetes makes (`default`, `kube-*`).
+//! the package if absent (one that exists is used as it is, never taken
+//! over), unless it is one Kubernetes makes (`default`, `kube-*`).
 //! For a namespaced `Package` every namespaced object goes to the
 //! Package's namespace instead, and no Namespace is created. Whether a
 //! kind is namespaced is known for Kubernetes' own kinds and read from the
@@ -208,7 +209,14 @@ pub fn render(
                 object["kind"] == "Namespace" && object["metadata"]["name"] == namespace.as_str()
             })
         })
-        .map(|namespace| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))
+        // Created if absent: one an admin made beforehand is used as it
+        // is, never taken over, and stays when the package goes.
+        .map(|namespace| {
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": namespace,
+                "annotations": { pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION: "true" },
+            }})
+        })
         .collect();
     namespaces.extend(placed);
     Ok(namespaces)

@@ -880,3 +880,206 @@ async fn a_package_others_depend_on_is_refused_deletion_and_kept_while_the_webho
     cnpg_namespace_gone(&scope).await;
     scope.cleanup().await;
 }
+
+/// Seed 000's tree on the cluster: cloudnative-pg installed at
+/// `installed` (as ClusterPackage `<scope>-cnpg`) or not at all, then the
+/// test's packages, each ClusterPackage `<scope>-<package>`. Returns the
+/// scope, its repository and the ClusterPackages' API.
+async fn tree_world(
+    suffix: &str,
+    installed: Option<&str>,
+    packages: &[(&str, Option<&str>)],
+) -> (Scope, support::Repository, Api<ClusterPackage>) {
+    let scope = Scope::new(suffix).await;
+    let repository = support::Repository::start();
+    support::start(&scope, &repository).await;
+    support::repository_object(&scope, &repository).await;
+    let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    if let Some(version) = installed {
+        cluster_packages
+            .create(
+                &PostParams::default(),
+                &cluster_package(&scope, "cnpg", "cloudnative-pg", Some(version)),
+            )
+            .await
+            .unwrap();
+        cluster_package_when(
+            &cluster_packages,
+            &scope.name("cnpg"),
+            "cloudnative-pg installed",
+            |p| ready(p.status.as_ref(), ()),
+        )
+        .await;
+    }
+    for (package, range) in packages {
+        repository.write_package(package, &scope.namespace, &[("cloudnative-pg", *range)]);
+    }
+    (scope, repository, cluster_packages)
+}
+
+/// Creates ClusterPackage `<scope>-<package>` and waits until its `Ready`
+/// or `Failed` condition is true; returns that condition's message.
+async fn outcome_of(
+    scope: &Scope,
+    packages: &Api<ClusterPackage>,
+    package: &str,
+) -> (String, String) {
+    packages
+        .create(
+            &PostParams::default(),
+            &cluster_package(scope, package, package, Some("v1.0.0")),
+        )
+        .await
+        .unwrap();
+    let done = cluster_package_when(packages, &scope.name(package), "a decision", |p| {
+        p.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| (c.type_ == "Ready" || c.type_ == "Failed") && c.status == "True")
+        })
+    })
+    .await;
+    let condition = done
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| (c.type_ == "Ready" || c.type_ == "Failed") && c.status == "True")
+        .unwrap();
+    (condition.type_, condition.message)
+}
+
+/// Deletes every ClusterPackage of the scope, dependents first, and waits
+/// for cloudnative-pg to be gone.
+async fn tree_cleanup(scope: Scope, packages: &Api<ClusterPackage>, names: &[&str]) {
+    for name in names {
+        let _ = packages
+            .delete(&scope.name(name), &DeleteParams::default())
+            .await;
+        eventually("a ClusterPackage is gone", || async {
+            packages.get_opt(&scope.name(name)).await.unwrap().is_none()
+        })
+        .await;
+    }
+    for name in [scope.name("cnpg"), "cloudnative-pg".to_owned()] {
+        let _ = packages.delete(&name, &DeleteParams::default()).await;
+        eventually("cloudnative-pg is gone", || async {
+            packages.get_opt(&name).await.unwrap().is_none()
+        })
+        .await;
+    }
+    cnpg_namespace_gone(&scope).await;
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn branch_p_requires_a_range_and_d_is_missing_installs_d_pinned_in_max_available() {
+    let _turn = CNPG.lock().await;
+    let (scope, _repository, packages) =
+        tree_world("package-branch-install", None, &[("tool", Some("1.24.x"))]).await;
+    let (kind, message) = outcome_of(&scope, &packages, "tool").await;
+    assert_eq!(kind, "Ready", "{message}");
+    let dependency = packages.get("cloudnative-pg").await.unwrap();
+    assert_eq!(
+        dependency.spec.package_info.version.as_deref(),
+        Some("v1.24.1+1"),
+        "the highest 1.24"
+    );
+    tree_cleanup(scope, &packages, &["tool"]).await;
+}
+
+#[tokio::test]
+async fn branch_p_requires_a_range_and_dv_is_inside_pdv_is_fulfilled() {
+    let _turn = CNPG.lock().await;
+    let (scope, _repository, packages) = tree_world(
+        "package-branch-inside",
+        Some("v1.25.0+1"),
+        &[("tool", Some(">=1.25.0"))],
+    )
+    .await;
+    let (kind, message) = outcome_of(&scope, &packages, "tool").await;
+    assert_eq!(kind, "Ready", "{message}");
+    let status = packages
+        .get(&scope.name("tool"))
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(
+        status.dependencies,
+        [scope.name("cnpg")],
+        "the installed one serves"
+    );
+    assert!(
+        packages.get_opt("cloudnative-pg").await.unwrap().is_none(),
+        "nothing else installed"
+    );
+    tree_cleanup(scope, &packages, &["tool"]).await;
+}
+
+#[tokio::test]
+async fn branch_dv_below_pdv_is_a_conflict_resolvable_by_updating_d() {
+    let _turn = CNPG.lock().await;
+    let (scope, _repository, packages) = tree_world(
+        "package-branch-below",
+        Some("v1.25.0+1"),
+        &[("tool", Some(">=1.26.0"))],
+    )
+    .await;
+    let (kind, message) = outcome_of(&scope, &packages, "tool").await;
+    assert_eq!(kind, "Failed");
+    assert!(
+        message.contains("dependency conflict, resolvable by updating to v1.27.1+1")
+            && message.contains(&format!(
+                "update ClusterPackage {} to v1.27.1+1",
+                scope.name("cnpg")
+            )),
+        "{message}"
+    );
+    let installed = packages.get(&scope.name("cnpg")).await.unwrap();
+    assert_eq!(
+        installed.status.unwrap().version.as_deref(),
+        Some("v1.25.0+1"),
+        "never changed by itself"
+    );
+    tree_cleanup(scope, &packages, &["tool"]).await;
+}
+
+#[tokio::test]
+async fn branch_dv_above_pdv_is_a_conflict_not_resolvable() {
+    let _turn = CNPG.lock().await;
+    let (scope, _repository, packages) = tree_world(
+        "package-branch-above",
+        Some("v1.25.0+1"),
+        &[("tool", Some("<1.25.0"))],
+    )
+    .await;
+    let (kind, message) = outcome_of(&scope, &packages, "tool").await;
+    assert_eq!(kind, "Failed");
+    assert!(
+        message.contains("dependency conflict, not resolvable: tool does not support using cloudnative-pg in 1.25.0+1 yet"),
+        "{message}"
+    );
+    tree_cleanup(scope, &packages, &["tool"]).await;
+}
+
+#[tokio::test]
+async fn branch_others_require_ranges_and_dv_below_pdv_might_be_resolvable() {
+    let _turn = CNPG.lock().await;
+    let (scope, _repository, packages) = tree_world(
+        "package-branch-others",
+        Some("v1.24.1+1"),
+        &[("older", Some(">=1.24.0")), ("newer", Some(">=1.25.0"))],
+    )
+    .await;
+    let (kind, message) = outcome_of(&scope, &packages, "older").await;
+    assert_eq!(kind, "Ready", "{message}");
+    let (kind, message) = outcome_of(&scope, &packages, "newer").await;
+    assert_eq!(kind, "Failed");
+    assert!(
+        message.contains("dependency conflict, might be resolvable")
+            && message.contains("v1.27.1+1 is available there"),
+        "{message}"
+    );
+    tree_cleanup(scope, &packages, &["newer", "older"]).await;
+}

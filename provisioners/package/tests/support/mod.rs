@@ -9,7 +9,10 @@
 //! release assets (cloudnative-pg's `cnpg-X.yaml`) are not in the data,
 //! and tests never leave the machine. `publish` makes the server answer a
 //! package's `versions.yaml` with a newer `latestVersion`, as the
-//! repository does when it publishes one.
+//! repository does when it publishes one. `write_package` adds small
+//! packages written by a test (a ConfigMap each, with the dependencies and
+//! ranges the test needs): the real repository has one ranged dependency
+//! only, in a package with components.
 
 #![allow(dead_code)]
 
@@ -40,6 +43,8 @@ pub struct Repository {
     published: Arc<Mutex<BTreeMap<String, String>>>,
     /// How many times each path was asked for.
     pub hits: Arc<Mutex<BTreeMap<String, usize>>>,
+    /// Files written by a test, served beside the real ones.
+    written: Arc<Mutex<BTreeMap<String, String>>>,
 }
 
 #[derive(Clone)]
@@ -47,6 +52,7 @@ struct Served {
     base: Arc<OnceLock<String>>,
     published: Arc<Mutex<BTreeMap<String, String>>>,
     hits: Arc<Mutex<BTreeMap<String, usize>>>,
+    written: Arc<Mutex<BTreeMap<String, String>>>,
 }
 
 impl Repository {
@@ -56,6 +62,7 @@ impl Repository {
             base: Arc::default(),
             published: Arc::default(),
             hits: Arc::default(),
+            written: Arc::default(),
         };
         let router = Router::new()
             .route("/packages/{*path}", get(package_file))
@@ -67,7 +74,41 @@ impl Repository {
             server,
             published: served.published,
             hits: served.hits,
+            written: served.written,
         }
+    }
+
+    /// Serves a package written by the test (not real data): `name` at
+    /// v1.0.0, one ConfigMap in `namespace`, needing `dependencies`
+    /// (name, Glasskube range).
+    pub fn write_package(
+        &self,
+        name: &str,
+        namespace: &str,
+        dependencies: &[(&str, Option<&str>)],
+    ) {
+        let needs: String = dependencies
+            .iter()
+            .map(|(dependency, range)| match range {
+                Some(range) => format!("  - name: {dependency}\n    version: \"{range}\"\n"),
+                None => format!("  - name: {dependency}\n"),
+            })
+            .collect();
+        let mut written = self.written.lock().unwrap();
+        written.insert(
+            format!("{name}/versions.yaml"),
+            "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n".into(),
+        );
+        written.insert(
+            format!("{name}/v1.0.0/package.yaml"),
+            format!(
+                "name: {name}\ndefaultNamespace: {namespace}\ndependencies:\n{needs}manifests:\n  - url: ./{name}.yaml\n"
+            ),
+        );
+        written.insert(
+            format!("{name}/v1.0.0/{name}.yaml"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  written-by: the test\n"),
+        );
     }
 
     /// The repository's URL.
@@ -91,6 +132,9 @@ async fn package_file(State(served): State<Served>, Path(path): Path<String>) ->
         .any(|segment| segment == ".." || segment.is_empty())
     {
         return StatusCode::BAD_REQUEST.into_response();
+    }
+    if let Some(text) = served.written.lock().unwrap().get(&path) {
+        return text.clone().into_response();
     }
     let file = pakket_testkit::data("glasskube-packages/packages").join(&path);
     let Ok(mut text) = std::fs::read_to_string(&file) else {
