@@ -102,7 +102,8 @@ impl Repository {
         written.insert(
             format!("{name}/v1.0.0/package.yaml"),
             format!(
-                "name: {name}\ndefaultNamespace: {namespace}\ndependencies:\n{needs}manifests:\n  - url: ./{name}.yaml\n"
+                "name: {name}\ndefaultNamespace: {namespace}\n{}manifests:\n  - url: ./{name}.yaml\n",
+                if needs.is_empty() { String::new() } else { format!("dependencies:\n{needs}") }
             ),
         );
         written.insert(
