@@ -13,8 +13,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt as _;
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
-use kube::discovery::ApiResource;
+use kube::api::{Api, DeleteParams, PostParams};
 use pakket_api::Instance;
 use pakket_package::api::{
     ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoTemplate, PackageSpec,
@@ -95,10 +94,7 @@ fn ready<T>(status: Option<&pakket_package::api::PackageStatus>, _: T) -> bool {
 #[tokio::test]
 async fn a_pinned_package_installs_from_the_repository_and_leaves_with_its_package() {
     let _turn = CNPG.lock().await;
-    let scope = Scope::new("package-pinned").await;
-    let repository = support::Repository::start();
-    support::start(&scope, &repository).await;
-    support::repository_object(&scope, &repository).await;
+    let (scope, _repository) = support::world("package-pinned").await;
     let packages: Api<ClusterPackage> = Api::all(scope.client.clone());
     let created = std::time::Instant::now();
     packages
@@ -195,10 +191,7 @@ async fn a_pinned_package_installs_from_the_repository_and_leaves_with_its_packa
 #[tokio::test]
 async fn an_unpinned_package_moves_when_the_repository_publishes_a_newer_version() {
     let _turn = CNPG.lock().await;
-    let scope = Scope::new("package-latest").await;
-    let repository = support::Repository::start();
-    support::start(&scope, &repository).await;
-    support::repository_object(&scope, &repository).await;
+    let (scope, repository) = support::world("package-latest").await;
     let packages: Api<ClusterPackage> = Api::all(scope.client.clone());
     packages
         .create(
@@ -267,10 +260,7 @@ async fn an_unpinned_package_moves_when_the_repository_publishes_a_newer_version
 #[tokio::test]
 async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
     let _turn = CNPG.lock().await;
-    let scope = Scope::new("package-values").await;
-    let repository = support::Repository::start();
-    support::start(&scope, &repository).await;
-    support::repository_object(&scope, &repository).await;
+    let (scope, _repository) = support::world("package-values").await;
     // postgresql's Cluster needs cloudnative-pg's CRD.
     let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
     cluster_packages
@@ -351,17 +341,7 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         ready(packages.get("db").await.unwrap().status.as_ref(), ())
     })
     .await;
-    let clusters: Api<DynamicObject> = Api::namespaced_with(
-        scope.client.clone(),
-        &scope.namespace,
-        &ApiResource {
-            group: "postgresql.cnpg.io".into(),
-            version: "v1".into(),
-            api_version: "postgresql.cnpg.io/v1".into(),
-            kind: "Cluster".into(),
-            plural: "clusters".into(),
-        },
-    );
+    let clusters = support::clusters(&scope, &scope.namespace);
     let cluster = clusters.get("cluster").await.unwrap();
     assert_eq!(cluster.data["spec"]["instances"], 2);
     assert_eq!(
@@ -433,10 +413,7 @@ async fn a_missing_dependency_is_installed_and_goes_with_its_last_dependent() {
     // install D pinned in latest(D). Then D stays while any package
     // depends on it, and goes with the last.
     let _turn = CNPG.lock().await;
-    let scope = Scope::new("package-dependency").await;
-    let repository = support::Repository::start();
-    support::start(&scope, &repository).await;
-    support::repository_object(&scope, &repository).await;
+    let (scope, _repository) = support::world("package-dependency").await;
     let second = format!("{}-b", scope.namespace);
     let namespaces: Api<Namespace> = Api::all(scope.client.clone());
     namespaces
@@ -539,10 +516,7 @@ async fn a_missing_dependency_is_installed_and_goes_with_its_last_dependent() {
 async fn a_namespace_owner_cannot_install_a_cluster_package_into_her_namespace() {
     // cloudnative-pg brings a CRD (cluster-wide): as a Package in a
     // namespace it is refused, and nothing is installed.
-    let scope = Scope::new("package-scope").await;
-    let repository = support::Repository::start();
-    support::start(&scope, &repository).await;
-    support::repository_object(&scope, &repository).await;
+    let (scope, _repository) = support::world("package-scope").await;
     let packages: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
     let mut object = Package::new(
         "cnpg",
@@ -597,27 +571,9 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
     // nothing else: her postgresql waits for a person, and no Cluster is
     // made. Carol may also write postgresql's Clusters: hers installs by
     // itself. Neither can make the Instance claim someone else asked.
-    use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
     let _turn = CNPG.lock().await;
-    let scope = Scope::new("package-requester").await;
-    let repository = support::Repository::start();
-    pakket_testkit::install_crds(&scope.client).await.unwrap();
-    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
-        .await
-        .unwrap();
-    let mut options = LocalOptions::for_labels(format!("{}-packages", scope.id), scope.labels());
-    options.delegates = vec![pakket_controlplane::ADMIN_USER.to_owned()];
-    let hooks = LocalWebhooks::start(scope.client.clone(), options)
-        .await
-        .expect("the webhooks start");
-    support::start_with(
-        &scope,
-        &repository,
-        "UserPermission",
-        Some(hooks.record_key()),
-    )
-    .await;
-    support::repository_object(&scope, &repository).await;
+    let (scope, _repository, hooks) =
+        support::world_with_webhooks("package-requester", "UserPermission").await;
     // The admin installs cloudnative-pg (its CRD); she may do anything, so
     // UserPermission lets it in.
     let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
@@ -672,17 +628,7 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
     )
     .unwrap();
     assert_eq!(requester.username, "mallory");
-    let clusters: Api<DynamicObject> = Api::namespaced_with(
-        scope.client.clone(),
-        &scope.namespace,
-        &ApiResource {
-            group: "postgresql.cnpg.io".into(),
-            version: "v1".into(),
-            api_version: "postgresql.cnpg.io/v1".into(),
-            kind: "Cluster".into(),
-            plural: "clusters".into(),
-        },
-    );
+    let clusters = support::clusters(&scope, &scope.namespace);
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     assert!(
         clusters.get_opt("cluster").await.unwrap().is_none(),
@@ -775,21 +721,9 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
 
 #[tokio::test]
 async fn a_package_others_depend_on_is_refused_deletion_and_kept_while_the_webhook_is_down() {
-    use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
     let _turn = CNPG.lock().await;
-    let scope = Scope::new("package-in-use").await;
-    let repository = support::Repository::start();
-    pakket_testkit::install_crds(&scope.client).await.unwrap();
-    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
-        .await
-        .unwrap();
-    let mut options = LocalOptions::for_labels(format!("{}-packages", scope.id), scope.labels());
-    options.delegates = vec![pakket_controlplane::ADMIN_USER.to_owned()];
-    let hooks = LocalWebhooks::start(scope.client.clone(), options)
-        .await
-        .expect("the webhooks start");
-    support::start_with(&scope, &repository, "AllowAll", Some(hooks.record_key())).await;
-    support::repository_object(&scope, &repository).await;
+    let (scope, _repository, hooks) =
+        support::world_with_webhooks("package-in-use", "AllowAll").await;
     let databases: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
     databases
         .create(
@@ -890,10 +824,7 @@ async fn tree_world(
     installed: Option<&str>,
     packages: &[(&str, Option<&str>)],
 ) -> (Scope, support::Repository, Api<ClusterPackage>) {
-    let scope = Scope::new(suffix).await;
-    let repository = support::Repository::start();
-    support::start(&scope, &repository).await;
-    support::repository_object(&scope, &repository).await;
+    let (scope, repository) = support::world(suffix).await;
     let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
     if let Some(version) = installed {
         cluster_packages

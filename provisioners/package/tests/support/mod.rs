@@ -305,3 +305,52 @@ pub async fn revoke(scope: &Scope, user: &str) {
         .delete(&scope.name(user), &Default::default())
         .await;
 }
+
+/// A test's world: its scope, the repository server, the class and the
+/// package process, and the PackageRepository `<scope>-glasskube`.
+pub async fn world(name: &str) -> (Scope, Repository) {
+    let scope = Scope::new(name).await;
+    let repository = Repository::start();
+    start(&scope, &repository).await;
+    repository_object(&scope, &repository).await;
+    (scope, repository)
+}
+
+/// [`world`] with the real admission webhooks for the scope's objects
+/// (this process, which runs the controllers as the admin, a delegate)
+/// and the class's `approval`; the webhooks, to stop.
+pub async fn world_with_webhooks(
+    name: &str,
+    approval: &str,
+) -> (Scope, Repository, pakket_webhooks::local::LocalWebhooks) {
+    use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
+    let scope = Scope::new(name).await;
+    let repository = Repository::start();
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+        .await
+        .unwrap();
+    let mut options = LocalOptions::for_labels(format!("{}-packages", scope.id), scope.labels());
+    options.delegates = vec![pakket_controlplane::ADMIN_USER.to_owned()];
+    let hooks = LocalWebhooks::start(scope.client.clone(), options)
+        .await
+        .expect("the webhooks start");
+    start_with(&scope, &repository, approval, Some(hooks.record_key())).await;
+    repository_object(&scope, &repository).await;
+    (scope, repository, hooks)
+}
+
+/// postgresql's `Cluster`s in `namespace`.
+pub fn clusters(scope: &Scope, namespace: &str) -> Api<kube::api::DynamicObject> {
+    Api::namespaced_with(
+        scope.client.clone(),
+        namespace,
+        &kube::discovery::ApiResource {
+            group: "postgresql.cnpg.io".into(),
+            version: "v1".into(),
+            api_version: "postgresql.cnpg.io/v1".into(),
+            kind: "Cluster".into(),
+            plural: "clusters".into(),
+        },
+    )
+}
