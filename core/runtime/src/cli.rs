@@ -50,6 +50,19 @@ pub struct ProvisionerArgs {
     pub max_concurrent_unpacks: usize,
 }
 
+impl ProvisionerArgs {
+    /// How the content store is collected, from `--store-max-bytes`.
+    pub fn store_gc(&self) -> StoreGc {
+        StoreGc {
+            policy: Policy {
+                max_bytes: self.store_max_bytes,
+                ..StoreGc::default().policy
+            },
+            ..StoreGc::default()
+        }
+    }
+}
+
 /// Runs a provisioner process until SIGTERM or SIGINT: probes and metrics
 /// from the start, the controller while this replica leads. `provisioner`
 /// makes the provisioner for an id (`default_id` unless `--id` says).
@@ -58,37 +71,14 @@ pub async fn run<P: Provisioner>(
     default_id: &str,
     provisioner: impl Fn(&str) -> P,
 ) -> anyhow::Result<()> {
-    let id = args.id.clone().unwrap_or_else(|| default_id.to_owned());
-    let store = args.store.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("pakket-store-{}", LeaseConfig::name_for(&id)))
-    });
-    // In-cluster config, or $KUBECONFIG / ~/.kube/config outside a cluster.
-    let client = kube::Client::try_default().await?;
-    let lease_name = args
-        .lease_name
-        .clone()
-        .unwrap_or_else(|| LeaseConfig::name_for(&id));
-    let elector = Elector::new(
-        client.clone(),
-        LeaseConfig::new(args.lease_namespace.clone(), lease_name),
-    );
-
-    // Probes and metrics answer from the start, leading or not.
-    let listener = tokio::net::TcpListener::bind(args.probe_address).await?;
-    println!("probes and metrics on http://{}", listener.local_addr()?);
-    // After that first line: tests read it to find the probes.
-    let record_key = match &args.record_key_file {
-        Some(path) => Some(pakket_api::RecordKey::read(path)?),
-        None => {
-            tracing::warn!(
-                "no --record-key-file: approval: UserPermission trusts no requester record, so every Instance under it waits for a person"
-            );
-            None
-        }
-    };
-    let metrics = Arc::new(Metrics::new());
-    tokio::spawn(serve::serve(listener, metrics.clone(), elector.state()));
-
+    let Started {
+        id,
+        store,
+        client,
+        elector,
+        metrics,
+        record_key,
+    } = start(&args, default_id).await?;
     tracing::info!(%id, identity = %elector.config().identity, "provisioner started");
     // Pull secrets (the class parameter `pullSecrets`) are read from this
     // pod's own namespace only, given by the downward API.
@@ -105,13 +95,7 @@ pub async fn run<P: Provisioner>(
             metrics: metrics.clone(),
             sources: sources.clone(),
             record_key: record_key.clone(),
-            store_gc: StoreGc {
-                policy: Policy {
-                    max_bytes: args.store_max_bytes,
-                    ..StoreGc::default().policy
-                },
-                ..StoreGc::default()
-            },
+            store_gc: args.store_gc(),
             max_concurrent_unpacks: args.max_concurrent_unpacks,
             ..RunOptions::new(store.clone())
         };
@@ -121,6 +105,75 @@ pub async fn run<P: Provisioner>(
         result?;
     }
     Ok(())
+}
+
+/// What a provisioner process has once it started, before it works.
+pub struct Started {
+    /// Its id (`--id`, else its own).
+    pub id: String,
+    /// Its content store (`--store`, else a folder named after the id).
+    pub store: PathBuf,
+    /// The apiserver (in-cluster, else `$KUBECONFIG`).
+    pub client: kube::Client,
+    /// The Lease election; only the leader reconciles.
+    pub elector: Elector,
+    /// What `/metrics` serves.
+    pub metrics: Arc<Metrics>,
+    /// The key that verifies requester records, if `--record-key-file`.
+    pub record_key: Option<pakket_api::RecordKey>,
+}
+
+/// Starts what every provisioner process runs from its first second:
+/// the client, the election, and `/healthz`, `/readyz` and `/metrics`
+/// (whose address is printed first: tests read that line).
+pub async fn start(args: &ProvisionerArgs, default_id: &str) -> anyhow::Result<Started> {
+    let id = args.id.clone().unwrap_or_else(|| default_id.to_owned());
+    let store = args.store.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pakket-store-{}", LeaseConfig::name_for(&id)))
+    });
+    // In-cluster config, or $KUBECONFIG / ~/.kube/config outside a cluster.
+    let client = kube::Client::try_default().await?;
+    let lease_name = args
+        .lease_name
+        .clone()
+        .unwrap_or_else(|| LeaseConfig::name_for(&id));
+    let elector = Elector::new(
+        client.clone(),
+        LeaseConfig::new(args.lease_namespace.clone(), lease_name),
+    );
+    // Probes and metrics answer from the start, leading or not.
+    let listener = tokio::net::TcpListener::bind(args.probe_address).await?;
+    println!("probes and metrics on http://{}", listener.local_addr()?);
+    let record_key = match &args.record_key_file {
+        Some(path) => Some(pakket_api::RecordKey::read(path)?),
+        None => {
+            tracing::warn!(
+                "no --record-key-file: approval: UserPermission trusts no requester record, so every Instance under it waits for a person"
+            );
+            None
+        }
+    };
+    let metrics = Arc::new(Metrics::new());
+    tokio::spawn(serve::serve(listener, metrics.clone(), elector.state()));
+    Ok(Started {
+        id,
+        store,
+        client,
+        elector,
+        metrics,
+        record_key,
+    })
+}
+
+/// The PEM text of every `--extra-ca-file`; the error names the file.
+pub fn read_extra_roots(paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
+    paths
+        .iter()
+        .map(|path| {
+            std::fs::read_to_string(path)
+                .map_err(|error| anyhow::anyhow!("--extra-ca-file {}: {error}", path.display()))
+        })
+        .collect()
 }
 
 /// Logs to stderr at `RUST_LOG`'s levels (default `info`).

@@ -9,9 +9,8 @@ use clap::Parser;
 use pakket_package::ID;
 use pakket_package::process::{self, Options};
 use pakket_runtime::cli::{self, ProvisionerArgs};
-use pakket_runtime::controller::{RunOptions, StoreGc};
-use pakket_runtime::leader::{Elector, LeaseConfig};
-use pakket_runtime::serve::{self, Metrics};
+use pakket_runtime::controller::RunOptions;
+use pakket_runtime::serve;
 use pakket_runtime::source::SourceOptions;
 
 #[derive(Parser)]
@@ -57,36 +56,15 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 async fn main() -> anyhow::Result<()> {
     cli::init_logging();
     let args = Args::parse();
-    let id = args.provisioner.id.clone().unwrap_or_else(|| ID.to_owned());
-    let store = args.provisioner.store.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("pakket-store-{}", LeaseConfig::name_for(&id)))
-    });
-    let extra_roots = args
-        .extra_ca_files
-        .iter()
-        .map(|path| {
-            std::fs::read_to_string(path)
-                .map_err(|error| anyhow::anyhow!("--extra-ca-file {}: {error}", path.display()))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let client = kube::Client::try_default().await?;
-    let lease_name = args
-        .provisioner
-        .lease_name
-        .clone()
-        .unwrap_or_else(|| LeaseConfig::name_for(&id));
-    let elector = Elector::new(
-        client.clone(),
-        LeaseConfig::new(args.provisioner.lease_namespace.clone(), lease_name),
-    );
-    let metrics = Arc::new(Metrics::new());
-    let probes = tokio::net::TcpListener::bind(args.provisioner.probe_address).await?;
-    println!("probes and metrics on http://{}", probes.local_addr()?);
-    tokio::spawn(serve::serve(probes, metrics.clone(), elector.state()));
-    let record_key = match &args.provisioner.record_key_file {
-        Some(path) => Some(pakket_api::RecordKey::read(path)?),
-        None => None,
-    };
+    let extra_roots = cli::read_extra_roots(&args.extra_ca_files)?;
+    let cli::Started {
+        id,
+        store,
+        client,
+        elector,
+        metrics,
+        record_key,
+    } = cli::start(&args.provisioner, ID).await?;
     let namespace = std::env::var("POD_NAMESPACE")
         .ok()
         .filter(|namespace| !namespace.is_empty())
@@ -102,13 +80,7 @@ async fn main() -> anyhow::Result<()> {
             metrics: Arc::clone(&metrics),
             sources: sources.clone(),
             record_key: record_key.clone(),
-            store_gc: StoreGc {
-                policy: pakket_runtime::store::gc::Policy {
-                    max_bytes: args.provisioner.store_max_bytes,
-                    ..StoreGc::default().policy
-                },
-                ..StoreGc::default()
-            },
+            store_gc: args.provisioner.store_gc(),
             max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
             ..RunOptions::new(store.clone())
         };

@@ -12,9 +12,8 @@ use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::process::{self, DEFAULT_MAX_CATALOG_FILE, Options};
 use pakket_resolveset::provisioner::ResolveSet;
 use pakket_runtime::cli::{self, ProvisionerArgs};
-use pakket_runtime::controller::{self, RunOptions, StoreGc};
-use pakket_runtime::leader::{Elector, LeaseConfig};
-use pakket_runtime::serve::{self, Metrics};
+use pakket_runtime::controller::{self, RunOptions};
+use pakket_runtime::serve;
 use pakket_runtime::source::SourceOptions;
 
 /// jemalloc with its background thread, not the system allocator: a
@@ -73,41 +72,15 @@ async fn main() -> anyhow::Result<()> {
         args.api_tls_cert.as_deref(),
         args.api_tls_key.as_deref(),
     )?;
-    let id = args
-        .provisioner
-        .id
-        .clone()
-        .unwrap_or_else(|| DEFAULT_ID.to_owned());
-    let store = args.provisioner.store.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("pakket-store-{}", LeaseConfig::name_for(&id)))
-    });
-    let extra_roots = args
-        .extra_ca_files
-        .iter()
-        .map(|path| {
-            std::fs::read_to_string(path)
-                .map_err(|error| anyhow::anyhow!("--extra-ca-file {}: {error}", path.display()))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let client = kube::Client::try_default().await?;
-    let lease_name = args
-        .provisioner
-        .lease_name
-        .clone()
-        .unwrap_or_else(|| LeaseConfig::name_for(&id));
-    let elector = Elector::new(
-        client.clone(),
-        LeaseConfig::new(args.provisioner.lease_namespace.clone(), lease_name),
-    );
-    let metrics = Arc::new(Metrics::new());
-    let probes = tokio::net::TcpListener::bind(args.provisioner.probe_address).await?;
-    println!("probes and metrics on http://{}", probes.local_addr()?);
-    tokio::spawn(serve::serve(probes, metrics.clone(), elector.state()));
-
-    let record_key = match &args.provisioner.record_key_file {
-        Some(path) => Some(pakket_api::RecordKey::read(path)?),
-        None => None,
-    };
+    let extra_roots = cli::read_extra_roots(&args.extra_ca_files)?;
+    let cli::Started {
+        id,
+        store,
+        client,
+        elector,
+        metrics,
+        record_key,
+    } = cli::start(&args.provisioner, DEFAULT_ID).await?;
     let provisioner_metrics = Arc::clone(&metrics);
     let running = process::start(
         client.clone(),
@@ -134,13 +107,7 @@ async fn main() -> anyhow::Result<()> {
                     .unwrap_or_else(|| "pakket-system".into()),
                 ..Default::default()
             },
-            store_gc: StoreGc {
-                policy: pakket_runtime::store::gc::Policy {
-                    max_bytes: args.provisioner.store_max_bytes,
-                    ..StoreGc::default().policy
-                },
-                ..StoreGc::default()
-            },
+            store_gc: args.provisioner.store_gc(),
             record_key: record_key.clone(),
         },
     )
