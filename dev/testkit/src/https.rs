@@ -65,26 +65,56 @@ impl HttpsServer {
     }
 }
 
+/// A fresh CA and a certificate for `127.0.0.1` and `localhost` it signed,
+/// as PEM: the CA's certificate (what a client trusts), the server's
+/// certificate and its key.
+pub struct TestCertificate {
+    /// The CA's certificate.
+    pub ca_pem: String,
+    /// The server's certificate.
+    pub cert_pem: String,
+    /// The server's private key.
+    pub key_pem: String,
+}
+
+impl TestCertificate {
+    /// Makes the CA and the certificate.
+    pub fn new() -> Self {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "pakket test CA");
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let params =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        Self {
+            ca_pem: ca.pem(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+}
+
+impl Default for TestCertificate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A fresh CA and a server certificate it signed; (CA PEM, rustls config).
 fn tls_config() -> (String, rustls::ServerConfig) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "pakket test CA");
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let params =
-        CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-    let cert = params.signed_by(&key, &ca).unwrap();
-    let chain = vec![CertificateDer::from_pem_slice(cert.pem().as_bytes()).unwrap()];
-    let key = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap();
+    let made = TestCertificate::new();
+    let chain = vec![CertificateDer::from_pem_slice(made.cert_pem.as_bytes()).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(made.key_pem.as_bytes()).unwrap();
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -93,5 +123,5 @@ fn tls_config() -> (String, rustls::ServerConfig) {
     .with_no_client_auth()
     .with_single_cert(chain, key)
     .unwrap();
-    (ca.pem(), config)
+    (made.ca_pem, config)
 }

@@ -25,9 +25,6 @@ use pakket_runtime::controller::StoreGc;
 use pakket_runtime::serve::Metrics;
 use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
 use pakket_testkit::Scope;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
-};
 pub use registry::Registry;
 
 /// Applies the Catalog CRD (server-side, so every test may) and waits until
@@ -283,28 +280,13 @@ pub struct TestTls {
 impl TestTls {
     /// Makes the CA and certificate under `dir`.
     pub fn new(dir: &Path) -> Self {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "pakket resolveset test CA");
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let params =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-        let cert = params.signed_by(&key, &ca).unwrap();
+        let made = pakket_testkit::https::TestCertificate::new();
         std::fs::create_dir_all(dir).unwrap();
         let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
-        std::fs::write(&cert_path, cert.pem()).unwrap();
-        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        std::fs::write(&cert_path, &made.cert_pem).unwrap();
+        std::fs::write(&key_path, &made.key_pem).unwrap();
         Self {
-            ca_pem: ca.pem(),
+            ca_pem: made.ca_pem,
             cert: cert_path,
             key: key_path,
         }
