@@ -26,6 +26,7 @@ mod lookup;
 mod operator;
 mod operators;
 mod output;
+mod packages;
 mod pending;
 mod pivot;
 mod plan;
@@ -63,13 +64,15 @@ enum Listed {
     Instances,
     /// Operators (`operators.pakket.dev`).
     Operators,
+    /// ClusterPackages and Packages (`packages.pakket.dev`).
+    Packages,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// List Instances (or Operators: `list operators`), like `kubectl get`.
+    /// List Instances (or Operators: `list operators`; packages: `list packages`), like `kubectl get`.
     List {
-        /// What to list: `instances` (the default) or `operators`.
+        /// What to list: `instances` (the default), `operators` or `packages`.
         #[arg(value_enum, default_value_t = Listed::Instances)]
         kind: Listed,
         /// Only objects whose labels match this selector (`-l app=x,tier!=db`).
@@ -79,9 +82,9 @@ enum Command {
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<Format>,
     },
-    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events; or an Operator (`operator/NAME`): what it asks for, what it got, updates and components.
+    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events; or an Operator (`operator/NAME`): what it asks for, what it got, updates and components; or a package (`clusterpackage/NAME`, `package/NAMESPACE/NAME`): version, values, dependencies, conditions, its Instance.
     Describe {
-        /// The Instance's name, or `operator/NAME`.
+        /// The Instance's name, `operator/NAME`, `clusterpackage/NAME` or `package/NAMESPACE/NAME`.
         name: String,
         /// Print the same facts as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
@@ -208,13 +211,21 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 Listed::Operators => {
                     operators::list(&client, selector.as_deref(), output, &mut out).await
                 }
+                Listed::Packages => {
+                    packages::list(&client, selector.as_deref(), output, &mut out).await
+                }
             }
         }
         Command::Describe { name, output } => {
             let client = cli.cluster.client().await?;
-            match name.strip_prefix("operator/") {
-                Some(operator) => operators::describe(&client, operator, output, &mut out).await,
-                None => describe::run(&client, &name, output, &mut out).await,
+            if let Some(operator) = name.strip_prefix("operator/") {
+                operators::describe(&client, operator, output, &mut out).await
+            } else if let Some(package) = name.strip_prefix("clusterpackage/") {
+                packages::describe(&client, package, false, output, &mut out).await
+            } else if let Some(package) = name.strip_prefix("package/") {
+                packages::describe(&client, package, true, output, &mut out).await
+            } else {
+                describe::run(&client, &name, output, &mut out).await
             }
         }
         Command::Why {
