@@ -249,7 +249,7 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
 
 /// Asks the apiserver whether `requester` may `access`, as RBAC would
 /// answer if he asked himself.
-pub(crate) async fn review(
+pub async fn review(
     reviews: &Api<SubjectAccessReview>,
     requester: &CreatorRecord,
     access: &Access,

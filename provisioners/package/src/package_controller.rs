@@ -389,9 +389,14 @@ async fn install<K: PackageObject>(
             ),
         ));
     }
-    let given = resolve_values(client, &spec.values)
-        .await
-        .map_err(|problem| Step::Failed("ValueConfigurationInvalid", problem))?;
+    let given = resolve_values(
+        client,
+        &spec.values,
+        author(package, context.record_key.as_ref()).as_ref(),
+        package.namespace().as_deref(),
+    )
+    .await
+    .map_err(|problem| Step::Failed("ValueConfigurationInvalid", problem))?;
     let problems = values::validate(
         &manifest.value_definitions,
         &values::with_defaults(&manifest.value_definitions, &given),
@@ -520,57 +525,137 @@ fn manifest_of(
     Ok((manifest, url))
 }
 
-/// The values as text: written ones, and another ClusterPackage's
-/// (`packageRef`). ConfigMaps and Secrets are not read yet: reading them
-/// needs the requester's own right to, which packages do not carry yet.
+/// The values as text: written ones, a ConfigMap's key, or another
+/// ClusterPackage's value (`packageRef`); a value read from elsewhere only
+/// if the package's `author` may read it herself (asked of the apiserver
+/// as a SubjectAccessReview): the package would otherwise copy into her
+/// objects what she cannot see. Secrets are not read: the values end up
+/// in the Instance's spec, which more people read than the Secret.
 async fn resolve_values(
     client: &Client,
     given: &BTreeMap<String, ValueConfiguration>,
+    author: Option<&pakket_api::CreatorRecord>,
+    own_namespace: Option<&str>,
 ) -> Result<BTreeMap<String, String>, String> {
     let mut values = BTreeMap::new();
     for (name, configuration) in given {
+        let at = format!("spec.values.{name}");
         let value = match (&configuration.value, &configuration.value_from) {
             (Some(value), None) => value.clone(),
-            (None, Some(from)) => match (&from.package_ref, &from.config_map_ref, &from.secret_ref)
-            {
-                (Some(reference), None, None) => {
-                    let other = Api::<ClusterPackage>::all(client.clone())
-                        .get_opt(&reference.name)
-                        .await
-                        .map_err(|error| format!("spec.values.{name}.valueFrom.packageRef: {error}"))?
-                        .ok_or_else(|| format!("spec.values.{name}.valueFrom.packageRef: ClusterPackage {} does not exist", reference.name))?;
-                    other
+            (None, Some(from)) => {
+                match (&from.package_ref, &from.config_map_ref, &from.secret_ref) {
+                    (Some(reference), None, None) => {
+                        may_read(
+                            client,
+                            author,
+                            &at,
+                            "packages.pakket.dev",
+                            "clusterpackages",
+                            None,
+                            &reference.name,
+                        )
+                        .await?;
+                        let other = Api::<ClusterPackage>::all(client.clone())
+                            .get_opt(&reference.name)
+                            .await
+                            .map_err(|error| format!("{at}.valueFrom.packageRef: {error}"))?
+                            .ok_or_else(|| {
+                                format!(
+                                    "{at}.valueFrom.packageRef: ClusterPackage {} does not exist",
+                                    reference.name
+                                )
+                            })?;
+                        other
                         .spec
                         .values
                         .get(&reference.value)
                         .and_then(|v| v.value.clone())
                         .ok_or_else(|| {
                             format!(
-                                "spec.values.{name}.valueFrom.packageRef: ClusterPackage {} has no written value {}",
+                                "{at}.valueFrom.packageRef: ClusterPackage {} has no written value {}",
                                 reference.name, reference.value
                             )
                         })?
+                    }
+                    (None, Some(reference), None) => {
+                        let namespace = reference.namespace.as_deref().or(own_namespace).ok_or_else(|| {
+                        format!("{at}.valueFrom.configMapRef.namespace: required for a ClusterPackage")
+                    })?;
+                        may_read(
+                            client,
+                            author,
+                            &at,
+                            "",
+                            "configmaps",
+                            Some(namespace),
+                            &reference.name,
+                        )
+                        .await?;
+                        let config_map = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), namespace)
+                        .get_opt(&reference.name)
+                        .await
+                        .map_err(|error| format!("{at}.valueFrom.configMapRef: {error}"))?
+                        .ok_or_else(|| format!("{at}.valueFrom.configMapRef: ConfigMap {namespace}/{} does not exist", reference.name))?;
+                        config_map
+                        .data
+                        .and_then(|data| data.get(&reference.key).cloned())
+                        .ok_or_else(|| {
+                            format!("{at}.valueFrom.configMapRef: ConfigMap {namespace}/{} has no key {}", reference.name, reference.key)
+                        })?
+                    }
+                    (None, None, Some(_)) => {
+                        return Err(format!(
+                            "{at}.valueFrom.secretRef: values from Secrets are not read by this version of pakket-package (the value would be copied into the Instance's spec, which more people may read than the Secret); write the value, or use a ConfigMap"
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "{at}.valueFrom: set exactly one of configMapRef, secretRef or packageRef"
+                        ));
+                    }
                 }
-                (None, Some(_), None) | (None, None, Some(_)) => {
-                    return Err(format!(
-                        "spec.values.{name}.valueFrom: values from ConfigMaps and Secrets are not read by this version of pakket-package (it cannot yet check that the package's author may read them); write the value, or use packageRef"
-                    ));
-                }
-                _ => {
-                    return Err(format!(
-                        "spec.values.{name}.valueFrom: set exactly one of configMapRef, secretRef or packageRef"
-                    ));
-                }
-            },
-            _ => {
-                return Err(format!(
-                    "spec.values.{name}: set exactly one of value or valueFrom"
-                ));
             }
+            _ => return Err(format!("{at}: set exactly one of value or valueFrom")),
         };
         values.insert(name.clone(), value);
     }
     Ok(values)
+}
+
+/// Whether the package's author may `get` the object a value is read
+/// from; the error names the field and says what to do.
+async fn may_read(
+    client: &Client,
+    author: Option<&pakket_api::CreatorRecord>,
+    at: &str,
+    group: &str,
+    resource: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<(), String> {
+    let author = author.ok_or_else(|| {
+        format!(
+            "{at}.valueFrom: the package has no verified author (the webhooks record who writes packages), so nothing is read on anyone's behalf; write the value"
+        )
+    })?;
+    let access = pakket_runtime::rbac::Access::Resource {
+        group: group.to_owned(),
+        resource: resource.to_owned(),
+        subresource: String::new(),
+        verb: "get".into(),
+        namespace: namespace.map(str::to_owned),
+        name: Some(name.to_owned()),
+    };
+    let reviews: Api<k8s_openapi::api::authorization::v1::SubjectAccessReview> =
+        Api::all(client.clone());
+    if pakket_runtime::approval::review(&reviews, author, &access).await? {
+        Ok(())
+    } else {
+        Err(format!(
+            "{at}.valueFrom: {} may not {access}, so the package does not read it for them",
+            author.username
+        ))
+    }
 }
 
 /// Applies the Instance the package becomes; returns it as stored.

@@ -407,6 +407,20 @@ fn postgresql_in(scope: &Scope, namespace: &str, name: &str) -> Package {
     object
 }
 
+/// [`postgresql_in`], its database name read from ConfigMap `settings`
+/// (key `database`) in its namespace.
+fn postgresql_reading_a_config_map(scope: &Scope, name: &str) -> Package {
+    let mut object = postgresql_in(scope, &scope.namespace, name);
+    object.spec.values.insert(
+        "databaseName".into(),
+        serde_json::from_value(serde_json::json!({
+            "valueFrom": {"configMapRef": {"name": "settings", "key": "database"}}
+        }))
+        .unwrap(),
+    );
+    object
+}
+
 #[tokio::test]
 async fn a_missing_dependency_is_installed_and_goes_with_its_last_dependent() {
     // Seed 000: P requires no version range of D, and D does not exist:
@@ -596,6 +610,59 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
     support::grant(&scope, "mallory", serde_json::json!([packages_rule])).await;
     let as_mallory: Api<Package> =
         Api::namespaced(scope.cluster.client_as("mallory").await, &scope.namespace);
+    // A ConfigMap mallory may not read: her Package cannot read it for her.
+    let settings: k8s_openapi::api::core::v1::ConfigMap =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "settings", "labels": scope.labels()},
+            "data": {"database": "orders"},
+        }))
+        .unwrap();
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+        scope.client.clone(),
+        &scope.namespace,
+    )
+    .create(&PostParams::default(), &settings)
+    .await
+    .unwrap();
+    eventually("mallory may write Packages", || async {
+        as_mallory
+            .create(
+                &PostParams::default(),
+                &postgresql_reading_a_config_map(&scope, "leak"),
+            )
+            .await
+            .is_ok()
+    })
+    .await;
+    let admin_packages = Api::<Package>::namespaced(scope.client.clone(), &scope.namespace);
+    eventually("the read is refused, naming her", || async {
+        admin_packages
+            .get("leak")
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Failed"
+                        && c.reason == "ValueConfigurationInvalid"
+                        && c.message.contains("mallory may not get configmaps")
+                })
+            })
+    })
+    .await;
+    let leak = pakket_package::names::instance(Some(&scope.namespace), "leak");
+    assert!(
+        Api::<Instance>::all(scope.client.clone())
+            .get_opt(&leak)
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing made"
+    );
+    as_mallory
+        .delete("leak", &DeleteParams::default())
+        .await
+        .unwrap();
     eventually("mallory may write Packages", || async {
         as_mallory
             .create(
@@ -660,7 +727,8 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
     support::grant(
         &scope,
         "carol",
-        serde_json::json!([packages_rule, {"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters"], "verbs": ["*"]}]),
+        serde_json::json!([packages_rule, {"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters"], "verbs": ["*"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]),
     )
     .await;
     let as_carol: Api<Package> =
@@ -669,7 +737,7 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
         as_carol
             .create(
                 &PostParams::default(),
-                &postgresql_in(&scope, &scope.namespace, "db"),
+                &postgresql_reading_a_config_map(&scope, "db"),
             )
             .await
             .is_ok()
@@ -687,7 +755,11 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
             .reason,
         "ApprovedByPolicy"
     );
-    assert!(clusters.get_opt("cluster").await.unwrap().is_some());
+    let cluster = clusters.get("cluster").await.unwrap();
+    assert_eq!(
+        cluster.data["spec"]["bootstrap"]["initdb"]["database"], "orders",
+        "read from the ConfigMap she may read"
+    );
     as_carol
         .delete("db", &DeleteParams::default())
         .await
