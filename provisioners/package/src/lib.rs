@@ -19,6 +19,7 @@ pub mod package_controller;
 pub mod process;
 pub mod provisioner;
 pub mod repository;
+pub mod repository_controller;
 pub mod values;
 
 /// The provisioner's id.

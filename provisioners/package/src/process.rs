@@ -1,5 +1,5 @@
 //! Everything one pakket-package replica runs while it leads: the
-//! PackageInfo controller, the ClusterPackage and Package controllers, and
+//! PackageRepository and PackageInfo controllers, the ClusterPackage and Package controllers, and
 //! the runtime's controller for the package provisioner.
 
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use crate::info_controller;
 use crate::package_controller::{self, PackageContext};
 use crate::provisioner::PackageProvisioner;
 use crate::repository::RepositoryClient;
+use crate::repository_controller;
 
 /// How a replica is set up.
 pub struct Options {
@@ -57,6 +58,7 @@ pub async fn run(
     let provisioner = PackageProvisioner::new(options.id);
     let selector = options.selector;
     tokio::select! {
+        () = repository_controller::run(Arc::clone(&info), selector.clone()) => Ok(()),
         () = info_controller::run(info, selector.clone()) => Ok(()),
         () = package_controller::run::<ClusterPackage>(Arc::clone(&packages), selector.clone()) => Ok(()),
         () = package_controller::run::<Package>(packages, selector) => Ok(()),

@@ -117,6 +117,23 @@ async fn a_pinned_package_installs_from_the_repository_and_leaves_with_its_packa
     );
     let status = installed.status.unwrap();
     assert_eq!(status.version.as_deref(), Some("v1.25.0+1"));
+    // The repository says it answers, and what it offers.
+    let repositories: Api<pakket_package::api::PackageRepository> = Api::all(scope.client.clone());
+    eventually("the repository's status", || async {
+        repositories
+            .get(&scope.name("glasskube"))
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Ready"
+                        && c.reason == "SyncCompleted"
+                        && c.message == "index.yaml lists 32 packages"
+                })
+            })
+    })
+    .await;
     // The PackageInfo holds the package file as the repository served it.
     let info_name = &status.owned_package_infos[0];
     let info = Api::<PackageInfo>::all(scope.client.clone())
@@ -531,6 +548,38 @@ async fn a_namespace_owner_cannot_install_a_cluster_package_into_her_namespace()
     // cloudnative-pg brings a CRD (cluster-wide): as a Package in a
     // namespace it is refused, and nothing is installed.
     let (scope, _repository) = support::world("package-scope").await;
+    // A repository that does not answer says so, naming its URL.
+    let broken_url = "https://127.0.0.1:9/packages/";
+    let mut broken = pakket_package::api::PackageRepository::new(
+        &scope.name("broken"),
+        pakket_package::api::PackageRepositorySpec {
+            url: broken_url.into(),
+            auth: None,
+        },
+    );
+    broken.metadata.labels = Some(scope.labels());
+    let repositories: Api<pakket_package::api::PackageRepository> = Api::all(scope.client.clone());
+    repositories
+        .create(&PostParams::default(), &broken)
+        .await
+        .unwrap();
+    eventually("the broken repository says why", || async {
+        repositories
+            .get(&scope.name("broken"))
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Failed"
+                        && c.status == "True"
+                        && c.reason == "SyncFailed"
+                        && c.message
+                            .contains("https://127.0.0.1:9/packages/index.yaml")
+                })
+            })
+    })
+    .await;
     let packages: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
     let mut object = Package::new(
         "cnpg",
