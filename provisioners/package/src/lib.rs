@@ -9,6 +9,7 @@
 //!   credentials.
 
 pub mod api;
+pub mod components;
 pub mod conditions;
 pub mod crd;
 pub mod dependencies;

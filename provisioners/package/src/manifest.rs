@@ -80,7 +80,7 @@ pub struct PackageManifest {
     pub dependencies: Vec<Dependency>,
     /// Packages installed as parts of this one.
     #[serde(default)]
-    pub components: Vec<Value>,
+    pub components: Vec<Component>,
     /// Values copied from one package's objects to another's.
     #[serde(default)]
     pub transformations: Vec<Value>,
@@ -95,6 +95,24 @@ pub struct ManifestFile {
     /// This file's namespace for objects without one.
     #[serde(default)]
     pub default_namespace: Option<String>,
+}
+
+/// One `components[]` entry: a namespaced package installed as part of
+/// this one.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Component {
+    /// The package.
+    pub name: String,
+    /// Its Package is `<parent>-<installedName or name>`.
+    #[serde(default)]
+    pub installed_name: Option<String>,
+    /// The versions that will do, if it matters.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Its values, as a package's `spec.values`.
+    #[serde(default)]
+    pub values: BTreeMap<String, Value>,
 }
 
 /// One `dependencies[]` entry.
@@ -218,9 +236,6 @@ impl PackageManifest {
         }
         if self.kustomize.is_some() {
             missing.push("kustomize");
-        }
-        if !self.components.is_empty() {
-            missing.push("components");
         }
         if !self.transformations.is_empty() {
             missing.push("transformations");

@@ -31,6 +31,7 @@ use crate::api::{
     ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoSpec, PackageStatus,
     ValueConfiguration,
 };
+use crate::components;
 use crate::conditions::{self, Readiness};
 use crate::dependencies;
 use crate::info_controller::{self, repository_for};
@@ -294,10 +295,12 @@ async fn install<K: PackageObject>(
     let uid = package.meta().uid.clone().unwrap_or_default();
     // Installed only because another package needed it: it goes when no
     // package does any more.
-    let as_dependency = package
-        .annotations()
-        .get(crate::api::INSTALLED_AS_DEPENDENCY_ANNOTATION)
-        .is_some_and(|v| v == "true");
+    // (A component is a namespaced Package: it goes with its parent.)
+    let as_dependency = package.namespace().is_none()
+        && package
+            .annotations()
+            .get(crate::api::INSTALLED_AS_DEPENDENCY_ANNOTATION)
+            .is_some_and(|v| v == "true");
     if as_dependency {
         let everyone = dependencies::everyone(client).await?;
         if dependencies::dependents_of(&everyone, &wanted.name, &uid).is_empty() {
@@ -459,6 +462,40 @@ async fn install<K: PackageObject>(
     status.version = Some(version.clone());
     status.instance = Some(instance_name.to_owned());
     mirror(status, &instance, package.meta().generation);
+    // Components: ready when they are.
+    if !manifest.components.is_empty() {
+        let namespace = package
+            .namespace()
+            .or_else(|| manifest.default_namespace.clone())
+            .ok_or_else(|| {
+                Step::Failed(
+                    "UnsupportedFormat",
+                    format!(
+                        "package {} has components and no defaultNamespace to put them in",
+                        wanted.name
+                    ),
+                )
+            })?;
+        let key =
+            components::parent_key(K::KIND, package.namespace().as_deref(), &package.name_any());
+        let waiting = components::ensure(
+            &context.info,
+            &repository,
+            (&key, &package.name_any()),
+            &namespace,
+            &manifest.components,
+            package.labels(),
+            context.record_key.as_ref().zip(person.as_ref()),
+        )
+        .await
+        .map_err(|problem| Step::Failed("InstallationFailed", problem))?;
+        if !waiting.is_empty() && condition_true(&instance, ConditionType::Installed) {
+            return Err(Step::Waiting(
+                "Pending",
+                format!("waiting for its components: {}", waiting.join(", ")),
+            ));
+        }
+    }
     cleanup_infos::<K>(package, client, status, &info_name).await?;
     Ok(if as_dependency {
         // Looked at often: it goes soon after its last dependent.
@@ -906,6 +943,11 @@ async fn finalize<K: PackageObject>(
             }
             return Ok(Action::requeue(DEPENDENCY_RECHECK));
         }
+    }
+    // Its components go first (their objects live in its namespace).
+    let key = components::parent_key(K::KIND, package.namespace().as_deref(), &package.name_any());
+    if !components::remove(&context.info.client, &key).await? {
+        return Ok(Action::requeue(WAITING));
     }
     if let Some(instance) = instances.get_opt(instance_name).await? {
         if instance.metadata.deletion_timestamp.is_none() {

@@ -1135,3 +1135,93 @@ async fn branch_others_require_ranges_and_dv_below_pdv_might_be_resolvable() {
     );
     tree_cleanup(scope, &packages, &["newer", "older"]).await;
 }
+
+#[tokio::test]
+async fn a_packages_components_install_with_their_values_and_go_with_it() {
+    // Two small packages written here: `suite` (cluster-wide) has the
+    // namespaced `part` as a component named `p`, with a value for it.
+    let (scope, repository) = support::world("package-components").await;
+    repository.write_file(
+        "part/versions.yaml",
+        "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n",
+    );
+    repository.write_file(
+        "part/v1.0.0/package.yaml",
+        "name: part\nscope: Namespaced\nmanifests:\n  - url: ./part.yaml\nvalueDefinitions:\n  greeting:\n    type: text\n    targets:\n      - resource: {apiGroup: v1, kind: ConfigMap, name: part}\n        patch: {op: add, path: /data/greeting}\n",
+    );
+    repository.write_file(
+        "part/v1.0.0/part.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: part}\ndata: {}\n",
+    );
+    repository.write_file(
+        "suite/versions.yaml",
+        "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n",
+    );
+    repository.write_file(
+        "suite/v1.0.0/package.yaml",
+        &format!(
+            "name: suite\ndefaultNamespace: {}\ncomponents:\n  - name: part\n    installedName: p\n    version: 1.x.x\n    values:\n      greeting:\n        value: hello\nmanifests:\n  - url: ./suite.yaml\n",
+            scope.namespace
+        ),
+    );
+    repository.write_file(
+        "suite/v1.0.0/suite.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: suite}\n",
+    );
+    let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    cluster_packages
+        .create(
+            &PostParams::default(),
+            &cluster_package(&scope, "suite", "suite", Some("v1.0.0")),
+        )
+        .await
+        .unwrap();
+    cluster_package_when(
+        &cluster_packages,
+        &scope.name("suite"),
+        "the suite and its part installed",
+        |p| ready(p.status.as_ref(), ()),
+    )
+    .await;
+    let packages: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let part = packages
+        .get(&format!("{}-p", scope.name("suite")))
+        .await
+        .unwrap();
+    assert_eq!(part.spec.package_info.version.as_deref(), Some("v1.0.0"));
+    assert_eq!(
+        part.annotations()[pakket_package::api::INSTALLED_AS_DEPENDENCY_ANNOTATION],
+        "true"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let made = config_maps.get("part").await.unwrap();
+    assert_eq!(
+        made.data.unwrap()["greeting"],
+        "hello",
+        "the parent's value for it"
+    );
+    assert!(config_maps.get_opt("suite").await.unwrap().is_some());
+
+    cluster_packages
+        .delete(&scope.name("suite"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the suite is gone", || async {
+        cluster_packages
+            .get_opt(&scope.name("suite"))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    assert!(
+        packages
+            .get_opt(&format!("{}-p", scope.name("suite")))
+            .await
+            .unwrap()
+            .is_none(),
+        "its part went first"
+    );
+    assert!(config_maps.get_opt("part").await.unwrap().is_none());
+    scope.cleanup().await;
+}

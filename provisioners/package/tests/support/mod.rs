@@ -78,6 +78,15 @@ impl Repository {
         }
     }
 
+    /// Serves `text` at `path` under the repository, written by the test
+    /// (not real data).
+    pub fn write_file(&self, path: &str, text: &str) {
+        self.written
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), text.to_owned());
+    }
+
     /// Serves a package written by the test (not real data): `name` at
     /// v1.0.0, one ConfigMap in `namespace`, needing `dependencies`
     /// (name, Glasskube range).

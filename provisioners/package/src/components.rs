@@ -1,0 +1,195 @@
+//! Components: packages installed as parts of another, as Glasskube
+//! installs them. Each is a namespaced Package `<parent>-<installedName or
+//! name>` in the parent's namespace (a ClusterPackage's: its
+//! `defaultNamespace`, made with it), at the highest version its range
+//! allows, with the values the parent's package file gives it, marked
+//! installed-as-dependency and labelled with its parent, so it goes with
+//! the parent. The parent is ready when its components are.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, ResourceExt as _};
+use pakket_engine::{Range, Version};
+
+use crate::api::{
+    INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfoTemplate, PackageSpec,
+    ValueConfiguration,
+};
+use crate::manifest::Component;
+use crate::names;
+use crate::repository::{Endpoint, RepositoryClient};
+
+/// On component Packages: the parent's `<kind>.<namespace>.<name>`.
+pub const PARENT_LABEL: &str = "packages.pakket.dev/component-of";
+
+/// The parent label's value for a package.
+pub fn parent_key(kind: &str, namespace: Option<&str>, name: &str) -> String {
+    names::sanitized(&format!("{kind}.{}.{name}", namespace.unwrap_or("")), 63)
+}
+
+/// Where the components stand: `Ok(waiting)` lists those not ready yet.
+/// New ones carry the parent's `author`, sealed.
+pub async fn ensure(
+    context: &crate::info_controller::Context,
+    repository: &Endpoint,
+    parent: (&str, &str),
+    namespace: &str,
+    components: &[Component],
+    labels: &BTreeMap<String, String>,
+    author: Option<(&pakket_api::RecordKey, &pakket_api::CreatorRecord)>,
+) -> Result<Vec<String>, String> {
+    let (parent_key, parent_name) = parent;
+    let (client, repositories) = (&context.client, &context.repositories);
+    if Api::<Namespace>::all(client.clone())
+        .get_opt(namespace)
+        .await
+        .map_err(|e| e.to_string())?
+        .is_none()
+    {
+        return Ok(vec![format!(
+            "namespace {namespace} (made with the package)"
+        )]);
+    }
+    let api: Api<Package> = Api::namespaced(client.clone(), namespace);
+    let mut waiting = Vec::new();
+    for component in components {
+        let name = names::sanitized(
+            &format!(
+                "{parent_name}-{}",
+                component
+                    .installed_name
+                    .as_deref()
+                    .unwrap_or(&component.name)
+            ),
+            63,
+        );
+        let existing = api.get_opt(&name).await.map_err(|e| e.to_string())?;
+        let Some(existing) = existing else {
+            let version = version_for(repositories, repository, component).await?;
+            let values: BTreeMap<String, ValueConfiguration> = component
+                .values
+                .iter()
+                .map(|(key, value)| {
+                    serde_json::from_value(value.clone())
+                        .map(|value| (key.clone(), value))
+                        .map_err(|error| {
+                            format!("components[{}].values.{key}: {error}", component.name)
+                        })
+                })
+                .collect::<Result<_, _>>()?;
+            let mut package = Package::new(
+                &name,
+                PackageSpec {
+                    package_info: PackageInfoTemplate {
+                        name: component.name.clone(),
+                        version: Some(version),
+                        repository_name: Some(repository.name.clone()),
+                    },
+                    values,
+                    suspend: false,
+                },
+            );
+            let mut component_labels = labels.clone();
+            component_labels.insert(PARENT_LABEL.into(), parent_key.into());
+            package.metadata.labels = Some(component_labels);
+            let mut annotations = BTreeMap::from([(
+                INSTALLED_AS_DEPENDENCY_ANNOTATION.to_owned(),
+                "true".to_owned(),
+            )]);
+            // The parent's author asked for it: her record, sealed for this
+            // Package and spec (taken from this process, a delegate, only).
+            if let Some((key, person)) = author {
+                let spec = serde_json::to_value(&package.spec).map_err(|e| e.to_string())?;
+                let sealed = person.sealed_for(
+                    key,
+                    pakket_api::LAST_CHANGED_BY_ANNOTATION,
+                    &pakket_api::record_object("Package", &format!("{namespace}/{name}")),
+                    pakket_api::value_digest(&spec),
+                );
+                annotations.insert(
+                    pakket_api::LAST_CHANGED_BY_ANNOTATION.to_owned(),
+                    sealed.to_annotation(),
+                );
+            }
+            package.metadata.annotations = Some(annotations);
+            match api.create(&PostParams::default(), &package).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 409 => {}
+                Err(error) => return Err(error.to_string()),
+            }
+            waiting.push(format!("Package {namespace}/{name} (being installed)"));
+            continue;
+        };
+        if existing.labels().get(PARENT_LABEL).map(String::as_str) != Some(parent_key) {
+            return Err(format!(
+                "component {}: Package {namespace}/{name} exists and is not this package's component; rename it",
+                component.name
+            ));
+        }
+        let ready = existing.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        });
+        if !ready {
+            waiting.push(format!("Package {namespace}/{name}"));
+        }
+    }
+    Ok(waiting)
+}
+
+/// The highest published version in the component's range, else the
+/// repository's latest.
+async fn version_for(
+    repositories: &RepositoryClient,
+    repository: &Endpoint,
+    component: &Component,
+) -> Result<String, String> {
+    let versions = repositories
+        .versions(repository, &component.name)
+        .await
+        .map_err(|error| format!("component {}: {error}", component.name))?;
+    let Some(range) = &component.version else {
+        return versions.latest_version.ok_or_else(|| {
+            format!(
+                "component {}: the repository names no latestVersion",
+                component.name
+            )
+        });
+    };
+    let range = Range::parse_glasskube(range)
+        .map_err(|error| format!("component {}: version {range:?}: {error}", component.name))?;
+    versions
+        .versions
+        .iter()
+        .filter_map(|v| Version::parse(&v.version).ok())
+        .filter(|v| range.contains(v))
+        .max()
+        .map(|v| v.as_written().to_owned())
+        .ok_or_else(|| {
+            format!(
+                "component {}: no published version in {}",
+                component.name,
+                range.as_written()
+            )
+        })
+}
+
+/// Deletes the components of `parent_key` (the parent is going).
+pub async fn remove(client: &Client, parent_key: &str) -> Result<bool, kube::Error> {
+    let api: Api<Package> = Api::all(client.clone());
+    let params = ListParams::default().labels(&format!("{PARENT_LABEL}={parent_key}"));
+    let left = api.list(&params).await?.items;
+    for component in &left {
+        if component.metadata.deletion_timestamp.is_none() {
+            let namespaced: Api<Package> =
+                Api::namespaced(client.clone(), &component.namespace().unwrap_or_default());
+            let _ = namespaced
+                .delete(&component.name_any(), &DeleteParams::default())
+                .await;
+        }
+    }
+    Ok(left.is_empty())
+}
