@@ -371,7 +371,8 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("KIND"), "{text}");
         assert!(
-            lines[1].contains("Package")
+            lines[1].starts_with("Package ")
+                && !lines[1].contains("(dependency)")
                 && lines[1].contains("shop")
                 && lines[1].contains("latest")
                 && lines[1].contains("InstallationSucceeded")

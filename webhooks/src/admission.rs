@@ -147,9 +147,13 @@ impl Admission {
         };
         let package: pakket_package::api::ClusterPackage =
             crate::review::decode(object, "ClusterPackage", "oldObject")?;
-        if let Some(message) = crate::rules::package_in_use::refusal(&self.client, &package).await?
-        {
-            verdict.deny(403, message);
+        // Fails open, like the webhook's failurePolicy: a delete the
+        // dependents cannot be read for goes through, and pakket-package's
+        // finalizer still keeps a needed package.
+        match crate::rules::package_in_use::refusal(&self.client, &package).await {
+            Ok(Some(message)) => verdict.deny(403, message),
+            Ok(None) => {}
+            Err(problem) => tracing::warn!(%problem, "package deletion allowed unchecked"),
         }
         Ok(())
     }

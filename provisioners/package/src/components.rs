@@ -161,12 +161,13 @@ async fn version_for(
     };
     let range = Range::parse_glasskube(range)
         .map_err(|error| format!("component {}: version {range:?}: {error}", component.name))?;
-    versions
+    let published: Vec<Version> = versions
         .versions
         .iter()
         .filter_map(|v| Version::parse(&v.version).ok())
-        .filter(|v| range.contains(v))
-        .max()
+        .collect();
+    range
+        .max_satisfying(&published)
         .map(|v| v.as_written().to_owned())
         .ok_or_else(|| {
             format!(

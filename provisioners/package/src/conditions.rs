@@ -32,7 +32,8 @@ pub fn set_readiness(
     }
 }
 
-/// Sets one condition, keeping its transition time when its status stays.
+/// Sets one condition (the transition time kept while status and reason
+/// stay: `pakket_api::condition::set`).
 pub fn set(
     conditions: &mut Vec<Condition>,
     kind: &str,
@@ -41,24 +42,15 @@ pub fn set(
     message: &str,
     generation: Option<i64>,
 ) {
-    let now = Time(jiff::Timestamp::now());
-    match conditions.iter_mut().find(|c| c.type_ == kind) {
-        Some(existing) => {
-            if existing.status != status {
-                existing.last_transition_time = now;
-            }
-            existing.status = status.into();
-            existing.reason = reason.into();
-            existing.message = message.into();
-            existing.observed_generation = generation;
-        }
-        None => conditions.push(Condition {
+    pakket_api::condition::set(
+        conditions,
+        Condition {
             type_: kind.into(),
             status: status.into(),
             reason: reason.into(),
             message: message.into(),
             observed_generation: generation,
-            last_transition_time: now,
-        }),
-    }
+            last_transition_time: Time(jiff::Timestamp::now()),
+        },
+    );
 }

@@ -15,10 +15,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
     ]
 }
 
-/// `<group>_<plural>.yaml`, as controller-gen names them.
-pub fn file_name(crd: &CustomResourceDefinition) -> String {
-    format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural)
-}
+pub use pakket_api::crd::file_name;
 
 /// The YAML document for one CRD, with a header saying where it came from.
 pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_saphyr::ser::Error> {

@@ -55,8 +55,6 @@ pub struct Dependent {
     pub version: Option<String>,
     /// The package it installs.
     pub package: String,
-    /// Whether it is marked installed-as-dependency.
-    pub as_dependency: bool,
     /// Its name (ClusterPackages) for lookups.
     pub name: String,
     /// Whether it is Ready.
@@ -113,7 +111,6 @@ pub async fn everyone(client: &Client) -> Result<Vec<Dependent>, kube::Error> {
             needs: needs_of(package.status.as_ref()),
             version: package.status.as_ref().and_then(|s| s.version.clone()),
             package: package.spec.package_info.name.clone(),
-            as_dependency: is_dependency(&package),
             name: package.name_any(),
             ready: ready(package.status.as_ref()),
         });
@@ -133,7 +130,6 @@ pub async fn everyone(client: &Client) -> Result<Vec<Dependent>, kube::Error> {
             needs: needs_of(package.status.as_ref()),
             version: package.status.as_ref().and_then(|s| s.version.clone()),
             package: package.spec.package_info.name.clone(),
-            as_dependency: false,
             name: package.name_any(),
             ready: ready(package.status.as_ref()),
         });
@@ -141,8 +137,8 @@ pub async fn everyone(client: &Client) -> Result<Vec<Dependent>, kube::Error> {
     Ok(all)
 }
 
-/// Whether a ClusterPackage was installed as a dependency.
-pub fn is_dependency(package: &ClusterPackage) -> bool {
+/// Whether a package was installed as a dependency (or a component).
+pub fn is_dependency(package: &impl kube::ResourceExt) -> bool {
     package
         .annotations()
         .get(INSTALLED_AS_DEPENDENCY_ANNOTATION)
@@ -435,7 +431,6 @@ mod tests {
             needs: needs.iter().map(|n| ((*n).to_owned(), None)).collect(),
             version: Some("v1.0.0".into()),
             package: package.into(),
-            as_dependency: false,
             name: label.rsplit(['/', ' ']).next().unwrap().into(),
             ready: true,
         }

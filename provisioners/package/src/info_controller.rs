@@ -57,10 +57,18 @@ async fn reconcile(info: Arc<PackageInfo>, context: Arc<Context>) -> Result<Acti
     let mut status = info.status.clone().unwrap_or_default();
     match synced {
         Ok((manifest, url, version)) => {
-            status.manifest = Some(manifest);
-            status.resolved_url = Some(url);
-            status.version = Some(version.clone());
-            status.last_update_timestamp = Some(jiff::Timestamp::now().to_string());
+            // The time moves only when what was read changed: a re-read
+            // that finds the same file writes nothing (a write would be a
+            // watch event, and so another read, forever).
+            let changed = status.manifest.as_ref() != Some(&manifest)
+                || status.resolved_url.as_ref() != Some(&url)
+                || status.version.as_ref() != Some(&version);
+            if changed {
+                status.manifest = Some(manifest);
+                status.resolved_url = Some(url);
+                status.version = Some(version.clone());
+                status.last_update_timestamp = Some(jiff::Timestamp::now().to_string());
+            }
             conditions::set_readiness(
                 &mut status.conditions,
                 Readiness::Ready,
@@ -85,7 +93,7 @@ async fn reconcile(info: Arc<PackageInfo>, context: Arc<Context>) -> Result<Acti
                 &name,
                 &PatchParams::apply(MANAGER).force(),
                 &Patch::Apply(json!({
-                    "apiVersion": "packages.pakket.dev/v1alpha1",
+                    "apiVersion": format!("{}/{}", crate::api::GROUP, crate::api::VERSION),
                     "kind": "PackageInfo",
                     "status": status,
                 })),

@@ -7,10 +7,11 @@ use sha2::{Digest as _, Sha256};
 
 /// On Instances and PackageInfos: the kind of package that made them.
 pub const KIND_LABEL: &str = "packages.pakket.dev/kind";
-/// On Instances: the package's name.
-pub const NAME_LABEL: &str = "packages.pakket.dev/name";
+/// On Instances: the package's name (an annotation: a name may be longer
+/// than a label value may).
+pub const NAME_ANNOTATION: &str = "packages.pakket.dev/name";
 /// On Instances: a Package's namespace.
-pub const NAMESPACE_LABEL: &str = "packages.pakket.dev/namespace";
+pub const NAMESPACE_ANNOTATION: &str = "packages.pakket.dev/namespace";
 /// On PackageInfos: the package name in the repository.
 pub const PACKAGE_LABEL: &str = "packages.pakket.dev/package";
 
@@ -52,7 +53,9 @@ pub fn package_info(repository: Option<&str>, package: &str, version: &str) -> S
 pub fn instance(namespace: Option<&str>, name: &str) -> String {
     match namespace {
         None => sanitized(&format!("clusterpackage-{name}"), 63),
-        Some(namespace) => sanitized(&format!("package-{namespace}-{name}"), 63),
+        // A namespace never holds a `.`: `team.a-db` and `team-a.db` stay
+        // two Instances.
+        Some(namespace) => sanitized(&format!("package-{namespace}.{name}"), 63),
     }
 }
 
@@ -66,7 +69,11 @@ mod tests {
             package_info(Some("glasskube"), "cloudnative-pg", "v1.27.1+1"),
             "glasskube--cloudnative-pg--v1.27.1-1"
         );
-        assert_eq!(instance(Some("team-a"), "db"), "package-team-a-db");
+        assert_eq!(instance(Some("team-a"), "db"), "package-team-a.db");
+        assert_ne!(
+            instance(Some("team"), "a-db"),
+            instance(Some("team-a"), "db")
+        );
         let long = "x".repeat(300);
         let (a, b) = (
             sanitized(&format!("{long}a"), 253),

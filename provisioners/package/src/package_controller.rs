@@ -22,7 +22,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt as _};
-use pakket_api::{ConditionType, Instance};
+use pakket_api::{ConditionType, Instance, Reason};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
@@ -156,10 +156,10 @@ pub async fn run<K: PackageObject>(context: Arc<PackageContext>, selector: Optio
             Api::<Instance>::all(client.clone()),
             watcher::Config::default().labels(&format!("{}={}", names::KIND_LABEL, K::KIND)),
             |instance| {
-                let labels = instance.labels();
-                let name = labels.get(names::NAME_LABEL)?;
+                let annotations = instance.annotations();
+                let name = annotations.get(names::NAME_ANNOTATION)?;
                 let mut reference = ObjectRef::<K>::new(name);
-                if let Some(namespace) = labels.get(names::NAMESPACE_LABEL) {
+                if let Some(namespace) = annotations.get(names::NAMESPACE_ANNOTATION) {
                     reference = reference.within(namespace);
                 }
                 Some(reference)
@@ -246,23 +246,36 @@ async fn reconcile<K: PackageObject>(
         }
         Err(Step::Api(error)) => return Err(error),
     };
-    if package.package_status() != Some(&status) {
-        let mut object = json!({
-            "apiVersion": format!("{}/{}", crate::api::GROUP, crate::api::VERSION),
-            "kind": K::KIND,
-            "status": status,
-        });
-        if let Some(namespace) = &namespace {
-            object["metadata"] = json!({ "namespace": namespace });
-        }
-        api.patch_status(
-            &name,
+    write_status(client, &*package, &status).await?;
+    Ok(next)
+}
+
+/// Writes `status` on `package` if it differs from what it has.
+async fn write_status<K: PackageObject>(
+    client: &Client,
+    package: &K,
+    status: &PackageStatus,
+) -> Result<(), kube::Error> {
+    if package.package_status() == Some(status) {
+        return Ok(());
+    }
+    let namespace = package.namespace();
+    let mut object = json!({
+        "apiVersion": format!("{}/{}", crate::api::GROUP, crate::api::VERSION),
+        "kind": K::KIND,
+        "status": status,
+    });
+    if let Some(namespace) = &namespace {
+        object["metadata"] = json!({ "namespace": namespace });
+    }
+    K::api(client, namespace.as_deref())
+        .patch_status(
+            &package.name_any(),
             &PatchParams::apply(MANAGER).force(),
             &Patch::Apply(object),
         )
         .await?;
-    }
-    Ok(next)
+    Ok(())
 }
 
 /// Why a pass stopped early.
@@ -296,11 +309,7 @@ async fn install<K: PackageObject>(
     // Installed only because another package needed it: it goes when no
     // package does any more.
     // (A component is a namespaced Package: it goes with its parent.)
-    let as_dependency = package.namespace().is_none()
-        && package
-            .annotations()
-            .get(crate::api::INSTALLED_AS_DEPENDENCY_ANNOTATION)
-            .is_some_and(|v| v == "true");
+    let as_dependency = package.namespace().is_none() && dependencies::is_dependency(package);
     if as_dependency {
         let everyone = dependencies::everyone(client).await?;
         if dependencies::dependents_of(&everyone, &wanted.name, &uid).is_empty() {
@@ -345,6 +354,10 @@ async fn install<K: PackageObject>(
     let info = ensure_info(client, &info_name, wanted, &version, package.labels()).await?;
     if !status.owned_package_infos.contains(&info_name) {
         status.owned_package_infos.push(info_name.clone());
+        // Recorded before anything is made for it: a dependency created
+        // below finds this package among its dependents at once (through
+        // this PackageInfo), instead of removing itself as unneeded.
+        write_status(client, package, status).await?;
     }
     let info_status = info.status.clone().unwrap_or_default();
     let ready = info_status
@@ -392,10 +405,13 @@ async fn install<K: PackageObject>(
             ),
         ));
     }
+    // Who wrote the package: whose rights reads, installs and the
+    // dependencies and components it brings are judged by.
+    let person = author(package, context.record_key.as_ref());
     let given = resolve_values(
         client,
         &spec.values,
-        author(package, context.record_key.as_ref()).as_ref(),
+        person.as_ref(),
         package.namespace().as_deref(),
     )
     .await
@@ -414,7 +430,6 @@ async fn install<K: PackageObject>(
                 .join("; "),
         ));
     }
-    let person = author(package, context.record_key.as_ref());
     let verdict = dependencies::resolve(
         &context.info,
         &repository,
@@ -704,7 +719,7 @@ async fn apply_instance<K: PackageObject>(
     refs: Vec<String>,
     config: &PackageConfig,
     person: Option<&pakket_api::CreatorRecord>,
-) -> Result<Instance, kube::Error> {
+) -> Result<Instance, Step> {
     let mut digest = Sha256::new();
     for reference in &refs {
         digest.update(reference.as_bytes());
@@ -719,14 +734,28 @@ async fn apply_instance<K: PackageObject>(
     // selector sees the Instances of the packages it sees).
     let mut labels = package.labels().clone();
     labels.insert(names::KIND_LABEL.to_owned(), K::KIND.to_owned());
-    labels.insert(names::NAME_LABEL.to_owned(), package.name_any());
+    let mut annotations = BTreeMap::from([(names::NAME_ANNOTATION.to_owned(), package.name_any())]);
     if let Some(namespace) = package.namespace() {
-        labels.insert(names::NAMESPACE_LABEL.to_owned(), namespace);
+        annotations.insert(names::NAMESPACE_ANNOTATION.to_owned(), namespace);
+    }
+    let instances: Api<Instance> = Api::all(context.info.client.clone());
+    // Nothing is taken over: an Instance of that name made for something
+    // else stays as it is.
+    if let Some(existing) = instances.get_opt(name).await?
+        && (existing.labels().get(names::KIND_LABEL).map(String::as_str) != Some(K::KIND)
+            || annotations
+                .iter()
+                .any(|(key, value)| existing.annotations().get(key) != Some(value)))
+    {
+        return Err(Step::Failed(
+            "InstallationFailed",
+            format!("Instance {name} exists and is not this package's; nothing of it is changed"),
+        ));
     }
     let mut instance = json!({
-        "apiVersion": "core.pakket.dev/v1alpha1",
-        "kind": "Instance",
-        "metadata": { "name": name, "labels": labels },
+        "apiVersion": Instance::api_version(&()),
+        "kind": Instance::kind(&()),
+        "metadata": { "name": name, "labels": labels, "annotations": annotations },
         "spec": {
             "class": context.class,
             "bundle": { "name": bundle, "spec": { "class": context.class, "refs": refs } },
@@ -741,16 +770,16 @@ async fn apply_instance<K: PackageObject>(
             serde_json::from_value::<pakket_api::InstanceSpec>(instance["spec"].clone())
     {
         let sealed = person.sealed(key, pakket_api::LAST_CHANGED_BY_ANNOTATION, name, &spec);
-        instance["metadata"]["annotations"] =
-            json!({ pakket_api::LAST_CHANGED_BY_ANNOTATION: sealed.to_annotation() });
+        instance["metadata"]["annotations"][pakket_api::LAST_CHANGED_BY_ANNOTATION] =
+            json!(sealed.to_annotation());
     }
-    Api::<Instance>::all(context.info.client.clone())
+    Ok(instances
         .patch(
             name,
             &PatchParams::apply(MANAGER).force(),
             &Patch::Apply(&instance),
         )
-        .await
+        .await?)
 }
 
 fn condition_true(instance: &Instance, kind: ConditionType) -> bool {
@@ -801,13 +830,14 @@ fn mirror(status: &mut PackageStatus, instance: &Instance, generation: Option<i6
     .find(|c| {
         c.status == "False"
             && [
-                "UnpackFailed",
-                "ApprovalDenied",
-                "InstallFailed",
-                "InvalidConfig",
-                "DependenciesMissing",
+                Reason::UnpackFailed,
+                Reason::ApprovalDenied,
+                Reason::InstallFailed,
+                Reason::InvalidConfig,
+                Reason::DependenciesMissing,
             ]
-            .contains(&c.reason.as_str())
+            .iter()
+            .any(|reason| reason.as_str() == c.reason)
     });
     let (readiness, reason, message) = if let Some(failing) = failing {
         (
@@ -929,18 +959,7 @@ async fn finalize<K: PackageObject>(
                 format!("deleted, but kept: {words}"),
                 package.meta().generation,
             );
-            if package.package_status() != Some(&status) {
-                api.patch_status(
-                    &name,
-                    &PatchParams::apply(MANAGER).force(),
-                    &Patch::Apply(json!({
-                        "apiVersion": format!("{}/{}", crate::api::GROUP, crate::api::VERSION),
-                        "kind": K::KIND,
-                        "status": status,
-                    })),
-                )
-                .await?;
-            }
+            write_status(&context.info.client, package, &status).await?;
             return Ok(Action::requeue(DEPENDENCY_RECHECK));
         }
     }

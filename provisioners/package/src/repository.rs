@@ -128,12 +128,6 @@ impl RepositoryClient {
         }
     }
 
-    /// Whether internal addresses may be reached (so the runtime's class
-    /// should allow them too).
-    pub fn allows_internal_addresses(&self) -> bool {
-        matches!(self.reach, Reach::Any)
-    }
-
     /// The repository's index.
     pub async fn index(&self, repository: &Endpoint) -> Result<Index, RepositoryError> {
         let url = repository.index_url();

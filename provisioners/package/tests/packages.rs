@@ -1013,6 +1013,13 @@ async fn tree_cleanup(scope: Scope, packages: &Api<ClusterPackage>, names: &[&st
         })
         .await;
     }
+    // One installed by hand is never removed for lack of dependents.
+    if let Some(by_hand) = packages.get_opt(&scope.name("cnpg")).await.unwrap() {
+        assert!(
+            by_hand.metadata.deletion_timestamp.is_none(),
+            "a hand-installed package stays"
+        );
+    }
     for name in [scope.name("cnpg"), "cloudnative-pg".to_owned()] {
         let _ = packages.delete(&name, &DeleteParams::default()).await;
         eventually("cloudnative-pg is gone", || async {

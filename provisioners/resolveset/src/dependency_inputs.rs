@@ -104,12 +104,11 @@ pub fn sole_author(
     owners: &[(String, String)],
     authors: &BTreeMap<String, Option<CreatorRecord>>,
 ) -> Option<CreatorRecord> {
-    let identity = |r: &CreatorRecord| (r.username.clone(), r.uid.clone(), r.groups.clone());
     let mut found: Option<CreatorRecord> = None;
     for (owner, _) in owners {
         let author = authors.get(owner)?.as_ref()?;
         match &found {
-            Some(first) if identity(first) != identity(author) => return None,
+            Some(first) if !first.same_identity(author) => return None,
             Some(_) => {}
             None => found = Some(author.clone()),
         }

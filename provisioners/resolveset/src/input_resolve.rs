@@ -126,10 +126,12 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
     // Name order: the same Inputs give the same answer however they came.
     live.sort_by_key(|(name, _)| *name);
     let chosen = resolve_live(universe, &mut live, installed, &mut answers);
+    // The set's "needs" edges, once for every Input that resolved into it.
+    let needs = needs_in(universe, &chosen);
     for (name, request) in &live {
         answers.insert(
             (*name).to_owned(),
-            Answer::Resolved(for_request(universe, &chosen, request, name, set)),
+            Answer::Resolved(for_request(&chosen, &needs, request, name, set)),
         );
     }
     // Dry runs: as if each joined the live set.
@@ -141,13 +143,16 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
         let mut requests = live_requests.clone();
         requests.push(request.clone());
         let answer = match resolve(universe, &requests, installed) {
-            Outcome::Resolved(resolved) => Answer::Resolved(for_request(
-                universe,
-                &resolved.resolved,
-                request,
-                &input.name,
-                set,
-            )),
+            Outcome::Resolved(resolved) => {
+                let needs = needs_in(universe, &resolved.resolved);
+                Answer::Resolved(for_request(
+                    &resolved.resolved,
+                    &needs,
+                    request,
+                    &input.name,
+                    set,
+                ))
+            }
             Outcome::NoSolution(failed) => unsatisfiable(&failed),
             Outcome::BadInput(message) => Answer::Invalid(message),
         };
@@ -176,7 +181,7 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
         let own = [selection.clone()];
         answers.insert(
             input.name.clone(),
-            Answer::Resolved(for_request(universe, &own, request, &input.name, set)),
+            Answer::Resolved(for_request(&own, &[], request, &input.name, set)),
         );
         if !input.dry_run {
             chosen.retain(|s| s.package != selection.package);
@@ -349,15 +354,15 @@ fn needs_in(universe: &Universe, set: &[Selection]) -> Vec<Need> {
 
 /// The selections `request` brought in (its own bundle and, transitively,
 /// what that needs), as the Instances that install them.
+/// `needs` are the set's edges ([`needs_in`]).
 fn for_request(
-    universe: &Universe,
     set: &[Selection],
+    needs: &[Need],
     request: &Request,
     input: &str,
     set_name: &str,
 ) -> Vec<ResolvedInstance> {
     let asked = request.to_string();
-    let needs = needs_in(universe, set);
     let mut chosen: Vec<&Selection> = set
         .iter()
         .filter(|s| matches!(&s.reason, SelectionReason::Requested { request, .. } if *request == asked))
@@ -391,7 +396,7 @@ fn for_request(
     chosen
         .iter()
         .enumerate()
-        .map(|(i, selection)| instance_of(selection, set, &needs, &asked, input, i < own, set_name))
+        .map(|(i, selection)| instance_of(selection, set, needs, &asked, input, i < own, set_name))
         .collect()
 }
 

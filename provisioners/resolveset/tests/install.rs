@@ -1330,6 +1330,7 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
     // would generate for etcd. The controller must not add owners to it:
     // the garbage collector would then delete Alice's Input when the
     // dependent goes.
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-generated-name").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;

@@ -12,7 +12,8 @@ use kube::Client;
 use pakket_package::api::ClusterPackage;
 use pakket_package::dependencies;
 
-/// Why deleting `package` must wait, if it must.
+/// Why deleting `package` must wait, if it must; an error when the
+/// packages cannot be listed (the caller lets the delete through).
 pub async fn refusal(client: &Client, package: &ClusterPackage) -> Result<Option<String>, String> {
     let everyone = dependencies::everyone(client)
         .await

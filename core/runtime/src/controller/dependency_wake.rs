@@ -38,7 +38,10 @@ impl NewlyInstalled {
             return Vec::new();
         }
         let now = is_installed(changed);
-        let before = self.installed.insert(name, now).unwrap_or(false);
+        // A first sighting (start-up, a new leader) wakes nobody: it did not
+        // just become installed, and waking on each would scan the store once
+        // per Instance.
+        let before = self.installed.insert(name, now).unwrap_or(now);
         if !now || before {
             return Vec::new();
         }
