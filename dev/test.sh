@@ -34,6 +34,9 @@ export PAKKET_CONTROLPLANE_BIN
 # kube-scheduler and kwok for the shared control plane's fake node.
 PAKKET_NODES_BIN=$(dev/controlplane/build-nodes.sh)
 export PAKKET_NODES_BIN
+# helm for the package provisioner's Helm packages.
+PAKKET_HELM_BIN=$(dev/controlplane/build-helm.sh)
+export PAKKET_HELM_BIN
 
 step "format"
 cargo fmt --all -- --check

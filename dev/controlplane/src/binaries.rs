@@ -22,6 +22,16 @@ pub struct NodeBinaries {
 /// The build scripts beside this crate's sources.
 const BUILD_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/build.sh");
 const BUILD_NODES_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/build-nodes.sh");
+const BUILD_HELM_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/build-helm.sh");
+
+/// The pinned `helm` (the package provisioner renders charts with it):
+/// in `$PAKKET_HELM_BIN` if set, otherwise built by `build-helm.sh`, which
+/// returns at once when its cache already holds the pinned build.
+pub fn helm() -> Result<PathBuf> {
+    let dir = cached_or_built("PAKKET_HELM_BIN", BUILD_HELM_SCRIPT)?;
+    check(&dir, &["helm"], BUILD_HELM_SCRIPT)?;
+    Ok(dir.join("helm"))
+}
 
 impl Binaries {
     /// Uses `$PAKKET_CONTROLPLANE_BIN` if set; otherwise runs `build.sh`, which

@@ -20,7 +20,7 @@ mod ports;
 mod process;
 mod start;
 
-pub use binaries::{Binaries, NodeBinaries};
+pub use binaries::{Binaries, NodeBinaries, helm};
 pub use error::{Error, Result};
 pub use kubeconfig::{TEST_USERS_GROUP, TestUser};
 pub use nodes::{KWOK_ANNOTATION, NODE_TYPE_LABEL};

@@ -9,10 +9,12 @@
 //!   credentials.
 
 pub mod api;
+pub mod charts;
 pub mod components;
 pub mod conditions;
 pub mod crd;
 pub mod dependencies;
+pub mod helm;
 pub mod info_controller;
 pub mod manifest;
 pub mod names;

@@ -34,6 +34,10 @@ struct Args {
     /// More CA certificates (PEM) to trust for repositories.
     #[arg(long = "extra-ca-file")]
     extra_ca_files: Vec<PathBuf>,
+    /// The helm binary that renders Helm packages (`helm template`, no
+    /// network); found on PATH unless a path is given.
+    #[arg(long, default_value = "helm")]
+    helm: PathBuf,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -91,6 +95,7 @@ async fn main() -> anyhow::Result<()> {
                 class: args.class.clone(),
                 sources: sources.clone(),
                 allow_internal_addresses: args.allow_internal_addresses,
+                helm: Some(args.helm.clone()),
                 namespace: namespace.clone(),
                 update_interval: args.update_interval,
                 resync: Duration::from_secs(300),

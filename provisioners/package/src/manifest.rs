@@ -66,9 +66,9 @@ pub struct PackageManifest {
     /// Plain manifest files, applied in order.
     #[serde(default)]
     pub manifests: Vec<ManifestFile>,
-    /// A Helm chart.
+    /// A Helm chart, rendered with the manifests.
     #[serde(default)]
-    pub helm: Option<Value>,
+    pub helm: Option<HelmChart>,
     /// Kustomize (Glasskube's schema has it; no package here uses it).
     #[serde(default)]
     pub kustomize: Option<Value>,
@@ -84,6 +84,27 @@ pub struct PackageManifest {
     /// Values copied from one package's objects to another's.
     #[serde(default)]
     pub transformations: Vec<Value>,
+}
+
+/// `helm`: a chart of a Helm chart repository and its values.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmChart {
+    /// The chart repository (the folder of its `index.yaml`).
+    pub repository_url: String,
+    /// The chart's name in that repository.
+    pub chart_name: String,
+    /// Its version, as Flux reads it: `v` and build metadata (`+1`) are
+    /// ignored, and a semver range takes the highest version it allows.
+    pub chart_version: String,
+    /// The values given to the chart (before the package's value
+    /// definitions patch them).
+    #[serde(default)]
+    pub values: Option<Value>,
+    /// Several releases of the chart (Glasskube's schema has it; no
+    /// package of the repository uses it).
+    #[serde(default)]
+    pub releases: Option<Value>,
 }
 
 /// One `manifests[]` entry.
@@ -231,8 +252,12 @@ impl PackageManifest {
     /// What this version cannot install yet, in words; `None`: all of it.
     pub fn unsupported(&self) -> Option<String> {
         let mut missing = Vec::new();
-        if self.helm.is_some() {
-            missing.push("a Helm chart (helm)");
+        if self
+            .helm
+            .as_ref()
+            .is_some_and(|helm| helm.releases.is_some())
+        {
+            missing.push("several releases of a chart (helm.releases)");
         }
         if self.kustomize.is_some() {
             missing.push("kustomize");

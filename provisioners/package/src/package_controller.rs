@@ -31,6 +31,7 @@ use crate::api::{
     ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoSpec, PackageStatus,
     ValueConfiguration,
 };
+use crate::charts::ChartLocator;
 use crate::components;
 use crate::conditions::{self, Readiness};
 use crate::dependencies;
@@ -63,6 +64,8 @@ pub struct PackageContext {
     /// `UserPermission` asks about her rights. Without it, what is made
     /// carries no requester, and a person approves.
     pub record_key: Option<pakket_api::RecordKey>,
+    /// Finds Helm charts in their repositories.
+    pub charts: ChartLocator,
 }
 
 /// The package's author, if its record verifies for its current spec.
@@ -451,6 +454,20 @@ async fn install<K: PackageObject>(
         }
     }
     let mut refs = vec![package_url.to_string()];
+    if let Some(chart) = &manifest.helm {
+        // The chart's archive, pinned by the digest its repository gives.
+        let located = context
+            .charts
+            .locate(&context.info.repositories, chart)
+            .await
+            .map_err(|problem| {
+                Step::Failed(
+                    "SyncFailed",
+                    format!("package {} {version}: {problem}", wanted.name),
+                )
+            })?;
+        refs.push(located);
+    }
     for (index, file) in manifest.manifests.iter().enumerate() {
         let url = repository::manifest_url(&package_url, &file.url).map_err(|problem| {
             Step::Failed(
@@ -463,6 +480,12 @@ async fn install<K: PackageObject>(
     let config = PackageConfig {
         namespace: package.namespace(),
         values: given,
+        // The HelmRelease Glasskube makes is named after the package (a
+        // ClusterPackage) or the Package.
+        release_name: manifest.helm.as_ref().map(|_| match package.namespace() {
+            Some(_) => package.name_any(),
+            None => wanted.name.clone(),
+        }),
     };
     let instance = apply_instance::<K>(
         package,

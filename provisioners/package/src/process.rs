@@ -10,6 +10,8 @@ use pakket_runtime::controller::{self, RunOptions};
 use pakket_runtime::source::SourceOptions;
 
 use crate::api::{ClusterPackage, Package};
+use crate::charts::ChartLocator;
+use crate::helm::Helm;
 use crate::info_controller;
 use crate::package_controller::{self, PackageContext};
 use crate::provisioner::PackageProvisioner;
@@ -26,6 +28,8 @@ pub struct Options {
     pub sources: SourceOptions,
     /// Whether repositories at internal addresses may be read.
     pub allow_internal_addresses: bool,
+    /// The helm binary; without it, Helm packages are refused.
+    pub helm: Option<std::path::PathBuf>,
     /// Where repository credentials are read.
     pub namespace: String,
     /// How often an unpinned package looks for a newer version.
@@ -54,8 +58,9 @@ pub async fn run(
         class: options.class,
         update_interval: options.update_interval,
         record_key: options.runtime.record_key.clone(),
+        charts: ChartLocator::default(),
     });
-    let provisioner = PackageProvisioner::new(options.id);
+    let provisioner = PackageProvisioner::new(options.id, options.helm.map(Helm::new));
     let selector = options.selector;
     tokio::select! {
         () = repository_controller::run(Arc::clone(&info), selector.clone()) => Ok(()),

@@ -15,14 +15,16 @@
 //! write the same objects, and the runtime refuses the second (it adopts
 //! nothing), saying which Instance has them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Mutex;
 
 use pakket_runtime::approval::{Approval, ApprovalRequest};
-use pakket_runtime::provisioner::{ObjectsError, ObjectsRequest, Provisioner};
+use pakket_runtime::provisioner::{ClusterFacts, ObjectsError, ObjectsRequest, Provisioner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::helm::{Helm, Release};
 use crate::manifest::{self, PackageManifest};
 use crate::values;
 
@@ -37,6 +39,10 @@ pub struct PackageConfig {
     /// The values, by name (defaults are added here).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub values: BTreeMap<String, String>,
+    /// A Helm package's release name (`.Release.Name`): the package's
+    /// name for a ClusterPackage, the Package's for a Package.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_name: Option<String>,
 }
 
 /// The file of ref 0.
@@ -74,21 +80,38 @@ fn is_system_namespace(namespace: &str) -> bool {
 }
 
 /// The package provisioner.
-#[derive(Clone, Debug)]
 pub struct PackageProvisioner {
     id: String,
+    helm: Option<Helm>,
+    /// The last renders of Helm packages: the runtime asks for a package's
+    /// objects on every pass, and `helm template` takes a process and a
+    /// fraction of a second each time.
+    rendered: Mutex<HashMap<String, Vec<Value>>>,
 }
 
+/// How many renders are kept.
+const RENDERS_KEPT: usize = 128;
+
 impl PackageProvisioner {
-    /// Answers to `id`.
-    pub fn new(id: impl Into<String>) -> Self {
-        Self { id: id.into() }
+    /// Answers to `id`; renders Helm packages with `helm`, and refuses
+    /// them without.
+    pub fn new(id: impl Into<String>, helm: Option<Helm>) -> Self {
+        Self {
+            id: id.into(),
+            helm,
+            rendered: Mutex::default(),
+        }
     }
 }
 
 impl Provisioner for PackageProvisioner {
     fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Helm is told the cluster's version and served kinds.
+    fn needs_cluster_facts(&self) -> bool {
+        true
     }
 
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError> {
@@ -105,7 +128,25 @@ impl Provisioner for PackageProvisioner {
             }
             None => PackageConfig::default(),
         };
-        render(request.content, request.max_object_size, &config)
+        let key = render_key(request.content, &config, request.cluster);
+        if let Some(objects) = self.rendered.lock().unwrap().get(&key) {
+            return Ok(objects.clone());
+        }
+        let renderer = Renderer {
+            helm: self.helm.as_ref(),
+            cluster: request.cluster,
+        };
+        let objects = off_the_runtime(|| {
+            render(request.content, request.max_object_size, &config, &renderer)
+        })?;
+        if renderer.renders_charts(request.content) {
+            let mut rendered = self.rendered.lock().unwrap();
+            if rendered.len() >= RENDERS_KEPT {
+                rendered.clear();
+            }
+            rendered.insert(key, objects.clone());
+        }
+        Ok(objects)
     }
 
     /// `UserPermission`, `Android`, or a person for any other policy.
@@ -118,29 +159,112 @@ impl Provisioner for PackageProvisioner {
     }
 }
 
-/// The objects of the package content under `content`, for `config`.
-pub fn render(
-    content: &Path,
-    max_object_size: u64,
-    config: &PackageConfig,
-) -> Result<Vec<Value>, ObjectsError> {
+/// What rendering a Helm package needs.
+pub struct Renderer<'a> {
+    /// The helm binary, if the provisioner has one.
+    pub helm: Option<&'a Helm>,
+    /// What Helm is told about the cluster.
+    pub cluster: &'a ClusterFacts,
+}
+
+impl Renderer<'_> {
+    /// Whether the content under `content` is a Helm package (its ref 1
+    /// is a chart).
+    fn renders_charts(&self, content: &Path) -> bool {
+        read_package(content).is_ok_and(|package| package.helm.is_some())
+    }
+}
+
+/// The key of one render: the pinned content (its folder is named by its
+/// digests), the config and what Helm is told about the cluster.
+fn render_key(content: &Path, config: &PackageConfig, cluster: &ClusterFacts) -> String {
+    format!(
+        "{}\n{}\n{:?}\n{:?}",
+        content.display(),
+        serde_json::to_string(config).unwrap_or_default(),
+        cluster.version,
+        cluster.served
+    )
+}
+
+/// Runs `work` (which may wait for a child process) without stalling the
+/// async runtime's other tasks, where the runtime allows it.
+fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
+fn read_package(content: &Path) -> Result<PackageManifest, ObjectsError> {
     let package_file = content.join("0").join(PACKAGE_FILE);
     let text = std::fs::read_to_string(&package_file).map_err(|error| {
         ObjectsError::Content(format!(
-            "the content has no {PACKAGE_FILE} as its first ref ({error}); a package's Bundle lists its package.yaml first, then its manifests"
+            "the content has no {PACKAGE_FILE} as its first ref ({error}); a package's Bundle lists its package.yaml first, then its chart, then its manifests"
         ))
     })?;
     let (package, _): (PackageManifest, Value) = manifest::parse(&text)
         .map_err(|problem| ObjectsError::Content(format!("{PACKAGE_FILE}: {problem}")))?;
+    Ok(package)
+}
+
+/// The objects of the package content under `content`, for `config`: the
+/// chart's (if it has one, ref 1) and then its manifests' (the refs after).
+pub fn render(
+    content: &Path,
+    max_object_size: u64,
+    config: &PackageConfig,
+    renderer: &Renderer<'_>,
+) -> Result<Vec<Value>, ObjectsError> {
+    let package = read_package(content)?;
     if let Some(missing) = package.unsupported() {
         return Err(ObjectsError::Content(format!(
             "package {} uses {missing}, which this version of pakket-package does not install",
             package.name
         )));
     }
+    // Values are checked first: a chart renders with them.
+    let values = values::with_defaults(&package.value_definitions, &config.values);
+    let problems = values::validate(&package.value_definitions, &values);
+    if let Some(first) = problems.first() {
+        let (name, problem) = first.split_once(": ").unwrap_or((first, ""));
+        return Err(ObjectsError::Config {
+            field: format!("spec.config.values.{name}"),
+            problem: problem.to_owned(),
+        });
+    }
     let mut objects = Vec::new();
+    let mut first_manifest = 1;
+    if let Some(chart) = &package.helm {
+        first_manifest = 2;
+        let namespace = config
+            .namespace
+            .clone()
+            .or_else(|| package.default_namespace.clone())
+            .ok_or_else(|| {
+                ObjectsError::Content(format!(
+                    "package {} has a Helm chart and no defaultNamespace to install its release in",
+                    package.name
+                ))
+            })?;
+        let rendered = render_chart(
+            content,
+            config,
+            renderer,
+            &package,
+            chart,
+            &namespace,
+            &values,
+            max_object_size,
+        )?;
+        objects.extend(
+            rendered
+                .into_iter()
+                .map(|object| (object, Some(namespace.clone()))),
+        );
+    }
     for (index, file) in package.manifests.iter().enumerate() {
-        let dir = content.join((index + 1).to_string());
+        let dir = content.join((index + first_manifest).to_string());
         let loaded =
             pakket_runtime::manifest::load_objects(&dir, max_object_size).map_err(|error| {
                 ObjectsError::Content(format!("manifests[{index}] {}: {error}", file.url))
@@ -186,15 +310,6 @@ pub fn render(
         object["metadata"]["namespace"] = json!(namespace);
         placed.push(object);
     }
-    let values = values::with_defaults(&package.value_definitions, &config.values);
-    let problems = values::validate(&package.value_definitions, &values);
-    if let Some(first) = problems.first() {
-        let (name, problem) = first.split_once(": ").unwrap_or((first, ""));
-        return Err(ObjectsError::Config {
-            field: format!("spec.config.values.{name}"),
-            problem: problem.to_owned(),
-        });
-    }
     values::apply(&package.value_definitions, &values, &mut placed).map_err(|problem| {
         ObjectsError::Config {
             field: "spec.config.values".into(),
@@ -220,6 +335,51 @@ pub fn render(
         .collect();
     namespaces.extend(placed);
     Ok(namespaces)
+}
+
+/// The objects the package's chart renders to, with its values (patched
+/// by the value definitions that target the chart).
+#[allow(clippy::too_many_arguments)]
+fn render_chart(
+    content: &Path,
+    config: &PackageConfig,
+    renderer: &Renderer<'_>,
+    package: &PackageManifest,
+    chart: &manifest::HelmChart,
+    namespace: &str,
+    values: &BTreeMap<String, String>,
+    max_object_size: u64,
+) -> Result<Vec<Value>, ObjectsError> {
+    let helm = renderer.helm.ok_or_else(|| {
+        ObjectsError::Content(format!(
+            "package {} is a Helm chart, and this pakket-package was started without --helm; its admin names the helm binary",
+            package.name
+        ))
+    })?;
+    let mut chart_values = chart.values.clone().unwrap_or_else(|| json!({}));
+    values::apply_to_chart(
+        &package.value_definitions,
+        values,
+        &chart.chart_name,
+        &mut chart_values,
+    )
+    .map_err(|problem| ObjectsError::Config {
+        field: "spec.config.values".into(),
+        problem,
+    })?;
+    let release = Release {
+        name: config.release_name.as_deref().unwrap_or(&package.name),
+        namespace,
+        chart: &content.join("1"),
+        values: &chart_values,
+    };
+    helm.template(&release, renderer.cluster, max_object_size)
+        .map_err(|problem| {
+            ObjectsError::Content(format!(
+                "chart {} {} of package {}: {problem}",
+                chart.chart_name, chart.chart_version, package.name
+            ))
+        })
 }
 
 /// `group/kind` of `object`.
@@ -261,6 +421,19 @@ fn namespaced(object: &Value, custom: &BTreeMap<String, String>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn render_plain(
+        content: &Path,
+        max_object_size: u64,
+        config: &PackageConfig,
+    ) -> Result<Vec<Value>, ObjectsError> {
+        let cluster = ClusterFacts::default();
+        let renderer = Renderer {
+            helm: None,
+            cluster: &cluster,
+        };
+        render(content, max_object_size, config, &renderer)
+    }
 
     /// The content a Bundle of the real postgresql package unpacks to
     /// (glasskube/packages at 3352e05d, ../shared/data/glasskube-packages/
@@ -305,13 +478,14 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            release_name: None,
         }
     }
 
     #[test]
     fn a_package_renders_into_its_default_namespace_or_the_packages_with_its_values() {
         let content = postgresql_content();
-        let cluster_wide = render(
+        let cluster_wide = render_plain(
             &content.path,
             1 << 20,
             &config(None, &[("databaseName", "shop")]),
@@ -327,7 +501,7 @@ mod tests {
             cluster_wide[0]["spec"]["bootstrap"]["initdb"]["database"],
             "shop"
         );
-        let namespaced = render(
+        let namespaced = render_plain(
             &content.path,
             1 << 20,
             &config(
@@ -338,7 +512,7 @@ mod tests {
         .unwrap();
         assert_eq!(namespaced[0]["metadata"]["namespace"], "team-a");
         assert_eq!(namespaced[0]["spec"]["instances"], 2);
-        let missing = render(&content.path, 1 << 20, &config(None, &[])).unwrap_err();
+        let missing = render_plain(&content.path, 1 << 20, &config(None, &[])).unwrap_err();
         assert_eq!(
             missing,
             ObjectsError::Config {
@@ -364,12 +538,12 @@ mod tests {
             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec: {group: example.com, scope: Cluster, names: {kind: Widget, plural: widgets}, versions: []}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
         )
         .unwrap();
-        let refused = render(&dir.path, 1 << 20, &config(Some("team-a"), &[])).unwrap_err();
+        let refused = render_plain(&dir.path, 1 << 20, &config(Some("team-a"), &[])).unwrap_err();
         assert!(
             matches!(&refused, ObjectsError::Content(m) if m.starts_with("CustomResourceDefinition widgets.example.com is cluster-scoped, and a Package in namespace team-a")),
             "{refused:?}"
         );
-        let objects = render(&dir.path, 1 << 20, &PackageConfig::default()).unwrap();
+        let objects = render_plain(&dir.path, 1 << 20, &PackageConfig::default()).unwrap();
         let kinds: Vec<(&str, Option<&str>)> = objects
             .iter()
             .map(|o| {

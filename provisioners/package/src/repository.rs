@@ -168,15 +168,26 @@ impl RepositoryClient {
     }
 
     async fn text(&self, repository: &Endpoint, url: &Url) -> Result<String, RepositoryError> {
-        let reference = TarballRef::parse(url.as_str())
-            .map_err(|error| RepositoryError::Fetch(error.to_string()))?;
         let authorization = repository
             .authorization
             .as_deref()
             .filter(|_| repository.serves(url));
+        self.fetch_text(url, MAX_FILE, authorization).await
+    }
+
+    /// The text at `url`, at most `max_size` bytes, sending
+    /// `authorization` (only ever to the repository's own host).
+    pub async fn fetch_text(
+        &self,
+        url: &Url,
+        max_size: u64,
+        authorization: Option<&str>,
+    ) -> Result<String, RepositoryError> {
+        let reference = TarballRef::parse(url.as_str())
+            .map_err(|error| RepositoryError::Fetch(error.to_string()))?;
         let downloaded = self
             .https
-            .download_authorized(&reference, MAX_FILE, &self.reach, authorization)
+            .download_authorized(&reference, max_size, &self.reach, authorization)
             .await
             .map_err(|error| RepositoryError::Fetch(error.to_string()))?;
         let mut bytes = Vec::new();

@@ -147,7 +147,7 @@ pub fn apply(
         };
         for (index, target) in definition.targets.iter().enumerate() {
             let Some(resource) = &target.resource else {
-                // A chart's values: Helm packages are not installed here.
+                // A chart's values: see apply_to_chart.
                 continue;
             };
             let patch_value = rendered(target, value)
@@ -171,6 +171,49 @@ pub fn apply(
                     )
                 })?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Patches every value whose target is the chart `chart` into its
+/// `chart_values`. A target naming no object and no chart is taken as the
+/// chart's too: that is what its author meant (akri's `useLatestContainers`
+/// is written so), though Glasskube applies it nowhere.
+pub fn apply_to_chart(
+    definitions: &BTreeMap<String, ValueDefinition>,
+    values: &BTreeMap<String, String>,
+    chart: &str,
+    chart_values: &mut Value,
+) -> Result<(), String> {
+    if !chart_values.is_object() {
+        *chart_values = json!({});
+    }
+    for (name, definition) in definitions {
+        let Some(value) = values.get(name) else {
+            continue;
+        };
+        for (index, target) in definition.targets.iter().enumerate() {
+            let for_chart = match (&target.resource, &target.chart_name) {
+                (None, Some(named)) => named == chart,
+                (None, None) => true,
+                (Some(_), _) => false,
+            };
+            if !for_chart {
+                continue;
+            }
+            let patch_value = rendered(target, value)
+                .map_err(|problem| format!("{name}: targets[{index}]: {problem}"))?;
+            let patch: json_patch::Patch = serde_json::from_value(json!([{
+                "op": target.patch.op, "path": target.patch.path, "value": patch_value,
+            }]))
+            .map_err(|error| format!("{name}: targets[{index}].patch: {error}"))?;
+            json_patch::patch(chart_values, &patch).map_err(|error| {
+                format!(
+                    "{name}: targets[{index}]: cannot {} {} of chart {chart}'s values: {error}",
+                    target.patch.op, target.patch.path
+                )
+            })?;
         }
     }
     Ok(())
@@ -321,5 +364,48 @@ mod tests {
         }
         let error = rendered(&target("{{.}}"), "not json").unwrap_err();
         assert!(error.contains("not JSON"), "{error}");
+    }
+
+    /// The real quickwit package (glasskube/packages at 3352e05d,
+    /// ../shared/data/glasskube-packages/packages/quickwit/v0.8.1+5): its
+    /// values go into the chart's values, templated where it says so.
+    #[test]
+    fn chart_targets_patch_the_charts_values() {
+        let dir = pakket_testkit::data("glasskube-packages/packages/quickwit/v0.8.1+5");
+        let (manifest, _): (PackageManifest, Value) =
+            parse(&std::fs::read_to_string(dir.join("package.yaml")).unwrap()).unwrap();
+        let helm = manifest.helm.clone().unwrap();
+        let mut chart_values = helm.values.clone().unwrap();
+        let values: BTreeMap<String, String> = [
+            ("defaultIndexRootUri", "s3://bucket/indexes"),
+            ("s3Flavor", "minio"),
+            ("s3Endpoint", ""),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        apply_to_chart(
+            &manifest.value_definitions,
+            &values,
+            &helm.chart_name,
+            &mut chart_values,
+        )
+        .unwrap();
+        assert_eq!(
+            chart_values["config"]["default_index_root_uri"],
+            "s3://bucket/indexes"
+        );
+        assert_eq!(chart_values["config"]["storage"]["s3"]["flavor"], "minio");
+        // `{{if .}}…{{else}}null{{end}}`: an empty value is JSON null.
+        assert_eq!(
+            chart_values["config"]["storage"]["s3"]["endpoint"],
+            Value::Null
+        );
+        // The package's own values stay.
+        assert_eq!(chart_values["ingress"]["ingressClassName"], "nginx");
+        // Another chart's targets are not applied.
+        let mut other = json!({});
+        apply_to_chart(&manifest.value_definitions, &values, "other", &mut other).unwrap();
+        assert_eq!(other, json!({}));
     }
 }

@@ -13,6 +13,14 @@
 //! packages written by a test (a ConfigMap each, with the dependencies and
 //! ranges the test needs): the real repository has one ranged dependency
 //! only, in a package with components.
+//!
+//! Other hosts a package file names are rewritten too: the repository's
+//! own published address (`https://glasskube.github.io/packages/packages/`,
+//! where kubernetes-dashboard's `dashboard-user.yaml` is) to this server's
+//! copy of the data, and whatever a test gives a stand-in for
+//! (`stand_in_for`). Helm chart repositories are served by `write_chart`:
+//! a chart written by the test, packaged and indexed by the real `helm`
+//! (the charts themselves are not in the data).
 
 #![allow(dead_code)]
 
@@ -45,6 +53,10 @@ pub struct Repository {
     pub hits: Arc<Mutex<BTreeMap<String, usize>>>,
     /// Files written by a test, served beside the real ones.
     written: Arc<Mutex<BTreeMap<String, String>>>,
+    /// Chart repositories' files (index.yaml, archives), by path.
+    charts: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+    /// URL prefixes rewritten in package files, and what to.
+    rewrites: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 #[derive(Clone)]
@@ -53,6 +65,8 @@ struct Served {
     published: Arc<Mutex<BTreeMap<String, String>>>,
     hits: Arc<Mutex<BTreeMap<String, usize>>>,
     written: Arc<Mutex<BTreeMap<String, String>>>,
+    charts: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+    rewrites: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl Repository {
@@ -63,18 +77,117 @@ impl Repository {
             published: Arc::default(),
             hits: Arc::default(),
             written: Arc::default(),
+            charts: Arc::default(),
+            rewrites: Arc::default(),
         };
         let router = Router::new()
             .route("/packages/{*path}", get(package_file))
             .route("/github.com/{*path}", get(stand_in))
+            .route("/charts/{*path}", get(chart_file))
             .with_state(served.clone());
         let server = HttpsServer::start(router);
-        served.base.set(server.url("")).unwrap();
+        let base = server.url("");
+        served.base.set(base.clone()).unwrap();
+        served.rewrites.lock().unwrap().extend([
+            (
+                "https://github.com/".to_owned(),
+                format!("{base}github.com/"),
+            ),
+            (
+                "https://glasskube.github.io/packages/packages/".to_owned(),
+                format!("{base}packages/"),
+            ),
+        ]);
         Self {
             server,
             published: served.published,
             hits: served.hits,
             written: served.written,
+            charts: served.charts,
+            rewrites: served.rewrites,
+        }
+    }
+
+    /// Package files' `url` (a release asset the data does not hold) is
+    /// answered with `text`, written by the test.
+    pub fn stand_in_for(&self, url: &str, text: &str) {
+        let path = format!("stand-in/{}", url.trim_start_matches("https://"));
+        self.write_file(&path, text);
+        let base = self.server.url("");
+        self.rewrites
+            .lock()
+            .unwrap()
+            .push((url.to_owned(), format!("{base}packages/{path}")));
+    }
+
+    /// Serves a Helm chart repository in place of `repository_url` (as
+    /// package files name it), holding the chart whose files (`Chart.yaml`,
+    /// `values.yaml`, `templates/…`) are `files`, written by the test and
+    /// packaged and indexed by the real helm. Several charts may share a
+    /// repository.
+    pub fn write_chart(&self, repository_url: &str, files: &[(&str, &str)]) {
+        let helm = pakket_controlplane::helm().expect("the pinned helm");
+        let work = tempfile::tempdir().unwrap();
+        let source = work.path().join("chart");
+        for (path, text) in files {
+            let file = source.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        let slug = repository_url
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_owned();
+        let packaged = work.path().join("repository");
+        std::fs::create_dir_all(&packaged).unwrap();
+        // The charts already served from this repository are indexed too.
+        for (path, bytes) in self.charts.lock().unwrap().iter() {
+            if let Some(name) = path.strip_prefix(&format!("{slug}/"))
+                && name.ends_with(".tgz")
+            {
+                std::fs::write(packaged.join(name), bytes).unwrap();
+            }
+        }
+        let helm_run = |args: &[&std::ffi::OsStr]| {
+            let output = std::process::Command::new(&helm)
+                .args(args)
+                .env("HOME", work.path())
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "helm {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        helm_run(&[
+            "package".as_ref(),
+            source.as_os_str(),
+            "-d".as_ref(),
+            packaged.as_os_str(),
+        ]);
+        let served_at = self.server.url(&format!("charts/{slug}/"));
+        helm_run(&[
+            "repo".as_ref(),
+            "index".as_ref(),
+            packaged.as_os_str(),
+            "--url".as_ref(),
+            served_at.as_ref(),
+        ]);
+        let mut charts = self.charts.lock().unwrap();
+        for entry in std::fs::read_dir(&packaged).unwrap() {
+            let entry = entry.unwrap();
+            charts.insert(
+                format!("{slug}/{}", entry.file_name().to_string_lossy()),
+                std::fs::read(entry.path()).unwrap(),
+            );
+        }
+        let mut rewrites = self.rewrites.lock().unwrap();
+        if !rewrites.iter().any(|(from, _)| from == repository_url) {
+            rewrites.push((
+                repository_url.to_owned(),
+                served_at.trim_end_matches('/').to_owned(),
+            ));
         }
     }
 
@@ -143,16 +256,15 @@ async fn package_file(State(served): State<Served>, Path(path): Path<String>) ->
     {
         return StatusCode::BAD_REQUEST.into_response();
     }
-    if let Some(text) = served.written.lock().unwrap().get(&path) {
-        return text.clone().into_response();
-    }
+    let written = served.written.lock().unwrap().get(&path).cloned();
     let file = pakket_testkit::data("glasskube-packages/packages").join(&path);
-    let Ok(mut text) = std::fs::read_to_string(&file) else {
+    let Some(mut text) = written.or_else(|| std::fs::read_to_string(&file).ok()) else {
         return StatusCode::NOT_FOUND.into_response();
     };
     if path.ends_with("/package.yaml") {
-        let base = served.base.get().unwrap();
-        text = text.replace("https://github.com/", &format!("{base}github.com/"));
+        for (from, to) in served.rewrites.lock().unwrap().iter() {
+            text = text.replace(from, to);
+        }
     }
     if let Some(package) = path.strip_suffix("/versions.yaml")
         && let Some(latest) = served.published.lock().unwrap().get(package)
@@ -165,6 +277,19 @@ async fn package_file(State(served): State<Served>, Path(path): Path<String>) ->
         text = text.replace(&current, &format!("latestVersion: {latest}"));
     }
     text.into_response()
+}
+
+async fn chart_file(State(served): State<Served>, Path(path): Path<String>) -> Response {
+    *served
+        .hits
+        .lock()
+        .unwrap()
+        .entry(format!("charts/{path}"))
+        .or_default() += 1;
+    match served.charts.lock().unwrap().get(&path) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// Stand-ins for release assets the data does not hold: cloudnative-pg's
@@ -264,6 +389,9 @@ pub async fn start_with(
         class: scope.name("package"),
         sources: sources.clone(),
         allow_internal_addresses: true,
+        helm: Some(
+            pakket_controlplane::helm().expect("the pinned helm (dev/controlplane/build-helm.sh)"),
+        ),
         namespace: scope.namespace.clone(),
         update_interval: Duration::from_secs(1),
         resync: Duration::from_secs(60),
