@@ -23,6 +23,7 @@ pub mod process;
 pub mod provisioner;
 pub mod repository;
 pub mod repository_controller;
+pub mod secret_values;
 pub mod values;
 
 /// The provisioner's id.

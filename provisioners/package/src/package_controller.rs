@@ -40,6 +40,7 @@ use crate::manifest::PackageManifest;
 use crate::names;
 use crate::provisioner::PackageConfig;
 use crate::repository;
+use crate::secret_values::{self, SecretValueRef, SecretValues};
 use crate::values;
 
 /// The field manager of what this controller writes.
@@ -66,6 +67,8 @@ pub struct PackageContext {
     pub record_key: Option<pakket_api::RecordKey>,
     /// Finds Helm charts in their repositories.
     pub charts: ChartLocator,
+    /// Values read from Secrets, handed to the provisioner.
+    pub secret_values: Arc<SecretValues>,
 }
 
 /// The package's author, if its record verifies for its current spec.
@@ -421,16 +424,17 @@ async fn install<K: PackageObject>(
     .map_err(|problem| Step::Failed("ValueConfigurationInvalid", problem))?;
     let problems = values::validate(
         &manifest.value_definitions,
-        &values::with_defaults(&manifest.value_definitions, &given),
+        &values::with_defaults(&manifest.value_definitions, &given.all()),
     );
     if !problems.is_empty() {
+        let words = problems
+            .iter()
+            .map(|p| format!("spec.values.{p}"))
+            .collect::<Vec<_>>()
+            .join("; ");
         return Err(Step::Failed(
             "ValueConfigurationInvalid",
-            problems
-                .iter()
-                .map(|p| format!("spec.values.{p}"))
-                .collect::<Vec<_>>()
-                .join("; "),
+            secret_values::masked(&words, &given.secret_texts()),
         ));
     }
     let verdict = dependencies::resolve(
@@ -477,9 +481,19 @@ async fn install<K: PackageObject>(
         })?;
         refs.push(url.to_string());
     }
+    // Values from Secrets reach the provisioner in the process; the
+    // Instance says only where they come from.
+    context
+        .secret_values
+        .put(instance_name, given.secrets.clone());
     let config = PackageConfig {
         namespace: package.namespace(),
-        values: given,
+        secret_values: given
+            .secrets
+            .iter()
+            .map(|(name, (source, _))| (name.clone(), source.clone()))
+            .collect(),
+        values: given.values,
         // The HelmRelease Glasskube makes is named after the package (a
         // ClusterPackage) or the Package.
         release_name: manifest.helm.as_ref().map(|_| match package.namespace() {
@@ -606,13 +620,17 @@ fn manifest_of(
 /// as a SubjectAccessReview): the package would otherwise copy into her
 /// objects what she cannot see. Secrets are not read: the values end up
 /// in the Instance's spec, which more people read than the Secret.
+/// A Secret's value is read the same way, and returned apart with where it
+/// came from: it is handed to the provisioner in the process
+/// ([`SecretValues`]), never written into the Instance.
 async fn resolve_values(
     client: &Client,
     given: &BTreeMap<String, ValueConfiguration>,
     author: Option<&pakket_api::CreatorRecord>,
     own_namespace: Option<&str>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<ResolvedValues, String> {
     let mut values = BTreeMap::new();
+    let mut secrets = BTreeMap::new();
     for (name, configuration) in given {
         let at = format!("spec.values.{name}");
         let value = match (&configuration.value, &configuration.value_from) {
@@ -678,10 +696,11 @@ async fn resolve_values(
                             format!("{at}.valueFrom.configMapRef: ConfigMap {namespace}/{} has no key {}", reference.name, reference.key)
                         })?
                     }
-                    (None, None, Some(_)) => {
-                        return Err(format!(
-                            "{at}.valueFrom.secretRef: values from Secrets are not read by this version of pakket-package (the value would be copied into the Instance's spec, which more people may read than the Secret); write the value, or use a ConfigMap"
-                        ));
+                    (None, None, Some(reference)) => {
+                        let (source, value) =
+                            read_secret(client, author, &at, reference, own_namespace).await?;
+                        secrets.insert(name.clone(), (source, value));
+                        continue;
                     }
                     _ => {
                         return Err(format!(
@@ -694,7 +713,95 @@ async fn resolve_values(
         };
         values.insert(name.clone(), value);
     }
-    Ok(values)
+    Ok(ResolvedValues { values, secrets })
+}
+
+/// A package's values, resolved.
+struct ResolvedValues {
+    /// Written, or read from ConfigMaps and packages: these go into the
+    /// Instance's config.
+    values: BTreeMap<String, String>,
+    /// Read from Secrets, with where from: these do not.
+    secrets: BTreeMap<String, (SecretValueRef, String)>,
+}
+
+impl ResolvedValues {
+    /// Every value, by name.
+    fn all(&self) -> BTreeMap<String, String> {
+        let mut all = self.values.clone();
+        all.extend(self.secret_texts());
+        all
+    }
+
+    /// The values read from Secrets, by name.
+    fn secret_texts(&self) -> BTreeMap<String, String> {
+        self.secrets
+            .iter()
+            .map(|(name, (_, value))| (name.clone(), value.clone()))
+            .collect()
+    }
+}
+
+/// A Secret's key, if the author may `get` the Secret herself.
+async fn read_secret(
+    client: &Client,
+    author: Option<&pakket_api::CreatorRecord>,
+    at: &str,
+    reference: &crate::api::ObjectKeyValueSource,
+    own_namespace: Option<&str>,
+) -> Result<(SecretValueRef, String), String> {
+    let namespace = reference
+        .namespace
+        .as_deref()
+        .or(own_namespace)
+        .ok_or_else(|| {
+            format!("{at}.valueFrom.secretRef.namespace: required for a ClusterPackage")
+        })?;
+    may_read(
+        client,
+        author,
+        at,
+        "",
+        "secrets",
+        Some(namespace),
+        &reference.name,
+    )
+    .await?;
+    let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
+        .get_opt(&reference.name)
+        .await
+        .map_err(|error| format!("{at}.valueFrom.secretRef: {error}"))?
+        .ok_or_else(|| {
+            format!(
+                "{at}.valueFrom.secretRef: Secret {namespace}/{} does not exist",
+                reference.name
+            )
+        })?;
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(&reference.key))
+        .ok_or_else(|| {
+            format!(
+                "{at}.valueFrom.secretRef: Secret {namespace}/{} has no key {}",
+                reference.name, reference.key
+            )
+        })?;
+    let value = String::from_utf8(bytes.0.clone()).map_err(|_| {
+        format!(
+            "{at}.valueFrom.secretRef: key {} of Secret {namespace}/{} is not UTF-8 text; values are text",
+            reference.key, reference.name
+        )
+    })?;
+    Ok((
+        SecretValueRef {
+            namespace: namespace.to_owned(),
+            name: reference.name.clone(),
+            key: reference.key.clone(),
+            resource_version: secret.metadata.resource_version.unwrap_or_default(),
+        },
+        value,
+    ))
 }
 
 /// Whether the package's author may `get` the object a value is read
@@ -999,6 +1106,7 @@ async fn finalize<K: PackageObject>(
         }
         return Ok(Action::requeue(WAITING));
     }
+    context.secret_values.forget(instance_name);
     let client = &context.info.client;
     let in_use = infos_in_use(client, package.meta().uid.as_deref()).await?;
     let infos: Api<PackageInfo> = Api::all(client.clone());

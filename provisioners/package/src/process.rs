@@ -17,6 +17,7 @@ use crate::package_controller::{self, PackageContext};
 use crate::provisioner::PackageProvisioner;
 use crate::repository::RepositoryClient;
 use crate::repository_controller;
+use crate::secret_values::SecretValues;
 
 /// How a replica is set up.
 pub struct Options {
@@ -53,14 +54,17 @@ pub async fn run(
         namespace: options.namespace,
         resync: options.resync,
     });
+    let secret_values = Arc::new(SecretValues::default());
     let packages = Arc::new(PackageContext {
         info: Arc::clone(&info),
         class: options.class,
         update_interval: options.update_interval,
         record_key: options.runtime.record_key.clone(),
         charts: ChartLocator::default(),
+        secret_values: Arc::clone(&secret_values),
     });
-    let provisioner = PackageProvisioner::new(options.id, options.helm.map(Helm::new));
+    let provisioner =
+        PackageProvisioner::new(options.id, options.helm.map(Helm::new), secret_values);
     let selector = options.selector;
     tokio::select! {
         () = repository_controller::run(Arc::clone(&info), selector.clone()) => Ok(()),

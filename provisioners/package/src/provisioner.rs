@@ -17,8 +17,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use kube::ResourceExt as _;
 use pakket_runtime::approval::{Approval, ApprovalRequest};
 use pakket_runtime::provisioner::{ClusterFacts, ObjectsError, ObjectsRequest, Provisioner};
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,7 @@ use serde_json::{Value, json};
 
 use crate::helm::{Helm, Release};
 use crate::manifest::{self, PackageManifest};
+use crate::secret_values::{self, SecretValueRef, SecretValues};
 use crate::values;
 
 /// What the package controller writes as an Instance's `spec.config`.
@@ -39,6 +41,10 @@ pub struct PackageConfig {
     /// The values, by name (defaults are added here).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub values: BTreeMap<String, String>,
+    /// Values read from Secrets: where each comes from (the value itself
+    /// reaches the provisioner in the process, see [`SecretValues`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_values: BTreeMap<String, SecretValueRef>,
     /// A Helm package's release name (`.Release.Name`): the package's
     /// name for a ClusterPackage, the Package's for a Package.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,6 +93,8 @@ pub struct PackageProvisioner {
     /// objects on every pass, and `helm template` takes a process and a
     /// fraction of a second each time.
     rendered: Mutex<HashMap<String, Vec<Value>>>,
+    /// Values the package controller read from Secrets.
+    secret_values: Arc<SecretValues>,
 }
 
 /// How many renders are kept.
@@ -95,11 +103,16 @@ const RENDERS_KEPT: usize = 128;
 impl PackageProvisioner {
     /// Answers to `id`; renders Helm packages with `helm`, and refuses
     /// them without.
-    pub fn new(id: impl Into<String>, helm: Option<Helm>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        helm: Option<Helm>,
+        secret_values: Arc<SecretValues>,
+    ) -> Self {
         Self {
             id: id.into(),
             helm,
             rendered: Mutex::default(),
+            secret_values,
         }
     }
 }
@@ -132,9 +145,14 @@ impl Provisioner for PackageProvisioner {
         if let Some(objects) = self.rendered.lock().unwrap().get(&key) {
             return Ok(objects.clone());
         }
+        let secrets = self
+            .secret_values
+            .for_instance(&request.instance.name_any(), &config.secret_values)
+            .map_err(ObjectsError::DependenciesMissing)?;
         let renderer = Renderer {
             helm: self.helm.as_ref(),
             cluster: request.cluster,
+            secrets: &secrets,
         };
         let objects = off_the_runtime(|| {
             render(request.content, request.max_object_size, &config, &renderer)
@@ -165,6 +183,8 @@ pub struct Renderer<'a> {
     pub helm: Option<&'a Helm>,
     /// What Helm is told about the cluster.
     pub cluster: &'a ClusterFacts,
+    /// The values read from Secrets, by name.
+    pub secrets: &'a BTreeMap<String, String>,
 }
 
 impl Renderer<'_> {
@@ -224,13 +244,15 @@ pub fn render(
         )));
     }
     // Values are checked first: a chart renders with them.
-    let values = values::with_defaults(&package.value_definitions, &config.values);
+    let mut given = config.values.clone();
+    given.extend(renderer.secrets.clone());
+    let values = values::with_defaults(&package.value_definitions, &given);
     let problems = values::validate(&package.value_definitions, &values);
     if let Some(first) = problems.first() {
         let (name, problem) = first.split_once(": ").unwrap_or((first, ""));
         return Err(ObjectsError::Config {
             field: format!("spec.config.values.{name}"),
-            problem: problem.to_owned(),
+            problem: secret_values::masked(problem, renderer.secrets),
         });
     }
     let mut objects = Vec::new();
@@ -428,9 +450,11 @@ mod tests {
         config: &PackageConfig,
     ) -> Result<Vec<Value>, ObjectsError> {
         let cluster = ClusterFacts::default();
+        let secrets = BTreeMap::new();
         let renderer = Renderer {
             helm: None,
             cluster: &cluster,
+            secrets: &secrets,
         };
         render(content, max_object_size, config, &renderer)
     }
@@ -479,6 +503,7 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             release_name: None,
+            secret_values: BTreeMap::new(),
         }
     }
 
