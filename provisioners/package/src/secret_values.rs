@@ -34,15 +34,19 @@ pub struct SecretValueRef {
     pub resource_version: String,
 }
 
-/// The values read, by Instance and value name.
+/// One Instance's values read from Secrets: by value name, where from and
+/// the value.
+pub type ReadValues = BTreeMap<String, (SecretValueRef, String)>;
+
+/// The values read, by Instance.
 #[derive(Default)]
 pub struct SecretValues {
-    held: Mutex<HashMap<String, BTreeMap<String, (SecretValueRef, String)>>>,
+    held: Mutex<HashMap<String, ReadValues>>,
 }
 
 impl SecretValues {
     /// Keeps `values` for `instance` (replacing what it had).
-    pub fn put(&self, instance: &str, values: BTreeMap<String, (SecretValueRef, String)>) {
+    pub fn put(&self, instance: &str, values: ReadValues) {
         let mut held = self.held.lock().unwrap();
         if values.is_empty() {
             held.remove(instance);
