@@ -4,7 +4,10 @@
 # Pakket's CRDs, runs the plain provisioner, and installs a plain bundle end
 # to end (it waits for approval, is approved, installs); then runs the
 # registry-v1 provisioner and installs a real OLM operator bundle (etcd
-# 0.9.4, from ../shared/data) pushed to a local registry.
+# 0.9.4, from ../shared/data) pushed to a local registry; then runs the
+# package provisioner against a loopback HTTPS copy of the real Glasskube
+# package repository (../shared/data), where alice, who owns only her
+# namespace, installs Apache Tika as a Package.
 #
 #   dev/demo.sh         bring it up (again: reuses what is running)
 #   dev/demo.sh down    stop it
@@ -21,12 +24,14 @@ say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
 dev/prerequisites.sh >/dev/null
 cargo build --quiet --locked --bin pakket-dev --bin crdgen --bin pakket-plain --bin kubectl-instance --bin pakket-webhooks \
-  --bin pakket-registry-v1 --bin pakket
+  --bin pakket-registry-v1 --bin pakket --bin pakket-package
 # kubectl finds its plugins on PATH: `kubectl instance ...` runs kubectl-instance.
 export PATH="$CARGO_TARGET_DIR/debug:$PATH"
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
 plain_pid="$PAKKET_DEV_DIR.pakket-plain.pid"
 registry_v1_pid="$PAKKET_DEV_DIR.pakket-registry-v1.pid"
+package_pid="$PAKKET_DEV_DIR.pakket-package.pid"
+packages_dir="$PAKKET_DEV_DIR.packages"
 registry_dir="$PAKKET_DEV_DIR.registry"
 webhooks_pid="$PAKKET_DEV_DIR.pakket-webhooks.pid"
 running() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -35,6 +40,8 @@ if [[ ${1:-} == down ]]; then
   [[ -f $plain_pid ]] && kill "$(cat "$plain_pid")" 2>/dev/null; rm -f "$plain_pid"
   [[ -f $registry_v1_pid ]] && kill "$(cat "$registry_v1_pid")" 2>/dev/null; rm -f "$registry_v1_pid"
   [[ -d $registry_dir ]] && dev/registry/stop.sh "$registry_dir"
+  [[ -f $package_pid ]] && kill "$(cat "$package_pid")" 2>/dev/null; rm -f "$package_pid"
+  [[ -d $packages_dir ]] && dev/https-files/stop.sh "$packages_dir"
   # SIGTERM: the webhooks remove their configurations before they exit.
   if running "$webhooks_pid"; then
     pid=$(cat "$webhooks_pid"); kill "$pid"
@@ -70,8 +77,10 @@ say "Starting Pakket's admission webhooks on loopback (log: $PAKKET_DEV_DIR/logs
 # validation; registered with the apiserver while they run.
 if ! running "$webhooks_pid"; then
   webhooks_log="$PAKKET_DEV_DIR/logs/pakket-webhooks.log"
+  # The package provisioner (run below as the admin) writes Instances on
+  # the behalf of whoever wrote each package: a delegate.
   nohup "$CARGO_TARGET_DIR/debug/pakket-webhooks" local --name demo --record-key-file "$record_key" \
-    >"$webhooks_log" 2>&1 &
+    --delegate pakket-admin >"$webhooks_log" 2>&1 &
   echo $! >"$webhooks_pid"
   for _ in $(seq 1 300); do grep -q "^webhooks on" "$webhooks_log" && break; sleep 0.1; done
   grep "^webhooks on" "$webhooks_log" || { cat "$webhooks_log" >&2; exit 1; }
@@ -194,6 +203,99 @@ else
   say "(../shared/data/bundles/etcd/0.9.4 is not here: the operator part is skipped)"
 fi
 
+glasskube_packages=../shared/data/glasskube-packages/packages
+if [[ -d $glasskube_packages ]]; then
+  say "A Glasskube package: the real repository (glasskube/packages, in ../shared/data) served over loopback HTTPS"
+  repository=$(dev/https-files/start.sh "$packages_dir" "$glasskube_packages")
+  echo "serving $glasskube_packages at $repository"
+  helm_bin=$(dev/controlplane/build-helm.sh)
+
+  say "Starting the package provisioner (log: $PAKKET_DEV_DIR/logs/pakket-package.log)"
+  if ! running "$package_pid"; then
+    nohup "$CARGO_TARGET_DIR/debug/pakket-package" --store "$PAKKET_DEV_DIR/store-package" \
+      --probe-address 127.0.0.1:0 --record-key-file "$record_key" --helm "$helm_bin/helm" \
+      --extra-ca-file "$packages_dir/ca.pem" --allow-internal-addresses \
+      >"$PAKKET_DEV_DIR/logs/pakket-package.log" 2>&1 &
+    echo $! >"$package_pid"
+  fi
+  # The 'package' class installs by itself only what the package's author
+  # could have created by hand (UserPermission).
+  kubectl apply -f - <<YAML
+apiVersion: core.pakket.dev/v1alpha1
+kind: ProvisionerClass
+metadata: {name: package}
+spec:
+  provisioner: pakket.dev/package
+  parameters: {approval: UserPermission, allowInternalAddresses: true}
+---
+apiVersion: packages.pakket.dev/v1alpha1
+kind: PackageRepository
+metadata:
+  name: glasskube
+  annotations: {packages.pakket.dev/default-repository: "true"}
+spec: {url: "$repository"}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: alice}
+---
+# alice owns namespace alice (the built-in 'admin' role there) and may
+# write Packages in it; nothing cluster-wide.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-admin, namespace: alice}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: package-writer, namespace: alice}
+rules:
+- {apiGroups: [packages.pakket.dev], resources: [packages], verbs: [get, list, watch, create, update, patch, delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-package-writer, namespace: alice}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: package-writer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+YAML
+  for _ in $(seq 1 100); do
+    [[ $(kubectl get packagerepository glasskube -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] && break
+    sleep 0.2
+  done
+  kubectl get packagerepository glasskube \
+    -o jsonpath='{.metadata.name}: {.status.conditions[?(@.type=="Ready")].message}{"\n"}'
+
+  say "alice (not an admin) installs Apache Tika into her namespace, as a Package:"
+  kubectl --context alice apply -f - <<YAML
+apiVersion: packages.pakket.dev/v1alpha1
+kind: Package
+metadata: {name: tika, namespace: alice}
+spec:
+  packageInfo: {name: tika}
+YAML
+  package_ready() { kubectl get package tika -n alice -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'; }
+  for _ in $(seq 1 300); do [[ $(package_ready) == True ]] && break; sleep 0.2; done
+  [[ $(package_ready) == True ]] || { kubectl get package tika -n alice -o yaml >&2; exit 1; }
+  kubectl --context alice get packages -n alice
+  kubectl --context alice get deployments,services -n alice
+  echo "Approved: $(condition package-alice.tika Approved message)"
+
+  say "kubectl instance describe package/alice/tika"
+  kubectl instance describe package/alice/tika
+
+  say "alice cannot install a cluster-wide package (she may not create ClusterPackages):"
+  kubectl --context alice create --dry-run=server -f - <<YAML || true
+apiVersion: packages.pakket.dev/v1alpha1
+kind: ClusterPackage
+metadata: {name: cloudnative-pg}
+spec:
+  packageInfo: {name: cloudnative-pg}
+YAML
+else
+  say "(../shared/data/glasskube-packages is not here: the package part is skipped)"
+fi
+
 cat <<MSG
 
 The control plane keeps running. To use it from this shell:
@@ -201,6 +303,6 @@ The control plane keeps running. To use it from this shell:
   kubectl get pakket                  # as admin
   kubectl instance list               # the plugin: list, describe, why, approve, deny, graph
   kubectl --context alice get pakket  # as the non-admin user alice (or bob, carol)
-The provisioners and the webhooks keep running too (pids in $plain_pid, $registry_v1_pid, $webhooks_pid).
+The provisioners and the webhooks keep running too (pids in $plain_pid, $registry_v1_pid, $package_pid, $webhooks_pid).
 Stop everything with: dev/demo.sh down
 MSG

@@ -15,7 +15,8 @@ done
 missing=()
 # docker-registry: a real OCI registry on loopback for the image-source tests.
 # gcc and make: jemalloc (pakket-resolveset's allocator) is built from C.
-for tool in curl:curl git:git docker-registry:docker-registry python3:python3 cc:gcc make:make; do
+# openssl: the demo's package repository gets its own CA (dev/https-files).
+for tool in curl:curl git:git docker-registry:docker-registry python3:python3 cc:gcc make:make openssl:openssl; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
 # python3-venv: dev/schemathesis/install.sh puts schemathesis in a venv.

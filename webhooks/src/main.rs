@@ -84,6 +84,11 @@ enum Command {
         /// whose file is printed so provisioners can be given it.
         #[arg(long)]
         record_key_file: Option<PathBuf>,
+        /// A user whose writes may carry someone else's sealed requester
+        /// record (a controller run by hand that writes on people's
+        /// behalf, as the package provisioner does); repeatable.
+        #[arg(long = "delegate", value_name = "USER")]
+        delegates: Vec<String>,
     },
 }
 
@@ -135,15 +140,19 @@ async fn main() -> anyhow::Result<()> {
             selector,
             access_cache_seconds,
             record_key_file,
+            delegates,
         } => {
-            local(
-                name,
-                context,
-                selector,
-                access_cache_seconds,
-                record_key_file,
-            )
-            .await?
+            let mut options = match selector {
+                Some(labels) => LocalOptions::for_labels(name, labels),
+                None => LocalOptions {
+                    name,
+                    ..LocalOptions::default()
+                },
+            };
+            options.access_cache_ttl = Duration::from_secs(access_cache_seconds);
+            options.record_key_file = record_key_file;
+            options.delegates = delegates;
+            local(context, options).await?
         }
     }
     Ok(())
@@ -151,13 +160,7 @@ async fn main() -> anyhow::Result<()> {
 
 /// `pakket-webhooks local`: runs [`LocalWebhooks`] until a signal, then
 /// removes its configurations.
-async fn local(
-    name: String,
-    context: Option<String>,
-    selector: Option<BTreeMap<String, String>>,
-    access_cache_seconds: u64,
-    record_key_file: Option<PathBuf>,
-) -> anyhow::Result<()> {
+async fn local(context: Option<String>, options: LocalOptions) -> anyhow::Result<()> {
     let kubeconfig = KubeConfigOptions {
         context: context.clone(),
         ..KubeConfigOptions::default()
@@ -173,15 +176,6 @@ async fn local(
             )
         })?;
     let client = kube::Client::try_from(client_config).context("building the API client")?;
-    let mut options = match selector {
-        Some(labels) => LocalOptions::for_labels(name, labels),
-        None => LocalOptions {
-            name,
-            ..LocalOptions::default()
-        },
-    };
-    options.access_cache_ttl = Duration::from_secs(access_cache_seconds);
-    options.record_key_file = record_key_file;
     let mut shutdown = Shutdown::listen()?;
     let webhooks = LocalWebhooks::start(client, options).await?;
     let name = webhooks.configuration_name();
