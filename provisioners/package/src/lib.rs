@@ -24,6 +24,7 @@ pub mod provisioner;
 pub mod repository;
 pub mod repository_controller;
 pub mod secret_values;
+pub mod transformations;
 pub mod values;
 
 /// The provisioner's id.

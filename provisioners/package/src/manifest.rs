@@ -81,9 +81,32 @@ pub struct PackageManifest {
     /// Packages installed as parts of this one.
     #[serde(default)]
     pub components: Vec<Component>,
-    /// Values copied from one package's objects to another's.
+    /// Values read from the package object itself, patched into targets.
     #[serde(default)]
-    pub transformations: Vec<Value>,
+    pub transformations: Vec<Transformation>,
+}
+
+/// One `transformations[]` entry: a value read (by JSONPath) from the
+/// package object, patched into targets as a value definition's value is.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Transformation {
+    /// Where the value is read.
+    pub source: TransformationSource,
+    /// Where it goes.
+    #[serde(default)]
+    pub targets: Vec<ValueTarget>,
+}
+
+/// `source`: the package object itself, or another object.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TransformationSource {
+    /// Another object (no package of the repository reads one).
+    #[serde(default)]
+    pub resource: Option<TargetResource>,
+    /// A JSONPath in kubectl's braces: `{ $.metadata.name }`.
+    pub path: String,
 }
 
 /// `helm`: a chart of a Helm chart repository and its values.
@@ -262,8 +285,13 @@ impl PackageManifest {
         if self.kustomize.is_some() {
             missing.push("kustomize");
         }
-        if !self.transformations.is_empty() {
-            missing.push("transformations");
+        if self
+            .transformations
+            .iter()
+            .any(|transformation| transformation.source.resource.is_some())
+        {
+            missing
+                .push("transformations reading another object (transformations[].source.resource)");
         }
         (!missing.is_empty()).then(|| missing.join(", "))
     }

@@ -41,6 +41,7 @@ use crate::names;
 use crate::provisioner::PackageConfig;
 use crate::repository;
 use crate::secret_values::{self, SecretValueRef, SecretValues};
+use crate::transformations;
 use crate::values;
 
 /// The field manager of what this controller writes.
@@ -481,6 +482,20 @@ async fn install<K: PackageObject>(
         })?;
         refs.push(url.to_string());
     }
+    // Transformations read the package object itself (its name).
+    let package_json = serde_json::to_value(package).map_err(|error| {
+        Step::Failed(
+            "InstallationFailed",
+            format!("the package as JSON: {error}"),
+        )
+    })?;
+    let transformation_values = transformations::read(&manifest.transformations, &package_json)
+        .map_err(|problem| {
+            Step::Failed(
+                "UnsupportedFormat",
+                format!("package {} {version}: {problem}", wanted.name),
+            )
+        })?;
     // Values from Secrets reach the provisioner in the process; the
     // Instance says only where they come from.
     context
@@ -494,6 +509,7 @@ async fn install<K: PackageObject>(
             .map(|(name, (source, _))| (name.clone(), source.clone()))
             .collect(),
         values: given.values,
+        transformation_values,
         // The HelmRelease Glasskube makes is named after the package (a
         // ClusterPackage) or the Package.
         release_name: manifest.helm.as_ref().map(|_| match package.namespace() {

@@ -26,8 +26,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::helm::{Helm, Release};
-use crate::manifest::{self, PackageManifest};
+use crate::manifest::{self, PackageManifest, ValueDefinition};
 use crate::secret_values::{self, SecretValueRef, SecretValues};
+use crate::transformations;
 use crate::values;
 
 /// What the package controller writes as an Instance's `spec.config`.
@@ -45,6 +46,10 @@ pub struct PackageConfig {
     /// reaches the provisioner in the process, see [`SecretValues`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub secret_values: BTreeMap<String, SecretValueRef>,
+    /// The value of each of the package's `transformations`, read from
+    /// the package object by the package controller.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transformation_values: Vec<String>,
     /// A Helm package's release name (`.Release.Name`): the package's
     /// name for a ClusterPackage, the Package's for a Package.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -255,6 +260,12 @@ pub fn render(
             problem: secret_values::masked(problem, renderer.secrets),
         });
     }
+    let (transformed, transformation_values) =
+        transformations::as_values(&package.transformations, &config.transformation_values)
+            .map_err(|problem| ObjectsError::Config {
+                field: "spec.config.transformationValues".into(),
+                problem,
+            })?;
     let mut objects = Vec::new();
     let mut first_manifest = 1;
     if let Some(chart) = &package.helm {
@@ -269,6 +280,10 @@ pub fn render(
                     package.name
                 ))
             })?;
+        let patches = [
+            (&package.value_definitions, &values),
+            (&transformed, &transformation_values),
+        ];
         let rendered = render_chart(
             content,
             config,
@@ -276,7 +291,7 @@ pub fn render(
             &package,
             chart,
             &namespace,
-            &values,
+            &patches,
             max_object_size,
         )?;
         objects.extend(
@@ -338,6 +353,8 @@ pub fn render(
             problem,
         }
     })?;
+    values::apply(&transformed, &transformation_values, &mut placed)
+        .map_err(|problem| ObjectsError::Content(format!("package {}: {problem}", package.name)))?;
     let mut namespaces: Vec<Value> = created_namespaces
         .into_iter()
         .filter(|namespace| !is_system_namespace(namespace))
@@ -369,7 +386,10 @@ fn render_chart(
     package: &PackageManifest,
     chart: &manifest::HelmChart,
     namespace: &str,
-    values: &BTreeMap<String, String>,
+    patches: &[(
+        &BTreeMap<String, ValueDefinition>,
+        &BTreeMap<String, String>,
+    )],
     max_object_size: u64,
 ) -> Result<Vec<Value>, ObjectsError> {
     let helm = renderer.helm.ok_or_else(|| {
@@ -379,16 +399,14 @@ fn render_chart(
         ))
     })?;
     let mut chart_values = chart.values.clone().unwrap_or_else(|| json!({}));
-    values::apply_to_chart(
-        &package.value_definitions,
-        values,
-        &chart.chart_name,
-        &mut chart_values,
-    )
-    .map_err(|problem| ObjectsError::Config {
-        field: "spec.config.values".into(),
-        problem,
-    })?;
+    for (definitions, values) in patches {
+        values::apply_to_chart(definitions, values, &chart.chart_name, &mut chart_values).map_err(
+            |problem| ObjectsError::Config {
+                field: "spec.config.values".into(),
+                problem,
+            },
+        )?;
+    }
     let release = Release {
         name: config.release_name.as_deref().unwrap_or(&package.name),
         namespace,
@@ -504,6 +522,7 @@ mod tests {
                 .collect(),
             release_name: None,
             secret_values: BTreeMap::new(),
+            transformation_values: Vec::new(),
         }
     }
 

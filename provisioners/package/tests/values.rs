@@ -1,16 +1,20 @@
 //! Values from Secrets (`valueFrom.secretRef`): read only for an author
 //! who may read the Secret herself, and never written into the Instance
-//! (whose readers are many more than the Secret's).
+//! (whose readers are many more than the Secret's). And `transformations`:
+//! the package's own name patched into its objects and its chart's values.
 //!
-//! The package is written by the test (not real data): the real
+//! The packages are written by the test (not real data): the real
 //! repository has no package that takes a value from a Secret's key into a
-//! Secret of its own, which is what shows the value arriving.
+//! Secret of its own, which is what shows the value arriving, and its
+//! packages with transformations (tracecat, temporal, trieve) need charts
+//! and operators that are not in the data; the unit tests of
+//! `transformations` read the real tracecat.
 
 mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use pakket_api::Instance;
 use pakket_package::api::{Package, PackageInfoTemplate, PackageSpec};
@@ -221,5 +225,98 @@ valueDefinitions:
     support::revoke(&scope, "mallory").await;
     support::revoke(&scope, "carol").await;
     hooks.stop().await.unwrap();
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_transformation_patches_the_packages_own_name_into_its_objects_and_chart() {
+    let (scope, repository) = support::world("package-transform").await;
+    let namespace = scope.namespace.clone();
+    repository.write_chart(
+        "https://charts.example.com/named",
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: named\nversion: 1.0.0\n"),
+            ("values.yaml", "greeting: unset\n"),
+            (
+                "templates/config.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-chart\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
+            ),
+        ],
+    );
+    repository.write_file(
+        "named/versions.yaml",
+        "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n",
+    );
+    repository.write_file(
+        "named/v1.0.0/package.yaml",
+        r#"name: named
+scope: Namespaced
+defaultNamespace: named
+helm:
+  repositoryUrl: https://charts.example.com/named
+  chartName: named
+  chartVersion: 1.0.0
+manifests:
+  - url: ./config.yaml
+transformations:
+  - source:
+      path: "{ $.metadata.name }"
+    targets:
+      - resource: {apiGroup: v1, kind: ConfigMap, name: named-config}
+        valueTemplate: '"http://{{.}}-api:8000"'
+        patch: {op: replace, path: /data/API_URL}
+      - chartName: named
+        valueTemplate: '"{{.}}-from-the-chart"'
+        patch: {op: add, path: /greeting}
+"#,
+    );
+    repository.write_file(
+        "named/v1.0.0/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: named-config\ndata:\n  API_URL: \"\"\n",
+    );
+    let packages: Api<Package> = Api::namespaced(scope.client.clone(), &namespace);
+    let mut orders = Package::new(
+        "orders",
+        PackageSpec {
+            package_info: PackageInfoTemplate {
+                name: "named".into(),
+                version: Some("v1.0.0".into()),
+                repository_name: Some(scope.name("glasskube")),
+            },
+            values: Default::default(),
+            suspend: false,
+        },
+    );
+    orders.metadata.labels = Some(scope.labels());
+    packages
+        .create(&PostParams::default(), &orders)
+        .await
+        .unwrap();
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &namespace);
+    eventually("both ConfigMaps are written", || async {
+        config_maps.get_opt("named-config").await.unwrap().is_some()
+            && config_maps.get_opt("orders-chart").await.unwrap().is_some()
+    })
+    .await;
+    let data = |config_map: ConfigMap| config_map.data.unwrap_or_default();
+    assert_eq!(
+        data(config_maps.get("named-config").await.unwrap())["API_URL"],
+        "http://orders-api:8000",
+        "into the manifest's object"
+    );
+    assert_eq!(
+        data(config_maps.get("orders-chart").await.unwrap())["greeting"],
+        "orders-from-the-chart",
+        "into the chart's values (the release is named after the Package)"
+    );
+    packages
+        .delete("orders", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the package and its objects are gone", || async {
+        packages.get_opt("orders").await.unwrap().is_none()
+            && config_maps.get_opt("named-config").await.unwrap().is_none()
+    })
+    .await;
     scope.cleanup().await;
 }
