@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::helm::{Helm, Release};
-use crate::manifest::{self, PackageManifest, ValueDefinition};
+use crate::manifest::{self, PackageManifest};
 use crate::secret_values::{self, SecretValueRef, SecretValues};
 use crate::transformations;
 use crate::values;
@@ -386,10 +386,7 @@ fn render_chart(
     package: &PackageManifest,
     chart: &manifest::HelmChart,
     namespace: &str,
-    patches: &[(
-        &BTreeMap<String, ValueDefinition>,
-        &BTreeMap<String, String>,
-    )],
+    patches: &[(&values::Definitions, &values::Values)],
     max_object_size: u64,
 ) -> Result<Vec<Value>, ObjectsError> {
     let helm = renderer.helm.ok_or_else(|| {

@@ -10,12 +10,11 @@
 //! (`source.resource`) is refused as unsupported: reading it would need
 //! the author's right to, as for `valueFrom`, and no package uses it.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 use serde_json_path::JsonPath;
 
 use crate::manifest::{Transformation, ValueDefinition};
+use crate::values::{Definitions, Values};
 
 /// The value of each transformation, read from `package` (the package
 /// object as JSON).
@@ -54,7 +53,7 @@ pub fn read(transformations: &[Transformation], package: &Value) -> Result<Vec<S
 pub fn as_values(
     transformations: &[Transformation],
     values: &[String],
-) -> Result<(BTreeMap<String, ValueDefinition>, BTreeMap<String, String>), String> {
+) -> Result<(Definitions, Values), String> {
     if transformations.len() != values.len() {
         return Err(format!(
             "the package has {} transformations and the Instance's config gives {} values; the package controller writes them",

@@ -21,6 +21,11 @@ use serde_json::{Value, json};
 
 use crate::manifest::{ValueDefinition, ValueTarget};
 
+/// Value definitions, by value name.
+pub type Definitions = BTreeMap<String, ValueDefinition>;
+/// Values as text, by name.
+pub type Values = BTreeMap<String, String>;
+
 /// The values to use: those given, and the defaults of the others.
 pub fn with_defaults(
     definitions: &BTreeMap<String, ValueDefinition>,
