@@ -61,8 +61,8 @@ pub fn as_values(
             values.len()
         ));
     }
-    let mut definitions = BTreeMap::new();
-    let mut given = BTreeMap::new();
+    let mut definitions = Definitions::new();
+    let mut given = Values::new();
     for (index, (transformation, value)) in transformations.iter().zip(values).enumerate() {
         let name = format!("transformations[{index}]");
         definitions.insert(
