@@ -35,6 +35,7 @@ mod table;
 mod why;
 mod why_catalogs;
 mod why_input;
+mod why_package;
 
 use connect::ClusterArgs;
 use error::Error;
@@ -135,10 +136,12 @@ enum Command {
         #[arg(short = 'm', long)]
         message: Option<String>,
     },
-    /// Explain why an Instance (or an Input: `input/NAME`) is in its state,
-    /// and what to do next.
+    /// Explain why an Instance (or an Input: `input/NAME`; a Glasskube
+    /// package: `clusterpackage/NAME`, `package/NAMESPACE/NAME`) is in its
+    /// state, and what to do next.
     Why {
-        /// The Instance's name, or `input/NAME`.
+        /// The Instance's name, `input/NAME`, `clusterpackage/NAME` or
+        /// `package/NAMESPACE/NAME`.
         name: String,
         /// Print the explanation as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
@@ -234,6 +237,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
             resolver,
         } => {
             let client = cli.cluster.client().await?;
+            if let Some(package) = name.strip_prefix("clusterpackage/") {
+                return why_package::run(&client, package, false, output, &mut out).await;
+            }
+            if let Some(package) = name.strip_prefix("package/") {
+                return why_package::run(&client, package, true, output, &mut out).await;
+            }
             if let Some(input) = name.strip_prefix("input/") {
                 return match why_input::run(&client, input, output, &mut out).await? {
                     Some(()) => Ok(()),

@@ -170,6 +170,30 @@ pub async fn describe(
     format: Option<Format>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
+    let shown = find(client, which, namespaced).await?;
+    let instance = instance_of(client, &shown).await;
+    match format {
+        Some(format) => output::print(&shown, format, out),
+        None => {
+            out.write_all(render(&shown, instance.as_ref(), Timestamp::now()).as_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+/// The Instance `shown` became, if it exists and may be read.
+pub async fn instance_of(client: &kube::Client, shown: &Shown) -> Option<Instance> {
+    let name = shown.status.instance.as_ref()?;
+    Api::<Instance>::all(client.clone())
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// `clusterpackage/NAME` (`which` is `NAME`) or `package/NAMESPACE/NAME`
+/// (`which` is `NAMESPACE/NAME`, `namespaced`).
+pub async fn find(client: &kube::Client, which: &str, namespaced: bool) -> Result<Shown, Error> {
     let found = if namespaced {
         let Some((namespace, name)) = which.split_once('/') else {
             return Err(Error::NotFound {
@@ -187,37 +211,18 @@ pub async fn describe(
             .await
             .map(|found| found.map(Shown::cluster))
     };
-    let shown = match found {
-        Ok(Some(shown)) => shown,
-        Ok(None) => {
-            return Err(Error::NotFound {
-                kind: if namespaced {
-                    "package"
-                } else {
-                    "clusterpackage"
-                },
-                name: which.to_owned(),
-            });
-        }
+    match found {
+        Ok(Some(shown)) => Ok(shown),
+        Ok(None) => Err(Error::NotFound {
+            kind: if namespaced {
+                "package"
+            } else {
+                "clusterpackage"
+            },
+            name: which.to_owned(),
+        }),
         Err(source) => {
-            return Err(
-                identity::refused(client, source, "get packages", lookup::READ_ADVICE).await,
-            );
-        }
-    };
-    let instance = match &shown.status.instance {
-        Some(name) => Api::<Instance>::all(client.clone())
-            .get_opt(name)
-            .await
-            .ok()
-            .flatten(),
-        None => None,
-    };
-    match format {
-        Some(format) => output::print(&shown, format, out),
-        None => {
-            out.write_all(render(&shown, instance.as_ref(), Timestamp::now()).as_bytes())?;
-            Ok(())
+            Err(identity::refused(client, source, "get packages", lookup::READ_ADVICE).await)
         }
     }
 }

@@ -10,6 +10,7 @@ mod inspect;
 mod kubectl_plugin;
 mod operator;
 mod operators;
+mod packages;
 mod resolver_api;
 mod support;
 mod webhook_approval;
