@@ -2,6 +2,8 @@
 //! cluster's resolver API): a package's update graph in each channel of
 //! each catalog that has it, as text (heads first, then down the graph) or
 //! as Graphviz DOT (`--format dot`). Files and the API print the same.
+//! With `--package-repository NAME` or `--repository-url URL`, a Glasskube
+//! package's versions instead ([`packages`]).
 //!
 //! The graph follows OLM through pakket-engine's [`UpdateGraph`]: an entry
 //! upgrades a bundle it `replaces`, `skips`, or whose version its
@@ -18,6 +20,7 @@ use crate::error::Error;
 use crate::resolver::ResolverArgs;
 
 mod dot;
+mod packages;
 mod remote;
 
 /// Arguments of `graph`.
@@ -30,10 +33,22 @@ pub struct GraphArgs {
     #[arg(
         long = "catalog",
         value_name = "PATH[@PRIORITY]",
-        required_unless_present = "server",
-        conflicts_with = "server"
+        required_unless_present_any = ["server", "package_repository", "repository_url"],
+        conflicts_with_all = ["server", "package_repository", "repository_url"]
     )]
     catalogs: Vec<String>,
+    /// A Glasskube package's versions in this PackageRepository of the
+    /// cluster (read from this machine; not one with credentials).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["server", "repository_url"])]
+    package_repository: Option<String>,
+    /// A Glasskube package's versions in the package repository at this
+    /// URL (no cluster needed).
+    #[arg(long, value_name = "URL", conflicts_with = "server")]
+    repository_url: Option<String>,
+    /// A CA certificate (PEM) to trust for the package repository besides
+    /// the system's.
+    #[arg(long, value_name = "FILE")]
+    repository_ca: Vec<std::path::PathBuf>,
     #[command(flatten)]
     resolver: ResolverArgs,
     /// Only this channel (default: every channel, the default one first).
@@ -313,7 +328,32 @@ pub fn render_text(graphs: &[ChannelGraph]) -> String {
 }
 
 /// Loads the catalogs (or asks the server) and prints the graph.
-pub async fn run(args: &GraphArgs, out: &mut impl Write) -> Result<(), Error> {
+pub async fn run(
+    args: &GraphArgs,
+    cluster: &crate::connect::ClusterArgs,
+    out: &mut impl Write,
+) -> Result<(), Error> {
+    if let Some(url) = &args.repository_url {
+        return packages::run(
+            packages::Source::Url(url),
+            &args.package,
+            &args.repository_ca,
+            args.format,
+            out,
+        )
+        .await;
+    }
+    if let Some(name) = &args.package_repository {
+        let client = cluster.client().await?;
+        return packages::run(
+            packages::Source::Cluster(&client, name),
+            &args.package,
+            &args.repository_ca,
+            args.format,
+            out,
+        )
+        .await;
+    }
     let graphs = match args.resolver.server() {
         Some(server) => {
             remote::package_graphs(&server, &args.package, args.channel.as_deref()).await?

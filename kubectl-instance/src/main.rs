@@ -172,7 +172,9 @@ enum Command {
         resolver: resolver::ResolverArgs,
     },
     /// Print a package's update graphs from catalog files (no cluster needed)
-    /// or from a cluster's resolver API (`--server`).
+    /// or from a cluster's resolver API (`--server`); or a Glasskube
+    /// package's versions in a package repository (`--package-repository
+    /// NAME`, `--repository-url URL`).
     Graph(graph::GraphArgs),
 }
 
@@ -200,7 +202,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cli.command {
-        Command::Graph(args) => graph::run(&args, &mut out).await,
+        Command::Graph(args) => graph::run(&args, &cli.cluster, &mut out).await,
         Command::List {
             kind,
             selector,

@@ -1,5 +1,8 @@
 //! `kubectl instance why clusterpackage/NAME` and `why
-//! package/NAMESPACE/NAME` on real package objects. No package provisioner
+//! package/NAMESPACE/NAME` on real package objects, and `graph PACKAGE
+//! --repository-url | --package-repository` on the real Glasskube
+//! repository (../shared/data/glasskube-packages, glasskube/packages at
+//! 3352e05d, unedited) served over loopback HTTPS. No package provisioner
 //! runs: the test writes the statuses it would (a dependency installed for
 //! a Package, the PackageInfo whose package file says so).
 
@@ -175,5 +178,189 @@ async fn why_a_package_names_its_version_its_dependents_and_the_next_step() {
         .await
         .unwrap();
     infos.delete(&info_name, &Default::default()).await.unwrap();
+    scope.cleanup().await;
+}
+
+/// Serves the real repository's files, unedited.
+fn serve_the_real_repository() -> pakket_testkit::https::HttpsServer {
+    use axum::extract::Path;
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    async fn file(Path(path): Path<String>) -> axum::response::Response {
+        if path
+            .split('/')
+            .any(|segment| segment == ".." || segment.is_empty())
+        {
+            return StatusCode::BAD_REQUEST.into_response();
+        }
+        match std::fs::read(pakket_testkit::data("glasskube-packages/packages").join(path)) {
+            Ok(bytes) => bytes.into_response(),
+            Err(_) => StatusCode::NOT_FOUND.into_response(),
+        }
+    }
+    pakket_testkit::https::HttpsServer::start(
+        axum::Router::new().route("/packages/{*path}", axum::routing::get(file)),
+    )
+}
+
+#[tokio::test]
+async fn graph_shows_a_packages_versions_from_its_repository_and_who_runs_them() {
+    let scope = Scope::new("graph-package").await;
+    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+        .await
+        .unwrap();
+    let server = serve_the_real_repository();
+    let ca = std::env::temp_dir().join(format!("{}-ca.pem", scope.name("repository")));
+    std::fs::write(&ca, &server.ca_pem).unwrap();
+    let url = server.url("packages/");
+    let ca_arg = ca.display().to_string();
+
+    // No cluster needed: the URL and its CA.
+    let run = plugin(
+        "admin",
+        &[
+            "graph",
+            "kubernetes-dashboard",
+            "--repository-url",
+            &url,
+            "--repository-ca",
+            &ca_arg,
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        lines[0].contains("2 versions, newest first"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        lines[2].starts_with("v2.7.0+2")
+            && lines[2].contains("latest")
+            && lines[2].contains("helm chart kubernetes-dashboard 6.0.8 + manifests"),
+        "the newest is the chart, and latest: {}",
+        run.stdout
+    );
+    assert!(
+        lines[3].starts_with("v2.7.0+1")
+            && lines[3].contains("manifests")
+            && !lines[3].contains("latest"),
+        "{}",
+        run.stdout
+    );
+
+    // From the cluster's PackageRepository, with who runs which version.
+    let repositories: Api<pakket_package::api::PackageRepository> = Api::all(scope.client.clone());
+    let repository_name = scope.name("glasskube");
+    let mut repository = pakket_package::api::PackageRepository::new(
+        &repository_name,
+        pakket_package::api::PackageRepositorySpec {
+            url: url.clone(),
+            auth: None,
+        },
+    );
+    repository.metadata.labels = Some(scope.labels());
+    repositories
+        .create(&PostParams::default(), &repository)
+        .await
+        .unwrap();
+    let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    let name = scope.name("tracecat");
+    let mut tracecat = ClusterPackage::new(
+        &name,
+        ClusterPackageSpec {
+            package_info: PackageInfoTemplate {
+                name: "tracecat".into(),
+                version: Some("v0.10.1+2".into()),
+                repository_name: Some(repository_name.clone()),
+            },
+            values: Default::default(),
+            suspend: false,
+        },
+    );
+    tracecat.metadata.labels = Some(scope.labels());
+    cluster_packages
+        .create(&PostParams::default(), &tracecat)
+        .await
+        .unwrap();
+    cluster_packages
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"version": "v0.10.1+2"}})),
+        )
+        .await
+        .unwrap();
+    let run = plugin(
+        "admin",
+        &[
+            "graph",
+            "tracecat",
+            "--package-repository",
+            &repository_name,
+            "--repository-ca",
+            &ca_arg,
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let row = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("v0.10.1+2"))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(
+        row.contains(&format!("ClusterPackage {name}")),
+        "{}",
+        run.stdout
+    );
+    // Its dependency, as its package file writes it: the one range of the
+    // real repository.
+    assert!(row.contains("cloudnative-pg 1.x.x"), "{}", run.stdout);
+    let dot = plugin(
+        "admin",
+        &[
+            "graph",
+            "tracecat",
+            "--package-repository",
+            &repository_name,
+            "--repository-ca",
+            &ca_arg,
+            "--format",
+            "dot",
+        ],
+    )
+    .await;
+    assert_eq!(dot.code, 0, "{dot:?}");
+    assert!(
+        dot.stdout.contains("\"v0.10.1+2\" -> \"v0.12.3+1\";"),
+        "{}",
+        dot.stdout
+    );
+
+    // A repository this machine cannot reach says so, naming the URL.
+    let run = plugin(
+        "admin",
+        &[
+            "graph",
+            "tracecat",
+            "--repository-url",
+            "https://127.0.0.1:1/packages/",
+        ],
+    )
+    .await;
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("127.0.0.1:1"), "{run:?}");
+
+    cluster_packages
+        .delete(&name, &Default::default())
+        .await
+        .unwrap();
+    repositories
+        .delete(&repository_name, &Default::default())
+        .await
+        .unwrap();
+    let _ = std::fs::remove_file(&ca);
     scope.cleanup().await;
 }
