@@ -340,9 +340,8 @@ pub fn render_dot(graph: &RepositoryGraph) -> String {
         }
         let _ = writeln!(
             dot,
-            "  {} [label={}{}];",
+            "  {} [label=\"{label}\"{}];",
             quote(&version.version),
-            format!("\"{label}\""),
             if style.is_empty() {
                 String::new()
             } else {
