@@ -36,6 +36,7 @@
 //! bounded only by the request timeout.
 
 pub mod address;
+pub mod authorizations;
 mod error;
 pub mod git;
 pub mod https;

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use pakket_runtime::source::SourceOptions;
 use pakket_runtime::source::address::Reach;
+use pakket_runtime::source::authorizations::HttpsAuthorizations;
 use pakket_runtime::source::https::{HttpsSource, TarballRef};
 use reqwest::Url;
 use serde_json::Value;
@@ -107,6 +108,9 @@ pub enum RepositoryError {
 pub struct RepositoryClient {
     https: HttpsSource,
     reach: Reach,
+    /// Where each repository's credentials are registered for the
+    /// runtime, which downloads the repository's manifests with them.
+    authorizations: HttpsAuthorizations,
 }
 
 impl RepositoryClient {
@@ -123,6 +127,7 @@ impl RepositoryClient {
             }
         };
         Self {
+            authorizations: sources.authorizations.clone(),
             https: HttpsSource::new(sources),
             reach,
         }
@@ -168,6 +173,11 @@ impl RepositoryClient {
     }
 
     async fn text(&self, repository: &Endpoint, url: &Url) -> Result<String, RepositoryError> {
+        // The runtime downloads the repository's manifests (Bundle refs,
+        // which never carry credentials) with the credentials read last,
+        // and with none once the repository has none.
+        self.authorizations
+            .set(&repository.base, repository.authorization.clone());
         let authorization = repository
             .authorization
             .as_deref()

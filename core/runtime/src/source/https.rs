@@ -18,8 +18,10 @@
 //! - **No echo**: an error status is reported by its code; the body is
 //!   logged for the operator at debug level, never put in a status the
 //!   requester reads.
-//! - **No credentials**: a ref with `user:password@` is refused (Bundles
-//!   are readable by many; a token in one is a leaked token).
+//! - **No credentials in refs**: a ref with `user:password@` is refused
+//!   (Bundles are readable by many; a token in one is a leaked token).
+//!   Credentials a provisioner registered for a server
+//!   ([`super::authorizations`]) are sent to that server only.
 //! - **Bounded**: a connect timeout, a read timeout (the longest silence
 //!   mid-body), a limit for the answer's headers and one for the whole
 //!   download; a `Content-Length` over the size limit fails before the body
@@ -245,7 +247,10 @@ impl HttpsSource {
         max_size: u64,
         reach: &Reach,
     ) -> Result<Downloaded, HttpsError> {
-        self.download_authorized(tarball, max_size, reach, None)
+        // Credentials a provisioner registered for this URL's server (a
+        // package repository's), never ones written in the ref.
+        let registered = self.options.authorizations.for_url(tarball.url());
+        self.download_authorized(tarball, max_size, reach, registered.as_deref())
             .await
     }
 

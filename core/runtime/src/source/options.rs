@@ -92,6 +92,10 @@ pub struct SourceOptions {
     /// else's credentials. Cluster admins own the classes and this
     /// namespace, so they alone decide which credentials are used.
     pub secret_namespace: Option<String>,
+    /// Credentials a provisioner registered for `https://` servers it
+    /// reads with them (see [`super::authorizations`]); shared by every
+    /// clone of these options.
+    pub authorizations: super::authorizations::HttpsAuthorizations,
 }
 
 impl Default for SourceOptions {
@@ -105,6 +109,7 @@ impl Default for SourceOptions {
             pull_timeout: Duration::from_secs(600),
             extra_roots: Vec::new(),
             secret_namespace: None,
+            authorizations: Default::default(),
         }
     }
 }

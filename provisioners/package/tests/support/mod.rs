@@ -361,6 +361,23 @@ pub async fn start_with(
     approval: &str,
     record_key: Option<pakket_api::RecordKey>,
 ) -> String {
+    start_trusting(
+        scope,
+        vec![repository.server.ca_pem.clone()],
+        approval,
+        record_key,
+    )
+    .await
+}
+
+/// [`start_with`], trusting the CAs `roots` (PEM) for repositories and
+/// their manifests.
+pub async fn start_trusting(
+    scope: &Scope,
+    roots: Vec<String>,
+    approval: &str,
+    record_key: Option<pakket_api::RecordKey>,
+) -> String {
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
         .await
@@ -380,7 +397,7 @@ pub async fn start_with(
         .await
         .unwrap();
     let sources = SourceOptions {
-        extra_roots: vec![repository.server.ca_pem.clone()],
+        extra_roots: roots,
         ..SourceOptions::default()
     };
     let store = std::env::temp_dir().join(format!("pakket-package-store-{}", scope.id));

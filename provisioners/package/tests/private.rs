@@ -1,0 +1,258 @@
+//! A PackageRepository with credentials (`spec.auth.bearer`, the token in
+//! a Secret of the provisioner's namespace): its index, versions, package
+//! files and manifests are all read with the token, and the token goes to
+//! the repository's server only, never to another host a package file
+//! names. Without the right token, the repository says so in its status,
+//! naming the URL, and nothing is installed.
+//!
+//! The repository is written by the test (not real data: the real
+//! Glasskube repository is public).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use pakket_package::api::{
+    BearerAuth, ClusterPackage, ClusterPackageSpec, PackageInfoTemplate, PackageRepository,
+    PackageRepositorySpec, RepositoryAuth, SecretKey,
+};
+use pakket_testkit::https::HttpsServer;
+use pakket_testkit::{Scope, eventually};
+use serde_json::json;
+
+const TOKEN: &str = "s3cr3t-repository-token";
+
+/// Every request a server saw: path and the Authorization header, if any.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+#[derive(Clone)]
+struct Files {
+    files: Arc<BTreeMap<String, String>>,
+    seen: Seen,
+    token: Option<&'static str>,
+}
+
+async fn serve(
+    State(files): State<Files>,
+    Path(path): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let authorization = headers
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    files
+        .seen
+        .lock()
+        .unwrap()
+        .push((path.clone(), authorization.clone()));
+    if let Some(token) = files.token
+        && authorization.as_deref() != Some(&format!("Bearer {token}"))
+    {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    match files.files.get(&path) {
+        Some(text) => text.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+fn server(files: BTreeMap<String, String>, token: Option<&'static str>) -> (HttpsServer, Seen) {
+    let seen = Seen::default();
+    let state = Files {
+        files: Arc::new(files),
+        seen: Arc::clone(&seen),
+        token,
+    };
+    let router = Router::new()
+        .route("/{*path}", get(serve))
+        .with_state(state);
+    (HttpsServer::start(router), seen)
+}
+
+#[tokio::test]
+async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_else() {
+    let scope = Scope::new("package-private").await;
+    let namespace = scope.namespace.clone();
+    // Another host, public, that the private package's file also names.
+    let (public, public_seen) = server(
+        [(
+            "extra.yaml".to_owned(),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: private-extra\ndata: {}\n"
+                .to_owned(),
+        )]
+        .into(),
+        None,
+    );
+    let extra = public.url("extra.yaml");
+    let (private, private_seen) = server(
+        [
+            ("index.yaml".to_owned(), "packages:\n  - name: internal\n    latestVersion: v1.0.0\n".to_owned()),
+            ("internal/versions.yaml".to_owned(), "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n".to_owned()),
+            (
+                "internal/v1.0.0/package.yaml".to_owned(),
+                format!("name: internal\ndefaultNamespace: {namespace}\nmanifests:\n  - url: ./internal.yaml\n  - url: {extra}\n"),
+            ),
+            (
+                "internal/v1.0.0/internal.yaml".to_owned(),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: private-internal\ndata:\n  from: the private repository\n".to_owned(),
+            ),
+        ]
+        .into(),
+        Some(TOKEN),
+    );
+    support::start_trusting(
+        &scope,
+        vec![public.ca_pem.clone(), private.ca_pem.clone()],
+        "AllowAll",
+        None,
+    )
+    .await;
+    // The token, in the provisioner's own namespace (the test's here).
+    let secrets: Api<Secret> = Api::namespaced(scope.client.clone(), &namespace);
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "repository-token", "labels": scope.labels()},
+                "stringData": {"token": "not-the-token"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let repositories: Api<PackageRepository> = Api::all(scope.client.clone());
+    let repository_name = scope.name("private");
+    let mut repository = PackageRepository::new(
+        &repository_name,
+        PackageRepositorySpec {
+            url: private.url(""),
+            auth: Some(RepositoryAuth {
+                basic: None,
+                bearer: Some(BearerAuth {
+                    token_secret_ref: SecretKey {
+                        name: "repository-token".into(),
+                        key: "token".into(),
+                    },
+                }),
+            }),
+        },
+    );
+    repository.metadata.labels = Some(scope.labels());
+    repositories
+        .create(&PostParams::default(), &repository)
+        .await
+        .unwrap();
+    // A wrong token: the repository says it fails, naming the URL.
+    eventually("the repository says the token is refused", || async {
+        repositories
+            .get(&repository_name)
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Failed"
+                        && c.status == "True"
+                        && c.reason == "SyncFailed"
+                        && c.message.contains("401")
+                        && c.message.contains(&private.url("index.yaml"))
+                })
+            })
+    })
+    .await;
+    // The right one.
+    secrets
+        .patch(
+            "repository-token",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"token": TOKEN}})),
+        )
+        .await
+        .unwrap();
+    let packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    let name = scope.name("internal");
+    let mut internal = ClusterPackage::new(
+        &name,
+        ClusterPackageSpec {
+            package_info: PackageInfoTemplate {
+                name: "internal".into(),
+                version: Some("v1.0.0".into()),
+                repository_name: Some(repository_name.clone()),
+            },
+            values: Default::default(),
+            suspend: false,
+        },
+    );
+    internal.metadata.labels = Some(scope.labels());
+    packages
+        .create(&PostParams::default(), &internal)
+        .await
+        .unwrap();
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &namespace);
+    eventually("both manifests are installed", || async {
+        config_maps
+            .get_opt("private-internal")
+            .await
+            .unwrap()
+            .is_some()
+            && config_maps
+                .get_opt("private-extra")
+                .await
+                .unwrap()
+                .is_some()
+    })
+    .await;
+    // The manifest under the repository was downloaded by the runtime
+    // with the token; the other host never saw it.
+    let bearer = format!("Bearer {TOKEN}");
+    assert!(
+        private_seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(path, auth)| path == "internal/v1.0.0/internal.yaml"
+                && auth.as_deref() == Some(bearer.as_str())),
+        "the manifest was read with the token: {:?}",
+        private_seen.lock().unwrap()
+    );
+    let public_requests = public_seen.lock().unwrap().clone();
+    assert!(!public_requests.is_empty(), "the public manifest was read");
+    assert!(
+        public_requests.iter().all(|(_, auth)| auth.is_none()),
+        "no credentials went to another host: {public_requests:?}"
+    );
+    // Neither the Instance nor the Bundle carries the token.
+    let instance = Api::<pakket_api::Instance>::all(scope.client.clone())
+        .get(&pakket_package::names::instance(None, &name))
+        .await
+        .unwrap();
+    assert!(!serde_json::to_string(&instance).unwrap().contains(TOKEN));
+
+    packages
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the package and its objects are gone", || async {
+        packages.get_opt(&name).await.unwrap().is_none()
+            && config_maps
+                .get_opt("private-internal")
+                .await
+                .unwrap()
+                .is_none()
+    })
+    .await;
+    repositories
+        .delete(&repository_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    scope.cleanup().await;
+}
