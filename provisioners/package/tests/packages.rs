@@ -439,7 +439,8 @@ fn postgresql_reading_a_config_map(scope: &Scope, name: &str) -> Package {
 }
 
 #[tokio::test]
-async fn a_missing_dependency_is_installed_and_goes_with_its_last_dependent() {
+async fn branch_no_range_and_d_is_missing_installs_d_pinned_in_latest_and_it_goes_with_its_last_dependent()
+ {
     // Seed 000: P requires no version range of D, and D does not exist:
     // install D pinned in latest(D). Then D stays while any package
     // depends on it, and goes with the last.
@@ -1141,6 +1142,105 @@ async fn branch_others_require_ranges_and_dv_below_pdv_might_be_resolvable() {
         "{message}"
     );
     tree_cleanup(scope, &packages, &["newer", "older"]).await;
+}
+
+/// Both `tool` and another package `first` are created in turn; both
+/// must be Ready, served by the installed cloudnative-pg, and nothing else
+/// is installed.
+async fn both_fulfilled(suffix: &str, installed: &str, first: Option<&str>, tool: Option<&str>) {
+    let (scope, _repository, packages) =
+        tree_world(suffix, Some(installed), &[("first", first), ("tool", tool)]).await;
+    for package in ["first", "tool"] {
+        let (kind, message) = outcome_of(&scope, &packages, package).await;
+        assert_eq!(kind, "Ready", "{package}: {message}");
+        let status = packages
+            .get(&scope.name(package))
+            .await
+            .unwrap()
+            .status
+            .unwrap();
+        assert_eq!(
+            status.dependencies,
+            [scope.name("cnpg")],
+            "{package}: the installed one serves"
+        );
+    }
+    assert!(
+        packages.get_opt("cloudnative-pg").await.unwrap().is_none(),
+        "nothing else installed"
+    );
+    tree_cleanup(scope, &packages, &["tool", "first"]).await;
+}
+
+#[tokio::test]
+async fn branch_no_range_and_d_exists_with_no_other_dependent_is_fulfilled() {
+    let _turn = CNPG.lock().await;
+    let (scope, _repository, packages) = tree_world(
+        "package-branch-exists",
+        Some("v1.24.1+1"),
+        &[("tool", None)],
+    )
+    .await;
+    let (kind, message) = outcome_of(&scope, &packages, "tool").await;
+    assert_eq!(kind, "Ready", "{message}");
+    let installed = packages.get(&scope.name("cnpg")).await.unwrap();
+    assert_eq!(
+        installed.status.unwrap().version.as_deref(),
+        Some("v1.24.1+1"),
+        "an old D does for a P that names no range: not updated"
+    );
+    assert!(packages.get_opt("cloudnative-pg").await.unwrap().is_none());
+    tree_cleanup(scope, &packages, &["tool"]).await;
+}
+
+#[tokio::test]
+async fn branch_no_range_and_others_require_no_range_is_fulfilled() {
+    let _turn = CNPG.lock().await;
+    both_fulfilled("package-branch-norange", "v1.25.0+1", None, None).await;
+}
+
+#[tokio::test]
+async fn branch_no_range_and_others_require_ranges_is_fulfilled() {
+    let _turn = CNPG.lock().await;
+    both_fulfilled(
+        "package-branch-others-ranged",
+        "v1.25.0+1",
+        Some(">=1.25.0"),
+        None,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn branch_others_require_ranges_and_dv_inside_pdv_is_fulfilled() {
+    let _turn = CNPG.lock().await;
+    both_fulfilled(
+        "package-branch-others-inside",
+        "v1.25.0+1",
+        Some(">=1.24.0"),
+        Some(">=1.25.0"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn branch_others_require_ranges_and_dv_above_pdv_is_a_conflict_not_resolvable() {
+    let _turn = CNPG.lock().await;
+    let (scope, _repository, packages) = tree_world(
+        "package-branch-others-above",
+        Some("v1.25.0+1"),
+        &[("first", Some(">=1.24.0")), ("tool", Some("<1.25.0"))],
+    )
+    .await;
+    let (kind, message) = outcome_of(&scope, &packages, "first").await;
+    assert_eq!(kind, "Ready", "{message}");
+    let (kind, message) = outcome_of(&scope, &packages, "tool").await;
+    assert_eq!(kind, "Failed");
+    assert!(
+        message.contains("dependency conflict, not resolvable: tool does not support using cloudnative-pg in 1.25.0+1 yet"),
+        "{message}"
+    );
+    tree_cleanup(scope, &packages, &["tool", "first"]).await;
 }
 
 #[tokio::test]
