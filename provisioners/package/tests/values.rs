@@ -288,11 +288,29 @@ transformations:
         },
     );
     orders.metadata.labels = Some(scope.labels());
+    let created = std::time::Instant::now();
     packages
         .create(&PostParams::default(), &orders)
         .await
         .unwrap();
     let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &namespace);
+    eventually("the Package is installed", || async {
+        packages
+            .get("orders")
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Ready" && c.status == "True" && c.reason == "InstallationSucceeded"
+                })
+            })
+    })
+    .await;
+    println!(
+        "Package created → InstallationSucceeded (a Helm chart and a manifest): {:.1} s",
+        created.elapsed().as_secs_f64()
+    );
     eventually("both ConfigMaps are written", || async {
         config_maps.get_opt("named-config").await.unwrap().is_some()
             && config_maps.get_opt("orders-chart").await.unwrap().is_some()
