@@ -13,6 +13,10 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
 # per week of commits) and buys little for whole-workspace builds.
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# Snapshot tests (insta) find their snapshots under this checkout: a test
+# binary cargo reuses from the shared cache may have been built in another
+# checkout, whose path it carries.
+export INSTA_WORKSPACE_ROOT=$PWD
 step() { printf '\n== %s (%ss)\n' "$*" "$SECONDS"; }
 
 # The shared test data (real catalogs, bundles, a package repository) lives

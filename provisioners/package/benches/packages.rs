@@ -102,7 +102,7 @@ async fn main() {
                 info.status.as_ref().is_some_and(|s| {
                     s.conditions
                         .iter()
-                        .any(|c| c.type_ == "Ready" && c.reason == "SyncCompleted")
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
                 })
             })
     })

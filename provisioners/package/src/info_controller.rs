@@ -2,8 +2,9 @@
 //! PackageInfo reads `<name>/<version>/package.yaml`; one without a
 //! version reads `versions.yaml` first and then the latest version's
 //! `package.yaml`. The file, where it was read and when, go to the status,
-//! with `Ready`/`Failed` (`SyncCompleted`, `SyncFailed`). Read again every
-//! few minutes, or when the PackageInfo changes.
+//! with `Ready`/`Failed` (`SyncCompleted` when what was read is new,
+//! `UpToDate` when a re-read finds it unchanged, `SyncFailed`). Read again
+//! every few minutes, or when the PackageInfo changes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,17 +64,32 @@ async fn reconcile(info: Arc<PackageInfo>, context: Arc<Context>) -> Result<Acti
             let changed = status.manifest.as_ref() != Some(&manifest)
                 || status.resolved_url.as_ref() != Some(&url)
                 || status.version.as_ref() != Some(&version);
-            if changed {
+            let (reason, message) = if changed {
                 status.manifest = Some(manifest);
                 status.resolved_url = Some(url);
                 status.version = Some(version.clone());
                 status.last_update_timestamp = Some(jiff::Timestamp::now().to_string());
-            }
+                (
+                    "SyncCompleted",
+                    format!("read package {} version {version}", info.spec.name),
+                )
+            } else {
+                // Read again and found as it was (Glasskube's UpToDate):
+                // one write the first time, none after.
+                (
+                    "UpToDate",
+                    format!(
+                        "package {} version {version} is as read at {}",
+                        info.spec.name,
+                        status.last_update_timestamp.as_deref().unwrap_or("?")
+                    ),
+                )
+            };
             conditions::set_readiness(
                 &mut status.conditions,
                 Readiness::Ready,
-                "SyncCompleted",
-                format!("read package {} version {version}", info.spec.name),
+                reason,
+                message,
                 info.metadata.generation,
             );
         }

@@ -141,13 +141,37 @@ async fn a_pinned_package_installs_from_the_repository_and_leaves_with_its_packa
         .await
         .unwrap();
     let info_status = info.status.unwrap();
-    assert_eq!(info_status.manifest.unwrap()["name"], "cloudnative-pg");
+    assert_eq!(
+        info_status.manifest.as_ref().unwrap()["name"],
+        "cloudnative-pg"
+    );
     assert!(
         info_status
             .resolved_url
+            .clone()
             .unwrap()
             .ends_with("/packages/cloudnative-pg/v1.25.0+1/package.yaml")
     );
+    // Read again (any change to the PackageInfo makes it look), the file
+    // is as it was: UpToDate, and the time it was read stays.
+    let infos = Api::<PackageInfo>::all(scope.client.clone());
+    infos
+        .patch(
+            info_name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"annotations": {"test.pakket.dev/poke": "1"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("a re-read finds the file unchanged", || async {
+        infos.get(info_name).await.unwrap().status.is_some_and(|s| {
+            s.last_update_timestamp == info_status.last_update_timestamp
+                && s.conditions.iter().any(|c| {
+                    c.type_ == "Ready" && c.status == "True" && c.reason == "UpToDate"
+                })
+        })
+    })
+    .await;
     // The Instance it became, its content pinned; its objects are there,
     // in the package's defaultNamespace, which came with it.
     let instance_name = status.instance.unwrap();
