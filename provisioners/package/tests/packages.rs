@@ -159,16 +159,18 @@ async fn a_pinned_package_installs_from_the_repository_and_leaves_with_its_packa
         .patch(
             info_name,
             &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"annotations": {"test.pakket.dev/poke": "1"}}})),
+            &kube::api::Patch::Merge(
+                serde_json::json!({"metadata": {"annotations": {"test.pakket.dev/poke": "1"}}}),
+            ),
         )
         .await
         .unwrap();
     eventually("a re-read finds the file unchanged", || async {
         infos.get(info_name).await.unwrap().status.is_some_and(|s| {
             s.last_update_timestamp == info_status.last_update_timestamp
-                && s.conditions.iter().any(|c| {
-                    c.type_ == "Ready" && c.status == "True" && c.reason == "UpToDate"
-                })
+                && s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True" && c.reason == "UpToDate")
         })
     })
     .await;
