@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 mod age;
 mod approval;
 mod connect;
+mod deps;
 mod describe;
 mod error;
 mod events;
@@ -171,6 +172,18 @@ enum Command {
         #[command(flatten)]
         resolver: resolver::ResolverArgs,
     },
+    /// Who an Instance needs and who needs it (from what each installed
+    /// Instance provides and requires), as a tree, and what uses its APIs.
+    Deps {
+        /// The Instance's name.
+        name: String,
+        /// `text` (a tree) or `dot` (Graphviz).
+        #[arg(long, value_enum, default_value_t = deps::DepsFormat::Text)]
+        format: deps::DepsFormat,
+        /// Print it as JSON or YAML instead.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<Format>,
+    },
     /// Print a package's update graphs from catalog files (no cluster needed)
     /// or from a cluster's resolver API (`--server`); or a Glasskube
     /// package's versions in a package repository (`--package-repository
@@ -203,6 +216,14 @@ async fn run(cli: Cli) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Graph(args) => graph::run(&args, &cli.cluster, &mut out).await,
+        Command::Deps {
+            name,
+            format,
+            output,
+        } => {
+            let client = cli.cluster.client().await?;
+            deps::run(&client, &name, format, output, &mut out).await
+        }
         Command::List {
             kind,
             selector,

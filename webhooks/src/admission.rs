@@ -16,7 +16,9 @@ use crate::index::Index;
 use crate::review::{Request, Requester, Target, decode};
 use crate::rules::content::ConfigMapState;
 use crate::rules::use_verb::ClassUse;
-use crate::rules::{Verdict, approval, bundle, content, creator, finalizer, use_verb};
+use crate::rules::{
+    Verdict, approval, bundle, content, creator, finalizer, instance_in_use, use_verb,
+};
 
 /// Which of the two endpoints a review came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +110,12 @@ impl Admission {
                     self.add_finalizer(request, &mut verdict);
                 })
             }
+            (Webhook::Validate, Target::Instance)
+                if matches!(request.operation, Operation::Delete) =>
+            {
+                self.validate_instance_deletion(request, &requester, &mut verdict)
+                    .await
+            }
             (Webhook::Validate, Target::Recorded("ClusterPackage"))
                 if matches!(request.operation, Operation::Delete) =>
             {
@@ -134,6 +142,79 @@ impl Admission {
             verdict.deny(422, message);
         }
         verdict
+    }
+
+    /// An Instance whose APIs are in use stays, unless an admin overrides
+    /// ([`rules::instance_in_use`]).
+    async fn validate_instance_deletion(
+        &self,
+        request: &Request,
+        requester: &Requester,
+        verdict: &mut Verdict,
+    ) -> Result<(), String> {
+        let Some(object) = request.old_object.as_ref() else {
+            return Ok(());
+        };
+        let instance: Instance = crate::review::decode(object, "Instance", "oldObject")?;
+        let name = instance.name_any();
+        if let Some(reason) = instance_in_use::override_reason(&instance) {
+            match self
+                .authorizer
+                .allows(requester, &instance_in_use::permission(&name))
+                .await
+            {
+                Ok(true) => {
+                    if !request.dry_run {
+                        self.record_override(&instance, requester, reason);
+                    }
+                }
+                Ok(false) => verdict.deny(403, instance_in_use::override_denial(requester, &name)),
+                Err(error) => verdict.deny(
+                    503,
+                    format!(
+                        "Instance {name}: cannot check the {} verb: {error}; try again",
+                        instance_in_use::OVERRIDE_VERB
+                    ),
+                ),
+            }
+            return Ok(());
+        }
+        match instance_in_use::refusal(&self.client, &instance).await {
+            Ok(Some(message)) => verdict.deny(403, message),
+            Ok(None) => {}
+            Err(message) => verdict.deny(503, message),
+        }
+        Ok(())
+    }
+
+    /// An Event on `instance`: who deleted it while in use, and why.
+    fn record_override(&self, instance: &Instance, requester: &Requester, reason: &str) {
+        use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+        let recorder = Recorder::new(
+            self.client.clone(),
+            Reporter {
+                controller: "pakket-webhooks".into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        );
+        let reference = kube::Resource::object_ref(instance, &());
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "DeletedInUse".into(),
+            note: Some(format!(
+                "{requester} deleted Instance {} without checking whether its APIs are in use ({}): {reason}",
+                instance.name_any(),
+                instance_in_use::OVERRIDE_ANNOTATION
+            )),
+            action: "Delete".into(),
+            secondary: None,
+        };
+        tracing::warn!(instance = %instance.name_any(), %requester, %reason, "an Instance deleted while in use, by override");
+        tokio::spawn(async move {
+            if let Err(error) = recorder.publish(&event, &reference).await {
+                tracing::warn!(%error, "recording an in-use deletion");
+            }
+        });
     }
 
     /// A ClusterPackage others depend on stays ([`rules::package_in_use`]).

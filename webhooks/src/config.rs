@@ -5,9 +5,11 @@
 //! Why they cannot deadlock the cluster:
 //! - The Bundle and Instance webhooks (`failurePolicy: Fail`) match only
 //!   Pakket's own cluster-scoped kinds, which nothing the webhook or the
-//!   control plane needs to start. DELETE is never intercepted with
-//!   `Fail`, so cleanup works while the webhook is down (the one DELETE
-//!   rule, a ClusterPackage others depend on, is `failurePolicy: Ignore`).
+//!   control plane needs to start. The one DELETE they intercept is of an
+//!   Instance (refused while its APIs are in use): while the webhook is
+//!   down no Instance is deleted, and nothing but Pakket waits on that
+//!   (an admin who must can delete the configuration). The other DELETE
+//!   rule, a ClusterPackage others depend on, is `failurePolicy: Ignore`.
 //! - `matchConditions` (CEL, evaluated by the apiserver) skip the call when
 //!   there is nothing to check: an UPDATE that leaves spec and both
 //!   requester records alone (finalizers, labels, owner references from the
@@ -355,11 +357,22 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
         Vec::new(),
     );
     package_deletion.failure_policy = Some("Ignore".to_owned());
+    // Deleting an Instance whose APIs are in use: refused, naming the
+    // users (`Fail`: nothing is deleted unchecked). An admin's override
+    // is recorded in an Event, never on a dry run.
+    let mut instance_deletion = validating_webhook(
+        options,
+        "instance-deletion.validate",
+        vec![pakket_rule("instances", &["DELETE"])],
+        Vec::new(),
+    );
+    instance_deletion.side_effects = "NoneOnDryRun".to_owned();
     ValidatingWebhookConfiguration {
         metadata: options.meta(),
         webhooks: Some(vec![
             bundles,
             instances,
+            instance_deletion,
             approval,
             records,
             records_status,
@@ -469,10 +482,15 @@ mod tests {
         let options = Options::deployed();
         let validating = validating(&options).webhooks.unwrap();
         let mutating = mutating(&options).webhooks.unwrap();
-        assert_eq!(validating.len(), 7);
+        assert_eq!(validating.len(), 8);
         assert_eq!(mutating.len(), 3);
         for webhook in &validating {
-            assert_eq!(webhook.side_effects, "None");
+            // The in-use override writes an Event, never on a dry run.
+            let records = webhook.name.starts_with("instance-deletion.");
+            assert_eq!(
+                webhook.side_effects,
+                if records { "NoneOnDryRun" } else { "None" }
+            );
             assert_eq!(webhook.match_policy.as_deref(), Some("Equivalent"));
             assert!(webhook.timeout_seconds.unwrap() <= 5);
             let fail = webhook.failure_policy.as_deref() == Some("Fail");
@@ -488,7 +506,7 @@ mod tests {
     }
 
     #[test]
-    fn no_fail_closed_webhook_matches_deletes_or_anything_outside_pakket() {
+    fn fail_closed_webhooks_match_only_pakket_and_no_delete_but_an_instances() {
         let options = Options::deployed();
         let rules = validating(&options)
             .webhooks
@@ -519,13 +537,13 @@ mod tests {
                     .all(|group| pakket_groups.contains(&group.as_str())),
                 "{groups:?}"
             );
-            assert!(
-                !rule
-                    .operations
-                    .unwrap()
-                    .iter()
-                    .any(|op| op == "DELETE" || op == "*")
-            );
+            let operations = rule.operations.unwrap();
+            assert!(!operations.iter().any(|op| op == "*"));
+            if operations.iter().any(|op| op == "DELETE") {
+                assert_eq!(operations, ["DELETE"]);
+                assert_eq!(rule.resources.unwrap(), ["instances"]);
+                assert_eq!(groups, [pakket_api::GROUP]);
+            }
         }
     }
 

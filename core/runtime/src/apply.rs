@@ -263,6 +263,10 @@ pub struct Removed {
     pub done: usize,
     /// Objects left alone because they are not this Instance's, with why.
     pub not_ours: Vec<String>,
+    /// CRDs kept because custom resources of them exist (deleting a CRD
+    /// deletes them all), with how many: still the Instance's, deleted by
+    /// a later pass once they are gone.
+    pub kept_in_use: Vec<(ObjectRef, String)>,
 }
 
 /// Deletes what `previous` had and `current` lacks: the second half of a
@@ -281,6 +285,14 @@ pub async fn prune(
         .iter()
         .filter(|reference| !keep.contains(reference))
     {
+        // Whatever the path, a CRD is never deleted while custom resources
+        // of it exist: the apiserver would delete every one of them.
+        if is_crd(reference)
+            && let Some(words) = crd_in_use(&kinds.client, &reference.name).await?
+        {
+            removed.kept_in_use.push((reference.clone(), words));
+            continue;
+        }
         match ownership::delete_owned(kinds, reference, claimant).await? {
             Removal::Done => removed.done += 1,
             Removal::Gone => {}
@@ -288,6 +300,62 @@ pub async fn prune(
         }
     }
     Ok(removed)
+}
+
+fn is_crd(reference: &ObjectRef) -> bool {
+    reference.kind == "CustomResourceDefinition"
+        && reference.api_version.starts_with("apiextensions.k8s.io/")
+}
+
+/// How many custom resources of CRD `name` exist, in words, if any do
+/// (`None` also when the CRD is gone or serves nothing).
+async fn crd_in_use(client: &Client, name: &str) -> Result<Option<String>, ApplyError> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let refused = |error: kube::Error| ApplyError::Refused {
+        object: format!("CustomResourceDefinition {name}"),
+        message: api_message(&error),
+    };
+    let Some(crd) = Api::<CustomResourceDefinition>::all(client.clone())
+        .get_opt(name)
+        .await
+        .map_err(refused)?
+    else {
+        return Ok(None);
+    };
+    let spec = &crd.spec;
+    let Some(version) = spec.versions.iter().find(|v| v.served) else {
+        return Ok(None);
+    };
+    let resource = ApiResource {
+        group: spec.group.clone(),
+        version: version.name.clone(),
+        api_version: format!("{}/{}", spec.group, version.name),
+        kind: spec.names.kind.clone(),
+        plural: spec.names.plural.clone(),
+    };
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &resource);
+    let page = match api
+        .list_metadata(&kube::api::ListParams::default().limit(100))
+        .await
+    {
+        Ok(page) => page,
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
+        Err(error) => return Err(refused(error)),
+    };
+    if page.items.is_empty() {
+        return Ok(None);
+    }
+    let more = page
+        .metadata
+        .continue_
+        .as_deref()
+        .is_some_and(|token| !token.is_empty());
+    Ok(Some(format!(
+        "{}{} {} objects exist",
+        if more { "more than " } else { "" },
+        page.items.len(),
+        spec.names.kind
+    )))
 }
 
 /// Every object of the kinds `of` (apiVersion, kind) labelled with

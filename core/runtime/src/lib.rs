@@ -29,6 +29,7 @@ pub mod cli;
 pub mod content;
 pub mod controller;
 pub mod drift;
+pub mod inventory;
 pub mod leader;
 pub mod manifest;
 pub mod ownership;

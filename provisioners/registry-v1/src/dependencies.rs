@@ -484,11 +484,30 @@ pub fn provided(bundle: &Bundle) -> Vec<BundleProperty> {
         let Some(kind) = item.get("type").and_then(Value::as_str) else {
             continue;
         };
-        // What the bundle requires stays with it; what it offers is shared.
+        // What it offers is shared as written; what it requires is
+        // shared below, read as the dependency checks read it.
         if matches!(kind, "olm.package" | "olm.gvk" | "olm.label") {
             properties.push(BundleProperty {
                 type_: kind.to_owned(),
                 value: item.get("value").cloned().unwrap_or(Value::Null),
+            });
+        }
+    }
+    // What it requires (dependencies.yaml, properties.yaml, the CSV's
+    // required CRDs), for the API inventory: who needs whom (`kubectl
+    // instance deps`, the in-use check on deletes). Installing reads the
+    // bundle's own files, never these.
+    if let Ok(needs) = needs(bundle) {
+        for (package, _, range) in &needs.packages {
+            properties.push(BundleProperty {
+                type_: "olm.package.required".into(),
+                value: json!({ "packageName": package, "versionRange": range }),
+            });
+        }
+        for gvk in &needs.gvks {
+            properties.push(BundleProperty {
+                type_: "olm.gvk.required".into(),
+                value: json!({ "group": gvk.group, "version": gvk.version, "kind": gvk.kind }),
             });
         }
     }

@@ -37,6 +37,9 @@ const AFTER_CONFLICT: Duration = Duration::from_millis(500);
 const WAITING_FOR_OBJECT: Duration = Duration::from_secs(30);
 /// How soon objects still converging are looked at again.
 const RESYNC_SETTLING: Duration = Duration::from_secs(3);
+/// How soon a pivot that kept CRDs for their objects looks again whether
+/// they are gone.
+const RESYNC_KEPT: Duration = Duration::from_secs(10);
 /// How soon missing dependencies are looked for again.
 const WAITING_FOR_DEPENDENCIES: Duration = Duration::from_secs(15);
 /// How often a long apply writes how far it has come.
@@ -320,6 +323,7 @@ pub async fn install<P: Provisioner>(
         digest: unpacked.digest.as_str().to_owned(),
     };
     let installed_here = report.installed(bundle_name) && report.observed_current();
+    let mut kept_for_objects = false;
     let fresh_health = if !installed_here || context.drift.needs_apply(&name, &fingerprint, RESYNC)
     {
         let mut kinds = context.kinds.clone();
@@ -404,7 +408,11 @@ pub async fn install<P: Provisioner>(
             .as_ref()
             .filter(|old| *old != bundle_name)
             .cloned();
-        report.status.set_objects(&applied.objects);
+        // A CRD kept for its custom resources stays listed: still this
+        // Instance's, deleted by a later pass or with the Instance.
+        let mut listed = applied.objects.clone();
+        listed.extend(removed.kept_in_use.iter().map(|(kept, _)| kept.clone()));
+        report.status.set_objects(&listed);
         report.status.active_bundle = Some(bundle_name.clone());
         let mut message = format!(
             "applied {} objects of Bundle {bundle_name}",
@@ -422,6 +430,12 @@ pub async fn install<P: Provisioner>(
             message.push_str(&format!(
                 "; pivoted from Bundle {old}, deleting {} objects it alone had",
                 removed.done
+            ));
+        }
+        for (kept, words) in &removed.kept_in_use {
+            message.push_str(&format!(
+                "; kept {} {}, which Bundle {bundle_name} no longer has: {words} and would be deleted with it; it goes once they are gone",
+                kept.kind, kept.name
             ));
         }
         if !removed.not_ours.is_empty() {
@@ -443,7 +457,13 @@ pub async fn install<P: Provisioner>(
             mark_earlier_bundles(instance, context, bundle_name, pivot.as_deref()).await?;
         }
         report.set(Reason::InstallSucceeded, ConditionStatus::True, message);
-        context.drift.applied(&name, fingerprint, began);
+        if removed.kept_in_use.is_empty() {
+            context.drift.applied(&name, fingerprint, began);
+        } else {
+            // Not done: the next pass (soon) looks again whether the kept
+            // CRDs' objects are gone, and deletes the CRDs then.
+            kept_for_objects = true;
+        }
         Some(applied.unhealthy)
     } else {
         None
@@ -494,6 +514,11 @@ pub async fn install<P: Provisioner>(
             texts(&all),
         );
         RESYNC_UNHEALTHY
+    };
+    let next = if kept_for_objects {
+        next.min(RESYNC_KEPT)
+    } else {
+        next
     };
     finish(report, context, Action::requeue(next)).await
 }

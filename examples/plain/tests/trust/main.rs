@@ -15,6 +15,7 @@
 //! | [`deputy`] | the provisioner reads and fetches only what the requester could |
 //! | [`pivot`] | a pivot touches only Bundles this Instance has had active |
 //! | [`android`] | `Android` installs an update by itself only when it asks for no new right |
+//! | [`in_use`] | an Instance whose APIs are in use is not deleted; a pivot keeps a CRD while objects of it exist |
 
 mod adoption;
 mod android;
@@ -22,6 +23,7 @@ mod approval;
 mod claims;
 mod deletion;
 mod deputy;
+mod in_use;
 mod pivot;
 mod records;
 mod support;
