@@ -63,6 +63,15 @@ impl LeaseConfig {
         }
     }
 
+    /// The same, with a Lease of `duration`, the renew deadline and retry
+    /// period at client-go's ratios to it (15 s : 10 s : 2 s).
+    pub fn with_lease_duration(mut self, duration: Duration) -> Self {
+        self.lease_duration = duration;
+        self.renew_deadline = duration * 2 / 3;
+        self.retry_period = (duration * 2 / 15).max(Duration::from_millis(200));
+        self
+    }
+
     /// The same, with another identity.
     pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = identity.into();

@@ -96,6 +96,9 @@ impl Stage {
     pub async fn start_provisioner(&mut self) {
         let child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
             .args(["--id", &self.id, "--lease-namespace", &self.scope.namespace])
+            // A killed provisioner's successor waits out its Lease: short
+            // here, so restarts (the fault tests') take seconds.
+            .args(["--lease-duration", "3"])
             .args(["--probe-address", "127.0.0.1:0", "--store"])
             .arg(&self.store)
             .arg("--record-key-file")
