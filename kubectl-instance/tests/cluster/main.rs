@@ -6,6 +6,7 @@
 //! One test binary, so `cargo test` starts one control plane for all of them.
 
 mod approval;
+mod deps;
 mod inspect;
 mod kubectl_plugin;
 mod operator;
