@@ -206,6 +206,87 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// Stops component `name` (`etcd`, `kube-apiserver`, …) and starts it
+    /// again with the command line it had, then waits until the apiserver
+    /// answers `/readyz` again: what a crash and a restart by a supervisor
+    /// look like to everything using the cluster. Returns how long it
+    /// took. Fault tests use it; nothing else should.
+    pub async fn restart(&mut self, name: &str) -> Result<Duration> {
+        let began = Instant::now();
+        let index = self
+            .state
+            .components
+            .iter()
+            .position(|component| component.name == name)
+            .ok_or_else(|| Error::Config(format!("no component {name} runs here")))?;
+        let old = self.state.components[index].clone();
+        let cmdline_path = PathBuf::from(format!("/proc/{}/cmdline", old.pid));
+        let cmdline = std::fs::read(&cmdline_path).map_err(Error::io("reading", &cmdline_path))?;
+        let mut words = cmdline
+            .split(|byte| *byte == 0)
+            .filter(|word| !word.is_empty())
+            .map(|word| String::from_utf8_lossy(word).into_owned());
+        let program = PathBuf::from(
+            words
+                .next()
+                .ok_or_else(|| Error::Config(format!("{name} has no command line")))?,
+        );
+        let args: Vec<String> = words.collect();
+        match self.children.iter().position(|child| child.id() == old.pid) {
+            Some(at) => {
+                let mut child = self.children.remove(at);
+                process::terminate_child(&mut child, STOP_GRACE);
+            }
+            None => process::terminate(old.pid, STOP_GRACE),
+        }
+        let logs = old
+            .log
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.state.dir.join("logs"));
+        let known: &'static str = match name {
+            "etcd" => "etcd",
+            "kube-apiserver" => "kube-apiserver",
+            "kube-controller-manager" => "kube-controller-manager",
+            "kube-scheduler" => "kube-scheduler",
+            "kwok" => "kwok",
+            other => return Err(Error::Config(format!("{other} is not a component"))),
+        };
+        let (component, child) = process::spawn(known, &program, &args, &logs)?;
+        self.children.push(child);
+        self.state.components[index] = component;
+        // The watchdog knows the old pid: give it the new one.
+        if let Some(watchdog) = self.state.watchdog {
+            process::terminate(watchdog, Duration::from_millis(100));
+            let pids: Vec<u32> = self.state.components.iter().map(|c| c.pid).collect();
+            self.state.watchdog = Some(process::watchdog(
+                std::process::id(),
+                &pids,
+                &self.state.dir,
+            )?);
+        }
+        self.save()?;
+        let client = self.client("admin").await?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let request = http::Request::get("/readyz")
+                .body(Vec::new())
+                .map_err(|error| Error::Config(error.to_string()))?;
+            if let Ok(answer) = client.request_text(request).await
+                && answer.trim() == "ok"
+            {
+                return Ok(began.elapsed());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Config(format!(
+                    "the apiserver did not answer /readyz within 60 s of restarting {name}: {}",
+                    process::tail(&self.state.components[index].log, 20)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// What is running and where.
     pub fn state(&self) -> &State {
         &self.state
