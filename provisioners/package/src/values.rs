@@ -155,8 +155,7 @@ pub fn apply(
                 // A chart's values: see apply_to_chart.
                 continue;
             };
-            let patch_value = rendered(target, value)
-                .map_err(|problem| format!("{name}: targets[{index}]: {problem}"))?;
+            let patch = target_patch(name, index, target, value)?;
             for object in objects.iter_mut().filter(|object| {
                 object["apiVersion"].as_str() == resource.api_group.as_deref()
                     && object["kind"] == resource.kind.as_str()
@@ -165,10 +164,6 @@ pub fn apply(
                         object["metadata"]["namespace"] == namespace.as_str()
                     })
             }) {
-                let patch: json_patch::Patch = serde_json::from_value(json!([{
-                    "op": target.patch.op, "path": target.patch.path, "value": patch_value,
-                }]))
-                .map_err(|error| format!("{name}: targets[{index}].patch: {error}"))?;
                 json_patch::patch(object, &patch).map_err(|error| {
                     format!(
                         "{name}: targets[{index}]: cannot {} {} of {} {}: {error}",
@@ -207,12 +202,7 @@ pub fn apply_to_chart(
             if !for_chart {
                 continue;
             }
-            let patch_value = rendered(target, value)
-                .map_err(|problem| format!("{name}: targets[{index}]: {problem}"))?;
-            let patch: json_patch::Patch = serde_json::from_value(json!([{
-                "op": target.patch.op, "path": target.patch.path, "value": patch_value,
-            }]))
-            .map_err(|error| format!("{name}: targets[{index}].patch: {error}"))?;
+            let patch = target_patch(name, index, target, value)?;
             json_patch::patch(chart_values, &patch).map_err(|error| {
                 format!(
                     "{name}: targets[{index}]: cannot {} {} of chart {chart}'s values: {error}",
@@ -222,6 +212,21 @@ pub fn apply_to_chart(
         }
     }
     Ok(())
+}
+
+/// The RFC 6902 patch target `index` of value `name` makes of `value`.
+fn target_patch(
+    name: &str,
+    index: usize,
+    target: &ValueTarget,
+    value: &str,
+) -> Result<json_patch::Patch, String> {
+    let patch_value = rendered(target, value)
+        .map_err(|problem| format!("{name}: targets[{index}]: {problem}"))?;
+    serde_json::from_value(json!([{
+        "op": target.patch.op, "path": target.patch.path, "value": patch_value,
+    }]))
+    .map_err(|error| format!("{name}: targets[{index}].patch: {error}"))
 }
 
 /// The value a target patches in.
