@@ -245,6 +245,115 @@ async fn installs_an_image_bundle_and_reuses_a_stored_digest_without_pulling() {
     fixture.cleanup(&["first", "second"]).await;
 }
 
+/// Brings a stopped registry back on the same port with the same data:
+/// start.sh always picks a new port, so this runs the same binary on its
+/// config with the old address (the file name keeps `config.yml` in the
+/// command line, so stop.sh and the watchdog stop it). Returns once it
+/// accepts connections.
+async fn back_on_the_same_port(own: &Registry) -> std::process::Child {
+    let config = std::fs::read_to_string(own.dir.join("config.yml")).unwrap();
+    let pinned = own.dir.join("config.yml.same-port");
+    std::fs::write(
+        &pinned,
+        config.replace("addr: 127.0.0.1:0", &format!("addr: {}", own.address)),
+    )
+    .unwrap();
+    let log = std::fs::File::create(own.dir.join("registry-again.log")).unwrap();
+    let child = std::process::Command::new("/usr/bin/docker-registry")
+        .arg("serve")
+        .arg(&pinned)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    std::fs::write(own.dir.join("pid"), child.id().to_string()).unwrap();
+    for _ in 0..100 {
+        if TcpStream::connect(&own.address).is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child
+}
+
+#[tokio::test]
+async fn a_registry_down_during_an_upgrade_keeps_the_running_version_until_it_is_back() {
+    let own = Registry::start("upgrade-down", None);
+    let fixture = Fixture::new("image-upgrade-down").await;
+    let v1 = own.image(&format!("bundles/{}:v1", fixture.scope.id));
+    let v2 = own.image(&format!("bundles/{}:v2", fixture.scope.id));
+    push(
+        &v1,
+        layer(&fixture.scope.namespace, &[("app", "v1"), ("old", "v1")]),
+    )
+    .await;
+    push(
+        &v2,
+        layer(&fixture.scope.namespace, &[("app", "v2"), ("new", "v2")]),
+    )
+    .await;
+    fixture.install("instance", "bundle-v1", &v1).await;
+    let name = fixture.scope.name("instance");
+    let instances = fixture.instances();
+
+    // The upgrade asks for v2 while the registry is down.
+    own.stop();
+    let upgraded = fixture.instance("instance", "bundle-v2", &v2);
+    instances
+        .patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"bundle": upgraded.spec.bundle}})),
+        )
+        .await
+        .unwrap();
+    let failed = wait_for(&instances, &name, "the upgrade's unpack fails", |i| {
+        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
+    })
+    .await;
+    let message = &failed.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(message.contains(&v2), "names the image: {message}");
+    // v1 runs on, untouched: nothing deleted, nothing half-applied.
+    assert_eq!(
+        failed.status.as_ref().unwrap().active_bundle.as_deref(),
+        Some(fixture.scope.name("bundle-v1").as_str())
+    );
+    assert_eq!(fixture.value_of("app").await.as_deref(), Some("v1"));
+    assert_eq!(fixture.value_of("old").await.as_deref(), Some("v1"));
+    assert_eq!(fixture.value_of("new").await, None);
+
+    // Back: the upgrade completes, v1's own object goes.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let child = back_on_the_same_port(&own).await;
+    let back = Instant::now();
+    wait_for(
+        &instances,
+        &name,
+        "the upgrade once the registry is back",
+        |i| {
+            i.status.as_ref().and_then(|s| s.active_bundle.as_deref())
+                == Some(fixture.scope.name("bundle-v2").as_str())
+                && condition_is(i, ConditionType::Installed, "True")
+        },
+    )
+    .await;
+    println!(
+        "registry back during an upgrade: v2 installed {:.1?} later",
+        back.elapsed()
+    );
+    assert_eq!(fixture.value_of("app").await.as_deref(), Some("v2"));
+    assert_eq!(fixture.value_of("new").await.as_deref(), Some("v2"));
+    assert_eq!(
+        fixture.value_of("old").await,
+        None,
+        "v1's own object is gone"
+    );
+    fixture.cleanup(&["instance"]).await;
+    own.stop();
+    let _ = child;
+}
+
 #[tokio::test]
 async fn a_registry_that_is_down_fails_the_unpack_and_the_instance_installs_once_it_is_back() {
     let own = Registry::start("down", None);
@@ -287,35 +396,10 @@ async fn a_registry_that_is_down_fails_the_unpack_and_the_instance_installs_once
     assert_eq!(bundle.unpacked, UnpackPhase::Failed);
     println!("registry down: UnpackFailed after {failed_after:.1?}: {message}");
 
-    // Let a few retries fail, then bring the registry back on the same port
-    // with the same data: start.sh always picks a new port, so run the same
-    // binary on its config with the old address (the file name keeps
-    // `config.yml` in the command line, so stop.sh and the watchdog stop it).
+    // Let a few retries fail, then bring the registry back.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let config = std::fs::read_to_string(own.dir.join("config.yml")).unwrap();
-    let pinned = own.dir.join("config.yml.same-port");
-    std::fs::write(
-        &pinned,
-        config.replace("addr: 127.0.0.1:0", &format!("addr: {}", own.address)),
-    )
-    .unwrap();
-    let log = std::fs::File::create(own.dir.join("registry-again.log")).unwrap();
-    let child = std::process::Command::new("/usr/bin/docker-registry")
-        .arg("serve")
-        .arg(&pinned)
-        .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    std::fs::write(own.dir.join("pid"), child.id().to_string()).unwrap();
+    let child = back_on_the_same_port(&own).await;
     let back = Instant::now();
-    for _ in 0..100 {
-        if TcpStream::connect(&own.address).is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     let installed = wait_for(
         &instances,
         &name,
