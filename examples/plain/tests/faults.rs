@@ -7,7 +7,10 @@
 //!   run, whose seed each run prints);
 //! - the admission webhooks unreachable: Pakket's objects are neither
 //!   written nor deleted (fail closed), other objects are, and all works
-//!   again when they are back.
+//!   again when they are back;
+//! - two replicas of the provisioner, the leader SIGKILLed every few
+//!   seconds (and a replacement started) while Instances are created and
+//!   deleted (`PAKKET_CHURN_INSTANCES`, 100 by default, 500 the full run).
 
 #[path = "trust/support.rs"]
 #[allow(dead_code)]
@@ -310,5 +313,198 @@ async fn with_the_webhooks_unreachable_pakket_objects_fail_closed_and_work_when_
     stage.installed("new").await;
     stage.delete_instance("kept").await;
     stage.delete_instance("new").await;
+    stage.cleanup().await;
+}
+
+/// SIGKILLs the replica that holds the Lease, if one of `replicas` does;
+/// whether it did.
+async fn kill_leader(
+    leases: &Api<k8s_openapi::api::coordination::v1::Lease>,
+    lease_name: &str,
+    replicas: &mut Vec<tokio::process::Child>,
+) -> bool {
+    let holder = leases
+        .get_opt(lease_name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|lease| lease.spec.and_then(|spec| spec.holder_identity));
+    // The identity is `<host>-<pid>`.
+    let pid: Option<u32> = holder
+        .as_deref()
+        .and_then(|h| h.rsplit('-').next())
+        .and_then(|pid| pid.parse().ok());
+    let Some(at) = pid.and_then(|pid| replicas.iter().position(|child| child.id() == Some(pid)))
+    else {
+        return false;
+    };
+    let mut leader = replicas.remove(at);
+    let _ = leader.kill().await;
+    true
+}
+
+/// How many of the churn test's Instances are installed.
+async fn installed(stage: &Stage) -> usize {
+    let prefix = stage.scope.name("c");
+    stage
+        .instances()
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|i| {
+            i.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .filter(|i| pakket_testkit::condition_is(i, ConditionType::Installed, "True"))
+        .count()
+}
+
+/// A replica of the stage's provisioner: the same id, Lease and key, a
+/// store of its own.
+fn replica(stage: &Stage, index: usize) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
+        .args([
+            "--id",
+            &stage.id,
+            "--lease-namespace",
+            &stage.scope.namespace,
+        ])
+        .args([
+            "--lease-duration",
+            "3",
+            "--probe-address",
+            "127.0.0.1:0",
+            "--store",
+        ])
+        .arg(std::env::temp_dir().join(format!("pakket-churn-{}-{index}", stage.scope.id)))
+        .arg("--record-key-file")
+        .arg(stage.key_file())
+        .env("KUBECONFIG", pakket_testkit::cluster().kubeconfig())
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starting a pakket-plain replica")
+}
+
+#[tokio::test]
+async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
+    let mut stage = Stage::new("faults-churn", "AllowAll", Webhooks::On).await;
+    stage.kill_provisioner(false).await;
+    let count: usize = std::env::var("PAKKET_CHURN_INSTANCES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100);
+    let mut replicas: Vec<tokio::process::Child> = (0..2).map(|i| replica(&stage, i)).collect();
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(stage.admin(), stage.namespace());
+    let lease_name = pakket_runtime::leader::LeaseConfig::name_for(&stage.id);
+    let began = Instant::now();
+    for i in 0..count {
+        stage
+            .config_map_content(
+                &format!("content-{i:03}"),
+                &[(&format!("churn-{i:03}"), "v1")],
+            )
+            .await;
+    }
+    for i in 0..count {
+        stage
+            .create(
+                &stage.admin(),
+                stage.instance(
+                    &format!("c{i:03}"),
+                    &format!("c{i:03}-v1"),
+                    &format!("content-{i:03}"),
+                ),
+            )
+            .await
+            .unwrap();
+    }
+    let mut kills = 0;
+    let mut next_index = 2;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let done = installed(&stage).await;
+        if done == count {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {done} of {count} installed within 300 s"
+        );
+        if kill_leader(&leases, &lease_name, &mut replicas).await {
+            kills += 1;
+            replicas.push(replica(&stage, next_index));
+            next_index += 1;
+        }
+        tokio::time::sleep(Duration::from_secs(4)).await;
+    }
+    let installed_after = began.elapsed();
+    for i in 0..count {
+        stage
+            .instances()
+            .delete(
+                &stage.scope.name(&format!("c{i:03}")),
+                &DeleteParams::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let prefix = stage.scope.name("c");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let left = stage
+            .instances()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .filter(|i| {
+                i.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(&prefix))
+            })
+            .count();
+        if left == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{left} Instances not removed within 300 s"
+        );
+        if kill_leader(&leases, &lease_name, &mut replicas).await {
+            kills += 1;
+            replicas.push(replica(&stage, next_index));
+            next_index += 1;
+        }
+        tokio::time::sleep(Duration::from_secs(4)).await;
+    }
+    let orphans: Vec<String> = stage
+        .config_maps()
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .filter(|n| n.starts_with("churn-"))
+        .collect();
+    assert!(orphans.is_empty(), "orphans: {orphans:?}");
+    println!(
+        "{count} Instances with two replicas, the leader killed {kills} times: all installed after {:.1} s, all removed after {:.1} s, nothing orphaned",
+        installed_after.as_secs_f64(),
+        began.elapsed().as_secs_f64()
+    );
+    assert!(kills > 0, "the leader was killed at least once");
+    for mut child in replicas {
+        let _ = child.kill().await;
+    }
     stage.cleanup().await;
 }

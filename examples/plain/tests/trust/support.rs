@@ -112,6 +112,13 @@ impl Stage {
         self.provisioner = Some(child);
     }
 
+    /// The record key's file the provisioner verifies with (for replicas
+    /// the fault tests start beside it).
+    #[allow(dead_code)]
+    pub fn key_file(&self) -> &std::path::Path {
+        &self.key_file
+    }
+
     /// Kills the provisioner (SIGKILL) and, with `lose_store`, its content
     /// store: what a pod restart on an emptyDir does.
     pub async fn kill_provisioner(&mut self, lose_store: bool) {
