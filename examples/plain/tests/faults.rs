@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use pakket_api::ConditionType;
 use pakket_api::ownership::INSTANCE_LABEL;
+use pakket_api::{ConditionType, Instance};
 use pakket_testkit::eventually;
 use serde_json::json;
 
@@ -336,6 +336,8 @@ async fn kill_leader(
         .and_then(|pid| pid.parse().ok());
     let Some(at) = pid.and_then(|pid| replicas.iter().position(|child| child.id() == Some(pid)))
     else {
+        let ours: Vec<Option<u32>> = replicas.iter().map(|child| child.id()).collect();
+        println!("no replica of {ours:?} holds the Lease ({holder:?})");
         return false;
     };
     let mut leader = replicas.remove(at);
@@ -403,7 +405,8 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(stage.admin(), stage.namespace());
     let lease_name = pakket_runtime::leader::LeaseConfig::name_for(&stage.id);
-    let began = Instant::now();
+    // The contents first, then the Instances created by a task of their
+    // own, while the leader is killed below.
     for i in 0..count {
         stage
             .config_map_content(
@@ -412,25 +415,32 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
             )
             .await;
     }
-    for i in 0..count {
-        stage
-            .create(
-                &stage.admin(),
-                stage.instance(
-                    &format!("c{i:03}"),
-                    &format!("c{i:03}-v1"),
-                    &format!("content-{i:03}"),
-                ),
-            )
-            .await
-            .unwrap();
-    }
+    let began = Instant::now();
+    let wanted: Vec<Instance> = (0..count)
+        .map(|i| {
+            serde_json::from_value(stage.instance(
+                &format!("c{i:03}"),
+                &format!("c{i:03}-v1"),
+                &format!("content-{i:03}"),
+            ))
+            .unwrap()
+        })
+        .collect();
+    let instances = stage.instances();
+    let creating = tokio::spawn(async move {
+        for instance in wanted {
+            instances
+                .create(&PostParams::default(), &instance)
+                .await
+                .unwrap();
+        }
+    });
     let mut kills = 0;
     let mut next_index = 2;
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let done = installed(&stage).await;
-        if done == count {
+        if done == count && creating.is_finished() {
             break;
         }
         assert!(
@@ -442,19 +452,21 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
             replicas.push(replica(&stage, next_index));
             next_index += 1;
         }
-        tokio::time::sleep(Duration::from_secs(4)).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
     }
     let installed_after = began.elapsed();
-    for i in 0..count {
-        stage
-            .instances()
-            .delete(
-                &stage.scope.name(&format!("c{i:03}")),
-                &DeleteParams::default(),
-            )
-            .await
-            .unwrap();
-    }
+    let names: Vec<String> = (0..count)
+        .map(|i| stage.scope.name(&format!("c{i:03}")))
+        .collect();
+    let instances = stage.instances();
+    tokio::spawn(async move {
+        for name in names {
+            instances
+                .delete(&name, &DeleteParams::default())
+                .await
+                .unwrap();
+        }
+    });
     let prefix = stage.scope.name("c");
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
@@ -484,7 +496,7 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
             replicas.push(replica(&stage, next_index));
             next_index += 1;
         }
-        tokio::time::sleep(Duration::from_secs(4)).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
     }
     let orphans: Vec<String> = stage
         .config_maps()
