@@ -240,6 +240,14 @@ pub fn render(description: &Description, now: Timestamp) -> String {
         }
     }
 
+    if !status.provides.is_empty() {
+        let _ = writeln!(
+            text,
+            "Provides:      {} (who uses it: `kubectl instance deps {}`)",
+            status.provides.join(", "),
+            instance.metadata.name.as_deref().unwrap_or_default()
+        );
+    }
     if let Some(content) = &status.approval {
         let _ = writeln!(
             text,

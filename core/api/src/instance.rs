@@ -124,6 +124,13 @@ pub struct InstanceStatus {
     /// that alone may install it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedded_bundle: Option<EmbeddedBundleStatus>,
+    /// What it provides others, for people: the APIs of the CRDs it
+    /// installed, its APIServices and its Bundle's packages; at most
+    /// [`crate::PROVIDES_LISTED_MAX`], then how many more. Who uses them is
+    /// read when asked (`kubectl instance deps`, the in-use check on
+    /// deletes), never from here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provides: Vec<String>,
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

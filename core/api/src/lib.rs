@@ -32,6 +32,9 @@ pub use instance::{
 pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
 pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec};
 
+/// How many entries an Instance's `status.provides` lists.
+pub const PROVIDES_LISTED_MAX: usize = 20;
+
 /// The API group of every core Pakket kind.
 pub const GROUP: &str = "core.pakket.dev";
 /// The served and stored version of every core Pakket kind.

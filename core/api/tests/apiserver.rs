@@ -231,6 +231,8 @@ async fn objects_round_trip_with_their_status_subresources() {
             name: "etcd-operator.v0.9.4".into(),
             status: bundle_status.clone(),
         }),
+        // What it provides round-trips too.
+        provides: vec!["etcd.database.coreos.com/v1beta2 EtcdCluster".into()],
         observed_generation: Some(1),
     };
     let instance_name = scope.name("instance");

@@ -462,6 +462,49 @@ fn packages_of(properties: &[BundleProperty]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// What content provides, in words, for an Instance's `status.provides`:
+/// the APIs of its CRDs (`group/v1,v2 Kind`), its APIServices and its
+/// packages, at most [`pakket_api::PROVIDES_LISTED_MAX`] then how many more.
+pub fn summary(objects: &[serde_json::Value], properties: &[BundleProperty]) -> Vec<String> {
+    let mut all = Vec::new();
+    for object in objects {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        if kind == "CustomResourceDefinition" && api_version.starts_with("apiextensions.k8s.io/") {
+            let spec = &object["spec"];
+            let versions: Vec<&str> = spec["versions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|v| v["served"].as_bool() != Some(false))
+                .filter_map(|v| v["name"].as_str())
+                .collect();
+            all.push(format!(
+                "{}/{} {}",
+                spec["group"].as_str().unwrap_or_default(),
+                versions.join(","),
+                spec["names"]["kind"].as_str().unwrap_or_default()
+            ));
+        } else if kind == "APIService" && api_version.starts_with("apiregistration.k8s.io/") {
+            all.push(format!(
+                "APIService {}",
+                object["metadata"]["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    all.extend(
+        packages_of(properties)
+            .into_iter()
+            .map(|(name, version)| format!("package {name} {version}")),
+    );
+    if all.len() > pakket_api::PROVIDES_LISTED_MAX {
+        let more = all.len() - (pakket_api::PROVIDES_LISTED_MAX - 1);
+        all.truncate(pakket_api::PROVIDES_LISTED_MAX - 1);
+        all.push(format!("… and {more} more"));
+    }
+    all
+}
+
 /// What of `provided` the `properties` of another Bundle require, in words.
 pub fn requirements_met(properties: &[BundleProperty], provided: &Provided) -> Vec<String> {
     let mut met = Vec::new();
@@ -552,6 +595,34 @@ mod tests {
                 "package etcd >=0.9.2"
             ]
         );
+    }
+
+    #[test]
+    fn the_summary_names_apis_services_and_packages_and_stays_bounded() {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "spec": {"group": "etcd.database.coreos.com", "names": {"kind": "EtcdCluster"},
+                "versions": [{"name": "v1beta2", "served": true}, {"name": "v1beta1", "served": false}]},
+        });
+        let service = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1beta1.metrics.k8s.io"}});
+        let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+        let package = property(
+            "olm.package",
+            json!({"packageName": "etcd", "version": "0.9.4"}),
+        );
+        assert_eq!(
+            summary(&[crd.clone(), service, other], &[package]),
+            [
+                "etcd.database.coreos.com/v1beta2 EtcdCluster",
+                "APIService v1beta1.metrics.k8s.io",
+                "package etcd 0.9.4"
+            ]
+        );
+        let many: Vec<serde_json::Value> = (0..30).map(|_| crd.clone()).collect();
+        let bounded = summary(&many, &[]);
+        assert_eq!(bounded.len(), pakket_api::PROVIDES_LISTED_MAX);
+        assert_eq!(bounded.last().unwrap(), "… and 11 more");
     }
 
     #[test]

@@ -276,12 +276,14 @@ pub async fn install<P: Provisioner>(
         objects.len(),
         unpacked.reference
     );
+    let properties = pinned.properties(context, &request);
+    let provides = crate::inventory::summary(&objects, &properties);
     let outcome = UnpackOutcome {
         phase: UnpackPhase::Done,
         unpacked: Some(&unpacked),
         objects: &references,
         grants: crate::rbac::grants(&objects),
-        properties: pinned.properties(context, &request),
+        properties,
         reason: Reason::UnpackSucceeded,
         message: &message,
     };
@@ -413,6 +415,7 @@ pub async fn install<P: Provisioner>(
         let mut listed = applied.objects.clone();
         listed.extend(removed.kept_in_use.iter().map(|(kept, _)| kept.clone()));
         report.status.set_objects(&listed);
+        report.status.provides = provides;
         report.status.active_bundle = Some(bundle_name.clone());
         let mut message = format!(
             "applied {} objects of Bundle {bundle_name}",

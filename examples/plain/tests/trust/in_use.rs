@@ -52,7 +52,12 @@ async fn an_instance_in_use_is_not_deleted_and_a_pivot_keeps_its_crd_while_objec
         .create(&stage.admin(), stage.instance("api", "api-v1", "v1"))
         .await
         .unwrap();
-    stage.installed("api").await;
+    let installed = stage.installed("api").await;
+    assert_eq!(
+        installed.status.unwrap().provides,
+        [format!("{group}/v1 Widget")],
+        "the Instance says what it provides"
+    );
     let crds: Api<CustomResourceDefinition> = Api::all(stage.admin());
     let widget = ApiResource {
         group: group.clone(),
