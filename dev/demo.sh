@@ -199,6 +199,9 @@ YAML
 
   say "kubectl instance describe etcd"
   kubectl instance describe etcd
+
+  say "kubectl instance deps etcd: what it provides, who needs it, what uses its APIs (deleting it is refused while something does)"
+  kubectl instance deps etcd
 else
   say "(../shared/data/bundles/etcd/0.9.4 is not here: the operator part is skipped)"
 fi
