@@ -168,12 +168,19 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
     let existing = scope.namespace.clone();
     let mut again = instance(&scope, "etcd-again", &v094, &existing);
     again.metadata = scope.meta("etcd");
+    // All three CRDs, not one: a CRD still being finalized belongs to the
+    // first Instance, and the second would be refused it (no adoption).
+    let crds = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(scope.client.clone());
     eventually("the CRDs of the first install are gone", || async {
-        Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(scope.client.clone())
-            .get_opt("etcdclusters.etcd.database.coreos.com")
-            .await
-            .unwrap()
-            .is_none()
+        let mut gone = true;
+        for crd in [
+            "etcdclusters.etcd.database.coreos.com",
+            "etcdbackups.etcd.database.coreos.com",
+            "etcdrestores.etcd.database.coreos.com",
+        ] {
+            gone &= crds.get_opt(crd).await.unwrap().is_none();
+        }
+        gone
     })
     .await;
     instances
