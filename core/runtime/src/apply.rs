@@ -322,16 +322,9 @@ async fn crd_in_use(client: &Client, name: &str) -> Result<Option<String>, Apply
     else {
         return Ok(None);
     };
-    let spec = &crd.spec;
-    let Some(version) = spec.versions.iter().find(|v| v.served) else {
+    let kind = crate::inventory::ProvidedKind::of(&crd);
+    let Some(resource) = kind.api_resource() else {
         return Ok(None);
-    };
-    let resource = ApiResource {
-        group: spec.group.clone(),
-        version: version.name.clone(),
-        api_version: format!("{}/{}", spec.group, version.name),
-        kind: spec.names.kind.clone(),
-        plural: spec.names.plural.clone(),
     };
     let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &resource);
     let page = match api
@@ -354,7 +347,7 @@ async fn crd_in_use(client: &Client, name: &str) -> Result<Option<String>, Apply
         "{}{} {} objects exist",
         if more { "more than " } else { "" },
         page.items.len(),
-        spec.names.kind
+        kind.kind
     )))
 }
 

@@ -64,6 +64,26 @@ pub struct Provided {
     pub packages: BTreeMap<String, String>,
 }
 
+impl ProvidedKind {
+    /// The kind as the dynamic API reaches it, at its first served
+    /// version (`None` when it serves none).
+    pub fn api_resource(&self) -> Option<ApiResource> {
+        let version = self.versions.first()?;
+        Some(ApiResource {
+            group: self.group.clone(),
+            version: version.clone(),
+            api_version: format!("{}/{version}", self.group),
+            kind: self.kind.clone(),
+            plural: self.plural.clone(),
+        })
+    }
+
+    /// The kind a CRD defines, with the versions it serves.
+    pub fn of(crd: &CustomResourceDefinition) -> Self {
+        kind_of(crd)
+    }
+}
+
 impl Provided {
     /// Whether it provides nothing anyone could use.
     pub fn is_empty(&self) -> bool {
@@ -231,15 +251,8 @@ pub async fn users(
 ) -> Result<Users, kube::Error> {
     let mut users = Users::default();
     for kind in &provided.kinds {
-        let Some(version) = kind.versions.first() else {
+        let Some(resource) = kind.api_resource() else {
             continue;
-        };
-        let resource = ApiResource {
-            group: kind.group.clone(),
-            version: version.clone(),
-            api_version: format!("{}/{version}", kind.group),
-            kind: kind.kind.clone(),
-            plural: kind.plural.clone(),
         };
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         let mut params = ListParams::default().limit(500);

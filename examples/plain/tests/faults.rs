@@ -66,7 +66,7 @@ fn seed() -> u64 {
 
 /// v1: `a-000`…`a-299` = "v1". v2: the first half of those = "v2" and
 /// `b-000`…`b-149` = "v2" (a pivot updates 150, deletes 150, adds 150).
-fn version(stage: &Stage, v: &str) -> BTreeMap<String, String> {
+fn version(v: &str) -> BTreeMap<String, String> {
     let mut objects = BTreeMap::new();
     match v {
         "v1" => {
@@ -81,7 +81,6 @@ fn version(stage: &Stage, v: &str) -> BTreeMap<String, String> {
             }
         }
     }
-    let _ = stage;
     objects
 }
 
@@ -138,8 +137,8 @@ async fn a_provisioner_killed_at_random_moments_loses_and_orphans_nothing() {
     let (rounds, seed) = (rounds(), seed());
     println!("{rounds} rounds, seed {seed} (PAKKET_FAULT_SEED={seed} replays them)");
     let mut moments = Moments(seed);
-    let v1 = version(&stage, "v1");
-    let v2 = version(&stage, "v2");
+    let v1 = version("v1");
+    let v2 = version("v2");
     write_content(&stage, "v1", &v1).await;
     write_content(&stage, "v2", &v2).await;
     let config_maps: Api<ConfigMap> = Api::namespaced(stage.admin(), stage.namespace());

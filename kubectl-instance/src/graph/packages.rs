@@ -123,15 +123,12 @@ async fn read(
             )
         }
     };
-    let mut base = Url::parse(&base).map_err(|error| {
+    let base = Url::parse(&base).map_err(|error| {
         Error::Config(format!(
             "the repository URL {base:?} is not a URL ({error}); write https://HOST/PATH"
         ))
     })?;
-    if !base.path().ends_with('/') {
-        let path = format!("{}/", base.path());
-        base.set_path(&path);
-    }
+    let base = pakket_package::repository::as_folder(base);
     let extra_roots = ca_files
         .iter()
         .map(|path| {

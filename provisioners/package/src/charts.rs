@@ -110,7 +110,7 @@ fn index_url(repository: &str) -> Result<Url, String> {
             "helm.repositoryUrl: {trimmed} is an OCI chart repository; pakket-package reads https:// chart repositories only"
         ));
     }
-    let mut url = Url::parse(trimmed).map_err(|error| {
+    let url = Url::parse(trimmed).map_err(|error| {
         format!("helm.repositoryUrl: {trimmed:?} is not a URL ({error}); write https://HOST/PATH")
     })?;
     if url.scheme() != "https" {
@@ -118,11 +118,8 @@ fn index_url(repository: &str) -> Result<Url, String> {
             "helm.repositoryUrl: {trimmed} is not https://; pakket-package reads https:// chart repositories only"
         ));
     }
-    if !url.path().ends_with('/') {
-        let path = format!("{}/", url.path());
-        url.set_path(&path);
-    }
-    url.join("index.yaml")
+    crate::repository::as_folder(url)
+        .join("index.yaml")
         .map_err(|error| format!("helm.repositoryUrl: {error}"))
 }
 

@@ -58,6 +58,17 @@ impl Endpoint {
     }
 }
 
+/// `url` as a folder, its path ending in `/`, so that joining a file name
+/// keeps its last segment (`…/dashboard` + `index.yaml` is
+/// `…/dashboard/index.yaml`, not `…/index.yaml`).
+pub fn as_folder(mut url: Url) -> Url {
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    url
+}
+
 /// `base` with `segments` appended, each percent-escaped as one segment.
 pub fn join(base: &Url, segments: &[&str]) -> Url {
     let mut url = base.clone();
@@ -239,7 +250,7 @@ pub async fn endpoint(
     let bad = |problem: String| {
         RepositoryError::Repository(format!("PackageRepository {name}: {problem}"))
     };
-    let mut base = Url::parse(&repository.spec.url).map_err(|error| {
+    let base = Url::parse(&repository.spec.url).map_err(|error| {
         bad(format!(
             "spec.url is not a URL ({error}); write https://HOST/PATH"
         ))
@@ -247,10 +258,7 @@ pub async fn endpoint(
     if base.scheme() != "https" {
         return Err(bad("spec.url must be https://".into()));
     }
-    if !base.path().ends_with('/') {
-        let path = format!("{}/", base.path());
-        base.set_path(&path);
-    }
+    let base = as_folder(base);
     let authorization = match &repository.spec.auth {
         None => None,
         Some(auth) => match (&auth.basic, &auth.bearer) {
