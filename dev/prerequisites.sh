@@ -21,6 +21,8 @@ for tool in curl:curl git:git docker-registry:docker-registry python3:python3 cc
 done
 # python3-venv: dev/schemathesis/install.sh puts schemathesis in a venv.
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+# fonts-dejavu-core: the soak and fault reports' plots are labelled in DejaVu Sans.
+[[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || missing+=(fonts-dejavu-core)
 if ((${#missing[@]})); then
   if [[ $(id -u) -eq 0 ]]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq "${missing[@]}" >&2

@@ -10,6 +10,7 @@ mod crds;
 mod data;
 mod events;
 pub mod https;
+pub mod report;
 mod scope;
 mod shared;
 mod wait;

@@ -112,6 +112,13 @@ impl Stage {
         self.provisioner = Some(child);
     }
 
+    /// The provisioner process's id, while it runs (the soak samples its
+    /// memory).
+    #[allow(dead_code)]
+    pub fn provisioner_pid(&self) -> Option<u32> {
+        self.provisioner.as_ref().and_then(Child::id)
+    }
+
     /// The record key's file the provisioner verifies with (for replicas
     /// the fault tests start beside it).
     #[allow(dead_code)]
