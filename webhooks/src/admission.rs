@@ -301,6 +301,26 @@ impl Admission {
         if let Err(message) = creator {
             verdict.deny(403, message);
         }
+        if instance_in_use::pivot_override_set(old.as_ref(), &new).is_some() {
+            match self
+                .authorizer
+                .allows(requester, &instance_in_use::permission(&name))
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => verdict.deny(
+                    403,
+                    instance_in_use::pivot_override_denial(requester, &name),
+                ),
+                Err(error) => verdict.deny(
+                    503,
+                    format!(
+                        "Instance {name}: cannot check the {} verb: {error}; try again",
+                        instance_in_use::OVERRIDE_VERB
+                    ),
+                ),
+            }
+        }
         let spec_is_new = use_verb::spec_is_new(old.as_ref().map(|old| &old.spec), &new.spec);
         let embedded = new.spec.bundle.spec.as_ref().filter(|_| spec_is_new);
         if let Some(spec) = embedded {

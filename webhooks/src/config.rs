@@ -35,7 +35,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::api::ObjectMeta;
-use pakket_api::{CREATED_BY_ANNOTATION, LAST_CHANGED_BY_ANNOTATION};
+use pakket_api::{CREATED_BY_ANNOTATION, LAST_CHANGED_BY_ANNOTATION, PIVOT_IN_USE_ANNOTATION};
 
 /// The namespace `deploy/` installs the webhook into.
 pub const NAMESPACE: &str = "pakket-system";
@@ -122,18 +122,20 @@ impl Options {
     }
 }
 
+/// Annotation `annotation` of `object` (`''` when absent), as CEL.
+fn annotation_of(object: &str, annotation: &str) -> String {
+    format!(
+        "(has({object}.metadata.annotations) && '{annotation}' in {object}.metadata.annotations \
+         ? {object}.metadata.annotations['{annotation}'] : '')"
+    )
+}
+
 /// The requester records of `object` (`''` for each one absent), as CEL.
 fn creator_of(object: &str) -> String {
-    let one = |annotation: &str| {
-        format!(
-            "(has({object}.metadata.annotations) && '{annotation}' in {object}.metadata.annotations \
-             ? {object}.metadata.annotations['{annotation}'] : '')"
-        )
-    };
     format!(
         "[{}, {}]",
-        one(CREATED_BY_ANNOTATION),
-        one(LAST_CHANGED_BY_ANNOTATION)
+        annotation_of(object, CREATED_BY_ANNOTATION),
+        annotation_of(object, LAST_CHANGED_BY_ANNOTATION)
     )
 }
 
@@ -288,7 +290,18 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
         options,
         "instances.validate",
         vec![pakket_rule("instances", &["CREATE", "UPDATE"])],
-        vec![spec_or_creator_changed()],
+        // Setting the pivot override needs a verb, so its changes are
+        // checked too.
+        vec![condition(
+            "create-or-spec-or-creator-or-pivot-override-changed",
+            format!(
+                "request.operation == 'CREATE' || object.spec != oldObject.spec || {} != {} || {} != {}",
+                creator_of("object"),
+                creator_of("oldObject"),
+                annotation_of("object", PIVOT_IN_USE_ANNOTATION),
+                annotation_of("oldObject", PIVOT_IN_USE_ANNOTATION)
+            ),
+        )],
     );
     let approval = validating_webhook(
         options,

@@ -32,6 +32,13 @@ pub use instance::{
 pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
 pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec};
 
+/// The annotation that lets an Instance pivot to the Bundle it names even
+/// though the pivot drops CRDs whose APIs are in use (the CRDs then stay
+/// while objects of them exist). Setting it needs the verb
+/// `delete-in-use` on instances (the admission webhook checks); it covers
+/// only the pivot to that Bundle.
+pub const PIVOT_IN_USE_ANNOTATION: &str = "core.pakket.dev/pivot-in-use";
+
 /// How many entries an Instance's `status.provides` lists.
 pub const PROVIDES_LISTED_MAX: usize = 20;
 

@@ -214,6 +214,24 @@ pub async fn provided(
     Ok(found)
 }
 
+/// Who uses the CRDs `instance` provides whose names are in `crds`: what
+/// content without them would take away (a pivot's check).
+pub async fn users_of_crds(
+    client: &Client,
+    instance: &Instance,
+    crds: &BTreeSet<&str>,
+) -> Result<Users, kube::Error> {
+    let mut provided = provided(client, instance, &[]).await?;
+    provided
+        .kinds
+        .retain(|kind| crds.contains(kind.crd.as_str()));
+    provided.api_services.clear();
+    if provided.kinds.is_empty() {
+        return Ok(Users::default());
+    }
+    users(client, instance, &provided, false).await
+}
+
 /// The properties of `instance`'s active Bundle, if it has one: its
 /// embedded record's, or the Bundle object's.
 pub async fn active_properties(

@@ -82,3 +82,31 @@ pub fn override_denial(requester: &crate::review::Requester, instance: &str) -> 
         pakket_api::GROUP
     )
 }
+
+/// The Bundle the pivot override names, if `new` sets it or changes it
+/// (taking it away needs nothing).
+pub fn pivot_override_set<'a>(old: Option<&Instance>, new: &'a Instance) -> Option<&'a str> {
+    let named = |instance: &'a Instance| {
+        instance
+            .annotations()
+            .get(pakket_api::PIVOT_IN_USE_ANNOTATION)
+            .map(String::as_str)
+    };
+    let before = old.and_then(|old| {
+        old.annotations()
+            .get(pakket_api::PIVOT_IN_USE_ANNOTATION)
+            .map(String::as_str)
+    });
+    named(new).filter(|now| Some(*now) != before)
+}
+
+/// Why setting the pivot override is refused: names the user, the verb
+/// and the rule.
+pub fn pivot_override_denial(requester: &crate::review::Requester, instance: &str) -> String {
+    format!(
+        "Instance {instance:?}: {requester} sets {}, which lets a pivot take CRDs from their users and needs {}; an admin grants it with a ClusterRole rule {{apiGroups: [{}], resources: [instances], verbs: [{OVERRIDE_VERB}]}}",
+        pakket_api::PIVOT_IN_USE_ANNOTATION,
+        permission(instance).describe(),
+        pakket_api::GROUP
+    )
+}

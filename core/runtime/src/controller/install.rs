@@ -19,6 +19,7 @@ use super::behalf;
 use super::bundle_status::{self, UnpackOutcome};
 use super::context::Context;
 use super::decision;
+use super::pivot_guard;
 use super::report::{Report, StatusWrite};
 use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC, RESYNC_UNHEALTHY};
 use crate::apply;
@@ -341,6 +342,40 @@ pub async fn install<P: Provisioner>(
                 return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
             }
         };
+        // A pivot does not take the CRDs the new content drops from their
+        // users. (Once on this Bundle, the drop was accepted: CRDs kept for
+        // their objects are the prune's to delete later.)
+        let pivoting = report
+            .status
+            .active_bundle
+            .as_ref()
+            .is_some_and(|active| active != bundle_name);
+        let guard = if pivoting {
+            pivot_guard::judge(&context.client, instance, bundle_name, &previous, &objects).await
+        } else {
+            Ok(pivot_guard::Verdict::Clear)
+        };
+        match guard {
+            Ok(pivot_guard::Verdict::Clear) => {}
+            Ok(pivot_guard::Verdict::Overridden(words)) => {
+                publish_pivot_in_use(context, instance, &words);
+            }
+            Ok(pivot_guard::Verdict::Refused(message)) => {
+                report.set(Reason::InstallFailed, ConditionStatus::False, message);
+                return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
+            }
+            Err(error) => {
+                report.set(
+                    Reason::InstallFailed,
+                    ConditionStatus::False,
+                    format!(
+                        "checking whether the CRDs Bundle {bundle_name} drops are in use: {}; nothing was applied, trying again",
+                        apply::api_message(&error)
+                    ),
+                );
+                return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
+            }
+        }
         let claimant = Claimant {
             name: &name,
             uid: &uid,
@@ -764,6 +799,23 @@ fn publish_pivot<P>(
         reason: "Pivoted".into(),
         note: Some(format!(
             "pivoted from Bundle {old} to Bundle {new}, deleting {deleted} objects only {old} had"
+        )),
+        action: "Pivot".into(),
+        secondary: None,
+    };
+    context.events.publish(instance, event);
+}
+
+/// A Warning Event: the Instance pivoted by override while the CRDs the
+/// new content drops are in use.
+fn publish_pivot_in_use<P>(context: &Context<P>, instance: &Instance, words: &str) {
+    use kube::runtime::events::{Event, EventType};
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "PivotedInUse".into(),
+        note: Some(format!(
+            "{words}; pivoting anyway, as {} asks (the CRDs stay while objects of them exist)",
+            pakket_api::PIVOT_IN_USE_ANNOTATION
         )),
         action: "Pivot".into(),
         secondary: None,

@@ -31,6 +31,7 @@ mod dependency_wake;
 mod events;
 mod finalizer;
 mod install;
+mod pivot_guard;
 mod report;
 mod store_gc;
 mod uninstall;

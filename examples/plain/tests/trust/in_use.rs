@@ -1,5 +1,7 @@
-//! An Instance whose APIs are in use is not deleted, and a pivot never
-//! deletes a CRD while custom resources of it exist: deleting a CRD
+//! An Instance whose APIs are in use is not deleted, a pivot to content
+//! without one of its CRDs is refused while that CRD is in use (unless an
+//! admin overrides it for that pivot), and even then the CRD is never
+//! deleted while custom resources of it exist: deleting a CRD
 //! deletes every one of its objects, which belong to the people who made
 //! them, not to whoever may delete the Instance.
 
@@ -34,7 +36,7 @@ spec:
 }
 
 #[tokio::test]
-async fn an_instance_in_use_is_not_deleted_and_a_pivot_keeps_its_crd_while_objects_exist() {
+async fn an_instance_in_use_is_neither_deleted_nor_pivoted_off_its_crd_unless_an_admin_overrides() {
     let stage = Stage::new("trust-in-use", "AllowAll", Webhooks::On).await;
     let group = format!("{}.test.pakket.dev", stage.scope.id);
     let crd_name = format!("widgets.{group}");
@@ -164,18 +166,91 @@ async fn an_instance_in_use_is_not_deleted_and_a_pivot_keeps_its_crd_while_objec
         .await
         .unwrap();
 
-    // A pivot to content without the CRD keeps it while Widgets exist.
+    // A pivot to content without the CRD is refused while Widgets
+    // exist: nothing is applied, v1 keeps running, the users are named.
+    let v2 = stage.scope.name("api-v2");
     stage
         .instances()
         .patch(
             &name,
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"bundle": {
-                "name": stage.scope.name("api-v2"), "spec": stage.bundle_spec("v2"),
+                "name": v2, "spec": stage.bundle_spec("v2"),
             }}})),
         )
         .await
         .unwrap();
+    let refused = stage
+        .wait("api", "the pivot refused", |instance| {
+            instance
+                .condition(pakket_api::ConditionType::Installed)
+                .is_some_and(|c| c.status == "False" && c.message.contains("drops"))
+        })
+        .await;
+    let message = &refused
+        .condition(pakket_api::ConditionType::Installed)
+        .unwrap()
+        .message;
+    assert!(
+        message.contains(&format!(
+            "Bundle {v2} drops CustomResourceDefinition {crd_name}, which is in use: 2 Widget objects in namespace {}",
+            stage.namespace()
+        )) && message.contains("core.pakket.dev/pivot-in-use"),
+        "the users and the way out are named: {message}"
+    );
+    assert_eq!(
+        refused.status.as_ref().unwrap().active_bundle.as_deref(),
+        Some(stage.scope.name("api-v1").as_str()),
+        "v1 keeps running"
+    );
+    assert_eq!(
+        stage.value_of("a").await.as_deref(),
+        Some("v1"),
+        "nothing applied"
+    );
+    assert!(crds.get_opt(&crd_name).await.unwrap().is_some());
+
+    // Overriding the refusal needs the verb too: alice cannot set it.
+    let refused = alice_instances
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"core.pakket.dev/pivot-in-use": v2}}}),
+            ),
+        )
+        .await;
+    assert!(refused_with(&refused, 403), "{refused:?}");
+    assert!(
+        format!("{refused:?}").contains("delete-in-use"),
+        "the verb is named: {refused:?}"
+    );
+    // An override naming another Bundle covers nothing.
+    let annotate = |bundle: String| {
+        let instances = stage.instances();
+        let name = name.clone();
+        async move {
+            instances
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"annotations": {"core.pakket.dev/pivot-in-use": bundle}}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    annotate(stage.scope.name("api-v3")).await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(
+        stage.value_of("a").await.as_deref(),
+        Some("v1"),
+        "still refused"
+    );
+
+    // The admin's override for this very pivot: it goes through, the CRD
+    // stays while Widgets exist, and a Warning Event says so.
+    annotate(v2.clone()).await;
     let pivoted = stage
         .wait("api", "pivoted, the CRD kept", |instance| {
             instance
@@ -204,6 +279,18 @@ async fn an_instance_in_use_is_not_deleted_and_a_pivot_keeps_its_crd_while_objec
         "alice's Widgets are all there"
     );
     assert_eq!(stage.value_of("a").await.as_deref(), Some("v2"));
+    eventually("the override is recorded", || async {
+        pakket_testkit::instance_events(&stage.admin(), &name)
+            .await
+            .iter()
+            .any(|event| {
+                event.reason.as_deref() == Some("PivotedInUse")
+                    && event.message.as_deref().is_some_and(|m| {
+                        m.contains("2 Widget objects") && m.contains("pivoting anyway")
+                    })
+            })
+    })
+    .await;
 
     // Once the Widgets are gone, the next pass (within seconds) deletes
     // the CRD; then the Instance is no longer in use and goes.
