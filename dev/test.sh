@@ -41,6 +41,10 @@ export PAKKET_NODES_BIN
 # helm for the package provisioner's Helm packages.
 PAKKET_HELM_BIN=$(dev/controlplane/build-helm.sh)
 export PAKKET_HELM_BIN
+# kubelet, kube-proxy, crictl and pause for the real-node tests (and
+# containerd, runc, the CNI plugins and iptables from Debian).
+PAKKET_REAL_NODE_BIN=$(dev/controlplane/build-real-node.sh)
+export PAKKET_REAL_NODE_BIN
 
 step "format"
 cargo fmt --all -- --check

@@ -93,7 +93,7 @@ impl NodeBinaries {
 }
 
 /// The folder named by `$variable`, or the one `script` prints after building.
-fn cached_or_built(variable: &str, script: &'static str) -> Result<PathBuf> {
+pub(crate) fn cached_or_built(variable: &str, script: &'static str) -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os(variable) {
         return Ok(PathBuf::from(dir));
     }
@@ -113,7 +113,7 @@ fn cached_or_built(variable: &str, script: &'static str) -> Result<PathBuf> {
     ))
 }
 
-fn check(dir: &Path, names: &[&str], script: &'static str) -> Result<()> {
+pub(crate) fn check(dir: &Path, names: &[&str], script: &'static str) -> Result<()> {
     for name in names {
         let path = dir.join(name);
         if !path.is_file() {

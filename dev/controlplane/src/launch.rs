@@ -16,6 +16,7 @@ use crate::nodes;
 use crate::pki::Pki;
 use crate::ports::Ports;
 use crate::process::{self, Component};
+use crate::real_node::{self, RealNodeBinaries, RealNodeState};
 use crate::start::{State, client_for};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -30,6 +31,9 @@ pub(crate) struct Launch<'a> {
     pub(crate) pki: &'a Pki,
     pub(crate) token_file: &'a Path,
     pub(crate) ports: Ports,
+    /// The kubelet, kube-proxy and pause, and `ip_forward` as it was
+    /// before the network was made, when a real node runs.
+    pub(crate) real_node: Option<(&'a RealNodeBinaries, &'a str)>,
 }
 
 /// The processes one launch attempt has started so far.
@@ -96,7 +100,7 @@ impl Launch<'_> {
             self.logs,
         )?;
 
-        let server = format!("https://127.0.0.1:{}", self.ports.apiserver);
+        let server = format!("https://{}:{}", self.listen_address(), self.ports.apiserver);
         let kubeconfig = self.dir.join("kubeconfig");
         kubeconfig::write_user_kubeconfig(&kubeconfig, &server, self.pki, users)?;
         let manager_kubeconfig = self.dir.join("kube-controller-manager.kubeconfig");
@@ -124,6 +128,13 @@ impl Launch<'_> {
             self.start_nodes(&server, &client, binaries, names, running)
                 .await?;
         }
+        let real_node = match self.real_node {
+            Some((binaries, forward)) => Some(
+                self.start_real_node(&server, binaries, forward, running)
+                    .await?,
+            ),
+            None => None,
+        };
         self.wait_controller_manager(&client, running).await?;
         let nodes_ready_millis = match self.nodes {
             Some((_, names)) => {
@@ -131,6 +142,14 @@ impl Launch<'_> {
                 launched.elapsed().as_millis() as u64
             }
             None => 0,
+        };
+        let real_node = match real_node {
+            Some(mut state) => {
+                self.wait_real_node(&client, running).await?;
+                state.ready_millis = launched.elapsed().as_millis() as u64;
+                Some(state)
+            }
+            None => None,
         };
 
         Ok(State {
@@ -150,7 +169,102 @@ impl Launch<'_> {
                 .unwrap_or_default(),
             nodes_bin_dir: self.nodes.map(|(binaries, _)| binaries.dir().to_path_buf()),
             nodes_ready_millis,
+            real_node,
         })
+    }
+
+    /// Where the apiserver listens: loopback, or the real node's address
+    /// (Pods reach it there, through the `kubernetes` Service).
+    fn listen_address(&self) -> &'static str {
+        match self.real_node {
+            Some(_) => real_node::NODE_IP,
+            None => "127.0.0.1",
+        }
+    }
+
+    /// Starts containerd (and imports the pause image), the kubelet and
+    /// kube-proxy.
+    async fn start_real_node(
+        &self,
+        server: &str,
+        binaries: &RealNodeBinaries,
+        ip_forward_before: &str,
+        running: &mut Running,
+    ) -> Result<RealNodeState> {
+        let files = real_node::write_files(self.dir, &self.pki.ca_cert)?;
+        running.spawn(
+            "containerd",
+            Path::new("containerd"),
+            real_node::containerd_args(&files),
+            self.logs,
+        )?;
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while !files.containerd_socket.exists() {
+            running.check()?;
+            if Instant::now() > deadline {
+                return Err(self.not_ready(
+                    "containerd",
+                    format!("no socket at {}", files.containerd_socket.display()),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        real_node::import_pause(&files, binaries)?;
+        let kubelet_kubeconfig = self.dir.join("kubelet.kubeconfig");
+        let proxy_kubeconfig = self.dir.join("kube-proxy.kubeconfig");
+        kubeconfig::write_component_kubeconfig(
+            &kubelet_kubeconfig,
+            server,
+            self.pki,
+            &self.pki.kubelet,
+        )?;
+        kubeconfig::write_component_kubeconfig(
+            &proxy_kubeconfig,
+            server,
+            self.pki,
+            &self.pki.kube_proxy,
+        )?;
+        running.spawn(
+            "kubelet",
+            &binaries.path("kubelet"),
+            real_node::kubelet_args(&files, &kubelet_kubeconfig),
+            self.logs,
+        )?;
+        running.spawn(
+            "kube-proxy",
+            &binaries.path("kube-proxy"),
+            real_node::kube_proxy_args(&proxy_kubeconfig),
+            self.logs,
+        )?;
+        Ok(RealNodeState {
+            containerd_socket: files.containerd_socket,
+            ip_forward_before: ip_forward_before.to_owned(),
+            dir: files.dir,
+            kube_proxy: binaries.path("kube-proxy"),
+            crictl: binaries.path("crictl"),
+            ready_millis: 0,
+        })
+    }
+
+    /// Waits until the real node is Ready.
+    async fn wait_real_node(&self, client: &Client, running: &mut Running) -> Result<()> {
+        let nodes: Api<Node> = Api::all(client.clone());
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            running.check()?;
+            let found = nodes.get_opt(real_node::NODE_NAME).await?;
+            let last = match found {
+                Some(node) => match nodes::all_ready(&[node], &[real_node::NODE_NAME.to_owned()]) {
+                    Ok(()) => return Ok(()),
+                    Err(why) => why,
+                },
+                None => format!("Node {} is not registered yet", real_node::NODE_NAME),
+            };
+            if Instant::now() > deadline {
+                return Err(self.not_ready("the real node (containerd, kubelet)", last));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Starts kube-scheduler and kwok and registers the nodes kwok plays.
@@ -184,6 +298,10 @@ impl Launch<'_> {
             ),
             self.logs,
         )?;
+        if names.is_empty() {
+            // A real node alone needs the scheduler, not kwok.
+            return Ok(());
+        }
         running.spawn(
             "kwok",
             &binaries.path("kwok"),
@@ -225,8 +343,8 @@ impl Launch<'_> {
             format!("--etcd-cafile={}", pki.ca_cert.display()),
             format!("--etcd-certfile={}", pki.etcd_client.cert.display()),
             format!("--etcd-keyfile={}", pki.etcd_client.key.display()),
-            "--bind-address=127.0.0.1".into(),
-            "--advertise-address=127.0.0.1".into(),
+            format!("--bind-address={}", self.listen_address()),
+            format!("--advertise-address={}", self.listen_address()),
             format!("--secure-port={}", self.ports.apiserver),
             format!("--cert-dir={}", self.dir.join("apiserver").display()),
             format!("--tls-cert-file={}", pki.apiserver_server.cert.display()),
@@ -236,7 +354,22 @@ impl Launch<'_> {
             ),
             format!("--client-ca-file={}", pki.ca_cert.display()),
             format!("--token-auth-file={}", self.token_file.display()),
-            "--authorization-mode=RBAC".into(),
+            // Node: a real node's kubelet reads only what its Pods need.
+            "--authorization-mode=Node,RBAC".into(),
+            // A real node's kubelet by its IP (never a DNS lookup of the
+            // node's name), with the apiserver's own client certificate.
+            "--kubelet-preferred-address-types=InternalIP".into(),
+            format!(
+                "--kubelet-client-certificate={}",
+                pki.apiserver_kubelet_client.cert.display()
+            ),
+            format!(
+                "--kubelet-client-key={}",
+                pki.apiserver_kubelet_client.key.display()
+            ),
+            // Webhooks and aggregated APIs are called at their endpoints'
+            // addresses, not through a ClusterIP only kube-proxy could route.
+            "--enable-aggregator-routing=true".into(),
             "--anonymous-auth=false".into(),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
             format!(

@@ -18,6 +18,7 @@ mod nodes;
 mod pki;
 mod ports;
 mod process;
+pub mod real_node;
 mod start;
 
 pub use binaries::{Binaries, NodeBinaries, helm};

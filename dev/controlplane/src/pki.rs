@@ -37,6 +37,15 @@ pub struct Pki {
     pub admin: CertFiles,
     /// kube-controller-manager's identity.
     pub controller_manager: CertFiles,
+    /// The real node's kubelet (`system:node:<name>` in `system:nodes`,
+    /// for the Node authorizer).
+    pub kubelet: CertFiles,
+    /// The real node's kube-proxy (`system:kube-proxy`, bound to
+    /// `system:node-proxier` by the bootstrap policy).
+    pub kube_proxy: CertFiles,
+    /// The apiserver's identity towards kubelets (logs, exec): in
+    /// `system:masters`, so the kubelet's webhook authorization allows it.
+    pub apiserver_kubelet_client: CertFiles,
     /// Service-account token signing key (private).
     pub service_account_key: PathBuf,
     /// Service-account token verification key (public).
@@ -77,6 +86,8 @@ impl Pki {
             "kubernetes.default.svc",
             "kubernetes.default.svc.cluster.local",
             crate::SERVICE_IP,
+            // Where it listens when a real node runs (Pods reach it there).
+            crate::real_node::NODE_IP,
         ];
         let leaf = |name: &str, organization: Option<&str>, sans: &[&str], usage: Usage| {
             issue(&ca, dir, name, organization, sans, usage)
@@ -99,6 +110,19 @@ impl Pki {
                 Usage::Client,
             )?,
             controller_manager: leaf("system:kube-controller-manager", None, &[], Usage::Client)?,
+            kubelet: leaf(
+                &format!("system:node:{}", crate::real_node::NODE_NAME),
+                Some("system:nodes"),
+                &[],
+                Usage::Client,
+            )?,
+            kube_proxy: leaf("system:kube-proxy", None, &[], Usage::Client)?,
+            apiserver_kubelet_client: leaf(
+                "kube-apiserver-kubelet-client",
+                Some("system:masters"),
+                &[],
+                Usage::Client,
+            )?,
             service_account_key,
             service_account_pub,
         })

@@ -16,6 +16,7 @@ use crate::nodes;
 use crate::pki::Pki;
 use crate::ports::Ports;
 use crate::process::{self, Component};
+use crate::real_node::RealNodeBinaries;
 
 /// How to start a control plane.
 #[derive(Clone, Debug)]
@@ -29,6 +30,11 @@ pub struct Options {
     /// scheduler and Pods stay Pending; with N > 0 kube-scheduler and kwok
     /// start too, and `start` returns once N nodes are Ready.
     pub nodes: usize,
+    /// Run a real node too ([`crate::real_node`]): containerd, a kubelet
+    /// and kube-proxy, so Pods really run. Needs root; the apiserver then
+    /// listens on the node's address instead of loopback. Not with
+    /// `stop_with_this_process` (its watchdog cannot unmount containers).
+    pub real_node: bool,
 }
 
 /// Everything needed to use or stop a running control plane, kept in
@@ -66,6 +72,9 @@ pub struct State {
     /// From launching etcd to every node Ready; 0 without nodes.
     #[serde(default)]
     pub nodes_ready_millis: u64,
+    /// The real node, when one runs.
+    #[serde(default)]
+    pub real_node: Option<crate::real_node::RealNodeState>,
 }
 
 /// A running control plane.
@@ -88,10 +97,24 @@ impl ControlPlane {
     /// has created the `default` ServiceAccount and every node is Ready.
     pub async fn start(options: Options) -> Result<Self> {
         let began = Instant::now();
+        if options.real_node && options.stop_with_this_process {
+            return Err(Error::Config(
+                "a real node is stopped with `stop`, never by the watchdog (which cannot unmount its containers)".into(),
+            ));
+        }
         let binaries = ensure(Binaries::ensure, "build.sh").await?;
-        let node_binaries = match options.nodes {
-            0 => None,
+        let node_binaries = match (options.nodes, options.real_node) {
+            (0, false) => None,
             _ => Some(ensure(NodeBinaries::ensure, "build-nodes.sh").await?),
+        };
+        let real_node_binaries = match options.real_node {
+            true => Some(ensure(RealNodeBinaries::ensure, "build-real-node.sh").await?),
+            false => None,
+        };
+        // The bridge first: the apiserver listens on its address.
+        let ip_forward_before = match options.real_node {
+            true => Some(crate::real_node::network_up()?),
+            false => None,
         };
         let node_names = nodes::names(options.nodes);
         let dir = &options.dir;
@@ -116,6 +139,9 @@ impl ControlPlane {
                 pki: &pki,
                 token_file: &token_file,
                 ports,
+                real_node: real_node_binaries
+                    .as_ref()
+                    .zip(ip_forward_before.as_deref()),
             };
             match launch.run(&users).await {
                 Ok((mut state, children)) => {
@@ -136,6 +162,18 @@ impl ControlPlane {
                     stop_children(children);
                     let lost_port_race = matches!(&error, Error::Exited { tail, .. } if tail.contains("address already in use"));
                     if !lost_port_race || attempt == ATTEMPTS {
+                        if let (Some(binaries), Some(before)) =
+                            (&real_node_binaries, &ip_forward_before)
+                        {
+                            let _ = crate::real_node::teardown(&crate::real_node::RealNodeState {
+                                containerd_socket: dir.join("node/containerd/containerd.sock"),
+                                ip_forward_before: before.clone(),
+                                dir: dir.join("node"),
+                                kube_proxy: binaries.path("kube-proxy"),
+                                crictl: binaries.path("crictl"),
+                                ready_millis: 0,
+                            });
+                        }
                         return Err(error);
                     }
                 }
@@ -187,6 +225,28 @@ impl ControlPlane {
         if let Some(watchdog) = self.state.watchdog {
             process::terminate(watchdog, Duration::from_millis(100));
         }
+        if let Some(node) = &self.state.real_node {
+            // The kubelet first (it would start the Pods again), then the
+            // Pods, through containerd, which still runs.
+            if let Some(kubelet) = self.state.components.iter().find(|c| c.name == "kubelet")
+                && process::runs(kubelet.pid, "kubelet")
+            {
+                match self
+                    .children
+                    .iter()
+                    .position(|child| child.id() == kubelet.pid)
+                {
+                    Some(at) => {
+                        let mut child = self.children.remove(at);
+                        process::terminate_child(&mut child, STOP_GRACE);
+                    }
+                    None => process::terminate(kubelet.pid, STOP_GRACE),
+                }
+            }
+            if let Err(error) = crate::real_node::stop_pods(node) {
+                eprintln!("stopping the real node's Pods: {error}; killing them instead");
+            }
+        }
         if self.children.is_empty() {
             // Only pids still running their component's binary: the pid of
             // one that died long ago may belong to another process by now.
@@ -198,12 +258,18 @@ impl ControlPlane {
         } else {
             stop_children(std::mem::take(&mut self.children));
         }
+        // Containers, mounts and the network go before the folder does.
+        let real_node = self
+            .state
+            .real_node
+            .as_ref()
+            .map(crate::real_node::teardown);
         let _ = std::fs::remove_file(self.state.dir.join(STATE_FILE));
         if remove_dir {
             std::fs::remove_dir_all(&self.state.dir)
                 .map_err(Error::io("removing", &self.state.dir))?;
         }
-        Ok(())
+        real_node.unwrap_or(Ok(()))
     }
 
     /// Stops component `name` (`etcd`, `kube-apiserver`, …) and starts it

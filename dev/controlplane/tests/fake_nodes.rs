@@ -24,6 +24,7 @@ async fn a_deployment_becomes_available_on_a_kwok_node() {
         dir,
         stop_with_this_process: true,
         nodes: 1,
+        real_node: false,
     })
     .await
     .unwrap();

@@ -11,6 +11,7 @@ fn options(name: &str) -> Options {
             .join(format!("pakket-side-by-side-{}-{name}", std::process::id())),
         stop_with_this_process: true,
         nodes: 0,
+        real_node: false,
     }
 }
 

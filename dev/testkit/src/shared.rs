@@ -58,6 +58,7 @@ fn connect_or_start() -> Result<TestCluster, String> {
         dir,
         stop_with_this_process: true,
         nodes: 1,
+        real_node: false,
     };
     let control_plane = runtime
         .block_on(ControlPlane::start(options))

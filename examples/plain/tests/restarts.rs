@@ -118,6 +118,7 @@ async fn the_apiserver_restarted_mid_pivot_and_etcd_restarted_mid_install_lose_n
         dir: dir.clone(),
         stop_with_this_process: true,
         nodes: 0,
+        real_node: false,
     })
     .await
     .expect("a control plane of this test's own");

@@ -3,6 +3,9 @@
 //! ```text
 //! pakket-dev up       start (or find) the control plane; prints `export` lines
 //!   --nodes N         also kube-scheduler and kwok with N fake nodes, so Pods run
+//!   --real-node       also a real node (containerd, kubelet, kube-proxy; root)
+//! pakket-dev trust-registry HOST:PORT
+//!                     let the real node pull from that plain-HTTP registry
 //! pakket-dev env      print the `export` lines again (eval "$(pakket-dev env)")
 //! pakket-dev status   components, pids, memory, start time
 //! pakket-dev down     stop it
@@ -37,6 +40,18 @@ enum Command {
         /// Ready; nothing is pulled or run). 0: no scheduler, Pods stay Pending.
         #[arg(long, default_value_t = 0)]
         nodes: usize,
+        /// Also run a real node: containerd 1.6 and runc (Debian's), a
+        /// kubelet and kube-proxy, Pods on a local bridge whose traffic
+        /// never leaves this machine. Needs root. The apiserver then
+        /// listens on the node's address (10.244.0.1), not loopback.
+        #[arg(long)]
+        real_node: bool,
+    },
+    /// Let the real node pull images from the plain-HTTP registry at
+    /// HOST:PORT (a loopback registry, `dev/registry/start.sh`).
+    TrustRegistry {
+        /// The registry's address, e.g. 127.0.0.1:5000.
+        address: String,
     },
     /// Print shell `export` lines for KUBECONFIG and the pinned kubectl.
     Env,
@@ -61,7 +76,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Build => println!("{}", Binaries::ensure()?.dir().display()),
-        Command::Up { nodes } => {
+        Command::Up { nodes, real_node } => {
             if let Some(running) = ControlPlane::attach(&cli.dir)? {
                 eprintln!("already running in {}", cli.dir.display());
                 let running_nodes = running.state().nodes.len();
@@ -72,6 +87,12 @@ async fn main() -> anyhow::Result<()> {
                     bail!(
                         "the control plane in {} runs with {running_nodes} node(s), fewer than {nodes}; \
                          stop it with `pakket-dev down` and start it again with --nodes {nodes}",
+                        cli.dir.display()
+                    );
+                }
+                if real_node && running.state().real_node.is_none() {
+                    bail!(
+                        "the control plane in {} runs without a real node; stop it with `pakket-dev down` and start it again with --real-node",
                         cli.dir.display()
                     );
                 }
@@ -92,6 +113,7 @@ async fn main() -> anyhow::Result<()> {
                 dir: cli.dir.clone(),
                 stop_with_this_process: false,
                 nodes,
+                real_node,
             };
             let control_plane = ControlPlane::start(options).await?;
             let state = control_plane.state();
@@ -102,6 +124,16 @@ async fn main() -> anyhow::Result<()> {
             print_env(state);
         }
         Command::Env => print_env(require(&cli.dir)?.state()),
+        Command::TrustRegistry { address } => {
+            let control_plane = require(&cli.dir)?;
+            if control_plane.state().real_node.is_none() {
+                bail!(
+                    "the control plane in {} has no real node (start it with --real-node)",
+                    cli.dir.display()
+                );
+            }
+            pakket_controlplane::real_node::trust_plain_http_registry(&cli.dir, &address)?;
+        }
         Command::Status => status(&cli.dir)?,
         Command::Down { keep } => match ControlPlane::load(&cli.dir)? {
             Some(control_plane) => {
@@ -182,6 +214,15 @@ fn print_status(state: &State, exited: &[&Component]) {
             "nodes       {} (kwok; all Ready after {} ms)",
             state.nodes.join(", "),
             state.nodes_ready_millis
+        );
+    }
+    if let Some(node) = &state.real_node {
+        println!(
+            "real node   {} at {} (Ready after {} ms; containerd at {})",
+            pakket_controlplane::real_node::NODE_NAME,
+            pakket_controlplane::real_node::NODE_IP,
+            node.ready_millis,
+            node.containerd_socket.display()
         );
     }
     let mut total = 0;
