@@ -47,6 +47,7 @@
 
 pub mod admission;
 pub mod authz;
+pub mod bootstrap;
 pub mod config;
 mod error;
 pub mod index;

@@ -4,6 +4,8 @@
 //! pakket-webhooks serve --cert /tls/tls.crt --key /tls/tls.key \
 //!     --record-key-file /etc/pakket/record-key/key               serve over TLS on :8443
 //! pakket-webhooks configurations                                 print deploy/'s webhook configurations
+//! pakket-webhooks bootstrap --service pakket-webhooks --write-to /tls \
+//!     --configuration pakket-webhooks                            the record key, CA and serving certificates
 //! pakket-webhooks local [--name NAME] [--context CTX]             serve on 127.0.0.1, registered by URL
 //! ```
 
@@ -59,6 +61,29 @@ enum Command {
     },
     /// Print the Validating- and MutatingWebhookConfiguration of deploy/.
     Configurations,
+    /// Make (once) or reuse what an installation needs and no manifest may
+    /// carry: the record key, a private CA, a serving certificate per
+    /// Service (issued again within 30 days of its end), and the CA as
+    /// caBundle of the named webhook configurations. The webhook Pods run
+    /// it as an init container.
+    Bootstrap {
+        /// The namespace of the Secrets and Services.
+        #[arg(long, env = "POD_NAMESPACE", default_value = "pakket-system")]
+        namespace: String,
+        /// A Service that gets a serving certificate (Secret
+        /// `<service>-tls`); repeatable. The first one's pair is written to
+        /// --write-to.
+        #[arg(long = "service", value_name = "NAME", required = true)]
+        services: Vec<String>,
+        /// The folder that gets the first Service's tls.crt, tls.key and
+        /// ca.crt (the server's --cert and --key).
+        #[arg(long)]
+        write_to: Option<PathBuf>,
+        /// Webhook configurations (Validating and Mutating of that name)
+        /// that get the CA as caBundle; repeatable.
+        #[arg(long = "configuration", value_name = "NAME")]
+        configurations: Vec<String>,
+    },
     /// Serve on 127.0.0.1 for a cluster without the in-cluster deployment
     /// (a loopback control plane): a throwaway CA, configurations registered
     /// by URL, removed again on SIGTERM or Ctrl-C.
@@ -104,6 +129,28 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Configurations => print!("{}", config::deployed_yaml()?),
+        Command::Bootstrap {
+            namespace,
+            services,
+            write_to,
+            configurations,
+        } => {
+            let client = kube::Client::try_default()
+                .await
+                .context("connecting to the apiserver (in-cluster config or KUBECONFIG)")?;
+            let request = pakket_webhooks::bootstrap::Request {
+                namespace,
+                services,
+                write_to,
+                configurations,
+            };
+            let outcome = pakket_webhooks::bootstrap::run(&client, &request).await?;
+            tracing::info!(
+                written = ?outcome.written,
+                configurations = ?outcome.configurations,
+                "bootstrap done"
+            );
+        }
         Command::Serve {
             listen,
             cert,
