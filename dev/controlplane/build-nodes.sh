@@ -31,7 +31,7 @@ if command -v flock >/dev/null; then
 fi
 work="$out/src"
 rm -rf "$work"
-mkdir -p "$work/k8s"
+mkdir -p "$work"
 
 started=$(date +%s)
 
@@ -44,49 +44,12 @@ GOFLAGS="-trimpath -buildvcs=false" GOBIN="$bin" \
   go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
 
 # --- kube-scheduler ---------------------------------------------------------
-# The same wrapper module as build.sh (keep the two in step): k8s.io/kubernetes
-# is published with `replace k8s.io/<x> => ./staging/...` lines that do not
-# apply to a module that requires it, so each staging module is replaced with
-# its published v0.<minor>.<patch> tag, the list read from the pinned go.mod.
+# The same wrapper module as build.sh (build-common.sh's write_k8s_module).
 # Go's module and build caches are shared with build.sh, so after it has run
 # only the scheduler's own packages compile.
-staging_version="v0.${KUBERNETES_VERSION#v1.}"
-k8s_gomod=$(go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" \
-  | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
-[[ -f "$k8s_gomod" ]] || { log "could not download k8s.io/kubernetes@$KUBERNETES_VERSION"; exit 1; }
-go_directive=$(sed -n 's/^go \(.*\)$/\1/p' "$k8s_gomod")
-
-{
-  echo "module pakket.dev/nodes-build"
-  echo
-  echo "go $go_directive"
-  echo
-  echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
-  echo
-  grep -E '^[[:space:]]*k8s\.io/[a-z0-9-]+ => \./staging/' "$k8s_gomod" \
-    | awk -v v="$staging_version" '{ printf "replace %s => %s %s\n", $1, $1, v }'
-} >"$work/k8s/go.mod"
-cat >"$work/k8s/tools.go" <<'EOF'
-//go:build tools
-
-package tools
-
-import _ "k8s.io/kubernetes/cmd/kube-scheduler"
-EOF
-
-minor=${KUBERNETES_VERSION#v1.}
-minor=${minor%%.*}
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
-
-log "resolving modules for kube-scheduler $KUBERNETES_VERSION"
-(cd "$work/k8s" && go mod tidy -e >&2 2>/dev/null || true)
-(cd "$work/k8s" && go mod download >&2)
+write_k8s_module "$work/k8s" pakket.dev/nodes-build kube-scheduler
 log "building kube-scheduler"
-(cd "$work/k8s" && go build -tags tools -ldflags "$ldflags" -o "$bin/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler >&2)
+(cd "$work/k8s" && go build -tags tools -ldflags "$k8s_ldflags" -o "$bin/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler >&2)
 
 elapsed=$(( $(date +%s) - started ))
 log "built in ${elapsed}s into $bin"
