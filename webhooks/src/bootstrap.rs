@@ -66,6 +66,10 @@ pub struct Request {
     pub services: Vec<String>,
     /// Where the first Service's `tls.crt` and `tls.key` go.
     pub write_to: Option<std::path::PathBuf>,
+    /// Where the record key goes (file `key`): a Pod that makes the Secret
+    /// cannot have mounted it, as volumes are mounted before init
+    /// containers run.
+    pub record_key_to: Option<std::path::PathBuf>,
     /// Validating and Mutating webhook configurations whose webhooks get
     /// the CA as `caBundle`.
     pub configurations: Vec<String>,
@@ -93,6 +97,14 @@ pub async fn run(client: &Client, request: &Request) -> anyhow::Result<Outcome> 
     .await?
     {
         outcome.written.push(RECORD_KEY_SECRET.into());
+    }
+    if let Some(folder) = &request.record_key_to {
+        let secret = secrets.get(RECORD_KEY_SECRET).await?;
+        write_files(folder, &[("key", &text(&secret, "key")?)])?;
+    }
+    if request.services.is_empty() && request.configurations.is_empty() {
+        // Certificates from elsewhere (cert-manager): the record key only.
+        return Ok(outcome);
     }
     let ca = ensure_ca(&secrets, &mut outcome).await?;
     for (index, service) in request.services.iter().enumerate() {
@@ -334,12 +346,20 @@ fn text(secret: &Secret, key: &str) -> anyhow::Result<String> {
 }
 
 fn write_pair(folder: &Path, pair: &Pair) -> anyhow::Result<()> {
+    write_files(
+        folder,
+        &[
+            ("tls.key", &pair.key_pem),
+            ("tls.crt", &pair.cert_pem),
+            ("ca.crt", &pair.ca_pem),
+        ],
+    )
+}
+
+/// Writes each file whole (a rename), so a reader never sees half of one.
+fn write_files(folder: &Path, files: &[(&str, &str)]) -> anyhow::Result<()> {
     std::fs::create_dir_all(folder)?;
-    for (file, contents) in [
-        ("tls.key", &pair.key_pem),
-        ("tls.crt", &pair.cert_pem),
-        ("ca.crt", &pair.ca_pem),
-    ] {
+    for (file, contents) in files {
         let path = folder.join(file);
         let staged = path.with_extension("new");
         std::fs::write(&staged, contents)?;

@@ -72,13 +72,18 @@ enum Command {
         namespace: String,
         /// A Service that gets a serving certificate (Secret
         /// `<service>-tls`); repeatable. The first one's pair is written to
-        /// --write-to.
-        #[arg(long = "service", value_name = "NAME", required = true)]
+        /// --write-to. None (and no --configuration): the record key only,
+        /// for certificates from cert-manager.
+        #[arg(long = "service", value_name = "NAME")]
         services: Vec<String>,
         /// The folder that gets the first Service's tls.crt, tls.key and
         /// ca.crt (the server's --cert and --key).
         #[arg(long)]
         write_to: Option<PathBuf>,
+        /// The folder that gets the record key (file `key`, the server's
+        /// --record-key-file).
+        #[arg(long)]
+        record_key_to: Option<PathBuf>,
         /// Webhook configurations (Validating and Mutating of that name)
         /// that get the CA as caBundle; repeatable.
         #[arg(long = "configuration", value_name = "NAME")]
@@ -133,6 +138,7 @@ async fn main() -> anyhow::Result<()> {
             namespace,
             services,
             write_to,
+            record_key_to,
             configurations,
         } => {
             let client = kube::Client::try_default()
@@ -142,6 +148,7 @@ async fn main() -> anyhow::Result<()> {
                 namespace,
                 services,
                 write_to,
+                record_key_to,
                 configurations,
             };
             let outcome = pakket_webhooks::bootstrap::run(&client, &request).await?;

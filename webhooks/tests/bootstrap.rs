@@ -52,6 +52,7 @@ async fn bootstrap_makes_once_renews_when_due_and_injects_the_ca() {
         namespace: scope.namespace.clone(),
         services: vec!["pakket-webhooks".into(), "pakket-resolveset".into()],
         write_to: Some(folder.clone()),
+        record_key_to: Some(folder.join("record-key")),
         configurations: vec![configuration.clone()],
     };
     let first = bootstrap::run(&scope.client, &request).await.unwrap();
@@ -71,6 +72,14 @@ async fn bootstrap_makes_once_renews_when_due_and_injects_the_ca() {
     assert!(
         pakket_api::RecordKey::from_bytes(data(&record_key, "key").trim_ascii()).is_ok(),
         "a record key the provisioners accept"
+    );
+    assert!(
+        pakket_api::RecordKey::read(&folder.join("record-key/key")).is_ok(),
+        "and the webhooks' copy of it"
+    );
+    assert_eq!(
+        std::fs::read(folder.join("record-key/key")).unwrap(),
+        data(&record_key, "key")
     );
     assert_eq!(
         std::fs::read(folder.join("tls.crt")).unwrap(),

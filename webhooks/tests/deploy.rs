@@ -20,7 +20,11 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
         let path = entry.unwrap().path();
         if path.is_dir() {
             files.extend(yaml_files(&path));
-        } else if path.extension().is_some_and(|ext| ext == "yaml") {
+        } else if path.extension().is_some_and(|ext| ext == "yaml")
+            && path
+                .file_name()
+                .is_some_and(|name| name != "kustomization.yaml")
+        {
             files.push(path);
         }
     }
@@ -115,6 +119,74 @@ async fn every_object_in_deploy_passes_a_server_side_dry_run() {
     skipped.dedup();
     assert_eq!(skipped, ["Certificate", "Issuer"]);
     scope.cleanup().await;
+}
+
+/// What `kubectl kustomize DIR` builds, as documents.
+async fn kustomized(dir: &Path) -> Vec<Value> {
+    let output = tokio::process::Command::from(cluster().kubectl())
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_saphyr::from_multiple::<Value>(&String::from_utf8_lossy(&output.stdout)).unwrap()
+}
+
+fn kind_and_name(object: &Value) -> String {
+    format!(
+        "{}/{}",
+        object["kind"].as_str().unwrap_or_default(),
+        object["metadata"]["name"].as_str().unwrap_or_default()
+    )
+}
+
+/// deploy/install.sh applies deploy/kustomization.yaml: it must build, and
+/// hold every object of deploy/ but the ones an admin opts into (named in
+/// its header) and cert-manager's (deploy/cert-manager/, which builds too).
+#[tokio::test]
+async fn the_kustomization_install_applies_holds_every_object_but_the_optional_ones() {
+    let built: Vec<String> = kustomized(&repo_path("deploy"))
+        .await
+        .iter()
+        .map(kind_and_name)
+        .collect();
+    let optional = [
+        "package/repository.yaml",
+        "resolveset/catalog-example.yaml",
+        "rbac/examples.yaml",
+        "cert-manager/certificates.yaml",
+    ];
+    let deploy = repo_path("deploy");
+    let mut expected = Vec::new();
+    for file in yaml_files(&deploy) {
+        let relative = file.strip_prefix(&deploy).unwrap().display().to_string();
+        if optional.contains(&relative.as_str()) {
+            continue;
+        }
+        expected.extend(documents(&file).iter().map(kind_and_name));
+    }
+    let mut missing: Vec<&String> = expected.iter().filter(|o| !built.contains(o)).collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "not in deploy/kustomization.yaml: {missing:?}"
+    );
+    assert_eq!(built.len(), expected.len(), "{built:?}");
+    let certificates: Vec<String> = kustomized(&repo_path("deploy/cert-manager"))
+        .await
+        .iter()
+        .map(kind_and_name)
+        .collect();
+    assert!(
+        certificates.contains(&"Certificate/pakket-resolveset".to_owned()),
+        "{certificates:?}"
+    );
 }
 
 /// Applies `crds/` (server-side, like every test sharing the control
