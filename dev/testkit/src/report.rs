@@ -190,6 +190,20 @@ impl Report {
         text
     }
 
+    /// Every sample as CSV (`seconds,phase,rss_mib,requests_per_second`),
+    /// so a plot can be drawn again, or otherwise, without a rerun.
+    pub fn csv(&self) -> String {
+        let mut text = String::from("seconds,phase,rss_mib,requests_per_second\n");
+        for sample in &self.samples {
+            let _ = writeln!(
+                text,
+                "{:.2},{},{:.2},{:.1}",
+                sample.seconds, sample.phase, sample.rss_mib, sample.requests_per_second
+            );
+        }
+        text
+    }
+
     /// Draws RSS and the request rate over time, one above the other, into
     /// a PNG at `path`, with text in the font at `font` (a TrueType file).
     pub fn plot(&self, path: &Path, font: &Path) -> anyhow::Result<()> {
@@ -251,6 +265,11 @@ impl Report {
                     RGBColor(150, 150, 150),
                 ))?;
             }
+            // A sample that is not a number (a counter read half-way) is
+            // left out rather than drawn off the chart.
+            let points = points
+                .into_iter()
+                .filter(|(_, value)| value.is_finite() && *value >= 0.0);
             chart.draw_series(LineSeries::new(points, colour.stroke_width(2)))?;
         }
         root.present()?;

@@ -259,6 +259,7 @@ async fn instances_in_waves_leave_nothing_behind_and_memory_does_not_grow_after(
     let stem = format!("soak-{}", per_wave * waves);
     let markdown = report.markdown(40);
     std::fs::write(folder.join(format!("{stem}.md")), &markdown).unwrap();
+    std::fs::write(folder.join(format!("{stem}.csv")), report.csv()).unwrap();
     report
         .plot(
             &folder.join(format!("{stem}.png")),
