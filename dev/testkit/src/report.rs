@@ -20,7 +20,8 @@ pub struct Sample {
     pub seconds: f64,
     /// The phase the run was in ("wave 2: pivot").
     pub phase: String,
-    /// The provisioner's resident memory, MiB.
+    /// The provisioner's resident memory, MiB (all its replicas', where
+    /// there are several).
     pub rss_mib: f64,
     /// Requests the apiserver answered per second since the last sample
     /// (every client's, the provisioner's most of all).
@@ -51,6 +52,12 @@ impl Sampler {
     /// rate yet (0).
     pub async fn sample(&mut self, pid: u32, phase: &str) -> anyhow::Result<&Sample> {
         let rss_mib = rss_kib(pid)? as f64 / 1024.0;
+        self.sample_rss(rss_mib, phase).await
+    }
+
+    /// Takes a sample with the memory measured by the caller (the sum over
+    /// several replicas, say).
+    pub async fn sample_rss(&mut self, rss_mib: f64, phase: &str) -> anyhow::Result<&Sample> {
         let total = requests_served(&self.client).await?;
         let now = Instant::now();
         let requests_per_second = match self.last {
@@ -274,6 +281,26 @@ impl Report {
         }
         root.present()?;
         Ok(())
+    }
+}
+
+impl Report {
+    /// Writes `<stem>.md`, `<stem>.csv` and `<stem>.png` into
+    /// `$PAKKET_REPORT_DIR` (a temporary folder if unset), and prints the
+    /// Markdown; returns the folder.
+    pub fn write(&self, stem: &str) -> anyhow::Result<std::path::PathBuf> {
+        let folder = std::env::var_os("PAKKET_REPORT_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("pakket-reports-{}", std::process::id()))
+            });
+        std::fs::create_dir_all(&folder)?;
+        let markdown = self.markdown(40);
+        std::fs::write(folder.join(format!("{stem}.md")), &markdown)?;
+        std::fs::write(folder.join(format!("{stem}.csv")), self.csv())?;
+        self.plot(&folder.join(format!("{stem}.png")), Path::new(FONT))?;
+        println!("{markdown}\nwritten to {}", folder.display());
+        Ok(folder)
     }
 }
 

@@ -10,7 +10,9 @@
 //!   again when they are back;
 //! - two replicas of the provisioner, the leader SIGKILLed every few
 //!   seconds (and a replacement started) while Instances are created and
-//!   deleted (`PAKKET_CHURN_INSTANCES`, 100 by default, 500 the full run).
+//!   deleted (`PAKKET_CHURN_INSTANCES`, 100 by default, 500 the full run);
+//!   the replicas' memory and the apiserver's request rate are written as
+//!   a report (`PAKKET_REPORT_DIR`, see `pakket_testkit::report`).
 
 #[path = "trust/support.rs"]
 #[allow(dead_code)]
@@ -26,6 +28,7 @@ use pakket_api::{ConditionType, Instance};
 use pakket_testkit::eventually;
 use serde_json::json;
 
+use pakket_testkit::report::{Report, Sampler};
 use support::{Stage, Webhooks};
 
 /// Objects per version: enough that a kill often lands mid-write.
@@ -344,6 +347,19 @@ async fn kill_leader(
     true
 }
 
+/// A sample of the replicas' summed memory and the apiserver's rate.
+async fn sample(sampler: &mut Sampler, replicas: &[tokio::process::Child], phase: &str) {
+    let rss_kib: u64 = replicas
+        .iter()
+        .filter_map(tokio::process::Child::id)
+        .filter_map(|pid| pakket_testkit::report::rss_kib(pid).ok())
+        .sum();
+    sampler
+        .sample_rss(rss_kib as f64 / 1024.0, phase)
+        .await
+        .expect("sampling the apiserver's metrics");
+}
+
 /// How many of the churn test's Instances are installed.
 async fn installed(stage: &Stage) -> usize {
     let prefix = stage.scope.name("c");
@@ -436,8 +452,10 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
     });
     let mut kills = 0;
     let mut next_index = 2;
+    let mut sampler = Sampler::new(stage.admin());
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
+        sample(&mut sampler, &replicas, "create").await;
         let done = installed(&stage).await;
         if done == count && creating.is_finished() {
             break;
@@ -483,6 +501,7 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
                     .is_some_and(|n| n.starts_with(&prefix))
             })
             .count();
+        sample(&mut sampler, &replicas, "delete").await;
         if left == 0 {
             break;
         }
@@ -513,6 +532,18 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
         installed_after.as_secs_f64(),
         began.elapsed().as_secs_f64()
     );
+    for _ in 0..5 {
+        sample(&mut sampler, &replicas, "idle").await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    Report {
+        title: format!(
+            "{count} Instances, two replicas, the leader killed {kills} times (RSS: both replicas)"
+        ),
+        samples: sampler.samples,
+    }
+    .write(&format!("churn-{count}"))
+    .expect("writing the report");
     assert!(kills > 0, "the leader was killed at least once");
     for mut child in replicas {
         let _ = child.kill().await;

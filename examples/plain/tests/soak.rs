@@ -16,12 +16,11 @@
 #[allow(dead_code)]
 mod support;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance};
-use pakket_testkit::report::{FONT, Report, Sampler};
+use pakket_testkit::report::{Report, Sampler};
 use serde_json::json;
 
 use support::{Stage, Webhooks};
@@ -250,23 +249,9 @@ async fn instances_in_waves_leave_nothing_behind_and_memory_does_not_grow_after(
         title,
         samples: soak.sampler.samples.clone(),
     };
-    let folder = std::env::var_os("PAKKET_REPORT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("pakket-soak-{}", std::process::id()))
-        });
-    std::fs::create_dir_all(&folder).unwrap();
-    let stem = format!("soak-{}", per_wave * waves);
-    let markdown = report.markdown(40);
-    std::fs::write(folder.join(format!("{stem}.md")), &markdown).unwrap();
-    std::fs::write(folder.join(format!("{stem}.csv")), report.csv()).unwrap();
     report
-        .plot(
-            &folder.join(format!("{stem}.png")),
-            std::path::Path::new(FONT),
-        )
-        .unwrap();
-    println!("{markdown}\nwritten to {}", folder.display());
+        .write(&format!("soak-{}", per_wave * waves))
+        .expect("writing the report");
 
     let phases = report.phases();
     let busy_peak = phases
