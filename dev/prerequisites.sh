@@ -10,6 +10,8 @@ command -v go >/dev/null || fail "go is not on PATH; install Go 1.26 or newer (h
 for component in rustfmt clippy; do
   rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component" >&2
 done
+# The images' binaries are static (dev/images/build.sh): the musl target.
+rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl || rustup target add x86_64-unknown-linux-musl >&2
 
 # Debian packages the scripts use; installed only when missing.
 missing=()
@@ -19,6 +21,10 @@ missing=()
 for tool in curl:curl git:git docker-registry:docker-registry python3:python3 cc:gcc make:make openssl:openssl; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
+# musl-tools (musl-gcc): dev/images/build.sh compiles ring's and jemalloc's C for static musl binaries.
+command -v musl-gcc >/dev/null || missing+=(musl-tools)
+# ca-certificates: the CA bundle dev/images/build.sh puts in every image.
+[[ -f /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
 # python3-venv: dev/schemathesis/install.sh puts schemathesis in a venv.
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 # fonts-dejavu-core: the soak and fault reports' plots are labelled in DejaVu Sans.

@@ -4,32 +4,23 @@
 //! any machine, at any time. The layer is a gzip'd tar of DIR with entries
 //! in byte order of their paths, mtimes 0, owner 0:0, modes 0644 (0755 for
 //! directories and executables), no user or group names; the config holds no
-//! timestamp. Only directories and regular files are packed: a symlink or a
-//! device in a bundle is refused rather than followed.
-//!
-//! Transport: HTTPS unless `--plain-http` (loopback registries only) or
-//! `--insecure-plain-http` (any registry, an explicit opt-in). Pushes go
-//! through `pakket_runtime::source`, so they share the provisioners' plain
-//! HTTP policy, timeouts and error messages.
+//! timestamp (`oci_image`). Only directories and regular files are packed: a
+//! symlink or a device in a bundle is refused rather than followed. The push
+//! itself, its flags and exit statuses are `registry_push`'s.
 
 use std::fs;
-use std::io::{IsTerminal as _, Write as _};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+// Only the tests wait (for a new mtime); they reach it through `use super::*`.
+#[cfg(test)]
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use flate2::write::GzEncoder;
-use oci_client::manifest::{
-    IMAGE_CONFIG_MEDIA_TYPE, IMAGE_LAYER_GZIP_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor,
-    OciImageManifest,
-};
-use pakket_runtime::source::{
-    Credentials, ImageRef, ImageSource, PlainHttp, SourceError, SourceOptions,
-};
-use sha2::{Digest as _, Sha256};
+
+use crate::oci_image::{Image, Layer, LayerBuilder};
+use crate::registry_push::{self, Target};
 
 /// Arguments of `pakket bundle`.
 #[derive(Args)]
@@ -58,145 +49,26 @@ enum BundleCommand {
 struct PushArgs {
     /// The bundle directory, e.g. one with `manifests/` and `metadata/`.
     dir: PathBuf,
-    /// Where to push: `REGISTRY/REPOSITORY:TAG` (a `docker://` or `oci://` prefix is allowed).
-    #[arg(value_name = "REF")]
-    reference: String,
-    /// Use plain HTTP, for a registry on loopback (localhost, 127.0.0.0/8, ::1) only.
-    #[arg(long)]
-    plain_http: bool,
-    /// Use plain HTTP to any registry: the bundle and credentials cross the network unprotected.
-    #[arg(long)]
-    insecure_plain_http: bool,
-    /// User name for HTTP basic auth; the password comes from PAKKET_REGISTRY_PASSWORD.
-    #[arg(long, env = "PAKKET_REGISTRY_USERNAME")]
-    username: Option<String>,
-    /// Give up after this many seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
-    timeout: u64,
+    #[command(flatten)]
+    target: Target,
 }
-
-const PUSHED: u8 = 0;
-const FAILED: u8 = 1;
-const BAD_INPUT: u8 = 2;
 
 /// Runs `pakket bundle …`.
 pub fn run(args: &BundleArgs) -> ExitCode {
     match &args.command {
-        BundleCommand::Push(push) => ExitCode::from(run_push(push)),
+        BundleCommand::Push(push) => ExitCode::from(registry_push::run(&push.target, |progress| {
+            let packed = pack(&push.dir)?;
+            progress.say(format_args!(
+                "packed {}: {} files, {} bytes ({} gzip'd)",
+                push.dir.display(),
+                packed.files,
+                packed.tar_size,
+                packed.layer.len()
+            ));
+            Ok(packed.into_image())
+        })),
         BundleCommand::Rbac(rbac) => ExitCode::from(crate::bundle_rbac::run(rbac)),
     }
-}
-
-fn run_push(args: &PushArgs) -> u8 {
-    let progress = Progress(std::io::stderr().is_terminal());
-    let started = Instant::now();
-    let (image, options) = match push_options(args) {
-        Ok(ready) => ready,
-        Err(message) => return fail(BAD_INPUT, &message),
-    };
-    let packed = match pack(&args.dir) {
-        Ok(packed) => packed,
-        Err(message) => return fail(BAD_INPUT, &message),
-    };
-    progress.say(format_args!(
-        "packed {}: {} files, {} bytes ({} gzip'd)",
-        args.dir.display(),
-        packed.files,
-        packed.tar_size,
-        packed.layer.len()
-    ));
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return fail(FAILED, &format!("cannot start the async runtime: {error}")),
-    };
-    match runtime.block_on(push(&image, options, packed, &progress)) {
-        Ok(digest) => {
-            progress.say(format_args!(
-                "pushed {} in {:.1?}",
-                image,
-                started.elapsed()
-            ));
-            println!("{}@{digest}", args.reference);
-            PUSHED
-        }
-        Err(error @ SourceError::PlainHttpRefused { .. }) => fail(BAD_INPUT, &error.to_string()),
-        Err(error) => fail(FAILED, &error.to_string()),
-    }
-}
-
-fn fail(code: u8, message: &str) -> u8 {
-    eprintln!("error: {message}");
-    code
-}
-
-/// Progress lines on stderr, only when a person is watching it.
-struct Progress(bool);
-
-impl Progress {
-    fn say(&self, message: std::fmt::Arguments<'_>) {
-        if self.0 {
-            let _ = writeln!(std::io::stderr(), "{message}");
-        }
-    }
-}
-
-/// The target image and the transport the flags ask for.
-fn push_options(args: &PushArgs) -> Result<(ImageRef, SourceOptions), String> {
-    let written = if args.reference.contains("://") {
-        args.reference.clone()
-    } else {
-        format!("docker://{}", args.reference)
-    };
-    let image = ImageRef::parse(&written).map_err(|error| error.to_string())?;
-    if image.digest().is_some() {
-        return Err(format!(
-            "cannot push to {}: it names a digest; push to a tag (REGISTRY/REPOSITORY:TAG) and \
-             the digest is printed",
-            args.reference
-        ));
-    }
-    let plain_http = if args.insecure_plain_http {
-        PlainHttp::Everywhere
-    } else if args.plain_http {
-        if !image.is_loopback() {
-            return Err(format!(
-                "refusing --plain-http to registry {}: it is not on loopback, so the bundle and \
-                 any credentials would cross the network unprotected; use HTTPS, or pass \
-                 --insecure-plain-http if you accept that",
-                image.registry()
-            ));
-        }
-        PlainHttp::Loopback
-    } else {
-        PlainHttp::Never
-    };
-    let credentials = match &args.username {
-        None => None,
-        Some(username) => {
-            let password = std::env::var("PAKKET_REGISTRY_PASSWORD").map_err(|_| {
-                format!(
-                    "--username {username} needs a password: set PAKKET_REGISTRY_PASSWORD \
-                     (it is never read from the command line)"
-                )
-            })?;
-            Some(Credentials {
-                username: username.clone(),
-                password,
-            })
-        }
-    };
-    let timeout = Duration::from_secs(args.timeout.max(1));
-    let options = SourceOptions {
-        plain_http,
-        credentials,
-        request_timeout: timeout,
-        pull_timeout: timeout,
-        ..SourceOptions::default()
-    };
-    Ok((image, options))
 }
 
 /// A packed bundle directory.
@@ -209,6 +81,18 @@ struct Packed {
     files: usize,
     /// Size of the uncompressed tar.
     tar_size: usize,
+}
+
+impl Packed {
+    /// The image to push: bundles are content, not programs, so it runs nothing.
+    fn into_image(self) -> Image {
+        let layer = Layer {
+            gzip: self.layer,
+            diff_id: self.diff_id,
+            tar_size: self.tar_size,
+        };
+        Image::new(layer, None)
+    }
 }
 
 /// Packs `dir` into a reproducible gzip'd tar (see the module docs).
@@ -234,54 +118,34 @@ fn pack(dir: &Path) -> Result<Packed, String> {
         ));
     }
 
-    let mut builder = tar::Builder::new(Vec::new());
+    let mut layer = LayerBuilder::new();
     let mut files = 0;
     for entry in &entries {
-        let mut header = tar::Header::new_gnu();
-        header.set_uid(0);
-        header.set_gid(0);
-        header.set_mtime(0);
         let io_error = |path: &Path, error: std::io::Error| {
             format!("cannot pack {}: {error}", dir.join(path).display())
         };
         match entry {
-            Entry::Dir { path } => {
-                header.set_entry_type(tar::EntryType::Directory);
-                header.set_mode(0o755);
-                header.set_size(0);
-                builder
-                    .append_data(&mut header, path, std::io::empty())
-                    .map_err(|error| io_error(path, error))?;
-            }
+            Entry::Dir { path } => layer
+                .directory(path, 0o755)
+                .map_err(|error| io_error(path, error))?,
             Entry::File { path, executable } => {
                 let data = fs::read(dir.join(path)).map_err(|error| io_error(path, error))?;
-                header.set_entry_type(tar::EntryType::Regular);
-                header.set_mode(if *executable { 0o755 } else { 0o644 });
-                header.set_size(data.len() as u64);
-                builder
-                    .append_data(&mut header, path, data.as_slice())
+                let mode = if *executable { 0o755 } else { 0o644 };
+                layer
+                    .file(path, mode, &data)
                     .map_err(|error| io_error(path, error))?;
                 files += 1;
             }
         }
     }
-    let tar = builder
-        .into_inner()
-        .map_err(|error| format!("cannot pack {}: {error}", dir.display()))?;
-    let diff_id = sha256(&tar);
-    // flate2 writes mtime 0, no file name and a fixed OS byte: the same tar
-    // always gives the same gzip bytes.
-    let mut gzip = GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gzip.write_all(&tar)
-        .map_err(|error| format!("cannot compress {}: {error}", dir.display()))?;
-    let layer = gzip
+    let layer = layer
         .finish()
-        .map_err(|error| format!("cannot compress {}: {error}", dir.display()))?;
+        .map_err(|error| format!("cannot pack {}: {error}", dir.display()))?;
     Ok(Packed {
-        layer,
-        diff_id,
+        layer: layer.gzip,
+        diff_id: layer.diff_id,
         files,
-        tar_size: tar.len(),
+        tar_size: layer.tar_size,
     })
 }
 
@@ -321,83 +185,6 @@ fn collect(root: &Path, relative: &Path, entries: &mut Vec<Entry>) -> Result<(),
         }
     }
     Ok(())
-}
-
-fn sha256(data: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(data)))
-}
-
-/// Pushes the layer, the config and the manifest; returns the manifest digest.
-async fn push(
-    image: &ImageRef,
-    options: SourceOptions,
-    packed: Packed,
-    progress: &Progress,
-) -> Result<String, SourceError> {
-    let limit = options.pull_timeout;
-    let source = ImageSource::new(options);
-    let work = async {
-        let client = source.client_for(image)?;
-        let reference = image.as_reference();
-        let failed = |error| SourceError::from_registry(error, "push", image);
-        client
-            .store_auth_if_needed(image.registry(), &source.auth())
-            .await;
-
-        // A minimal, timestamp-free image config (OCI image spec: os,
-        // architecture and rootfs are required). Bundles are content, not
-        // programs, so the platform is the conventional one.
-        let config = serde_json::to_vec(&serde_json::json!({
-            "architecture": "amd64",
-            "os": "linux",
-            "rootfs": {"type": "layers", "diff_ids": [packed.diff_id]},
-        }))
-        .expect("a JSON value serializes");
-
-        let layer = OciDescriptor {
-            media_type: IMAGE_LAYER_GZIP_MEDIA_TYPE.to_owned(),
-            digest: sha256(&packed.layer),
-            size: packed.layer.len() as i64,
-            ..OciDescriptor::default()
-        };
-        let config_descriptor = OciDescriptor {
-            media_type: IMAGE_CONFIG_MEDIA_TYPE.to_owned(),
-            digest: sha256(&config),
-            size: config.len() as i64,
-            ..OciDescriptor::default()
-        };
-        let manifest = OciImageManifest {
-            schema_version: 2,
-            media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_owned()),
-            config: config_descriptor.clone(),
-            layers: vec![layer.clone()],
-            ..OciImageManifest::default()
-        };
-        let manifest = serde_json::to_vec(&manifest).expect("a manifest serializes");
-        let digest = sha256(&manifest);
-
-        progress.say(format_args!(
-            "pushing layer {} ({} bytes)",
-            layer.digest, layer.size
-        ));
-        client
-            .push_blob(reference, packed.layer, &layer.digest)
-            .await
-            .map_err(failed)?;
-        progress.say(format_args!("pushing config {}", config_descriptor.digest));
-        client
-            .push_blob(reference, config, &config_descriptor.digest)
-            .await
-            .map_err(failed)?;
-        progress.say(format_args!("pushing manifest {digest}"));
-        let content_type = OCI_IMAGE_MEDIA_TYPE.parse().expect("a valid header value");
-        client
-            .push_manifest_raw(reference, manifest, content_type)
-            .await
-            .map_err(failed)?;
-        Ok(digest)
-    };
-    source.within(limit, "push", image, work).await
 }
 
 #[cfg(test)]

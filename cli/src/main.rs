@@ -3,6 +3,9 @@
 //! `pakket resolve` runs the dependency engine on catalog files alone, with
 //! no cluster: what would be installed for these requests, or why nothing can be;
 //! with `--server` a cluster's resolver API answers the same request.
+//! `pakket bundle push` and `pakket image push` build reproducible OCI
+//! images (bundles, and static programs for Pakket's own images) and push
+//! them with no Docker daemon.
 
 use std::process::ExitCode;
 
@@ -10,6 +13,10 @@ use clap::{Parser, Subcommand};
 
 mod bundle;
 mod bundle_rbac;
+mod elf;
+mod image;
+mod oci_image;
+mod registry_push;
 mod resolve;
 
 #[derive(Parser)]
@@ -35,11 +42,15 @@ enum Command {
     Resolve(resolve::ResolveArgs),
     /// Build and push bundle images (`pakket bundle push DIR REF`).
     Bundle(bundle::BundleArgs),
+    /// Build and push minimal images of static programs
+    /// (`pakket image push REF --binary PATH…`).
+    Image(image::ImageArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Resolve(args) => resolve::run(&args),
         Command::Bundle(args) => bundle::run(&args),
+        Command::Image(args) => image::run(&args),
     }
 }
