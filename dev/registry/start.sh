@@ -3,24 +3,28 @@
 # (CNCF distribution 2.8), listening on 127.0.0.1 at a port the kernel picks,
 # with its own config and storage under DIR. Prints `127.0.0.1:PORT`.
 #
-#   dev/registry/start.sh DIR [--auth USER:PASSWORD]
+#   dev/registry/start.sh DIR [--auth USER:PASSWORD] [--host ADDRESS]
 #   dev/registry/stop.sh DIR
 #
 # It serves plain HTTP, on loopback only: nothing leaves the host, and
 # Pakket's OCI source allows plain HTTP to loopback registries by default
 # (`pakket bundle push --plain-http`). With --auth it requires HTTP basic
-# auth (htpasswd, bcrypt). Idempotent: if DIR's registry is running, it
+# auth (htpasswd, bcrypt). --host listens on another local address instead
+# of 127.0.0.1 (a real node's 10.244.0.1, which its Pods reach; still not
+# reachable from outside the machine). Idempotent: if DIR's registry is running, it
 # prints its address again. Files in DIR: config.yml, data/, registry.log,
 # pid, address (and htpasswd).
 set -euo pipefail
 
-usage() { echo "usage: $0 DIR [--auth USER:PASSWORD]" >&2; exit 2; }
+usage() { echo "usage: $0 DIR [--auth USER:PASSWORD] [--host ADDRESS]" >&2; exit 2; }
 [[ $# -ge 1 ]] || usage
 dir=$1; shift
 auth=""
+host=127.0.0.1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --auth) [[ $# -ge 2 ]] || usage; auth=$2; shift 2 ;;
+    --host) [[ $# -ge 2 ]] || usage; host=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -88,7 +92,7 @@ storage:
   delete:
     enabled: true
 http:
-  addr: 127.0.0.1:0
+  addr: $host:0
   # A fixed secret silences the warning about a random one; it only signs
   # upload state, and this registry is never behind a load balancer.
   secret: pakket-dev-registry-$$
@@ -101,7 +105,7 @@ pid=$!
 echo "$pid" >"$dir/pid"
 
 for _ in $(seq 1 200); do
-  address=$(sed -n 's/.*msg="listening on \(127\.0\.0\.1:[0-9][0-9]*\)".*/\1/p' "$dir/registry.log" | head -n 1)
+  address=$(sed -n "s/.*msg=\"listening on \(${host//./\\.}:[0-9][0-9]*\)\".*/\1/p" "$dir/registry.log" | head -n 1)
   if [[ -n $address ]]; then
     echo "$address" >"$dir/address"
     echo "$address"
