@@ -11,8 +11,48 @@
 #
 #   dev/demo.sh         bring it up (again: reuses what is running)
 #   dev/demo.sh down    stop it
+#   dev/demo.sh in-cluster       the second mode: Pakket from its images, as
+#                                Pods on a real node (root), installed with
+#                                deploy/install.sh; then a plain bundle
+#                                through approval
+#   dev/demo.sh in-cluster-down  stop that
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [[ ${1:-} == in-cluster-down ]]; then
+  exec dev/in-cluster.sh down
+fi
+if [[ ${1:-} == in-cluster ]]; then
+  say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+  say "Pakket in the cluster: a real node, Pakket's images built and pushed, deploy/install.sh (the first time builds static release binaries: minutes)"
+  eval "$(dev/in-cluster.sh up)"
+  say "kubectl -n pakket-system get pods: Pakket runs as Pods, from images pinned by digest"
+  kubectl -n pakket-system get pods -o wide
+  kubectl -n pakket-system get deployments -o custom-columns=NAME:.metadata.name,IMAGE:.spec.template.spec.containers[0].image
+  say "A class that wants approval, and the plain bundle 'hello'"
+  kubectl apply -f - <<'YAML'
+apiVersion: core.pakket.dev/v1alpha1
+kind: ProvisionerClass
+metadata: {name: plain}
+spec:
+  provisioner: pakket.dev/plain
+  parameters: {approval: DenyAll}
+YAML
+  kubectl apply -f examples/plain/hello.yaml
+  for _ in $(seq 1 300); do
+    [[ $(kubectl get instance hello -o jsonpath='{.status.conditions[?(@.type=="Approved")].reason}') == ApprovalPending ]] && break
+    sleep 0.2
+  done
+  kubectl instance describe hello
+  say "kubectl instance approve hello: the plain provisioner's Pod installs it"
+  kubectl instance approve hello
+  kubectl wait --for=condition=Installed --timeout=120s instance/hello
+  kubectl get pakket
+  echo "ConfigMap hello/greeting says: $(kubectl get configmap greeting -n hello -o jsonpath='{.data.message}')"
+  say "Use it: export KUBECONFIG=$KUBECONFIG (and PATH=$(dirname "$(command -v kubectl)"):\$PATH for the pinned kubectl)"
+  echo "and stop it with: dev/demo.sh in-cluster-down"
+  exit 0
+fi
 
 cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}

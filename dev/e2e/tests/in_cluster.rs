@@ -76,6 +76,8 @@ impl Cluster {
             path: String::new(),
             registry: String::new(),
         };
+        // What the scripts said (image sizes, how long install took).
+        eprint!("{}", String::from_utf8_lossy(&output.stderr));
         let exports = checked(output, "dev/in-cluster.sh up");
         for line in exports.lines() {
             let Some((name, value)) = line
@@ -310,6 +312,8 @@ fn pakket_from_its_images_serves_a_non_admin_upgrades_in_flight_and_uninstalls_c
     // 2. alice's plain bundle, approved by the admin.
     cluster.apply_as("admin", ALICE);
     cluster.apply_as("alice", &plain_instance("hello"));
+    // Approvable once its content is unpacked (the approval names its digest).
+    cluster.wait_condition("hello", "Unpacked", "True", Duration::from_secs(60));
     cluster.wait_condition("hello", "Approved", "False", Duration::from_secs(60));
     checked(
         cluster
@@ -320,7 +324,14 @@ fn pakket_from_its_images_serves_a_non_admin_upgrades_in_flight_and_uninstalls_c
         "kubectl instance approve hello",
     );
     cluster.wait_condition("hello", "Installed", "True", Duration::from_secs(60));
-    let greeting = cluster.json(&["-n", "alice", "get", "configmap", "hello-greeting"]);
+    let greeting = cluster.json(&[
+        "-n",
+        "alice",
+        "get",
+        "configmap",
+        "hello-greeting",
+        "--show-managed-fields",
+    ]);
     let managers: Vec<&str> = greeting["metadata"]["managedFields"]
         .as_array()
         .unwrap()
@@ -445,6 +456,7 @@ spec:
         upgraded.iter().all(|image| !first_images.contains(image)),
         "every Pod runs a new image: {upgraded:?}"
     );
+    cluster.wait_condition("during", "Unpacked", "True", Duration::from_secs(120));
     checked(
         cluster
             .command("kubectl")
