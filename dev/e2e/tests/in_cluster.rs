@@ -298,11 +298,23 @@ fn pakket_from_its_images_serves_a_non_admin_upgrades_in_flight_and_uninstalls_c
         "five Pakket images run: {first_images:?}"
     );
     for lease in ["pakket.dev-plain", "pakket.dev-registry-v1"] {
-        let holder =
-            cluster.json(&["-n", "pakket-system", "get", "lease", lease])["spec"]["holderIdentity"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
+        // A replica is Ready before it leads: give the election a moment.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let holder = loop {
+            let found = cluster.kubectl_as(
+                "admin",
+                &["-n", "pakket-system", "get", "lease", lease, "-o", "json"],
+                None,
+            );
+            let holder = serde_json::from_slice::<Value>(&found.stdout)
+                .ok()
+                .and_then(|lease| lease["spec"]["holderIdentity"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            if !holder.is_empty() || Instant::now() > deadline {
+                break holder;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
         assert!(
             holder.starts_with("pakket-"),
             "Lease {lease} is held by a Pod (its hostname), not a host process: {holder:?}"
