@@ -202,22 +202,11 @@ mod tests {
         dir
     }
 
+    /// (path, mode, mtime, uid, gid) of every entry.
     fn listing(layer: &[u8]) -> Vec<(String, u32, u64, u64, u64)> {
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(layer));
-        archive
-            .entries()
-            .unwrap()
-            .map(|entry| {
-                let entry = entry.unwrap();
-                let header = entry.header();
-                (
-                    entry.path().unwrap().display().to_string(),
-                    header.mode().unwrap(),
-                    header.mtime().unwrap(),
-                    header.uid().unwrap(),
-                    header.gid().unwrap(),
-                )
-            })
+        crate::oci_image::listing(layer)
+            .into_iter()
+            .map(|(path, mode, mtime, uid, gid, _)| (path, mode, mtime, uid, gid))
             .collect()
     }
 

@@ -308,24 +308,7 @@ mod tests {
 
     /// (path, mode, mtime, uid, gid, size) of every entry.
     fn listing(image: &Image) -> Vec<(String, u32, u64, u64, u64, u64)> {
-        let mut archive =
-            tar::Archive::new(flate2::read::GzDecoder::new(image.layer.gzip.as_slice()));
-        archive
-            .entries()
-            .unwrap()
-            .map(|entry| {
-                let entry = entry.unwrap();
-                let header = entry.header();
-                (
-                    entry.path().unwrap().display().to_string(),
-                    header.mode().unwrap(),
-                    header.mtime().unwrap(),
-                    header.uid().unwrap(),
-                    header.gid().unwrap(),
-                    header.size().unwrap(),
-                )
-            })
-            .collect()
+        crate::oci_image::listing(&image.layer.gzip)
     }
 
     fn config(image: &Image) -> serde_json::Value {

@@ -177,6 +177,29 @@ pub fn sha256(data: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(data)))
 }
 
+/// (path, mode, mtime, uid, gid, size) of every entry of a gzip'd layer:
+/// what the tests of both image kinds check their layers by.
+#[cfg(test)]
+pub(crate) fn listing(gzip: &[u8]) -> Vec<(String, u32, u64, u64, u64, u64)> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(gzip));
+    archive
+        .entries()
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let header = entry.header();
+            (
+                entry.path().unwrap().display().to_string(),
+                header.mode().unwrap(),
+                header.mtime().unwrap(),
+                header.uid().unwrap(),
+                header.gid().unwrap(),
+                header.size().unwrap(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,8 @@ source "$(dirname "$0")/build-common.sh"
 
 # --- Debian packages --------------------------------------------------------
 missing=()
-for tool in containerd:containerd runc:runc iptables:iptables; do
+# ip (iproute2) makes the node's bridge; minimal Debian images lack it.
+for tool in containerd:containerd runc:runc iptables:iptables ip:iproute2; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
 [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)

@@ -360,10 +360,7 @@ fn write_pair(folder: &Path, pair: &Pair) -> anyhow::Result<()> {
 fn write_files(folder: &Path, files: &[(&str, &str)]) -> anyhow::Result<()> {
     std::fs::create_dir_all(folder)?;
     for (file, contents) in files {
-        let path = folder.join(file);
-        let staged = path.with_extension("new");
-        std::fs::write(&staged, contents)?;
-        std::fs::rename(&staged, &path)?;
+        crate::local::ca::write_atomically(&folder.join(file), contents.as_bytes())?;
     }
     Ok(())
 }

@@ -48,7 +48,7 @@
 //! `kubectl delete validatingwebhookconfigurations,mutatingwebhookconfigurations
 //! -l app.kubernetes.io/managed-by=pakket-webhooks-local` removes them).
 
-mod ca;
+pub(crate) mod ca;
 mod error;
 mod probe;
 

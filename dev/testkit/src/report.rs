@@ -2,7 +2,8 @@
 //! provisioner's memory and of the apiserver's request rate over the run,
 //! written as a Markdown table and a PNG plot (which README embeds).
 //!
-//! [`Sampler`] takes the samples (the process's RSS from `/proc`, the
+//! [`Sampler`] takes the samples (the process's RSS from `/proc`, read by
+//! [`pakket_controlplane::rss_kib`], the
 //! apiserver's `apiserver_request_total` from its `/metrics`); [`Report`]
 //! summarises them per phase and draws them. Figures are printed and
 //! written, never asserted on by time: a slower machine is not a failure.
@@ -51,7 +52,10 @@ impl Sampler {
     /// Takes a sample of process `pid` in `phase`. The first sample has no
     /// rate yet (0).
     pub async fn sample(&mut self, pid: u32, phase: &str) -> anyhow::Result<&Sample> {
-        let rss_mib = rss_kib(pid)? as f64 / 1024.0;
+        let rss_kib = pakket_controlplane::rss_kib(pid).ok_or_else(|| {
+            anyhow::anyhow!("process {pid} has no resident memory to read (gone?)")
+        })?;
+        let rss_mib = rss_kib as f64 / 1024.0;
         self.sample_rss(rss_mib, phase).await
     }
 
@@ -76,17 +80,6 @@ impl Sampler {
         });
         Ok(self.samples.last().expect("just pushed"))
     }
-}
-
-/// Resident memory of process `pid` in KiB (`VmRSS` in `/proc/PID/status`).
-pub fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("/proc/{pid}/status has no VmRSS line"))
 }
 
 /// Every request the apiserver has answered since it started: the sum of

@@ -318,46 +318,75 @@ async fn with_the_webhooks_unreachable_pakket_objects_fail_closed_and_work_when_
     stage.cleanup().await;
 }
 
-/// SIGKILLs the replica that holds the Lease, if one of `replicas` does;
-/// whether it did.
-async fn kill_leader(
-    leases: &Api<k8s_openapi::api::coordination::v1::Lease>,
-    lease_name: &str,
-    replicas: &mut Vec<tokio::process::Child>,
-) -> bool {
-    let holder = leases
-        .get_opt(lease_name)
-        .await
-        .ok()
-        .flatten()
-        .and_then(|lease| lease.spec.and_then(|spec| spec.holder_identity));
-    // The identity is `<host>-<pid>`.
-    let pid: Option<u32> = holder
-        .as_deref()
-        .and_then(|h| h.rsplit('-').next())
-        .and_then(|pid| pid.parse().ok());
-    let Some(at) = pid.and_then(|pid| replicas.iter().position(|child| child.id() == Some(pid)))
-    else {
-        let ours: Vec<Option<u32>> = replicas.iter().map(|child| child.id()).collect();
-        println!("no replica of {ours:?} holds the Lease ({holder:?})");
-        return false;
-    };
-    let mut leader = replicas.remove(at);
-    let _ = leader.kill().await;
-    true
+/// The churn test's replicas, the leader killer and the report's samples.
+struct Churn<'a> {
+    stage: &'a Stage,
+    leases: Api<k8s_openapi::api::coordination::v1::Lease>,
+    lease_name: String,
+    replicas: Vec<tokio::process::Child>,
+    started: usize,
+    kills: usize,
+    sampler: Sampler,
 }
 
-/// A sample of the replicas' summed memory and the apiserver's rate.
-async fn sample(sampler: &mut Sampler, replicas: &[tokio::process::Child], phase: &str) {
-    let rss_kib: u64 = replicas
-        .iter()
-        .filter_map(tokio::process::Child::id)
-        .filter_map(|pid| pakket_testkit::report::rss_kib(pid).ok())
-        .sum();
-    sampler
-        .sample_rss(rss_kib as f64 / 1024.0, phase)
-        .await
-        .expect("sampling the apiserver's metrics");
+impl<'a> Churn<'a> {
+    /// Two replicas of `stage`'s provisioner.
+    fn start(stage: &'a Stage) -> Self {
+        Self {
+            stage,
+            leases: Api::namespaced(stage.admin(), stage.namespace()),
+            lease_name: pakket_runtime::leader::LeaseConfig::name_for(&stage.id),
+            replicas: (0..2).map(|i| replica(stage, i)).collect(),
+            started: 2,
+            kills: 0,
+            sampler: Sampler::new(stage.admin()),
+        }
+    }
+
+    /// SIGKILLs the replica that holds the Lease, if one does, and starts
+    /// a replacement.
+    async fn kill_leader(&mut self) {
+        let holder = self
+            .leases
+            .get_opt(&self.lease_name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|lease| lease.spec.and_then(|spec| spec.holder_identity));
+        // The identity is `<host>-<pid>`.
+        let pid: Option<u32> = holder
+            .as_deref()
+            .and_then(|h| h.rsplit('-').next())
+            .and_then(|pid| pid.parse().ok());
+        let Some(at) = pid.and_then(|pid| {
+            self.replicas
+                .iter()
+                .position(|child| child.id() == Some(pid))
+        }) else {
+            let ours: Vec<Option<u32>> = self.replicas.iter().map(|child| child.id()).collect();
+            println!("no replica of {ours:?} holds the Lease ({holder:?})");
+            return;
+        };
+        let mut leader = self.replicas.remove(at);
+        let _ = leader.kill().await;
+        self.kills += 1;
+        self.replicas.push(replica(self.stage, self.started));
+        self.started += 1;
+    }
+
+    /// A sample of the replicas' summed memory and the apiserver's rate.
+    async fn sample(&mut self, phase: &str) {
+        let rss_kib: u64 = self
+            .replicas
+            .iter()
+            .filter_map(tokio::process::Child::id)
+            .filter_map(pakket_controlplane::rss_kib)
+            .sum();
+        self.sampler
+            .sample_rss(rss_kib as f64 / 1024.0, phase)
+            .await
+            .expect("sampling the apiserver's metrics");
+    }
 }
 
 /// How many of the churn test's Instances are installed.
@@ -416,10 +445,7 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(100);
-    let mut replicas: Vec<tokio::process::Child> = (0..2).map(|i| replica(&stage, i)).collect();
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(stage.admin(), stage.namespace());
-    let lease_name = pakket_runtime::leader::LeaseConfig::name_for(&stage.id);
+    let mut churn = Churn::start(&stage);
     // The contents first, then the Instances created by a task of their
     // own, while the leader is killed below.
     for i in 0..count {
@@ -450,12 +476,9 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
                 .unwrap();
         }
     });
-    let mut kills = 0;
-    let mut next_index = 2;
-    let mut sampler = Sampler::new(stage.admin());
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
-        sample(&mut sampler, &replicas, "create").await;
+        churn.sample("create").await;
         let done = installed(&stage).await;
         if done == count && creating.is_finished() {
             break;
@@ -464,11 +487,7 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
             Instant::now() < deadline,
             "only {done} of {count} installed within 300 s"
         );
-        if kill_leader(&leases, &lease_name, &mut replicas).await {
-            kills += 1;
-            replicas.push(replica(&stage, next_index));
-            next_index += 1;
-        }
+        churn.kill_leader().await;
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
     let installed_after = began.elapsed();
@@ -501,7 +520,7 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
                     .is_some_and(|n| n.starts_with(&prefix))
             })
             .count();
-        sample(&mut sampler, &replicas, "delete").await;
+        churn.sample("delete").await;
         if left == 0 {
             break;
         }
@@ -509,11 +528,7 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
             Instant::now() < deadline,
             "{left} Instances not removed within 300 s"
         );
-        if kill_leader(&leases, &lease_name, &mut replicas).await {
-            kills += 1;
-            replicas.push(replica(&stage, next_index));
-            next_index += 1;
-        }
+        churn.kill_leader().await;
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
     let orphans: Vec<String> = stage
@@ -528,24 +543,26 @@ async fn two_replicas_under_leader_churn_install_and_remove_every_instance() {
         .collect();
     assert!(orphans.is_empty(), "orphans: {orphans:?}");
     println!(
-        "{count} Instances with two replicas, the leader killed {kills} times: all installed after {:.1} s, all removed after {:.1} s, nothing orphaned",
+        "{count} Instances with two replicas, the leader killed {} times: all installed after {:.1} s, all removed after {:.1} s, nothing orphaned",
+        churn.kills,
         installed_after.as_secs_f64(),
         began.elapsed().as_secs_f64()
     );
     for _ in 0..5 {
-        sample(&mut sampler, &replicas, "idle").await;
+        churn.sample("idle").await;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+    let kills = churn.kills;
     Report {
         title: format!(
             "{count} Instances, two replicas, the leader killed {kills} times (RSS: both replicas)"
         ),
-        samples: sampler.samples,
+        samples: churn.sampler.samples,
     }
     .write(&format!("churn-{count}"))
     .expect("writing the report");
     assert!(kills > 0, "the leader was killed at least once");
-    for mut child in replicas {
+    for mut child in churn.replicas {
         let _ = child.kill().await;
     }
     stage.cleanup().await;

@@ -66,7 +66,9 @@ impl LoopbackCa {
     }
 }
 
-fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), Error> {
+/// Writes `path` whole (staged beside it, then renamed), so a reader never
+/// sees half of it. `bootstrap` writes its files the same way.
+pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), Error> {
     let staged = path.with_extension("new");
     let failed = |source| Error::WriteFile {
         path: path.to_path_buf(),
