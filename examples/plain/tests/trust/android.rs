@@ -132,11 +132,16 @@ async fn an_update_asking_for_a_new_right_waits_for_a_person_and_writes_nothing(
         stage.value_of("marker").await.as_deref() == Some("v2")
     })
     .await;
+    // The status is written just after the objects: wait for it to say v2.
     let updated = stage
-        .instances()
-        .get(&stage.scope.name("app"))
-        .await
-        .unwrap();
+        .wait("app", "the approval of v2 written", |instance| {
+            instance
+                .status
+                .as_ref()
+                .and_then(|s| s.approval.as_ref())
+                .is_some_and(|a| a.bundle == stage.scope.name("app-v2"))
+        })
+        .await;
     let approved = updated.condition(ConditionType::Approved).unwrap();
     assert!(
         approved.reason == "ApprovedByPolicy" && approved.message.contains("Android"),
