@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 mod image;
+pub mod netfilter;
 
 /// The bridge the node's Pods are plugged into; its address is the node's.
 pub const BRIDGE: &str = "pakket0";

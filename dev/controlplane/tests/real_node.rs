@@ -29,22 +29,16 @@ fn network_namespaces() -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn iptables_rules() -> String {
-    let output = std::process::Command::new("iptables-save")
-        .output()
-        .expect("iptables-save runs");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|line| !line.starts_with('#') && !line.starts_with(':'))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test]
 async fn pods_run_on_the_real_node_and_stopping_it_leaves_nothing() {
+    // Installs iptables on a fresh machine, so the rules can be read
+    // before the node starts.
+    real_node::RealNodeBinaries::ensure().unwrap();
     let forward_before = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap();
     let namespaces_before = network_namespaces();
-    let rules_before = iptables_rules();
+    // Rules and chains, not the text: the first use of iptables on a
+    // machine loads its tables, which stay, empty, after the node stops.
+    let rules_before = real_node::netfilter::current().unwrap();
     let dir = std::env::temp_dir().join(format!("pakket-real-node-{}", std::process::id()));
     let began = Instant::now();
     let control_plane = ControlPlane::start(Options {
@@ -82,7 +76,11 @@ async fn pods_run_on_the_real_node_and_stopping_it_leaves_nothing() {
         "ip_forward as it was"
     );
     assert_eq!(network_namespaces(), namespaces_before, "no Pod netns left");
-    assert_eq!(iptables_rules(), rules_before, "no rules left");
+    assert_eq!(
+        real_node::netfilter::current().unwrap(),
+        rules_before,
+        "no rules or chains left"
+    );
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(
         !mounts.contains(&dir.display().to_string()),
