@@ -229,6 +229,18 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
                 Err(error) => return pending(error),
             }
         }
+        for access in rbac::classes_used(object) {
+            match checker.allows(&access).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return pending(format!(
+                        "approval: UserPermission: {role} {} may not {access}, which {reference} names",
+                        requester.username
+                    ));
+                }
+                Err(error) => return pending(error),
+            }
+        }
         let need = match rbac::need_of(object, namespace.as_deref()) {
             Ok(need) => need,
             Err(error) => return pending(format!("cannot read {error}")),

@@ -20,6 +20,7 @@
 //! - [`leader`]: leader election on a Lease, so one replica reconciles at a time.
 //! - [`serve`]: `/healthz`, `/readyz` and `/metrics` over plain HTTP.
 //! - [`tls`]: a serving certificate from PEM files, reloaded when they change.
+//! - [`trust`]: the trust kernel: Pakket's own kinds in content, and whose rights judge them.
 
 pub mod apply;
 pub mod approval;
@@ -40,6 +41,7 @@ pub mod serve;
 pub mod source;
 pub mod store;
 pub mod tls;
+pub mod trust;
 
 pub use provisioner::{
     ClusterFacts, InstalledContent, ObjectsError, ObjectsRequest, Plain, Provisioner,

@@ -114,6 +114,18 @@ pub trait Provisioner: Send + Sync + 'static {
         false
     }
 
+    /// Pakket's own kinds (any `*.pakket.dev` group) this provisioner's
+    /// objects may hold: child Instances, for one that installs through
+    /// other provisioners. Content holding any other Pakket kind is refused
+    /// by the runtime, naming the object; each declared child carries the
+    /// parent's requester (or the person the provisioner sealed it for), so
+    /// it is judged by that person's rights, never the provisioner's
+    /// ([`crate::trust::children`]). Such a provisioner must be one of the
+    /// admission webhooks' delegates. The default makes none.
+    fn pakket_kinds(&self) -> &[crate::trust::children::PakketKind] {
+        &[]
+    }
+
     /// The objects the unpacked content stands for, for this Instance
     /// (its config) on this cluster.
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError>;

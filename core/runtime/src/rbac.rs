@@ -193,6 +193,41 @@ pub fn need_of(object: &Value, namespace: Option<&str>) -> Result<Need, String> 
     }
 }
 
+/// The `use` questions a Pakket Instance or Bundle in content asks: the
+/// admission webhooks let someone name a ProvisionerClass only with `use`
+/// on it, so a requester gets a child of a class (its own, or its embedded
+/// Bundle's) only if she may use that class herself.
+pub fn classes_used(object: &Value) -> Vec<Access> {
+    let is_core = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|version| version.starts_with("core.pakket.dev/"));
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !is_core || !matches!(kind, "Instance" | "Bundle") {
+        return Vec::new();
+    }
+    let mut classes: Vec<&str> = ["/spec/class", "/spec/bundle/spec/class"]
+        .iter()
+        .filter_map(|pointer| object.pointer(pointer).and_then(Value::as_str))
+        .collect();
+    classes.sort_unstable();
+    classes.dedup();
+    classes
+        .into_iter()
+        .map(|class| Access::Resource {
+            group: "core.pakket.dev".into(),
+            resource: "provisionerclasses".into(),
+            subresource: String::new(),
+            verb: "use".into(),
+            namespace: None,
+            name: Some(class.to_owned()),
+        })
+        .collect()
+}
+
 /// `escalate` or `bind` on one role, asked where the role (or binding) lives.
 fn role_verb(verb: &str, kind: &str, name: &str, namespace: Option<String>) -> Access {
     Access::Resource {
@@ -484,6 +519,33 @@ mod tests {
             ..key
         };
         assert!(rules_in_bundle(&objects, &other).is_none());
+    }
+
+    #[test]
+    fn an_instance_in_content_asks_use_on_every_class_it_names() {
+        let child = json!({
+            "apiVersion": "core.pakket.dev/v1alpha1",
+            "kind": "Instance",
+            "metadata": { "name": "child" },
+            "spec": {
+                "class": "outer",
+                "bundle": { "name": "b", "spec": { "class": "inner", "refs": [] } },
+            },
+        });
+        let names: Vec<String> = classes_used(&child)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "use provisionerclasses.core.pakket.dev named inner cluster-wide",
+                "use provisionerclasses.core.pakket.dev named outer cluster-wide"
+            ]
+        );
+        let config_map =
+            json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "c" } });
+        assert!(classes_used(&config_map).is_empty());
     }
 
     #[test]

@@ -27,6 +27,7 @@ use kube::api::Api;
 use pakket_api::Instance;
 use pakket_engine::Version;
 use pakket_runtime::approval::{Approval, ApprovalRequest};
+use pakket_runtime::trust::children::PakketKind;
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
 use serde_json::{Map, Value, json};
 
@@ -161,6 +162,11 @@ fn child(set: &str, entry: &Entry, class: &str, namespace: &str) -> Value {
 impl Provisioner for ResolveSet {
     fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Child Instances, one per entry of the set.
+    fn pakket_kinds(&self) -> &[PakketKind] {
+        &[PakketKind::INSTANCE]
     }
 
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError> {

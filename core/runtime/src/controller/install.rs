@@ -197,7 +197,19 @@ pub async fn install<P: Provisioner>(
         bundle: &bundle,
         unpacked: &unpacked,
     };
-    let objects = match context.provisioner.objects(&request) {
+    // Pakket's own kinds in the content are the trust kernel's to judge,
+    // before anything else sees the objects.
+    let rendered = context.provisioner.objects(&request).and_then(|objects| {
+        crate::trust::children::judged_children(
+            objects,
+            context.provisioner.pakket_kinds(),
+            instance,
+            context.record_key.as_ref(),
+            context.provisioner.id(),
+        )
+        .map_err(ObjectsError::Content)
+    });
+    let objects = match rendered {
         Ok(objects) => objects,
         Err(ObjectsError::Config { field, problem }) => {
             // The content is fine (and pinned); this Instance's settings

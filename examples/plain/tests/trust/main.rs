@@ -10,6 +10,7 @@
 //! | [`adoption`] | no silent adoption; explicit adoption by whoever may write the object |
 //! | [`user_permission`] | `UserPermission` asks what RBAC would ask, of whoever asked for this spec |
 //! | [`approval`] | an approval covers exactly the content approved; the guard covers what the runtime reads |
+//! | [`children`] | Pakket's own kinds in content are refused unless the provisioner makes them; a child is judged by its parent's requester |
 //! | [`claims`] | an unapproved Instance creates nothing another Instance installs |
 //! | [`records`] | a requester record no webhook wrote is not trusted |
 //! | [`deputy`] | the provisioner reads and fetches only what the requester could |
@@ -20,6 +21,7 @@
 mod adoption;
 mod android;
 mod approval;
+mod children;
 mod claims;
 mod deletion;
 mod deputy;
