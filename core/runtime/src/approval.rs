@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::apply::{self, Kinds};
 use crate::rbac::{self, Access, Need, RoleKey};
-use crate::rights::{Right, Rights};
+use crate::rights::{Aggregator, Right, Rights};
 
 /// How long a `UserPermission` Instance waits before its creator's rights
 /// are asked again (a grant does not start a reconcile by itself).
@@ -94,10 +94,21 @@ pub const MAX_REVIEWS: usize = 5_000;
 /// beyond what the content the Instance runs now asks for, like an app
 /// update that wants no new permission. A first install, or content that
 /// asks for more, waits for a person, the message naming what it asks for.
-pub fn android(request: &ApprovalRequest<'_>) -> Approval {
+pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
     let name = request.instance.name_any();
     let class = request.class.name_any();
-    let wanted = Rights::of(request.objects);
+    let aggregators = match cluster_aggregators(request).await {
+        Ok(found) => found,
+        Err(error) => {
+            return Approval::Pending {
+                message: format!(
+                    "waiting for approval (ProvisionerClass {class} has approval: Android): the content holds labelled ClusterRoles, and which roles of the cluster aggregate them could not be read ({error}); review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}`"
+                ),
+                retry: Some(USER_PERMISSION_RETRY),
+            };
+        }
+    };
+    let wanted = Rights::of_in(request.objects, &aggregators);
     let listed = |rights: &[&Right]| {
         const SHOWN: usize = 8;
         let mut text: Vec<String> = rights.iter().take(SHOWN).map(ToString::to_string).collect();
@@ -124,7 +135,7 @@ pub fn android(request: &ApprovalRequest<'_>) -> Approval {
             )
         });
     };
-    let beyond = wanted.beyond(&Rights::of(running));
+    let beyond = wanted.beyond(&Rights::of_in(running, &aggregators));
     if beyond.is_empty() {
         return Approval::Approved(format!(
             "approved by policy Android: the new content asks for no right beyond the content it replaces ({} RBAC rules, bindings, CRDs and webhooks, all held already)",
@@ -136,6 +147,46 @@ pub fn android(request: &ApprovalRequest<'_>) -> Approval {
         beyond.len(),
         listed(&beyond)
     ))
+}
+
+/// The cluster's aggregating ClusterRoles, read only when the content
+/// (new or running) holds a labelled ClusterRole they could select.
+async fn cluster_aggregators(
+    request: &ApprovalRequest<'_>,
+) -> Result<Vec<Aggregator>, kube::Error> {
+    let labelled = |objects: &[Value]| {
+        objects.iter().any(|object| {
+            object.get("kind").and_then(Value::as_str) == Some("ClusterRole")
+                && object
+                    .pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .is_some_and(|labels| !labels.is_empty())
+        })
+    };
+    if !labelled(request.objects) && !request.running.is_some_and(labelled) {
+        return Ok(Vec::new());
+    }
+    let roles = Api::<ClusterRole>::all(request.client.clone())
+        .list(&kube::api::ListParams::default())
+        .await?;
+    Ok(roles
+        .items
+        .iter()
+        .filter(|role| role.aggregation_rule.is_some())
+        .filter_map(|role| serde_json::to_value(role).ok())
+        .filter_map(|role| Aggregator::of(&role))
+        .collect())
+}
+
+/// The policies every provisioner gets: `UserPermission` and `Android`;
+/// any other policy waits for a person. A provisioner that adds policies
+/// of its own falls back to this for the rest.
+pub async fn standard(request: &ApprovalRequest<'_>) -> Approval {
+    match request.policy {
+        "UserPermission" => user_permission(request).await,
+        "Android" => android(request).await,
+        _ => request.wait_for_a_person(),
+    }
 }
 
 /// `UserPermission`: approved when the requester of the current spec may

@@ -141,11 +141,12 @@ pub trait Provisioner: Send + Sync + 'static {
 
     /// Decides approval under a class whose `approval` parameter is not
     /// `AllowAll` (which the runtime applies itself), unless a person has
-    /// approved or denied already. The default waits for a person;
-    /// [`crate::approval::user_permission`] is one line away.
+    /// approved or denied already. The default is
+    /// [`crate::approval::standard`]: `UserPermission` and `Android`, and a
+    /// person for any other policy. Override it only to add a policy of
+    /// your own, falling back to `standard` for the rest.
     fn approve(&self, request: &ApprovalRequest<'_>) -> impl Future<Output = Approval> + Send {
-        let decision = request.wait_for_a_person();
-        async move { decision }
+        crate::approval::standard(request)
     }
 }
 
@@ -170,14 +171,5 @@ impl Provisioner for Plain {
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError> {
         crate::manifest::load_objects(request.content, request.max_object_size)
             .map_err(|error| ObjectsError::Content(error.to_string()))
-    }
-
-    /// `UserPermission`, `Android`, or a person for any other policy.
-    async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
-        match request.policy {
-            "UserPermission" => crate::approval::user_permission(request).await,
-            "Android" => crate::approval::android(request),
-            _ => request.wait_for_a_person(),
-        }
     }
 }

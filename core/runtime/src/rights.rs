@@ -7,12 +7,27 @@
 //! that asks for more waits for a person, like an app update that wants a
 //! new permission.
 //!
-//! Pure functions over rendered objects; nothing here reads the cluster.
+//! Rights are compared by what they mean, not by what they are called:
+//! - per subject: every rule a subject of a binding gets from a role the
+//!   content defines, where the binding applies, so a rule moved from one
+//!   subject to another is a new right for the one receiving it;
+//! - a ClusterRole whose labels aggregate it into another role (an
+//!   `rbac.authorization.k8s.io/aggregate-to-*` label, or labels an
+//!   `aggregationRule` of the cluster or the content selects) hands its
+//!   rules to every holder of that role;
+//! - admission webhooks, CRD conversion and APIServices by their whole
+//!   configuration (rules, scope, selectors, `clientConfig`,
+//!   `failurePolicy`, `sideEffects`, `matchPolicy`, conversion strategy,
+//!   service): any difference but a `caBundle` is a new right.
+//!
+//! Pure functions over rendered objects; the aggregating roles the cluster
+//! has are given as a value ([`Aggregator`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use crate::apply::reference_of;
@@ -27,22 +42,40 @@ pub enum Right {
     /// A ClusterRole that aggregates other ClusterRoles' rules (its
     /// name): what it grants is decided elsewhere, later.
     Aggregation(String),
-    /// A binding of a subject to a role: `role` is the role's kind and
-    /// name when the content does not define it (the binding hands out
-    /// rights the cluster already has, such as `cluster-admin`), `None`
-    /// when it does (that role's rules are counted as rules).
+    /// A binding of a subject to a role the content does not define (it
+    /// hands out rights the cluster already has, such as `cluster-admin`);
+    /// a binding to a role of the content's own is counted as the rules
+    /// it gives ([`Right::Held`]).
     Binding {
         /// The binding's namespace; `None` for a ClusterRoleBinding.
         namespace: Option<String>,
         /// `Kind namespace/name` of the subject.
         subject: String,
-        /// The role the binding names, when the content does not define it.
-        role: Option<String>,
+        /// The role the binding names, as `Kind name`.
+        role: String,
+    },
+    /// A rule a subject holds through a role the content defines (or a
+    /// role the content's ClusterRoles are aggregated into): what the
+    /// subject can do, whatever the roles and bindings are called.
+    Held {
+        /// `Kind namespace/name` of the subject, or `holders of ClusterRole
+        /// NAME` for an aggregated role.
+        subject: String,
+        /// One verb on one resource, where it applies.
+        access: Access,
     },
     /// A CustomResourceDefinition (its name).
     Crd(String),
-    /// An admission webhook: its configuration's kind and name, and the
-    /// webhook's name in it.
+    /// A CRD's conversion webhook: the CRD's name and its conversion
+    /// settings (a digest of them, `caBundle` left out).
+    CrdConversion {
+        /// The CRD's name.
+        crd: String,
+        /// Digest of `spec.conversion` without `caBundle`.
+        config: String,
+    },
+    /// An admission webhook: its configuration's kind and name, the
+    /// webhook's name in it, and its whole configuration.
     Webhook {
         /// `ValidatingWebhookConfiguration` or `MutatingWebhookConfiguration`.
         kind: String,
@@ -50,10 +83,88 @@ pub enum Right {
         configuration: String,
         /// The webhook's name.
         webhook: String,
+        /// Digest of the webhook's entry without `clientConfig.caBundle`.
+        config: String,
     },
-    /// An APIService (its name): an aggregated API served by the content.
-    ApiService(String),
+    /// An APIService: an aggregated API served by the content.
+    ApiService {
+        /// Its name.
+        name: String,
+        /// Digest of its spec without `caBundle`.
+        config: String,
+    },
 }
+
+/// A ClusterRole of the cluster with an `aggregationRule`: whoever holds it
+/// gets the rules of every ClusterRole its selectors match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Aggregator {
+    /// The aggregating ClusterRole's name.
+    pub name: String,
+    /// Its `aggregationRule.clusterRoleSelectors`.
+    pub selectors: Vec<LabelSelector>,
+}
+
+impl Aggregator {
+    /// The aggregator `role` is (a ClusterRole with an `aggregationRule`),
+    /// if it is one.
+    pub fn of(role: &Value) -> Option<Self> {
+        let selectors = role.pointer("/aggregationRule/clusterRoleSelectors")?;
+        Some(Self {
+            name: role
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            selectors: serde_json::from_value(selectors.clone()).unwrap_or_default(),
+        })
+    }
+
+    /// Whether a ClusterRole labelled `labels` is aggregated into this one.
+    fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.selectors
+            .iter()
+            .any(|selector| selector_matches(selector, labels))
+    }
+}
+
+/// Whether `labels` match `selector` (an empty selector matches nothing
+/// here: Kubernetes aggregates nothing for it).
+fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let wanted = selector.match_labels.iter().flatten();
+    let expressions = selector.match_expressions.iter().flatten();
+    if selector
+        .match_labels
+        .as_ref()
+        .is_none_or(BTreeMap::is_empty)
+        && selector
+            .match_expressions
+            .as_ref()
+            .is_none_or(Vec::is_empty)
+    {
+        return false;
+    }
+    wanted
+        .clone()
+        .all(|(key, value)| labels.get(key) == Some(value))
+        && expressions.clone().all(|expression| {
+            let found = labels.get(&expression.key);
+            let values = expression.values.as_deref().unwrap_or_default();
+            match expression.operator.as_str() {
+                "In" => found.is_some_and(|value| values.contains(value)),
+                "NotIn" => found.is_none_or(|value| !values.contains(value)),
+                "Exists" => found.is_some(),
+                "DoesNotExist" => found.is_none(),
+                _ => false,
+            }
+        })
+}
+
+/// The label prefix by which Kubernetes' own roles (`admin`, `edit`,
+/// `view`, ...) aggregate others: a label `aggregate-to-NAME` hands the
+/// role's rules to holders of ClusterRole NAME, whether or not an
+/// aggregating role selects it yet.
+const AGGREGATE_TO: &str = "rbac.authorization.k8s.io/aggregate-to-";
 
 impl fmt::Display for Right {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -69,24 +180,42 @@ impl fmt::Display for Right {
                 namespace,
                 subject,
                 role,
-            } => {
-                let role = role.as_deref().unwrap_or("a role of its own");
-                match namespace {
-                    Some(namespace) => {
-                        write!(f, "{subject} bound to {role} in namespace {namespace}")
-                    }
-                    None => write!(f, "{subject} bound to {role} cluster-wide"),
+            } => match namespace {
+                Some(namespace) => {
+                    write!(f, "{subject} bound to {role} in namespace {namespace}")
                 }
-            }
+                None => write!(f, "{subject} bound to {role} cluster-wide"),
+            },
+            Self::Held { subject, access } => write!(f, "{subject} given the rule {access}"),
             Self::Crd(name) => write!(f, "CRD {name}"),
+            Self::CrdConversion { crd, config } => {
+                write!(
+                    f,
+                    "the conversion webhook of CRD {crd} as configured now ({})",
+                    short(config)
+                )
+            }
             Self::Webhook {
                 kind,
                 configuration,
                 webhook,
-            } => write!(f, "webhook {webhook} of {kind} {configuration}"),
-            Self::ApiService(name) => write!(f, "APIService {name}"),
+                config,
+            } => write!(
+                f,
+                "webhook {webhook} of {kind} {configuration} as configured now ({})",
+                short(config)
+            ),
+            Self::ApiService { name, config } => {
+                write!(f, "APIService {name} as configured now ({})", short(config))
+            }
         }
     }
+}
+
+/// A digest, shortened for a sentence.
+fn short(digest: &str) -> &str {
+    let end = digest.len().min("sha256:".len() + 12);
+    &digest[..end]
 }
 
 /// Everything some content asks for.
@@ -94,8 +223,22 @@ impl fmt::Display for Right {
 pub struct Rights(BTreeSet<Right>);
 
 impl Rights {
-    /// What `objects` (rendered content) ask for.
+    /// What `objects` (rendered content) ask for, on a cluster without
+    /// aggregating roles of its own.
     pub fn of(objects: &[Value]) -> Self {
+        Self::of_in(objects, &[])
+    }
+
+    /// What `objects` ask for on a cluster whose aggregating ClusterRoles
+    /// are `cluster` (the content's own are added).
+    pub fn of_in(objects: &[Value], cluster: &[Aggregator]) -> Self {
+        let mut aggregators: Vec<Aggregator> = cluster.to_vec();
+        aggregators.extend(
+            objects
+                .iter()
+                .filter(|o| is_rbac_kind(o, "ClusterRole"))
+                .filter_map(Aggregator::of),
+        );
         let mut rights = BTreeSet::new();
         for object in objects {
             let reference = reference_of(object);
@@ -123,22 +266,55 @@ impl Rights {
                     if object.get("aggregationRule").is_some_and(|a| !a.is_null()) {
                         rights.insert(Right::Aggregation(reference.name.clone()));
                     }
+                    if reference.kind == "ClusterRole" {
+                        for holder in aggregated_into(object, &aggregators) {
+                            for rule in &rules {
+                                rights.extend(rbac::rule_accesses(rule, None).into_iter().map(
+                                    |access| Right::Held {
+                                        subject: format!("holders of ClusterRole {holder}"),
+                                        access,
+                                    },
+                                ));
+                            }
+                        }
+                    }
                 }
                 (rbac::RBAC_GROUP, "RoleBinding" | "ClusterRoleBinding") => {
                     let scope = (reference.kind == "RoleBinding")
                         .then(|| namespace.clone())
                         .flatten();
                     let role = binding_role(object, objects, scope.as_deref());
+                    let held = bound_rules(object, objects, scope.as_deref());
                     for subject in subjects(object, scope.as_deref()) {
-                        rights.insert(Right::Binding {
-                            namespace: scope.clone(),
-                            subject,
-                            role: role.clone(),
-                        });
+                        rights.extend(held.iter().map(|access| Right::Held {
+                            subject: subject.clone(),
+                            access: access.clone(),
+                        }));
+                        // A role the content defines is counted by what
+                        // it gives (above); one from elsewhere by its name.
+                        if let Some(role) = &role {
+                            rights.insert(Right::Binding {
+                                namespace: scope.clone(),
+                                subject,
+                                role: role.clone(),
+                            });
+                        }
                     }
                 }
                 ("apiextensions.k8s.io", "CustomResourceDefinition") => {
                     rights.insert(Right::Crd(reference.name.clone()));
+                    if let Some(conversion) = object.pointer("/spec/conversion")
+                        && conversion
+                            .get("strategy")
+                            .and_then(Value::as_str)
+                            .unwrap_or("None")
+                            != "None"
+                    {
+                        rights.insert(Right::CrdConversion {
+                            crd: reference.name.clone(),
+                            config: configuration_digest(conversion),
+                        });
+                    }
                 }
                 (
                     "admissionregistration.k8s.io",
@@ -158,11 +334,15 @@ impl Rights {
                                 .and_then(Value::as_str)
                                 .unwrap_or_default()
                                 .to_owned(),
+                            config: configuration_digest(webhook),
                         });
                     }
                 }
                 ("apiregistration.k8s.io", "APIService") => {
-                    rights.insert(Right::ApiService(reference.name.clone()));
+                    rights.insert(Right::ApiService {
+                        name: reference.name.clone(),
+                        config: configuration_digest(object.get("spec").unwrap_or(&Value::Null)),
+                    });
                 }
                 _ => {}
             }
@@ -196,13 +376,22 @@ impl Rights {
         if self.0.contains(right) {
             return true;
         }
-        let Right::Rule(wanted) = right else {
-            return false;
-        };
-        self.0.iter().any(|held| match held {
-            Right::Rule(held) => access_covers(held, wanted),
+        match right {
+            Right::Rule(wanted) => self.0.iter().any(|held| match held {
+                Right::Rule(held) => access_covers(held, wanted),
+                _ => false,
+            }),
+            Right::Held {
+                subject: wanted_subject,
+                access: wanted,
+            } => self.0.iter().any(|held| match held {
+                Right::Held { subject, access } => {
+                    subject == wanted_subject && access_covers(access, wanted)
+                }
+                _ => false,
+            }),
             _ => false,
-        })
+        }
     }
 }
 
@@ -273,6 +462,86 @@ fn subjects(binding: &Value, scope: Option<&str>) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Whether `object` is an RBAC object of `kind`.
+fn is_rbac_kind(object: &Value, kind: &str) -> bool {
+    let reference = reference_of(object);
+    reference.kind == kind
+        && reference
+            .api_version
+            .starts_with(&format!("{}/", rbac::RBAC_GROUP))
+}
+
+/// The ClusterRoles a ClusterRole is aggregated into, by its labels.
+fn aggregated_into(role: &Value, aggregators: &[Aggregator]) -> BTreeSet<String> {
+    let labels: BTreeMap<String, String> = role
+        .pointer("/metadata/labels")
+        .cloned()
+        .and_then(|labels| serde_json::from_value(labels).ok())
+        .unwrap_or_default();
+    let mut into: BTreeSet<String> = labels
+        .iter()
+        .filter(|(_, value)| value.as_str() == "true")
+        .filter_map(|(key, _)| key.strip_prefix(AGGREGATE_TO))
+        .map(str::to_owned)
+        .collect();
+    into.extend(
+        aggregators
+            .iter()
+            .filter(|aggregator| aggregator.selects(&labels))
+            .map(|aggregator| aggregator.name.clone()),
+    );
+    into
+}
+
+/// The accesses a binding gives its subjects through a role the content
+/// defines, where the binding applies (none for a role from elsewhere:
+/// that is a [`Right::Binding`] naming it).
+fn bound_rules(binding: &Value, objects: &[Value], scope: Option<&str>) -> Vec<Access> {
+    let text = |pointer: &str| {
+        binding
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let (kind, name) = (text("/roleRef/kind"), text("/roleRef/name"));
+    let Some(role) = objects.iter().find(|object| {
+        let reference = reference_of(object);
+        is_rbac_kind(object, kind)
+            && reference.name == name
+            && (kind != "Role" || reference.namespace.as_deref() == scope)
+    }) else {
+        return Vec::new();
+    };
+    let rules: Vec<PolicyRule> = role
+        .get("rules")
+        .cloned()
+        .and_then(|rules| serde_json::from_value(rules).ok())
+        .unwrap_or_default();
+    rules
+        .iter()
+        .flat_map(|rule| rbac::rule_accesses(rule, scope))
+        .collect()
+}
+
+/// A digest of a configuration with every `caBundle` left out (rotating a
+/// certificate is no new right; anything else is).
+fn configuration_digest(configuration: &Value) -> String {
+    fn without_ca_bundles(value: &Value) -> Value {
+        match value {
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .filter(|(key, _)| key.as_str() != "caBundle")
+                    .map(|(key, value)| (key.clone(), without_ca_bundles(value)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(without_ca_bundles).collect()),
+            other => other.clone(),
+        }
+    }
+    pakket_api::value_digest(&without_ca_bundles(configuration))
 }
 
 /// The role a binding names, as `Kind name`, unless the content defines
@@ -438,5 +707,196 @@ mod tests {
         assert_eq!(described(&new, &[]).len(), 4);
         assert_eq!(described(&new, &new).len(), 0);
         assert_eq!(described(&[crd], &[]), ["CRD things.example.com"]);
+    }
+
+    fn bound_to(
+        subject: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        role_kind: &str,
+        role: &str,
+    ) -> Value {
+        let mut made = binding(kind, namespace, role_kind, role);
+        made["metadata"]["name"] = json!(format!("{role}-{subject}"));
+        made["subjects"] =
+            json!([{ "kind": "ServiceAccount", "name": subject, "namespace": "ns" }]);
+        made
+    }
+
+    #[test]
+    fn a_rule_moved_from_one_subject_to_another_is_new_for_the_receiver() {
+        let secrets = json!([{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] }]);
+        let pods = json!([{ "apiGroups": [""], "resources": ["pods"], "verbs": ["get"] }]);
+        let old = [
+            role("ClusterRole", None, "reader", secrets.clone()),
+            role("ClusterRole", None, "lister", pods.clone()),
+            bound_to(
+                "operator",
+                "ClusterRoleBinding",
+                None,
+                "ClusterRole",
+                "reader",
+            ),
+            bound_to("webui", "ClusterRoleBinding", None, "ClusterRole", "lister"),
+        ];
+        // The same two roles with the same names, the bindings swapped:
+        // no new rule, no new binding name, but webui now reads Secrets.
+        let new = [
+            role("ClusterRole", None, "reader", secrets),
+            role("ClusterRole", None, "lister", pods),
+            bound_to("webui", "ClusterRoleBinding", None, "ClusterRole", "reader"),
+            bound_to(
+                "operator",
+                "ClusterRoleBinding",
+                None,
+                "ClusterRole",
+                "lister",
+            ),
+        ];
+        let beyond = described(&new, &old);
+        assert!(
+            beyond.contains(
+                &"ServiceAccount ns/webui given the rule get secrets cluster-wide".to_owned()
+            ),
+            "{beyond:?}"
+        );
+        assert!(
+            beyond.contains(
+                &"ServiceAccount ns/operator given the rule get pods cluster-wide".to_owned()
+            ),
+            "{beyond:?}"
+        );
+        // A wider scope for the same subject is new too; a narrower one is not.
+        let namespaced = [
+            role(
+                "ClusterRole",
+                None,
+                "reader",
+                json!([{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] }]),
+            ),
+            bound_to(
+                "operator",
+                "RoleBinding",
+                Some("ns"),
+                "ClusterRole",
+                "reader",
+            ),
+        ];
+        assert!(described(&namespaced, &old).is_empty());
+        assert!(!described(&old, &namespaced).is_empty());
+    }
+
+    #[test]
+    fn a_label_that_aggregates_a_cluster_role_hands_its_rules_to_every_holder() {
+        let rules =
+            json!([{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"] }]);
+        let plain = role("ClusterRole", None, "op-reader", rules.clone());
+        let mut to_view = role("ClusterRole", None, "op-reader", rules.clone());
+        to_view["metadata"]["labels"] =
+            json!({ "rbac.authorization.k8s.io/aggregate-to-view": "true" });
+        let beyond = described(std::slice::from_ref(&to_view), std::slice::from_ref(&plain));
+        assert!(
+            beyond.contains(
+                &"holders of ClusterRole view given the rule list secrets cluster-wide".to_owned()
+            ),
+            "{beyond:?}"
+        );
+        // Any label an aggregating role of the cluster selects does the same.
+        let mut team = plain.clone();
+        team["metadata"]["labels"] = json!({ "example.com/team-role": "yes" });
+        let cluster = [Aggregator {
+            name: "team".into(),
+            selectors: vec![
+                serde_json::from_value(
+                    json!({ "matchLabels": { "example.com/team-role": "yes" } }),
+                )
+                .unwrap(),
+            ],
+        }];
+        let beyond: Vec<String> = Rights::of_in(&[team.clone()], &cluster)
+            .beyond(&Rights::of_in(std::slice::from_ref(&plain), &cluster))
+            .into_iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            beyond.contains(
+                &"holders of ClusterRole team given the rule get secrets cluster-wide".to_owned()
+            ),
+            "{beyond:?}"
+        );
+        // Labels no role selects hand nothing out.
+        assert!(
+            Rights::of_in(&[team], &[])
+                .beyond(&Rights::of_in(&[plain], &[]))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn webhooks_conversion_and_apiservices_are_compared_by_their_whole_configuration() {
+        let webhook = |url: &str, ca: &str, policy: &str| {
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                "metadata": { "name": "op" },
+                "webhooks": [{
+                    "name": "check.example.com",
+                    "clientConfig": { "url": url, "caBundle": ca },
+                    "failurePolicy": policy,
+                    "rules": [{ "operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"] }],
+                }],
+            })
+        };
+        let running = [webhook("https://op.example.com/check", "AAAA", "Fail")];
+        assert!(
+            described(
+                &[webhook("https://op.example.com/check", "BBBB", "Fail")],
+                &running
+            )
+            .is_empty(),
+            "a rotated caBundle is no new right"
+        );
+        assert_eq!(
+            described(
+                &[webhook("https://elsewhere.example.com/", "AAAA", "Fail")],
+                &running
+            )
+            .len(),
+            1
+        );
+        assert_eq!(
+            described(
+                &[webhook("https://op.example.com/check", "AAAA", "Ignore")],
+                &running
+            )
+            .len(),
+            1
+        );
+
+        let crd = |service: &str| {
+            json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": { "name": "things.example.com" },
+                "spec": { "conversion": { "strategy": "Webhook", "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": { "service": { "name": service, "namespace": "op" }, "caBundle": "AAAA" },
+                } } },
+            })
+        };
+        let beyond = described(&[crd("evil")], &[crd("op")]);
+        assert_eq!(beyond.len(), 1, "{beyond:?}");
+        assert!(
+            beyond[0].contains("conversion webhook of CRD things.example.com"),
+            "{beyond:?}"
+        );
+
+        let service = |name: &str| {
+            json!({
+                "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": { "name": "v1.metrics.example.com" },
+                "spec": { "service": { "name": name, "namespace": "op" }, "group": "metrics.example.com", "version": "v1" },
+            })
+        };
+        assert!(described(&[service("op")], &[service("op")]).is_empty());
+        assert_eq!(described(&[service("evil")], &[service("op")]).len(), 1);
     }
 }

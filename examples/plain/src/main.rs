@@ -5,7 +5,6 @@
 //! provisioner author writes.
 
 use clap::Parser;
-use pakket_runtime::approval::{self, Approval, ApprovalRequest};
 use pakket_runtime::cli::{self, ProvisionerArgs};
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner, manifest};
 use serde_json::Value;
@@ -27,17 +26,9 @@ impl Provisioner for PlainManifests {
             .map_err(|error| ObjectsError::Content(error.to_string()))
     }
 
-    // Approval beyond `AllowAll`: `UserPermission` installs what the
-    // Instance's creator could have installed by hand; `Android` installs
-    // updates that ask for no new rights; any other policy waits for
-    // `kubectl instance approve`.
-    async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
-        match request.policy {
-            "UserPermission" => approval::user_permission(request).await,
-            "Android" => approval::android(request),
-            _ => request.wait_for_a_person(),
-        }
-    }
+    // Approval is the runtime's: `AllowAll`, `UserPermission`, `Android`,
+    // and a person for anything else. Override `approve` only to add a
+    // policy of your own.
 }
 
 #[derive(Parser)]

@@ -20,7 +20,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use kube::ResourceExt as _;
-use pakket_runtime::approval::{Approval, ApprovalRequest};
 use pakket_runtime::provisioner::{ClusterFacts, ObjectsError, ObjectsRequest, Provisioner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -170,15 +169,6 @@ impl Provisioner for PackageProvisioner {
             rendered.insert(key, objects.clone());
         }
         Ok(objects)
-    }
-
-    /// `UserPermission`, `Android`, or a person for any other policy.
-    async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
-        match request.policy {
-            "UserPermission" => pakket_runtime::approval::user_permission(request).await,
-            "Android" => pakket_runtime::approval::android(request),
-            _ => request.wait_for_a_person(),
-        }
     }
 }
 

@@ -18,7 +18,6 @@ pub mod install_rbac;
 pub mod render;
 pub mod webhooks;
 
-use pakket_runtime::approval::{self, Approval, ApprovalRequest};
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
 use serde_json::Value;
 
@@ -92,16 +91,5 @@ impl Provisioner for RegistryV1 {
         bundle::read(request.content, request.max_object_size)
             .map(|bundle| dependencies::provided(&bundle))
             .unwrap_or_default()
-    }
-
-    /// `UserPermission` (every object and every RBAC rule the bundle
-    /// grants), `Android` (an update asking for no RBAC, CRD or webhook
-    /// the running bundle did not), or a person for any other policy.
-    async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
-        match request.policy {
-            "UserPermission" => approval::user_permission(request).await,
-            "Android" => approval::android(request),
-            _ => request.wait_for_a_person(),
-        }
     }
 }

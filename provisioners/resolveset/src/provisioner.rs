@@ -200,7 +200,7 @@ impl Provisioner for ResolveSet {
                 let installed = installed_versions(request).await;
                 android(request, &installed)
             }
-            _ => request.wait_for_a_person(),
+            _ => pakket_runtime::approval::standard(request).await,
         }
     }
 }
