@@ -43,6 +43,9 @@ pub struct ClusterFacts {
     pub version: Option<(u32, u32)>,
     /// Every served kind, as (`group/version` or `version`, kind).
     pub served: BTreeSet<(String, String)>,
+    /// The served kinds that are cluster-scoped (from discovery), in the
+    /// same form.
+    pub cluster_scoped: BTreeSet<(String, String)>,
     /// The other Instances that are installed, with what their content
     /// provides: what dependencies are checked against.
     pub installed: Vec<InstalledContent>,
@@ -65,6 +68,38 @@ impl ClusterFacts {
     pub fn serves(&self, api_version: &str, kind: &str) -> bool {
         self.served
             .contains(&(api_version.to_owned(), kind.to_owned()))
+    }
+
+    /// Whether `object` is namespaced: as the cluster serves its kind
+    /// (discovery), else as a CRD among `objects` defines it. A kind
+    /// neither knows is an error naming it: its scope is never guessed.
+    pub fn namespaced(&self, object: &Value, objects: &[Value]) -> Result<bool, String> {
+        let text = |value: &Value, pointer: &str| {
+            value
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (api_version, kind) = (text(object, "/apiVersion"), text(object, "/kind"));
+        let key = (api_version.clone(), kind.clone());
+        if self.served.contains(&key) {
+            return Ok(!self.cluster_scoped.contains(&key));
+        }
+        let group = api_version.split_once('/').map_or("", |(group, _)| group);
+        let defined = objects.iter().find(|candidate| {
+            text(candidate, "/kind") == "CustomResourceDefinition"
+                && text(candidate, "/apiVersion").starts_with("apiextensions.k8s.io/")
+                && text(candidate, "/spec/group") == group
+                && text(candidate, "/spec/names/kind") == kind
+        });
+        match defined.map(|crd| text(crd, "/spec/scope")) {
+            Some(scope) => Ok(scope == "Namespaced"),
+            None => Err(format!(
+                "{kind} {} ({api_version}) is not served by this cluster and no CRD in the content defines it, so whether it is namespaced is unknown; install the API that serves it first",
+                text(object, "/metadata/name")
+            )),
+        }
     }
 }
 

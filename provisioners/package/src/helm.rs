@@ -288,7 +288,7 @@ mod tests {
                 ),
             ]
             .into(),
-            installed: Vec::new(),
+            ..ClusterFacts::default()
         };
         assert_eq!(
             capabilities(&cluster),

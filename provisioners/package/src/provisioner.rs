@@ -58,32 +58,6 @@ pub struct PackageConfig {
 /// The file of ref 0.
 pub const PACKAGE_FILE: &str = "package.yaml";
 
-/// Kubernetes' own cluster-scoped kinds, by `group/kind`.
-const CLUSTER_SCOPED: &[&str] = &[
-    "/Namespace",
-    "/Node",
-    "/PersistentVolume",
-    "/ComponentStatus",
-    "apiextensions.k8s.io/CustomResourceDefinition",
-    "apiregistration.k8s.io/APIService",
-    "rbac.authorization.k8s.io/ClusterRole",
-    "rbac.authorization.k8s.io/ClusterRoleBinding",
-    "admissionregistration.k8s.io/ValidatingWebhookConfiguration",
-    "admissionregistration.k8s.io/MutatingWebhookConfiguration",
-    "admissionregistration.k8s.io/ValidatingAdmissionPolicy",
-    "admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding",
-    "storage.k8s.io/StorageClass",
-    "storage.k8s.io/CSIDriver",
-    "storage.k8s.io/CSINode",
-    "storage.k8s.io/VolumeAttachment",
-    "scheduling.k8s.io/PriorityClass",
-    "networking.k8s.io/IngressClass",
-    "node.k8s.io/RuntimeClass",
-    "flowcontrol.apiserver.k8s.io/FlowSchema",
-    "flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration",
-    "certificates.k8s.io/CertificateSigningRequest",
-];
-
 /// Namespaces Kubernetes makes itself: never created or owned by a package.
 fn is_system_namespace(namespace: &str) -> bool {
     namespace == "default" || namespace.starts_with("kube-")
@@ -302,11 +276,27 @@ pub fn render(
             .or_else(|| package.default_namespace.clone());
         objects.extend(loaded.into_iter().map(|object| (object, default.clone())));
     }
-    let custom_scopes = custom_resource_scopes(objects.iter().map(|(object, _)| object));
+    let everything: Vec<Value> = objects.iter().map(|(object, _)| object.clone()).collect();
     let mut created_namespaces = BTreeSet::new();
     let mut placed = Vec::with_capacity(objects.len());
     for (mut object, default) in objects {
-        if !namespaced(&object, &custom_scopes) {
+        // The scope is the cluster's answer (discovery), else the content's
+        // CRD's. A namespace owner's content is refused when neither knows:
+        // the answer decides whether she stays in her namespace. A
+        // ClusterPackage's admin-made content takes an unknown kind as
+        // namespaced (the apiserver refuses it at apply if it is not).
+        let namespaced = match renderer.cluster.namespaced(&object, &everything) {
+            Ok(namespaced) => namespaced,
+            Err(unknown) => match &config.namespace {
+                Some(namespace) => {
+                    return Err(ObjectsError::Content(format!(
+                        "{unknown}: a Package in namespace {namespace} installs only what is known to be namespaced"
+                    )));
+                }
+                None => true,
+            },
+        };
+        if !namespaced {
             // A namespaced Package writes into its namespace only.
             if let Some(namespace) = &config.namespace {
                 return Err(ObjectsError::Content(format!(
@@ -409,42 +399,6 @@ fn render_chart(
         })
 }
 
-/// `group/kind` of `object`.
-fn group_kind(object: &Value) -> String {
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-    format!("{group}/{}", object["kind"].as_str().unwrap_or_default())
-}
-
-/// The scope (`Cluster` or `Namespaced`) of each kind the package's own
-/// CRDs define, by `group/kind`.
-fn custom_resource_scopes<'a>(
-    objects: impl Iterator<Item = &'a Value>,
-) -> BTreeMap<String, String> {
-    objects
-        .filter(|object| group_kind(object) == "apiextensions.k8s.io/CustomResourceDefinition")
-        .filter_map(|crd| {
-            let spec = &crd["spec"];
-            Some((
-                format!(
-                    "{}/{}",
-                    spec["group"].as_str()?,
-                    spec["names"]["kind"].as_str()?
-                ),
-                spec["scope"].as_str()?.to_owned(),
-            ))
-        })
-        .collect()
-}
-
-fn namespaced(object: &Value, custom: &BTreeMap<String, String>) -> bool {
-    let kind = group_kind(object);
-    if CLUSTER_SCOPED.contains(&kind.as_str()) {
-        return false;
-    }
-    custom.get(&kind).is_none_or(|scope| scope == "Namespaced")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,7 +408,7 @@ mod tests {
         max_object_size: u64,
         config: &PackageConfig,
     ) -> Result<Vec<Value>, ObjectsError> {
-        let cluster = ClusterFacts::default();
+        let cluster = served();
         let secrets = BTreeMap::new();
         let renderer = Renderer {
             helm: None,
@@ -462,6 +416,55 @@ mod tests {
             secrets: &secrets,
         };
         render(content, max_object_size, config, &renderer)
+    }
+
+    /// What discovery says of a cluster with CloudNativePG installed: the
+    /// kinds these tests render, and which are cluster-scoped.
+    fn served() -> ClusterFacts {
+        let kind = |api_version: &str, kind: &str| (api_version.to_owned(), kind.to_owned());
+        let cluster_scoped = [
+            kind("v1", "Namespace"),
+            kind("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        ];
+        let namespaced = [
+            kind("v1", "ConfigMap"),
+            kind("postgresql.cnpg.io/v1", "Cluster"),
+        ];
+        ClusterFacts {
+            served: cluster_scoped.iter().chain(&namespaced).cloned().collect(),
+            cluster_scoped: cluster_scoped.into_iter().collect(),
+            ..ClusterFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_namespace_owners_content_of_a_kind_nobody_knows_is_refused_not_taken_as_namespaced() {
+        let dir = tempfile_dir::Dir::new("unknown");
+        for index in ["0", "1"] {
+            std::fs::create_dir_all(dir.path.join(index)).unwrap();
+        }
+        std::fs::write(
+            dir.path.join("0/package.yaml"),
+            "name: demo\nscope: Namespaced\nmanifests:\n- url: ./all.yaml\n",
+        )
+        .unwrap();
+        // A cluster-scoped kind of an API the cluster does not serve (yet):
+        // taken as namespaced, it would land outside her namespace.
+        std::fs::write(
+            dir.path.join("1/all.yaml"),
+            "apiVersion: policy.example.com/v1\nkind: ClusterPolicy\nmetadata: {name: everyone}\n",
+        )
+        .unwrap();
+        let refused = render_plain(&dir.path, 1 << 20, &config(Some("team-a"), &[])).unwrap_err();
+        let ObjectsError::Content(message) = refused else {
+            panic!("{refused:?}");
+        };
+        assert!(message.contains("ClusterPolicy everyone"), "{message}");
+        assert!(
+            message.contains("is not served by this cluster"),
+            "{message}"
+        );
+        assert!(message.contains("Package in namespace team-a"), "{message}");
     }
 
     /// The content a Bundle of the real postgresql package unpacks to

@@ -112,17 +112,16 @@ impl<P> Context<P> {
         {
             Ok(discovery) => {
                 for group in discovery.groups() {
-                    for (resource, _) in group.recommended_resources() {
-                        facts
-                            .served
-                            .insert((resource.api_version.clone(), resource.kind.clone()));
-                    }
-                    for version in group.versions() {
-                        for (resource, _) in group.versioned_resources(version) {
-                            facts
-                                .served
-                                .insert((resource.api_version.clone(), resource.kind.clone()));
+                    let recommended = group.recommended_resources();
+                    let versioned = group
+                        .versions()
+                        .flat_map(|version| group.versioned_resources(version));
+                    for (resource, capabilities) in recommended.into_iter().chain(versioned) {
+                        let key = (resource.api_version.clone(), resource.kind.clone());
+                        if capabilities.scope == kube::discovery::Scope::Cluster {
+                            facts.cluster_scoped.insert(key.clone());
                         }
+                        facts.served.insert(key);
                     }
                 }
             }
@@ -131,6 +130,20 @@ impl<P> Context<P> {
         let facts = Arc::new(facts);
         *cached = Some((std::time::Instant::now(), Arc::clone(&facts)));
         facts
+    }
+
+    /// Forgets the cached facts if they are older than a few seconds, so
+    /// the next look discovers again: a render that failed on what the
+    /// cluster serves (a kind whose CRD another Instance just installed)
+    /// is not held back for the cache's whole life.
+    pub async fn rediscover_soon(&self) {
+        let mut cached = self.cluster.lock().await;
+        if cached
+            .as_ref()
+            .is_some_and(|(read, _)| read.elapsed() > Duration::from_secs(10))
+        {
+            *cached = None;
+        }
     }
 
     /// [`Self::cluster_facts`] with what the Instances other than

@@ -209,6 +209,9 @@ pub async fn install<P: Provisioner>(
         )
         .map_err(ObjectsError::Content)
     });
+    if rendered.is_err() && context.provisioner.needs_cluster_facts() {
+        context.rediscover_soon().await;
+    }
     let objects = match rendered {
         Ok(objects) => objects,
         Err(ObjectsError::Config { field, problem }) => {
