@@ -73,7 +73,7 @@ async fn pakket_kinds_in_content_are_refused_by_name_and_nothing_of_the_content_
         )
         .await;
     stage
-        .config_map_content("honest", &[("honest", "alice's")])
+        .config_map_content("honest", &[("welcome", "alice's")])
         .await;
 
     let alice = stage.client_as("alice").await;
@@ -128,6 +128,6 @@ async fn pakket_kinds_in_content_are_refused_by_name_and_nothing_of_the_content_
         .await
         .unwrap();
     stage.installed("honest").await;
-    assert_eq!(stage.value_of("honest").await.as_deref(), Some("alice's"));
+    assert_eq!(stage.value_of("welcome").await.as_deref(), Some("alice's"));
     stage.cleanup().await;
 }
