@@ -197,7 +197,9 @@ pub async fn standard(request: &ApprovalRequest<'_>) -> Approval {
 ///   `escalate` on it (a ClusterRole with an aggregationRule: `escalate`);
 /// - for a RoleBinding or ClusterRoleBinding, hold every rule of the role
 ///   it references (from the bundle, else from the cluster) where the
-///   binding applies, or `bind` on that role.
+///   binding applies, or `bind` on that role;
+/// - `delete` on every object the Instance installed that the new content
+///   lacks (what the prune after the apply deletes).
 ///
 /// Otherwise it waits, naming the first missing right.
 pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
@@ -303,11 +305,91 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
             ));
         }
     }
+    // What this spec removes is deleted on the requester's behalf too.
+    let removed = removed_objects(request);
+    for reference in &removed {
+        let (group, plural, namespaced) = match kinds.resource(reference).await {
+            Ok((resource, namespaced)) => (resource.group, resource.plural, namespaced),
+            // A kind no longer served: there is nothing of it to delete.
+            Err(_) => continue,
+        };
+        let access = Access::Resource {
+            group,
+            resource: plural,
+            subresource: String::new(),
+            verb: "delete".into(),
+            namespace: if namespaced {
+                reference.namespace.clone()
+            } else {
+                None
+            },
+            name: Some(reference.name.clone()),
+        };
+        match checker.allows(&access).await {
+            Ok(true) => {}
+            Ok(false) => {
+                return pending(format!(
+                    "approval: UserPermission: {role} {} may not delete {reference}, which this change removes ({access})",
+                    requester.username
+                ));
+            }
+            Err(error) => return pending(error),
+        }
+    }
     Approval::Approved(format!(
-        "approval: UserPermission: {role} {} may create all {} objects, RBAC included",
+        "approval: UserPermission: {role} {} may create all {} objects, RBAC included{}",
         requester.username,
-        request.objects.len()
+        request.objects.len(),
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(", and delete the {} this change removes", removed.len())
+        }
     ))
+}
+
+/// The objects the Instance has installed that the new content lacks:
+/// what the prune after this apply would delete (the runtime's own list
+/// of what it applied, which prune also starts from).
+fn removed_objects(request: &ApprovalRequest<'_>) -> Vec<pakket_api::ObjectRef> {
+    let Some(status) = request.instance.status.as_ref() else {
+        return Vec::new();
+    };
+    let kept: std::collections::BTreeSet<(String, String, Option<String>, String)> = request
+        .objects
+        .iter()
+        .map(|object| {
+            let reference = apply::reference_of(object);
+            (
+                group_of(&reference.api_version),
+                reference.kind,
+                reference.namespace,
+                reference.name,
+            )
+        })
+        .collect();
+    status
+        .objects
+        .iter()
+        .filter(|installed| {
+            !kept.contains(&(
+                group_of(&installed.api_version),
+                installed.kind.clone(),
+                installed.namespace.clone(),
+                installed.name.clone(),
+            ))
+        })
+        .cloned()
+        .collect()
+}
+
+/// The API group of an `apiVersion` (`""` for the core group): an object
+/// moved to another version of its kind is the same object.
+fn group_of(api_version: &str) -> String {
+    api_version
+        .split_once('/')
+        .map_or("", |(group, _)| group)
+        .to_owned()
 }
 
 /// Asks the apiserver whether `requester` may `access`, as RBAC would

@@ -263,12 +263,12 @@ pub async fn endpoint(
         None => None,
         Some(auth) => match (&auth.basic, &auth.bearer) {
             (Some(basic), None) => {
-                let user = secret_value(client, namespace, &basic.username_secret_ref)
+                let user = secret_value(client, namespace, &name, &basic.username_secret_ref)
                     .await
                     .map_err(|problem| {
                         bad(format!("spec.auth.basic.usernameSecretRef: {problem}"))
                     })?;
-                let password = secret_value(client, namespace, &basic.password_secret_ref)
+                let password = secret_value(client, namespace, &name, &basic.password_secret_ref)
                     .await
                     .map_err(|problem| {
                         bad(format!("spec.auth.basic.passwordSecretRef: {problem}"))
@@ -278,7 +278,7 @@ pub async fn endpoint(
                 Some(format!("Basic {encoded}"))
             }
             (None, Some(bearer)) => {
-                let token = secret_value(client, namespace, &bearer.token_secret_ref)
+                let token = secret_value(client, namespace, &name, &bearer.token_secret_ref)
                     .await
                     .map_err(|problem| {
                         bad(format!("spec.auth.bearer.tokenSecretRef: {problem}"))
@@ -295,9 +295,18 @@ pub async fn endpoint(
     })
 }
 
+/// The label an admin puts on a Secret to offer it as credentials to the
+/// PackageRepository it names. A repository's spec names a Secret, but
+/// whoever may write a PackageRepository may not be able to read Secrets:
+/// without this mark the provisioner would read, and send to the
+/// repository's server, any Secret of its namespace (the record key
+/// included). Writing the label proves rights over the Secret.
+pub const CREDENTIALS_FOR_LABEL: &str = "packages.pakket.dev/credentials-for";
+
 async fn secret_value(
     client: &kube::Client,
     namespace: &str,
+    repository: &str,
     key: &SecretKey,
 ) -> Result<String, String> {
     let secret = Api::<Secret>::namespaced(client.clone(), namespace)
@@ -310,6 +319,18 @@ async fn secret_value(
                 key.name
             )
         })?;
+    let offered = secret
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get(CREDENTIALS_FOR_LABEL))
+        .is_some_and(|named| named == repository);
+    if !offered {
+        return Err(format!(
+            "Secret {namespace}/{} is not offered to this repository, so nothing of it was read or sent; an admin who means it labels it: `kubectl label secret -n {namespace} {} {CREDENTIALS_FOR_LABEL}={repository}`",
+            key.name, key.name
+        ));
+    }
     let bytes = secret
         .data
         .and_then(|data| data.get(&key.key).cloned())

@@ -116,21 +116,83 @@ async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_
         None,
     )
     .await;
-    // The token, in the provisioner's own namespace (the test's here).
+    // The token, in the provisioner's own namespace (the test's here),
+    // not yet offered to the repository; and a Secret that is no
+    // credential at all (a key of Pakket's own, say), named by no one's
+    // label.
+    let repository_name = scope.name("private");
     let secrets: Api<Secret> = Api::namespaced(scope.client.clone(), &namespace);
+    for (secret, token) in [
+        ("repository-token", "not-the-token"),
+        ("a-key-of-pakkets", TOKEN),
+    ] {
+        secrets
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": {"name": secret, "labels": scope.labels()},
+                    "stringData": {"token": token},
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let repositories: Api<PackageRepository> = Api::all(scope.client.clone());
+    // A repository naming the unmarked Secret: refused by name, and its
+    // server never sees the value.
+    let nosy_name = scope.name("nosy");
+    let mut nosy = PackageRepository::new(
+        &nosy_name,
+        PackageRepositorySpec {
+            url: public.url(""),
+            auth: Some(RepositoryAuth {
+                basic: None,
+                bearer: Some(BearerAuth {
+                    token_secret_ref: SecretKey {
+                        name: "a-key-of-pakkets".into(),
+                        key: "token".into(),
+                    },
+                }),
+            }),
+        },
+    );
+    nosy.metadata.labels = Some(scope.labels());
+    repositories
+        .create(&PostParams::default(), &nosy)
+        .await
+        .unwrap();
+    eventually(
+        "the repository naming an unmarked Secret is refused",
+        || async {
+            repositories
+                .get(&nosy_name)
+                .await
+                .unwrap()
+                .status
+                .is_some_and(|s| {
+                    s.conditions.iter().any(|c| {
+                        c.type_ == "Failed"
+                            && c.status == "True"
+                            && c.message.contains("is not offered to this repository")
+                            && c.message.contains("a-key-of-pakkets")
+                    })
+                })
+        },
+    )
+    .await;
+    let _ = repositories.delete(&nosy_name, &Default::default()).await;
+    // The admin offers the token Secret to the private repository.
     secrets
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "metadata": {"name": "repository-token", "labels": scope.labels()},
-                "stringData": {"token": "not-the-token"},
-            }))
-            .unwrap(),
+        .patch(
+            "repository-token",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {
+                pakket_package::repository::CREDENTIALS_FOR_LABEL: repository_name,
+            }}})),
         )
         .await
         .unwrap();
-    let repositories: Api<PackageRepository> = Api::all(scope.client.clone());
-    let repository_name = scope.name("private");
     let mut repository = PackageRepository::new(
         &repository_name,
         PackageRepositorySpec {

@@ -2,7 +2,9 @@
 //! this spec: `create` and `patch` on every object where it lands; for a
 //! Role, every rule it grants (or `escalate`); for a binding, every rule of
 //! the role it binds (or `bind`). The rights that count are the creator's
-//! for the first spec and the last person's who changed it after that.
+//! for the first spec and the last person's who changed it after that. A
+//! change that removes objects asks `delete` on each of them, of that
+//! person.
 
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -225,5 +227,91 @@ async fn a_spec_change_is_judged_by_who_made_it_not_by_the_creator() {
         Some("v1"),
         "what runs stays"
     );
+    stage.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_change_that_removes_objects_waits_until_its_author_may_delete_them() {
+    let stage = Stage::new("trust-userperm-prune", "UserPermission", Webhooks::On).await;
+    stage.grant_requester("alice").await;
+    stage
+        .grant(
+            "alice-content",
+            "alice",
+            vec![
+                rule("", "configmaps", &["get"], &["both", "one"]),
+                rule(pakket_api::GROUP, "instances", &["patch"], &[]),
+            ],
+        )
+        .await;
+    // alice may write ConfigMaps in the namespace, not delete them.
+    stage
+        .grant_in_namespace(
+            "alice-writer",
+            "alice",
+            vec![rule("", "configmaps", &["create", "patch"], &[])],
+        )
+        .await;
+    stage
+        .config_map_content("both", &[("kept", "v1"), ("dropped", "v1")])
+        .await;
+    stage.config_map_content("one", &[("kept", "v2")]).await;
+    let alice = stage.client_as("alice").await;
+    stage
+        .create(&alice, stage.instance("app", "app-v1", "both"))
+        .await
+        .unwrap();
+    stage.installed("app").await;
+    assert_eq!(stage.value_of("dropped").await.as_deref(), Some("v1"));
+
+    // Her change to content without `dropped` would delete it for her.
+    let change = json!({ "spec": { "bundle": {
+        "name": stage.scope.name("app-v2"), "spec": stage.bundle_spec("one"),
+    } } });
+    Api::<pakket_api::Instance>::all(alice)
+        .patch(
+            &stage.scope.name("app"),
+            &PatchParams::default(),
+            &Patch::Merge(&change),
+        )
+        .await
+        .expect("alice may change her Instance");
+    let waiting = stage
+        .wait("app", "the change waits on alice's delete", |i| {
+            i.condition(ConditionType::Approved)
+                .is_some_and(|c| c.message.contains("may not delete"))
+        })
+        .await;
+    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains("alice may not delete ConfigMap/")
+            && message.contains("dropped, which this change removes"),
+        "{message}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(
+        stage.value_of("dropped").await.as_deref(),
+        Some("v1"),
+        "nothing was deleted"
+    );
+    assert_eq!(
+        stage.value_of("kept").await.as_deref(),
+        Some("v1"),
+        "nothing was written"
+    );
+
+    // Once she may delete ConfigMaps there, her change goes through.
+    stage
+        .grant_in_namespace(
+            "alice-deleter",
+            "alice",
+            vec![rule("", "configmaps", &["delete"], &[])],
+        )
+        .await;
+    pakket_testkit::eventually("v2 installed, dropped deleted", || async {
+        stage.value_of("kept").await.as_deref() == Some("v2")
+            && stage.value_of("dropped").await.is_none()
+    })
+    .await;
     stage.cleanup().await;
 }
