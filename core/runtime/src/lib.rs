@@ -20,10 +20,11 @@
 //! - [`leader`]: leader election on a Lease, so one replica reconciles at a time.
 //! - [`serve`]: `/healthz`, `/readyz` and `/metrics` over plain HTTP.
 //! - [`tls`]: a serving certificate from PEM files, reloaded when they change.
-//! - [`trust`]: the trust kernel: Pakket's own kinds in content, and whose rights judge them.
+//! - [`trust`]: the trust kernel, one folder to audit: requester records and
+//!   reads on their behalf, approval policies, the rights comparison, RBAC
+//!   questions, ownership and adoption, Pakket's own kinds in content.
 
 pub mod apply;
-pub mod approval;
 pub mod archive;
 pub mod class_parameters;
 pub mod cli;
@@ -33,15 +34,15 @@ pub mod drift;
 pub mod inventory;
 pub mod leader;
 pub mod manifest;
-pub mod ownership;
 pub mod provisioner;
-pub mod rbac;
-pub mod rights;
 pub mod serve;
 pub mod source;
 pub mod store;
 pub mod tls;
 pub mod trust;
+
+// The trust kernel's modules, at the paths provisioners know them by.
+pub use trust::{approval, ownership, rbac, rights};
 
 pub use provisioner::{
     ClusterFacts, InstalledContent, ObjectsError, ObjectsRequest, Plain, Provisioner,

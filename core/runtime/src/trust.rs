@@ -1,9 +1,26 @@
-//! The trust kernel: decisions about whose rights count, made here so a
-//! provisioner cannot get them wrong. A provisioner only turns content
-//! into objects; the runtime decides what of that may be written and on
-//! whose behalf.
+//! The trust kernel: every decision about whose rights count, in one
+//! folder, so a reviewer reads it to audit what a provisioner may do and a
+//! provisioner cannot get one wrong. A provisioner only turns content into
+//! objects; the runtime decides what of that may be written, on whose
+//! behalf, and what may be deleted. The admission webhooks' rules
+//! (`webhooks/src/rules/`) are the other half: they write the sealed
+//! requester records this side verifies.
 //!
-//! - [`children`]: Pakket's own kinds in content, refused unless the
-//!   provisioner makes them, and then judged by the parent's requester.
+//! | module | decides |
+//! |---|---|
+//! | [`approval`] | approval policies (`UserPermission`, `Android`), the SubjectAccessReviews behind them |
+//! | [`rights`] | what content asks beyond plain objects, compared by meaning (`Android`) |
+//! | [`rbac`] | what RBAC objects grant, and the access questions they raise |
+//! | [`ownership`] | which existing objects an Instance may write, adopt and delete |
+//! | `behalf` | reads on the requester's behalf (mounted ConfigMaps) |
+//! | [`children`] | Pakket's own kinds in content, and whose rights judge a child |
+//!
+//! Requester records themselves (sealing and verifying) are in
+//! `pakket_api::creator`, shared with the webhooks.
 
+pub mod approval;
+pub(crate) mod behalf;
 pub mod children;
+pub mod ownership;
+pub mod rbac;
+pub mod rights;

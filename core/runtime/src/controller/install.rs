@@ -15,7 +15,6 @@ use pakket_api::{
     ApprovalState, ApprovedContent, Bundle, Instance, ProvisionerClass, Reason, UnpackPhase,
 };
 
-use super::behalf;
 use super::bundle_status::{self, UnpackOutcome};
 use super::context::Context;
 use super::decision;
@@ -123,7 +122,9 @@ pub async fn install<P: Provisioner>(
     };
     let unpacked = match already_unpacked(&bundle, context) {
         Some(unpacked) => unpacked,
-        None if let Some(why) = behalf::refused_read(instance, &bundle, context).await => {
+        None if let Some(why) =
+            crate::trust::behalf::refused_read(instance, &bundle, context).await =>
+        {
             report.set(
                 Reason::UnpackFailed,
                 ConditionStatus::False,

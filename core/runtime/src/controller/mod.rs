@@ -23,7 +23,6 @@
 //! doubling, at most [`MAX_UNPACK_BACKOFF`]), so a registry that comes
 //! back is noticed soon and one that stays down is not hammered.
 
-mod behalf;
 mod bundle_status;
 mod context;
 mod decision;

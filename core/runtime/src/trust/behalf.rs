@@ -11,8 +11,8 @@ use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use kube::api::Api;
 use pakket_api::{Bundle, Instance};
 
-use super::context::Context;
 use crate::approval;
+use crate::controller::Context;
 use crate::rbac::Access;
 
 /// Why the Instance's requester may not have the provisioner read the
