@@ -755,7 +755,13 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
         &instances,
         &instance_name,
         "mallory's waits for a person",
-        |i| pakket_testkit::reason_is(i, pakket_api::ConditionType::Approved, "ApprovalPending"),
+        |i| {
+            // Past the first "not evaluated yet": the policy has answered.
+            i.condition(pakket_api::ConditionType::Approved)
+                .is_some_and(|c| {
+                    c.reason == "ApprovalPending" && c.message.contains("UserPermission")
+                })
+        },
     )
     .await;
     let message = &waiting

@@ -135,15 +135,16 @@ impl<P> Context<P> {
     /// Forgets the cached facts if they are older than a few seconds, so
     /// the next look discovers again: a render that failed on what the
     /// cluster serves (a kind whose CRD another Instance just installed)
-    /// is not held back for the cache's whole life.
-    pub async fn rediscover_soon(&self) {
+    /// is not held back for the cache's whole life. Whether it forgot.
+    pub async fn rediscover_soon(&self) -> bool {
         let mut cached = self.cluster.lock().await;
-        if cached
+        let stale = cached
             .as_ref()
-            .is_some_and(|(read, _)| read.elapsed() > Duration::from_secs(10))
-        {
+            .is_some_and(|(read, _)| read.elapsed() > Duration::from_secs(10));
+        if stale {
             *cached = None;
         }
+        stale
     }
 
     /// [`Self::cluster_facts`] with what the Instances other than

@@ -181,11 +181,40 @@ pub async fn install<P: Provisioner>(
         return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
     }
     context.unpack_succeeded(instance);
-    let cluster = if context.provisioner.needs_cluster_facts() {
+    let needs_facts = context.provisioner.needs_cluster_facts();
+    let mut cluster = if needs_facts {
         context.cluster_facts_for(instance).await
     } else {
         crate::provisioner::ClusterFacts::default()
     };
+    let render = |cluster: &crate::provisioner::ClusterFacts| {
+        let request = crate::provisioner::ObjectsRequest {
+            content: &unpacked.dir,
+            max_object_size: options.limits.max_file_size,
+            instance,
+            cluster,
+            class_parameters: class.spec.parameters.as_ref(),
+        };
+        // Pakket's own kinds in the content are the trust kernel's to
+        // judge, before anything else sees the objects.
+        context.provisioner.objects(&request).and_then(|objects| {
+            crate::trust::children::judged_children(
+                objects,
+                context.provisioner.pakket_kinds(),
+                instance,
+                context.record_key.as_ref(),
+                context.provisioner.id(),
+            )
+            .map_err(ObjectsError::Content)
+        })
+    };
+    let mut rendered = render(&cluster);
+    // A render that failed on cached facts (a kind whose CRD another
+    // Instance installed a moment ago) is tried once more on fresh ones.
+    if rendered.is_err() && needs_facts && context.rediscover_soon().await {
+        cluster = context.cluster_facts_for(instance).await;
+        rendered = render(&cluster);
+    }
     let request = crate::provisioner::ObjectsRequest {
         content: &unpacked.dir,
         max_object_size: options.limits.max_file_size,
@@ -198,21 +227,6 @@ pub async fn install<P: Provisioner>(
         bundle: &bundle,
         unpacked: &unpacked,
     };
-    // Pakket's own kinds in the content are the trust kernel's to judge,
-    // before anything else sees the objects.
-    let rendered = context.provisioner.objects(&request).and_then(|objects| {
-        crate::trust::children::judged_children(
-            objects,
-            context.provisioner.pakket_kinds(),
-            instance,
-            context.record_key.as_ref(),
-            context.provisioner.id(),
-        )
-        .map_err(ObjectsError::Content)
-    });
-    if rendered.is_err() && context.provisioner.needs_cluster_facts() {
-        context.rediscover_soon().await;
-    }
     let objects = match rendered {
         Ok(objects) => objects,
         Err(ObjectsError::Config { field, problem }) => {
