@@ -14,6 +14,9 @@
 //!   the replicas' memory and the apiserver's request rate are written as
 //!   a report (`PAKKET_REPORT_DIR`, see `pakket_testkit::report`).
 
+#[path = "trust/shipped.rs"]
+#[allow(dead_code)]
+mod shipped;
 #[path = "trust/support.rs"]
 #[allow(dead_code)]
 mod support;

@@ -6,6 +6,9 @@
 //! apply never reached. While it runs, the Instance says how far the
 //! apply has come.
 
+#[path = "trust/shipped.rs"]
+#[allow(dead_code)]
+mod shipped;
 #[path = "trust/support.rs"]
 #[allow(dead_code)]
 mod support;

@@ -12,6 +12,9 @@
 //! left behind; after the last wave the provisioner idles, and its memory
 //! must not grow while it does.
 
+#[path = "trust/shipped.rs"]
+#[allow(dead_code)]
+mod shipped;
 #[path = "trust/support.rs"]
 #[allow(dead_code)]
 mod support;

@@ -15,8 +15,9 @@ use crate::support::{Stage, Webhooks, rule};
 
 #[tokio::test]
 async fn pakket_kinds_in_content_are_refused_by_name_and_nothing_of_the_content_is_written() {
-    // The admin lets alice install plain content by herself (AllowAll).
-    let stage = Stage::new("trust-children", "AllowAll", Webhooks::On).await;
+    // The admin lets alice install plain content by herself (AllowAll);
+    // the provisioner runs with the rights deploy/ gives it.
+    let stage = Stage::shipped("trust-children", "AllowAll", Webhooks::On).await;
     stage.grant_requester("alice").await;
     stage
         .grant(

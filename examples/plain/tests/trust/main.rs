@@ -1,6 +1,8 @@
 //! Pakket's trust model, played as attacks by non-admin users on the real
 //! control plane, with the real admission webhooks over TLS and the real
-//! `pakket-plain` process. One module per property, so a reader sees the
+//! `pakket-plain` process; where a stage is `Stage::shipped`, that process
+//! runs as its ServiceAccount with the RBAC `deploy/` ships
+//! ([`shipped`]), never as the admin. One module per property, so a reader sees the
 //! threat model; each attack asserts that it failed and that nothing was
 //! written or deleted, then shows the legitimate path still works.
 //!
@@ -28,5 +30,6 @@ mod deputy;
 mod in_use;
 mod pivot;
 mod records;
+mod shipped;
 mod support;
 mod user_permission;

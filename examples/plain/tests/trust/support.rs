@@ -30,18 +30,42 @@ pub enum Webhooks {
     Off,
 }
 
+/// Whose rights the provisioner process runs with.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Rights {
+    /// The admin's (the tests written before the shipped-RBAC harness).
+    Admin,
+    /// Its ServiceAccount's, with the RBAC `deploy/` ships
+    /// ([`crate::shipped`]).
+    Shipped,
+}
+
 pub struct Stage {
     pub scope: Scope,
     pub webhooks: Option<LocalWebhooks>,
     provisioner: Option<Child>,
     store: PathBuf,
     key_file: PathBuf,
+    /// The provisioner's kubeconfig and lease namespace.
+    identity: (PathBuf, String),
     pub id: String,
 }
 
 impl Stage {
-    /// A stage whose class has `approval: <approval>`.
+    /// A stage whose class has `approval: <approval>`, its provisioner
+    /// running with the admin's rights.
     pub async fn new(test: &str, approval: &str, webhooks: Webhooks) -> Self {
+        Self::with_rights(test, approval, webhooks, Rights::Admin).await
+    }
+
+    /// A stage whose provisioner runs as its ServiceAccount, with the
+    /// RBAC `deploy/` ships.
+    #[allow(dead_code)]
+    pub async fn shipped(test: &str, approval: &str, webhooks: Webhooks) -> Self {
+        Self::with_rights(test, approval, webhooks, Rights::Shipped).await
+    }
+
+    async fn with_rights(test: &str, approval: &str, webhooks: Webhooks, rights: Rights) -> Self {
         let scope = Scope::new(test).await;
         install_crds(&scope.client).await.unwrap();
         let webhooks = match webhooks {
@@ -67,12 +91,37 @@ impl Stage {
         };
         let id = format!("test.pakket.dev/{}", scope.id);
         let store = std::env::temp_dir().join(format!("pakket-trust-{}", scope.id));
+        let identity = match rights {
+            Rights::Admin => (
+                cluster().kubeconfig().to_path_buf(),
+                scope.namespace.clone(),
+            ),
+            Rights::Shipped => {
+                let kubeconfig = crate::shipped::kubeconfig_for(&scope.id);
+                crate::shipped::provisioner_kubeconfig(
+                    &scope.client,
+                    cluster().kubeconfig(),
+                    &kubeconfig,
+                )
+                .await;
+                // What the admin adds for a class of her own.
+                crate::shipped::grant_classes(
+                    &scope.client,
+                    &scope.name("plain-classes"),
+                    &scope.labels(),
+                    &[scope.name("class")],
+                )
+                .await;
+                (kubeconfig, crate::shipped::NAMESPACE.to_owned())
+            }
+        };
         let mut stage = Self {
             scope,
             webhooks,
             provisioner: None,
             store,
             key_file,
+            identity,
             id,
         };
         stage.start_provisioner().await;
@@ -95,7 +144,7 @@ impl Stage {
     /// Starts the provisioner process (again).
     pub async fn start_provisioner(&mut self) {
         let child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
-            .args(["--id", &self.id, "--lease-namespace", &self.scope.namespace])
+            .args(["--id", &self.id, "--lease-namespace", &self.identity.1])
             // A killed provisioner's successor waits out its Lease: short
             // here, so restarts (the fault tests') take seconds.
             .args(["--lease-duration", "3"])
@@ -103,7 +152,7 @@ impl Stage {
             .arg(&self.store)
             .arg("--record-key-file")
             .arg(&self.key_file)
-            .env("KUBECONFIG", cluster().kubeconfig())
+            .env("KUBECONFIG", &self.identity.0)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .kill_on_drop(true)

@@ -232,7 +232,7 @@ async fn a_spec_change_is_judged_by_who_made_it_not_by_the_creator() {
 
 #[tokio::test]
 async fn a_change_that_removes_objects_waits_until_its_author_may_delete_them() {
-    let stage = Stage::new("trust-userperm-prune", "UserPermission", Webhooks::On).await;
+    let stage = Stage::shipped("trust-userperm-prune", "UserPermission", Webhooks::On).await;
     stage.grant_requester("alice").await;
     stage
         .grant(
