@@ -15,7 +15,7 @@ use crate::support::{Stage, Webhooks, labels_of, refused_with, rule};
 
 #[tokio::test]
 async fn an_object_pakket_did_not_create_is_not_taken_over_and_survives_the_instance() {
-    let stage = Stage::new("trust-adopt-unmanaged", "AllowAll", Webhooks::On).await;
+    let stage = Stage::shipped("trust-adopt-unmanaged", "AllowAll", Webhooks::On).await;
     stage.grant_requester("alice").await;
     // The admin's own ConfigMap, made by hand.
     let mine = ConfigMap {
@@ -112,7 +112,7 @@ async fn an_object_pakket_did_not_create_is_not_taken_over_and_survives_the_inst
 
 #[tokio::test]
 async fn another_instances_object_is_a_conflict_and_the_owner_stays_healthy() {
-    let stage = Stage::new("trust-adopt-other", "AllowAll", Webhooks::On).await;
+    let stage = Stage::shipped("trust-adopt-other", "AllowAll", Webhooks::On).await;
     stage
         .config_map_content("first", &[("shared", "first")])
         .await;
@@ -161,7 +161,7 @@ async fn another_instances_object_is_a_conflict_and_the_owner_stays_healthy() {
 
 #[tokio::test]
 async fn someone_who_may_write_the_object_hands_it_over_explicitly() {
-    let stage = Stage::new("trust-adopt-explicit", "AllowAll", Webhooks::On).await;
+    let stage = Stage::shipped("trust-adopt-explicit", "AllowAll", Webhooks::On).await;
     // An object another tool installed, running.
     let existing = ConfigMap {
         metadata: ObjectMeta {

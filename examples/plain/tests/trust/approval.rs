@@ -38,7 +38,7 @@ async fn unguarded_content(stage: &Stage, value: &str) {
 
 #[tokio::test]
 async fn content_that_changed_at_its_source_is_not_installed_under_the_old_approval() {
-    let mut stage = Stage::new("trust-approval-source", "Manual", Webhooks::On).await;
+    let mut stage = Stage::shipped("trust-approval-source", "Manual", Webhooks::On).await;
     stage.grant_approver("bob").await;
     unguarded_content(&stage, "approved").await;
     stage
@@ -87,7 +87,7 @@ async fn content_that_changed_at_its_source_is_not_installed_under_the_old_appro
 
 #[tokio::test]
 async fn moving_what_the_guard_ignores_approves_nothing_and_what_it_guards_needs_approve() {
-    let mut stage = Stage::new("trust-approval-guard", "Manual", Webhooks::On).await;
+    let mut stage = Stage::shipped("trust-approval-guard", "Manual", Webhooks::On).await;
     stage.grant_approver("bob").await;
     // carol may write instances/status as far as RBAC goes, but lacks `approve`.
     stage

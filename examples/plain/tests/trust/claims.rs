@@ -12,7 +12,7 @@ use crate::support::{Stage, Webhooks, rule};
 
 #[tokio::test]
 async fn a_squatted_bundle_name_installs_nothing_of_the_squatter() {
-    let stage = Stage::new("trust-claims", "Manual", Webhooks::On).await;
+    let stage = Stage::shipped("trust-claims", "Manual", Webhooks::On).await;
     stage.grant_requester("alice").await;
     stage.grant_approver("bob").await;
     stage

@@ -92,7 +92,7 @@ async fn still_there(stage: &Stage, namespace: &str) {
 
 #[tokio::test]
 async fn a_forged_status_list_deletes_nothing_at_uninstall() {
-    let stage = Stage::new("trust-delete-uninstall", "AllowAll", Webhooks::On).await;
+    let stage = Stage::shipped("trust-delete-uninstall", "AllowAll", Webhooks::On).await;
     stage.grant_approver("bob").await;
     let (_, namespace) = victims(&stage).await;
     stage.config_map_content("content", &[("app", "v1")]).await;
@@ -118,7 +118,7 @@ async fn a_forged_status_list_deletes_nothing_at_uninstall() {
 
 #[tokio::test]
 async fn a_forged_status_list_deletes_nothing_at_a_pivot() {
-    let stage = Stage::new("trust-delete-pivot", "AllowAll", Webhooks::On).await;
+    let stage = Stage::shipped("trust-delete-pivot", "AllowAll", Webhooks::On).await;
     stage.grant_approver("bob").await;
     let (_, namespace) = victims(&stage).await;
     stage.config_map_content("v1", &[("a", "v1")]).await;

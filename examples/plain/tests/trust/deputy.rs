@@ -19,7 +19,7 @@ use crate::support::{Stage, Webhooks, refused_with, rule};
 
 #[tokio::test]
 async fn a_bundle_cannot_mount_a_config_map_its_requester_cannot_read() {
-    let stage = Stage::new("trust-deputy-read", "AllowAll", Webhooks::On).await;
+    let stage = Stage::shipped("trust-deputy-read", "AllowAll", Webhooks::On).await;
     stage.grant_requester("alice").await;
     let secret = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: copied\n  namespace: {}\ndata:\n  value: the admin's secret\n",
@@ -93,7 +93,7 @@ fn counting_listener() -> (String, Arc<AtomicUsize>) {
 
 #[tokio::test]
 async fn an_https_ref_to_loopback_is_refused_and_nothing_is_sent() {
-    let stage = Stage::new("trust-deputy-fetch", "AllowAll", Webhooks::On).await;
+    let stage = Stage::shipped("trust-deputy-fetch", "AllowAll", Webhooks::On).await;
     stage.grant_requester("alice").await;
     let (address, connections) = counting_listener();
     let alice = stage.client_as("alice").await;
@@ -134,7 +134,7 @@ async fn an_https_ref_to_loopback_is_refused_and_nothing_is_sent() {
 
 #[tokio::test]
 async fn an_approver_sees_the_objects_and_rbac_before_approving() {
-    let stage = Stage::new("trust-deputy-review", "Manual", Webhooks::On).await;
+    let stage = Stage::shipped("trust-deputy-review", "Manual", Webhooks::On).await;
     stage.grant_approver("bob").await;
     let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: wide\nrules:\n- apiGroups: [\"\"]\n  resources: [secrets]\n  verbs: [get, list]\n".to_owned();
     stage
@@ -185,7 +185,7 @@ async fn an_approver_sees_the_objects_and_rbac_before_approving() {
 
 #[tokio::test]
 async fn without_the_webhooks_the_provisioner_still_reads_nothing_for_an_unknown_requester() {
-    let stage = Stage::new("trust-deputy-nowebhook", "AllowAll", Webhooks::Off).await;
+    let stage = Stage::shipped("trust-deputy-nowebhook", "AllowAll", Webhooks::Off).await;
     stage.grant_requester("alice").await;
     // Not valid YAML, so a parser error would quote it if it were read.
     stage

@@ -11,7 +11,7 @@ use crate::support::{Stage, Webhooks, rule};
 
 #[tokio::test]
 async fn a_selector_that_matches_everything_relabels_no_one_elses_bundles() {
-    let stage = Stage::new("trust-pivot", "AllowAll", Webhooks::On).await;
+    let stage = Stage::shipped("trust-pivot", "AllowAll", Webhooks::On).await;
     stage.grant_requester("alice").await;
     stage
         .grant(

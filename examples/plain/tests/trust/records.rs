@@ -12,7 +12,7 @@ use crate::support::{Stage, Webhooks, rule};
 
 #[tokio::test]
 async fn a_forged_creator_record_is_not_honoured_without_the_webhook() {
-    let mut stage = Stage::new("trust-records", "UserPermission", Webhooks::Off).await;
+    let mut stage = Stage::shipped("trust-records", "UserPermission", Webhooks::Off).await;
     stage.grant_requester("alice").await;
     stage
         .grant(
