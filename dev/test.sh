@@ -3,8 +3,19 @@
 # (cached outside the repo), checks formatting, lints and the TLS provider,
 # starts one real control plane for the whole run, and runs the workspace
 # tests against it. CI (.ci/run) calls exactly this.
+#
+# `dev/test.sh --quick` is the edit loop: format, lint and every unit test
+# (pure logic, no cluster, no Go builds, no images); the full run stays
+# what CI and README run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+quick=false
+case "${1:-}" in
+  --quick) quick=true ;;
+  "") ;;
+  *) echo "usage: dev/test.sh [--quick]" >&2; exit 2 ;;
+esac
 
 cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
 # Cargo's build cache lives outside the repository so a fresh clone reuses it.
@@ -31,6 +42,17 @@ export PAKKET_DATA
 
 step "toolchains"
 dev/prerequisites.sh
+
+if $quick; then
+  step "format"
+  cargo fmt --all -- --check
+  step "lint"
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+  step "unit tests"
+  cargo test --workspace --locked --lib --bins
+  step "done (quick: no integration tests; dev/test.sh runs them all)"
+  exit 0
+fi
 
 step "control plane binaries"
 PAKKET_CONTROLPLANE_BIN=$(dev/controlplane/build.sh)
