@@ -12,8 +12,14 @@
 //! the dependency is still judged by her rights; otherwise it carries none
 //! and a person approves, as for any entry several people need.
 //!
-//! Nothing is adopted: an Input of that name not labelled as generated
-//! here is left alone, and the dependency stays a plain dependency.
+//! Nothing is adopted, and nothing a user can write makes an Input
+//! generated: the controller seals each Input it writes
+//! ([`GENERATED_ANNOTATION`], with the record key, for the Input's name and
+//! spec), and patches or deletes only Inputs whose seal verifies. An Input
+//! of that name without it (written by a person, labelled or not) is left
+//! alone, and the dependency stays a plain dependency. Without a record
+//! key, an Input counts as generated only with the label, owner references
+//! to Inputs and this controller's field manager.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +33,65 @@ use crate::input_resolve::Answer;
 
 /// The label on generated Inputs: the package they ask for.
 pub const DEPENDENCY_LABEL: &str = "resolve.pakket.dev/dependency";
+
+/// The annotation sealing a generated Input as this controller's: a
+/// record of the controller's identity, sealed with the record key for the
+/// Input's name and spec.
+pub const GENERATED_ANNOTATION: &str = "resolve.pakket.dev/generated";
+
+/// The identity the seal names.
+const GENERATOR: &str = "pakket-resolveset/generateInputsForDependencies";
+
+/// The seal for a generated Input `name` with `spec`.
+fn seal(key: &pakket_api::RecordKey, name: &str, spec: &Value) -> String {
+    CreatorRecord::new(GENERATOR, None, Vec::new())
+        .sealed_for(
+            key,
+            GENERATED_ANNOTATION,
+            &pakket_api::record_object("Input", name),
+            pakket_api::value_digest(spec),
+        )
+        .to_annotation()
+}
+
+/// Whether `input` provably is one this controller generated (see the
+/// module's doc); `manager` is its field manager.
+pub fn is_generated(input: &Input, key: Option<&pakket_api::RecordKey>, manager: &str) -> bool {
+    if !input.labels().contains_key(DEPENDENCY_LABEL) {
+        return false;
+    }
+    let Some(key) = key else {
+        let owned_by_inputs = !input.owner_references().is_empty()
+            && input
+                .owner_references()
+                .iter()
+                .all(|owner| owner.kind == Input::kind(&()));
+        let managed = input
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .any(|entry| entry.manager.as_deref() == Some(manager));
+        return owned_by_inputs && managed;
+    };
+    let name = input.name_any();
+    let spec = serde_json::to_value(&input.spec).unwrap_or_default();
+    input
+        .annotations()
+        .get(GENERATED_ANNOTATION)
+        .and_then(|text| CreatorRecord::from_annotation(text).ok())
+        .is_some_and(|record| {
+            record.username == GENERATOR
+                && record
+                    .verify_for(
+                        key,
+                        GENERATED_ANNOTATION,
+                        &pakket_api::record_object("Input", &name),
+                        &pakket_api::value_digest(&spec),
+                    )
+                    .is_ok()
+        })
+}
 
 /// The generated Input's name for `package`.
 pub fn name_for(package: &str) -> String {
@@ -130,7 +195,7 @@ pub async fn sync(
     labels: &BTreeMap<String, String>,
 ) -> Result<(), kube::Error> {
     let api: Api<Input> = Api::all(client.clone());
-    let generated = |input: &Input| input.labels().contains_key(DEPENDENCY_LABEL);
+    let generated = |input: &Input| is_generated(input, key, manager);
     for want in wanted.values() {
         let name = name_for(&want.package);
         let ours = match existing.iter().find(|i| i.name_any() == name) {
@@ -162,15 +227,19 @@ pub async fn sync(
             "metadata": { "name": name, "labels": object_labels, "ownerReferences": owners },
             "spec": spec,
         });
-        if let (Some(key), Some(author)) = (key, sole_author(&want.owners, authors)) {
-            let sealed = author.sealed_for(
-                key,
-                pakket_api::LAST_CHANGED_BY_ANNOTATION,
-                &pakket_api::record_object("Input", &name),
-                pakket_api::value_digest(&spec),
-            );
+        if let Some(key) = key {
             input["metadata"]["annotations"] =
-                json!({ pakket_api::LAST_CHANGED_BY_ANNOTATION: sealed.to_annotation() });
+                json!({ GENERATED_ANNOTATION: seal(key, &name, &spec) });
+            if let Some(author) = sole_author(&want.owners, authors) {
+                let sealed = author.sealed_for(
+                    key,
+                    pakket_api::LAST_CHANGED_BY_ANNOTATION,
+                    &pakket_api::record_object("Input", &name),
+                    pakket_api::value_digest(&spec),
+                );
+                input["metadata"]["annotations"][pakket_api::LAST_CHANGED_BY_ANNOTATION] =
+                    json!(sealed.to_annotation());
+            }
         }
         if ours {
             api.patch(
@@ -308,5 +377,37 @@ mod tests {
         assert_eq!(sole_author(&owners, &mixed), None);
         let unverified = BTreeMap::from([("a".to_owned(), Some(carol)), ("b".to_owned(), None)]);
         assert_eq!(sole_author(&owners, &unverified), None);
+    }
+
+    #[test]
+    fn only_an_input_sealed_by_this_controller_counts_as_generated() {
+        let key = pakket_api::RecordKey::from_bytes(&[3; 32]).unwrap();
+        let want = Wanted {
+            package: "etcd".into(),
+            catalog: "community".into(),
+            channel: None,
+            class: "generating".into(),
+            owners: vec![("a".into(), "uid-a".into())],
+        };
+        let name = name_for("etcd");
+        let mut made = (*input(&name, "generating")).clone();
+        made.spec = serde_json::from_value(want.spec()).unwrap();
+        made.metadata.labels = Some([(DEPENDENCY_LABEL.to_owned(), "etcd".to_owned())].into());
+        // The label alone, as anyone who may write Inputs can write it.
+        assert!(!is_generated(&made, Some(&key), "m"));
+        let spec = serde_json::to_value(&made.spec).unwrap();
+        made.metadata.annotations =
+            Some([(GENERATED_ANNOTATION.to_owned(), seal(&key, &name, &spec))].into());
+        assert!(is_generated(&made, Some(&key), "m"));
+        // The seal copied onto another name, or kept over a changed spec.
+        let mut copied = made.clone();
+        copied.metadata.name = Some("dependency-other".into());
+        assert!(!is_generated(&copied, Some(&key), "m"));
+        let mut changed = made.clone();
+        changed.spec.input_class = "another".into();
+        assert!(!is_generated(&changed, Some(&key), "m"));
+        // A seal made with another key.
+        let other = pakket_api::RecordKey::from_bytes(&[4; 32]).unwrap();
+        assert!(!is_generated(&made, Some(&other), "m"));
     }
 }

@@ -1363,7 +1363,13 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
             .unwrap(),
         },
     );
-    alices.metadata.labels = Some(scope.labels());
+    // She even labels it as generated: a label she can write is no proof.
+    let mut labels = scope.labels();
+    labels.insert(
+        pakket_resolveset::dependency_inputs::DEPENDENCY_LABEL.to_owned(),
+        "etcd".to_owned(),
+    );
+    alices.metadata.labels = Some(labels);
     let alices = inputs
         .create(&PostParams::default(), &alices)
         .await
@@ -1398,8 +1404,10 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
     assert_eq!(kept.spec, alices.spec);
     assert!(
         !kept
-            .labels()
-            .contains_key(pakket_resolveset::dependency_inputs::DEPENDENCY_LABEL)
+            .annotations()
+            .contains_key(pakket_resolveset::dependency_inputs::GENERATED_ANNOTATION),
+        "not sealed as generated: {:?}",
+        kept.metadata
     );
     inputs
         .delete(&scope.name("backup"), &DeleteParams::default())
