@@ -19,6 +19,11 @@ pub const VERSION: &str = "v1alpha1";
 pub const DEFAULT_REPOSITORY_ANNOTATION: &str = "packages.pakket.dev/default-repository";
 /// On a ClusterPackage the provisioner made for another's dependency.
 pub const INSTALLED_AS_DEPENDENCY_ANNOTATION: &str = "packages.pakket.dev/installed-as-dependency";
+/// The provisioner's seal on a ClusterPackage it installed as a
+/// dependency: the proof [`INSTALLED_AS_DEPENDENCY_ANNOTATION`] (which
+/// anyone who may write the object can write) is not. Only a sealed one is
+/// removed when nothing depends on it any more.
+pub const DEPENDENCY_SEAL_ANNOTATION: &str = "packages.pakket.dev/installed-as-dependency-seal";
 
 /// A package repository served over HTTPS (`index.yaml`,
 /// `<name>/versions.yaml`, `<name>/<version>/package.yaml`).

@@ -25,8 +25,9 @@ use pakket_engine::glasskube::{self, ConflictResolution, DependencyCheck, Outcom
 use pakket_engine::{Range, Version};
 
 use crate::api::{
-    ClusterPackage, ClusterPackageSpec, INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfo,
-    PackageInfoTemplate, PackageRepository, PackageStatus,
+    ClusterPackage, ClusterPackageSpec, DEPENDENCY_SEAL_ANNOTATION,
+    INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfo, PackageInfoTemplate,
+    PackageRepository, PackageStatus,
 };
 use crate::manifest::{Dependency, PackageManifest};
 use crate::repository::{Endpoint, RepositoryClient};
@@ -145,6 +146,54 @@ pub fn is_dependency(package: &impl kube::ResourceExt) -> bool {
         .is_some_and(|v| v == "true")
 }
 
+/// The identity the dependency seal names.
+const INSTALLER: &str = "pakket-package/dependencies";
+
+/// The seal for ClusterPackage `name` installed as a dependency for
+/// package `package`.
+fn dependency_seal(key: &pakket_api::RecordKey, name: &str, package: &str) -> String {
+    pakket_api::CreatorRecord::new(INSTALLER, None, Vec::new())
+        .sealed_for(
+            key,
+            DEPENDENCY_SEAL_ANNOTATION,
+            &pakket_api::record_object("ClusterPackage", name),
+            pakket_api::value_digest(&serde_json::json!(package)),
+        )
+        .to_annotation()
+}
+
+/// Whether this provisioner provably installed `package` (a ClusterPackage
+/// of package `package_name`) as a dependency, so it may remove it once
+/// nothing needs it: its seal verifies with `key`. Without a key, the
+/// annotation is all there is.
+pub fn installed_by_us_as_dependency(
+    package: &impl kube::ResourceExt,
+    package_name: &str,
+    key: Option<&pakket_api::RecordKey>,
+) -> bool {
+    if !is_dependency(package) {
+        return false;
+    }
+    let Some(key) = key else {
+        return true;
+    };
+    package
+        .annotations()
+        .get(DEPENDENCY_SEAL_ANNOTATION)
+        .and_then(|text| pakket_api::CreatorRecord::from_annotation(text).ok())
+        .is_some_and(|record| {
+            record.username == INSTALLER
+                && record
+                    .verify_for(
+                        key,
+                        DEPENDENCY_SEAL_ANNOTATION,
+                        &pakket_api::record_object("ClusterPackage", &package.name_any()),
+                        &pakket_api::value_digest(&serde_json::json!(package_name)),
+                    )
+                    .is_ok()
+        })
+}
+
 /// The packages (other than `uid`) that depend on `package`.
 pub fn dependents_of<'a>(
     everyone: &'a [Dependent],
@@ -190,7 +239,8 @@ pub async fn resolve(
     uid: &str,
     manifest: &PackageManifest,
     labels: &BTreeMap<String, String>,
-    author: Option<(&pakket_api::RecordKey, &pakket_api::CreatorRecord)>,
+    key: Option<&pakket_api::RecordKey>,
+    author: Option<&pakket_api::CreatorRecord>,
 ) -> Result<Verdict, String> {
     if manifest.dependencies.is_empty() {
         return Ok(Verdict::Ready(Vec::new()));
@@ -284,6 +334,7 @@ pub async fn resolve(
                     version.as_written(),
                     &found_in,
                     labels,
+                    key,
                     author,
                 )
                 .await?;
@@ -373,7 +424,8 @@ async fn install(
     version: &str,
     repository: &str,
     labels: &BTreeMap<String, String>,
-    author: Option<(&pakket_api::RecordKey, &pakket_api::CreatorRecord)>,
+    key: Option<&pakket_api::RecordKey>,
+    author: Option<&pakket_api::CreatorRecord>,
 ) -> Result<(), String> {
     let api: Api<ClusterPackage> = Api::all(client.clone());
     let mut package = ClusterPackage::new(
@@ -396,7 +448,13 @@ async fn install(
     // The dependent's author asked for it too: her record, sealed for
     // this ClusterPackage and spec (the webhook takes it from this
     // process, a delegate, only).
-    if let Some((key, person)) = author {
+    if let Some(key) = key {
+        annotations.insert(
+            DEPENDENCY_SEAL_ANNOTATION.to_owned(),
+            dependency_seal(key, &dependency.name, &dependency.name),
+        );
+    }
+    if let Some((key, person)) = key.zip(author) {
         let spec = serde_json::to_value(&package.spec).map_err(|e| e.to_string())?;
         let sealed = person.sealed_for(
             key,
@@ -464,5 +522,56 @@ mod tests {
             deletion_refused(&[cnpg, db, second], "cloudnative-pg", "cloudnative-pg", "1"),
             None
         );
+    }
+
+    #[test]
+    fn only_a_sealed_dependency_is_one_this_provisioner_removes() {
+        let key = pakket_api::RecordKey::from_bytes(&[5; 32]).unwrap();
+        let made = |name: &str, annotations: &[(&str, String)]| {
+            let mut package = ClusterPackage::new(
+                name,
+                ClusterPackageSpec {
+                    package_info: PackageInfoTemplate {
+                        name: "cloudnative-pg".into(),
+                        version: Some("v1.25.0+1".into()),
+                        repository_name: None,
+                    },
+                    values: BTreeMap::new(),
+                    suspend: false,
+                },
+            );
+            package.metadata.annotations = Some(
+                annotations
+                    .iter()
+                    .map(|(key, value)| ((*key).to_owned(), value.clone()))
+                    .collect(),
+            );
+            package
+        };
+        let marked = (INSTALLED_AS_DEPENDENCY_ANNOTATION, "true".to_owned());
+        // The annotation alone, as anyone who may write the object sets it.
+        let claimed = made("cloudnative-pg", std::slice::from_ref(&marked));
+        assert!(!installed_by_us_as_dependency(
+            &claimed,
+            "cloudnative-pg",
+            Some(&key)
+        ));
+        let seal = (
+            DEPENDENCY_SEAL_ANNOTATION,
+            dependency_seal(&key, "cloudnative-pg", "cloudnative-pg"),
+        );
+        let sealed = made("cloudnative-pg", &[marked.clone(), seal.clone()]);
+        assert!(installed_by_us_as_dependency(
+            &sealed,
+            "cloudnative-pg",
+            Some(&key)
+        ));
+        // The seal copied onto another ClusterPackage.
+        let copied = made("team-db", &[marked, seal]);
+        assert!(!installed_by_us_as_dependency(
+            &copied,
+            "cloudnative-pg",
+            Some(&key)
+        ));
     }
 }

@@ -316,7 +316,14 @@ async fn install<K: PackageObject>(
     // Installed only because another package needed it: it goes when no
     // package does any more.
     // (A component is a namespaced Package: it goes with its parent.)
-    let as_dependency = package.namespace().is_none() && dependencies::is_dependency(package);
+    // Removed by this provisioner only if it provably installed it so: an
+    // annotation anyone who may write the object can set is no proof.
+    let as_dependency = package.namespace().is_none()
+        && dependencies::installed_by_us_as_dependency(
+            package,
+            &wanted.name,
+            context.record_key.as_ref(),
+        );
     if as_dependency {
         let everyone = dependencies::everyone(client).await?;
         if dependencies::dependents_of(&everyone, &wanted.name, &uid).is_empty() {
@@ -444,7 +451,8 @@ async fn install<K: PackageObject>(
         &uid,
         &manifest,
         package.labels(),
-        context.record_key.as_ref().zip(person.as_ref()),
+        context.record_key.as_ref(),
+        person.as_ref(),
     )
     .await
     .map_err(|problem| Step::Failed("InstallationFailed", problem))?;
