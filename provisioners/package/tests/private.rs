@@ -142,24 +142,11 @@ async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_
     // A repository naming the unmarked Secret: refused by name, and its
     // server never sees the value.
     let nosy_name = scope.name("nosy");
-    let mut nosy = PackageRepository::new(
-        &nosy_name,
-        PackageRepositorySpec {
-            url: public.url(""),
-            auth: Some(RepositoryAuth {
-                basic: None,
-                bearer: Some(BearerAuth {
-                    token_secret_ref: SecretKey {
-                        name: "a-key-of-pakkets".into(),
-                        key: "token".into(),
-                    },
-                }),
-            }),
-        },
-    );
-    nosy.metadata.labels = Some(scope.labels());
     repositories
-        .create(&PostParams::default(), &nosy)
+        .create(
+            &PostParams::default(),
+            &bearer_repository(&scope, &nosy_name, public.url(""), "a-key-of-pakkets"),
+        )
         .await
         .unwrap();
     eventually(
@@ -193,24 +180,16 @@ async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_
         )
         .await
         .unwrap();
-    let mut repository = PackageRepository::new(
-        &repository_name,
-        PackageRepositorySpec {
-            url: private.url(""),
-            auth: Some(RepositoryAuth {
-                basic: None,
-                bearer: Some(BearerAuth {
-                    token_secret_ref: SecretKey {
-                        name: "repository-token".into(),
-                        key: "token".into(),
-                    },
-                }),
-            }),
-        },
-    );
-    repository.metadata.labels = Some(scope.labels());
     repositories
-        .create(&PostParams::default(), &repository)
+        .create(
+            &PostParams::default(),
+            &bearer_repository(
+                &scope,
+                &repository_name,
+                private.url(""),
+                "repository-token",
+            ),
+        )
         .await
         .unwrap();
     // A wrong token: the repository says it fails, naming the URL.
@@ -317,4 +296,26 @@ async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_
         .await
         .unwrap();
     scope.cleanup().await;
+}
+
+/// PackageRepository `name` at `url`, its bearer token named as key
+/// `token` of Secret `secret`.
+fn bearer_repository(scope: &Scope, name: &str, url: String, secret: &str) -> PackageRepository {
+    let mut repository = PackageRepository::new(
+        name,
+        PackageRepositorySpec {
+            url,
+            auth: Some(RepositoryAuth {
+                basic: None,
+                bearer: Some(BearerAuth {
+                    token_secret_ref: SecretKey {
+                        name: secret.into(),
+                        key: "token".into(),
+                    },
+                }),
+            }),
+        },
+    );
+    repository.metadata.labels = Some(scope.labels());
+    repository
 }
