@@ -287,6 +287,18 @@ pub fn check_update_for(
     };
     unchanged(CREATED_BY_ANNOTATION)?;
     if status || old.1 == new.1 {
+        // A delegate may say, without changing the spec, for whom it writes
+        // the object (a child first written before its requester was
+        // sealed on it, or now asked for by someone else), with a record
+        // sealed for this object and this very spec.
+        let redelegated = !status
+            && record_text(new.0, LAST_CHANGED_BY_ANNOTATION).is_some_and(|found| {
+                record_text(old.0, LAST_CHANGED_BY_ANNOTATION) != Some(found)
+                    && subject.delegated(found, key, new.1)
+            });
+        if redelegated {
+            return Ok(());
+        }
         return unchanged(LAST_CHANGED_BY_ANNOTATION);
     }
     match record_text(new.0, LAST_CHANGED_BY_ANNOTATION) {
@@ -610,6 +622,70 @@ mod tests {
                 &bob,
                 &key(),
                 true
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_delegate_may_seal_for_whom_it_writes_an_unchanged_spec_and_nobody_else_may() {
+        let controller =
+            Requester::named("system:serviceaccount:pakket-system:pakket-resolveset", &[]);
+        let digest = spec_digest(&spec("v1"));
+        let delegate = Subject {
+            kind: "Instance",
+            name: "hello",
+            delegate: true,
+        };
+        let for_alice = alice()
+            .creator_record()
+            .sealed_for(&key(), LAST_CHANGED_BY_ANNOTATION, "hello", digest.clone())
+            .to_annotation();
+        let before = meta_with(&[]);
+        let after = meta_with(&[(LAST_CHANGED_BY_ANNOTATION, &for_alice)]);
+        check_update_for(
+            &delegate,
+            (&before, &digest),
+            (&after, &digest),
+            &controller,
+            &key(),
+            false,
+        )
+        .unwrap();
+        // Not on the status subresource, not by anyone else, not with a
+        // record for another spec.
+        assert!(
+            check_update_for(
+                &delegate,
+                (&before, &digest),
+                (&after, &digest),
+                &controller,
+                &key(),
+                true
+            )
+            .is_err()
+        );
+        let mallory = Requester::named("mallory", &[]);
+        assert!(
+            check_update_for(
+                &Subject::instance("hello"),
+                (&before, &digest),
+                (&after, &digest),
+                &mallory,
+                &key(),
+                false
+            )
+            .is_err()
+        );
+        let other = spec_digest(&spec("v2"));
+        assert!(
+            check_update_for(
+                &delegate,
+                (&before, &other),
+                (&after, &other),
+                &controller,
+                &key(),
+                false
             )
             .is_err()
         );
