@@ -37,6 +37,10 @@ use crate::review::{Request, Target};
 const MAX_REVIEW_BYTES: usize = 16 << 20;
 /// A client that has not finished its TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client that has not sent a request's headers by then is dropped.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// At most one warning per this long about failed accepts.
+const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Clone)]
 struct Shared {
@@ -137,16 +141,30 @@ pub async fn serve(
 ) {
     let acceptor = TlsAcceptor::from(tls);
     let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A client that sends no request headers within the limit is dropped
+    // (hyper needs a timer to enforce it).
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let mut failed_since_warning = 0u64;
+    let mut last_warning: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
-                    // Out of file descriptors and the like: back off, go on.
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // Out of file descriptors and the like: back off, go on,
+                    // warning at most every ACCEPT_WARN_EVERY.
+                    failed_since_warning += 1;
+                    if last_warning.is_none_or(|at| at.elapsed() >= ACCEPT_WARN_EVERY) {
+                        tracing::warn!(%error, failed = failed_since_warning, "accept failed; backing off");
+                        failed_since_warning = 0;
+                        last_warning = Some(Instant::now());
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },

@@ -136,22 +136,46 @@ pub async fn serve(
     Ok(())
 }
 
+/// A client that has not finished its TLS handshake by then is dropped, so
+/// connections opened and left silent do not hold file descriptors.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client that has not sent a request's headers by then is dropped.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the loop waits after a failed accept (out of file descriptors,
+/// most likely) before trying again: long enough not to spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// At most one warning per this long about failed accepts; the rest are
+/// counted into the next one.
+const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
+
 async fn accept(listener: TcpListener, acceptor: TlsAcceptor, router: Router) {
+    let mut failed_since_warning = 0u64;
+    let mut last_warning: Option<std::time::Instant> = None;
     loop {
         let (tcp, _) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
-                tracing::warn!(%error, "accepting a connection");
+                failed_since_warning += 1;
+                if last_warning.is_none_or(|at| at.elapsed() >= ACCEPT_WARN_EVERY) {
+                    tracing::warn!(%error, failed = failed_since_warning, "accepting connections fails; backing off");
+                    failed_since_warning = 0;
+                    last_warning = Some(std::time::Instant::now());
+                }
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
                 continue;
             }
         };
         let (acceptor, router) = (acceptor.clone(), router.clone());
         tokio::spawn(async move {
-            // A client that refuses our certificate ends here.
-            let Ok(tls) = acceptor.accept(tcp).await else {
+            // A client that refuses our certificate, or never finishes the
+            // handshake, ends here.
+            let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
+            else {
                 return;
             };
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(TokioIo::new(tls), TowerToHyperService::new(router))
                 .await;
         });
@@ -286,6 +310,40 @@ mod tests {
             first_ca.served(address).await.as_ref() == Some(third)
         })
         .await;
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn silent_clients_are_dropped_and_do_not_hold_the_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        let ca = TestCa::new();
+        ca.issue(&cert, &key);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let transport = Transport::from_flags(address, false, Some(&cert), Some(&key)).unwrap();
+        let router = api::router(ApiState {
+            catalogs: Arc::new(Catalogs::new()),
+            auth: None,
+        });
+        let server = tokio::spawn(serve(listener, router, transport));
+        // One client never starts TLS; another finishes it and never asks.
+        let mut silent = TcpStream::connect(address).await.unwrap();
+        let mut idle = ca.connect(address).await.unwrap();
+        // A legitimate client is answered meanwhile.
+        assert!(ca.served(address).await.is_some());
+        let limit = HANDSHAKE_TIMEOUT.max(HEADER_READ_TIMEOUT) + Duration::from_secs(5);
+        let mut byte = [0u8; 1];
+        let closed = tokio::time::timeout(limit, silent.read(&mut byte)).await;
+        assert!(
+            matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+            "a client that never starts TLS is dropped: {closed:?}"
+        );
+        let closed = tokio::time::timeout(limit, idle.read(&mut byte)).await;
+        assert!(
+            matches!(closed, Ok(Ok(_)) | Ok(Err(_))),
+            "a client that never sends a request is dropped: {closed:?}"
+        );
         server.abort();
     }
 
