@@ -395,9 +395,15 @@ mod tests {
         made.metadata.labels = Some([(DEPENDENCY_LABEL.to_owned(), "etcd".to_owned())].into());
         // The label alone, as anyone who may write Inputs can write it.
         assert!(!is_generated(&made, Some(&key), "m"));
-        let spec = serde_json::to_value(&made.spec).unwrap();
-        made.metadata.annotations =
-            Some([(GENERATED_ANNOTATION.to_owned(), seal(&key, &name, &spec))].into());
+        // Sealed as `sync` seals it: over the spec it writes, which must
+        // read back as the same digest once stored as an Input.
+        made.metadata.annotations = Some(
+            [(
+                GENERATED_ANNOTATION.to_owned(),
+                seal(&key, &name, &want.spec()),
+            )]
+            .into(),
+        );
         assert!(is_generated(&made, Some(&key), "m"));
         // The seal copied onto another name, or kept over a changed spec.
         let mut copied = made.clone();
