@@ -59,7 +59,7 @@ pub struct Context<P> {
     /// Permits for fetching and unpacking, one per Bundle at a time.
     pub unpacks: tokio::sync::Semaphore,
     /// Permits for reading content from ConfigMaps, one per ConfigMap
-    /// mounted ([`CONFIG_MAP_READS`] in all).
+    /// mounted (`CONFIG_MAP_READS` in all).
     pub config_map_reads: tokio::sync::Semaphore,
     /// What the cluster runs and serves, and when that was read.
     pub cluster: tokio::sync::Mutex<Option<(std::time::Instant, Arc<ClusterFacts>)>>,
@@ -88,7 +88,7 @@ pub fn recorder(client: Client, provisioner_id: &str) -> Recorder {
 
 impl<P> Context<P> {
     /// The cluster's version and served kinds, read at most every
-    /// [`CLUSTER_FACTS_FOR`] (a discovery is a request per API group).
+    /// `CLUSTER_FACTS_FOR` (a discovery is a request per API group).
     /// What cannot be read is left out, not an error: a provisioner that
     /// needs it says so in its own words.
     pub async fn cluster_facts(&self) -> Arc<ClusterFacts> {

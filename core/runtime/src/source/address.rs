@@ -14,7 +14,7 @@
 //! | IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`) forms | what the IPv4 address they carry is |
 //! | `localhost`, `*.localhost`, `*.svc`, `*.local` (so `*.cluster.local`), `*.internal`, `*.home.arpa`, names without a dot | a cluster-internal name (before any lookup) |
 //!
-//! The check is made where connections are made ([`guard`]): every address a
+//! The check is made where connections are made (`guard`): every address a
 //! name resolves to (a reqwest DNS resolver, so a name that resolves to
 //! 127.0.0.1, or a DNS answer that changes between a check and the
 //! connection, is caught), every literal IP, and every redirect hop. git is

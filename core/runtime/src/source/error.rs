@@ -131,7 +131,7 @@ pub enum SourceError {
         image: String,
         /// The layer's digest.
         digest: String,
-        /// Its media type, quoted, as [`media_type_words`] shows it.
+        /// Its media type, quoted, as `media_type_words` shows it.
         media_type: String,
     },
     /// Content did not match its digest: corrupted or tampered with.
