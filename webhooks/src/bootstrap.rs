@@ -38,6 +38,9 @@ use sha2::{Digest as _, Sha256};
 
 /// The record key's Secret (key `key`), as the Deployments mount it.
 pub const RECORD_KEY_SECRET: &str = "pakket-record-key";
+/// The record key Secret's entry holding the previous key during a
+/// rotation (`key` holds the current one).
+pub const PREVIOUS_RECORD_KEY: &str = "key.previous";
 /// The CA's Secret (`tls.crt`, `tls.key`).
 pub const CA_SECRET: &str = "pakket-ca";
 /// When a serving certificate's Secret says it ends (RFC 3339).
@@ -101,6 +104,22 @@ pub async fn run(client: &Client, request: &Request) -> anyhow::Result<Outcome> 
     if let Some(folder) = &request.record_key_to {
         let secret = secrets.get(RECORD_KEY_SECRET).await?;
         write_files(folder, &[("key", &text(&secret, "key")?)])?;
+        // A rotation's window: the previous key beside the current one
+        // (`pakket_api::RecordKey::read` takes both), gone once the admin
+        // removes it from the Secret.
+        let previous = folder.join(PREVIOUS_RECORD_KEY);
+        match secret
+            .data
+            .as_ref()
+            .is_some_and(|data| data.contains_key(PREVIOUS_RECORD_KEY))
+        {
+            true => write_files(
+                folder,
+                &[(PREVIOUS_RECORD_KEY, &text(&secret, PREVIOUS_RECORD_KEY)?)],
+            )?,
+            false if previous.exists() => std::fs::remove_file(&previous)?,
+            false => {}
+        }
     }
     if request.services.is_empty() && request.configurations.is_empty() {
         // Certificates from elsewhere (cert-manager): the record key only.

@@ -146,6 +146,53 @@ async fn bootstrap_makes_once_renews_when_due_and_injects_the_ca() {
     let annotations: BTreeMap<String, String> = now.metadata.annotations.unwrap_or_default();
     assert_ne!(annotations[NOT_AFTER_ANNOTATION], soon);
 
+    // Rotating the record key: the admin keeps the old one as
+    // `key.previous` and writes a new `key`; bootstrap writes both where
+    // the webhooks read them, and records sealed with either verify.
+    let old_key = data(&record_key, "key");
+    let (_, new_key) = pakket_api::RecordKey::generate();
+    secrets
+        .patch(
+            "pakket-record-key",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "stringData": {
+                "key": new_key,
+                "key.previous": String::from_utf8(old_key.clone()).unwrap(),
+            } })),
+        )
+        .await
+        .unwrap();
+    bootstrap::run(&scope.client, &request).await.unwrap();
+    let key_file = folder.join("record-key").join("key");
+    let window = pakket_api::RecordKey::read(&key_file).unwrap();
+    let old = pakket_api::RecordKey::from_bytes(old_key.trim_ascii()).unwrap();
+    let alice = pakket_api::CreatorRecord::new("alice", None, vec![]);
+    let by_old = alice.sealed_for(&old, pakket_api::CREATED_BY_ANNOTATION, "x", "d".into());
+    assert!(
+        by_old
+            .verify_for(&window, pakket_api::CREATED_BY_ANNOTATION, "x", "d")
+            .is_ok(),
+        "a record of the old key verifies during the window"
+    );
+    // The window closes: the previous key leaves the Secret and the folder.
+    secrets
+        .patch(
+            "pakket-record-key",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "key.previous": null } })),
+        )
+        .await
+        .unwrap();
+    bootstrap::run(&scope.client, &request).await.unwrap();
+    assert!(!folder.join("record-key").join("key.previous").exists());
+    let after = pakket_api::RecordKey::read(&key_file).unwrap();
+    assert!(
+        by_old
+            .verify_for(&after, pakket_api::CREATED_BY_ANNOTATION, "x", "d")
+            .is_err(),
+        "after the window the old key's records are untrusted"
+    );
+
     let _ = hooks.delete(&configuration, &DeleteParams::default()).await;
     let _ = std::fs::remove_dir_all(&folder);
     scope.cleanup().await;

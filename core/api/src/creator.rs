@@ -97,7 +97,10 @@ impl CreatorRecord {
         digest: String,
     ) -> Self {
         let mut sealed = Self::new(self.username.clone(), self.uid.clone(), self.groups.clone());
-        let tag = hmac::sign(&key.0, &sealed.sealed_text(annotation, object, &digest));
+        let tag = hmac::sign(
+            &key.sealing,
+            &sealed.sealed_text(annotation, object, &digest),
+        );
         sealed.spec = Some(digest);
         sealed.seal = Some(hex::encode(tag.as_ref()));
         sealed
@@ -128,8 +131,13 @@ impl CreatorRecord {
             return Err(RecordError::Unsealed { annotation });
         };
         let tag = hex::decode(seal).map_err(|_| RecordError::BadSeal { annotation })?;
-        hmac::verify(&key.0, &self.sealed_text(annotation, object, digest), &tag)
-            .map_err(|_| RecordError::BadSeal { annotation })?;
+        let text = self.sealed_text(annotation, object, digest);
+        if !key
+            .verifying()
+            .any(|candidate| hmac::verify(candidate, &text, &tag).is_ok())
+        {
+            return Err(RecordError::BadSeal { annotation });
+        }
         let current = current.to_owned();
         if *digest != current {
             return Err(RecordError::SpecChanged {
@@ -297,8 +305,18 @@ pub fn requester_of(
 
 /// The secret that seals requester records. The webhooks and provisioners
 /// read the same key (in a cluster, one Secret mounted into both).
+///
+/// Rotation: during a window a previous key is kept beside the current one
+/// (the file `<key file>.previous`, the Secret's `key.previous` entry).
+/// New records are sealed with the current key; records sealed with either
+/// verify. Once every record that matters has been written again (or the
+/// window is over), the previous key is removed, and records sealed with it
+/// are no longer trusted (policies then ask a person).
 #[derive(Clone)]
-pub struct RecordKey(hmac::Key);
+pub struct RecordKey {
+    sealing: hmac::Key,
+    previous: Option<hmac::Key>,
+}
 
 impl std::fmt::Debug for RecordKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -312,12 +330,40 @@ impl RecordKey {
         if bytes.len() < MIN_KEY_BYTES {
             return Err(KeyError::TooShort { found: bytes.len() });
         }
-        Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, bytes)))
+        Ok(Self {
+            sealing: hmac::Key::new(hmac::HMAC_SHA256, bytes),
+            previous: None,
+        })
+    }
+
+    /// This key, also accepting records sealed with `previous` (a
+    /// rotation's window).
+    pub fn with_previous(mut self, previous: &RecordKey) -> Self {
+        self.previous = Some(previous.sealing.clone());
+        self
+    }
+
+    /// The keys a seal is checked against: the current one, then the
+    /// previous one during a rotation.
+    fn verifying(&self) -> impl Iterator<Item = &hmac::Key> {
+        std::iter::once(&self.sealing).chain(self.previous.as_ref())
     }
 
     /// The key in a file (surrounding whitespace ignored, so a Secret made
-    /// with `--from-literal` or `--from-file` both work).
+    /// with `--from-literal` or `--from-file` both work), and the previous
+    /// key in `<file>.previous` if that file exists (a rotation's window).
     pub fn read(path: &Path) -> Result<Self, KeyError> {
+        let key = Self::read_one(path)?;
+        let mut previous_path = path.as_os_str().to_owned();
+        previous_path.push(".previous");
+        let previous_path = std::path::PathBuf::from(previous_path);
+        if previous_path.is_file() {
+            return Ok(key.with_previous(&Self::read_one(&previous_path)?));
+        }
+        Ok(key)
+    }
+
+    fn read_one(path: &Path) -> Result<Self, KeyError> {
         let bytes = std::fs::read(path).map_err(|source| KeyError::Read {
             path: path.display().to_string(),
             source,
@@ -461,6 +507,71 @@ mod tests {
             CreatorRecord::of(Some(&annotations)).unwrap().unwrap(),
             record
         );
+    }
+
+    #[test]
+    fn during_a_rotation_records_of_either_key_verify_and_new_ones_use_the_new_key() {
+        let old = RecordKey::from_bytes(&[1; 32]).unwrap();
+        let new = RecordKey::from_bytes(&[2; 32]).unwrap();
+        let window = new.clone().with_previous(&old);
+        let alice = CreatorRecord::new("alice", None, vec![]);
+        let digest = "sha256:spec".to_owned();
+        let by_old = alice.sealed_for(&old, CREATED_BY_ANNOTATION, "x", digest.clone());
+        assert!(
+            by_old
+                .verify_for(&window, CREATED_BY_ANNOTATION, "x", &digest)
+                .is_ok()
+        );
+        let by_window = alice.sealed_for(&window, CREATED_BY_ANNOTATION, "x", digest.clone());
+        assert!(
+            by_window
+                .verify_for(&new, CREATED_BY_ANNOTATION, "x", &digest)
+                .is_ok()
+        );
+        assert!(
+            by_window
+                .verify_for(&old, CREATED_BY_ANNOTATION, "x", &digest)
+                .is_err()
+        );
+        // After the window, the old key's records are no longer trusted.
+        assert!(
+            by_old
+                .verify_for(&new, CREATED_BY_ANNOTATION, "x", &digest)
+                .is_err()
+        );
+        // A key neither current nor previous is refused.
+        let other = RecordKey::from_bytes(&[3; 32]).unwrap();
+        let by_other = alice.sealed_for(&other, CREATED_BY_ANNOTATION, "x", digest.clone());
+        assert!(
+            by_other
+                .verify_for(&window, CREATED_BY_ANNOTATION, "x", &digest)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_previous_key_is_read_beside_the_key_file() {
+        let dir = std::env::temp_dir().join(format!("pakket-key-rotation-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("key");
+        std::fs::write(&file, "n".repeat(32)).unwrap();
+        let alone = RecordKey::read(&file).unwrap();
+        let old = RecordKey::from_bytes("o".repeat(32).as_bytes()).unwrap();
+        let alice = CreatorRecord::new("alice", None, vec![]);
+        let by_old = alice.sealed_for(&old, CREATED_BY_ANNOTATION, "x", "d".into());
+        assert!(
+            by_old
+                .verify_for(&alone, CREATED_BY_ANNOTATION, "x", "d")
+                .is_err()
+        );
+        std::fs::write(dir.join("key.previous"), format!("{}\n", "o".repeat(32))).unwrap();
+        let window = RecordKey::read(&file).unwrap();
+        assert!(
+            by_old
+                .verify_for(&window, CREATED_BY_ANNOTATION, "x", "d")
+                .is_ok()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
