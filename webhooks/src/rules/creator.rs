@@ -643,52 +643,24 @@ mod tests {
             .to_annotation();
         let before = meta_with(&[]);
         let after = meta_with(&[(LAST_CHANGED_BY_ANNOTATION, &for_alice)]);
-        check_update_for(
-            &delegate,
-            (&before, &digest),
-            (&after, &digest),
-            &controller,
-            &key(),
-            false,
-        )
-        .unwrap();
+        let update = |subject: &Subject<'_>, requester: &Requester, digest: &str, status: bool| {
+            check_update_for(
+                subject,
+                (&before, digest),
+                (&after, digest),
+                requester,
+                &key(),
+                status,
+            )
+        };
+        update(&delegate, &controller, &digest, false).unwrap();
         // Not on the status subresource, not by anyone else, not with a
         // record for another spec.
-        assert!(
-            check_update_for(
-                &delegate,
-                (&before, &digest),
-                (&after, &digest),
-                &controller,
-                &key(),
-                true
-            )
-            .is_err()
-        );
+        assert!(update(&delegate, &controller, &digest, true).is_err());
         let mallory = Requester::named("mallory", &[]);
-        assert!(
-            check_update_for(
-                &Subject::instance("hello"),
-                (&before, &digest),
-                (&after, &digest),
-                &mallory,
-                &key(),
-                false
-            )
-            .is_err()
-        );
+        assert!(update(&Subject::instance("hello"), &mallory, &digest, false).is_err());
         let other = spec_digest(&spec("v2"));
-        assert!(
-            check_update_for(
-                &delegate,
-                (&before, &other),
-                (&after, &other),
-                &controller,
-                &key(),
-                false
-            )
-            .is_err()
-        );
+        assert!(update(&delegate, &controller, &other, false).is_err());
     }
 
     #[test]
