@@ -63,6 +63,9 @@ pub struct Context<P> {
     pub config_map_reads: tokio::sync::Semaphore,
     /// What the cluster runs and serves, and when that was read.
     pub cluster: tokio::sync::Mutex<Option<(std::time::Instant, Arc<ClusterFacts>)>>,
+    /// Content reconciles are installing now, which the store's
+    /// collection keeps until statuses pin it.
+    pub in_flight: super::store_gc::InFlight,
 }
 
 /// Most ConfigMaps of content read and unpacked at once. Each is at most

@@ -173,6 +173,9 @@ pub async fn install<P: Provisioner>(
             }
         },
     };
+    // Kept from the store's collection until the status written below
+    // pins it (and the watch caches have seen that).
+    let _held = context.in_flight.hold(&unpacked.digest);
     // A Bundle's pin never moves: a source that now serves other content
     // is an error on the Bundle, not a new pin (and not new content under
     // an old approval).

@@ -215,10 +215,12 @@ pub async fn run_with<P: Provisioner>(
 
     let events = events::Events::new(context::recorder(client.clone(), provisioner.id()));
     let store = Arc::new(store);
+    let in_flight = store_gc::InFlight::default();
     tokio::spawn(store_gc::run(
         Arc::clone(&store),
         bundles.clone(),
         instances.clone(),
+        in_flight.clone(),
         Arc::clone(&options.metrics),
         options.store_gc,
     ));
@@ -241,6 +243,7 @@ pub async fn run_with<P: Provisioner>(
         unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),
         config_map_reads: tokio::sync::Semaphore::new(context::CONFIG_MAP_READS as usize),
         cluster: tokio::sync::Mutex::new(None),
+        in_flight,
     });
     let by_class = instances.clone();
     let by_bundle = instances.clone();

@@ -47,6 +47,74 @@ impl Default for StoreGc {
 }
 
 /// The digests the cached Bundles and embedded Bundles pin.
+/// Content a reconcile is installing right now: unpacked, but not yet
+/// pinned by a status the caches have seen. Held while the reconcile runs
+/// and a few seconds after, so a collection between the unpack and the
+/// status write (or before the watch caches see that write) keeps it.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<std::sync::Mutex<std::collections::HashMap<Digest, usize>>>);
+
+/// How long content stays held after its reconcile ends: the watch caches
+/// the pins are read from see the status write by then.
+const HELD_AFTER: Duration = Duration::from_secs(5);
+
+impl InFlight {
+    /// Holds `digest` until the returned guard is dropped (and
+    /// [`HELD_AFTER`] more).
+    pub fn hold(&self, digest: &Digest) -> Held {
+        *self
+            .0
+            .lock()
+            .expect("not poisoned")
+            .entry(digest.clone())
+            .or_default() += 1;
+        Held {
+            in_flight: self.clone(),
+            digest: digest.clone(),
+        }
+    }
+
+    fn digests(&self) -> Vec<Digest> {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn release(&self, digest: &Digest) {
+        let mut held = self.0.lock().expect("not poisoned");
+        if let Some(count) = held.get_mut(digest) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(digest);
+            }
+        }
+    }
+}
+
+/// A hold on in-flight content; released [`HELD_AFTER`] after it drops.
+pub struct Held {
+    in_flight: InFlight,
+    digest: Digest,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let (in_flight, digest) = (self.in_flight.clone(), self.digest.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    tokio::time::sleep(HELD_AFTER).await;
+                    in_flight.release(&digest);
+                });
+            }
+            Err(_) => in_flight.release(&digest),
+        }
+    }
+}
+
 fn pinned(bundles: &Cache<Bundle>, instances: &Cache<Instance>) -> HashSet<Digest> {
     let objects = bundles
         .state()
@@ -85,6 +153,7 @@ pub async fn run(
     store: Arc<Store>,
     bundles: Cache<Bundle>,
     instances: Cache<Instance>,
+    in_flight: InFlight,
     metrics: Arc<Metrics>,
     gc: StoreGc,
 ) {
@@ -95,7 +164,8 @@ pub async fn run(
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let pins = pinned(&bundles, &instances);
+        let mut pins = pinned(&bundles, &instances);
+        pins.extend(in_flight.digests());
         let task_store = Arc::clone(&store);
         // Walking and deleting directories is blocking file IO.
         let outcome =
