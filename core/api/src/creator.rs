@@ -303,6 +303,41 @@ pub fn requester_of(
     Ok((record, annotation))
 }
 
+/// The seal a controller puts, in `annotation`, on an object it generated
+/// (`object` as [`record_object`] names it, `digest` what it covers): its
+/// own identity `generator`, sealed with `key`. Whoever may write the
+/// object can copy a label or a name, not this.
+pub fn generated_seal(
+    key: &RecordKey,
+    annotation: &str,
+    generator: &str,
+    object: &str,
+    digest: String,
+) -> String {
+    CreatorRecord::new(generator, None, Vec::new())
+        .sealed_for(key, annotation, object, digest)
+        .to_annotation()
+}
+
+/// Whether `annotations` carry [`generated_seal`] of `generator` in
+/// `annotation`, verifying with `key` for `object` and `digest`.
+pub fn is_generated_by(
+    annotations: &BTreeMap<String, String>,
+    key: &RecordKey,
+    annotation: &'static str,
+    generator: &str,
+    object: &str,
+    digest: &str,
+) -> bool {
+    annotations
+        .get(annotation)
+        .and_then(|text| CreatorRecord::from_annotation(text).ok())
+        .is_some_and(|record| {
+            record.username == generator
+                && record.verify_for(key, annotation, object, digest).is_ok()
+        })
+}
+
 /// The secret that seals requester records. The webhooks and provisioners
 /// read the same key (in a cluster, one Secret mounted into both).
 ///

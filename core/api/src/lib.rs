@@ -24,7 +24,8 @@ pub use bundle::{
 pub use condition::{ConditionStatus, ConditionType, Reason};
 pub use creator::{
     CREATED_BY_ANNOTATION, CreatorRecord, LAST_CHANGED_BY_ANNOTATION, RecordError, RecordKey,
-    record_object, requester, requester_of, spec_digest, value_digest,
+    generated_seal, is_generated_by, record_object, requester, requester_of, spec_digest,
+    value_digest,
 };
 pub use instance::{
     BundleTemplate, DeletionPolicy, EmbeddedBundleStatus, Instance, InstanceSpec, InstanceStatus,

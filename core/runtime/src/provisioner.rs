@@ -74,32 +74,23 @@ impl ClusterFacts {
     /// (discovery), else as a CRD among `objects` defines it. A kind
     /// neither knows is an error naming it: its scope is never guessed.
     pub fn namespaced(&self, object: &Value, objects: &[Value]) -> Result<bool, String> {
-        let text = |value: &Value, pointer: &str| {
-            value
-                .pointer(pointer)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let (api_version, kind) = (text(object, "/apiVersion"), text(object, "/kind"));
-        let key = (api_version.clone(), kind.clone());
+        let reference = crate::apply::reference_of(object);
+        let key = (reference.api_version.clone(), reference.kind.clone());
         if self.served.contains(&key) {
             return Ok(!self.cluster_scoped.contains(&key));
         }
-        let group = api_version.split_once('/').map_or("", |(group, _)| group);
-        let defined = objects.iter().find(|candidate| {
-            text(candidate, "/kind") == "CustomResourceDefinition"
-                && text(candidate, "/apiVersion").starts_with("apiextensions.k8s.io/")
-                && text(candidate, "/spec/group") == group
-                && text(candidate, "/spec/names/kind") == kind
-        });
-        match defined.map(|crd| text(crd, "/spec/scope")) {
-            Some(scope) => Ok(scope == "Namespaced"),
-            None => Err(format!(
-                "{kind} {} ({api_version}) is not served by this cluster and no CRD in the content defines it, so whether it is namespaced is unknown; install the API that serves it first",
-                text(object, "/metadata/name")
-            )),
-        }
+        let group = reference
+            .api_version
+            .split_once('/')
+            .map_or("", |(group, _)| group);
+        crate::apply::defined_resource(objects, group, &reference.kind)
+            .map(|(_, namespaced)| namespaced)
+            .ok_or_else(|| {
+                format!(
+                    "{} {} ({}) is not served by this cluster and no CRD in the content defines it, so whether it is namespaced is unknown; install the API that serves it first",
+                    reference.kind, reference.name, reference.api_version
+                )
+            })
     }
 }
 

@@ -152,14 +152,13 @@ const INSTALLER: &str = "pakket-package/dependencies";
 /// The seal for ClusterPackage `name` installed as a dependency for
 /// package `package`.
 fn dependency_seal(key: &pakket_api::RecordKey, name: &str, package: &str) -> String {
-    pakket_api::CreatorRecord::new(INSTALLER, None, Vec::new())
-        .sealed_for(
-            key,
-            DEPENDENCY_SEAL_ANNOTATION,
-            &pakket_api::record_object("ClusterPackage", name),
-            pakket_api::value_digest(&serde_json::json!(package)),
-        )
-        .to_annotation()
+    pakket_api::generated_seal(
+        key,
+        DEPENDENCY_SEAL_ANNOTATION,
+        INSTALLER,
+        &pakket_api::record_object("ClusterPackage", name),
+        pakket_api::value_digest(&serde_json::json!(package)),
+    )
 }
 
 /// Whether this provisioner provably installed `package` (a ClusterPackage
@@ -177,21 +176,14 @@ pub fn installed_by_us_as_dependency(
     let Some(key) = key else {
         return true;
     };
-    package
-        .annotations()
-        .get(DEPENDENCY_SEAL_ANNOTATION)
-        .and_then(|text| pakket_api::CreatorRecord::from_annotation(text).ok())
-        .is_some_and(|record| {
-            record.username == INSTALLER
-                && record
-                    .verify_for(
-                        key,
-                        DEPENDENCY_SEAL_ANNOTATION,
-                        &pakket_api::record_object("ClusterPackage", &package.name_any()),
-                        &pakket_api::value_digest(&serde_json::json!(package_name)),
-                    )
-                    .is_ok()
-        })
+    pakket_api::is_generated_by(
+        package.annotations(),
+        key,
+        DEPENDENCY_SEAL_ANNOTATION,
+        INSTALLER,
+        &pakket_api::record_object("ClusterPackage", &package.name_any()),
+        &pakket_api::value_digest(&serde_json::json!(package_name)),
+    )
 }
 
 /// The packages (other than `uid`) that depend on `package`.

@@ -44,14 +44,13 @@ const GENERATOR: &str = "pakket-resolveset/generateInputsForDependencies";
 
 /// The seal for a generated Input `name` with `spec`.
 fn seal(key: &pakket_api::RecordKey, name: &str, spec: &Value) -> String {
-    CreatorRecord::new(GENERATOR, None, Vec::new())
-        .sealed_for(
-            key,
-            GENERATED_ANNOTATION,
-            &pakket_api::record_object("Input", name),
-            pakket_api::value_digest(spec),
-        )
-        .to_annotation()
+    pakket_api::generated_seal(
+        key,
+        GENERATED_ANNOTATION,
+        GENERATOR,
+        &pakket_api::record_object("Input", name),
+        pakket_api::value_digest(spec),
+    )
 }
 
 /// Whether `input` provably is one this controller generated (see the
@@ -76,21 +75,14 @@ pub fn is_generated(input: &Input, key: Option<&pakket_api::RecordKey>, manager:
     };
     let name = input.name_any();
     let spec = serde_json::to_value(&input.spec).unwrap_or_default();
-    input
-        .annotations()
-        .get(GENERATED_ANNOTATION)
-        .and_then(|text| CreatorRecord::from_annotation(text).ok())
-        .is_some_and(|record| {
-            record.username == GENERATOR
-                && record
-                    .verify_for(
-                        key,
-                        GENERATED_ANNOTATION,
-                        &pakket_api::record_object("Input", &name),
-                        &pakket_api::value_digest(&spec),
-                    )
-                    .is_ok()
-        })
+    pakket_api::is_generated_by(
+        input.annotations(),
+        key,
+        GENERATED_ANNOTATION,
+        GENERATOR,
+        &pakket_api::record_object("Input", &name),
+        &pakket_api::value_digest(&spec),
+    )
 }
 
 /// The generated Input's name for `package`.
