@@ -65,11 +65,12 @@ started=$(date +%s)
 bins=(--bin pakket)
 for name in "${names[@]}"; do bins+=(--bin "pakket-$name"); done
 # `pakket` itself comes from the same build: one feature resolution, one
-# set of dependencies compiled, and it is static too. -j 1: the build
-# machines have two busy cores, and jemalloc's configure and the linker
-# otherwise fight the other builds for memory.
-log "building $((${#names[@]} + 1)) static binaries for $target (release)"
-(cd "$repo" && cargo build --release --locked --target "$target" -j 1 "${bins[@]}")
+# set of dependencies compiled, and it is static too. Every core by default:
+# the build is most of the in-cluster test's time, and nothing else runs
+# beside it there; PAKKET_IMAGE_BUILD_JOBS=1 keeps a busy machine usable.
+jobs=${PAKKET_IMAGE_BUILD_JOBS:-$(nproc)}
+log "building $((${#names[@]} + 1)) static binaries for $target (release, $jobs jobs)"
+(cd "$repo" && cargo build --release --locked --target "$target" -j "$jobs" "${bins[@]}")
 bin_dir=$CARGO_TARGET_DIR/$target/release
 
 # No program interpreter: the images hold no libc or loader.

@@ -281,15 +281,18 @@ pub fn render(
     let mut placed = Vec::with_capacity(objects.len());
     for (mut object, default) in objects {
         // The scope is the cluster's answer (discovery), else the content's
-        // CRD's. A namespace owner's content is refused when neither knows:
-        // the answer decides whether she stays in her namespace. A
-        // ClusterPackage's admin-made content takes an unknown kind as
-        // namespaced (the apiserver refuses it at apply if it is not).
+        // CRD's. A namespace owner's content waits while neither knows: the
+        // answer decides whether she stays in her namespace. The API is
+        // usually a dependency's CRD still being installed, so this is a
+        // missing dependency (woken when another Instance installs), not
+        // broken content. A ClusterPackage's admin-made content takes an
+        // unknown kind as namespaced (the apiserver refuses it at apply if
+        // it is not).
         let namespaced = match renderer.cluster.namespaced(&object, &everything) {
             Ok(namespaced) => namespaced,
             Err(unknown) => match &config.namespace {
                 Some(namespace) => {
-                    return Err(ObjectsError::Content(format!(
+                    return Err(ObjectsError::DependenciesMissing(format!(
                         "{unknown}: a Package in namespace {namespace} installs only what is known to be namespaced"
                     )));
                 }
@@ -438,7 +441,7 @@ mod tests {
     }
 
     #[test]
-    fn a_namespace_owners_content_of_a_kind_nobody_knows_is_refused_not_taken_as_namespaced() {
+    fn a_namespace_owners_content_of_a_kind_nobody_knows_waits_and_is_not_taken_as_namespaced() {
         let dir = tempfile_dir::Dir::new("unknown");
         for index in ["0", "1"] {
             std::fs::create_dir_all(dir.path.join(index)).unwrap();
@@ -456,7 +459,7 @@ mod tests {
         )
         .unwrap();
         let refused = render_plain(&dir.path, 1 << 20, &config(Some("team-a"), &[])).unwrap_err();
-        let ObjectsError::Content(message) = refused else {
+        let ObjectsError::DependenciesMissing(message) = refused else {
             panic!("{refused:?}");
         };
         assert!(message.contains("ClusterPolicy everyone"), "{message}");

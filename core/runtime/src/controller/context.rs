@@ -79,6 +79,9 @@ pub const CONFIG_MAP_READS: u32 = 16;
 /// How long [`ClusterFacts`] are used before they are read again.
 const CLUSTER_FACTS_FOR: Duration = Duration::from_secs(300);
 
+/// How old cached facts must be before a failed render discovers again.
+const REDISCOVER_AFTER: Duration = Duration::from_secs(2);
+
 /// The Event recorder of a provisioner process, named after its id (and
 /// its pod, when it runs in one).
 pub fn recorder(client: Client, provisioner_id: &str) -> Recorder {
@@ -135,15 +138,17 @@ impl<P> Context<P> {
         facts
     }
 
-    /// Forgets the cached facts if they are older than a few seconds, so
-    /// the next look discovers again: a render that failed on what the
-    /// cluster serves (a kind whose CRD another Instance just installed)
-    /// is not held back for the cache's whole life. Whether it forgot.
+    /// Forgets the cached facts unless they were read a moment ago, so the
+    /// next look discovers again: a render that failed on what the cluster
+    /// serves (a kind whose CRD another Instance just installed, and whose
+    /// installing woke this one) is not held back for the cache's whole
+    /// life. The moment bounds discovery to one per [`REDISCOVER_AFTER`]
+    /// however many renders fail. Whether it forgot.
     pub async fn rediscover_soon(&self) -> bool {
         let mut cached = self.cluster.lock().await;
         let stale = cached
             .as_ref()
-            .is_some_and(|(read, _)| read.elapsed() > Duration::from_secs(10));
+            .is_some_and(|(read, _)| read.elapsed() > REDISCOVER_AFTER);
         if stale {
             *cached = None;
         }
