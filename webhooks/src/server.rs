@@ -3,9 +3,9 @@
 //! for the kubelet and Prometheus. Everything is served over TLS on one port
 //! (probes use `scheme: HTTPS`), so a broken TLS listener fails liveness.
 //!
-//! The accept loop is ours (tokio-rustls + hyper-util) rather than
+//! The accept loop is the runtime's (tokio-rustls + hyper-util) rather than
 //! axum-server's so the certificate comes from [`crate::tls::ReloadingCert`]
-//! on every handshake.
+//! on every handshake, and connections are capped below the file limit.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,10 +19,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionResponse, AdmissionReview};
+use pakket_runtime::tls_accept::{self, AcceptLimits};
 use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -35,12 +35,8 @@ use crate::review::{Request, Target};
 /// each, so 2 MiB (axum's default) is too small. 16 MiB bounds memory per
 /// request while fitting anything the apiserver accepts.
 const MAX_REVIEW_BYTES: usize = 16 << 20;
-/// A client that has not finished its TLS handshake by then is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A client that has not sent a request's headers by then is dropped.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// At most one warning per this long about failed accepts.
-const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Clone)]
 struct Shared {
@@ -132,7 +128,9 @@ async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
 }
 
 /// Serves `router` over TLS on `listener` until `shutdown` completes, then
-/// lets open connections finish (up to 10 s).
+/// lets open connections finish (up to 10 s). The accept loop (handshake
+/// timeout, connection cap, rate-limited warnings) is the runtime's
+/// [`pakket_runtime::tls_accept`], shared with the resolver API.
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
@@ -140,7 +138,6 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let acceptor = TlsAcceptor::from(tls);
-    let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // A client that sends no request headers within the limit is dropped
     // (hyper needs a timer to enforce it).
@@ -148,56 +145,45 @@ pub async fn serve(
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
-    let mut failed_since_warning = 0u64;
-    let mut last_warning: Option<Instant> = None;
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors and the like: back off, go on,
-                    // warning at most every ACCEPT_WARN_EVERY.
-                    failed_since_warning += 1;
-                    if last_warning.is_none_or(|at| at.elapsed() >= ACCEPT_WARN_EVERY) {
-                        tracing::warn!(%error, failed = failed_since_warning, "accept failed; backing off");
-                        failed_since_warning = 0;
-                        last_warning = Some(Instant::now());
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let _ = stream.set_nodelay(true);
-        let acceptor = acceptor.clone();
+    // Each connection holds a receiver: it finishes its request and closes
+    // when told to stop, and the sender sees when every one is gone.
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    let limits = AcceptLimits::from_file_limit();
+    tracing::info!(
+        max_connections = limits.max_connections,
+        "serving admission reviews"
+    );
+    let connection = move |tls| {
+        let (builder, mut stop) = (builder.clone(), stop.clone());
         let service = TowerToHyperService::new(router.clone());
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(error)) => {
-                    tracing::debug!(%peer, %error, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
+        async move {
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                () = stopped(&mut stop) => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
                 }
             };
-            let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-            if let Err(error) = watcher.watch(connection.into_owned()).await {
-                tracing::debug!(%peer, %error, "connection ended with an error");
+            if let Err(error) = ended {
+                tracing::debug!(%error, "connection ended with an error");
             }
-        });
-    }
+        }
+    };
+    tls_accept::accept_tls(&listener, acceptor, limits, shutdown, connection).await;
     drop(listener);
-    if tokio::time::timeout(Duration::from_secs(10), graceful.shutdown())
+    let _ = stopping.send(true);
+    if tokio::time::timeout(Duration::from_secs(10), stopping.closed())
         .await
         .is_err()
     {
         tracing::warn!("connections still open after 10 s; closing them");
     }
+}
+
+/// Resolves once `stop` says true (or its sender is gone).
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    // The guard `wait_for` returns is not `Send`: dropped here, not held.
+    let _ = stop.wait_for(|stop| *stop).await.map(|_| ());
 }

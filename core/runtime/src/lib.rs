@@ -39,6 +39,7 @@ pub mod serve;
 pub mod source;
 pub mod store;
 pub mod tls;
+pub mod tls_accept;
 pub mod trust;
 
 // The trust kernel's modules, at the paths provisioners know them by.

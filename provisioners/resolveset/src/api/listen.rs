@@ -16,6 +16,7 @@ use axum::Router;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use pakket_runtime::tls::{self, CertFiles, PemFile, ReloadingCert, TlsError};
+use pakket_runtime::tls_accept::{self, AcceptLimits};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -136,50 +137,36 @@ pub async fn serve(
     Ok(())
 }
 
-/// A client that has not finished its TLS handshake by then is dropped, so
-/// connections opened and left silent do not hold file descriptors.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A client that has not sent a request's headers by then is dropped.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the loop waits after a failed accept (out of file descriptors,
-/// most likely) before trying again: long enough not to spin.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-/// At most one warning per this long about failed accepts; the rest are
-/// counted into the next one.
-const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
 
+/// The runtime's accept loop ([`pakket_runtime::tls_accept`]: handshake
+/// timeout, connection cap below the file limit, rate-limited warnings),
+/// each connection served over HTTP/1.1.
 async fn accept(listener: TcpListener, acceptor: TlsAcceptor, router: Router) {
-    let mut failed_since_warning = 0u64;
-    let mut last_warning: Option<std::time::Instant> = None;
-    loop {
-        let (tcp, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                failed_since_warning += 1;
-                if last_warning.is_none_or(|at| at.elapsed() >= ACCEPT_WARN_EVERY) {
-                    tracing::warn!(%error, failed = failed_since_warning, "accepting connections fails; backing off");
-                    failed_since_warning = 0;
-                    last_warning = Some(std::time::Instant::now());
-                }
-                tokio::time::sleep(ACCEPT_BACKOFF).await;
-                continue;
-            }
-        };
-        let (acceptor, router) = (acceptor.clone(), router.clone());
-        tokio::spawn(async move {
-            // A client that refuses our certificate, or never finishes the
-            // handshake, ends here.
-            let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
-            else {
-                return;
-            };
+    let limits = AcceptLimits::from_file_limit();
+    tracing::info!(
+        max_connections = limits.max_connections,
+        "serving the resolver API over TLS"
+    );
+    let connection = move |tls| {
+        let service = TowerToHyperService::new(router.clone());
+        async move {
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(TokioIo::new(tls), TowerToHyperService::new(router))
+                .serve_connection(TokioIo::new(tls), service)
                 .await;
-        });
-    }
+        }
+    };
+    tls_accept::accept_tls(
+        &listener,
+        acceptor,
+        limits,
+        std::future::pending(),
+        connection,
+    )
+    .await;
 }
 
 #[cfg(test)]
@@ -332,7 +319,8 @@ mod tests {
         let mut idle = ca.connect(address).await.unwrap();
         // A legitimate client is answered meanwhile.
         assert!(ca.served(address).await.is_some());
-        let limit = HANDSHAKE_TIMEOUT.max(HEADER_READ_TIMEOUT) + Duration::from_secs(5);
+        let handshake = AcceptLimits::from_file_limit().handshake_timeout;
+        let limit = handshake.max(HEADER_READ_TIMEOUT) + Duration::from_secs(5);
         let mut byte = [0u8; 1];
         let closed = tokio::time::timeout(limit, silent.read(&mut byte)).await;
         assert!(
