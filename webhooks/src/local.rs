@@ -87,7 +87,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 const RELOAD_INTERVAL: Duration = Duration::from_secs(60);
 
 /// What a [`LocalWebhooks`] registers and how long it waits.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct LocalOptions {
     /// Suffix of the configurations' name, `pakket-webhooks-<name>`:
     /// lowercase letters, digits, `-` and `.`, starting and ending with a
@@ -110,6 +110,11 @@ pub struct LocalOptions {
     /// User names whose writes may carry someone else's sealed record
     /// (see [`crate::rules::creator`]).
     pub delegates: Vec<String>,
+    /// The identity the server reads and asks with (SubjectAccessReviews,
+    /// watches, the in-use check), when it is not the client that registers
+    /// the configurations: the ServiceAccount `deploy/` gives the webhooks,
+    /// say, so a test meets the shipped rights. `None`: the same client.
+    pub serving_client: Option<Client>,
 }
 
 impl Default for LocalOptions {
@@ -121,6 +126,7 @@ impl Default for LocalOptions {
             ready_timeout: Duration::from_secs(60),
             record_key_file: None,
             delegates: Vec::new(),
+            serving_client: None,
         }
     }
 }
@@ -300,7 +306,12 @@ impl LocalWebhooks {
 
     /// Starts the server on `settings.listen` and waits for its watches.
     async fn serve(&mut self) -> Result<(), Error> {
-        let running = crate::start(self.client.clone(), self.settings.clone()).await?;
+        let client = self
+            .options
+            .serving_client
+            .clone()
+            .unwrap_or_else(|| self.client.clone());
+        let running = crate::start(client, self.settings.clone()).await?;
         let waited = self.options.ready_timeout;
         if tokio::time::timeout(waited, running.index.wait_ready())
             .await

@@ -14,6 +14,7 @@
 //! | [`ownership`] | which existing objects an Instance may write, adopt and delete |
 //! | `behalf` | reads on the requester's behalf (mounted ConfigMaps) |
 //! | [`children`] | Pakket's own kinds in content, and whose rights judge a child |
+//! | [`in_use_readers`] | who may count a CRD's objects (the in-use checks), without reading anything else |
 //!
 //! Requester records themselves (sealing and verifying) are in
 //! `pakket_api::creator`, shared with the webhooks.
@@ -21,6 +22,7 @@
 pub mod approval;
 pub(crate) mod behalf;
 pub mod children;
+pub mod in_use_readers;
 pub mod ownership;
 pub mod rbac;
 pub mod rights;

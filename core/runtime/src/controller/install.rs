@@ -457,6 +457,7 @@ pub async fn install<P: Provisioner>(
                     return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
                 }
             };
+        readers_for_crds(instance, &applied.objects, context).await;
         let keep: std::collections::BTreeSet<_> = applied.objects.iter().collect();
         context
             .drift
@@ -1117,4 +1118,40 @@ fn set_pending(report: &mut Report, message: String) {
     if !same {
         report.set(Reason::ApprovalPending, ConditionStatus::False, message);
     }
+}
+
+/// Gives each CRD among `applied` its in-use reader role
+/// ([`crate::trust::in_use_readers`]); what could not be done is a Warning
+/// Event on the Instance (the in-use checks then fail closed for that CRD).
+async fn readers_for_crds<P>(
+    instance: &Instance,
+    applied: &[pakket_api::ObjectRef],
+    context: &Context<P>,
+) {
+    let crds: Vec<&str> = applied
+        .iter()
+        .filter(|object| {
+            object.kind == "CustomResourceDefinition"
+                && object.api_version.starts_with("apiextensions.k8s.io/")
+        })
+        .map(|object| object.name.as_str())
+        .collect();
+    if crds.is_empty() {
+        return;
+    }
+    let problems = crate::trust::in_use_readers::ensure(&context.client, &crds).await;
+    if problems.is_empty() {
+        return;
+    }
+    tracing::warn!(instance = %instance.name_any(), problems = %problems.join("; "), "in-use reader roles");
+    context.events.publish(
+        instance,
+        kube::runtime::events::Event {
+            type_: kube::runtime::events::EventType::Warning,
+            reason: "InUseReaderMissing".into(),
+            note: Some(problems.join("; ").chars().take(1000).collect()),
+            action: "Install".into(),
+            secondary: None,
+        },
+    );
 }

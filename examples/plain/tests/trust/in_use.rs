@@ -5,6 +5,10 @@
 //! deletes every one of its objects, which belong to the people who made
 //! them, not to whoever may delete the Instance.
 
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
@@ -37,7 +41,9 @@ spec:
 
 #[tokio::test]
 async fn an_instance_in_use_is_neither_deleted_nor_pivoted_off_its_crd_unless_an_admin_overrides() {
-    let stage = Stage::new("trust-in-use", "AllowAll", Webhooks::On).await;
+    // The webhooks run as their ServiceAccount, with `deploy/`'s RBAC: no
+    // `list` on every resource, only on the kinds of Pakket's CRDs.
+    let stage = Stage::new("trust-in-use", "AllowAll", Webhooks::Shipped).await;
     let group = format!("{}.test.pakket.dev", stage.scope.id);
     let crd_name = format!("widgets.{group}");
     stage
@@ -61,6 +67,29 @@ async fn an_instance_in_use_is_neither_deleted_nor_pivoted_off_its_crd_unless_an
         "the Instance says what it provides"
     );
     let crds: Api<CustomResourceDefinition> = Api::all(stage.admin());
+    // The CRD got its reader role: list on Widgets alone, owned by the CRD,
+    // aggregated into what the webhooks hold; and they may read no Secret.
+    let reader = format!("pakket-in-use:{crd_name}");
+    let role = Api::<ClusterRole>::all(stage.admin())
+        .get(&reader)
+        .await
+        .expect("the CRD's reader role");
+    let crd_uid = crds.get(&crd_name).await.unwrap().metadata.uid;
+    assert!(
+        role.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|owner| Some(&owner.uid) == crd_uid.as_ref()),
+        "owned by the CRD"
+    );
+    let webhooks = "system:serviceaccount:pakket-system:pakket-webhooks";
+    eventually("the webhooks may list Widgets (aggregated)", || async {
+        may(&stage, webhooks, "list", &group, "widgets").await
+    })
+    .await;
+    assert!(!may(&stage, webhooks, "list", "", "secrets").await);
+    assert!(!may(&stage, webhooks, "list", "apps", "deployments").await);
     let widget = ApiResource {
         group: group.clone(),
         version: "v1".into(),
@@ -304,6 +333,14 @@ async fn an_instance_in_use_is_neither_deleted_nor_pivoted_off_its_crd_unless_an
         crds.get_opt(&crd_name).await.unwrap().is_none()
     })
     .await;
+    eventually("its reader role goes with it", || async {
+        Api::<ClusterRole>::all(stage.admin())
+            .get_opt(&reader)
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
     stage.delete_instance("api").await;
 
     // An admin (who holds every verb) overrides; an Event says so.
@@ -363,4 +400,29 @@ async fn an_instance_in_use_is_neither_deleted_nor_pivoted_off_its_crd_unless_an
     })
     .await;
     stage.cleanup().await;
+}
+
+/// Whether `user` may `verb` `resource` of `group` cluster-wide (a
+/// SubjectAccessReview, asked as the admin).
+async fn may(stage: &Stage, user: &str, verb: &str, group: &str, resource: &str) -> bool {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.to_owned()),
+            groups: Some(vec!["system:serviceaccounts".to_owned()]),
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.to_owned()),
+                group: Some(group.to_owned()),
+                resource: Some(resource.to_owned()),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    Api::<SubjectAccessReview>::all(stage.admin())
+        .create(&PostParams::default(), &review)
+        .await
+        .unwrap()
+        .status
+        .is_some_and(|status| status.allowed)
 }

@@ -34,12 +34,54 @@ const IDENTITY_KINDS: &[&str] = &[
 /// it, server-side, with one field manager) and writes a kubeconfig for
 /// the ServiceAccount at `kubeconfig`.
 pub async fn provisioner_kubeconfig(admin: &Client, admin_kubeconfig: &Path, kubeconfig: &Path) {
+    account_kubeconfig(
+        admin,
+        admin_kubeconfig,
+        "deploy/plain/provisioner.yaml",
+        ACCOUNT,
+        kubeconfig,
+    )
+    .await;
+}
+
+/// The webhooks' ServiceAccount in `deploy/`.
+pub const WEBHOOKS_ACCOUNT: &str = "pakket-webhooks";
+
+/// A client holding the token of the webhooks' ServiceAccount, with the
+/// identity and rights of `deploy/webhooks/rbac.yaml` applied as they are:
+/// what the webhook server reads and asks with in a real cluster.
+pub async fn webhooks_client(admin: &Client, admin_kubeconfig: &Path, scope_id: &str) -> Client {
+    let kubeconfig = std::env::temp_dir().join(format!("pakket-webhooks-{scope_id}.kubeconfig"));
+    account_kubeconfig(
+        admin,
+        admin_kubeconfig,
+        "deploy/webhooks/rbac.yaml",
+        WEBHOOKS_ACCOUNT,
+        &kubeconfig,
+    )
+    .await;
+    let config = Kubeconfig::read_from(&kubeconfig).expect("the webhooks' kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
+        .await
+        .expect("a client configuration for the webhooks");
+    Client::try_from(config).expect("a client for the webhooks")
+}
+
+/// Applies the identity kinds of `file` (a path in the repository) and
+/// writes a kubeconfig holding a token of ServiceAccount `account` in
+/// [`NAMESPACE`] at `kubeconfig`.
+async fn account_kubeconfig(
+    admin: &Client,
+    admin_kubeconfig: &Path,
+    file: &str,
+    account: &str,
+    kubeconfig: &Path,
+) {
     ensure_namespace(admin).await;
-    let shipped = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/plain/provisioner.yaml"
-    ))
-    .expect("deploy/plain/provisioner.yaml");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
+    let shipped = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
     let documents: Vec<Value> = serde_saphyr::from_multiple(&shipped).expect("valid YAML");
     for document in documents {
         let kind = document["kind"].as_str().unwrap_or_default();
@@ -49,7 +91,7 @@ pub async fn provisioner_kubeconfig(admin: &Client, admin_kubeconfig: &Path, kub
     }
     let token = Api::<ServiceAccount>::namespaced(admin.clone(), NAMESPACE)
         .create_token_request(
-            ACCOUNT,
+            account,
             &PostParams::default(),
             &TokenRequest {
                 spec: TokenRequestSpec {
@@ -60,11 +102,11 @@ pub async fn provisioner_kubeconfig(admin: &Client, admin_kubeconfig: &Path, kub
             },
         )
         .await
-        .expect("a token for the provisioner's ServiceAccount")
+        .expect("a token for the ServiceAccount")
         .status
         .expect("the token")
         .token;
-    write_kubeconfig(admin_kubeconfig, kubeconfig, &token);
+    write_kubeconfig(admin_kubeconfig, kubeconfig, account, &token);
 }
 
 /// A ClusterRole granting the ServiceAccount `use` on `classes` (what an
@@ -135,7 +177,7 @@ async fn apply(admin: &Client, object: &Value) {
 }
 
 /// The admin kubeconfig's cluster, with the token as the only user.
-fn write_kubeconfig(admin_kubeconfig: &Path, to: &Path, token: &str) {
+fn write_kubeconfig(admin_kubeconfig: &Path, to: &Path, account: &str, token: &str) {
     let admin = Kubeconfig::read_from(admin_kubeconfig).expect("the test kubeconfig");
     let context = admin
         .contexts
@@ -149,7 +191,7 @@ fn write_kubeconfig(admin_kubeconfig: &Path, to: &Path, token: &str) {
         .find(|cluster| cluster.name == context.cluster)
         .cloned()
         .expect("the admin context's cluster");
-    let user = format!("system:serviceaccount:{NAMESPACE}:{ACCOUNT}");
+    let user = format!("system:serviceaccount:{NAMESPACE}:{account}");
     let config = Kubeconfig {
         clusters: vec![cluster.clone()],
         auth_infos: vec![NamedAuthInfo {

@@ -23,8 +23,13 @@ use tokio::process::{Child, Command};
 /// Whether the stage runs Pakket's webhooks.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Webhooks {
-    /// Registered for the scope's objects.
+    /// Registered for the scope's objects; the server runs with the
+    /// admin's rights, or, on a shipped stage, its ServiceAccount's.
     On,
+    /// Registered, the server running as the ServiceAccount `deploy/`
+    /// gives it, whoever the provisioner runs as.
+    #[allow(dead_code)]
+    Shipped,
     /// Not registered at all (what a cluster looks like before they are
     /// installed, or after someone removed them).
     Off,
@@ -69,15 +74,25 @@ impl Stage {
         let scope = Scope::new(test).await;
         install_crds(&scope.client).await.unwrap();
         let webhooks = match webhooks {
-            Webhooks::On => Some(
-                LocalWebhooks::start(
-                    scope.client.clone(),
-                    LocalOptions::for_labels(scope.id.clone(), scope.labels()),
-                )
-                .await
-                .expect("starting the webhooks"),
-            ),
             Webhooks::Off => None,
+            Webhooks::On | Webhooks::Shipped => {
+                let mut options = LocalOptions::for_labels(scope.id.clone(), scope.labels());
+                if webhooks == Webhooks::Shipped || rights == Rights::Shipped {
+                    options.serving_client = Some(
+                        crate::shipped::webhooks_client(
+                            &scope.client,
+                            cluster().kubeconfig(),
+                            &scope.id,
+                        )
+                        .await,
+                    );
+                }
+                Some(
+                    LocalWebhooks::start(scope.client.clone(), options)
+                        .await
+                        .expect("starting the webhooks"),
+                )
+            }
         };
         let key_file = match &webhooks {
             Some(webhooks) => webhooks.record_key_file().to_path_buf(),
