@@ -4,6 +4,11 @@
 //! - `pakket-record-key`: the key that seals requester records (random, 32
 //!   bytes). Shipping it in a manifest would let anyone who read the
 //!   manifest forge records.
+//! - `pakket-registry-v1-certificate-key`: the key registry-v1 derives its
+//!   operators' webhook certificates from (random, 32 bytes; key `key`).
+//!   Every key has one purpose: the record key seals records and nothing
+//!   else, so rotating it leaves operators' certificates alone, and a leak
+//!   of one forges nothing of the other.
 //! - `pakket-ca`: a private CA (ECDSA P-256, ten years), so a cluster needs
 //!   no cert-manager (which stays supported: `deploy/cert-manager/`).
 //! - one serving certificate per Service (`<service>-tls`, one year, for
@@ -41,6 +46,9 @@ pub const RECORD_KEY_SECRET: &str = "pakket-record-key";
 /// The record key Secret's entry holding the previous key during a
 /// rotation (`key` holds the current one).
 pub const PREVIOUS_RECORD_KEY: &str = "key.previous";
+/// registry-v1's certificate key's Secret (key `key`), as its Deployment
+/// mounts it.
+pub const REGISTRY_V1_CERTIFICATE_KEY_SECRET: &str = "pakket-registry-v1-certificate-key";
 /// The CA's Secret (`tls.crt`, `tls.key`).
 pub const CA_SECRET: &str = "pakket-ca";
 /// When a serving certificate's Secret says it ends (RFC 3339).
@@ -100,6 +108,19 @@ pub async fn run(client: &Client, request: &Request) -> anyhow::Result<Outcome> 
     .await?
     {
         outcome.written.push(RECORD_KEY_SECRET.into());
+    }
+    // The same shape (32 random bytes, base64), for another purpose.
+    if created(
+        &secrets,
+        REGISTRY_V1_CERTIFICATE_KEY_SECRET,
+        BTreeMap::from([("key".to_owned(), pakket_api::RecordKey::generate().1)]),
+        BTreeMap::new(),
+    )
+    .await?
+    {
+        outcome
+            .written
+            .push(REGISTRY_V1_CERTIFICATE_KEY_SECRET.into());
     }
     if let Some(folder) = &request.record_key_to {
         let secret = secrets.get(RECORD_KEY_SECRET).await?;

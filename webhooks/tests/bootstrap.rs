@@ -60,6 +60,7 @@ async fn bootstrap_makes_once_renews_when_due_and_injects_the_ca() {
         first.written,
         [
             "pakket-record-key",
+            "pakket-registry-v1-certificate-key",
             "pakket-ca",
             "pakket-webhooks-tls",
             "pakket-resolveset-tls"
@@ -77,6 +78,14 @@ async fn bootstrap_makes_once_renews_when_due_and_injects_the_ca() {
         pakket_api::RecordKey::read(&folder.join("record-key/key")).is_ok(),
         "and the webhooks' copy of it"
     );
+    // registry-v1's certificate key: as strong, and not the record key.
+    let certificate_key = secrets
+        .get("pakket-registry-v1-certificate-key")
+        .await
+        .unwrap();
+    let certificate_key = data(&certificate_key, "key");
+    assert!(certificate_key.trim_ascii().len() >= 32);
+    assert_ne!(certificate_key, data(&record_key, "key"));
     assert_eq!(
         std::fs::read(folder.join("record-key/key")).unwrap(),
         data(&record_key, "key")

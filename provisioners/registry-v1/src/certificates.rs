@@ -42,7 +42,6 @@ const CA_SEED: &str = "pakket.dev/registry-v1 webhook ca key";
 const CA_SERIAL: &str = "pakket.dev/registry-v1 webhook ca serial";
 const SERVING_SEED: &str = "pakket.dev/registry-v1 webhook serving key";
 const SERVING_SERIAL: &str = "pakket.dev/registry-v1 webhook serving serial";
-const FROM_RECORD_KEY: &str = "pakket.dev/registry-v1 certificate key from the record key";
 
 /// The provisioner's secret from which every webhook certificate is
 /// derived. Replicas and restarts must share it, or each would issue
@@ -75,24 +74,6 @@ impl CertificateKey {
             .map_err(|error| format!("{}: cannot be read ({error})", path.display()))?;
         Self::from_bytes(bytes.trim_ascii())
             .map_err(|problem| format!("{}: {problem}", path.display()))
-    }
-
-    /// A key derived from the record key in `path` (read as the runtime
-    /// reads it), under a label of its own: every replica mounting the same
-    /// record key agrees, and no record seal can be forged from it.
-    pub fn derived_from_record_key(path: &Path) -> Result<Self, String> {
-        let bytes = std::fs::read(path)
-            .map_err(|error| format!("{}: cannot be read ({error})", path.display()))?;
-        let record_key = bytes.trim_ascii();
-        if record_key.len() < MIN_KEY_BYTES {
-            return Err(format!(
-                "{}: a record key needs at least {MIN_KEY_BYTES} bytes, this one has {}",
-                path.display(),
-                record_key.len()
-            ));
-        }
-        let key = hmac::Key::new(hmac::HMAC_SHA256, record_key);
-        Self::from_bytes(hmac::sign(&key, FROM_RECORD_KEY.as_bytes()).as_ref())
     }
 
     /// A fresh random key: certificates change whenever it does.
@@ -428,24 +409,23 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_at_least_32_bytes_and_derived_keys_differ_from_their_source() {
+    fn keys_are_at_least_32_bytes_and_replicas_reading_one_key_agree() {
         assert!(CertificateKey::from_bytes(&[1; 31]).is_err());
         let dir = std::env::temp_dir().join(format!("pakket-cert-key-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("record-key");
+        let path = dir.join("certificate-key");
         std::fs::write(&path, format!("{}\n", "k".repeat(64))).unwrap();
-        let derived = CertificateKey::derived_from_record_key(&path).unwrap();
-        let direct = CertificateKey::read(&path).unwrap();
         let now = CREATED + DAY;
         assert_eq!(
-            issue(&derived, now),
-            issue(
-                &CertificateKey::derived_from_record_key(&path).unwrap(),
-                now
-            ),
-            "replicas reading the same record key agree"
+            issue(&CertificateKey::read(&path).unwrap(), now),
+            issue(&CertificateKey::read(&path).unwrap(), now),
+            "replicas reading the same key agree"
         );
-        assert_ne!(issue(&derived, now).0, issue(&direct, now).0);
+        std::fs::write(&path, "k".repeat(31)).unwrap();
+        assert!(
+            CertificateKey::read(&path).is_err(),
+            "a short key is refused"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

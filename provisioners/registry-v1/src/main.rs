@@ -18,8 +18,8 @@ struct Args {
     #[command(flatten)]
     provisioner: ProvisionerArgs,
     /// A file with at least 32 bytes from which webhook certificates are
-    /// derived; every replica must read the same [default: derived from
-    /// --record-key-file, else random per process].
+    /// derived; every replica must read the same [default: random per
+    /// process]. Never the record key (each key has one purpose).
     #[arg(long, env = "PAKKET_CERTIFICATE_KEY_FILE")]
     certificate_key_file: Option<PathBuf>,
 }
@@ -35,17 +35,15 @@ async fn main() -> anyhow::Result<()> {
     .await
 }
 
-/// The certificate key: its own file, else derived from the record key
-/// (which replicas share already), else random, with a warning.
+/// The certificate key: its own file (deploy/ mounts the one the webhooks'
+/// bootstrap makes), else random, with a warning. Never the record key:
+/// each key has one purpose.
 fn certificate_key(args: &Args) -> anyhow::Result<CertificateKey> {
     if let Some(path) = &args.certificate_key_file {
         return CertificateKey::read(path).map_err(|problem| anyhow!(problem));
     }
-    if let Some(path) = &args.provisioner.record_key_file {
-        return CertificateKey::derived_from_record_key(path).map_err(|problem| anyhow!(problem));
-    }
     tracing::warn!(
-        "no --certificate-key-file and no --record-key-file: webhook certificates are derived from a random key, so they change at every restart and differ between replicas"
+        "no --certificate-key-file: webhook certificates are derived from a random key, so they change at every restart and differ between replicas; mount Secret pakket-registry-v1-certificate-key (made by `pakket-webhooks bootstrap`) and pass its file"
     );
     Ok(CertificateKey::random())
 }
