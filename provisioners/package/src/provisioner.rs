@@ -4,9 +4,10 @@
 //! package's values (the Instance's `spec.config`).
 //!
 //! Namespaces. A namespaced object without a namespace goes to its file's
-//! `defaultNamespace`, else the package's; the namespace is created with
-//! the package if absent (one that exists is used as it is, never taken
-//! over), unless it is one Kubernetes makes (`default`, `kube-*`).
+//! `defaultNamespace`, else the package's; the namespace is the package's,
+//! created and deleted with it, unless it is one Kubernetes makes
+//! (`default`, `kube-*`). One that exists and is not the package's waits
+//! until someone who may write it offers it (never used silently).
 //! For a namespaced `Package` every namespaced object goes to the
 //! Package's namespace instead, and no Namespace is created. Whether a
 //! kind is namespaced is known for Kubernetes' own kinds and read from the
@@ -346,13 +347,14 @@ pub fn render(
                 object["kind"] == "Namespace" && object["metadata"]["name"] == namespace.as_str()
             })
         })
-        // Created if absent: one an admin made beforehand is used as it
-        // is, never taken over, and stays when the package goes.
+        // The package's own: made with it and gone with it. One that
+        // exists and is not this package's (made by hand, or by another
+        // package) is never used silently: whoever made it could read
+        // and change what the package puts there. The runtime refuses it
+        // as a conflict naming the namespace and how its owner offers it
+        // (the adopt-into annotation); nothing is written until then.
         .map(|namespace| {
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-                "name": namespace,
-                "annotations": { pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION: "true" },
-            }})
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": { "name": namespace }})
         })
         .collect();
     namespaces.extend(placed);

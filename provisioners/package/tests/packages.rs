@@ -874,6 +874,99 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
 }
 
 #[tokio::test]
+async fn a_default_namespace_someone_else_made_is_not_used_until_its_owner_offers_it() {
+    let _turn = CNPG.lock().await;
+    let (scope, _repository) = support::world("package-taken-namespace").await;
+    cnpg_namespace_gone(&scope).await;
+    // cloudnative-pg's defaultNamespace, made beforehand by someone else:
+    // whoever made it could read what the package would put there.
+    let namespaces: Api<Namespace> = Api::all(scope.client.clone());
+    let mut taken = Namespace::default();
+    taken.metadata.name = Some("cnpg-system".into());
+    taken.metadata.labels = Some(scope.labels());
+    namespaces
+        .create(&PostParams::default(), &taken)
+        .await
+        .unwrap();
+    let packages: Api<ClusterPackage> = Api::all(scope.client.clone());
+    packages
+        .create(
+            &PostParams::default(),
+            &cluster_package(&scope, "cnpg", "cloudnative-pg", Some("v1.25.0+1")),
+        )
+        .await
+        .unwrap();
+    let waiting = cluster_package_when(
+        &packages,
+        &scope.name("cnpg"),
+        "the package waits, naming the namespace",
+        |p| {
+            p.status.as_ref().is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Ready"
+                        && c.status == "False"
+                        && c.message.contains("Namespace/cnpg-system")
+                })
+            })
+        },
+    )
+    .await;
+    let message = waiting
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap()
+        .message
+        .clone();
+    assert!(
+        message.contains("exists and is not managed by Pakket")
+            && message.contains("core.pakket.dev/adopt-into="),
+        "says how its owner offers it: {message}"
+    );
+    // Nothing of the package was written.
+    let crds: Api<CustomResourceDefinition> = Api::all(scope.client.clone());
+    assert!(crds.get_opt(CNPG_CRD).await.unwrap().is_none());
+    let namespace = namespaces.get("cnpg-system").await.unwrap();
+    assert!(
+        !namespace
+            .labels()
+            .contains_key(pakket_api::ownership::INSTANCE_UID_LABEL),
+        "not taken over"
+    );
+
+    // Its owner offers it to the package's Instance: it installs.
+    let instance = waiting.status.unwrap().instance.unwrap();
+    namespaces
+        .patch(
+            "cnpg-system",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"annotations": {
+                pakket_api::ownership::ADOPT_ANNOTATION: instance,
+            }}})),
+        )
+        .await
+        .unwrap();
+    cluster_package_when(
+        &packages,
+        &scope.name("cnpg"),
+        "installed once offered",
+        |p| ready(p.status.as_ref(), ()),
+    )
+    .await;
+    assert!(crds.get_opt(CNPG_CRD).await.unwrap().is_some());
+    // Adopted, it is the package's: it goes with it.
+    packages
+        .delete(&scope.name("cnpg"), &DeleteParams::default())
+        .await
+        .unwrap();
+    cnpg_namespace_gone(&scope).await;
+    scope.cleanup().await;
+}
+
+#[tokio::test]
 async fn a_package_others_depend_on_is_refused_deletion_and_kept_while_the_webhook_is_down() {
     let _turn = CNPG.lock().await;
     let (scope, _repository, hooks) =
