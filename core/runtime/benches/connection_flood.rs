@@ -25,7 +25,6 @@ use axum::routing::get;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use pakket_runtime::tls_accept::{self, AcceptLimits};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
@@ -105,19 +104,12 @@ async fn flood() {
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
     setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
 
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
+    let made = pakket_testkit::https::TestCertificate::new();
     let log = tempfile::NamedTempFile::new().unwrap();
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .env("FLOOD_SERVER", "1")
-        .env("FLOOD_CERT", leaf.pem())
-        .env("FLOOD_KEY", key.serialize_pem())
+        .env("FLOOD_CERT", &made.cert_pem)
+        .env("FLOOD_KEY", &made.key_pem)
         .stdout(std::process::Stdio::piped())
         .stderr(log.reopen().unwrap())
         .kill_on_drop(true)
@@ -131,7 +123,9 @@ async fn flood() {
     let address: std::net::SocketAddr = format!("127.0.0.1:{}", port.trim()).parse().unwrap();
 
     let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from(ca.der().to_vec())).unwrap();
+    roots
+        .add(CertificateDer::from_pem_slice(made.ca_pem.as_bytes()).unwrap())
+        .unwrap();
     let connector = TlsConnector::from(Arc::new(
         rustls::ClientConfig::builder_with_provider(pakket_runtime::tls::provider())
             .with_safe_default_protocol_versions()

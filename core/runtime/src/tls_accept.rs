@@ -265,7 +265,7 @@ impl Throttled {
 mod tests {
     use std::net::SocketAddr;
 
-    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    use rustls::pki_types::pem::PemObject as _;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
     use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
     use tokio_rustls::TlsConnector;
@@ -283,25 +283,20 @@ mod tests {
     /// A server for 127.0.0.1 under `limits` that answers `hello` with
     /// `hi` and waits forever on anything else; and a client that trusts it.
     async fn server(limits: AcceptLimits) -> (SocketAddr, TlsConnector) {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-            .unwrap()
-            .signed_by(&key, &ca)
-            .unwrap();
+        let made = pakket_testkit::https::TestCertificate::new();
         let server = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_no_client_auth()
             .with_single_cert(
-                vec![leaf.der().clone()],
-                PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+                vec![CertificateDer::from_pem_slice(made.cert_pem.as_bytes()).unwrap()],
+                PrivateKeyDer::from_pem_slice(made.key_pem.as_bytes()).unwrap(),
             )
             .unwrap();
         let mut roots = rustls::RootCertStore::empty();
-        roots.add(CertificateDer::from(ca.der().to_vec())).unwrap();
+        roots
+            .add(CertificateDer::from_pem_slice(made.ca_pem.as_bytes()).unwrap())
+            .unwrap();
         let client = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
             .with_safe_default_protocol_versions()
             .unwrap()

@@ -122,8 +122,11 @@ async fn main() {
     );
 
     // 2. N ClusterPackages.
+    // Each in a namespace of its own, made with it: a package never uses a
+    // namespace it did not make.
     for i in 0..count {
-        repository.write_package(&format!("hello-{i}"), &scope.namespace, &[]);
+        let package = format!("hello-{i}");
+        repository.write_package(&package, &scope.name(&package), &[]);
     }
     let packages: Api<ClusterPackage> = Api::all(scope.client.clone());
     let started = Instant::now();

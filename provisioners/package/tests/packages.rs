@@ -1090,7 +1090,9 @@ async fn tree_world(
         .await;
     }
     for (package, range) in packages {
-        repository.write_package(package, &scope.namespace, &[("cloudnative-pg", *range)]);
+        // Each package in a namespace of its own, made with it: a package
+        // never uses a namespace it did not make (the test's own included).
+        repository.write_package(package, &scope.name(package), &[("cloudnative-pg", *range)]);
     }
     (scope, repository, cluster_packages)
 }
@@ -1373,6 +1375,9 @@ async fn a_packages_components_install_with_their_values_and_go_with_it() {
     // Two small packages written here: `suite` (cluster-wide) has the
     // namespaced `part` as a component named `p`, with a value for it.
     let (scope, repository) = support::world("package-components").await;
+    // The suite's defaultNamespace, made with it (a package never uses a
+    // namespace it did not make).
+    let suite_namespace = scope.name("suite");
     repository.write_file(
         "part/versions.yaml",
         "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n",
@@ -1393,7 +1398,7 @@ async fn a_packages_components_install_with_their_values_and_go_with_it() {
         "suite/v1.0.0/package.yaml",
         &format!(
             "name: suite\ndefaultNamespace: {}\ncomponents:\n  - name: part\n    installedName: p\n    version: 1.x.x\n    values:\n      greeting:\n        value: hello\nmanifests:\n  - url: ./suite.yaml\n",
-            scope.namespace
+            suite_namespace
         ),
     );
     repository.write_file(
@@ -1415,7 +1420,7 @@ async fn a_packages_components_install_with_their_values_and_go_with_it() {
         |p| ready(p.status.as_ref(), ()),
     )
     .await;
-    let packages: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let packages: Api<Package> = Api::namespaced(scope.client.clone(), &suite_namespace);
     let part = packages
         .get(&format!("{}-p", scope.name("suite")))
         .await
@@ -1425,7 +1430,7 @@ async fn a_packages_components_install_with_their_values_and_go_with_it() {
         part.annotations()[pakket_package::api::INSTALLED_AS_DEPENDENCY_ANNOTATION],
         "true"
     );
-    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &suite_namespace);
     let made = config_maps.get("part").await.unwrap();
     assert_eq!(
         made.data.unwrap()["greeting"],

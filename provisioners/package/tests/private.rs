@@ -82,6 +82,9 @@ fn server(files: BTreeMap<String, String>, token: Option<&'static str>) -> (Http
 async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_else() {
     let scope = Scope::new("package-private").await;
     let namespace = scope.namespace.clone();
+    // The package's defaultNamespace, made with it (a package never uses a
+    // namespace it did not make).
+    let installed_in = scope.name("internal");
     // Another host, public, that the private package's file also names.
     let (public, public_seen) = server(
         [(
@@ -99,7 +102,7 @@ async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_
             ("internal/versions.yaml".to_owned(), "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n".to_owned()),
             (
                 "internal/v1.0.0/package.yaml".to_owned(),
-                format!("name: internal\ndefaultNamespace: {namespace}\nmanifests:\n  - url: ./internal.yaml\n  - url: {extra}\n"),
+                format!("name: internal\ndefaultNamespace: {installed_in}\nmanifests:\n  - url: ./internal.yaml\n  - url: {extra}\n"),
             ),
             (
                 "internal/v1.0.0/internal.yaml".to_owned(),
@@ -238,7 +241,7 @@ async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_
         .create(&PostParams::default(), &internal)
         .await
         .unwrap();
-    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &namespace);
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &installed_in);
     eventually("both manifests are installed", || async {
         config_maps
             .get_opt("private-internal")
