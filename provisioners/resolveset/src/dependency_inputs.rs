@@ -173,10 +173,33 @@ pub fn sole_author(
     found
 }
 
+/// A generated Input's name that an Input this controller did not make
+/// already has: never taken over, and said to the Inputs that need it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taken {
+    /// The name.
+    pub name: String,
+    /// The dependency it would have installed.
+    pub package: String,
+    /// The Inputs that need that dependency, by name.
+    pub wanted_by: Vec<String>,
+}
+
+impl Taken {
+    /// What the Inputs that need it are told.
+    pub fn message(&self) -> String {
+        format!(
+            "dependency {package} would get the generated Input {name}, but an Input of that name exists that pakket-resolveset did not make; it is never taken over, so {package} is not installed for this Input through it: whoever may delete Input {name} deletes or renames it, or an Input asking for {package} is written by hand",
+            package = self.package,
+            name = self.name
+        )
+    }
+}
+
 /// Brings the cluster's generated Inputs to `wanted`: applies each (with
 /// its owners, `labels` and, with `key`, its sole author sealed), deletes
 /// generated ones nothing wants. `existing` is every Input the controller
-/// sees.
+/// sees. Returns the names someone else's Inputs hold.
 pub async fn sync(
     client: &kube::Client,
     manager: &str,
@@ -185,14 +208,21 @@ pub async fn sync(
     authors: &BTreeMap<String, Option<CreatorRecord>>,
     key: Option<&pakket_api::RecordKey>,
     labels: &BTreeMap<String, String>,
-) -> Result<(), kube::Error> {
+) -> Result<Vec<Taken>, kube::Error> {
     let api: Api<Input> = Api::all(client.clone());
     let generated = |input: &Input| is_generated(input, key, manager);
+    let mut taken = Vec::new();
     for want in wanted.values() {
+        let taken_name = |name: &str| Taken {
+            name: name.to_owned(),
+            package: want.package.clone(),
+            wanted_by: want.owners.iter().map(|(owner, _)| owner.clone()).collect(),
+        };
         let name = name_for(&want.package);
         let ours = match existing.iter().find(|i| i.name_any() == name) {
             Some(other) if !generated(other) => {
                 tracing::info!(input = %name, "an Input of that name is not generated here: left alone");
+                taken.push(taken_name(&name));
                 continue;
             }
             Some(_) => true,
@@ -250,6 +280,7 @@ pub async fn sync(
         match api.create(&create, &input).await {
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 tracing::info!(input = %name, "an Input of that name exists and is not watched here: left alone");
+                taken.push(taken_name(&name));
             }
             Ok(_) => {}
             Err(error) => return Err(error),
@@ -268,7 +299,7 @@ pub async fn sync(
             }
         }
     }
-    Ok(())
+    Ok(taken)
 }
 
 #[cfg(test)]

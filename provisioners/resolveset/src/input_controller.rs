@@ -281,7 +281,7 @@ async fn reconcile_all(
                 .is_some_and(|class| class.spec.parameters.generate_inputs_for_dependencies)
     };
     let wanted = dependency_inputs::wanted(&inputs, &plan.answers, generates);
-    dependency_inputs::sync(
+    let taken = dependency_inputs::sync(
         &context.client,
         MANAGER,
         &inputs,
@@ -291,7 +291,35 @@ async fn reconcile_all(
         &context.generated_labels,
     )
     .await?;
+    for name in &taken {
+        for input in inputs
+            .iter()
+            .filter(|input| name.wanted_by.contains(&input.name_any()))
+        {
+            name_taken(context, input, name).await;
+        }
+    }
     Ok(pass)
+}
+
+/// A Warning Event on an Input whose dependency's generated name someone
+/// else's Input holds: it does not fail silently. The recorder folds the
+/// repeats of each pass into one series.
+async fn name_taken(context: &InputContext, input: &Input, taken: &dependency_inputs::Taken) {
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "GeneratedNameTaken".into(),
+        note: Some(taken.message().chars().take(1000).collect()),
+        action: "Resolve".into(),
+        secondary: None,
+    };
+    if let Err(error) = context
+        .recorder
+        .publish(&event, &input.object_ref(&()))
+        .await
+    {
+        tracing::debug!(%error, "publishing an Input Event");
+    }
 }
 
 /// The apiserver's (major, minor), read at most every

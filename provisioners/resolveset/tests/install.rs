@@ -1409,6 +1409,24 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
         "not sealed as generated: {:?}",
         kept.metadata
     );
+    // Not silently: the Input that needs etcd is told the name is taken.
+    eventually(
+        "a GeneratedNameTaken Event on the backup's Input",
+        || async {
+            pakket_testkit::cluster_object_events(&scope.client, "Input", &scope.name("backup"))
+                .await
+                .iter()
+                .any(|event| {
+                    event.reason.as_deref() == Some("GeneratedNameTaken")
+                        && event.type_.as_deref() == Some("Warning")
+                        && event
+                            .message
+                            .as_deref()
+                            .is_some_and(|m| m.contains(&named) && m.contains("dependency etcd"))
+                })
+        },
+    )
+    .await;
     inputs
         .delete(&scope.name("backup"), &DeleteParams::default())
         .await
