@@ -269,6 +269,28 @@ where
     Elector::new(client, config).run(shutdown, work).await
 }
 
+/// How often a problem with the Lease that does not change is logged again.
+const SAY_AGAIN_AFTER: Duration = Duration::from_secs(30);
+
+/// What is wrong with reading or taking the Lease, in words, with what to
+/// do: a missing namespace and missing rights are the usual first-run
+/// mistakes, and kube's own Display of an API error is a Debug dump.
+fn lease_problem(error: &kube::Error, config: &LeaseConfig) -> String {
+    let namespace = &config.namespace;
+    match error {
+        kube::Error::Api(status) if status.code == 404 && status.message.contains("namespaces") => {
+            format!(
+                "namespace {namespace} does not exist: create it (kubectl create namespace {namespace}) or pass --lease-namespace with one that does"
+            )
+        }
+        kube::Error::Api(status) if status.code == 403 => format!(
+            "{}: grant this identity get, create and update on leases (coordination.k8s.io) in namespace {namespace}, or pass --lease-namespace with one where it has them",
+            crate::apply::api_message(error)
+        ),
+        other => crate::apply::api_message(other),
+    }
+}
+
 /// The election's state between polls: what it last saw, and when.
 struct Candidate<'a> {
     elector: &'a Elector,
@@ -276,6 +298,8 @@ struct Candidate<'a> {
     seen_version: Option<String>,
     /// When (on this clock) the Lease was last seen to change.
     seen_at: Instant,
+    /// The last problem with the Lease that was logged, and when.
+    said: Option<(String, Instant)>,
 }
 
 impl<'a> Candidate<'a> {
@@ -284,6 +308,7 @@ impl<'a> Candidate<'a> {
             elector,
             seen_version: None,
             seen_at: Instant::now(),
+            said: None,
         }
     }
 
@@ -302,7 +327,15 @@ impl<'a> Candidate<'a> {
                 }
                 Ok(Err(error)) => {
                     self.elector.role.send_replace(Role::Unknown);
-                    tracing::warn!(lease = %self.config().name, %error, "cannot read or take the lease; retrying");
+                    let problem = lease_problem(&error, self.config());
+                    // Said when it changes and then every half minute, not
+                    // at every retry.
+                    if self.said.as_ref().is_none_or(|(said, at)| {
+                        *said != problem || at.elapsed() >= SAY_AGAIN_AFTER
+                    }) {
+                        tracing::warn!(lease = %self.config().name, %problem, "cannot read or take the lease; retrying");
+                        self.said = Some((problem, Instant::now()));
+                    }
                 }
                 Err(_) => {
                     self.elector.role.send_replace(Role::Unknown);
@@ -463,6 +496,39 @@ impl<'a> Candidate<'a> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_missing_lease_namespace_and_missing_rights_are_said_with_what_to_do() {
+        let config = LeaseConfig::new("pakket-system", "lease");
+        let api = |code: u16, message: &str| {
+            kube::Error::Api(
+                kube::core::Status::failure(
+                    message,
+                    if code == 404 { "NotFound" } else { "Forbidden" },
+                )
+                .with_code(code)
+                .boxed(),
+            )
+        };
+        let missing = lease_problem(&api(404, "namespaces \"pakket-system\" not found"), &config);
+        assert_eq!(
+            missing,
+            "namespace pakket-system does not exist: create it (kubectl create namespace pakket-system) or pass --lease-namespace with one that does"
+        );
+        let forbidden = lease_problem(
+            &api(403, "leases.coordination.k8s.io \"lease\" is forbidden"),
+            &config,
+        );
+        assert!(
+            forbidden
+                .starts_with("leases.coordination.k8s.io \"lease\" is forbidden (HTTP 403): grant"),
+            "{forbidden}"
+        );
+        assert!(
+            !forbidden.contains("ErrorResponse") && !forbidden.contains("Status {"),
+            "{forbidden}"
+        );
+    }
     use super::*;
 
     #[test]
