@@ -306,10 +306,30 @@ async fn reconcile_all(
 /// else's Input holds: it does not fail silently. The recorder folds the
 /// repeats of each pass into one series.
 async fn name_taken(context: &InputContext, input: &Input, taken: &dependency_inputs::Taken) {
+    let note = taken.message();
+    publish(
+        context,
+        input,
+        EventType::Warning,
+        "GeneratedNameTaken",
+        &note,
+    )
+    .await;
+}
+
+/// An Event on `input` (its note cut to 1,000 characters); a failure to
+/// publish is only logged.
+async fn publish(
+    context: &InputContext,
+    input: &Input,
+    type_: EventType,
+    reason: &str,
+    note: &str,
+) {
     let event = Event {
-        type_: EventType::Warning,
-        reason: "GeneratedNameTaken".into(),
-        note: Some(taken.message().chars().take(1000).collect()),
+        type_,
+        reason: reason.into(),
+        note: Some(note.chars().take(1000).collect()),
         action: "Resolve".into(),
         secondary: None,
     };
@@ -707,22 +727,10 @@ async fn announce(context: &InputContext, input: &Input, old: &InputStatus, new:
     if before.as_ref() == Some(&(reason.clone(), message.clone())) {
         return;
     }
-    let event = Event {
-        type_: if reason == "Resolved" {
-            EventType::Normal
-        } else {
-            EventType::Warning
-        },
-        reason,
-        note: Some(message.chars().take(1000).collect()),
-        action: "Resolve".into(),
-        secondary: None,
+    let type_ = if reason == "Resolved" {
+        EventType::Normal
+    } else {
+        EventType::Warning
     };
-    if let Err(error) = context
-        .recorder
-        .publish(&event, &input.object_ref(&()))
-        .await
-    {
-        tracing::debug!(%error, "publishing an Input Event");
-    }
+    publish(context, input, type_, &reason, &message).await;
 }
