@@ -71,6 +71,7 @@ fn main() {
                 dry_run: false,
                 force: false,
                 filters: Default::default(),
+                seniority: Default::default(),
             }],
             &[],
             "resolveset",
@@ -82,6 +83,7 @@ fn main() {
                 dry_run: false,
                 force: false,
                 filters: Default::default(),
+                seniority: Default::default(),
             });
         }
     }
@@ -119,6 +121,7 @@ fn main() {
         dry_run: true,
         force: false,
         filters: Default::default(),
+        seniority: Default::default(),
     });
     let started = Instant::now();
     plan(&universe, &with_dry_run, &[], "resolveset");

@@ -122,6 +122,7 @@ async fn main() {
                 dry_run: false,
                 force: false,
                 filters: Default::default(),
+                seniority: Default::default(),
             }],
             &[],
             "resolveset",

@@ -99,9 +99,12 @@ pub struct Wanted {
     pub catalog: String,
     /// The channel it was resolved through, if one was named.
     pub channel: Option<String>,
-    /// The class of the first Input (by name) that needs it.
+    /// The class of the senior Input that needs it (installed first, then
+    /// the oldest: [`crate::input_resolve::Seniority`]), never the one
+    /// whose name sorts first, which a writer could pick.
     pub class: String,
-    /// The Inputs that need it: name and UID, by name.
+    /// The Inputs that need it: name and UID, by name (so a change of
+    /// seniority does not rewrite the generated Input).
     pub owners: Vec<(String, String)>,
 }
 
@@ -119,8 +122,8 @@ impl Wanted {
     }
 }
 
-/// The generated Inputs the resolution asks for: for each Input (sorted by
-/// name) whose class generates them and whose answer resolved, one per
+/// The generated Inputs the resolution asks for: for each Input (senior
+/// first, then by name) whose class generates them and whose answer resolved, one per
 /// bundle it brings in as a dependency. `generates(input)` says whether
 /// the Input's class has the parameter (and the Input is not a dry run).
 pub fn wanted(
@@ -129,6 +132,13 @@ pub fn wanted(
     generates: impl Fn(&Input) -> bool,
 ) -> BTreeMap<String, Wanted> {
     let mut wanted: BTreeMap<String, Wanted> = BTreeMap::new();
+    let mut inputs: Vec<&Input> = inputs.iter().map(|input| &**input).collect();
+    inputs.sort_by_cached_key(|input| {
+        (
+            crate::input_resolve::Seniority::of(input).key(),
+            input.name_any(),
+        )
+    });
     for input in inputs {
         let name = input.name_any();
         let (Some(uid), true) = (input.uid(), generates(input)) else {
@@ -152,6 +162,9 @@ pub fn wanted(
                 });
             entry.owners.push((name.clone(), uid.clone()));
         }
+    }
+    for entry in wanted.values_mut() {
+        entry.owners.sort();
     }
     wanted
 }
@@ -373,10 +386,51 @@ mod tests {
                 ("b".to_owned(), "uid-b".to_owned())
             ]
         );
-        assert_eq!(db.class, "subscription", "the first owner's class");
+        assert_eq!(
+            db.class, "subscription",
+            "the senior owner's class (equal: by name)"
+        );
         assert_eq!(
             db.spec()["constraints"][0]["value"],
             json!({"name": "community", "package": "db", "channel": "stable"})
+        );
+    }
+
+    #[test]
+    fn the_dependency_takes_the_class_of_the_oldest_input_not_the_first_name() {
+        let created = |input: Arc<Input>, seconds: i64| {
+            let mut input = (*input).clone();
+            input.metadata.creation_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    jiff::Timestamp::from_second(seconds).unwrap(),
+                ));
+            Arc::new(input)
+        };
+        // "aaa" was written later, by someone who picked a name that sorts
+        // first and a class of their own.
+        let inputs = vec![
+            created(input("aaa", "mine"), 2_000),
+            created(input("team", "subscription"), 1_000),
+        ];
+        let answers = BTreeMap::from([
+            (
+                "aaa".to_owned(),
+                Answer::Resolved(vec![resolved("tool", "Input"), resolved("db", "Instance")]),
+            ),
+            (
+                "team".to_owned(),
+                Answer::Resolved(vec![resolved("app", "Input"), resolved("db", "Instance")]),
+            ),
+        ]);
+        let wanted = wanted(&inputs, &answers, |_| true);
+        assert_eq!(wanted["db"].class, "subscription");
+        assert_eq!(
+            wanted["db"].owners,
+            [
+                ("aaa".to_owned(), "uid-aaa".to_owned()),
+                ("team".to_owned(), "uid-team".to_owned())
+            ],
+            "owners by name, whoever is senior"
         );
     }
 

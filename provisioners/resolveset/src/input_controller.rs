@@ -28,7 +28,7 @@ use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
 use crate::input::{Input, InputClass, InputStatus};
-use crate::input_resolve::{self, Answer, Asked};
+use crate::input_resolve::{self, Answer, Asked, Seniority};
 use crate::protocol::plan::PlannedInput;
 use crate::resolved_set::{self, Entry};
 use crate::serving::Catalogs;
@@ -488,9 +488,12 @@ fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
             dry_run: false,
             force: false,
             filters: Default::default(),
+            seniority: Default::default(),
         };
     };
-    PlannedInput::of(input, &class.spec.parameters).asked()
+    let mut asked = PlannedInput::of(input, &class.spec.parameters).asked();
+    asked.seniority = Seniority::of(input);
+    asked
 }
 
 /// What the set holds now: read from the ConfigMap the Instance mounts.

@@ -6,8 +6,9 @@
 //! Inputs that cannot be resolved do not block the others: when the whole
 //! set has no solution, each Input is tried alone, and those that fail
 //! alone get their own explanation; if the rest still conflict, they join
-//! one by one in name order, and one that would break the set is told why
-//! (the engine's explanation with the Inputs before it).
+//! one by one by [`Seniority`] (what is installed first, then the oldest,
+//! never the name a writer picks), and one that would break the set is told
+//! why (the engine's explanation with the Inputs before it).
 //! A dry-run Input is resolved with the live set, as if it joined it, and
 //! reports that plan without changing the set.
 
@@ -33,6 +34,47 @@ pub struct Asked {
     pub force: bool,
     /// Its `cel` and `minKubeVersion` constraints, applied by [`narrow`].
     pub filters: crate::input_filter::Filters,
+    /// Its place when Inputs conflict.
+    pub seniority: Seniority,
+}
+
+/// Which of two conflicting Inputs keeps its place: one whose bundles are
+/// installed before one that is new, then the one created first. Nothing a
+/// writer chooses (a name sorting first) decides it; the name only breaks
+/// a tie of equal creation times, so the answer stays deterministic.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Seniority {
+    /// `false` when the Input's bundles are in the installed set (sorts
+    /// first).
+    pub not_installed: bool,
+    /// When the Input was created, as the apiserver wrote it (seconds
+    /// since the epoch); `None` sorts last.
+    pub created: Option<i64>,
+}
+
+impl Seniority {
+    /// Where `input` stands: installed when its status lists bundles it
+    /// brought into the set (not as a plan); created when the apiserver
+    /// says it was.
+    pub fn of(input: &crate::Input) -> Self {
+        let installed = input
+            .status
+            .as_ref()
+            .is_some_and(|status| !status.dry_run && !status.instances.is_empty());
+        Self {
+            not_installed: !installed,
+            created: input
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|time| time.0.as_second()),
+        }
+    }
+
+    /// The sort key: installed, then created first (unknown last).
+    pub fn key(&self) -> (bool, bool, Option<i64>) {
+        (self.not_installed, self.created.is_none(), self.created)
+    }
 }
 
 /// Narrows each Input's request by its `cel` and `minKubeVersion`
@@ -112,19 +154,24 @@ pub fn still_asked(previous: &[(String, Version)], asked: &[Asked]) -> Vec<Insta
 /// it is still asked for; children are named after the set's Instance `set`.
 pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: &str) -> Plan {
     let mut answers = BTreeMap::new();
-    let mut live: Vec<(&str, &Request)> = Vec::new();
+    let mut live: Vec<(&Asked, &Request)> = Vec::new();
     for input in asked {
         match &input.request {
             Err(problem) => {
                 answers.insert(input.name.clone(), Answer::Invalid(problem.clone()));
             }
             Ok(_) if input.force => {}
-            Ok(request) if !input.dry_run => live.push((&input.name, request)),
+            Ok(request) if !input.dry_run => live.push((input, request)),
             Ok(_) => {}
         }
     }
-    // Name order: the same Inputs give the same answer however they came.
-    live.sort_by_key(|(name, _)| *name);
+    // Seniority, then name: the same Inputs give the same answer however
+    // they came, and an Input that runs is never displaced by a newcomer.
+    live.sort_by(|(a, _), (b, _)| (a.seniority.key(), &a.name).cmp(&(b.seniority.key(), &b.name)));
+    let mut live: Vec<(&str, &Request)> = live
+        .into_iter()
+        .map(|(input, request)| (input.name.as_str(), request))
+        .collect();
     let chosen = resolve_live(universe, &mut live, installed, &mut answers);
     // The set's "needs" edges, once for every Input that resolved into it.
     let needs = needs_in(universe, &chosen);
@@ -269,9 +316,9 @@ fn resolve_live(
     if let Outcome::Resolved(resolved) = together(live) {
         return resolved.resolved;
     }
-    // They work alone but not all together: taken one by one in name
+    // They work alone but not all together: taken one by one in seniority
     // order, each joins if the set still resolves with it, and is told why
-    // not otherwise. The first (by name) keeps its place, every time.
+    // not otherwise. The senior one keeps its place, every time.
     let mut accepted: Vec<(&str, &Request)> = Vec::new();
     let mut set = Vec::new();
     for (name, request) in live.drain(..) {
@@ -500,6 +547,7 @@ mod tests {
             dry_run,
             force: false,
             filters: Default::default(),
+            seniority: Default::default(),
         }
     }
 
@@ -610,30 +658,69 @@ mod tests {
         assert_eq!(first.set, again.set);
     }
 
+    fn aged(name: &str, cli: &str, installed: bool, created: i64) -> Asked {
+        Asked {
+            seniority: Seniority {
+                not_installed: !installed,
+                created: Some(created),
+            },
+            ..asked(name, cli, false)
+        }
+    }
+
+    fn app_version(plan: &Plan) -> &str {
+        let app = plan.set.iter().find(|s| s.package == "app").unwrap();
+        app.version.as_str()
+    }
+
     #[test]
-    fn inputs_that_conflict_only_together_keep_the_first_by_name_and_tell_the_other_why() {
+    fn inputs_that_conflict_only_together_keep_the_older_and_tell_the_newer_why() {
+        // "a" sorts first by name but was created after "b": the older one
+        // keeps its place, whatever names its writer picked.
         let plan = plan(
             &universe(),
             &[
-                asked("b", "app=2.0.0", false),
-                asked("a", "app=1.0.0", false),
-                asked("d", "dep", false),
+                aged("b", "app=2.0.0", false, 100),
+                aged("a", "app=1.0.0", false, 200),
+                aged("d", "dep", false, 50),
             ],
             &[],
             "rs",
         );
-        assert!(matches!(plan.answers["a"], Answer::Resolved(_)));
+        assert!(matches!(plan.answers["b"], Answer::Resolved(_)));
         assert!(matches!(plan.answers["d"], Answer::Resolved(_)));
-        let Answer::Unsatisfiable { explanation, .. } = &plan.answers["b"] else {
-            panic!("{:?}", plan.answers["b"])
+        let Answer::Unsatisfiable { explanation, .. } = &plan.answers["a"] else {
+            panic!("{:?}", plan.answers["a"])
         };
         assert!(explanation.contains("app"), "{explanation}");
-        let versions: Vec<(&str, &str)> = plan
-            .set
-            .iter()
-            .map(|s| (s.package.as_str(), s.version.as_str()))
-            .collect();
-        assert_eq!(versions, [("app", "1.0.0"), ("dep", "1.0.0")]);
+        assert_eq!(app_version(&plan), "2.0.0");
+    }
+
+    #[test]
+    fn an_installed_input_keeps_its_place_against_an_older_new_one() {
+        // "z" runs (its bundles are in the set); "a", older and first by
+        // name, is new: it may not displace what runs.
+        let inputs = [
+            aged("a", "app=2.0.0", false, 100),
+            aged("z", "app=1.0.0", true, 300),
+        ];
+        let plan = plan(&universe(), &inputs, &[], "rs");
+        assert!(matches!(plan.answers["z"], Answer::Resolved(_)));
+        assert!(matches!(plan.answers["a"], Answer::Unsatisfiable { .. }));
+        assert_eq!(app_version(&plan), "1.0.0");
+    }
+
+    #[test]
+    fn equal_seniority_falls_back_to_name_order_so_the_answer_is_stable() {
+        let inputs = [
+            aged("b", "app=2.0.0", false, 100),
+            aged("a", "app=1.0.0", false, 100),
+        ];
+        let first = plan(&universe(), &inputs, &[], "rs");
+        assert_eq!(app_version(&first), "1.0.0");
+        let reversed = [inputs[1].clone(), inputs[0].clone()];
+        let again = plan(&universe(), &reversed, &[], "rs");
+        assert_eq!(first.answers, again.answers);
     }
 
     #[test]
@@ -644,6 +731,7 @@ mod tests {
             dry_run: false,
             force: false,
             filters: Default::default(),
+            seniority: Default::default(),
         };
         let plan = plan(&universe(), &[bad, asked("a", "dep", false)], &[], "rs");
         assert_eq!(

@@ -254,6 +254,26 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
             .starts_with("would install rabbitmq-cluster-operator 2.17.2")
     );
 
+    // The same conflict as a real Input, named to sort before the one that
+    // runs: the name is the writer's choice and decides nothing. The
+    // installed Input keeps its place; the newcomer is told why.
+    let newcomer = input(
+        &scope,
+        "a",
+        &subscription,
+        json!([{"type": "olm.packageVersion", "value": {"package": CLUSTER_OPERATOR, "version": "2.0.0"}}]),
+    )
+    .await;
+    assert!(newcomer < topology, "{newcomer} sorts before {topology}");
+    let refused = resolved_as(&scope, &newcomer, "Unsatisfiable").await;
+    assert!(refused.status.unwrap().instances.is_empty());
+    let kept = resolved_as(&scope, &topology, "Resolved").await;
+    assert_eq!(kept.status.unwrap().instances[0].version, "1.15.0");
+    Api::<Input>::all(scope.client.clone())
+        .delete(&newcomer, &Default::default())
+        .await
+        .unwrap();
+
     // Mistakes name the field; an Input nothing can satisfy says why; the
     // set keeps what resolved.
     let invalid = input(

@@ -94,6 +94,8 @@ impl PlannedInput {
             dry_run: self.dry_run,
             force: self.force,
             filters: filters.unwrap_or_default(),
+            // The API's caller gives no history: name order decides.
+            seniority: Default::default(),
         }
     }
 }
