@@ -13,6 +13,7 @@ pub mod https;
 pub mod report;
 mod scope;
 mod shared;
+pub mod shipped;
 mod wait;
 
 pub use crds::{apply_crds, install_crds};

@@ -4,7 +4,10 @@
 //! `defaultNamespace`, made with it), at the highest version its range
 //! allows, with the values the parent's package file gives it, marked
 //! installed-as-dependency and labelled with its parent, so it goes with
-//! the parent. The parent is ready when its components are.
+//! the parent. The parent is ready when its components are. Only a
+//! component this provisioner sealed for the parent counts as one, is
+//! waited for or deleted ([`crate::made_here`]): a Package someone else
+//! labelled so is never taken, and a name someone else holds is said.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +20,7 @@ use crate::api::{
     INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfoTemplate, PackageSpec,
     ValueConfiguration,
 };
+use crate::made_here;
 use crate::manifest::Component;
 use crate::names;
 use crate::repository::{Endpoint, RepositoryClient};
@@ -29,8 +33,34 @@ pub fn parent_key(kind: &str, namespace: Option<&str>, name: &str) -> String {
     names::sanitized(&format!("{kind}.{}.{name}", namespace.unwrap_or("")), 63)
 }
 
+/// Why the components cannot be made.
+#[derive(Debug)]
+pub enum Problem {
+    /// A component's name is held by a Package not made for the parent.
+    NameTaken(String),
+    /// Anything else, in words.
+    Failed(String),
+}
+
+impl From<String> for Problem {
+    fn from(message: String) -> Self {
+        Self::Failed(message)
+    }
+}
+
+/// What new components are sealed with: the record key (as made for the
+/// parent) and the parent's author (her record).
+#[derive(Clone, Copy)]
+pub struct Sealing<'a> {
+    /// The record key; without it nothing is sealed.
+    pub key: Option<&'a pakket_api::RecordKey>,
+    /// Who asked for the parent, if her record verified.
+    pub author: Option<&'a pakket_api::CreatorRecord>,
+}
+
 /// Where the components stand: `Ok(waiting)` lists those not ready yet.
-/// New ones carry the parent's `author`, sealed.
+/// New ones are sealed with `key` as made for the parent and carry the
+/// parent's `author`, sealed.
 pub async fn ensure(
     context: &crate::info_controller::Context,
     repository: &Endpoint,
@@ -38,8 +68,9 @@ pub async fn ensure(
     namespace: &str,
     components: &[Component],
     labels: &BTreeMap<String, String>,
-    author: Option<(&pakket_api::RecordKey, &pakket_api::CreatorRecord)>,
-) -> Result<Vec<String>, String> {
+    sealing: Sealing<'_>,
+) -> Result<Vec<String>, Problem> {
+    let Sealing { key, author } = sealing;
     let (parent_key, parent_name) = parent;
     let (client, repositories) = (&context.client, &context.repositories);
     if Api::<Namespace>::all(client.clone())
@@ -98,9 +129,15 @@ pub async fn ensure(
                 INSTALLED_AS_DEPENDENCY_ANNOTATION.to_owned(),
                 "true".to_owned(),
             )]);
+            if let Some(key) = key {
+                annotations.insert(
+                    made_here::COMPONENT_SEAL_ANNOTATION.to_owned(),
+                    made_here::component_seal(key, namespace, &name, parent_key),
+                );
+            }
             // The parent's author asked for it: her record, sealed for this
             // Package and spec (taken from this process, a delegate, only).
-            if let Some((key, person)) = author {
+            if let Some((key, person)) = key.zip(author) {
                 let spec = serde_json::to_value(&package.spec).map_err(|e| e.to_string())?;
                 let sealed = person.sealed_for(
                     key,
@@ -117,16 +154,17 @@ pub async fn ensure(
             match api.create(&PostParams::default(), &package).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 409 => {}
-                Err(error) => return Err(error.to_string()),
+                Err(error) => return Err(error.to_string().into()),
             }
             waiting.push(format!("Package {namespace}/{name} (being installed)"));
             continue;
         };
-        if existing.labels().get(PARENT_LABEL).map(String::as_str) != Some(parent_key) {
-            return Err(format!(
-                "component {}: Package {namespace}/{name} exists and is not this package's component; rename it",
-                component.name
-            ));
+        if !made_here::is_component_of(&existing, parent_key, key) {
+            return Err(Problem::NameTaken(taken_message(
+                &component.name,
+                namespace,
+                &name,
+            )));
         }
         let ready = existing.status.as_ref().is_some_and(|s| {
             s.conditions
@@ -138,6 +176,14 @@ pub async fn ensure(
         }
     }
     Ok(waiting)
+}
+
+/// What the parent says when a component's name is held by a Package
+/// pakket-package did not make for it (a label saying so is no proof).
+fn taken_message(component: &str, namespace: &str, name: &str) -> String {
+    format!(
+        "component {component}: Package {namespace}/{name} exists and pakket-package did not make it as this package's component (labels are no proof; only its seal is); it is never taken over: whoever may delete Package {namespace}/{name} deletes or renames it, and the component installs"
+    )
 }
 
 /// The highest published version in the component's range, else the
@@ -178,11 +224,22 @@ async fn version_for(
         })
 }
 
-/// Deletes the components of `parent_key` (the parent is going).
-pub async fn remove(client: &Client, parent_key: &str) -> Result<bool, kube::Error> {
+/// Deletes the components of `parent_key` (the parent is going): those
+/// this provisioner made for it; a Package only labelled so is left alone.
+pub async fn remove(
+    client: &Client,
+    parent_key: &str,
+    key: Option<&pakket_api::RecordKey>,
+) -> Result<bool, kube::Error> {
     let api: Api<Package> = Api::all(client.clone());
     let params = ListParams::default().labels(&format!("{PARENT_LABEL}={parent_key}"));
-    let left = api.list(&params).await?.items;
+    let left: Vec<Package> = api
+        .list(&params)
+        .await?
+        .items
+        .into_iter()
+        .filter(|package| made_here::is_component_of(package, parent_key, key))
+        .collect();
     for component in &left {
         if component.metadata.deletion_timestamp.is_none() {
             let namespaced: Api<Package> =

@@ -16,6 +16,7 @@ pub mod crd;
 pub mod dependencies;
 pub mod helm;
 pub mod info_controller;
+pub mod made_here;
 pub mod manifest;
 pub mod names;
 pub mod package_controller;

@@ -36,6 +36,7 @@ use crate::components;
 use crate::conditions::{self, Readiness};
 use crate::dependencies;
 use crate::info_controller::{self, repository_for};
+use crate::made_here;
 use crate::manifest::PackageManifest;
 use crate::names;
 use crate::provisioner::PackageConfig;
@@ -50,6 +51,9 @@ pub const MANAGER: &str = "pakket-package";
 pub const FINALIZER: &str = "packages.pakket.dev/uninstall";
 /// How soon a package waiting for its PackageInfo or Instance looks again.
 const WAITING: Duration = Duration::from_secs(2);
+/// The reason (and Warning Event) when a name the package needs is held by
+/// an object pakket-package did not make for it.
+pub const NAME_TAKEN: &str = "NameTaken";
 /// How often a package installed as a dependency looks for dependents.
 const DEPENDENCY_RECHECK: Duration = Duration::from_secs(5);
 
@@ -70,6 +74,8 @@ pub struct PackageContext {
     pub charts: ChartLocator,
     /// Values read from Secrets, handed to the provisioner.
     pub secret_values: Arc<SecretValues>,
+    /// Publishes the Events a person must see (a name someone else holds).
+    pub recorder: kube::runtime::events::Recorder,
 }
 
 /// The package's author, if its record verifies for its current spec.
@@ -232,6 +238,9 @@ async fn reconcile<K: PackageObject>(
     let next = match outcome {
         Ok(next) => next,
         Err(Step::Failed(reason, message)) => {
+            if reason == NAME_TAKEN && !already_said(package.package_status(), &message) {
+                warn(&context, &*package, reason, &message).await;
+            }
             conditions::set_readiness(
                 &mut status.conditions,
                 Readiness::Failed,
@@ -255,6 +264,30 @@ async fn reconcile<K: PackageObject>(
     };
     write_status(client, &*package, &status).await?;
     Ok(next)
+}
+
+/// Whether the package's Ready condition already says `message` (an
+/// Event is published when it is new, not at every retry).
+fn already_said(status: Option<&PackageStatus>, message: &str) -> bool {
+    status.is_some_and(|status| status.conditions.iter().any(|c| c.message == message))
+}
+
+/// A Warning Event on `package`; a failure to publish is only logged.
+async fn warn<K: PackageObject>(context: &PackageContext, package: &K, reason: &str, note: &str) {
+    let event = kube::runtime::events::Event {
+        type_: kube::runtime::events::EventType::Warning,
+        reason: reason.into(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Install".into(),
+        secondary: None,
+    };
+    if let Err(error) = context
+        .recorder
+        .publish(&event, &package.object_ref(&()))
+        .await
+    {
+        tracing::debug!(%error, "publishing a package Event");
+    }
 }
 
 /// Writes `status` on `package` if it differs from what it has.
@@ -561,10 +594,16 @@ async fn install<K: PackageObject>(
             &namespace,
             &manifest.components,
             package.labels(),
-            context.record_key.as_ref().zip(person.as_ref()),
+            components::Sealing {
+                key: context.record_key.as_ref(),
+                author: person.as_ref(),
+            },
         )
         .await
-        .map_err(|problem| Step::Failed("InstallationFailed", problem))?;
+        .map_err(|problem| match problem {
+            components::Problem::NameTaken(message) => Step::Failed(NAME_TAKEN, message),
+            components::Problem::Failed(message) => Step::Failed("InstallationFailed", message),
+        })?;
         if !waiting.is_empty() && condition_true(&instance, ConditionType::Installed) {
             return Err(Step::Waiting(
                 "Pending",
@@ -893,18 +932,35 @@ async fn apply_instance<K: PackageObject>(
         annotations.insert(names::NAMESPACE_ANNOTATION.to_owned(), namespace);
     }
     let instances: Api<Instance> = Api::all(context.info.client.clone());
-    // Nothing is taken over: an Instance of that name made for something
-    // else stays as it is.
+    let namespace = package.namespace();
+    // Nothing is taken over: an Instance of that name this provisioner did
+    // not make for this package (labels and annotations are no proof, only
+    // its seal is) stays as it is.
     if let Some(existing) = instances.get_opt(name).await?
-        && (existing.labels().get(names::KIND_LABEL).map(String::as_str) != Some(K::KIND)
-            || annotations
-                .iter()
-                .any(|(key, value)| existing.annotations().get(key) != Some(value)))
+        && !made_here::is_instance_of(
+            &existing,
+            K::KIND,
+            namespace.as_deref(),
+            &package.name_any(),
+            context.record_key.as_ref(),
+        )
     {
         return Err(Step::Failed(
-            "InstallationFailed",
-            format!("Instance {name} exists and is not this package's; nothing of it is changed"),
+            NAME_TAKEN,
+            format!(
+                "Instance {name} exists and pakket-package did not make it for this package (labels are no proof; only its seal is); nothing of it is changed: whoever may delete Instance {name} deletes it, and the package installs"
+            ),
         ));
+    }
+    if let Some(key) = context.record_key.as_ref() {
+        annotations.insert(
+            made_here::INSTANCE_SEAL_ANNOTATION.to_owned(),
+            made_here::instance_seal(
+                key,
+                name,
+                &made_here::package_reference(K::KIND, namespace.as_deref(), &package.name_any()),
+            ),
+        );
     }
     let mut instance = json!({
         "apiVersion": Instance::api_version(&()),
@@ -1119,10 +1175,20 @@ async fn finalize<K: PackageObject>(
     }
     // Its components go first (their objects live in its namespace).
     let key = components::parent_key(K::KIND, package.namespace().as_deref(), &package.name_any());
-    if !components::remove(&context.info.client, &key).await? {
+    if !components::remove(&context.info.client, &key, context.record_key.as_ref()).await? {
         return Ok(Action::requeue(WAITING));
     }
-    if let Some(instance) = instances.get_opt(instance_name).await? {
+    // Only the Instance this provisioner made for the package goes with
+    // it: one of that name someone else made is theirs.
+    if let Some(instance) = instances.get_opt(instance_name).await?
+        && made_here::is_instance_of(
+            &instance,
+            K::KIND,
+            package.namespace().as_deref(),
+            &package.name_any(),
+            context.record_key.as_ref(),
+        )
+    {
         if instance.metadata.deletion_timestamp.is_none() {
             instances
                 .delete(instance_name, &DeleteParams::default())

@@ -62,6 +62,10 @@ pub async fn run(
         record_key: options.runtime.record_key.clone(),
         charts: ChartLocator::default(),
         secret_values: Arc::clone(&secret_values),
+        recorder: pakket_runtime::controller::recorder(
+            client.clone(),
+            crate::package_controller::MANAGER,
+        ),
     });
     let provisioner =
         PackageProvisioner::new(options.id, options.helm.map(Helm::new), secret_values);

@@ -663,7 +663,7 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
     // itself. Neither can make the Instance claim someone else asked.
     let _turn = CNPG.lock().await;
     let (scope, _repository, hooks) =
-        support::world_with_webhooks("package-requester", "UserPermission").await;
+        support::world_shipped("package-requester", "UserPermission").await;
     // The admin installs cloudnative-pg (its CRD); she may do anything, so
     // UserPermission lets it in.
     let cluster_packages: Api<ClusterPackage> = Api::all(scope.client.clone());
@@ -969,8 +969,7 @@ async fn a_default_namespace_someone_else_made_is_not_used_until_its_owner_offer
 #[tokio::test]
 async fn a_package_others_depend_on_is_refused_deletion_and_kept_while_the_webhook_is_down() {
     let _turn = CNPG.lock().await;
-    let (scope, _repository, hooks) =
-        support::world_with_webhooks("package-in-use", "AllowAll").await;
+    let (scope, _repository, hooks) = support::world_shipped("package-in-use", "AllowAll").await;
     let databases: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
     databases
         .create(
@@ -1461,4 +1460,201 @@ async fn a_packages_components_install_with_their_values_and_go_with_it() {
     );
     assert!(config_maps.get_opt("part").await.unwrap().is_none());
     scope.cleanup().await;
+}
+
+/// A namespaced package written here: one ConfigMap.
+fn write_note_package(repository: &support::Repository) {
+    repository.write_file(
+        "note/versions.yaml",
+        "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n",
+    );
+    repository.write_file(
+        "note/v1.0.0/package.yaml",
+        "name: note\nscope: Namespaced\nmanifests:\n  - url: ./note.yaml\n",
+    );
+    repository.write_file(
+        "note/v1.0.0/note.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note}\ndata: {text: hello}\n",
+    );
+}
+
+fn note_package(scope: &Scope, name: &str) -> Package {
+    let mut package = Package::new(
+        name,
+        PackageSpec {
+            package_info: PackageInfoTemplate {
+                name: "note".into(),
+                version: Some("v1.0.0".into()),
+                repository_name: Some(scope.name("glasskube")),
+            },
+            values: BTreeMap::new(),
+            suspend: false,
+        },
+    );
+    package.metadata.labels = Some(scope.labels());
+    package
+}
+
+#[tokio::test]
+async fn an_instance_named_and_labelled_as_a_packages_is_not_taken_over_or_deleted() {
+    // The provisioner and webhooks run with deploy/'s RBAC. Mallory may
+    // create Instances (of a class of her own) and knows the name a
+    // Package's Instance gets. She makes that Instance first, with
+    // the labels and annotations the package provisioner writes on its
+    // own. None of that is proof: the package says the name is taken (a
+    // condition and an Event), changes nothing of hers and, deleted, does
+    // not delete her Instance. Once she removes it, the package installs.
+    let (scope, repository, hooks) =
+        support::world_shipped("package-instance-taken", "AllowAll").await;
+    write_note_package(&repository);
+    let mallory_class = scope.name("mallory-class");
+    support::grant(
+        &scope,
+        "mallory",
+        serde_json::json!([
+            {"apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "create", "delete"]},
+            {"apiGroups": ["core.pakket.dev"], "resources": ["provisionerclasses"], "resourceNames": [mallory_class], "verbs": ["use"]},
+        ]),
+    )
+    .await;
+    let as_mallory: Api<Instance> = Api::all(scope.cluster.client_as("mallory").await);
+    let packages: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let mut taken = Vec::new();
+    for name in ["kept", "dropped"] {
+        let instance_name = pakket_package::names::instance(Some(&scope.namespace), name);
+        let forged: Instance = serde_json::from_value(serde_json::json!({
+            "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
+            "metadata": {
+                "name": instance_name,
+                "labels": scope.labels().into_iter()
+                    .chain([(pakket_package::names::KIND_LABEL.to_owned(), "Package".to_owned())])
+                    .collect::<BTreeMap<_, _>>(),
+                "annotations": {
+                    pakket_package::names::NAME_ANNOTATION: name,
+                    pakket_package::names::NAMESPACE_ANNOTATION: scope.namespace,
+                },
+            },
+            "spec": { "class": mallory_class, "bundle": { "name": "x", "spec": { "class": mallory_class, "refs": ["docker://example.com/x:1"] } } },
+        }))
+        .unwrap();
+        let create = PostParams::default();
+        let made = eventually_ok("mallory may create Instances", || {
+            as_mallory.create(&create, &forged)
+        })
+        .await;
+        taken.push((name, instance_name, made.resource_version()));
+        packages
+            .create(&PostParams::default(), &note_package(&scope, name))
+            .await
+            .unwrap();
+    }
+    for (name, instance_name, _) in &taken {
+        eventually("the package says the name is taken", || async {
+            packages.get(name).await.unwrap().status.is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.reason == pakket_package::package_controller::NAME_TAKEN
+                        && c.message
+                            .contains(&format!("Instance {instance_name} exists"))
+                })
+            })
+        })
+        .await;
+    }
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(scope.client.clone(), &scope.namespace);
+    eventually("a Warning Event NameTaken on the package", || async {
+        events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some(pakket_package::package_controller::NAME_TAKEN)
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("kept")
+            })
+    })
+    .await;
+    for (_, instance_name, version) in &taken {
+        let instance = instances.get(instance_name).await.unwrap();
+        assert_eq!(
+            instance.resource_version(),
+            *version,
+            "nothing of hers changed"
+        );
+        assert_eq!(instance.spec.class, mallory_class);
+        assert!(
+            !instance
+                .annotations()
+                .contains_key(pakket_package::made_here::INSTANCE_SEAL_ANNOTATION)
+        );
+    }
+
+    // Deleting the package leaves her Instance alone.
+    packages
+        .delete("dropped", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the package is gone", || async {
+        packages.get_opt("dropped").await.unwrap().is_none()
+    })
+    .await;
+    let (_, dropped_instance, _) = &taken[1];
+    assert!(
+        instances.get_opt(dropped_instance).await.unwrap().is_some(),
+        "her Instance was not the package's to delete"
+    );
+
+    // The legitimate path: she removes hers, the package installs into an
+    // Instance it seals as its own.
+    let (_, kept_instance, _) = &taken[0];
+    as_mallory
+        .delete(kept_instance, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the package installs", || async {
+        ready(packages.get("kept").await.unwrap().status.as_ref(), ())
+    })
+    .await;
+    let sealed = instances.get(kept_instance).await.unwrap();
+    assert_eq!(sealed.spec.class, scope.name("package"));
+    assert!(
+        sealed
+            .annotations()
+            .contains_key(pakket_package::made_here::INSTANCE_SEAL_ANNOTATION)
+    );
+    packages
+        .delete("kept", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("its own Instance goes with it", || async {
+        instances.get_opt(kept_instance).await.unwrap().is_none()
+    })
+    .await;
+    as_mallory
+        .delete(dropped_instance, &DeleteParams::default())
+        .await
+        .unwrap();
+    support::revoke(&scope, "mallory").await;
+    hooks.stop().await.unwrap();
+    scope.cleanup().await;
+}
+
+/// Retries `attempt` (RBAC takes a moment to reach the authorizer) until it
+/// succeeds, for up to 30 s; its value.
+async fn eventually_ok<T, E: std::fmt::Debug, F: std::future::Future<Output = Result<T, E>>>(
+    what: &str,
+    attempt: impl Fn() -> F,
+) -> T {
+    let mut last = None;
+    for _ in 0..300 {
+        match attempt().await {
+            Ok(value) => return value,
+            Err(error) => last = Some(error),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{what}: still failing after 30 s: {last:?}");
 }

@@ -51,8 +51,7 @@ fn credentials_package(scope: &Scope, name: &str) -> Package {
 #[tokio::test]
 async fn a_secrets_value_is_read_only_for_an_author_who_may_read_it_and_never_lands_in_the_instance()
  {
-    let (scope, repository, hooks) =
-        support::world_with_webhooks("package-secret", "AllowAll").await;
+    let (scope, repository, hooks) = support::world_shipped("package-secret", "AllowAll").await;
     repository.write_file(
         "credentials/versions.yaml",
         "latestVersion: v1.0.0\nversions:\n  - version: v1.0.0\n",

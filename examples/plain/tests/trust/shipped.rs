@@ -1,224 +1,37 @@
-//! The provisioner as `deploy/` runs it: the ServiceAccount, ClusterRoles,
-//! Role and bindings of `deploy/plain/provisioner.yaml`, applied as they
-//! are, and a kubeconfig holding that ServiceAccount's token (a
-//! TokenRequest), so an attack meets the rights a real cluster gives the
-//! provisioner, not the admin's. What an admin adds for her own classes
-//! (`use` on each, by name, as the file says to) is added per stage.
+//! pakket-plain and the webhooks as `deploy/` runs them: the shared
+//! harness (`pakket_testkit::shipped`) with plain's file and account.
 
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::config::{AuthInfo, Context, Kubeconfig, NamedAuthInfo, NamedContext};
-use kube::discovery::ApiResource;
-use serde_json::{Value, json};
+use pakket_testkit::shipped::{self, PLAIN, WEBHOOKS};
 
-/// Where `deploy/` runs the provisioners.
-pub const NAMESPACE: &str = "pakket-system";
-/// The plain provisioner's ServiceAccount in `deploy/`.
-pub const ACCOUNT: &str = "pakket-plain";
+pub use pakket_testkit::shipped::NAMESPACE;
 
-/// The kinds of `deploy/plain/provisioner.yaml` that make its identity and
-/// rights (the Deployment is what this harness replaces).
-const IDENTITY_KINDS: &[&str] = &[
-    "ServiceAccount",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "Role",
-    "RoleBinding",
-];
-
-/// Applies the shipped identity and rights (idempotent: every stage does
-/// it, server-side, with one field manager) and writes a kubeconfig for
-/// the ServiceAccount at `kubeconfig`.
+/// Applies plain's shipped identity and rights and writes a kubeconfig for
+/// its ServiceAccount at `kubeconfig`.
 pub async fn provisioner_kubeconfig(admin: &Client, admin_kubeconfig: &Path, kubeconfig: &Path) {
-    account_kubeconfig(
-        admin,
-        admin_kubeconfig,
-        "deploy/plain/provisioner.yaml",
-        ACCOUNT,
-        kubeconfig,
-    )
-    .await;
+    shipped::account_kubeconfig(admin, admin_kubeconfig, PLAIN, kubeconfig).await;
 }
 
-/// The webhooks' ServiceAccount in `deploy/`.
-pub const WEBHOOKS_ACCOUNT: &str = "pakket-webhooks";
-
-/// A client holding the token of the webhooks' ServiceAccount, with the
-/// identity and rights of `deploy/webhooks/rbac.yaml` applied as they are:
-/// what the webhook server reads and asks with in a real cluster.
+/// A client holding the token of the webhooks' ServiceAccount, with
+/// `deploy/webhooks/rbac.yaml` applied as it is.
 pub async fn webhooks_client(admin: &Client, admin_kubeconfig: &Path, scope_id: &str) -> Client {
-    let kubeconfig = std::env::temp_dir().join(format!("pakket-webhooks-{scope_id}.kubeconfig"));
-    account_kubeconfig(
-        admin,
-        admin_kubeconfig,
-        "deploy/webhooks/rbac.yaml",
-        WEBHOOKS_ACCOUNT,
-        &kubeconfig,
-    )
-    .await;
-    let config = Kubeconfig::read_from(&kubeconfig).expect("the webhooks' kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
-        .await
-        .expect("a client configuration for the webhooks");
-    Client::try_from(config).expect("a client for the webhooks")
+    shipped::client(admin, admin_kubeconfig, WEBHOOKS, scope_id).await
 }
 
-/// Applies the identity kinds of `file` (a path in the repository) and
-/// writes a kubeconfig holding a token of ServiceAccount `account` in
-/// [`NAMESPACE`] at `kubeconfig`.
-async fn account_kubeconfig(
-    admin: &Client,
-    admin_kubeconfig: &Path,
-    file: &str,
-    account: &str,
-    kubeconfig: &Path,
-) {
-    ensure_namespace(admin).await;
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(file);
-    let shipped = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let documents: Vec<Value> = serde_saphyr::from_multiple(&shipped).expect("valid YAML");
-    for document in documents {
-        let kind = document["kind"].as_str().unwrap_or_default();
-        if IDENTITY_KINDS.contains(&kind) {
-            apply(admin, &document).await;
-        }
-    }
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), NAMESPACE)
-        .create_token_request(
-            account,
-            &PostParams::default(),
-            &TokenRequest {
-                spec: TokenRequestSpec {
-                    expiration_seconds: Some(3600),
-                    ..TokenRequestSpec::default()
-                },
-                ..TokenRequest::default()
-            },
-        )
-        .await
-        .expect("a token for the ServiceAccount")
-        .status
-        .expect("the token")
-        .token;
-    write_kubeconfig(admin_kubeconfig, kubeconfig, account, &token);
-}
-
-/// A ClusterRole granting the ServiceAccount `use` on `classes` (what an
-/// admin adds for each class of hers), named `name`, labelled `labels`.
+/// `use` on `classes` for plain's ServiceAccount (what an admin adds for
+/// each class of hers).
 pub async fn grant_classes(
     admin: &Client,
     name: &str,
     labels: &std::collections::BTreeMap<String, String>,
     classes: &[String],
 ) {
-    apply(
-        admin,
-        &json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": { "name": name, "labels": labels },
-            "rules": [{ "apiGroups": [pakket_api::GROUP], "resources": ["provisionerclasses"],
-                        "resourceNames": classes, "verbs": ["use"] }],
-        }),
-    )
-    .await;
-    apply(
-        admin,
-        &json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": { "name": name, "labels": labels },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
-            "subjects": [{ "kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE }],
-        }),
-    )
-    .await;
-}
-
-async fn ensure_namespace(admin: &Client) {
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    let made = serde_json::from_value(json!({ "metadata": { "name": NAMESPACE } })).unwrap();
-    match namespaces.create(&PostParams::default(), &made).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(error) => panic!("creating namespace {NAMESPACE}: {error}"),
-    }
-}
-
-/// Server-side applies one RBAC or core object as the harness.
-async fn apply(admin: &Client, object: &Value) {
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let kind = object["kind"].as_str().unwrap_or_default();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let plural = format!("{}s", kind.to_lowercase());
-    let resource = ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: api_version.into(),
-        kind: kind.into(),
-        plural,
-    };
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
-        Some(namespace) => Api::namespaced_with(admin.clone(), namespace, &resource),
-        None => Api::all_with(admin.clone(), &resource),
-    };
-    api.patch(
-        name,
-        &PatchParams::apply("pakket-trust-harness").force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .unwrap_or_else(|error| panic!("applying {kind} {name}: {error}"));
-}
-
-/// The admin kubeconfig's cluster, with the token as the only user.
-fn write_kubeconfig(admin_kubeconfig: &Path, to: &Path, account: &str, token: &str) {
-    let admin = Kubeconfig::read_from(admin_kubeconfig).expect("the test kubeconfig");
-    let context = admin
-        .contexts
-        .iter()
-        .find(|context| context.name == pakket_controlplane::ADMIN_CONTEXT)
-        .and_then(|context| context.context.clone())
-        .expect("the admin context");
-    let cluster = admin
-        .clusters
-        .iter()
-        .find(|cluster| cluster.name == context.cluster)
-        .cloned()
-        .expect("the admin context's cluster");
-    let user = format!("system:serviceaccount:{NAMESPACE}:{account}");
-    let config = Kubeconfig {
-        clusters: vec![cluster.clone()],
-        auth_infos: vec![NamedAuthInfo {
-            name: user.clone(),
-            auth_info: Some(AuthInfo {
-                token: Some(token.to_owned().into()),
-                ..AuthInfo::default()
-            }),
-            ..NamedAuthInfo::default()
-        }],
-        contexts: vec![NamedContext {
-            name: "provisioner".into(),
-            context: Some(Context {
-                cluster: cluster.name.clone(),
-                user: Some(user),
-                ..Context::default()
-            }),
-            ..NamedContext::default()
-        }],
-        current_context: Some("provisioner".into()),
-        ..Kubeconfig::default()
-    };
-    let text = serde_json::to_string_pretty(&config).expect("a kubeconfig serializes");
-    std::fs::write(to, text).expect("writing the provisioner's kubeconfig");
+    shipped::grant_classes(admin, PLAIN, name, labels, classes).await;
 }
 
 /// Where a stage keeps its provisioner's kubeconfig.
 pub fn kubeconfig_for(scope_id: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("pakket-trust-{scope_id}.kubeconfig"))
+    shipped::kubeconfig_for(PLAIN, scope_id)
 }

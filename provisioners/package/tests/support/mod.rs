@@ -378,6 +378,17 @@ pub async fn start_trusting(
     approval: &str,
     record_key: Option<pakket_api::RecordKey>,
 ) -> String {
+    start_as(scope, scope.client.clone(), roots, approval, record_key).await
+}
+
+/// [`start_trusting`], the provisioner reading and writing with `client`.
+async fn start_as(
+    scope: &Scope,
+    client: kube::Client,
+    roots: Vec<String>,
+    approval: &str,
+    record_key: Option<pakket_api::RecordKey>,
+) -> String {
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
         .await
@@ -419,7 +430,6 @@ pub async fn start_trusting(
             ..RunOptions::new(store)
         },
     };
-    let client = scope.client.clone();
     tokio::spawn(async move { process::run(client, options).await });
     scope.name("package")
 }
@@ -470,13 +480,18 @@ pub async fn world(name: &str) -> (Scope, Repository) {
     (scope, repository)
 }
 
-/// [`world`] with the real admission webhooks for the scope's objects
-/// (this process, which runs the controllers as the admin, a delegate)
-/// and the class's `approval`; the webhooks, to stop.
-pub async fn world_with_webhooks(
+/// [`world`] with the real admission webhooks for the scope's objects and
+/// the class's `approval`, as `deploy/` runs them: the provisioner reads and
+/// writes with the token of pakket-package's ServiceAccount and the RBAC
+/// of `deploy/package/provisioner.yaml` (plus `use` on the test's class,
+/// as an admin adds for a class of hers), the webhooks with theirs
+/// (`deploy/webhooks/rbac.yaml`), and that ServiceAccount is the
+/// webhooks' delegate, as `deploy/webhooks/deployment.yaml` names it.
+pub async fn world_shipped(
     name: &str,
     approval: &str,
 ) -> (Scope, Repository, pakket_webhooks::local::LocalWebhooks) {
+    use pakket_testkit::shipped::{self, PACKAGE, WEBHOOKS};
     use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
     let scope = Scope::new(name).await;
     let repository = Repository::start();
@@ -484,12 +499,31 @@ pub async fn world_with_webhooks(
     pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
         .await
         .unwrap();
+    let admin_kubeconfig = scope.cluster.kubeconfig().to_path_buf();
     let mut options = LocalOptions::for_labels(format!("{}-packages", scope.id), scope.labels());
-    options.delegates = vec![pakket_controlplane::ADMIN_USER.to_owned()];
+    options.delegates = vec![PACKAGE.user()];
+    options.serving_client =
+        Some(shipped::client(&scope.client, &admin_kubeconfig, WEBHOOKS, &scope.id).await);
     let hooks = LocalWebhooks::start(scope.client.clone(), options)
         .await
         .expect("the webhooks start");
-    start_with(&scope, &repository, approval, Some(hooks.record_key())).await;
+    let provisioner = shipped::client(&scope.client, &admin_kubeconfig, PACKAGE, &scope.id).await;
+    shipped::grant_classes(
+        &scope.client,
+        PACKAGE,
+        &scope.name("package-classes"),
+        &scope.labels(),
+        &[scope.name("package")],
+    )
+    .await;
+    start_as(
+        &scope,
+        provisioner,
+        vec![repository.server.ca_pem.clone()],
+        approval,
+        Some(hooks.record_key()),
+    )
+    .await;
     repository_object(&scope, &repository).await;
     (scope, repository, hooks)
 }
