@@ -175,7 +175,8 @@ fn is_failure(condition: &Condition) -> bool {
         | Some(Reason::InstallFailed)
         | Some(Reason::InvalidConfig)
         | Some(Reason::DependenciesMissing)
-        | Some(Reason::ObjectsUnhealthy) => true,
+        | Some(Reason::ObjectsUnhealthy)
+        | Some(Reason::MixedRevisions) => true,
         Some(_) => false,
         // A reason we do not know (a resolver's, say) that is not True is
         // worth showing in full.
@@ -339,6 +340,16 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
                 .iter()
                 .filter_map(|object| describe_command(object))
                 .collect();
+        }
+        Some(Reason::MixedRevisions) => {
+            problem.kind = Kind::Unhealthy;
+            problem.summary = format!(
+                "Instance {name} runs a mix of two revisions: a write failed part-way and not every object could be put back."
+            );
+            problem.next_steps.push(
+                "the message above names the objects at the new revision; the provisioner puts them back or completes the change at its next try, and Healthy stays False until one revision runs whole"
+                    .to_owned(),
+            );
         }
         Some(Reason::ObjectsProgressing) => {
             problem.kind = Kind::Progressing;

@@ -104,11 +104,15 @@ pub enum Reason {
     ObjectsProgressing,
     /// At least one owned object is not healthy.
     ObjectsUnhealthy,
+    /// A write failed part-way and not every object could be put back: some
+    /// objects are at the new revision, some at the previous one (the
+    /// message names those at the new one). Never healthy.
+    MixedRevisions,
 }
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 18] = [
+    pub const ALL: [Reason; 19] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -127,6 +131,7 @@ impl Reason {
         Self::ObjectsHealthy,
         Self::ObjectsProgressing,
         Self::ObjectsUnhealthy,
+        Self::MixedRevisions,
     ];
 
     /// The reason as written in status (CamelCase, as the API conventions ask).
@@ -150,6 +155,7 @@ impl Reason {
             Self::ObjectsHealthy => "ObjectsHealthy",
             Self::ObjectsProgressing => "ObjectsProgressing",
             Self::ObjectsUnhealthy => "ObjectsUnhealthy",
+            Self::MixedRevisions => "MixedRevisions",
         }
     }
 
@@ -172,7 +178,8 @@ impl Reason {
             Self::HealthUnknown
             | Self::ObjectsHealthy
             | Self::ObjectsProgressing
-            | Self::ObjectsUnhealthy => ConditionType::Healthy,
+            | Self::ObjectsUnhealthy
+            | Self::MixedRevisions => ConditionType::Healthy,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! How fast the runtime brings many small Instances to `Installed`, beside
-//! the apiserver's own server-side-apply rate for the same objects, and the
-//! runtime's memory idle and busy. Printed, never asserted.
+//! the apiserver's own server-side-apply rate for the same objects, then
+//! pivots every one to new content (the dry run of the whole set
+//! included), and the runtime's memory idle and busy. Printed, never
+//! asserted.
 //!
 //! ```text
 //! cargo bench -p pakket-runtime --bench instances [-- COUNT]
@@ -120,9 +122,48 @@ fn rss_mib() -> f64 {
 }
 
 fn manifest(namespace: &str, name: &str) -> String {
+    manifest_with(namespace, name, "v")
+}
+
+fn manifest_with(namespace: &str, name: &str, value: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: v\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: {value}\n"
     )
+}
+
+/// Content ConfigMaps `<prefix>-<i>` for `0..count`, each holding object
+/// `installed-<i>` with `value`.
+async fn write_contents(
+    contents: &Api<ConfigMap>,
+    namespace: &str,
+    count: usize,
+    concurrency: usize,
+    prefix: &str,
+    value: &str,
+) {
+    stream::iter(0..count)
+        .for_each_concurrent(concurrency, |i| {
+            let contents = contents.clone();
+            async move {
+                let config_map = ConfigMap {
+                    metadata: kube::api::ObjectMeta {
+                        name: Some(format!("{prefix}-{i}")),
+                        ..Default::default()
+                    },
+                    data: Some(BTreeMap::from([(
+                        "object.yaml".to_owned(),
+                        manifest_with(namespace, &format!("installed-{i}"), value),
+                    )])),
+                    immutable: Some(true),
+                    ..Default::default()
+                };
+                contents
+                    .create(&PostParams::default(), &config_map)
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
 }
 
 /// Instance `i` of the bench: one ConfigMap of content, embedded.
@@ -191,6 +232,7 @@ async fn installed_within(
     selector: &str,
     count: usize,
     started: &Instant,
+    on: impl Fn(&Instance) -> bool,
 ) -> usize {
     use kube::runtime::{WatchStreamExt, watcher};
     let mut installed = std::collections::BTreeSet::new();
@@ -206,6 +248,7 @@ async fn installed_within(
         if instance
             .condition(pakket_api::ConditionType::Installed)
             .is_some_and(|c| c.status == "True")
+            && on(&instance)
         {
             installed.insert(instance.metadata.name.clone().unwrap_or_default());
             if installed.len() == count {
@@ -265,30 +308,7 @@ async fn main() {
 
     // Content: one immutable ConfigMap per Instance, each holding one object.
     let contents: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    stream::iter(0..count)
-        .for_each_concurrent(concurrency, |i| {
-            let contents = contents.clone();
-            let namespace = namespace.clone();
-            async move {
-                let config_map = ConfigMap {
-                    metadata: kube::api::ObjectMeta {
-                        name: Some(format!("content-{i}")),
-                        ..Default::default()
-                    },
-                    data: Some(BTreeMap::from([(
-                        "object.yaml".to_owned(),
-                        manifest(&namespace, &format!("installed-{i}")),
-                    )])),
-                    immutable: Some(true),
-                    ..Default::default()
-                };
-                contents
-                    .create(&PostParams::default(), &config_map)
-                    .await
-                    .unwrap();
-            }
-        })
-        .await;
+    write_contents(&contents, &namespace, count, concurrency, "content", "v").await;
 
     // The apiserver's rate for the Instances themselves (custom resources
     // with a schema and validation rules), with no provisioner: the part
@@ -347,7 +367,8 @@ async fn main() {
     let wanted = |i| instance(&scope, i, "class", &namespace, Some(&finalizer));
     create_all(&instances, count, concurrency, wanted).await;
     let created = started.elapsed();
-    let installed = installed_within(&instances, &scope.selector(), count, &started).await;
+    let installed =
+        installed_within(&instances, &scope.selector(), count, &started, |_| true).await;
     let runtime_time = started.elapsed();
     let cpu = cpu_seconds() - cpu_before;
     let runtime_cpu = control_plane_cpu_seconds() - runtime_cpu_before;
@@ -419,6 +440,68 @@ async fn main() {
         runtime_cpu / raw_cpu.max(f64::EPSILON)
     );
     println!("  process RSS: idle {idle:.1} MiB, with {count} Instances {busy:.1} MiB");
+
+    // Every Instance pivots to new content: the whole set of each is read,
+    // checked by a dry run, applied, and the old Bundle's object pruned.
+    write_contents(&contents, &namespace, count, concurrency, "content-v2", "w").await;
+    let pivot_requests_before = apiserver_requests(&client).await;
+    let pivot_cpu_before = control_plane_cpu_seconds();
+    let started = Instant::now();
+    stream::iter(0..count)
+        .for_each_concurrent(concurrency, |i| {
+            let instances = instances.clone();
+            let scope = &scope;
+            let namespace = namespace.clone();
+            async move {
+                let pivot = json!({ "spec": { "bundle": {
+                    "name": scope.name(&format!("p{i}")),
+                    "spec": {
+                        "class": scope.name("class"),
+                        "refs": ["file://content"],
+                        "volumeMounts": [{ "mountPath": "/content",
+                            "configMap": { "name": format!("content-v2-{i}"), "namespace": namespace } }],
+                    },
+                } } });
+                instances
+                    .patch(
+                        &scope.name(&format!("i{i}")),
+                        &PatchParams::default(),
+                        &Patch::Merge(&pivot),
+                    )
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+    let new_bundles = scope.name("p");
+    let pivoted = installed_within(&instances, &scope.selector(), count, &started, |i| {
+        i.status
+            .as_ref()
+            .and_then(|s| s.active_bundle.as_deref())
+            .is_some_and(|bundle| bundle.starts_with(&new_bundles))
+    })
+    .await;
+    let pivot_time = started.elapsed();
+    let pivot_cpu = control_plane_cpu_seconds() - pivot_cpu_before;
+    let pivot_served = served_since(&pivot_requests_before, &apiserver_requests(&client).await);
+    let pivot_requests: f64 = pivot_served.values().sum();
+    println!(
+        "  pivot, spec changed → Installed on the new Bundle: {:>7.1} s  ({:>6.1} Instances/s, {pivoted}/{count} pivoted)",
+        pivot_time.as_secs_f64(),
+        per_second(pivoted, pivot_time)
+    );
+    println!(
+        "    apiserver requests {:.0} ({:.1} per Instance); control plane CPU {:.1} s",
+        pivot_requests,
+        pivot_requests / count as f64,
+        pivot_cpu
+    );
+    for (key, value) in pivot_served
+        .iter()
+        .filter(|(_, value)| **value >= count as f64 / 20.0)
+    {
+        println!("    {key:<40} {:>5.2} per Instance", value / count as f64);
+    }
     // How much work the runtime did for it: reconciles and their durations.
     for line in metrics.encode().lines() {
         if line.starts_with("pakket_reconciles_total")

@@ -18,6 +18,7 @@ pub use pakket_api::ownership::{BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INS
 use crate::ownership::{self, Claimant, Removal};
 
 mod crd_safety;
+mod dry_run;
 pub mod endpoints;
 mod managed_fields;
 mod order;
@@ -25,7 +26,7 @@ mod write;
 
 pub use crd_safety::problems as crd_upgrade_problems;
 pub use order::{defined_resource, rank};
-pub use write::{Adoptions, Progress, Settings, apply_all};
+pub use write::{Adoptions, Progress, Restore, Settings, apply_all};
 
 /// How long a custom resource waits for its CustomResourceDefinition (from
 /// the same bundle) to be Established and served.
@@ -54,6 +55,34 @@ pub enum ApplyError {
     /// is): nothing was applied.
     #[error("{} of the Bundle's objects already exist and are not this Instance's, so nothing was applied: {}", .0.len(), reasons(.0))]
     Conflicts(Vec<(ObjectRef, String)>),
+    /// The apiserver refused the object in the dry run of the whole set,
+    /// before anything was written.
+    #[error(
+        "{object}: {message}; found by a dry run of every object before anything was written, so nothing was applied"
+    )]
+    DryRunRefused {
+        /// The object.
+        object: String,
+        /// The apiserver's message (it names the field).
+        message: String,
+    },
+    /// A write failed after others had been made (the dry run passed: a
+    /// race, or a kind it could not check). What was written was put back
+    /// to the previous revision, or `left` names what is still at the new
+    /// one.
+    #[error("{cause}; {}", rolled_back(.restored, .removed, .left, .previous))]
+    PartlyApplied {
+        /// The write that failed.
+        cause: Box<ApplyError>,
+        /// Objects put back to the previous revision.
+        restored: usize,
+        /// Objects this apply created, deleted again.
+        removed: usize,
+        /// Objects still at the new revision (could not be put back).
+        left: Vec<ObjectRef>,
+        /// The Bundle of the previous revision, if there was one.
+        previous: Option<String>,
+    },
     /// The apiserver refused the object.
     #[error("{object}: {message}")]
     Refused {
@@ -62,6 +91,42 @@ pub enum ApplyError {
         /// The apiserver's message.
         message: String,
     },
+}
+
+/// What a rollback after a failed write did, in words.
+fn rolled_back(
+    restored: &usize,
+    removed: &usize,
+    left: &[ObjectRef],
+    previous: &Option<String>,
+) -> String {
+    let mut words = match previous {
+        Some(bundle) => format!(
+            "rolled back: {restored} objects written before it put back to Bundle {bundle}, {removed} it created removed"
+        ),
+        None => format!("rolled back: {removed} objects it created removed"),
+    };
+    if !left.is_empty() {
+        let names: Vec<String> = left.iter().take(5).map(ToString::to_string).collect();
+        words.push_str(&format!(
+            "; {} objects are still at the new revision and could not be put back yet ({}{}): they are put back or completed at the next try",
+            left.len(),
+            names.join(", "),
+            if left.len() > 5 { ", ..." } else { "" }
+        ));
+    }
+    words
+}
+
+impl ApplyError {
+    /// The objects a failed apply left at the new revision (a rollback
+    /// that could not put them back).
+    pub fn left_at_new_revision(&self) -> &[ObjectRef] {
+        match self {
+            Self::PartlyApplied { left, .. } => left,
+            _ => &[],
+        }
+    }
 }
 
 /// Why each conflicting object is someone else's, in one line.

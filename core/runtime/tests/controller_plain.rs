@@ -300,14 +300,15 @@ async fn custom_resources_before_their_crd_and_objects_before_their_namespace_in
 }
 
 #[tokio::test]
-async fn an_apply_cut_short_leaves_nothing_behind_when_the_instance_goes() {
+async fn an_apply_the_apiserver_refuses_writes_nothing_and_the_instance_goes_clean() {
     let fixture = Fixture::new("plain-partial", "AllowAll").await;
     let namespace = fixture.scope.namespace.clone();
     let applied_first = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied-first\n  namespace: {namespace}\ndata:\n  value: v\n"
     );
     // The apiserver refuses this one (a Deployment needs a selector and a
-    // template), after the ConfigMap was applied.
+    // template): the dry run of the whole set finds it before the
+    // ConfigMap, which comes first, is written.
     let refused = format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: refused\n  namespace: {namespace}\nspec: {{}}\n"
     );
@@ -325,9 +326,17 @@ async fn an_apply_cut_short_leaves_nothing_behind_when_the_instance_goes() {
         failed.status.as_ref().unwrap().objects.is_empty(),
         "nothing reached the status"
     );
+    let message = &failed.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains("Deployment")
+            && message.contains("refused")
+            && message.contains("dry run"),
+        "names the object, found by the dry run: {message}"
+    );
     assert_eq!(
-        fixture.value_of("applied-first").await.as_deref(),
-        Some("v")
+        fixture.value_of("applied-first").await,
+        None,
+        "nothing was written"
     );
     instances
         .delete(&name, &DeleteParams::default())
@@ -490,7 +499,7 @@ async fn failure_messages_are_words_for_people_not_debug_dumps() {
 }
 
 #[tokio::test]
-async fn objects_of_a_pivot_cut_short_are_removed_with_the_instance() {
+async fn a_pivot_the_apiserver_refuses_writes_nothing_and_a_later_one_installs() {
     let fixture = Fixture::new("plain-chain", "AllowAll").await;
     let namespace = fixture.scope.namespace.clone();
     let config_map = |name: &str| {
@@ -512,8 +521,9 @@ async fn objects_of_a_pivot_cut_short_are_removed_with_the_instance() {
     })
     .await;
 
-    // v2's apply stops half way: `stranded` is applied, then the apiserver
-    // refuses the Deployment. No status lists `stranded`.
+    // The apiserver refuses v2's Deployment: the dry run finds it, so
+    // `stranded`, which comes first, is never written (and v1 keeps
+    // running).
     let refused = format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: refused\n  namespace: {namespace}\nspec: {{}}\n"
     );
@@ -541,9 +551,10 @@ async fn objects_of_a_pivot_cut_short_are_removed_with_the_instance() {
         reason_is(i, ConditionType::Installed, "InstallFailed")
     })
     .await;
-    assert_eq!(fixture.value_of("stranded").await.as_deref(), Some("v"));
+    assert_eq!(fixture.value_of("stranded").await, None);
+    assert_eq!(fixture.value_of("first").await.as_deref(), Some("v"));
 
-    // v3 installs; then the Instance goes, and `stranded` with it.
+    // v3 installs; then the Instance goes, and everything with it.
     fixture
         .files("content-v3", &[("a.yaml", config_map("third"))])
         .await;

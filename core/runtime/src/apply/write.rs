@@ -15,8 +15,15 @@
 //! anything is written, objects that are the Instance's are applied at the
 //! resourceVersion read, and objects that were absent are created the same
 //! way, so one that someone else made since the read is not taken over
-//! either (what this apply created is deleted again; what it updated stays,
-//! as after any apply that fails half way).
+//! either (what this apply created is deleted again).
+//!
+//! Before the first write, the whole set goes to the apiserver as a dry
+//! run ([`super::dry_run`]): a refusal there (an immutable field, a value
+//! the schema or an admission webhook refuses) writes nothing. A write that
+//! still fails part-way (a race, or an object the dry run could not check)
+//! is rolled back: what this apply created is deleted again and what it
+//! updated is applied again as the previous revision had it, so the
+//! Instance runs one revision whole; what could not be put back is named.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -24,6 +31,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use pakket_api::ObjectRef;
 use serde_json::Value;
 
+use super::dry_run::{self, Check, Write};
 use super::{
     Applied, ApplyError, BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INSTANCE_UID_LABEL, Kinds,
     api_message, crd_safety, health_problem, managed_fields, order, reference_of,
@@ -75,6 +83,17 @@ pub struct Settings {
     pub content_changed: bool,
 }
 
+/// The revision a failed pivot returns to: the objects the running
+/// content renders (as the provisioner made them, unlabelled) and its
+/// Bundle.
+#[derive(Clone, Copy, Debug)]
+pub struct Restore<'a> {
+    /// The running revision's Bundle.
+    pub bundle: &'a str,
+    /// Its objects.
+    pub objects: &'a [Value],
+}
+
 /// Where one object stands before it is written.
 enum Plan {
     /// Not read: created if absent, judged only if it exists.
@@ -88,8 +107,9 @@ enum Plan {
 /// Applies every object (labelled with its Instance, the Instance's UID and
 /// its Bundle), never writing over one that exists as someone else's: any
 /// conflict ends the apply with nothing written, naming every conflicting
-/// object and its owner. Stops at the first refusal. `progress` counts as
-/// it goes.
+/// object and its owner; so does any refusal of the dry run. A write that
+/// fails after others were made is rolled back to `restore` (the running
+/// revision, when there is one). `progress` counts as it goes.
 pub async fn apply_all(
     kinds: &mut Kinds,
     objects: &[Value],
@@ -97,6 +117,7 @@ pub async fn apply_all(
     bundle: &str,
     progress: &Progress,
     settings: Settings,
+    restore: Option<Restore<'_>>,
 ) -> Result<(Applied, Adoptions), ApplyError> {
     let sequence = order::apply_order(objects);
     let defined = order::defined_kinds(objects);
@@ -152,6 +173,7 @@ pub async fn apply_all(
     if !unsafe_crds.is_empty() {
         return Err(ApplyError::UnsafeCrdUpgrade(unsafe_crds));
     }
+    dry_run_all(kinds, objects, &sequence, &plans, claimant, bundle).await?;
 
     let mut writer = Writer {
         params: PatchParams::apply(FIELD_MANAGER).force(),
@@ -161,6 +183,88 @@ pub async fn apply_all(
         },
         adoptions: Adoptions::default(),
         created: Vec::new(),
+        updated: Vec::new(),
+    };
+    let written = write_all(
+        kinds,
+        objects,
+        &sequence,
+        plans,
+        claimant,
+        bundle,
+        progress,
+        settings,
+        &mut writer,
+    )
+    .await;
+    match written {
+        Ok(()) => Ok((writer.applied, writer.adoptions)),
+        // Conflicts found part-way were already undone (see write_all).
+        Err(error @ (ApplyError::Conflicts(_) | ApplyError::UnsafeCrdUpgrade(_))) => Err(error),
+        Err(cause) if writer.created.is_empty() && writer.updated.is_empty() => Err(cause),
+        Err(cause) => Err(writer.roll_back(kinds, claimant, restore, cause).await),
+    }
+}
+
+/// Every object sent as a dry run, as it will be written ([`dry_run`]).
+async fn dry_run_all(
+    kinds: &mut Kinds,
+    objects: &[Value],
+    sequence: &[usize],
+    plans: &[Plan],
+    claimant: Claimant<'_>,
+    bundle: &str,
+) -> Result<(), ApplyError> {
+    let mut checks = Vec::with_capacity(objects.len());
+    for (&index, plan) in sequence.iter().zip(plans) {
+        let write = match plan {
+            Plan::UseAsFound | Plan::Read(Standing::Conflict(_)) => continue,
+            Plan::Create | Plan::Read(Standing::Absent) => Write::Create,
+            Plan::Read(Standing::Ours(version) | Standing::Offered(version)) => {
+                Write::Apply(version.clone())
+            }
+        };
+        let object = labelled_object(&objects[index], claimant, bundle);
+        let reference = reference_of(&object);
+        let api = match kinds.api(&reference).await {
+            Ok(api) => api,
+            // Its CRD comes with the content: it cannot be checked yet.
+            Err(ApplyError::UnknownKind { .. }) => continue,
+            Err(error) => return Err(error),
+        };
+        checks.push(Check {
+            api,
+            reference,
+            object,
+            write,
+        });
+    }
+    dry_run::check_all(checks, &dry_run::created_namespaces(objects)).await
+}
+
+/// The writes, in order. A conflict found part-way undoes what this apply
+/// created before it returns; any other failure is the caller's to roll
+/// back.
+#[allow(clippy::too_many_arguments)]
+async fn write_all(
+    kinds: &mut Kinds,
+    objects: &[Value],
+    sequence: &[usize],
+    plans: Vec<Plan>,
+    claimant: Claimant<'_>,
+    bundle: &str,
+    progress: &Progress,
+    settings: Settings,
+    writer: &mut Writer,
+) -> Result<(), ApplyError> {
+    let defined = order::defined_kinds(objects);
+    let awaited = |reference: &ObjectRef| {
+        defined
+            .get(&(
+                order::group_of(&reference.api_version).to_owned(),
+                reference.kind.clone(),
+            ))
+            .cloned()
     };
     for (position, (&index, plan)) in sequence.iter().zip(plans).enumerate() {
         let object = labelled_object(&objects[index], claimant, bundle);
@@ -220,7 +324,7 @@ pub async fn apply_all(
         writer.apply(&api, &reference, object, &standing).await?;
         progress.applied.fetch_add(1, Ordering::Relaxed);
     }
-    Ok((writer.applied, writer.adoptions))
+    Ok(())
 }
 
 /// An object as it is written: the provisioner's markers removed, the
@@ -357,12 +461,15 @@ enum Created {
     Exists(Box<DynamicObject>),
 }
 
-/// The writes of one apply, and what it created (to undo on a conflict).
+/// The writes of one apply, and what it created and updated (to undo or
+/// roll back).
 struct Writer {
     params: PatchParams,
     applied: Applied,
     adoptions: Adoptions,
     created: Vec<ObjectRef>,
+    /// Objects of the Instance's that this apply wrote over.
+    updated: Vec<ObjectRef>,
 }
 
 impl Writer {
@@ -432,6 +539,9 @@ impl Writer {
             .patch(&reference.name, &self.params, &Patch::Apply(&object))
             .await
             .map_err(|error| refused(reference, &error))?;
+        if let Standing::Ours(_) = standing {
+            self.updated.push(reference.clone());
+        }
         if let Standing::Offered(_) = standing {
             // The offer is used up: drop the annotation so it cannot hand
             // the object to a later Instance of the same name.
@@ -458,6 +568,65 @@ impl Writer {
             self.applied.unhealthy.push(problem);
         }
         self.applied.objects.push(reference.clone());
+    }
+
+    /// After `cause` stopped the writes: deletes what this apply created and
+    /// applies what it updated again as `restore` has it, so the previous
+    /// revision runs whole. What could not be put back (no previous
+    /// revision to read it from, or the apiserver refused) is named in the
+    /// error, and stays this Instance's (labelled) for the next try.
+    async fn roll_back(
+        &mut self,
+        kinds: &mut Kinds,
+        claimant: Claimant<'_>,
+        restore: Option<Restore<'_>>,
+        cause: ApplyError,
+    ) -> ApplyError {
+        let mut left = Vec::new();
+        let mut restored = 0;
+        for reference in std::mem::take(&mut self.updated) {
+            let previous = restore.and_then(|restore| {
+                restore
+                    .objects
+                    .iter()
+                    .find(|object| reference_of(object) == reference)
+                    .map(|object| labelled_object(object, claimant, restore.bundle))
+            });
+            let put_back = match previous {
+                Some(previous) => match kinds.api(&reference).await {
+                    Ok(api) => api
+                        .patch(&reference.name, &self.params, &Patch::Apply(&previous))
+                        .await
+                        .is_ok(),
+                    Err(_) => false,
+                },
+                None => false,
+            };
+            if put_back {
+                restored += 1;
+            } else {
+                left.push(reference);
+            }
+        }
+        // The runtime's own deletions, not someone else's change to put back.
+        kinds.pruning(&self.created);
+        let mut removed = 0;
+        while let Some(reference) = self.created.pop() {
+            match ownership::delete_owned(kinds, &reference, claimant).await {
+                Ok(_) => removed += 1,
+                Err(error) => {
+                    tracing::warn!(%error, "removing what a failed apply created");
+                    left.push(reference);
+                }
+            }
+        }
+        ApplyError::PartlyApplied {
+            cause: Box::new(cause),
+            restored,
+            removed,
+            left,
+            previous: restore.map(|restore| restore.bundle.to_owned()),
+        }
     }
 
     /// Deletes what this apply created, newest first (each only if its own

@@ -413,6 +413,16 @@ pub async fn install<P: Provisioner>(
             name: &name,
             uid: &uid,
         };
+        // What a write that fails part-way returns to: the running
+        // revision, rendered again from the store.
+        let running = if previous.is_empty() {
+            None
+        } else {
+            running_revision(instance, &request, context)
+        };
+        let restore = running
+            .as_ref()
+            .map(|(bundle, objects)| apply::Restore { bundle, objects });
         let began = std::time::Instant::now();
         let progress = apply::Progress::default();
         let applying = apply::apply_all(
@@ -433,30 +443,48 @@ pub async fn install<P: Provisioner>(
                     && !context.apply_failed_before(instance),
                 content_changed: !installed_here,
             },
+            restore,
         );
         let describe = || progress.describe(objects.len(), bundle_name);
-        let (applied, adoptions) =
-            match with_progress(applying, describe, &mut report, context).await {
-                Ok(applied) => {
-                    context.apply_ended(instance, false);
-                    applied
+        let (applied, adoptions) = match with_progress(applying, describe, &mut report, context)
+            .await
+        {
+            Ok(applied) => {
+                context.apply_ended(instance, false);
+                applied
+            }
+            Err(error) => {
+                context.apply_ended(instance, true);
+                // Objects this Instance had that someone took over
+                // are not its to keep healthy any more: say so.
+                if let Some(message) = taken_over(&error, &previous) {
+                    report.set(Reason::ObjectsUnhealthy, ConditionStatus::False, message);
                 }
-                Err(error) => {
-                    context.apply_ended(instance, true);
-                    // Objects this Instance had that someone took over
-                    // are not its to keep healthy any more: say so.
-                    if let Some(message) = taken_over(&error, &previous) {
-                        report.set(Reason::ObjectsUnhealthy, ConditionStatus::False, message);
-                    }
-                    // Half-way: what was running stays; status still lists the old set.
+                // Never healthy while two revisions run side by side.
+                let left = error.left_at_new_revision();
+                if !left.is_empty() {
+                    let names: Vec<String> = left.iter().map(ToString::to_string).collect();
                     report.set(
-                        Reason::InstallFailed,
-                        ConditionStatus::False,
-                        format!("{error}; the previous objects were left in place"),
-                    );
-                    return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
+                            Reason::MixedRevisions,
+                            ConditionStatus::False,
+                            format!(
+                                "{} objects are at Bundle {bundle_name} while the rest run the previous revision: {}",
+                                left.len(),
+                                names.join(", ")
+                            ),
+                        );
                 }
-            };
+                // What was running stays (rolled back if a write failed
+                // part-way); status still lists the old set.
+                let message = match &error {
+                    apply::ApplyError::PartlyApplied { .. }
+                    | apply::ApplyError::DryRunRefused { .. } => error.to_string(),
+                    _ => format!("{error}; the previous objects were left in place"),
+                };
+                report.set(Reason::InstallFailed, ConditionStatus::False, message);
+                return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
+            }
+        };
         readers_for_crds(instance, &applied.objects, context).await;
         let keep: std::collections::BTreeSet<_> = applied.objects.iter().collect();
         context
@@ -977,6 +1005,18 @@ fn running_objects<P: Provisioner>(
     if !compares {
         return None;
     }
+    running_revision(instance, request, context).map(|(_, objects)| objects)
+}
+
+/// The Bundle `instance` runs now and its objects, rendered again from the
+/// store the way they were installed (see [`running_objects`]); `None`
+/// when nothing is approved for the active Bundle or its content is no
+/// longer stored.
+fn running_revision<P: Provisioner>(
+    instance: &Instance,
+    request: &crate::provisioner::ObjectsRequest<'_>,
+    context: &Context<P>,
+) -> Option<(String, Vec<serde_json::Value>)> {
     let status = instance.status.as_ref()?;
     let approved = status.approval.as_ref()?;
     if status.active_bundle.as_deref() != Some(approved.bundle.as_str()) {
@@ -987,7 +1027,8 @@ fn running_objects<P: Provisioner>(
         content: &dir,
         ..*request
     };
-    context.provisioner.objects(&running).ok()
+    let objects = context.provisioner.objects(&running).ok()?;
+    Some((approved.bundle.clone(), objects))
 }
 
 async fn approve<P: Provisioner>(

@@ -1,0 +1,248 @@
+//! All or nothing, on the real control plane: a pivot the apiserver would
+//! refuse part-way (an immutable field) is found by the dry run of the
+//! whole set and writes nothing; a write that fails after others were made
+//! (refused only for real, not in the dry run: a race, played here by a
+//! ValidatingAdmissionPolicy that lets dry runs through) is rolled back to
+//! the running revision, so the Instance never runs a mix of two.
+
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, PostParams};
+use pakket_api::{ConditionType, Instance};
+use pakket_testkit::{condition_is, eventually, reason_is, wait_for_instance as wait_for};
+use serde_json::json;
+
+mod plain_fixture;
+
+use plain_fixture::Fixture;
+
+/// A ConfigMap manifest in the fixture's namespace, `immutable` or not.
+fn config_map(fixture: &Fixture, name: &str, value: &str, immutable: bool) -> (String, String) {
+    (
+        format!("{name}.yaml"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {}\nimmutable: {immutable}\ndata:\n  value: {value}\n",
+            fixture.scope.namespace
+        ),
+    )
+}
+
+async fn content(fixture: &Fixture, name: &str, files: &[(String, String)]) {
+    let files: Vec<(&str, String)> = files
+        .iter()
+        .map(|(file, text)| (file.as_str(), text.clone()))
+        .collect();
+    fixture.files(name, &files).await;
+}
+
+/// The Installed condition's message.
+fn installed_message(instance: &Instance) -> String {
+    instance
+        .condition(ConditionType::Installed)
+        .map(|condition| condition.message.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_pivot_the_apiserver_would_refuse_part_way_writes_nothing_and_names_the_field() {
+    let fixture = Fixture::new("dry-run", "AllowAll").await;
+    content(
+        &fixture,
+        "v1",
+        &[
+            config_map(&fixture, "a", "one", false),
+            config_map(&fixture, "locked", "one", true),
+        ],
+    )
+    .await;
+    let (instances, name) = fixture.install("v1", "v1").await;
+    // v2 changes `a` (applied first), changes the immutable `locked` (which
+    // the apiserver refuses) and adds `fresh`.
+    content(
+        &fixture,
+        "v2",
+        &[
+            config_map(&fixture, "a", "two", false),
+            config_map(&fixture, "fresh", "new", false),
+            config_map(&fixture, "locked", "two", true),
+        ],
+    )
+    .await;
+    fixture.pivot("v2", "v2").await;
+    let refused = wait_for(&instances, &name, "the pivot refused", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    let message = installed_message(&refused);
+    assert!(
+        message.contains("ConfigMap") && message.contains("locked"),
+        "names the object: {message}"
+    );
+    assert!(
+        message.contains("immutable") && message.contains("nothing was applied"),
+        "names the field and says nothing was written: {message}"
+    );
+    assert_eq!(fixture.value_of("a").await.as_deref(), Some("one"));
+    assert_eq!(fixture.value_of("locked").await.as_deref(), Some("one"));
+    assert!(
+        fixture
+            .config_maps()
+            .get_opt("fresh")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing of v2 was created"
+    );
+    assert!(
+        condition_is(&refused, ConditionType::Healthy, "True"),
+        "v1 runs whole: {:?}",
+        refused.condition(ConditionType::Healthy)
+    );
+    fixture.scope.cleanup().await;
+}
+
+/// A policy refusing, outside dry runs, ConfigMaps in `namespace` named
+/// `late` or `probe` whose value is `two`; its binding. Named `name`.
+async fn refuse_late_writes(fixture: &Fixture, name: &str) {
+    let namespace = &fixture.scope.namespace;
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": fixture.scope.labels() },
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": { "resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"],
+            }] },
+            "validations": [{
+                "expression": format!(
+                    "request.dryRun == true || object.metadata.namespace != '{namespace}' || !(object.metadata.name in ['late', 'probe']) || !has(object.data) || !('value' in object.data) || object.data['value'] != 'two'"
+                ),
+                "message": "refused by the test's policy (late writes)",
+            }],
+        },
+    }))
+    .unwrap();
+    Api::<ValidatingAdmissionPolicy>::all(fixture.scope.client.clone())
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": fixture.scope.labels() },
+        "spec": { "policyName": name, "validationActions": ["Deny"] },
+    }))
+    .unwrap();
+    Api::<ValidatingAdmissionPolicyBinding>::all(fixture.scope.client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    // In force once a real write of `probe` is refused.
+    let probe: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "probe", "namespace": namespace },
+        "data": { "value": "two" },
+    }))
+    .unwrap();
+    eventually("the policy is in force", || async {
+        let config_maps = fixture.config_maps();
+        match config_maps.create(&PostParams::default(), &probe).await {
+            Ok(_) => {
+                // Not yet: take it away and try again.
+                config_maps
+                    .delete("probe", &DeleteParams::default())
+                    .await
+                    .unwrap();
+                false
+            }
+            Err(kube::Error::Api(status)) => status.message.contains("late writes"),
+            Err(error) => panic!("creating the probe: {error}"),
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_write_that_fails_after_others_is_rolled_back_to_the_running_revision() {
+    let fixture = Fixture::new("roll-back", "AllowAll").await;
+    content(
+        &fixture,
+        "v1",
+        &[
+            config_map(&fixture, "a", "one", false),
+            config_map(&fixture, "late", "one", false),
+        ],
+    )
+    .await;
+    let (instances, name) = fixture.install("v1", "v1").await;
+    wait_for(&instances, &name, "v1 healthy", |i| {
+        condition_is(i, ConditionType::Healthy, "True")
+    })
+    .await;
+    let policy = fixture.scope.name("late-writes");
+    refuse_late_writes(&fixture, &policy).await;
+    // v2: `a` and `fresh` are written, then `late` is refused for real
+    // (its dry run passed).
+    content(
+        &fixture,
+        "v2",
+        &[
+            config_map(&fixture, "a", "two", false),
+            config_map(&fixture, "fresh", "new", false),
+            config_map(&fixture, "late", "two", false),
+        ],
+    )
+    .await;
+    fixture.pivot("v2", "v2").await;
+    let failed = wait_for(
+        &instances,
+        &name,
+        "the pivot fails and is rolled back",
+        |i| {
+            reason_is(i, ConditionType::Installed, "InstallFailed")
+                && installed_message(i).contains("rolled back")
+        },
+    )
+    .await;
+    let message = installed_message(&failed);
+    assert!(message.contains("late"), "names the object: {message}");
+    assert!(
+        message.contains(&format!("put back to Bundle {}", fixture.scope.name("v1"))),
+        "{message}"
+    );
+    // v1 runs whole: `a` is back at v1, `fresh` is gone, `late` untouched.
+    assert_eq!(fixture.value_of("a").await.as_deref(), Some("one"));
+    assert_eq!(fixture.value_of("late").await.as_deref(), Some("one"));
+    assert!(
+        fixture
+            .config_maps()
+            .get_opt("fresh")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        condition_is(&failed, ConditionType::Healthy, "True"),
+        "one revision runs: {:?}",
+        failed.condition(ConditionType::Healthy)
+    );
+
+    // The cause goes: the retry installs v2 whole.
+    Api::<ValidatingAdmissionPolicyBinding>::all(fixture.scope.client.clone())
+        .delete(&policy, &DeleteParams::default())
+        .await
+        .unwrap();
+    Api::<ValidatingAdmissionPolicy>::all(fixture.scope.client.clone())
+        .delete(&policy, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "v2 installed on the retry", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+            && i.status.as_ref().and_then(|s| s.active_bundle.as_deref())
+                == Some(fixture.scope.name("v2").as_str())
+    })
+    .await;
+    assert_eq!(fixture.value_of("a").await.as_deref(), Some("two"));
+    assert_eq!(fixture.value_of("late").await.as_deref(), Some("two"));
+    assert_eq!(fixture.value_of("fresh").await.as_deref(), Some("new"));
+    fixture.scope.cleanup().await;
+}
