@@ -46,6 +46,9 @@ pub enum Kind {
     Unhealthy,
     /// Still on its way (health not known yet, and the like).
     Progressing,
+    /// Deleted, and held by a finalizer (its provisioner is not running,
+    /// or never claimed the class).
+    DeletionHeld,
     /// A condition with a reason this plugin does not know.
     Other,
 }
@@ -114,6 +117,9 @@ pub fn diagnose(instance: &Instance, context: &Context<'_>) -> Diagnosis {
         .as_ref()
         .map(|status| status.conditions.as_slice())
         .unwrap_or_default();
+    if let Some(held) = deletion_held(instance, context) {
+        return held;
+    }
     if conditions.is_empty() {
         return not_reconciled(instance, context);
     }
@@ -372,10 +378,91 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
     problem
 }
 
+/// An Instance being deleted that finalizers still hold: whose they are,
+/// whether their provisioner ever claimed the class, and whether removing
+/// one by hand is safe (nothing installed) or leaves objects behind.
+fn deletion_held(instance: &Instance, context: &Context<'_>) -> Option<Diagnosis> {
+    let since = instance.metadata.deletion_timestamp.as_ref()?.0;
+    let finalizers = instance.finalizers();
+    if finalizers.is_empty() {
+        return None;
+    }
+    let name = instance.name_any();
+    let class = &instance.spec.class;
+    let status = instance.status.clone().unwrap_or_default();
+    let installed = status.object_count.unwrap_or(status.objects.len() as u64);
+    let claimed = context.class.is_some_and(ProvisionerClass::is_claimed);
+    let who = match context.class {
+        Some(found) if !claimed => format!(
+            "no provisioner with the id {} has ever claimed ProvisionerClass {class} (a typo in its spec.provisioner, or that provisioner is not installed)",
+            found.spec.provisioner
+        ),
+        Some(found) => format!(
+            "the provisioner {} (ProvisionerClass {class}) removes it once it has uninstalled what the Instance installed; if it does not, check that it is running",
+            found.spec.provisioner
+        ),
+        None if context.class_missing => {
+            format!(
+                "ProvisionerClass {class} does not exist, so no provisioner serves the Instance"
+            )
+        }
+        None => format!(
+            "check that ProvisionerClass {class} exists and that its provisioner is running"
+        ),
+    };
+    let remove = format!(
+        "kubectl patch instance {name} --type merge -p '{{\"metadata\":{{\"finalizers\":null}}}}'"
+    );
+    let mut next_steps = vec![who];
+    if installed == 0 {
+        next_steps.push(format!(
+            "its status lists no installed objects, so removing the finalizer is safe: {remove}"
+        ));
+    } else {
+        next_steps.push(format!(
+            "it installed {installed} objects: start its provisioner so it removes them; removing the finalizer by hand ({remove}) leaves them running"
+        ));
+    }
+    let summary = format!(
+        "Instance {name} is being deleted and is held by {}: {}.",
+        if finalizers.len() == 1 {
+            "a finalizer"
+        } else {
+            "finalizers"
+        },
+        finalizers.join(", ")
+    );
+    Some(Diagnosis {
+        instance: name,
+        state: Kind::DeletionHeld,
+        summary: summary.clone(),
+        problems: vec![Problem {
+            kind: Kind::DeletionHeld,
+            summary,
+            condition: String::new(),
+            status: String::new(),
+            reason: String::new(),
+            message: format!(
+                "deletion requested; waiting for finalizers {}",
+                finalizers.join(", ")
+            ),
+            since,
+            bundle: Some(instance.spec.bundle.name.clone()),
+            refs: Vec::new(),
+            objects: Vec::new(),
+            next_steps,
+        }],
+    })
+}
+
 fn not_reconciled(instance: &Instance, context: &Context<'_>) -> Diagnosis {
     let name = instance.name_any();
     let class = &instance.spec.class;
     let step = match (context.class, context.class_missing) {
+        (Some(found), _) if !found.is_claimed() => format!(
+            "no provisioner with the id {} has ever claimed ProvisionerClass {class}: fix a typo in its spec.provisioner, or install that provisioner (a running provisioner claims its classes in status.claimed)",
+            found.spec.provisioner
+        ),
         (Some(found), _) => format!(
             "check that the provisioner {} (named by ProvisionerClass {class}) is running; it writes conditions within seconds",
             found.spec.provisioner

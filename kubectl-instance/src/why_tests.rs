@@ -311,3 +311,57 @@ fn objects_still_getting_ready_are_progress_not_a_failure() {
         "{text}"
     );
 }
+
+#[test]
+fn a_deletion_held_by_a_provisioner_that_never_claimed_its_class_says_removing_it_is_safe() {
+    let mut held = instance(&[(Reason::UnpackPending, Unknown, "not acted on")]);
+    held.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        at(2_000),
+    ));
+    held.metadata.finalizers = Some(vec!["pakket.dev/plian-uninstall".into()]);
+    let typo: ProvisionerClass = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.pakket.dev/v1alpha1", "kind": "ProvisionerClass",
+        "metadata": { "name": "plain" },
+        "spec": { "provisioner": "pakket.dev/plian" },
+    }))
+    .unwrap();
+    let context = Context {
+        bundle: None,
+        class: Some(&typo),
+        class_missing: false,
+    };
+    let diagnosis = diagnose(&held, &context);
+    assert_eq!(diagnosis.state, Kind::DeletionHeld);
+    let steps = &diagnosis.problems[0].next_steps;
+    assert!(
+        steps[0].contains("has ever claimed ProvisionerClass plain")
+            && steps[0].contains("pakket.dev/plian"),
+        "{steps:?}"
+    );
+    assert!(
+        steps[1].contains("removing the finalizer is safe")
+            && steps[1].contains("kubectl patch instance web"),
+        "{steps:?}"
+    );
+
+    // Objects installed: removing it by hand would leave them running.
+    let mut claimed = typo.clone();
+    claimed.status = Some(pakket_api::ProvisionerClassStatus {
+        claimed: Some(pakket_api::ClassClaim {
+            provisioner: "pakket.dev/plian".into(),
+            claimed_at: "2026-11-27T00:00:00Z".into(),
+        }),
+    });
+    held.status.as_mut().unwrap().object_count = Some(3);
+    let context = Context {
+        bundle: None,
+        class: Some(&claimed),
+        class_missing: false,
+    };
+    let steps = diagnose(&held, &context).problems[0].next_steps.clone();
+    assert!(steps[0].contains("check that it is running"), "{steps:?}");
+    assert!(
+        steps[1].contains("installed 3 objects") && steps[1].contains("leaves them running"),
+        "{steps:?}"
+    );
+}

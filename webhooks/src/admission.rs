@@ -535,7 +535,10 @@ impl Admission {
 
 impl Admission {
     /// Instance CREATE in the mutating phase: the finalizer of the
-    /// provisioner its class names ([`finalizer::on_create`]).
+    /// provisioner its class names ([`finalizer::on_create`]), if that
+    /// provisioner has claimed the class. One that never ran (a typo in the
+    /// id) would never remove it, and the Instance could not be deleted; a
+    /// provisioner adds its finalizer itself before it writes anything.
     fn add_finalizer(&self, request: &Request, verdict: &mut Verdict) {
         if request.operation != Operation::Create || !verdict.is_allowed() {
             return;
@@ -543,7 +546,7 @@ impl Admission {
         let Ok((_, new)) = objects::<Instance>(request, "Instance") else {
             return;
         };
-        if let Some(provisioner) = self.index.provisioner_of(&new.spec.class)
+        if let Some(provisioner) = self.index.serving_provisioner_of(&new.spec.class)
             && let Some(add) = finalizer::on_create(
                 &new.metadata,
                 pakket_api::ownership::finalizer_of(&provisioner),

@@ -139,6 +139,16 @@ impl Index {
             .map(|class| class.spec.provisioner.clone())
     }
 
+    /// The provisioner id ProvisionerClass `name` names, if that
+    /// provisioner has claimed the class (it runs, or has run): only then
+    /// is there someone to remove its finalizer.
+    pub fn serving_provisioner_of(&self, name: &str) -> Option<String> {
+        self.classes
+            .get(&ObjectRef::new(name))
+            .filter(|class| class.is_claimed())
+            .map(|class| class.spec.provisioner.clone())
+    }
+
     /// The names of the Bundles that mount ConfigMap `namespace/name`,
     /// sorted: Bundle objects by name, embedded ones as `NAME (embedded in
     /// Instance INSTANCE)`.

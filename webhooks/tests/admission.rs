@@ -971,15 +971,27 @@ async fn with_the_webhook_down_writes_are_refused_whole_and_work_again_after() {
 }
 
 #[tokio::test]
-async fn a_new_instance_carries_its_provisioners_finalizer_from_creation() {
+async fn a_new_instance_carries_the_finalizer_of_a_provisioner_that_claimed_its_class() {
     let harness = Harness::start("finalizer").await;
     let class = create_class(&harness, "class").await;
+    let classes: Api<ProvisionerClass> = Api::all(harness.scope.client.clone());
     let admin: Api<Instance> = Api::all(harness.scope.client.clone());
     let finalizer = support::NO_PROVISIONER;
-    // The webhook learns of the class from its watch: ask until it has.
-    let created = eventually("the class reaching the webhook's index", || async {
+
+    // Another class, claimed by its provisioner (as the runtime does when
+    // it runs). Once the webhook's index has the claim, it has the first
+    // class too (its watch delivers changes in order).
+    let claimed = create_class(&harness, "claimed").await;
+    let claim = json!({ "status": { "claimed": {
+        "provisioner": support::NO_PROVISIONER, "claimedAt": "2026-11-27T00:00:00Z",
+    } } });
+    classes
+        .patch_status(&claimed, &PatchParams::default(), &Patch::Merge(&claim))
+        .await
+        .unwrap();
+    let created = eventually("the claim reaching the webhook's index", || async {
         let created = admin
-            .create(&post(), &harness.instance("with", &class))
+            .create(&post(), &harness.instance("with", &claimed))
             .await
             .unwrap();
         if created.finalizers().iter().any(|f| f == finalizer) {
@@ -997,6 +1009,32 @@ async fn a_new_instance_carries_its_provisioners_finalizer_from_creation() {
         created.finalizers(),
         [finalizer],
         "added once, by the webhook"
+    );
+
+    // The first class names the same id but was never claimed (for the
+    // webhook, no provisioner with that id serves it: a typo, say). Its
+    // Instances get no finalizer, so deleting one does not hang on a
+    // finalizer nobody would remove.
+    let unclaimed = admin
+        .create(&post(), &harness.instance("unclaimed", &class))
+        .await
+        .unwrap();
+    assert!(
+        unclaimed.finalizers().is_empty(),
+        "{:?}",
+        unclaimed.finalizers()
+    );
+    admin
+        .delete(&unclaimed.name_any(), &Default::default())
+        .await
+        .unwrap();
+    assert!(
+        admin
+            .get_opt(&unclaimed.name_any())
+            .await
+            .unwrap()
+            .is_none(),
+        "deleted at once"
     );
 
     // A class that does not exist names no provisioner: no finalizer.

@@ -31,7 +31,9 @@ pub use instance::{
     BundleTemplate, DeletionPolicy, EmbeddedBundleStatus, Instance, InstanceSpec, InstanceStatus,
 };
 pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
-pub use provisioner_class::{ProvisionerClass, ProvisionerClassSpec};
+pub use provisioner_class::{
+    ClassClaim, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,
+};
 
 /// The annotation that lets an Instance pivot to the Bundle it names even
 /// though the pivot drops CRDs whose APIs are in use (the CRDs then stay

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
     plural = "provisionerclasses",
     shortname = "provclass",
     category = "pakket",
+    status = "ProvisionerClassStatus",
     printcolumn = r#"{"name":"Provisioner","type":"string","jsonPath":".spec.provisioner"}"#,
+    printcolumn = r#"{"name":"Claimed","type":"date","jsonPath":".status.claimed.claimedAt"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 pub struct ProvisionerClassSpec {
@@ -32,7 +34,38 @@ pub struct ProvisionerClassSpec {
     pub parameters: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// What the provisioner a class names has said of it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvisionerClassStatus {
+    /// Set by the provisioner `spec.provisioner` names once it runs and
+    /// serves the class. Absent: no provisioner with that id has ever run
+    /// (a typo in the id, or one not installed), so Instances of the class
+    /// get no finalizer and nothing installs them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed: Option<ClassClaim>,
+}
+
+/// A provisioner's claim on a class.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClassClaim {
+    /// The provisioner id that claimed it.
+    pub provisioner: String,
+    /// When (RFC 3339).
+    pub claimed_at: String,
+}
+
 impl ProvisionerClass {
+    /// Whether the provisioner `spec.provisioner` names has claimed this
+    /// class (a claim by an earlier id, before the spec changed, is none).
+    pub fn is_claimed(&self) -> bool {
+        self.status
+            .as_ref()
+            .and_then(|status| status.claimed.as_ref())
+            .is_some_and(|claim| claim.provisioner == self.spec.provisioner)
+    }
+
     /// A string parameter, if set.
     pub fn parameter_str(&self, name: &str) -> Option<&str> {
         self.spec.parameters.as_ref()?.get(name)?.as_str()

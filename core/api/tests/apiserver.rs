@@ -28,6 +28,7 @@ fn class(scope: &Scope) -> ProvisionerClass {
             provisioner: "pakket.dev/plain".into(),
             parameters: Some(parameters),
         },
+        status: None,
     }
 }
 

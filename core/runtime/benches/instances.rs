@@ -337,6 +337,7 @@ async fn main() {
             provisioner: id.clone(),
             parameters: Some(parameters),
         },
+        status: None,
     };
     Api::<ProvisionerClass>::all(client.clone())
         .create(&PostParams::default(), &class)

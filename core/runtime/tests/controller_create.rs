@@ -148,3 +148,59 @@ async fn a_field_the_next_bundle_drops_is_removed_from_a_created_object() {
     );
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_provisioner_claims_the_classes_that_name_it_and_no_others() {
+    use kube::api::Api;
+    use pakket_api::{ProvisionerClass, ProvisionerClassSpec};
+    let fixture = Fixture::new("claim", "AllowAll").await;
+    let classes: Api<ProvisionerClass> = Api::all(fixture.scope.client.clone());
+    let class = |suffix: &str, provisioner: String| ProvisionerClass {
+        metadata: fixture.scope.meta(suffix),
+        spec: ProvisionerClassSpec {
+            provisioner,
+            parameters: None,
+        },
+        status: None,
+    };
+    // A class whose id has a typo, then one more for this provisioner: once
+    // the second is claimed, the watch has delivered the first.
+    classes
+        .create(
+            &PostParams::default(),
+            &class("typo", format!("{}x", fixture.id)),
+        )
+        .await
+        .unwrap();
+    classes
+        .create(&PostParams::default(), &class("second", fixture.id.clone()))
+        .await
+        .unwrap();
+    for suffix in ["class", "second"] {
+        pakket_testkit::eventually("the provisioner claims its class", || async {
+            classes
+                .get(&fixture.scope.name(suffix))
+                .await
+                .unwrap()
+                .is_claimed()
+        })
+        .await;
+    }
+    let claim = classes
+        .get(&fixture.scope.name("class"))
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .claimed
+        .unwrap();
+    assert_eq!(claim.provisioner, fixture.id);
+    // Its claim is a patch in a task of its own: give a wrong one a moment.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let typo = classes.get(&fixture.scope.name("typo")).await.unwrap();
+    assert!(
+        typo.status.and_then(|status| status.claimed).is_none(),
+        "a class naming another id is not claimed"
+    );
+    fixture.scope.cleanup().await;
+}

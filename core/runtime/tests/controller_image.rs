@@ -93,6 +93,7 @@ impl Fixture {
                 provisioner: id.clone(),
                 parameters: Some(parameters),
             },
+            status: None,
         };
         Api::<ProvisionerClass>::all(scope.client.clone())
             .create(&PostParams::default(), &class)

@@ -122,8 +122,8 @@ pub async fn account_kubeconfig(
 }
 
 /// A ClusterRole granting `shipped`'s ServiceAccount `use` on `classes`
-/// (what an admin adds for each class of hers), named `name`, labelled
-/// `labels`.
+/// and the right to claim them (`provisionerclasses/status`): what an
+/// admin adds for each class of hers. Named `name`, labelled `labels`.
 pub async fn grant_classes(
     admin: &Client,
     shipped: Shipped,
@@ -137,7 +137,9 @@ pub async fn grant_classes(
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": { "name": name, "labels": labels },
             "rules": [{ "apiGroups": [pakket_api::GROUP], "resources": ["provisionerclasses"],
-                        "resourceNames": classes, "verbs": ["use"] }],
+                        "resourceNames": classes, "verbs": ["use"] },
+                      { "apiGroups": [pakket_api::GROUP], "resources": ["provisionerclasses/status"],
+                        "resourceNames": classes, "verbs": ["patch"] }],
         }),
     )
     .await;

@@ -133,6 +133,7 @@ async fn a_standby_replica_takes_over_when_the_leader_dies() {
                     provisioner: id.clone(),
                     parameters: None,
                 },
+                status: None,
             },
         )
         .await

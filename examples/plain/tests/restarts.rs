@@ -133,6 +133,7 @@ async fn the_apiserver_restarted_mid_pivot_and_etcd_restarted_mid_install_lose_n
             provisioner: "test.pakket.dev/restarts".into(),
             parameters: json!({"approval": "AllowAll"}).as_object().cloned(),
         },
+        status: None,
     };
     Api::<ProvisionerClass>::all(client.clone())
         .create(&PostParams::default(), &class)

@@ -73,6 +73,7 @@ async fn class(scope: &Scope, suffix: &str, provisioner: &str, parameters: Value
             provisioner: provisioner.to_owned(),
             parameters: parameters.as_object().cloned(),
         },
+        status: None,
     };
     Api::<ProvisionerClass>::all(scope.client.clone())
         .create(&PostParams::default(), &class)

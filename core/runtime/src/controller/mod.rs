@@ -24,6 +24,7 @@
 //! back is noticed soon and one that stays down is not hammered.
 
 mod bundle_status;
+mod class_claim;
 mod context;
 mod decision;
 mod dependency_wake;
@@ -247,8 +248,10 @@ pub async fn run_with<P: Provisioner>(
     });
     let by_class = instances.clone();
     let by_bundle = instances.clone();
+    let (claimer, id) = (client.clone(), context.provisioner.id().to_owned());
     Controller::for_stream(instance_changes, instances)
         .watches_stream(class_changes, move |class: ProvisionerClass| {
+            class_claim::claim_if_named(&claimer, &id, &class);
             let name = class.name_any();
             by_class
                 .state()

@@ -148,6 +148,7 @@ impl Fixture {
                 provisioner: self.id.clone(),
                 parameters: parameters.as_object().cloned(),
             },
+            status: None,
         };
         Api::<ProvisionerClass>::all(self.scope.client.clone())
             .create(&PostParams::default(), &class)

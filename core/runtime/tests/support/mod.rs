@@ -347,6 +347,7 @@ impl Controller {
                 provisioner: self.id(),
                 parameters: Some(all),
             },
+            status: None,
         };
         kube::Api::<pakket_api::ProvisionerClass>::all(self.scope.client.clone())
             .create(&Default::default(), &class)

@@ -43,6 +43,7 @@ async fn pakket_kinds_in_content_are_refused_by_name_and_nothing_of_the_content_
                             .unwrap(),
                     ),
                 },
+                status: None,
             },
         )
         .await

@@ -213,6 +213,7 @@ impl Stage {
                         .unwrap(),
                 ),
             },
+            status: None,
         };
         Api::<ProvisionerClass>::all(self.scope.client.clone())
             .create(&PostParams::default(), &class)

@@ -402,6 +402,7 @@ async fn start_as(
                 .as_object()
                 .cloned(),
         },
+        status: None,
     };
     Api::<ProvisionerClass>::all(scope.client.clone())
         .create(&PostParams::default(), &class)

@@ -82,6 +82,7 @@ pub async fn run_provisioner_with(
             provisioner: id.clone(),
             parameters: parameters.as_object().cloned(),
         },
+        status: None,
     };
     Api::<ProvisionerClass>::all(scope.client.clone())
         .create(&PostParams::default(), &class)
