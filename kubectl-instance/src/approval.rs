@@ -156,6 +156,7 @@ pub async fn run(
                     bundle: bundle.clone(),
                     digest: digest.clone(),
                     approved_by: user.clone(),
+                    rendered: None,
                 },
             },
         });
@@ -324,6 +325,7 @@ mod tests {
             bundle: "web.v2".into(),
             digest: "sha256:1".into(),
             approved_by: "policy AllowAll".into(),
+            rendered: None,
         });
         let note = already_decided(&approved, Decision::Approve, "sha256:1").unwrap();
         assert!(
@@ -346,6 +348,7 @@ mod tests {
             bundle: "web.v2".into(),
             digest: "sha256:old".into(),
             approved_by: "alice".into(),
+            rendered: None,
         });
         assert!(already_decided(&stale, Decision::Approve, "sha256:new").is_none());
         assert!(already_decided(&stale, Decision::Approve, "sha256:old").is_some());

@@ -29,6 +29,16 @@ pub struct ApprovedContent {
     #[schemars(length(max = 512))]
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub approved_by: String,
+    /// The digest (`sha256:<hex>`) of the objects the provisioner rendered
+    /// from that content when it was approved, recorded by the runtime. A
+    /// provisioner that renders the same content differently later (a new
+    /// version) is noticed: the new objects are compared with what runs,
+    /// and more rights wait for a person. Absent in an approval written by
+    /// a person (`kubectl instance approve`): the runtime records the
+    /// render it installs under it.
+    #[schemars(length(max = 128))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendered: Option<String>,
 }
 
 /// Everything that decides approval, and nothing else: the `Approved`
@@ -140,6 +150,7 @@ mod tests {
         instance.status = Some(InstanceStatus {
             conditions,
             approval: content.map(|(bundle, digest)| ApprovedContent {
+                rendered: None,
                 bundle: bundle.into(),
                 digest: digest.into(),
                 approved_by: "alice".into(),

@@ -226,6 +226,7 @@ async fn objects_round_trip_with_their_status_subresources() {
             bundle: "etcd-operator.v0.9.4".into(),
             digest: DIGEST.into(),
             approved_by: "alice".into(),
+            rendered: None,
         }),
         // An embedded Bundle's status, as a Bundle object would carry it.
         embedded_bundle: Some(pakket_api::EmbeddedBundleStatus {
@@ -450,7 +451,12 @@ async fn kubectl_get_shows_the_printer_columns() {
         ["NAME", "CLASS", "UNPACKED", "DIGEST", "AGE"],
         "{text}"
     );
-    assert_eq!(headers[2], ["NAME", "PROVISIONER", "AGE"], "{text}");
+    // CLAIMED is empty until the provisioner claims the class (none runs here).
+    assert_eq!(
+        headers[2],
+        ["NAME", "PROVISIONER", "CLAIMED", "AGE"],
+        "{text}"
+    );
 
     let instance_row = row(&format!(
         "instance.core.pakket.dev/{}",

@@ -15,6 +15,7 @@
 //! | `behalf` | reads on the requester's behalf (mounted ConfigMaps) |
 //! | [`children`] | Pakket's own kinds in content, and whose rights judge a child |
 //! | [`in_use_readers`] | who may count a CRD's objects (the in-use checks), without reading anything else |
+//! | [`rerender`] | whether an approval still covers what the provisioner renders from the approved content |
 //!
 //! Requester records themselves (sealing and verifying) are in
 //! `pakket_api::creator`, shared with the webhooks.
@@ -25,4 +26,5 @@ pub mod children;
 pub mod in_use_readers;
 pub mod ownership;
 pub mod rbac;
+pub mod rerender;
 pub mod rights;

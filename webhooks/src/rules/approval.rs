@@ -80,6 +80,7 @@ mod tests {
             bundle: "hello-v1".into(),
             digest: digest.into(),
             approved_by: "alice".into(),
+            rendered: None,
         });
         instance.status = Some(status);
         instance

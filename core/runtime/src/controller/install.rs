@@ -29,6 +29,10 @@ use crate::drift::Fingerprint;
 use crate::ownership::Claimant;
 use crate::provisioner::{ObjectsError, Provisioner};
 use crate::store::Digest;
+use crate::trust::{
+    self,
+    rerender::{self, Render},
+};
 
 /// How soon a reconcile whose status write lost a race runs again.
 const AFTER_CONFLICT: Duration = Duration::from_millis(500);
@@ -333,6 +337,7 @@ pub async fn install<P: Provisioner>(
         bundle: bundle_name.clone(),
         digest: unpacked.digest.as_str().to_owned(),
         approved_by: String::new(),
+        rendered: Some(crate::trust::rerender::rendered_digest(&objects)),
     };
     if let Some((waiting, retry)) = approve(
         instance,
@@ -981,6 +986,7 @@ fn already_unpacked<P>(bundle: &Bundle, context: &Context<P>) -> Option<Unpacked
 /// What an approval decides on: the objects the new content would install,
 /// and how they were made (to render the running content the same way,
 /// see [`running_objects`], only when a policy asks for it).
+#[derive(Clone, Copy)]
 struct Proposed<'a> {
     objects: &'a [serde_json::Value],
     request: &'a crate::provisioner::ObjectsRequest<'a>,
@@ -1056,6 +1062,25 @@ async fn approve<P: Provisioner>(
             None,
         ));
     }
+    // The approved content, rendered to other objects than were approved.
+    match rerender::compare(state.content.as_ref(), content) {
+        Render::Changed => {
+            if let Some(waiting) =
+                rerendered(instance, class, proposed, &state, content, context, report).await
+            {
+                return Some(waiting);
+            }
+        }
+        Render::Unrecorded if state.by_person() || state.by_policy() => {
+            // Approved before the render was recorded (by a person, with
+            // `kubectl instance approve`): what installs under it now is
+            // what it covers from here on.
+            if let Some(approval) = report.status.approval.as_mut() {
+                approval.rendered = content.rendered.clone();
+            }
+        }
+        Render::Unrecorded | Render::Same | Render::OtherContent => {}
+    }
     if state.by_person() && state.covers(&content.bundle, &content.digest) {
         return None;
     }
@@ -1115,8 +1140,24 @@ async fn approve<P: Provisioner>(
         return None;
     }
     // Rendered here, past the early answers: an approval that already
-    // holds costs no second render on every reconcile.
-    let running = running_objects(instance, proposed.request, context);
+    // holds costs no second render on every reconcile. For the approved
+    // content itself (rendered otherwise now, see `rerendered`), what runs
+    // is read back from the cluster: the old content rendered again by
+    // this provisioner would be the new render.
+    let same_content = state.content.as_ref().is_some_and(|approved| {
+        approved.bundle == content.bundle && approved.digest == content.digest
+    });
+    let running = if same_content && policy == "Android" {
+        let mut kinds = context.kinds.clone();
+        let status = instance.status.clone().unwrap_or_default();
+        let uid = instance.uid().unwrap_or_default();
+        match previous_objects(&mut kinds, &status, &uid).await {
+            Ok(refs) => live_objects(&mut kinds, &refs).await.ok(),
+            Err(_) => None,
+        }
+    } else {
+        running_objects(instance, proposed.request, context)
+    };
     let request = ApprovalRequest {
         client: &context.client,
         instance,
@@ -1152,6 +1193,147 @@ async fn approve<P: Provisioner>(
 
 /// Sets `ApprovalPending`, keeping the condition as it is when it already
 /// says the same (so its lastTransitionTime and Event are not renewed).
+/// The approved content renders to other objects now (an upgraded
+/// provisioner, a changed class parameter). Under `AllowAll`, or when the
+/// new objects ask for no right beyond what runs on the cluster (read back,
+/// not rendered again: a new render of the old content is the new render),
+/// the approval carries over to the new render and an Event says so
+/// (`None`). Otherwise it waits for a person, naming the new rights; a
+/// person's `kubectl instance approve` then covers the new render.
+async fn rerendered<P: Provisioner>(
+    instance: &Instance,
+    class: &ProvisionerClass,
+    proposed: Proposed<'_>,
+    state: &ApprovalState,
+    content: &ApprovedContent,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Option<(String, Option<Duration>)> {
+    use kube::runtime::events::{Event, EventType};
+    let name = instance.name_any();
+    let approved_by = state
+        .content
+        .as_ref()
+        .map(|approved| approved.approved_by.clone())
+        .unwrap_or_default();
+    let allows_all = matches!(
+        class_parameters::string(class.spec.parameters.as_ref(), "approval"),
+        Ok(None | Some("AllowAll"))
+    );
+    let beyond = if allows_all {
+        Ok(Vec::new())
+    } else {
+        let mut kinds = context.kinds.clone();
+        let status = instance.status.clone().unwrap_or_default();
+        let uid = instance.uid().unwrap_or_default();
+        match previous_objects(&mut kinds, &status, &uid).await {
+            Ok(refs) => match live_objects(&mut kinds, &refs).await {
+                Ok(live) => {
+                    trust::approval::rights_beyond(&context.client, proposed.objects, &live)
+                        .await
+                        .map_err(|error| apply::api_message(&error))
+                }
+                Err(error) => Err(error.to_string()),
+            },
+            Err(error) => Err(error.to_string()),
+        }
+    };
+    match beyond {
+        Ok(rights) if rights.is_empty() => {
+            report.status.approval = Some(ApprovedContent {
+                approved_by,
+                ..content.clone()
+            });
+            context.events.publish(
+                instance,
+                Event {
+                    type_: EventType::Normal,
+                    reason: "Rerendered".into(),
+                    note: Some(format!(
+                        "Bundle {} at {} renders to other objects than were approved ({}); they ask for no right beyond what runs, so the approval carries over",
+                        content.bundle,
+                        content.digest,
+                        content.rendered.as_deref().unwrap_or_default()
+                    )),
+                    action: "Approve".into(),
+                    secondary: None,
+                },
+            );
+            None
+        }
+        Ok(rights) => {
+            let shown: Vec<&str> = rights.iter().take(8).map(String::as_str).collect();
+            let message = format!(
+                "Bundle {} at {} was approved ({approved_by}), but it renders to other objects now (a new provisioner version?), and they ask for {} right(s) the running objects do not hold: {}{}; a person decides: review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}`",
+                content.bundle,
+                content.digest,
+                rights.len(),
+                shown.join("; "),
+                if rights.len() > shown.len() {
+                    "; ..."
+                } else {
+                    ""
+                }
+            );
+            context.events.publish(
+                instance,
+                Event {
+                    type_: EventType::Warning,
+                    reason: "RerenderedWithNewRights".into(),
+                    note: Some(message.chars().take(1000).collect()),
+                    action: "Approve".into(),
+                    secondary: None,
+                },
+            );
+            set_pending(report, message);
+            // What waits for a person is this render: a person's approval
+            // of the content from now on covers it (and the class's policy,
+            // asked again, compares it with what runs).
+            if let Some(approval) = report.status.approval.as_mut() {
+                approval.rendered = content.rendered.clone();
+            }
+            Some(("nothing is applied before approval".to_owned(), None))
+        }
+        Err(error) => {
+            set_pending(
+                report,
+                format!(
+                    "Bundle {} at {} renders to other objects than were approved, and what runs could not be read to compare them ({error}); trying again, or a person approves: `kubectl instance approve {name}`",
+                    content.bundle, content.digest
+                ),
+            );
+            Some((
+                "nothing is applied before approval".to_owned(),
+                Some(AFTER_INSTALL_FAILURE),
+            ))
+        }
+    }
+}
+
+/// The objects `refs` as they are on the cluster now (those that exist).
+async fn live_objects(
+    kinds: &mut apply::Kinds,
+    refs: &[pakket_api::ObjectRef],
+) -> Result<Vec<serde_json::Value>, apply::ApplyError> {
+    let mut live = Vec::with_capacity(refs.len());
+    for reference in refs {
+        let api = kinds.api(reference).await?;
+        let found =
+            api.get_opt(&reference.name)
+                .await
+                .map_err(|error| apply::ApplyError::Refused {
+                    object: reference.to_string(),
+                    message: apply::api_message(&error),
+                })?;
+        if let Some(object) = found
+            && let Ok(value) = serde_json::to_value(object)
+        {
+            live.push(value);
+        }
+    }
+    Ok(live)
+}
+
 fn set_pending(report: &mut Report, message: String) {
     let same = report
         .approval()

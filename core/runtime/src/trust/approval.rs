@@ -97,7 +97,13 @@ pub const MAX_REVIEWS: usize = 5_000;
 pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
     let name = request.instance.name_any();
     let class = request.class.name_any();
-    let aggregators = match cluster_aggregators(request).await {
+    let aggregators = match cluster_aggregators(
+        request.client,
+        request.objects,
+        request.running.unwrap_or_default(),
+    )
+    .await
+    {
         Ok(found) => found,
         Err(error) => {
             return Approval::Pending {
@@ -149,10 +155,30 @@ pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
     ))
 }
 
+/// The rights `new` asks for beyond what `running` holds, as `Android`
+/// compares them (aggregation included), each in words; empty when it
+/// asks for nothing more.
+pub async fn rights_beyond(
+    client: &Client,
+    new: &[Value],
+    running: &[Value],
+) -> Result<Vec<String>, kube::Error> {
+    let aggregators = cluster_aggregators(client, new, running).await?;
+    let wanted = Rights::of_in(new, &aggregators);
+    let held = Rights::of_in(running, &aggregators);
+    Ok(wanted
+        .beyond(&held)
+        .iter()
+        .map(ToString::to_string)
+        .collect())
+}
+
 /// The cluster's aggregating ClusterRoles, read only when the content
 /// (new or running) holds a labelled ClusterRole they could select.
 async fn cluster_aggregators(
-    request: &ApprovalRequest<'_>,
+    client: &Client,
+    new: &[Value],
+    running: &[Value],
 ) -> Result<Vec<Aggregator>, kube::Error> {
     let labelled = |objects: &[Value]| {
         objects.iter().any(|object| {
@@ -163,10 +189,10 @@ async fn cluster_aggregators(
                     .is_some_and(|labels| !labels.is_empty())
         })
     };
-    if !labelled(request.objects) && !request.running.is_some_and(labelled) {
+    if !labelled(new) && !labelled(running) {
         return Ok(Vec::new());
     }
-    let roles = Api::<ClusterRole>::all(request.client.clone())
+    let roles = Api::<ClusterRole>::all(client.clone())
         .list(&kube::api::ListParams::default())
         .await?;
     Ok(roles
