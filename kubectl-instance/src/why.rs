@@ -179,6 +179,7 @@ fn is_failure(condition: &Condition) -> bool {
         Some(Reason::ApprovalDenied)
         | Some(Reason::UnpackFailed)
         | Some(Reason::InstallFailed)
+        | Some(Reason::RenderFailed)
         | Some(Reason::InvalidConfig)
         | Some(Reason::DependenciesMissing)
         | Some(Reason::ObjectsUnhealthy)
@@ -326,6 +327,23 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             }
             problem.next_steps.push(
                 "the objects of the previously active Bundle stay in place; fix the cause above and the provisioner retries on its own"
+                    .to_owned(),
+            );
+        }
+        Some(Reason::RenderFailed) => {
+            problem.kind = Kind::InstallFailed;
+            problem.summary = format!(
+                "The content of Instance {name} was fetched and unpacked, but its provisioner could not make objects of it."
+            );
+            match trust_steps(&condition.message, &name) {
+                Some(steps) => problem.next_steps = steps,
+                None => problem.next_steps.push(
+                    "the message names the file and what is wrong with it; fix the content and point the Instance at a new Bundle with it (its source and the registry are fine)"
+                        .to_owned(),
+                ),
+            }
+            problem.next_steps.push(
+                "what was installed before keeps running; nothing of this content is applied"
                     .to_owned(),
             );
         }

@@ -95,6 +95,10 @@ pub enum Reason {
     InstallSucceeded,
     /// Applying or pivoting failed; what was running is left in place.
     InstallFailed,
+    /// The content was fetched and unpacked, but the provisioner could not
+    /// make objects of it (a file it cannot read as its format says): the
+    /// content needs fixing, its source is fine. Nothing is applied.
+    RenderFailed,
     /// Nothing installed yet, so health is not known.
     HealthUnknown,
     /// Every owned object is healthy.
@@ -112,7 +116,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 19] = [
+    pub const ALL: [Reason; 20] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -127,6 +131,7 @@ impl Reason {
         Self::DependenciesMissing,
         Self::InstallSucceeded,
         Self::InstallFailed,
+        Self::RenderFailed,
         Self::HealthUnknown,
         Self::ObjectsHealthy,
         Self::ObjectsProgressing,
@@ -151,6 +156,7 @@ impl Reason {
             Self::DependenciesMissing => "DependenciesMissing",
             Self::InstallSucceeded => "InstallSucceeded",
             Self::InstallFailed => "InstallFailed",
+            Self::RenderFailed => "RenderFailed",
             Self::HealthUnknown => "HealthUnknown",
             Self::ObjectsHealthy => "ObjectsHealthy",
             Self::ObjectsProgressing => "ObjectsProgressing",
@@ -174,7 +180,8 @@ impl Reason {
             | Self::InvalidConfig
             | Self::DependenciesMissing
             | Self::InstallSucceeded
-            | Self::InstallFailed => ConditionType::Installed,
+            | Self::InstallFailed
+            | Self::RenderFailed => ConditionType::Installed,
             Self::HealthUnknown
             | Self::ObjectsHealthy
             | Self::ObjectsProgressing

@@ -460,11 +460,13 @@ async fn failure_messages_are_words_for_people_not_debug_dumps() {
         .create_instance("bundle-bomb", fixture.bundle_spec("bomb", "file://content"))
         .await;
     // wait_for checks every message it reads for Debug dumps and bytes.
+    // Fetched fine; the content cannot be rendered: a render failure.
     let refused = wait_for(&instances, &name, "the bomb refused", |i| {
-        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
+        reason_is(i, ConditionType::Installed, "RenderFailed")
     })
     .await;
-    let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
+    assert!(condition_is(&refused, ConditionType::Unpacked, "True"));
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
     assert!(
         message.contains("bomb.yaml") && message.contains("the YAML holds more than"),
         "{message}"

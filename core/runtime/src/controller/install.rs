@@ -271,7 +271,14 @@ pub async fn install<P: Provisioner>(
             return finish(report, context, Action::requeue(WAITING_FOR_DEPENDENCIES)).await;
         }
         Err(ObjectsError::Content(error)) => {
-            let message = format!("Bundle {bundle_name}: {error}");
+            // Fetched and unpacked fine: the content itself is what the
+            // provisioner cannot turn into objects. Said as a render
+            // failure, so nobody is sent to check a registry.
+            let message = format!(
+                "Bundle {bundle_name}: {error}; nothing is applied: the content was fetched and unpacked, but {} could not make objects of it, so the content needs fixing (new content is a new Bundle)",
+                context.provisioner.id()
+            );
+            tracing::warn!(instance = %name, bundle = %bundle_name, %error, "rendering the content failed");
             let outcome = UnpackOutcome {
                 phase: UnpackPhase::Failed,
                 unpacked: Some(&unpacked),
@@ -282,7 +289,15 @@ pub async fn install<P: Provisioner>(
                 message: &message,
             };
             bundle_status::write(home, &bundle, outcome, &mut report.status).await?;
-            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+            report.set(
+                Reason::UnpackSucceeded,
+                ConditionStatus::True,
+                format!(
+                    "content unpacked at {}; its objects could not be rendered (see Installed)",
+                    unpacked.digest.as_str()
+                ),
+            );
+            report.set(Reason::RenderFailed, ConditionStatus::False, message);
             return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
         }
     };

@@ -85,10 +85,10 @@ async fn pakket_kinds_in_content_are_refused_by_name_and_nothing_of_the_content_
         .unwrap();
     let refused = stage
         .wait("smuggle", "the content refused", |i| {
-            reason_is(i, ConditionType::Unpacked, "UnpackFailed")
+            reason_is(i, ConditionType::Installed, "RenderFailed")
         })
         .await;
-    let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
     assert!(
         message.contains(&format!("Instance/{child}"))
             || message.contains(&format!("ProvisionerClass/{class_of_her_own}")),
