@@ -1043,6 +1043,7 @@ fn mirror(status: &mut PackageStatus, instance: &Instance, generation: Option<i6
                 Reason::UnpackFailed,
                 Reason::ApprovalDenied,
                 Reason::InstallFailed,
+                Reason::RenderFailed,
                 Reason::InvalidConfig,
                 Reason::DependenciesMissing,
             ]
