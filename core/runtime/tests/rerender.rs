@@ -193,10 +193,19 @@ async fn an_upgraded_provisioner_applies_a_new_render_only_within_the_rights_tha
     })
     .await;
     let message = approval_message(&waiting);
+    // Said first by the re-render check, then by the class's Android policy
+    // (which compares the new render with what runs): both name the right.
     assert!(
-        message.contains("renders to other objects now") && message.contains("view"),
+        message.contains("bound to ClusterRole view"),
         "names the new right: {message}"
     );
+    eventually("a Warning Event says the render asks for more", || async {
+        pakket_testkit::instance_events(&scope.client, &name)
+            .await
+            .iter()
+            .any(|event| event.reason.as_deref() == Some("RerenderedWithNewRights"))
+    })
+    .await;
     let bindings: Api<ClusterRoleBinding> = Api::all(scope.client.clone());
     assert!(
         bindings

@@ -49,6 +49,20 @@ pub fn apply_order(objects: &[Value]) -> Vec<usize> {
     order
 }
 
+/// The CRD among `defined` ([`defined_kinds`]) that serves `reference`'s
+/// kind: what a custom resource of a kind not served yet waits for.
+pub fn crd_defining(
+    defined: &BTreeMap<(String, String), String>,
+    reference: &pakket_api::ObjectRef,
+) -> Option<String> {
+    defined
+        .get(&(
+            group_of(&reference.api_version).to_owned(),
+            reference.kind.clone(),
+        ))
+        .cloned()
+}
+
 /// The CustomResourceDefinitions the bundle itself holds, by the
 /// `(group, Kind)` they define: their name (`plural.group`).
 pub fn defined_kinds(objects: &[Value]) -> BTreeMap<(String, String), String> {

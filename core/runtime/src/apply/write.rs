@@ -122,14 +122,7 @@ pub async fn apply_all(
     let sequence = order::apply_order(objects);
     let defined = order::defined_kinds(objects);
     // The CRD (from this bundle) a custom resource of a kind not yet served waits for.
-    let awaited = |reference: &ObjectRef| {
-        defined
-            .get(&(
-                order::group_of(&reference.api_version).to_owned(),
-                reference.kind.clone(),
-            ))
-            .cloned()
-    };
+    let awaited = |reference: &ObjectRef| order::crd_defining(&defined, reference);
     let mut plans = Vec::with_capacity(objects.len());
     let mut conflicts = Vec::new();
     let mut unsafe_crds = Vec::new();
@@ -258,14 +251,7 @@ async fn write_all(
     writer: &mut Writer,
 ) -> Result<(), ApplyError> {
     let defined = order::defined_kinds(objects);
-    let awaited = |reference: &ObjectRef| {
-        defined
-            .get(&(
-                order::group_of(&reference.api_version).to_owned(),
-                reference.kind.clone(),
-            ))
-            .cloned()
-    };
+    let awaited = |reference: &ObjectRef| order::crd_defining(&defined, reference);
     for (position, (&index, plan)) in sequence.iter().zip(plans).enumerate() {
         let object = labelled_object(&objects[index], claimant, bundle);
         let reference = reference_of(&object);
