@@ -22,6 +22,7 @@ mod dry_run;
 pub mod endpoints;
 mod managed_fields;
 mod order;
+mod rollout;
 mod write;
 
 pub use crd_safety::problems as crd_upgrade_problems;
@@ -530,26 +531,14 @@ pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<HealthPr
     problems
 }
 
-/// Why one object, as read, is not healthy: a Deployment not Available (or
-/// still rolling out: Progressing, its deadline not exceeded), a CRD not
+/// Why one object, as read, is not healthy: a Deployment whose current
+/// revision has not rolled out, passed its deadline or lost availability
+/// ([`rollout`]), a CRD not
 /// Established (or not yet: its names not refused); every other kind is
 /// healthy when present.
 fn health_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<HealthProblem> {
     match reference.kind.as_str() {
-        "Deployment" if !condition_true(object, "Available") => {
-            let progressing = condition(object, "Progressing");
-            let stuck = progressing.as_ref().is_some_and(|(status, reason, _)| {
-                status != "True" || reason == "ProgressDeadlineExceeded"
-            });
-            let why = condition(object, "Available")
-                .map(|(_, reason, message)| format!(" ({reason}: {message})"))
-                .unwrap_or_default();
-            Some(if stuck {
-                HealthProblem::failing(format!("{reference} is not Available{why}"))
-            } else {
-                HealthProblem::settling(format!("{reference} to become Available"))
-            })
-        }
+        "Deployment" => rollout::deployment_problem(reference, object, jiff::Timestamp::now()),
         "CustomResourceDefinition" if !condition_true(object, "Established") => {
             let refused =
                 condition(object, "NamesAccepted").filter(|(status, _, _)| status == "False");
@@ -633,15 +622,13 @@ mod health_tests {
         );
         let problem = health_problem(&reference, &stuck).unwrap();
         assert!(!problem.settling);
-        assert_eq!(
-            problem.text,
-            "Deployment/n/x is not Available (MinimumReplicasUnavailable: too few)"
+        assert!(
+            problem.text.starts_with(
+                "Deployment/n/x passed its progress deadline (ProgressDeadlineExceeded: p)"
+            ),
+            "{}",
+            problem.text
         );
-        let (reference, available) = object(
-            "Deployment",
-            serde_json::json!([{"type": "Available", "status": "True"}]),
-        );
-        assert_eq!(health_problem(&reference, &available), None);
     }
 
     #[test]

@@ -1,0 +1,231 @@
+//! Whether a Deployment serves the revision that was applied, judged as
+//! `kubectl rollout status` judges it, and said honestly:
+//! - past its progress deadline, it is failing, and the words say so
+//!   (`ProgressDeadlineExceeded`), not the Available condition's reason;
+//! - while its current revision rolls out (the controller has not seen the
+//!   new generation, or fewer replicas are updated or available than
+//!   wanted, or old ones remain) it is settling, even if old pods keep it
+//!   Available: an upgrade is healthy only once the new revision runs;
+//! - once rolled out, a Deployment that loses availability is failing
+//!   after [`GRACE`], not "still converging".
+
+use jiff::Timestamp;
+use kube::api::DynamicObject;
+use pakket_api::ObjectRef;
+use serde_json::Value;
+
+use super::{HealthProblem, condition, condition_true};
+
+/// How long a rolled-out Deployment may be unavailable (a pod restarting)
+/// before it counts as failing.
+pub const GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The Deployment's problem at `now`, if it has one.
+pub fn deployment_problem(
+    reference: &ObjectRef,
+    object: &DynamicObject,
+    now: Timestamp,
+) -> Option<HealthProblem> {
+    let progressing = condition(object, "Progressing");
+    if let Some((_, reason, message)) = &progressing
+        && reason == "ProgressDeadlineExceeded"
+    {
+        return Some(HealthProblem::failing(format!(
+            "{reference} passed its progress deadline (ProgressDeadlineExceeded: {message}); its current revision does not roll out"
+        )));
+    }
+    let available = condition_true(object, "Available");
+    let why = condition(object, "Available")
+        .map(|(_, reason, message)| format!(" ({reason}: {message})"))
+        .unwrap_or_default();
+    if let Some(rolling) = rolling_out(object) {
+        let stuck = progressing
+            .as_ref()
+            .is_some_and(|(status, _, _)| status != "True");
+        return Some(if stuck && !available {
+            HealthProblem::failing(format!("{reference} is not Available{why}"))
+        } else {
+            HealthProblem::settling(format!(
+                "{reference} to roll out its current revision ({rolling})"
+            ))
+        });
+    }
+    if available {
+        return None;
+    }
+    let unavailable_for = transition_time(object, "Available")
+        .and_then(|since| now.duration_since(since).try_into().ok())
+        .unwrap_or(std::time::Duration::ZERO);
+    Some(if unavailable_for >= GRACE {
+        HealthProblem::failing(format!(
+            "{reference} lost availability {} s ago{why}",
+            unavailable_for.as_secs()
+        ))
+    } else {
+        HealthProblem::settling(format!("{reference} to become Available again{why}"))
+    })
+}
+
+/// How far the current revision's rollout is, in words, while it is not
+/// complete; `None` once it is.
+fn rolling_out(object: &DynamicObject) -> Option<String> {
+    let number = |pointer: &str| object.data.pointer(pointer).and_then(Value::as_i64);
+    let generation = object.metadata.generation.unwrap_or(0);
+    let observed = number("/status/observedGeneration").unwrap_or(0);
+    if observed < generation {
+        return Some("the controller has not seen its new spec yet".to_owned());
+    }
+    let wanted = number("/spec/replicas").unwrap_or(1);
+    let updated = number("/status/updatedReplicas").unwrap_or(0);
+    let replicas = number("/status/replicas").unwrap_or(0);
+    let ready = number("/status/availableReplicas").unwrap_or(0);
+    if updated < wanted {
+        return Some(format!("{updated} of {wanted} replicas updated"));
+    }
+    if replicas > updated {
+        return Some(format!("{} old replicas still running", replicas - updated));
+    }
+    if ready < updated {
+        return Some(format!("{ready} of {updated} updated replicas available"));
+    }
+    None
+}
+
+/// When condition `kind` last changed status.
+fn transition_time(object: &DynamicObject, kind: &str) -> Option<Timestamp> {
+    object
+        .data
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|condition| condition.get("type").and_then(Value::as_str) == Some(kind))?
+        .get("lastTransitionTime")?
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(
+        generation: i64,
+        spec_replicas: i64,
+        status: Value,
+    ) -> (ObjectRef, DynamicObject) {
+        let reference = ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "web".into(),
+            namespace: Some("n".into()),
+        };
+        let object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "generation": generation},
+            "spec": {"replicas": spec_replicas},
+            "status": status,
+        }))
+        .unwrap();
+        (reference, object)
+    }
+
+    fn now() -> Timestamp {
+        "2026-11-27T12:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn an_upgrade_kept_available_by_old_pods_is_not_healthy_until_its_revision_rolls_out() {
+        // Generation 2 applied; the old ReplicaSet keeps it Available while
+        // the new pods never become ready.
+        let (reference, object) = deployment(
+            2,
+            2,
+            serde_json::json!({
+                "observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 2,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"},
+                ],
+            }),
+        );
+        let problem = deployment_problem(&reference, &object, now()).unwrap();
+        assert!(problem.settling);
+        assert!(
+            problem.text.contains("1 of 2 replicas updated"),
+            "{}",
+            problem.text
+        );
+    }
+
+    #[test]
+    fn past_its_deadline_the_words_say_the_deadline() {
+        let (reference, object) = deployment(
+            2,
+            1,
+            serde_json::json!({
+                "observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "availableReplicas": 1,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet web-2 has timed out progressing."},
+                ],
+            }),
+        );
+        let problem = deployment_problem(&reference, &object, now()).unwrap();
+        assert!(!problem.settling);
+        assert!(
+            problem
+                .text
+                .contains("passed its progress deadline (ProgressDeadlineExceeded"),
+            "{}",
+            problem.text
+        );
+    }
+
+    #[test]
+    fn a_rolled_out_deployment_that_loses_its_pods_fails_after_the_grace() {
+        let lost = |since: &str| {
+            deployment(
+                1,
+                1,
+                serde_json::json!({
+                    "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
+                    "conditions": [
+                        {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability.", "lastTransitionTime": since},
+                        {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+                    ],
+                }),
+            )
+        };
+        let (reference, recent) = lost("2026-11-27T11:59:50Z");
+        assert!(
+            deployment_problem(&reference, &recent, now())
+                .unwrap()
+                .settling
+        );
+        let (reference, long) = lost("2026-11-27T11:58:00Z");
+        let problem = deployment_problem(&reference, &long, now()).unwrap();
+        assert!(!problem.settling);
+        assert!(
+            problem.text.contains("lost availability 120 s ago"),
+            "{}",
+            problem.text
+        );
+    }
+
+    #[test]
+    fn a_rolled_out_available_deployment_is_healthy() {
+        let (reference, object) = deployment(
+            3,
+            2,
+            serde_json::json!({
+                "observedGeneration": 3, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2,
+                "conditions": [
+                    {"type": "Available", "status": "True"},
+                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+                ],
+            }),
+        );
+        assert_eq!(deployment_problem(&reference, &object, now()), None);
+    }
+}
