@@ -97,8 +97,10 @@ impl ClusterFacts {
 /// Why content or config did not turn into objects.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ObjectsError {
-    /// The content is wrong (a manifest, a missing file): it reaches the
-    /// Bundle's and the Instance's `Unpacked` condition.
+    /// The content is wrong (a manifest, a missing file): the Instance's
+    /// `Installed` condition says `RenderFailed` with it (its `Unpacked`
+    /// stays True: the content was fetched fine), and the Bundle's status
+    /// records it. Name the file and what is wrong, in words.
     Content(String),
     /// A field of the Instance's `spec.config` is wrong: it reaches the
     /// Instance's `Installed` condition (reason `InvalidConfig`); the
