@@ -118,6 +118,12 @@ pub struct InstanceStatus {
     /// the approver (or the class's policy) saw. Guarded like the condition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovedContent>,
+    /// Which person's decision (approval or denial) the provisioner last
+    /// published an Event for (a digest of it and when it was made), so a
+    /// restarted provisioner does not tell it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub decision_told: Option<String>,
     /// What the provisioner found in the Bundle this Instance embeds
     /// (`spec.bundle.spec`): no Bundle object is made for embedded content,
     /// so its pin, objects and grants are kept here, beside the Instance

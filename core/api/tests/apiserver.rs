@@ -228,6 +228,7 @@ async fn objects_round_trip_with_their_status_subresources() {
             approved_by: "alice".into(),
             rendered: None,
         }),
+        decision_told: Some("0123456789abcdef".into()),
         // An embedded Bundle's status, as a Bundle object would carry it.
         embedded_bundle: Some(pakket_api::EmbeddedBundleStatus {
             name: "etcd-operator.v0.9.4".into(),

@@ -183,6 +183,26 @@ async fn an_upgraded_provisioner_applies_a_new_render_only_within_the_rights_tha
     })
     .await;
 
+    // The person's approval was told once: the restart did not tell it
+    // again. (The recorder folds repeats of one Event into a count, so the
+    // counts are what is summed.)
+    let approvals = || async {
+        pakket_testkit::instance_events(&scope.client, &name)
+            .await
+            .iter()
+            .filter(|event| event.reason.as_deref() == Some("ApprovedByUser"))
+            .map(|event| {
+                event
+                    .series
+                    .as_ref()
+                    .and_then(|series| series.count)
+                    .or(event.count)
+                    .unwrap_or(1)
+            })
+            .sum::<i32>()
+    };
+    assert_eq!(approvals().await, 1, "one person, one decision, one Event");
+
     // Version 3 renders a binding to `view` as well: a right nothing
     // running holds. It waits for a person, naming it; nothing is written.
     running.abort();
@@ -224,6 +244,10 @@ async fn an_upgraded_provisioner_applies_a_new_render_only_within_the_rights_tha
             .await
             .unwrap()
             .is_some()
+    })
+    .await;
+    eventually("her second decision is told too", || async {
+        approvals().await == 2
     })
     .await;
     running.abort();

@@ -53,9 +53,6 @@ pub struct Context<P> {
     pub events: super::events::Events,
     /// Verifies the admission webhook's requester records.
     pub record_key: Option<pakket_api::RecordKey>,
-    /// The last person's decision seen on each Instance (by name), so
-    /// each new one is told once in an Event.
-    pub decisions: Mutex<HashMap<String, String>>,
     /// Permits for fetching and unpacking, one per Bundle at a time.
     pub unpacks: tokio::sync::Semaphore,
     /// Permits for reading content from ConfigMaps, one per ConfigMap

@@ -3,22 +3,22 @@
 //! An approver writes the `Approved` condition and `status.approval`
 //! directly (`kubectl instance approve`), so the runtime's own status
 //! writes never see that change and its change Event would not tell of it.
-//! The runtime therefore remembers the last decision it saw on each
-//! Instance and publishes one Event when it sees a new one: who decided,
-//! and for which content. The Event comes from the provisioner, so an
-//! approver cannot write a misleading one for somebody else.
-//!
-//! What the runtime saw is kept in memory: after a restart, a decision is
-//! told again only if it is recent ([`RECENT`]), so a restart does not
-//! replay every approval in the cluster.
+//! The runtime therefore records, in the Instance's status
+//! (`decisionTold`), which decision it last told, and publishes one Event
+//! when it sees a new one: who decided, and for which content. The Event
+//! comes from the provisioner, so an approver cannot write a misleading one
+//! for somebody else. The record lives with the Instance, so a restarted
+//! (or newly leading) provisioner tells nothing twice; a decision found
+//! with no record at all (an Instance from before the record existed) is
+//! told only if it is recent ([`RECENT`]).
 
 use std::time::Duration;
 
-use kube::ResourceExt;
 use kube::runtime::events::{Event, EventType};
 use pakket_api::{ApprovalState, ConditionType, Instance};
 
 use super::context::Context;
+use super::report::Report;
 
 /// A decision older than this, first seen after a restart, is not told.
 const RECENT: Duration = Duration::from_secs(120);
@@ -45,23 +45,20 @@ pub fn words(instance: &Instance) -> Option<String> {
 }
 
 /// Publishes an Event if `instance` carries a person's decision the
-/// runtime has not told yet.
-pub fn tell<P>(instance: &Instance, context: &Context<P>) {
-    let name = instance.name_any();
-    let now = words(instance);
-    let earlier = {
-        let mut decisions = context.decisions.lock().expect("not poisoned");
-        let earlier = decisions.get(&name).cloned();
-        match &now {
-            Some(words) => decisions.insert(name.clone(), words.clone()),
-            None => decisions.remove(&name),
-        };
-        earlier
+/// provisioner has not told yet, and records it in `report`'s status.
+pub fn tell<P>(instance: &Instance, context: &Context<P>, report: &mut Report) {
+    let Some(words) = words(instance) else {
+        return;
     };
-    let Some(words) = now else { return };
-    if earlier.as_ref() == Some(&words) {
+    let told = told_digest(instance, &words);
+    let earlier = instance
+        .status
+        .as_ref()
+        .and_then(|status| status.decision_told.clone());
+    if earlier.as_deref() == Some(told.as_str()) {
         return;
     }
+    report.status.decision_told = Some(told);
     if earlier.is_none() && !recent(instance) {
         return;
     }
@@ -83,6 +80,19 @@ pub fn tell<P>(instance: &Instance, context: &Context<P>) {
         secondary: None,
     };
     context.events.publish(instance, event);
+}
+
+/// One decision, as recorded: its words and when the `Approved` condition
+/// took its status (a person deciding the same thing again, after a
+/// change, is a new decision).
+fn told_digest(instance: &Instance, words: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    let since = instance
+        .condition(ConditionType::Approved)
+        .map(|c| c.last_transition_time.0.to_string())
+        .unwrap_or_default();
+    let digest = Sha256::digest(format!("{words}\n{since}").as_bytes());
+    hex::encode(&digest[..16])
 }
 
 /// Whether the `Approved` condition changed within [`RECENT`].

@@ -72,8 +72,8 @@ pub async fn install<P: Provisioner>(
     context: &Context<P>,
 ) -> Result<Action, kube::Error> {
     let name = instance.name_any();
-    decision::tell(instance, context);
     let mut report = Report::new(instance);
+    decision::tell(instance, context, &mut report);
     let Some(class) = class else {
         let message = format!(
             "ProvisionerClass {} does not exist; create it or fix spec.class",

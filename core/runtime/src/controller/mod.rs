@@ -240,7 +240,6 @@ pub async fn run_with<P: Provisioner>(
         drift,
         events,
         record_key: options.record_key,
-        decisions: Mutex::new(HashMap::new()),
         unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),
         config_map_reads: tokio::sync::Semaphore::new(context::CONFIG_MAP_READS as usize),
         cluster: tokio::sync::Mutex::new(None),
