@@ -37,6 +37,17 @@ async fn content(fixture: &Fixture, name: &str, files: &[(String, String)]) {
     fixture.files(name, &files).await;
 }
 
+/// Installs content v1: ConfigMap `a` (value `one`) and `second`.
+async fn install_v1(fixture: &Fixture, second: (String, String)) -> (kube::Api<Instance>, String) {
+    content(
+        fixture,
+        "v1",
+        &[config_map(fixture, "a", "one", false), second],
+    )
+    .await;
+    fixture.install("v1", "v1").await
+}
+
 /// The Installed condition's message.
 fn installed_message(instance: &Instance) -> String {
     instance
@@ -48,16 +59,7 @@ fn installed_message(instance: &Instance) -> String {
 #[tokio::test]
 async fn a_pivot_the_apiserver_would_refuse_part_way_writes_nothing_and_names_the_field() {
     let fixture = Fixture::new("dry-run", "AllowAll").await;
-    content(
-        &fixture,
-        "v1",
-        &[
-            config_map(&fixture, "a", "one", false),
-            config_map(&fixture, "locked", "one", true),
-        ],
-    )
-    .await;
-    let (instances, name) = fixture.install("v1", "v1").await;
+    let (instances, name) = install_v1(&fixture, config_map(&fixture, "locked", "one", true)).await;
     // v2 changes `a` (applied first), changes the immutable `locked` (which
     // the apiserver refuses) and adds `fresh`.
     content(
@@ -164,16 +166,7 @@ async fn refuse_late_writes(fixture: &Fixture, name: &str) {
 #[tokio::test]
 async fn a_write_that_fails_after_others_is_rolled_back_to_the_running_revision() {
     let fixture = Fixture::new("roll-back", "AllowAll").await;
-    content(
-        &fixture,
-        "v1",
-        &[
-            config_map(&fixture, "a", "one", false),
-            config_map(&fixture, "late", "one", false),
-        ],
-    )
-    .await;
-    let (instances, name) = fixture.install("v1", "v1").await;
+    let (instances, name) = install_v1(&fixture, config_map(&fixture, "late", "one", false)).await;
     wait_for(&instances, &name, "v1 healthy", |i| {
         condition_is(i, ConditionType::Healthy, "True")
     })

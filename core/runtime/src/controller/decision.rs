@@ -17,7 +17,6 @@ use std::time::Duration;
 use kube::runtime::events::{Event, EventType};
 use pakket_api::{ApprovalState, ConditionType, Instance};
 
-use super::context::Context;
 use super::report::Report;
 
 /// A decision older than this, first seen after a restart, is not told.
@@ -44,9 +43,10 @@ pub fn words(instance: &Instance) -> Option<String> {
     None
 }
 
-/// Publishes an Event if `instance` carries a person's decision the
-/// provisioner has not told yet, and records it in `report`'s status.
-pub fn tell<P>(instance: &Instance, context: &Context<P>, report: &mut Report) {
+/// Readies an Event if `instance` carries a person's decision the
+/// provisioner has not told yet, and records it in `report`'s status; the
+/// Event goes out once that status is stored.
+pub fn tell(instance: &Instance, report: &mut Report) {
     let Some(words) = words(instance) else {
         return;
     };
@@ -79,7 +79,8 @@ pub fn tell<P>(instance: &Instance, context: &Context<P>, report: &mut Report) {
         action: "Decide".into(),
         secondary: None,
     };
-    context.events.publish(instance, event);
+    // Published once the status recording it is stored.
+    report.after_write = Some(event);
 }
 
 /// One decision, as recorded: its words and when the `Approved` condition

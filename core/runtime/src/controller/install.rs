@@ -73,7 +73,7 @@ pub async fn install<P: Provisioner>(
 ) -> Result<Action, kube::Error> {
     let name = instance.name_any();
     let mut report = Report::new(instance);
-    decision::tell(instance, context, &mut report);
+    decision::tell(instance, &mut report);
     let Some(class) = class else {
         let message = format!(
             "ProvisionerClass {} does not exist; create it or fix spec.class",
@@ -540,11 +540,15 @@ pub async fn install<P: Provisioner>(
         );
         if !adoptions.adopted.is_empty() {
             let names: Vec<String> = adoptions.adopted.iter().map(ToString::to_string).collect();
-            message.push_str(&format!(
-                "; adopted {} offered to it: {}",
+            let adopted = format!(
+                "adopted {} offered to it: {}",
                 names.len(),
                 names.join(", ")
-            ));
+            );
+            message.push_str(&format!("; {adopted}"));
+            // An Event of its own: told even if this status write is lost
+            // to a conflict (the retry finds the objects its own already).
+            publish_adopted(context, instance, &adopted);
         }
         if let Some(old) = &pivot {
             message.push_str(&format!(
@@ -883,6 +887,20 @@ fn publish_pivot<P>(
             "pivoted from Bundle {old} to Bundle {new}, deleting {deleted} objects only {old} had"
         )),
         action: "Pivot".into(),
+        secondary: None,
+    };
+    context.events.publish(instance, event);
+}
+
+/// One Event for objects adopted on their owners' offer (nothing is
+/// adopted silently), published without holding up the reconcile.
+fn publish_adopted<P>(context: &Context<P>, instance: &Instance, words: &str) {
+    use kube::runtime::events::{Event, EventType};
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Adopted".into(),
+        note: Some(words.chars().take(1000).collect()),
+        action: "Adopt".into(),
         secondary: None,
     };
     context.events.publish(instance, event);

@@ -44,6 +44,10 @@ pub struct Report {
     /// The conditions as the reconcile found them: the final write's Event
     /// tells what changed since then, progress writes included.
     found: Vec<Condition>,
+    /// An Event published only once this status is stored (a person's
+    /// decision, whose record `decisionTold` is in it: told once, never
+    /// again by a retry after a lost write).
+    pub after_write: Option<Event>,
 }
 
 impl Report {
@@ -55,6 +59,7 @@ impl Report {
             status,
             generation: instance.metadata.generation,
             instance: instance.clone(),
+            after_write: None,
         }
     }
 
@@ -143,6 +148,7 @@ impl Report {
         if self.instance.status.as_ref() == Some(&self.status) {
             return Ok(StatusWrite::Unchanged);
         }
+        let after_write = self.after_write.take();
         let name = self.instance.name_any();
         let mut updated = self.instance;
         updated.status = Some(self.status);
@@ -164,6 +170,9 @@ impl Report {
         }
         if let Some(event) = event {
             events.publish_change(&updated, event);
+        }
+        if let Some(event) = after_write {
+            events.publish(&updated, event);
         }
         Ok(StatusWrite::Stored)
     }

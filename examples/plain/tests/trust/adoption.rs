@@ -211,9 +211,9 @@ async fn someone_who_may_write_the_object_hands_it_over_explicitly() {
             condition_is(i, ConditionType::Installed, "True")
         })
         .await;
-    // The adoption is told in the Event of that install (a later re-apply,
-    // say after a write in the same second as the offer, rewrites the
-    // condition's message with nothing to adopt).
+    // The adoption is told in an Event of its own (the condition's message
+    // may be rewritten by a later re-apply with nothing to adopt, or the
+    // adopting reconcile's status write lost to a conflict).
     eventually("an Event telling of the adoption", || async {
         instance_events(&stage.admin(), &stage.scope.name("takeover"))
             .await
