@@ -75,7 +75,15 @@ pub fn tell(instance: &Instance, report: &mut Report) {
             "ApprovedByUser"
         }
         .into(),
-        note: Some(words.chars().take(1000).collect()),
+        // When it was decided, too: the same person deciding the same thing
+        // again is a new decision, told in an Event of its own rather than
+        // folded into the first one's count.
+        note: Some(
+            format!("{words} (decided {})", decided_at(instance))
+                .chars()
+                .take(1000)
+                .collect(),
+        ),
         action: "Decide".into(),
         secondary: None,
     };
@@ -88,12 +96,16 @@ pub fn tell(instance: &Instance, report: &mut Report) {
 /// change, is a new decision).
 fn told_digest(instance: &Instance, words: &str) -> String {
     use sha2::{Digest as _, Sha256};
-    let since = instance
+    let digest = Sha256::digest(format!("{words}\n{}", decided_at(instance)).as_bytes());
+    hex::encode(&digest[..16])
+}
+
+/// When the `Approved` condition took its status (RFC 3339), or empty.
+fn decided_at(instance: &Instance) -> String {
+    instance
         .condition(ConditionType::Approved)
         .map(|c| c.last_transition_time.0.to_string())
-        .unwrap_or_default();
-    let digest = Sha256::digest(format!("{words}\n{since}").as_bytes());
-    hex::encode(&digest[..16])
+        .unwrap_or_default()
 }
 
 /// Whether the `Approved` condition changed within [`RECENT`].

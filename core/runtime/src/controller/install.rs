@@ -1181,13 +1181,7 @@ async fn approve<P: Provisioner>(
         approved.bundle == content.bundle && approved.digest == content.digest
     });
     let running = if same_content && policy == "Android" {
-        let mut kinds = context.kinds.clone();
-        let status = instance.status.clone().unwrap_or_default();
-        let uid = instance.uid().unwrap_or_default();
-        match previous_objects(&mut kinds, &status, &uid).await {
-            Ok(refs) => live_objects(&mut kinds, &refs).await.ok(),
-            Err(_) => None,
-        }
+        live_running(instance, context).await.ok()
     } else {
         running_objects(instance, proposed.request, context)
     };
@@ -1256,18 +1250,10 @@ async fn rerendered<P: Provisioner>(
     let beyond = if allows_all {
         Ok(Vec::new())
     } else {
-        let mut kinds = context.kinds.clone();
-        let status = instance.status.clone().unwrap_or_default();
-        let uid = instance.uid().unwrap_or_default();
-        match previous_objects(&mut kinds, &status, &uid).await {
-            Ok(refs) => match live_objects(&mut kinds, &refs).await {
-                Ok(live) => {
-                    trust::approval::rights_beyond(&context.client, proposed.objects, &live)
-                        .await
-                        .map_err(|error| apply::api_message(&error))
-                }
-                Err(error) => Err(error.to_string()),
-            },
+        match live_running(instance, context).await {
+            Ok(live) => trust::approval::rights_beyond(&context.client, proposed.objects, &live)
+                .await
+                .map_err(|error| apply::api_message(&error)),
             Err(error) => Err(error.to_string()),
         }
     };
@@ -1341,6 +1327,19 @@ async fn rerendered<P: Provisioner>(
             ))
         }
     }
+}
+
+/// What `instance` runs now, read back from the cluster: the objects it
+/// installed ([`previous_objects`]) as they are.
+async fn live_running<P>(
+    instance: &Instance,
+    context: &Context<P>,
+) -> Result<Vec<serde_json::Value>, apply::ApplyError> {
+    let mut kinds = context.kinds.clone();
+    let status = instance.status.clone().unwrap_or_default();
+    let uid = instance.uid().unwrap_or_default();
+    let refs = previous_objects(&mut kinds, &status, &uid).await?;
+    live_objects(&mut kinds, &refs).await
 }
 
 /// The objects `refs` as they are on the cluster now (those that exist).
