@@ -251,6 +251,12 @@ impl Store {
         Ok((plan, report))
     }
 
+    /// Removes `digest`'s content now, pinned or not: content found
+    /// damaged is fetched again rather than used.
+    pub fn evict(&self, digest: &Digest) -> Result<(), StoreError> {
+        self.remove_content(digest)
+    }
+
     /// Removes `digest`'s content, renaming it out of place first so
     /// [`Store::get`] never sees it half deleted.
     fn remove_content(&self, digest: &Digest) -> Result<(), StoreError> {

@@ -246,6 +246,49 @@ async fn installs_an_image_bundle_and_reuses_a_stored_digest_without_pulling() {
     fixture.cleanup(&["first", "second"]).await;
 }
 
+/// Content in the store can be damaged (a disk, a crash, a hand in the
+/// pod). A render that fails on stored content fetches it once more before
+/// the content is blamed: the Instance installs, and is never told to fix
+/// content that is fine.
+#[tokio::test]
+async fn stored_content_found_damaged_is_fetched_again_before_the_content_is_blamed() {
+    let registry = Registry::shared();
+    let fixture = Fixture::new("image-damaged-store").await;
+    let reference = registry.image(&format!("bundles/{}:v1", fixture.scope.id));
+    let (pushed, _) = push(
+        &reference,
+        layer(&fixture.scope.namespace, &[("kept", "one")]),
+    )
+    .await;
+    fixture.install("first", "bundle-a", &reference).await;
+    fixture
+        .instances()
+        .delete(&fixture.scope.name("first"), &DeleteParams::default())
+        .await
+        .unwrap();
+    pakket_testkit::eventually("the first Instance's objects are gone", || async {
+        fixture.value_of("kept").await.is_none()
+    })
+    .await;
+
+    // The stored manifest is cut short; the entry itself stays in place.
+    let store = Store::open(&fixture.store).unwrap();
+    let dir = store.get(&Digest::parse(&pushed).unwrap()).unwrap();
+    std::fs::write(dir.join("manifests/kept.yaml"), "apiVersion: v1\nkind: [").unwrap();
+
+    let (second, _) = fixture.install("second", "bundle-b", &reference).await;
+    assert!(condition_is(&second, ConditionType::Unpacked, "True"));
+    assert_eq!(fixture.value_of("kept").await.as_deref(), Some("one"));
+    assert!(
+        store
+            .get(&Digest::parse(&pushed).unwrap())
+            .and_then(|dir| std::fs::read_to_string(dir.join("manifests/kept.yaml")).ok())
+            .is_some_and(|text| text.contains("value: one")),
+        "the content was fetched again into the store"
+    );
+    fixture.cleanup(&["first", "second"]).await;
+}
+
 /// Brings a stopped registry back on the same port with the same data:
 /// start.sh always picks a new port, so this runs the same binary on its
 /// config with the old address (the file name keeps `config.yml` in the

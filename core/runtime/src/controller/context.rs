@@ -37,6 +37,9 @@ pub struct Context<P> {
     /// but a reconcile may read a status older than the runtime's own last
     /// write, and must not take a failed Instance for a first install.
     pub install_failures: Mutex<std::collections::HashSet<String>>,
+    /// Instances (by UID) and the digest whose stored content failed to
+    /// render once and was fetched again (see [`Context::first_render_failure`]).
+    pub render_retries: Mutex<std::collections::HashSet<(String, String)>>,
     /// Reconcile counts and durations, served on `/metrics`.
     pub metrics: Arc<Metrics>,
     /// Kinds discovered so far, shared by every reconcile.
@@ -238,8 +241,28 @@ impl<P> Context<P> {
             .contains(&key)
     }
 
+    /// Whether this is the first time `instance`'s content `digest` fails
+    /// to render (then it is fetched again before the content is blamed).
+    pub fn first_render_failure(&self, instance: &Instance, digest: &str) -> bool {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        self.render_retries
+            .lock()
+            .expect("not poisoned")
+            .insert((key, digest.to_owned()))
+    }
+
+    /// Forgets that `instance`'s content failed to render: it rendered.
+    pub fn rendered(&self, instance: &Instance) {
+        let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        self.render_retries
+            .lock()
+            .expect("not poisoned")
+            .retain(|(uid, _)| *uid != key);
+    }
+
     /// Forgets everything kept in memory about `instance` (it is gone).
     pub fn forget(&self, instance: &Instance) {
+        self.rendered(instance);
         let key = instance.uid().unwrap_or_else(|| instance.name_any());
         self.unpack_failures
             .lock()

@@ -235,7 +235,10 @@ pub async fn install<P: Provisioner>(
         unpacked: &unpacked,
     };
     let objects = match rendered {
-        Ok(objects) => objects,
+        Ok(objects) => {
+            context.rendered(instance);
+            objects
+        }
         Err(ObjectsError::Config { field, problem }) => {
             // The content is fine (and pinned); this Instance's settings
             // are not, and the objects depend on them.
@@ -269,6 +272,27 @@ pub async fn install<P: Provisioner>(
                 format!("{explanation}; nothing is applied until what it needs is installed"),
             );
             return finish(report, context, Action::requeue(WAITING_FOR_DEPENDENCIES)).await;
+        }
+        Err(ObjectsError::Content(error))
+            if context.first_render_failure(instance, unpacked.digest.as_str()) =>
+        {
+            // Content in the store can be damaged (a disk, a crash, a
+            // hand in the pod): before the content is blamed, what the
+            // store held is dropped and fetched once more.
+            let held = store_entry_state(&unpacked.dir);
+            tracing::warn!(instance = %name, bundle = %bundle_name, %error, store = %held, "rendering the stored content failed; fetching it again before blaming the content");
+            if let Err(error) = context.store.evict(&unpacked.digest) {
+                tracing::warn!(%error, "dropping the stored content");
+            }
+            report.set(
+                Reason::Unpacking,
+                ConditionStatus::Unknown,
+                format!(
+                    "Bundle {bundle_name}: the stored content of {} could not be rendered ({error}); fetching it again once before the content is blamed",
+                    unpacked.digest.as_str()
+                ),
+            );
+            return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
         }
         Err(ObjectsError::Content(error)) => {
             // Fetched and unpacked fine: the content itself is what the
@@ -981,6 +1005,15 @@ async fn mark_earlier_bundles<P>(
         }
     }
     Ok(())
+}
+
+/// What the store holds at `dir`, in words for a log line: a render that
+/// failed on missing files says whether the entry was there at all.
+fn store_entry_state(dir: &std::path::Path) -> String {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => format!("{} holds {} entries", dir.display(), entries.count()),
+        Err(error) => format!("{} cannot be listed ({error})", dir.display()),
+    }
 }
 
 /// The Bundle's content, if its status pins a digest the store holds: then

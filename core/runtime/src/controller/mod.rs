@@ -232,6 +232,7 @@ pub async fn run_with<P: Provisioner>(
         images: ImageSources::new(options.sources),
         unpack_failures: Mutex::new(HashMap::new()),
         install_failures: Mutex::new(Default::default()),
+        render_retries: Mutex::new(Default::default()),
         metrics: options.metrics,
         kinds: Kinds::with_drift(client.clone(), drift.clone()),
         classes,
