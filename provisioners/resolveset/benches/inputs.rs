@@ -72,6 +72,7 @@ fn main() {
                 force: false,
                 filters: Default::default(),
                 seniority: Default::default(),
+                held: None,
             }],
             &[],
             "resolveset",
@@ -84,6 +85,7 @@ fn main() {
                 force: false,
                 filters: Default::default(),
                 seniority: Default::default(),
+                held: None,
             });
         }
     }
@@ -122,6 +124,7 @@ fn main() {
         force: false,
         filters: Default::default(),
         seniority: Default::default(),
+        held: None,
     });
     let started = Instant::now();
     plan(&universe, &with_dry_run, &[], "resolveset");

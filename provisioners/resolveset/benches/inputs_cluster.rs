@@ -123,6 +123,7 @@ async fn main() {
                 force: false,
                 filters: Default::default(),
                 seniority: Default::default(),
+                held: None,
             }],
             &[],
             "resolveset",

@@ -27,8 +27,9 @@ use pakket_engine::Version;
 use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
-use crate::input::{Input, InputClass, InputStatus};
+use crate::input::{Input, InputClass, InputStatus, ResolvedInstance};
 use crate::input_resolve::{self, Answer, Asked, Seniority};
+use crate::kept_installed::{self, Offer};
 use crate::protocol::plan::PlannedInput;
 use crate::resolved_set::{self, Entry};
 use crate::serving::Catalogs;
@@ -194,8 +195,21 @@ async fn reconcile_all(
         .collect();
     let mut asked: Vec<Asked> = inputs.iter().map(|input| ask(input, &classes)).collect();
     let previous = current_set(context).await?;
+    let served = context.catalogs.snapshot();
+    // What is installed and cannot be resolved again (its catalog gone or
+    // not loaded yet): the Inputs that installed it are held where they are.
+    let unavailable =
+        kept_installed::unavailable(&previous, |catalog, bundle| offer(&served, catalog, bundle));
+    for (input, asked) in inputs.iter().zip(asked.iter_mut()) {
+        asked.held = held(input, asked, &unavailable);
+    }
     let previous_versions: Vec<(String, Version)> = previous
         .iter()
+        .filter(|entry| {
+            !unavailable
+                .iter()
+                .any(|gone| gone.package == entry.package_name)
+        })
         .filter_map(|entry| {
             Some((
                 entry.package_name.clone(),
@@ -204,7 +218,6 @@ async fn reconcile_all(
         })
         .collect();
     let installed = input_resolve::still_asked(&previous_versions, &asked);
-    let served = context.catalogs.snapshot();
     // `cel` and `minKubeVersion` narrow each Input's own request; the
     // apiserver's version is what a class without `minKubeVersion` plans for.
     let cluster = cluster_version(context).await;
@@ -221,6 +234,19 @@ async fn reconcile_all(
         return Ok(Pass::Settled);
     }
     let mut pass = Pass::Settled;
+    // Inputs that installed something and cannot be resolved now: what
+    // they installed stays.
+    let failing: Vec<(&str, &[ResolvedInstance])> = inputs
+        .iter()
+        .zip(&asked)
+        .filter(|(_, asked)| !asked.dry_run)
+        .filter(|(_, asked)| !matches!(plan.answers.get(&asked.name), Some(Answer::Resolved(_))))
+        .filter_map(|(input, asked)| {
+            let status = input.status.as_ref()?;
+            (!status.dry_run && !status.instances.is_empty())
+                .then_some((asked.name.as_str(), status.instances.as_slice()))
+        })
+        .collect();
     let authors: requested_by::Authors = inputs
         .iter()
         .map(|input| (input.name_any(), author(input, context.record_key.as_ref())))
@@ -249,6 +275,11 @@ async fn reconcile_all(
             .map(|input| input.metadata.name.as_deref().unwrap_or_default())
             .collect();
         resolved_set::trace(&mut entries, &plan.set, &resolved, &traced);
+        let kept = kept_installed::kept(&previous, &entries, &failing);
+        if !kept.is_empty() {
+            entries.extend(kept);
+            entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
+        }
         requested_by::stamp(&mut entries, &context.instance, &authors);
         let (kept, for_children) = hold_back(context, &previous, &entries).await?;
         if !kept.is_empty() {
@@ -268,7 +299,17 @@ async fn reconcile_all(
             .get(&asked.name)
             .cloned()
             .unwrap_or(Answer::Invalid("not resolved".into()));
-        write_status(context, input, asked.dry_run, &answer).await?;
+        let kept = failing
+            .iter()
+            .find(|(name, _)| *name == asked.name)
+            .map(|(_, installed)| *installed);
+        write_status(context, input, asked.dry_run, &answer, kept).await?;
+    }
+    // What a failing Input keeps counts as what it gets, for the
+    // dependency Inputs generated for it.
+    let mut answers = plan.answers.clone();
+    for (name, installed) in &failing {
+        answers.insert((*name).to_owned(), Answer::Resolved(installed.to_vec()));
     }
     // Classes with `generateInputsForDependencies`: each dependency gets
     // an Input of its own, kept while something needs it.
@@ -280,7 +321,7 @@ async fn reconcile_all(
                 .get(&input.spec.input_class)
                 .is_some_and(|class| class.spec.parameters.generate_inputs_for_dependencies)
     };
-    let wanted = dependency_inputs::wanted(&inputs, &plan.answers, generates);
+    let wanted = dependency_inputs::wanted(&inputs, &answers, generates);
     let taken = dependency_inputs::sync(
         &context.client,
         MANAGER,
@@ -476,6 +517,37 @@ async fn outside_needs(
 
 /// The Input's request with its class's constraints, or why it has none
 /// (the same conversion `POST /v1/plan` makes: [`PlannedInput::asked`]).
+/// Whether `catalog`, as served now, offers `bundle`.
+fn offer(served: &crate::serving::Served, catalog: &str, bundle: &str) -> Offer {
+    match served.set.catalog_index(catalog) {
+        None => Offer::CatalogNotServed,
+        Some(index) if served.set.find_bundle_in(index, bundle).is_some() => Offer::Offered,
+        Some(_) => Offer::NotOffered,
+    }
+}
+
+/// Why `input` is held at what it installed, if something it installed
+/// cannot be resolved again.
+fn held(
+    input: &Input,
+    asked: &Asked,
+    unavailable: &[kept_installed::Unavailable],
+) -> Option<String> {
+    let status = input.status.as_ref()?;
+    if asked.dry_run || status.dry_run || asked.request.is_err() {
+        return None;
+    }
+    let held = kept_installed::held_by(&status.instances, unavailable);
+    if held.is_empty() {
+        return None;
+    }
+    let words: Vec<String> = held.iter().map(|gone| gone.words()).collect();
+    Some(format!(
+        "{}; upgrades and changes wait until the catalog serves it again (kubectl get catalogs)",
+        words.join("; ")
+    ))
+}
+
 fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
     let name = input.name_any();
     let class_name = &input.spec.input_class;
@@ -489,6 +561,7 @@ fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
             force: false,
             filters: Default::default(),
             seniority: Default::default(),
+            held: None,
         };
     };
     let mut asked = PlannedInput::of(input, &class.spec.parameters).asked();
@@ -619,6 +692,7 @@ async fn write_status(
     input: &Input,
     dry_run: bool,
     answer: &Answer,
+    kept: Option<&[ResolvedInstance]>,
 ) -> Result<(), kube::Error> {
     let generation = input.metadata.generation;
     let now = Timestamp::now();
@@ -686,8 +760,48 @@ async fn write_status(
             ),
             Vec::new(),
         ),
+        Answer::Held(why) => (
+            condition(
+                "ResolutionFailed",
+                "True",
+                "CatalogUnavailable",
+                why.clone(),
+            ),
+            condition(
+                "DependenciesMissing",
+                "False",
+                "Kept",
+                "what it installed stays in the set, with its dependencies".into(),
+            ),
+            Vec::new(),
+        ),
     };
-    for new in [failed, missing] {
+    let (mut failed, mut instances) = (failed, instances);
+    // What a failing Input installed stays: its status keeps listing it,
+    // and says so.
+    if let Some(kept) = kept {
+        failed.message = format!("{}; {}", failed.message, kept_installed::stays(kept))
+            .chars()
+            .take(32 * 1024)
+            .collect();
+        instances = kept.to_vec();
+    }
+    let unavailable = match answer {
+        Answer::Held(why) => Some(condition(
+            "CatalogUnavailable",
+            "True",
+            "CatalogUnavailable",
+            why.clone(),
+        )),
+        _ if conditions.iter().any(|c| c.type_ == "CatalogUnavailable") => Some(condition(
+            "CatalogUnavailable",
+            "False",
+            "CatalogServed",
+            "the catalogs of what it installed are served".into(),
+        )),
+        _ => None,
+    };
+    for new in [failed, missing].into_iter().chain(unavailable) {
         pakket_api::condition::set(&mut conditions, new);
     }
     let status = InputStatus {

@@ -36,6 +36,9 @@ pub struct Asked {
     pub filters: crate::input_filter::Filters,
     /// Its place when Inputs conflict.
     pub seniority: Seniority,
+    /// Why it is not resolved now though its request is fine: what it
+    /// installed cannot be resolved again (see [`crate::kept_installed`]).
+    pub held: Option<String>,
 }
 
 /// Which of two conflicting Inputs keeps its place: one whose bundles are
@@ -88,8 +91,10 @@ pub fn narrow(
 ) {
     for input in asked.iter_mut() {
         if let Ok(request) = &input.request {
-            input.request =
-                crate::input_filter::narrow(set, request.clone(), &input.filters, cluster);
+            input.request = match crate::ambiguity::refused(set, request) {
+                Some(ambiguous) => Err(ambiguous),
+                None => crate::input_filter::narrow(set, request.clone(), &input.filters, cluster),
+            };
         }
     }
 }
@@ -101,6 +106,9 @@ pub enum Answer {
     Resolved(Vec<ResolvedInstance>),
     /// Its constraints cannot be used: the field and why.
     Invalid(String),
+    /// Not resolved now: what it installed cannot be resolved again (its
+    /// catalog is gone or no longer offers it); why, in words.
+    Held(String),
     /// No set satisfies it: the one-line summary and the engine's chain.
     Unsatisfiable {
         /// One line.
@@ -160,6 +168,9 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
             Err(problem) => {
                 answers.insert(input.name.clone(), Answer::Invalid(problem.clone()));
             }
+            Ok(_) if let Some(why) = &input.held => {
+                answers.insert(input.name.clone(), Answer::Held(why.clone()));
+            }
             Ok(_) if input.force => {}
             Ok(request) if !input.dry_run => live.push((input, request)),
             Ok(_) => {}
@@ -207,7 +218,10 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
     }
     // Forced Inputs: the best match each, taking its package's place.
     let mut chosen = chosen;
-    for input in asked.iter().filter(|input| input.force) {
+    for input in asked
+        .iter()
+        .filter(|input| input.force && input.held.is_none())
+    {
         let Ok(request) = &input.request else {
             continue;
         };
@@ -548,6 +562,7 @@ mod tests {
             force: false,
             filters: Default::default(),
             seniority: Default::default(),
+            held: None,
         }
     }
 
@@ -732,6 +747,7 @@ mod tests {
             force: false,
             filters: Default::default(),
             seniority: Default::default(),
+            held: None,
         };
         let plan = plan(&universe(), &[bad, asked("a", "dep", false)], &[], "rs");
         assert_eq!(

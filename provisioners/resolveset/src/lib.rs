@@ -20,6 +20,7 @@
 //!   child Instances, approval `Android`.
 //! - [`process`]: the controller and the API wired together.
 
+pub mod ambiguity;
 pub mod api;
 pub mod catalog;
 pub mod condition;
@@ -34,6 +35,7 @@ pub mod input_controller;
 pub mod input_filter;
 pub mod input_request;
 pub mod input_resolve;
+pub mod kept_installed;
 pub mod load;
 pub mod operator;
 pub mod operator_controller;

@@ -242,6 +242,16 @@ async fn status_of(
             last_transition_time: Time(Timestamp::now()),
         },
     );
+    // Whether what it installed waits for its catalog, as its Input says.
+    if let Some(unavailable) = input.condition("CatalogUnavailable") {
+        pakket_api::condition::set(
+            &mut conditions,
+            Condition {
+                observed_generation: operator.metadata.generation,
+                ..unavailable.clone()
+            },
+        );
+    }
     OperatorStatus {
         conditions,
         installed_version,

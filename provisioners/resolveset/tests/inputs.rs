@@ -510,3 +510,95 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
 
     support::cleanup(scope).await;
 }
+
+/// Data: the derived catalog's etcd documents (see the file's head),
+/// served twice, as two Catalogs of the same priority.
+#[tokio::test]
+async fn a_package_two_catalogs_offer_at_the_same_priority_is_refused_until_one_is_chosen() {
+    let scope = Scope::new("resolveset-ambiguous").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    for suffix in ["etcd-a", "etcd-b"] {
+        support::serve_files(
+            &scope,
+            suffix,
+            BTreeMap::from([(
+                "catalog.json".to_owned(),
+                pakket_testkit::derived_package("etcd"),
+            )]),
+        )
+        .await;
+        support::wait_for(&scope.client, &scope.name(suffix), "serving", |c| {
+            c.condition(pakket_resolveset::ConditionType::Serving)
+                .is_some_and(|c| c.status == "True")
+        })
+        .await;
+    }
+    let subscription = input_class(&scope, "subscription", false).await;
+    let (a, b) = (scope.name("etcd-a"), scope.name("etcd-b"));
+
+    // No catalog named: refused, naming both and how to choose.
+    let unnamed = input(
+        &scope,
+        "unnamed",
+        &subscription,
+        json!([{"type": "olm.packageVersion", "value": {"package": "etcd", "version": ">=0.9.0"}}]),
+    )
+    .await;
+    let refused = resolved_as(&scope, &unnamed, "InvalidInput").await;
+    let message = refused
+        .condition("ResolutionFailed")
+        .unwrap()
+        .message
+        .clone();
+    assert!(
+        message.contains(&format!("Catalogs {a} and {b}")),
+        "{message}"
+    );
+    assert!(
+        message.contains("olm.catalog") && message.contains("spec.priority"),
+        "{message}"
+    );
+    assert!(refused.status.unwrap().instances.is_empty());
+
+    // One catalog named: resolved from it.
+    let named = input(
+        &scope,
+        "named",
+        &subscription,
+        json!([{"type": "olm.catalog", "value": {"name": b, "package": "etcd", "channel": "singlenamespace-alpha"}}]),
+    )
+    .await;
+    let resolved = resolved_as(&scope, &named, "Resolved").await;
+    assert_eq!(resolved.status.unwrap().instances[0].catalog, b);
+
+    // A higher priority for one: the unnamed Input resolves from it (the
+    // named one goes first, so the set holds no etcd from the other).
+    Api::<Input>::all(scope.client.clone())
+        .delete(&named, &Default::default())
+        .await
+        .unwrap();
+    Api::<pakket_resolveset::Catalog>::all(scope.client.clone())
+        .patch(
+            &a,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"priority": 10}})),
+        )
+        .await
+        .unwrap();
+    eventually(
+        "the unnamed Input resolved from the preferred catalog",
+        || async {
+            Api::<Input>::all(scope.client.clone())
+                .get(&unnamed)
+                .await
+                .unwrap()
+                .status
+                .is_some_and(|status| {
+                    !status.instances.is_empty() && status.instances.iter().all(|i| i.catalog == a)
+                })
+        },
+    )
+    .await;
+    support::cleanup(scope).await;
+}

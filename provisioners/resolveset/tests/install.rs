@@ -1439,3 +1439,177 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
     );
     support::cleanup(scope).await;
 }
+
+/// Operator `<scope>-etcd` in the single-namespace channel, at `version`,
+/// as a user's apply would write it.
+async fn apply_etcd_operator(scope: &Scope, version: &str) {
+    Api::<pakket_resolveset::Operator>::all(scope.client.clone())
+        .patch(
+            &scope.name("etcd"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+                "metadata": { "name": scope.name("etcd"), "labels": scope.labels() },
+                "spec": {
+                    "inputClass": scope.name("subscription"),
+                    "catalog": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"},
+                    "version": version,
+                },
+            })),
+        )
+        .await
+        .unwrap();
+}
+
+/// The uid of cluster-scoped `T` `name`, if it is there.
+async fn uid_of<T>(client: &kube::Client, name: &str) -> Option<String>
+where
+    T: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    T::DynamicType: Default,
+{
+    Api::<T>::all(client.clone())
+        .get_opt(name)
+        .await
+        .unwrap()
+        .and_then(|object| object.uid())
+}
+
+#[tokio::test]
+async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_back() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    const CRD: &str = "etcdclusters.etcd.database.coreos.com";
+    let _etcd = ETCD_CRDS.lock().await;
+    let scope = Scope::new("resolveset-catalog-gone").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    let (bundles, mirror) = etcd_images_and_catalog(&scope).await;
+    let registry_class = start_registry_v1(&scope, "AllowAll", &mirror, None).await;
+    start_resolveset(&scope, &registry_class, None).await;
+    subscription_class(&scope).await;
+
+    // etcd 0.9.2 installed through an Operator.
+    apply_etcd_operator(&scope, "0.9.2").await;
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    let child_name = format!("{set}-etcd");
+    wait_for_instance(&instances, &set, "the new set waiting", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    approve(&instances, &set).await;
+    let child = wait_for_instance(&instances, &child_name, "etcd 0.9.2 installed", |i| {
+        i.spec.bundle.name == bundles[0].0 && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let objects = child.status.as_ref().unwrap().objects.len();
+    let crd_uid = uid_of::<CustomResourceDefinition>(&scope.client, CRD).await;
+    assert!(crd_uid.is_some(), "etcd's CRD is installed");
+
+    // The Catalog goes. Nothing is uninstalled; the Input and the Operator
+    // say which catalog what runs waits for.
+    let catalogs: Api<pakket_resolveset::Catalog> = Api::all(scope.client.clone());
+    let catalog_name = scope.name("etcd-catalog");
+    let saved = catalogs.get(&catalog_name).await.unwrap();
+    catalogs
+        .delete(&catalog_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    eventually("the Input says its catalog is unavailable", || async {
+        inputs
+            .get(&scope.name("etcd"))
+            .await
+            .unwrap()
+            .condition("CatalogUnavailable")
+            .is_some_and(|c| c.status == "True" && c.message.contains(&catalog_name))
+    })
+    .await;
+    let operators: Api<pakket_resolveset::Operator> = Api::all(scope.client.clone());
+    eventually("the Operator says its catalog is unavailable", || async {
+        operators
+            .get(&scope.name("etcd"))
+            .await
+            .unwrap()
+            .condition("CatalogUnavailable")
+            .is_some_and(|c| c.status == "True")
+    })
+    .await;
+    let input = inputs.get(&scope.name("etcd")).await.unwrap();
+    let failed = input.condition("ResolutionFailed").unwrap();
+    assert!(
+        failed.message.contains("etcd 0.9.2 stays installed"),
+        "{}",
+        failed.message
+    );
+    assert_eq!(input.status.as_ref().unwrap().instances.len(), 1);
+
+    // Asking for more while the catalog is gone: the upgrade waits.
+    apply_etcd_operator(&scope, ">=0.9.2").await;
+    // Several passes of the Input controller and the set's provisioner.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let kept = instances.get(&child_name).await.unwrap();
+    assert_eq!(
+        kept.uid(),
+        child.uid(),
+        "the child Instance is the same one"
+    );
+    assert_eq!(kept.spec.bundle.name, bundles[0].0, "still 0.9.2");
+    assert!(condition_is(&kept, ConditionType::Installed, "True"));
+    assert_eq!(kept.status.as_ref().unwrap().objects.len(), objects);
+    assert_eq!(
+        uid_of::<CustomResourceDefinition>(&scope.client, CRD).await,
+        crd_uid,
+        "etcd's CRD was not removed"
+    );
+    let set_content = instances.get(&set).await.unwrap();
+    assert!(
+        condition_is(&set_content, ConditionType::Installed, "True"),
+        "{:?}",
+        set_content.status
+    );
+
+    // The Catalog is back: the waiting upgrade goes through.
+    support::create(
+        &scope.client,
+        &support::catalog(&scope, "etcd-catalog", saved.spec.source.clone(), 0),
+    )
+    .await;
+    wait_for_instance(&instances, &child_name, "etcd upgraded to 0.9.4", |i| {
+        i.spec.bundle.name == bundles[1].0 && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    eventually("the Input's catalog is served again", || async {
+        inputs
+            .get(&scope.name("etcd"))
+            .await
+            .unwrap()
+            .condition("CatalogUnavailable")
+            .is_some_and(|c| c.status == "False")
+    })
+    .await;
+
+    // Only deleting the Operator removes what it installed.
+    operators
+        .delete(&scope.name("etcd"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the child Instance is gone", || async {
+        instances.get_opt(&child_name).await.unwrap().is_none()
+    })
+    .await;
+    eventually("etcd's CRD is gone", || async {
+        uid_of::<CustomResourceDefinition>(&scope.client, CRD)
+            .await
+            .is_none()
+    })
+    .await;
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(&set).await.unwrap().is_none()
+    })
+    .await;
+    support::cleanup(scope).await;
+}

@@ -96,6 +96,7 @@ impl PlannedInput {
             filters: filters.unwrap_or_default(),
             // The API's caller gives no history: name order decides.
             seniority: Default::default(),
+            held: None,
         }
     }
 }
@@ -149,6 +150,10 @@ impl From<Answer> for PlanAnswer {
         match answer {
             Answer::Resolved(instances) => Self::Resolved { instances },
             Answer::Invalid(message) => Self::Invalid { message },
+            Answer::Held(message) => Self::Unsatisfiable {
+                summary: message.clone(),
+                explanation: message,
+            },
             Answer::Unsatisfiable {
                 summary,
                 explanation,
