@@ -12,7 +12,10 @@
 //!
 //! Prints the process's RSS serving the catalog, with the 100 Inputs
 //! resolved and a while later, and the time from the first Input's
-//! creation to the last status and the set written. The RSS includes the
+//! creation to the last status and the set written. Then the Catalog is
+//! deleted: how long until every installed Input says
+//! `CatalogUnavailable`, and how many bundles left the set (none should);
+//! and created again: how long until they are served again. The RSS includes the
 //! bench's own small share (its kube client, the Inputs it builds).
 //!
 //! The catalog is `fbc/community-operators-prod-derived/catalog.json`
@@ -185,20 +188,7 @@ async fn main() {
                     .is_some_and(|c| c.reason == "Resolved")
             })
             .count();
-        let set_size = match instances.get_opt(&scope.name("resolveset")).await.unwrap() {
-            Some(set) => {
-                let mount = set.spec.bundle.spec.unwrap().volume_mounts[0].clone();
-                match config_maps.get_opt(&mount.config_map.name).await.unwrap() {
-                    Some(config_map) => resolved_set::from_bytes(
-                        config_map.data.unwrap_or_default()[resolved_set::FILE].as_bytes(),
-                    )
-                    .map(|entries| entries.len())
-                    .unwrap_or(0),
-                    None => 0,
-                }
-            }
-            None => 0,
-        };
+        let set_size = bundles_in_set(&scope, &instances, &config_maps).await;
         let settled = with_status == packages.len() && set_size >= resolved && resolved > 0;
         if settled || started.elapsed() > Duration::from_secs(300) {
             break (resolved, set_size);
@@ -221,5 +211,84 @@ async fn main() {
     );
     tokio::time::sleep(Duration::from_secs(15)).await;
     println!("{:<40} {}", "memory, 15 s later:", pakket_testkit::memory());
+
+    // The Catalog goes (issue 28, "Figures"): every installed Input is
+    // held where it is, nothing leaves the set; then it comes back.
+    let catalogs: Api<pakket_resolveset::Catalog> = Api::all(scope.client.clone());
+    let catalog = catalogs.get(&scope.name("community")).await.unwrap();
+    let started = Instant::now();
+    catalogs
+        .delete(&scope.name("community"), &Default::default())
+        .await
+        .unwrap();
+    let unavailable = |status: &'static str| {
+        let (api, selector) = (api.clone(), selector.clone());
+        async move {
+            api.list(&selector)
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .filter(|input| {
+                    input
+                        .condition("CatalogUnavailable")
+                        .is_some_and(|c| c.status == status)
+                })
+                .count()
+        }
+    };
+    let held = loop {
+        let held = unavailable("True").await;
+        if held >= resolved || started.elapsed() > Duration::from_secs(300) {
+            break held;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let held_in = started.elapsed();
+    // A few more passes: anything that would leave the set has left.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let kept = bundles_in_set(&scope, &instances, &config_maps).await;
+    println!(
+        "Catalog deleted with {resolved} Inputs installed from it: {held} say CatalogUnavailable {:.1} s later; the set holds {kept} of its {set_size} bundles ({} removed)",
+        held_in.as_secs_f64(),
+        set_size.saturating_sub(kept)
+    );
+    let started = Instant::now();
+    support::create(
+        &scope.client,
+        &support::catalog(&scope, "community", catalog.spec.source.clone(), 0),
+    )
+    .await;
+    let served_again = loop {
+        let served = unavailable("False").await;
+        if served >= held || started.elapsed() > Duration::from_secs(300) {
+            break served;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!(
+        "Catalog created again: {served_again} Inputs resolved from it again {:.1} s later",
+        started.elapsed().as_secs_f64()
+    );
     // The control plane the test kit started goes away with this process.
+}
+
+/// How many bundles the set the resolveset Instance points at holds.
+async fn bundles_in_set(
+    scope: &Scope,
+    instances: &Api<pakket_api::Instance>,
+    config_maps: &Api<ConfigMap>,
+) -> usize {
+    let Some(set) = instances.get_opt(&scope.name("resolveset")).await.unwrap() else {
+        return 0;
+    };
+    let mount = set.spec.bundle.spec.unwrap().volume_mounts[0].clone();
+    match config_maps.get_opt(&mount.config_map.name).await.unwrap() {
+        Some(config_map) => resolved_set::from_bytes(
+            config_map.data.unwrap_or_default()[resolved_set::FILE].as_bytes(),
+        )
+        .map(|entries| entries.len())
+        .unwrap_or(0),
+        None => 0,
+    }
 }
