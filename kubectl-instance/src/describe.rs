@@ -479,6 +479,40 @@ fn bundle_section(instance: &Instance, bundle: &BundleFacts) -> String {
     if let Some(successor) = object.labels().get(pivot::REPLACED_BY_LABEL) {
         let _ = writeln!(text, "  Replaced by: {successor}");
     }
+    text.push_str(&properties_lines(&status.properties));
+    text
+}
+
+/// Most properties `describe` lists; the rest are counted.
+const PROPERTIES_SHOWN: usize = 30;
+/// Longest property value shown, in characters.
+const PROPERTY_VALUE_SHOWN: usize = 120;
+
+/// The properties the provisioner recorded for the content, one per line
+/// as `type: value` (compact JSON, cut short), in the order recorded.
+fn properties_lines(properties: &[pakket_api::BundleProperty]) -> String {
+    if properties.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("  Properties:\n");
+    for property in properties.iter().take(PROPERTIES_SHOWN) {
+        let value = match &property.value {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let mut shown: String = value.chars().take(PROPERTY_VALUE_SHOWN).collect();
+        if shown.len() < value.len() {
+            shown.push('…');
+        }
+        let _ = writeln!(text, "    {}: {shown}", property.type_);
+    }
+    if properties.len() > PROPERTIES_SHOWN {
+        let _ = writeln!(
+            text,
+            "    … and {} more (kubectl get bundle -o yaml, or the Instance's status.embeddedBundle)",
+            properties.len() - PROPERTIES_SHOWN
+        );
+    }
     text
 }
 
@@ -673,6 +707,36 @@ mod tests {
             text.contains("Class:         plain (ProvisionerClass not found"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn every_recorded_property_is_listed_long_values_cut_and_the_rest_counted() {
+        let property = |type_: &str, value: serde_json::Value| pakket_api::BundleProperty {
+            type_: type_.into(),
+            value,
+        };
+        let mut properties = vec![
+            property("olm.maxOpenShiftVersion", serde_json::json!("4.18")),
+            property("example.com/tier", serde_json::json!({"level": "gold"})),
+            property("example.com/long", serde_json::json!("y".repeat(500))),
+        ];
+        let text = properties_lines(&properties);
+        assert!(text.starts_with("  Properties:\n"), "{text}");
+        assert!(
+            text.contains("    olm.maxOpenShiftVersion: 4.18\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    example.com/tier: {\"level\":\"gold\"}\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("    example.com/long: {}…\n", "y".repeat(120))),
+            "{text}"
+        );
+        properties.extend((0..40).map(|i| property("olm.gvk", serde_json::json!(i))));
+        assert!(properties_lines(&properties).contains("… and 13 more"));
+        assert_eq!(properties_lines(&[]), "");
     }
 
     #[test]

@@ -480,17 +480,11 @@ pub fn provided(bundle: &Bundle) -> Vec<BundleProperty> {
             }
         }
     }
-    for item in &bundle.properties {
-        let Some(kind) = item.get("type").and_then(Value::as_str) else {
-            continue;
-        };
-        // What it offers is shared as written; what it requires is
-        // shared below, read as the dependency checks read it.
-        if matches!(kind, "olm.package" | "olm.gvk" | "olm.label") {
-            properties.push(BundleProperty {
-                type_: kind.to_owned(),
-                value: item.get("value").cloned().unwrap_or(Value::Null),
-            });
+    // Everything else it declares, as written; what it requires is
+    // shared below, read as the dependency checks read it.
+    for property in crate::declared::declared(bundle) {
+        if !properties.contains(&property) {
+            properties.push(property);
         }
     }
     // What it requires (dependencies.yaml, properties.yaml, the CSV's

@@ -13,6 +13,7 @@ pub mod cert_manager;
 pub mod certificates;
 pub mod config;
 pub mod csv;
+pub mod declared;
 pub mod dependencies;
 pub mod install_rbac;
 pub mod render;
