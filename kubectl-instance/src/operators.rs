@@ -201,6 +201,7 @@ mod tests {
         let mut operator = Operator::new(
             "etcd",
             OperatorSpec {
+                config: None,
                 input_class: "subscription".into(),
                 catalog: OperatorCatalog {
                     name: "community".into(),

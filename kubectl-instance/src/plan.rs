@@ -256,6 +256,7 @@ fn operator_input(operator: &Operator) -> Input {
     let mut input = Input::new(
         &operator.name_any(),
         pakket_resolveset::InputSpec {
+            config: None,
             input_class: operator.spec.input_class.clone(),
             constraints: pakket_resolveset::operator::constraints(&operator.spec),
         },
@@ -494,6 +495,7 @@ mod tests {
 
     fn entry(package: &str, version: &str) -> Entry {
         Entry {
+            config: None,
             schema: "olm.bundle".into(),
             name: format!("{package}.v{version}"),
             package_name: package.into(),

@@ -1,6 +1,7 @@
 //! The Instance's `spec.config` for registry-v1: `installNamespace` and
-//! `watchNamespaces`, checked against the bundle's install modes, and
-//! `certificateProvider`. Each problem names its field; nothing falls back
+//! `watchNamespaces`, checked against the bundle's install modes,
+//! `certificateProvider`, and `deploymentConfig`
+//! ([`crate::deployment_config`]). Each problem names its field; nothing falls back
 //! silently.
 //!
 //! `certificateProvider` may also come from the ProvisionerClass's
@@ -16,7 +17,7 @@ pub const SUGGESTED_NAMESPACE: &str = "operatorframework.io/suggested-namespace"
 
 /// Where the operator runs, what it watches, and who issues its webhook
 /// certificates.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Placement {
     /// The namespace of its Deployments, ServiceAccounts and namespaced
     /// manifests.
@@ -25,6 +26,8 @@ pub struct Placement {
     pub watch: Watch,
     /// Who issues the webhooks' serving certificates.
     pub certificate_provider: CertificateProvider,
+    /// What an admin adjusts in its Deployments.
+    pub deployment_config: Option<crate::deployment_config::DeploymentConfig>,
 }
 
 /// `spec.config.certificateProvider`: who issues webhook serving
@@ -76,7 +79,12 @@ pub struct ConfigError {
 }
 
 /// The fields registry-v1 reads.
-const KNOWN: [&str; 3] = ["installNamespace", "watchNamespaces", "certificateProvider"];
+const KNOWN: [&str; 4] = [
+    "installNamespace",
+    "watchNamespaces",
+    "certificateProvider",
+    "deploymentConfig",
+];
 
 /// Reads `config` for `bundle`, with the class's `class_parameters` for
 /// what the class may set for all its Instances.
@@ -150,11 +158,49 @@ pub fn placement(
             CertificateProvider::CLASS_PARAMETER,
         )?,
     };
+    let deployment_config = config
+        .get("deploymentConfig")
+        .map(crate::deployment_config::read)
+        .transpose()?;
+    if let Some(deployment_config) = &deployment_config {
+        deployment_config.check_mounts(&pod_volumes(bundle))?;
+    }
     Ok(Placement {
         install_namespace,
         watch,
         certificate_provider,
+        deployment_config,
     })
+}
+
+/// The volumes the operator's pods have: every Deployment's own, and the
+/// webhook certificates' Pakket mounts.
+fn pod_volumes(bundle: &Bundle) -> Vec<String> {
+    let own = bundle
+        .csv
+        .spec
+        .install
+        .spec
+        .deployments
+        .iter()
+        .flat_map(|deployment| {
+            deployment
+                .spec
+                .pointer("/template/spec/volumes")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|volume| {
+            volume
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+    let certificates = crate::webhooks::CERTIFICATE_MOUNTS
+        .iter()
+        .map(|(volume, ..)| (*volume).to_owned());
+    own.chain(certificates).collect()
 }
 
 /// `certificateProvider`: `Pakket` (also when absent) or `CertManager`.

@@ -15,6 +15,7 @@ pub mod config;
 pub mod csv;
 pub mod declared;
 pub mod dependencies;
+pub mod deployment_config;
 pub mod install_rbac;
 pub mod render;
 pub mod webhooks;

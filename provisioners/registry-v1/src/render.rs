@@ -163,14 +163,20 @@ pub fn render(
         if account != "default" {
             accounts.insert(account);
         }
+        let mut metadata = json!({
+            "name": deployment.name,
+            "namespace": namespace,
+            "labels": deployment.label,
+        });
+        if let (Some(config), Value::Object(metadata)) =
+            (&placement.deployment_config, &mut metadata)
+        {
+            config.apply(metadata, &mut spec);
+        }
         objects.push(json!({
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {
-                "name": deployment.name,
-                "namespace": namespace,
-                "labels": deployment.label,
-            },
+            "metadata": metadata,
             "spec": spec,
         }));
     }

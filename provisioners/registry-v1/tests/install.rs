@@ -288,3 +288,119 @@ async fn a_watch_the_bundle_does_not_support_is_reported_naming_the_field_and_no
     .await;
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_deployment_config_shapes_the_operators_deployment_and_a_wrong_one_changes_nothing() {
+    let scope = Scope::new("registry-v1-deployment-config").await;
+    install_crds(&scope.client).await.unwrap();
+    run_provisioner(&scope, json!({ "approval": "AllowAll" })).await;
+    let reference = push_etcd(&scope, "0.9.4").await;
+    let mut instance = instance(&scope, "etcd-v094", &reference, &scope.namespace);
+    let config = json!({
+        "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+        "nodeSelector": {"pakket.dev/test-pool": "operators"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "operators", "effect": "NoSchedule"}],
+        "resources": {"requests": {"memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+        "annotations": {"example.com/owner": "platform"},
+    });
+    instance
+        .spec
+        .config
+        .as_mut()
+        .unwrap()
+        .insert("deploymentConfig".into(), config);
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    instances
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap();
+    let name = scope.name("etcd");
+    wait_for(&instances, &name, "installed with the config", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let deployments: Api<Deployment> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let deployment = deployments.get("etcd-operator").await.unwrap();
+    let check = |deployment: &Deployment| {
+        let template = &deployment.spec.as_ref().unwrap().template;
+        let pod = template.spec.as_ref().unwrap();
+        assert_eq!(
+            pod.node_selector.as_ref().unwrap()["pakket.dev/test-pool"],
+            "operators"
+        );
+        assert!(
+            pod.tolerations
+                .iter()
+                .flatten()
+                .any(|t| t.key.as_deref() == Some("dedicated"))
+        );
+        for container in &pod.containers {
+            assert!(
+                container
+                    .env
+                    .iter()
+                    .flatten()
+                    .any(|e| e.name == "LOG_LEVEL" && e.value.as_deref() == Some("debug")),
+                "{:?}",
+                container.env
+            );
+            let limits = container
+                .resources
+                .as_ref()
+                .unwrap()
+                .limits
+                .as_ref()
+                .unwrap();
+            assert_eq!(limits["memory"].0, "128Mi");
+        }
+        assert_eq!(
+            deployment.metadata.annotations.as_ref().unwrap()["example.com/owner"],
+            "platform"
+        );
+        assert_eq!(
+            template
+                .metadata
+                .as_ref()
+                .unwrap()
+                .annotations
+                .as_ref()
+                .unwrap()["example.com/owner"],
+            "platform"
+        );
+    };
+    check(&deployment);
+
+    // A wrong config: refused naming the field; what runs is untouched.
+    instances
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"config": {"deploymentConfig": {"tolerations": "dedicated"}}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let refused = wait_for(&instances, &name, "the deploymentConfig refused", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Installed, "InvalidConfig")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.starts_with("spec.config.deploymentConfig.tolerations: "),
+        "{message}"
+    );
+    let kept = deployments.get("etcd-operator").await.unwrap();
+    assert_eq!(kept.metadata.uid, deployment.metadata.uid);
+    check(&kept);
+
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    scope.cleanup().await;
+}

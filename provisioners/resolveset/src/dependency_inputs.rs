@@ -325,6 +325,7 @@ mod tests {
         let mut input = Input::new(
             name,
             InputSpec {
+                config: None,
                 input_class: class.into(),
                 constraints: Vec::new(),
             },

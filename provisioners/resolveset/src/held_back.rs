@@ -144,6 +144,7 @@ mod tests {
 
     fn entry(package: &str, needed_by: &[&str]) -> Entry {
         Entry {
+            config: None,
             schema: "olm.bundle".into(),
             name: format!("{package}.v1.0.0"),
             package_name: package.into(),

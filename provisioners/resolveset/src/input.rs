@@ -40,6 +40,14 @@ pub struct InputSpec {
     /// `olm.gvk` or `olm.label`, and any number of `cel` filters).
     #[schemars(length(min = 1, max = 32))]
     pub constraints: Vec<InputConstraint>,
+    /// The `spec.config` of the Instance that installs the package this
+    /// Input asks for (not of its dependencies), as that Instance's
+    /// provisioner reads it: registry-v1 takes `installNamespace`,
+    /// `watchNamespaces` and `deploymentConfig`. Needs no catalog: it
+    /// applies while the catalog is away too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::free_object")]
+    pub config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// One constraint: `{type, value}`, the value's shape set by the type.

@@ -24,6 +24,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, Resource as _, ResourceExt as _};
 use pakket_engine::Version;
+use pakket_engine::resolve::Request;
 use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
@@ -33,7 +34,7 @@ use crate::kept_installed::{self, Offer};
 use crate::protocol::plan::PlannedInput;
 use crate::resolved_set::{self, Entry};
 use crate::serving::Catalogs;
-use crate::{dependency_inputs, held_back, requested_by};
+use crate::{dependency_inputs, held_back, package_owner, requested_by};
 
 /// The field manager of everything this controller writes.
 pub const MANAGER: &str = "pakket-resolveset-inputs";
@@ -247,6 +248,7 @@ async fn reconcile_all(
                 .then_some((asked.name.as_str(), status.instances.as_slice()))
         })
         .collect();
+    let owners = package_owners(&inputs, &asked);
     let authors: requested_by::Authors = inputs
         .iter()
         .map(|input| (input.name_any(), author(input, context.record_key.as_ref())))
@@ -280,6 +282,12 @@ async fn reconcile_all(
             entries.extend(kept);
             entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
         }
+        // Each package's config is its owner's, also while kept.
+        for entry in &mut entries {
+            if let Some((_, config)) = owners.configs.get(&entry.package_name) {
+                entry.config = config.clone();
+            }
+        }
         requested_by::stamp(&mut entries, &context.instance, &authors);
         let (kept, for_children) = hold_back(context, &previous, &entries).await?;
         if !kept.is_empty() {
@@ -303,7 +311,8 @@ async fn reconcile_all(
             .iter()
             .find(|(name, _)| *name == asked.name)
             .map(|(_, installed)| *installed);
-        write_status(context, input, asked.dry_run, &answer, kept).await?;
+        let conflict = owners.conflicts.get(&asked.name);
+        write_status(context, input, asked.dry_run, &answer, kept, conflict).await?;
     }
     // What a failing Input keeps counts as what it gets, for the
     // dependency Inputs generated for it.
@@ -517,6 +526,32 @@ async fn outside_needs(
 
 /// The Input's request with its class's constraints, or why it has none
 /// (the same conversion `POST /v1/plan` makes: [`PlannedInput::asked`]).
+/// Who owns each package a live Input asks for by name: the senior Input
+/// first ([`crate::package_owner`]).
+fn package_owners(inputs: &[Arc<Input>], asked: &[Asked]) -> package_owner::Owners {
+    let mut claims: Vec<(&Asked, package_owner::Claim<'_>)> = inputs
+        .iter()
+        .zip(asked)
+        .filter(|(_, asked)| !asked.dry_run)
+        .filter_map(|(input, asked)| match &asked.request {
+            Ok(Request::Package { package, .. }) => Some((
+                asked,
+                package_owner::Claim {
+                    input: asked.name.as_str(),
+                    package: package.as_str(),
+                    config: input.spec.config.as_ref(),
+                },
+            )),
+            _ => None,
+        })
+        .collect();
+    claims
+        .sort_by(|(a, _), (b, _)| (a.seniority.key(), &a.name).cmp(&(b.seniority.key(), &b.name)));
+    let claims: Vec<package_owner::Claim<'_>> =
+        claims.into_iter().map(|(_, claim)| claim).collect();
+    package_owner::owners(&claims)
+}
+
 /// Whether `catalog`, as served now, offers `bundle`.
 fn offer(served: &crate::serving::Served, catalog: &str, bundle: &str) -> Offer {
     match served.set.catalog_index(catalog) {
@@ -693,6 +728,7 @@ async fn write_status(
     dry_run: bool,
     answer: &Answer,
     kept: Option<&[ResolvedInstance]>,
+    conflict: Option<&(String, String)>,
 ) -> Result<(), kube::Error> {
     let generation = input.metadata.generation;
     let now = Timestamp::now();
@@ -801,7 +837,26 @@ async fn write_status(
         )),
         _ => None,
     };
-    for new in [failed, missing].into_iter().chain(unavailable) {
+    let owned = match conflict {
+        Some((package, owner)) => Some(condition(
+            "ConfigConflict",
+            "True",
+            "PackageOwnedByAnother",
+            package_owner::conflict_words(package, owner),
+        )),
+        None if conditions.iter().any(|c| c.type_ == "ConfigConflict") => Some(condition(
+            "ConfigConflict",
+            "False",
+            "ConfigApplied",
+            "its spec.config is the config of the package it asks for".into(),
+        )),
+        None => None,
+    };
+    for new in [failed, missing]
+        .into_iter()
+        .chain(unavailable)
+        .chain(owned)
+    {
         pakket_api::condition::set(&mut conditions, new);
     }
     let status = InputStatus {

@@ -175,6 +175,7 @@ mod tests {
 
     fn entry(package: &str, bundle: &str, catalog: &str) -> Entry {
         Entry {
+            config: None,
             schema: "olm.bundle".into(),
             name: bundle.into(),
             package_name: package.into(),

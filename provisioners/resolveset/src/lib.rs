@@ -39,6 +39,7 @@ pub mod kept_installed;
 pub mod load;
 pub mod operator;
 pub mod operator_controller;
+pub mod package_owner;
 pub mod process;
 pub mod protocol;
 pub mod provisioner;

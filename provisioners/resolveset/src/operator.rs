@@ -42,6 +42,42 @@ pub struct OperatorSpec {
     /// More constraints for the Input, as written there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<InputConstraint>,
+    /// Where and how the operator runs: the config of the Instance that
+    /// installs it (OLM's Subscription `config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<OperatorConfig>,
+}
+
+/// `spec.config`: what registry-v1 reads from the Instance's config.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorConfig {
+    /// The namespace it runs in (default: the class's, else the CSV's
+    /// suggestion, else the package's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub install_namespace: Option<String>,
+    /// The namespaces it watches; empty or unset for every namespace the
+    /// bundle's install modes allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_namespaces: Option<Vec<String>>,
+    /// Its Deployments' adjustments, as OLM's Subscription `config` has
+    /// them: `env`, `envFrom`, `resources`, `nodeSelector`, `tolerations`,
+    /// `affinity`, `volumes`, `volumeMounts`, `annotations` (checked by
+    /// registry-v1, which names any wrong field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::free_object")]
+    pub deployment_config: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The Input's `spec.config` for `spec`: its `config` as the Instance
+/// reads it; `None` when it sets nothing.
+pub fn config(spec: &OperatorSpec) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let config = serde_json::to_value(spec.config.as_ref()?).ok()?;
+    config
+        .as_object()
+        .filter(|config| !config.is_empty())
+        .cloned()
 }
 
 fn subscription() -> String {
@@ -265,6 +301,7 @@ mod tests {
     #[test]
     fn the_input_asks_for_the_catalog_package_and_version() {
         let spec = OperatorSpec {
+            config: None,
             input_class: subscription(),
             catalog: OperatorCatalog {
                 name: "community".into(),

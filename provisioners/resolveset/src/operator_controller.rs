@@ -112,6 +112,9 @@ async fn reconcile(
             "constraints": operator::constraints(&operator.spec),
         },
     });
+    if let Some(config) = operator::config(&operator.spec) {
+        input["spec"]["config"] = serde_json::Value::Object(config);
+    }
     if let Some(record) = on_behalf_of(&operator, &input["spec"], context.record_key.as_ref()) {
         input["metadata"]["annotations"] =
             json!({ pakket_api::LAST_CHANGED_BY_ANNOTATION: record.to_annotation() });
@@ -242,15 +245,18 @@ async fn status_of(
             last_transition_time: Time(Timestamp::now()),
         },
     );
-    // Whether what it installed waits for its catalog, as its Input says.
-    if let Some(unavailable) = input.condition("CatalogUnavailable") {
-        pakket_api::condition::set(
-            &mut conditions,
-            Condition {
-                observed_generation: operator.metadata.generation,
-                ..unavailable.clone()
-            },
-        );
+    // Whether what it installed waits for its catalog, and whether its
+    // config is applied, as its Input says.
+    for type_ in ["CatalogUnavailable", "ConfigConflict"] {
+        if let Some(said) = input.condition(type_) {
+            pakket_api::condition::set(
+                &mut conditions,
+                Condition {
+                    observed_generation: operator.metadata.generation,
+                    ..said.clone()
+                },
+            );
+        }
     }
     OperatorStatus {
         conditions,

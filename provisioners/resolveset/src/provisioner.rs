@@ -129,6 +129,10 @@ fn read_set(request: &ObjectsRequest<'_>) -> Result<Vec<Entry>, ObjectsError> {
 
 /// One child Instance for `entry` of the set whose Instance is `set`.
 fn child(set: &str, entry: &Entry, class: &str, namespace: &str) -> Value {
+    // The class's namespace, under what the package's owner asked for.
+    let mut config = Map::new();
+    config.insert("installNamespace".into(), json!(namespace));
+    config.extend(entry.config.clone().unwrap_or_default());
     let reference = if entry.image.contains("://") {
         entry.image.clone()
     } else {
@@ -154,7 +158,7 @@ fn child(set: &str, entry: &Entry, class: &str, namespace: &str) -> Value {
                 "name": entry.name,
                 "spec": { "class": class, "refs": [reference] },
             },
-            "config": { "installNamespace": namespace },
+            "config": config,
         },
     })
 }
@@ -340,6 +344,7 @@ mod tests {
 
     fn entry(package: &str, image: &str) -> Entry {
         Entry {
+            config: None,
             schema: "olm.bundle".into(),
             name: format!("{package}.v1"),
             package_name: package.into(),

@@ -133,6 +133,7 @@ mod tests {
 
     fn entry(package: &str, needed_by: &[&str]) -> Entry {
         Entry {
+            config: None,
             schema: "olm.bundle".into(),
             name: format!("{package}.v1"),
             package_name: package.into(),

@@ -41,6 +41,10 @@ pub struct Entry {
     /// of the same package in the set it replaces) and
     /// `pakket.dev/neededBy` (the Inputs and Instances it is there for).
     pub properties: Vec<Value>,
+    /// The `spec.config` its Instance gets: the owning Input's
+    /// ([`crate::package_owner`]); none for a dependency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, Value>>,
 }
 
 /// The set's entries from the resolution, the served catalogs (images and
@@ -109,6 +113,7 @@ pub fn entries(
                 catalog: selection.catalog.clone(),
                 channel: selection.channel.clone(),
                 properties,
+                config: None,
             }
         })
         .collect();
@@ -224,6 +229,7 @@ mod tests {
     #[test]
     fn the_same_set_is_the_same_bytes_and_name_and_reads_back() {
         let entry = Entry {
+            config: None,
             schema: "olm.bundle".into(),
             name: "etcd.v0.9.4".into(),
             package_name: "etcd".into(),
@@ -250,6 +256,7 @@ mod tests {
         use crate::input::Relation;
         use crate::protocol::resolve::SelectionReason;
         let entry = |package: &str| Entry {
+            config: None,
             schema: "olm.bundle".into(),
             name: format!("{package}.v1"),
             package_name: package.into(),

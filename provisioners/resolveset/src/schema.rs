@@ -18,3 +18,8 @@ pub(crate) fn conditions(generator: &mut SchemaGenerator) -> Schema {
 pub(crate) fn free_form(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "x-kubernetes-preserve-unknown-fields": true })
 }
+
+/// A JSON object of any fields, kept as written (a `spec.config`).
+pub(crate) fn free_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
+}

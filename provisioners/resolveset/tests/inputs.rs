@@ -55,6 +55,7 @@ async fn input(scope: &Scope, suffix: &str, class: &str, constraints: Value) -> 
     let mut input = Input::new(
         &scope.name(suffix),
         InputSpec {
+            config: None,
             input_class: class.to_owned(),
             constraints,
         },

@@ -280,6 +280,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     let mut input = Input::new(
         &scope.name("etcd"),
         InputSpec {
+            config: None,
             input_class: scope.name("subscription"),
             constraints: constraints("0.9.2"),
         },
@@ -1225,6 +1226,7 @@ async fn a_class_that_generates_inputs_gives_a_dependency_its_own_input_while_it
     let mut backup = Input::new(
         &scope.name("backup"),
         InputSpec {
+            config: None,
             input_class: scope.name("generating"),
             constraints: serde_json::from_value(json!([
                 {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd-backup"}},
@@ -1357,6 +1359,7 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
     let mut alices = Input::new(
         &named,
         InputSpec {
+            config: None,
             input_class: scope.name("generating"),
             constraints: serde_json::from_value(json!([
                 {"type": "olm.packageVersion", "value": {"package": "etcd", "version": ">=0.9.0"}},
@@ -1378,6 +1381,7 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
     let mut backup = Input::new(
         &scope.name("backup"),
         InputSpec {
+            config: None,
             input_class: scope.name("generating"),
             constraints: serde_json::from_value(json!([
                 {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd-backup"}},
@@ -1604,6 +1608,118 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
         uid_of::<CustomResourceDefinition>(&scope.client, CRD)
             .await
             .is_none()
+    })
+    .await;
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(&set).await.unwrap().is_none()
+    })
+    .await;
+    support::cleanup(scope).await;
+}
+
+#[tokio::test]
+async fn an_operators_config_reaches_its_deployment_and_a_second_config_for_the_package_is_told_the_owner()
+ {
+    let _etcd = ETCD_CRDS.lock().await;
+    let scope = Scope::new("resolveset-operator-config").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    let (bundles, mirror) = etcd_images_and_catalog(&scope).await;
+    let registry_class = start_registry_v1(&scope, "AllowAll", &mirror, None).await;
+    start_resolveset(&scope, &registry_class, None).await;
+    subscription_class(&scope).await;
+
+    // An Operator that says where etcd runs and how its Deployment looks.
+    let namespace = scope.name("ops");
+    let operators: Api<pakket_resolveset::Operator> = Api::all(scope.client.clone());
+    let operator = |suffix: &str, namespace: &str| {
+        json!({
+            "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+            "metadata": { "name": scope.name(suffix), "labels": scope.labels() },
+            "spec": {
+                "inputClass": scope.name("subscription"),
+                "catalog": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"},
+                "version": "0.9.2",
+                "config": {
+                    "installNamespace": namespace,
+                    "deploymentConfig": {"env": [{"name": "LOG_LEVEL", "value": "debug"}]},
+                },
+            },
+        })
+    };
+    operators
+        .patch(
+            &scope.name("etcd"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(operator("etcd", &namespace)),
+        )
+        .await
+        .unwrap();
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    let child_name = format!("{set}-etcd");
+    wait_for_instance(&instances, &set, "the new set waiting", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    approve(&instances, &set).await;
+    let child = wait_for_instance(&instances, &child_name, "etcd installed", |i| {
+        i.spec.bundle.name == bundles[0].0 && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let config = child.spec.config.clone().unwrap();
+    assert_eq!(config["installNamespace"], json!(namespace));
+    let deployment =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(scope.client.clone(), &namespace)
+            .get("etcd-operator")
+            .await
+            .unwrap();
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    assert!(
+        pod.containers.iter().all(|container| container
+            .env
+            .iter()
+            .flatten()
+            .any(|e| e.name == "LOG_LEVEL" && e.value.as_deref() == Some("debug"))),
+        "the deploymentConfig's env is on every container"
+    );
+
+    // A second Operator for etcd elsewhere: told who owns the package; the
+    // running etcd keeps its place.
+    operators
+        .patch(
+            &scope.name("etcd-again"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(operator("etcd-again", &scope.name("elsewhere"))),
+        )
+        .await
+        .unwrap();
+    eventually("the second Operator names the owner", || async {
+        operators
+            .get(&scope.name("etcd-again"))
+            .await
+            .unwrap()
+            .condition("ConfigConflict")
+            .is_some_and(|c| c.status == "True" && c.message.contains(&scope.name("etcd")))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kept = instances.get(&child_name).await.unwrap();
+    assert_eq!(kept.uid(), child.uid());
+    assert_eq!(
+        kept.spec.config.unwrap()["installNamespace"],
+        json!(namespace)
+    );
+
+    for suffix in ["etcd-again", "etcd"] {
+        operators
+            .delete(&scope.name(suffix), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    eventually("the child Instance is gone", || async {
+        instances.get_opt(&child_name).await.unwrap().is_none()
     })
     .await;
     let _ = instances.delete(&set, &DeleteParams::default()).await;
