@@ -28,6 +28,9 @@ pub struct Placement {
     pub certificate_provider: CertificateProvider,
     /// What an admin adjusts in its Deployments.
     pub deployment_config: Option<crate::deployment_config::DeploymentConfig>,
+    /// The labels and annotations of the install namespace, if Pakket
+    /// creates it.
+    pub namespace_template: crate::namespace_template::NamespaceTemplate,
 }
 
 /// `spec.config.certificateProvider`: who issues webhook serving
@@ -79,11 +82,12 @@ pub struct ConfigError {
 }
 
 /// The fields registry-v1 reads.
-const KNOWN: [&str; 4] = [
+const KNOWN: [&str; 5] = [
     "installNamespace",
     "watchNamespaces",
     "certificateProvider",
     "deploymentConfig",
+    "namespaceTemplate",
 ];
 
 /// Reads `config` for `bundle`, with the class's `class_parameters` for
@@ -165,11 +169,26 @@ pub fn placement(
     if let Some(deployment_config) = &deployment_config {
         deployment_config.check_mounts(&pod_volumes(bundle))?;
     }
+    let template = |value: Option<&Value>, field: &str| {
+        value
+            .map(|value| crate::namespace_template::read(value, field))
+            .transpose()
+            .map(Option::unwrap_or_default)
+    };
+    let namespace_template = template(
+        class_parameters.and_then(|parameters| parameters.get("namespaceTemplate")),
+        crate::namespace_template::CLASS_PARAMETER,
+    )?
+    .under(template(
+        config.get("namespaceTemplate"),
+        crate::namespace_template::FIELD,
+    )?);
     Ok(Placement {
         install_namespace,
         watch,
         certificate_provider,
         deployment_config,
+        namespace_template,
     })
 }
 

@@ -17,6 +17,7 @@ pub mod declared;
 pub mod dependencies;
 pub mod deployment_config;
 pub mod install_rbac;
+pub mod namespace_template;
 pub mod render;
 pub mod webhooks;
 

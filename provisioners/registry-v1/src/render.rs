@@ -103,13 +103,22 @@ pub fn render(
         problems.push(format!("ClusterServiceVersion {name}: {problem}"));
     }
 
+    // Created only if absent: the template's labels and annotations are
+    // a new namespace's, never written over an existing one.
+    let template = &placement.namespace_template;
+    let mut namespace_annotations = template.annotations.clone();
+    namespace_annotations.insert(CREATE_IF_ABSENT_ANNOTATION.into(), "true".into());
+    let mut namespace_metadata = json!({
+        "name": namespace,
+        "annotations": namespace_annotations,
+    });
+    if !template.labels.is_empty() {
+        namespace_metadata["labels"] = json!(template.labels);
+    }
     let mut objects = vec![json!({
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {
-            "name": namespace,
-            "annotations": { CREATE_IF_ABSENT_ANNOTATION: "true" },
-        },
+        "metadata": namespace_metadata,
     })];
     let mut accounts = BTreeSet::new();
     let shipped_accounts: BTreeSet<&str> = bundle

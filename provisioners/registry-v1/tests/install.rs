@@ -404,3 +404,108 @@ async fn a_deployment_config_shapes_the_operators_deployment_and_a_wrong_one_cha
     .await;
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_namespace_pakket_creates_gets_the_templates_labels_and_an_existing_one_is_left_alone() {
+    const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+    let scope = Scope::new("registry-v1-namespace-template").await;
+    install_crds(&scope.client).await.unwrap();
+    // The admin's class enforces baseline on every namespace it creates.
+    run_provisioner(
+        &scope,
+        json!({
+            "approval": "AllowAll",
+            "namespaceTemplate": {"labels": {ENFORCE: "baseline"}},
+        }),
+    )
+    .await;
+    let reference = push_etcd(&scope, "0.9.4").await;
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let namespaces: Api<Namespace> = Api::all(scope.client.clone());
+    let name = scope.name("etcd");
+    let install = |namespace: String| {
+        let mut instance = instance(&scope, "etcd-v094", &reference, &namespace);
+        // The Instance asks for a weaker level too: the class's key wins.
+        instance.spec.config.as_mut().unwrap().insert(
+            "namespaceTemplate".into(),
+            json!({
+                "labels": {ENFORCE: "privileged", "team": "a"},
+                "annotations": {"example.com/owner": "team a"},
+            }),
+        );
+        instance
+    };
+
+    // A namespace Pakket creates: the template's labels and annotations.
+    let created = scope.name("made");
+    instances
+        .create(&PostParams::default(), &install(created.clone()))
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "installed", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let made = namespaces.get(&created).await.unwrap();
+    let labels = made.metadata.labels.clone().unwrap();
+    assert_eq!(labels[ENFORCE], "baseline");
+    assert_eq!(labels["team"], "a");
+    assert_eq!(
+        made.metadata.annotations.clone().unwrap()["example.com/owner"],
+        "team a"
+    );
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+
+    // A namespace that exists already: used as it is, not relabelled.
+    let existing = scope.name("existing");
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(existing.clone());
+    namespace.metadata.labels = Some([("team".to_owned(), "b".to_owned())].into());
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    instances
+        .create(&PostParams::default(), &install(existing.clone()))
+        .await
+        .unwrap();
+    wait_for(
+        &instances,
+        &name,
+        "installed into the existing namespace",
+        |i| condition_is(i, ConditionType::Installed, "True"),
+    )
+    .await;
+    let kept = namespaces.get(&existing).await.unwrap();
+    assert_eq!(
+        kept.metadata
+            .labels
+            .clone()
+            .unwrap()
+            .get("team")
+            .map(String::as_str),
+        Some("b")
+    );
+    assert!(
+        !kept.metadata.labels.clone().unwrap().contains_key(ENFORCE),
+        "{:?}",
+        kept.metadata.labels
+    );
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    let _ = namespaces.delete(&existing, &DeleteParams::default()).await;
+    scope.cleanup().await;
+}

@@ -68,6 +68,22 @@ pub struct OperatorConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::free_object")]
     pub deployment_config: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Labels and annotations (Pod Security labels first) for the install
+    /// namespace if Pakket creates it; the class's own template wins over
+    /// it, and an existing namespace is left as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_template: Option<NamespaceTemplate>,
+}
+
+/// `spec.config.namespaceTemplate`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct NamespaceTemplate {
+    /// Labels of the namespace.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// Annotations of the namespace.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// The Input's `spec.config` for `spec`: its `config` as the Instance
