@@ -74,6 +74,10 @@ cargo fmt --all -- --check
 step "lint"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "docs"
+# What a provisioner author reads: broken or private links fail the run.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
 step "rustls uses ring only"
 # `cargo tree -i` fails with "did not match any packages" when the crate is
 # absent; any other outcome (a tree, or a different error) fails this step.

@@ -118,6 +118,9 @@ enum Command {
     ///     resources: [bundles]
     ///     verbs: [get, list, watch]
     #[command(verbatim_doc_comment)]
+    // The YAML above is help text, printed as written: its lists are not
+    // links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     Approve {
         /// The Instance's name.
         name: String,

@@ -71,7 +71,7 @@ pub fn soft_file_limit() -> Option<u64> {
 }
 
 /// How many connections to allow under a soft file limit of `soft`: the
-/// limit less [`RESERVED_DESCRIPTORS`], within sane bounds.
+/// limit less `RESERVED_DESCRIPTORS`, within sane bounds.
 pub fn connection_cap(soft: Option<u64>) -> usize {
     match soft {
         None => DEFAULT_MAX_CONNECTIONS,

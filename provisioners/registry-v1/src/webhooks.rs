@@ -13,7 +13,7 @@
 //! `caBundle` ([`crate::certificates`]), or with cert-manager's
 //! `inject-ca-from` annotation instead ([`crate::cert_manager`]), and,
 //! unless the operator watches every namespace, admits only objects in the
-//! watched namespaces. [`definitions`] reads and checks the definitions
+//! watched namespaces. `definitions` reads and checks the definitions
 //! (what OLM refuses is refused, naming the CSV field); this module makes
 //! the objects.
 

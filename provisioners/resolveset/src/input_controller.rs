@@ -71,7 +71,7 @@ pub struct InputContext {
     /// Verifies who wrote each Input ([`crate::requested_by`]).
     pub record_key: Option<pakket_api::RecordKey>,
     /// The apiserver's (major, minor) and when it was read: asked again
-    /// after [`CLUSTER_VERSION_FOR`], not on every pass.
+    /// after `CLUSTER_VERSION_FOR`, not on every pass.
     pub cluster_version: std::sync::Mutex<Option<(std::time::Instant, (u32, u32))>>,
     /// The ProvisionerClass of the resolveset Instance and Bundle.
     pub class: String,

@@ -142,7 +142,7 @@ impl<P> Context<P> {
     /// next look discovers again: a render that failed on what the cluster
     /// serves (a kind whose CRD another Instance just installed, and whose
     /// installing woke this one) is not held back for the cache's whole
-    /// life. The moment bounds discovery to one per [`REDISCOVER_AFTER`]
+    /// life. The moment bounds discovery to one per `REDISCOVER_AFTER`
     /// however many renders fail. Whether it forgot.
     pub async fn rediscover_soon(&self) -> bool {
         let mut cached = self.cluster.lock().await;
