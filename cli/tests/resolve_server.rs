@@ -22,7 +22,9 @@ use std::time::Duration;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use pakket_resolveset::api::client::ResolverClient;
 use pakket_resolveset::api::listen::Transport;
-use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ImageCatalogSource};
+use pakket_resolveset::catalogs::catalog::{
+    Catalog, CatalogSource, CatalogSpec, ImageCatalogSource,
+};
 use pakket_resolveset::process::{self, Options};
 use pakket_resolveset::protocol::browse::{PackageDetail, QueryResult};
 use pakket_runtime::serve::Metrics;

@@ -195,7 +195,9 @@ pub fn render(operator: &Operator, now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pakket_resolveset::operator::{Component, OperatorCatalog, OperatorSpec, Update};
+    use pakket_resolveset::operators::operator::{
+        Component, OperatorCatalog, OperatorSpec, Update,
+    };
 
     fn operator() -> Operator {
         let mut operator = Operator::new(
@@ -212,7 +214,7 @@ mod tests {
                 constraints: Vec::new(),
             },
         );
-        operator.status = Some(pakket_resolveset::operator::OperatorStatus {
+        operator.status = Some(pakket_resolveset::operators::operator::OperatorStatus {
             installed_version: Some("0.9.2".into()),
             updates: vec![Update {
                 bundle: "etcdoperator.v0.9.4".into(),

@@ -18,7 +18,7 @@ use kube::api::{Api, ListParams};
 use pakket_api::Instance;
 use pakket_resolveset::protocol::plan::{CurrentEntry, PlanAnswer, PlanRequest, PlannedInput};
 use pakket_resolveset::protocol::resolve::Selection;
-use pakket_resolveset::resolved_set::{self, Entry};
+use pakket_resolveset::set::resolved_set::{self, Entry};
 use pakket_resolveset::{Input, InputClass, Operator};
 use serde::Serialize;
 
@@ -258,7 +258,7 @@ fn operator_input(operator: &Operator) -> Input {
         pakket_resolveset::InputSpec {
             config: None,
             input_class: operator.spec.input_class.clone(),
-            constraints: pakket_resolveset::operator::constraints(&operator.spec),
+            constraints: pakket_resolveset::operators::operator::constraints(&operator.spec),
         },
     );
     input.metadata.labels = operator.metadata.labels.clone();
@@ -490,7 +490,7 @@ pub fn render(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pakket_resolveset::input::{Relation, ResolvedInstance};
+    use pakket_resolveset::inputs::input::{Relation, ResolvedInstance};
     use pakket_resolveset::protocol::resolve::SelectionReason;
 
     fn entry(package: &str, version: &str) -> Entry {

@@ -11,7 +11,7 @@ use std::io::Write;
 use kube::api::Api;
 use pakket_api::{ConditionType, Instance};
 use pakket_resolveset::Input;
-use pakket_resolveset::input::ResolvedInstance;
+use pakket_resolveset::inputs::input::ResolvedInstance;
 use serde::Serialize;
 
 use crate::error::Error;

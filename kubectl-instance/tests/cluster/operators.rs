@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
-use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
+use pakket_resolveset::catalogs::catalog::{
+    Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource,
+};
 use pakket_resolveset::process::SetOptions;
 use pakket_resolveset::{InputClass, Operator};
 use pakket_testkit::{Scope, eventually};
@@ -41,7 +43,7 @@ async fn operators_are_listed_and_described_with_what_they_got_and_could_get() {
         metadata: ObjectMeta {
             name: Some(catalog_name.clone()),
             labels: Some(BTreeMap::from([(
-                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                pakket_resolveset::catalogs::source::CATALOG_CONTENT_LABEL.to_owned(),
                 "true".to_owned(),
             )])),
             ..ObjectMeta::default()

@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
+use pakket_resolveset::catalogs::catalog::{
+    Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource,
+};
 use pakket_testkit::{Scope, data};
 
 use crate::support::BIN;
@@ -79,7 +81,7 @@ async fn serve(
         metadata: ObjectMeta {
             name: Some(name.clone()),
             labels: Some(BTreeMap::from([(
-                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                pakket_resolveset::catalogs::source::CATALOG_CONTENT_LABEL.to_owned(),
                 "true".to_owned(),
             )])),
             ..ObjectMeta::default()

@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 use pakket_resolveset::api::client::ResolverClient;
 use pakket_resolveset::api::listen::{self, Transport};
 use pakket_resolveset::api::{self, ApiState};
-use pakket_resolveset::catalog::{CatalogSource, ImageCatalogSource};
-use pakket_resolveset::load;
+use pakket_resolveset::catalogs::catalog::{CatalogSource, ImageCatalogSource};
+use pakket_resolveset::catalogs::load;
+use pakket_resolveset::catalogs::serving::{Catalogs, counts};
 use pakket_resolveset::protocol::resolve::{RequestItem, ResolveRequest, ResolveResponse};
-use pakket_resolveset::serving::{Catalogs, counts};
 
 /// jemalloc with its background thread, not the system allocator: a
 /// catalog swap frees a whole catalog's worth of small allocations, which

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use pakket_engine::catalog::{Catalog, CatalogSet};
 use pakket_engine::resolve::{Request, Universe};
-use pakket_resolveset::input_resolve::{Answer, Asked, plan};
+use pakket_resolveset::inputs::input_resolve::{Answer, Asked, plan};
 
 /// jemalloc, as the binary.
 #[global_allocator]

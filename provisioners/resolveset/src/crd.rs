@@ -37,8 +37,8 @@ mod tests {
     fn the_catalog_crd_is_cluster_scoped_in_the_resolve_group() {
         let crd = Catalog::crd();
         assert_eq!(crd.spec.scope, "Cluster");
-        assert_eq!(crd.spec.group, crate::catalog::GROUP);
-        assert_eq!(crd.spec.versions[0].name, crate::catalog::VERSION);
+        assert_eq!(crd.spec.group, crate::catalogs::catalog::GROUP);
+        assert_eq!(crd.spec.versions[0].name, crate::catalogs::catalog::VERSION);
         let schema = serde_json::to_string(&crd.spec.versions[0].schema).unwrap();
         assert!(schema.contains("exactly one of image, configMap or https"));
         assert!(schema.contains(r#""x-kubernetes-list-map-keys":["type"]"#));

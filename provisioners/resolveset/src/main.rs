@@ -10,7 +10,7 @@ use std::sync::Arc;
 use clap::Parser;
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::process::{self, DEFAULT_MAX_CATALOG_FILE, Options};
-use pakket_resolveset::provisioner::ResolveSet;
+use pakket_resolveset::set::provisioner::ResolveSet;
 use pakket_runtime::cli::{self, ProvisionerArgs};
 use pakket_runtime::controller::{self, RunOptions};
 use pakket_runtime::serve;

@@ -17,12 +17,12 @@ use pakket_runtime::store::Store;
 use crate::api::auth::Authenticator;
 use crate::api::listen::{self, Transport};
 use crate::api::{self, ApiState};
-use crate::controller::{self, Context};
-use crate::input_controller::{self, InputContext};
-use crate::operator_controller::{self, OperatorContext};
-use crate::serving::Catalogs;
-use crate::source::Fetcher;
-use crate::store_gc::{self, Loading};
+use crate::catalogs::controller::{self, Context};
+use crate::catalogs::serving::Catalogs;
+use crate::catalogs::source::Fetcher;
+use crate::catalogs::store_gc::{self, Loading};
+use crate::inputs::input_controller::{self, InputContext};
+use crate::operators::operator_controller::{self, OperatorContext};
 
 /// Bytes one catalog file may unpack to: the community catalog is one
 /// 6.6 MB file, past the runtime's 4 MiB default for manifests.

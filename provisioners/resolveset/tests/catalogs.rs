@@ -25,13 +25,13 @@ use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use pakket_engine::catalog::Catalog as EngineCatalog;
 use pakket_resolveset::api::client::ResolverClient;
 use pakket_resolveset::api::listen::Transport;
-use pakket_resolveset::catalog::{
+use pakket_resolveset::catalogs::catalog::{
     Catalog, CatalogCounts, CatalogSource, ConfigMapCatalogSource, HttpsCatalogSource,
     ImageCatalogSource,
 };
+use pakket_resolveset::catalogs::serving::counts;
 use pakket_resolveset::protocol::browse::CatalogList;
 use pakket_resolveset::protocol::resolve::{Outcome, RequestItem, ResolveRequest, ResolveResponse};
-use pakket_resolveset::serving::counts;
 use pakket_resolveset::{ConditionType, Reason};
 use pakket_testkit::{Scope, data};
 use sha2::Digest as _;
@@ -119,7 +119,7 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
             name: Some(name.to_owned()),
             labels: marked.then(|| {
                 BTreeMap::from([(
-                    pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                    pakket_resolveset::catalogs::source::CATALOG_CONTENT_LABEL.to_owned(),
                     "true".to_owned(),
                 )])
             }),
@@ -222,7 +222,7 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
     assert!(findings.by_code["MultipleHeads"] > 0, "{findings:?}");
     assert_eq!(
         findings.first.len(),
-        pakket_resolveset::load::LISTED_DIAGNOSTICS
+        pakket_resolveset::catalogs::load::LISTED_DIAGNOSTICS
     );
     assert!(findings.omitted > 0);
     assert!(
@@ -277,7 +277,7 @@ async fn configmap_and_https_catalogs_are_served_with_counts_findings_and_priori
     let message = &unmarked.condition(ConditionType::Unpacked).unwrap().message;
     assert!(
         message.contains("is not marked as catalog content")
-            && message.contains(pakket_resolveset::source::CATALOG_CONTENT_LABEL),
+            && message.contains(pakket_resolveset::catalogs::source::CATALOG_CONTENT_LABEL),
         "{message}"
     );
     let everything = serde_json::to_string(&unmarked).unwrap();

@@ -21,7 +21,7 @@ fn committed_crd_yaml_matches_the_types() {
         expected.push(file);
     }
     let prefixes = [
-        format!("{}_", pakket_resolveset::catalog::GROUP),
+        format!("{}_", pakket_resolveset::catalogs::catalog::GROUP),
         "operators.pakket.dev_".to_owned(),
     ];
     let mut present: Vec<String> = std::fs::read_dir(&dir)

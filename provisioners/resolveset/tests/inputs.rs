@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pakket_resolveset::input::{InputClassParameters, InputConstraint};
-use pakket_resolveset::resolved_set::{self, Entry};
+use pakket_resolveset::inputs::input::{InputClassParameters, InputConstraint};
+use pakket_resolveset::set::resolved_set::{self, Entry};
 use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
 use pakket_testkit::{Scope, data, eventually};
 use serde_json::{Value, json};
@@ -390,7 +390,7 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
                 entries.len() == 1
                     && entries[0].package_name == CLUSTER_OPERATOR
                     && entries[0].properties.contains(&json!({
-                        "type": pakket_resolveset::held_back::HELD_BACK_FOR,
+                        "type": pakket_resolveset::set::held_back::HELD_BACK_FOR,
                         "value": [child],
                     }))
             })
@@ -466,7 +466,7 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
                 entries.len() == 1
                     && entries[0].package_name == CLUSTER_OPERATOR
                     && entries[0].properties.contains(&json!({
-                        "type": pakket_resolveset::held_back::HELD_BACK_FOR,
+                        "type": pakket_resolveset::set::held_back::HELD_BACK_FOR,
                         "value": [outside],
                     }))
             })

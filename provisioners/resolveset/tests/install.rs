@@ -34,8 +34,8 @@ use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
 use pakket_registry_v1::RegistryV1;
-use pakket_resolveset::input::{InputClassParameters, InputConstraint};
-use pakket_resolveset::provisioner::ResolveSet;
+use pakket_resolveset::inputs::input::{InputClassParameters, InputConstraint};
+use pakket_resolveset::set::provisioner::ResolveSet;
 use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
 use pakket_runtime::controller::{self, RunOptions};
 use pakket_testkit::{Scope, condition_is, data, eventually, wait_for_instance};
@@ -582,7 +582,7 @@ async fn webhooks_for(
     let mut children = LocalOptions::for_labels(
         format!("{}-children", scope.id),
         BTreeMap::from([(
-            pakket_resolveset::input_controller::SET_LABEL.to_owned(),
+            pakket_resolveset::inputs::input_controller::SET_LABEL.to_owned(),
             scope.name("resolveset"),
         )]),
     );
@@ -901,13 +901,13 @@ async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
         };
         let mount = set.spec.bundle.spec.unwrap().volume_mounts[0].clone();
         let config_map = config_maps.get(&mount.config_map.name).await.unwrap();
-        let entries = pakket_resolveset::resolved_set::from_bytes(
-            config_map.data.unwrap()[pakket_resolveset::resolved_set::FILE].as_bytes(),
+        let entries = pakket_resolveset::set::resolved_set::from_bytes(
+            config_map.data.unwrap()[pakket_resolveset::set::resolved_set::FILE].as_bytes(),
         )
         .unwrap();
         entries.iter().any(|entry| {
             entry.package_name == "etcd"
-                && pakket_resolveset::requested_by::of(entry)
+                && pakket_resolveset::set::requested_by::of(entry)
                     .is_some_and(|who| who.username == "carol")
         })
     })
@@ -1243,13 +1243,13 @@ async fn a_class_that_generates_inputs_gives_a_dependency_its_own_input_while_it
 
     // etcd, brought in as the backup's dependency, gets an Input of its
     // own, owned by the backup's, asking for etcd by name in its catalog.
-    let generated_name = pakket_resolveset::dependency_inputs::name_for("etcd");
+    let generated_name = pakket_resolveset::inputs::dependency_inputs::name_for("etcd");
     let generated = eventually_some("etcd's generated Input", || async {
         inputs.get_opt(&generated_name).await.unwrap()
     })
     .await;
     assert_eq!(
-        generated.labels()[pakket_resolveset::dependency_inputs::DEPENDENCY_LABEL],
+        generated.labels()[pakket_resolveset::inputs::dependency_inputs::DEPENDENCY_LABEL],
         "etcd"
     );
     assert_eq!(generated.owner_references()[0].uid, backup.uid().unwrap());
@@ -1355,7 +1355,7 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
         .await
         .unwrap();
     let inputs: Api<Input> = Api::all(scope.client.clone());
-    let named = pakket_resolveset::dependency_inputs::name_for("etcd");
+    let named = pakket_resolveset::inputs::dependency_inputs::name_for("etcd");
     let mut alices = Input::new(
         &named,
         InputSpec {
@@ -1370,7 +1370,7 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
     // She even labels it as generated: a label she can write is no proof.
     let mut labels = scope.labels();
     labels.insert(
-        pakket_resolveset::dependency_inputs::DEPENDENCY_LABEL.to_owned(),
+        pakket_resolveset::inputs::dependency_inputs::DEPENDENCY_LABEL.to_owned(),
         "etcd".to_owned(),
     );
     alices.metadata.labels = Some(labels);
@@ -1410,7 +1410,7 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
     assert!(
         !kept
             .annotations()
-            .contains_key(pakket_resolveset::dependency_inputs::GENERATED_ANNOTATION),
+            .contains_key(pakket_resolveset::inputs::dependency_inputs::GENERATED_ANNOTATION),
         "not sealed as generated: {:?}",
         kept.metadata
     );

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use pakket_resolveset::input::InputClassParameters;
+use pakket_resolveset::inputs::input::InputClassParameters;
 use pakket_resolveset::{Input, InputClass, InputClassSpec, Operator};
 use pakket_testkit::{Scope, eventually};
 use serde_json::json;
@@ -208,10 +208,8 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
     assert_eq!(kept.spec.constraints[0].value, json!("etcdoperator.v0.9.0"));
     assert!(kept.owner_references().is_empty());
     assert!(
-        !kept
-            .managed_fields()
-            .iter()
-            .any(|f| f.manager.as_deref() == Some(pakket_resolveset::operator_controller::MANAGER)),
+        !kept.managed_fields().iter().any(|f| f.manager.as_deref()
+            == Some(pakket_resolveset::operators::operator_controller::MANAGER)),
         "the Operator controller wrote nothing to it"
     );
     operators

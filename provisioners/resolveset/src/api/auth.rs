@@ -19,7 +19,7 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 use sha2::{Digest as _, Sha256};
 
-use crate::catalog::{GROUP, PLURAL};
+use crate::catalogs::catalog::{GROUP, PLURAL};
 
 /// Most remembered answers; past it they are all dropped.
 const MAX_ENTRIES: usize = 4096;

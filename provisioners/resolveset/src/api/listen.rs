@@ -181,7 +181,7 @@ mod tests {
 
     use super::*;
     use crate::api::{self, ApiState};
-    use crate::serving::Catalogs;
+    use crate::catalogs::serving::Catalogs;
 
     /// A private CA that writes serving pairs for 127.0.0.1.
     struct TestCa(CertifiedIssuer<'static, KeyPair>);

@@ -11,7 +11,7 @@
 //! | `GET /openapi.json` | the OpenAPI document, derived from the types |
 //!
 //! Every answer comes from one snapshot of the served catalogs (see
-//! [`crate::serving`]), so a reload never shows through half-done.
+//! [`crate::catalogs::serving`]), so a reload never shows through half-done.
 
 pub mod auth;
 pub mod client;
@@ -29,12 +29,12 @@ use axum::routing::{get, post};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
+use crate::catalogs::serving::Catalogs;
 use crate::protocol::browse::{self, CatalogList, PackageDetail, PackageList, QueryResult};
 use crate::protocol::constraint::Constraint;
 use crate::protocol::plan::{self as plan_protocol, PlanRequest, PlanResponse};
 use crate::protocol::resolve::{self as shared, ResolveRequest, ResolveResponse};
 use crate::protocol::{BadRequest, ErrorResponse};
-use crate::serving::Catalogs;
 use auth::{Authenticator, Refusal};
 
 /// Largest request body read; a resolve request is a few kilobytes.

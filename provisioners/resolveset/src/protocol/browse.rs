@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::constraint::CheckedConstraint;
-use crate::serving::Served;
+use crate::catalogs::serving::Served;
 
 /// `GET /v1/catalogs`.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
@@ -170,7 +170,7 @@ pub fn catalogs(served: &Served) -> CatalogList {
             .catalogs()
             .iter()
             .map(|catalog| {
-                let counts = crate::serving::counts(catalog);
+                let counts = crate::catalogs::serving::counts(catalog);
                 CatalogSummary {
                     name: catalog.name.clone(),
                     priority: catalog.priority,

@@ -15,10 +15,10 @@ use utoipa::ToSchema;
 
 use super::BadRequest;
 use super::resolve::Selection;
-use crate::input::{InputConstraint, ResolvedInstance};
-use crate::input_request::{request_of, with_fields};
-use crate::input_resolve::{self, Answer, Asked};
-use crate::serving::Served;
+use crate::catalogs::serving::Served;
+use crate::inputs::input::{InputConstraint, ResolvedInstance};
+use crate::inputs::input_request::{request_of, with_fields};
+use crate::inputs::input_resolve::{self, Answer, Asked};
 
 /// The body of `POST /v1/plan`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
@@ -64,7 +64,10 @@ pub struct PlannedInput {
 
 impl PlannedInput {
     /// `input` as the controller reads it under a class with `parameters`.
-    pub fn of(input: &crate::Input, parameters: &crate::input::InputClassParameters) -> Self {
+    pub fn of(
+        input: &crate::Input,
+        parameters: &crate::inputs::input::InputClassParameters,
+    ) -> Self {
         Self {
             name: kube::ResourceExt::name_any(input),
             constraints: input.spec.constraints.clone(),
@@ -83,7 +86,7 @@ impl PlannedInput {
             &self.input_class,
             &self.class_constraints,
         );
-        let filters = crate::input_filter::filters_of(&fields);
+        let filters = crate::inputs::input_filter::filters_of(&fields);
         let request = match &filters {
             Ok(_) => request_of(&fields).map_err(|error| error.to_string()),
             Err(problem) => Err(problem.clone()),

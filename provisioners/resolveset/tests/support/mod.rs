@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use pakket_resolveset::api::listen::Transport;
-use pakket_resolveset::catalog::{Catalog, CatalogSource, CatalogSpec};
+use pakket_resolveset::catalogs::catalog::{Catalog, CatalogSource, CatalogSpec};
 use pakket_resolveset::process::SetOptions;
 use pakket_resolveset::process::{self, Options, Running};
 use pakket_runtime::controller::StoreGc;
@@ -370,7 +370,7 @@ pub async fn serve_files(scope: &Scope, suffix: &str, files: BTreeMap<String, St
         metadata: ObjectMeta {
             name: Some(name.clone()),
             labels: Some(BTreeMap::from([(
-                pakket_resolveset::source::CATALOG_CONTENT_LABEL.to_owned(),
+                pakket_resolveset::catalogs::source::CATALOG_CONTENT_LABEL.to_owned(),
                 "true".to_owned(),
             )])),
             ..ObjectMeta::default()
@@ -384,10 +384,12 @@ pub async fn serve_files(scope: &Scope, suffix: &str, files: BTreeMap<String, St
         .await
         .expect("creating the catalog's ConfigMap");
     let source = CatalogSource {
-        config_map: Some(pakket_resolveset::catalog::ConfigMapCatalogSource {
-            name,
-            namespace: scope.namespace.clone(),
-        }),
+        config_map: Some(
+            pakket_resolveset::catalogs::catalog::ConfigMapCatalogSource {
+                name,
+                namespace: scope.namespace.clone(),
+            },
+        ),
         ..CatalogSource::default()
     };
     create(&scope.client, &catalog(scope, suffix, source, 0)).await;

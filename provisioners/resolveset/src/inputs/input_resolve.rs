@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use pakket_engine::Version;
 use pakket_engine::resolve::{Installed, Request, Universe};
 
-use crate::input::{Relation, ResolvedInstance};
+use crate::inputs::input::{Relation, ResolvedInstance};
 use crate::protocol::resolve::{Failed, Outcome, Selection, SelectionReason, resolve};
 
 /// One Input, ready to resolve.
@@ -30,14 +30,14 @@ pub struct Asked {
     /// Whether its class only plans.
     pub dry_run: bool,
     /// Whether its class forces: the best match alone, no resolution
-    /// ([`crate::force`]).
+    /// ([`crate::inputs::force`]).
     pub force: bool,
     /// Its `cel` and `minKubeVersion` constraints, applied by [`narrow`].
-    pub filters: crate::input_filter::Filters,
+    pub filters: crate::inputs::input_filter::Filters,
     /// Its place when Inputs conflict.
     pub seniority: Seniority,
     /// Why it is not resolved now though its request is fine: what it
-    /// installed cannot be resolved again (see [`crate::kept_installed`]).
+    /// installed cannot be resolved again (see [`crate::inputs::kept_installed`]).
     pub held: Option<String>,
 }
 
@@ -91,9 +91,14 @@ pub fn narrow(
 ) {
     for input in asked.iter_mut() {
         if let Ok(request) = &input.request {
-            input.request = match crate::ambiguity::refused(set, request) {
+            input.request = match crate::inputs::ambiguity::refused(set, request) {
                 Some(ambiguous) => Err(ambiguous),
-                None => crate::input_filter::narrow(set, request.clone(), &input.filters, cluster),
+                None => crate::inputs::input_filter::narrow(
+                    set,
+                    request.clone(),
+                    &input.filters,
+                    cluster,
+                ),
             };
         }
     }
@@ -225,7 +230,7 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
         let Ok(request) = &input.request else {
             continue;
         };
-        let Some(bundle) = crate::force::best_match(universe, request) else {
+        let Some(bundle) = crate::inputs::force::best_match(universe, request) else {
             let summary = format!("no bundle matches {request}");
             answers.insert(
                 input.name.clone(),
@@ -238,7 +243,7 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
             );
             continue;
         };
-        let selection = crate::force::selection(universe, bundle, request);
+        let selection = crate::inputs::force::selection(universe, bundle, request);
         let own = [selection.clone()];
         answers.insert(
             input.name.clone(),

@@ -31,8 +31,8 @@ use pakket_runtime::trust::children::PakketKind;
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
 use serde_json::{Map, Value, json};
 
-use crate::input_resolve::instance_name;
-use crate::resolved_set::{self, Entry};
+use crate::inputs::input_resolve::instance_name;
+use crate::set::resolved_set::{self, Entry};
 
 /// The provisioner's id.
 pub const ID: &str = "pakket.dev/resolveset";
@@ -53,7 +53,7 @@ impl ResolveSet {
     }
 
     /// Seals, on each child Instance, the person its entry is stamped for
-    /// ([`crate::requested_by`]) with `key`, as the requester of the
+    /// ([`crate::set::requested_by`]) with `key`, as the requester of the
     /// child's spec.
     pub fn with_record_key(mut self, key: Option<pakket_api::RecordKey>) -> Self {
         self.record_key = key;
@@ -64,7 +64,7 @@ impl ResolveSet {
 /// `child` with the requester record of the person `entry` is installed
 /// for, sealed for the child's name and spec, when there is one and a key.
 fn on_behalf_of(mut child: Value, entry: &Entry, key: Option<&pakket_api::RecordKey>) -> Value {
-    let (Some(key), Some(person)) = (key, crate::requested_by::of(entry)) else {
+    let (Some(key), Some(person)) = (key, crate::set::requested_by::of(entry)) else {
         return child;
     };
     let Ok(spec) = serde_json::from_value::<pakket_api::InstanceSpec>(child["spec"].clone()) else {
@@ -145,7 +145,7 @@ fn child(set: &str, entry: &Entry, class: &str, namespace: &str) -> Value {
             "name": instance_name(set, &entry.package_name),
             // `kubectl get instances -l resolve.pakket.dev/resolveset=SET`
             // lists a set's children.
-            "labels": { crate::input_controller::SET_LABEL: set },
+            "labels": { crate::inputs::input_controller::SET_LABEL: set },
             "annotations": {
                 "resolve.pakket.dev/package": entry.package_name,
                 "resolve.pakket.dev/version": entry.version,

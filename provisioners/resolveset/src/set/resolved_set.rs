@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::input::ResolvedInstance;
+use crate::catalogs::serving::Served;
+use crate::inputs::input::ResolvedInstance;
 use crate::protocol::resolve::Selection;
-use crate::serving::Served;
 
 /// The file name the provisioner reads.
 pub const FILE: &str = "resolved.bundles.json";
@@ -42,7 +42,7 @@ pub struct Entry {
     /// `pakket.dev/neededBy` (the Inputs and Instances it is there for).
     pub properties: Vec<Value>,
     /// The `spec.config` its Instance gets: the owning Input's
-    /// ([`crate::package_owner`]); none for a dependency.
+    /// ([`crate::inputs::package_owner`]); none for a dependency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<serde_json::Map<String, Value>>,
 }
@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn trace_records_why_each_bundle_of_a_traced_input_was_chosen() {
-        use crate::input::Relation;
+        use crate::inputs::input::Relation;
         use crate::protocol::resolve::SelectionReason;
         let entry = |package: &str| Entry {
             config: None,

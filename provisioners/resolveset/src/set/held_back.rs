@@ -17,12 +17,12 @@ use pakket_api::BundleProperty;
 use pakket_engine::{Range, Version};
 use serde_json::{Value, json};
 
-use crate::input_resolve::instance_name;
-use crate::resolved_set::Entry;
+use crate::inputs::input_resolve::instance_name;
+use crate::set::resolved_set::Entry;
 
 /// The property a held-back entry carries: the Instances it waits for.
 pub const HELD_BACK_FOR: &str = "pakket.dev/heldBackFor";
-pub use crate::resolved_set::NEEDED_BY;
+pub use crate::set::resolved_set::NEEDED_BY;
 
 /// The Instances (by name) that `entry` is recorded as needed by.
 fn needing_instances(entry: &Entry) -> Vec<String> {

@@ -28,13 +28,13 @@ use pakket_engine::resolve::Request;
 use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
-use crate::input::{Input, InputClass, InputStatus, ResolvedInstance};
-use crate::input_resolve::{self, Answer, Asked, Seniority};
-use crate::kept_installed::{self, Offer};
+use crate::catalogs::serving::Catalogs;
+use crate::inputs::input::{Input, InputClass, InputStatus, ResolvedInstance};
+use crate::inputs::input_resolve::{self, Answer, Asked, Seniority};
+use crate::inputs::kept_installed::{self, Offer};
 use crate::protocol::plan::PlannedInput;
-use crate::resolved_set::{self, Entry};
-use crate::serving::Catalogs;
-use crate::{dependency_inputs, held_back, package_owner, requested_by};
+use crate::set::resolved_set::{self, Entry};
+use crate::{inputs::dependency_inputs, inputs::package_owner, set::held_back, set::requested_by};
 
 /// The field manager of everything this controller writes.
 pub const MANAGER: &str = "pakket-resolveset-inputs";
@@ -68,7 +68,7 @@ pub struct InputContext {
     pub namespace: String,
     /// The resolveset Instance's name.
     pub instance: String,
-    /// Verifies who wrote each Input ([`crate::requested_by`]).
+    /// Verifies who wrote each Input ([`crate::set::requested_by`]).
     pub record_key: Option<pakket_api::RecordKey>,
     /// The apiserver's (major, minor) and when it was read: asked again
     /// after `CLUSTER_VERSION_FOR`, not on every pass.
@@ -527,7 +527,7 @@ async fn outside_needs(
 /// The Input's request with its class's constraints, or why it has none
 /// (the same conversion `POST /v1/plan` makes: [`PlannedInput::asked`]).
 /// Who owns each package a live Input asks for by name: the senior Input
-/// first ([`crate::package_owner`]).
+/// first ([`crate::inputs::package_owner`]).
 fn package_owners(inputs: &[Arc<Input>], asked: &[Asked]) -> package_owner::Owners {
     let mut claims: Vec<(&Asked, package_owner::Claim<'_>)> = inputs
         .iter()
@@ -553,7 +553,7 @@ fn package_owners(inputs: &[Arc<Input>], asked: &[Asked]) -> package_owner::Owne
 }
 
 /// Whether `catalog`, as served now, offers `bundle`.
-fn offer(served: &crate::serving::Served, catalog: &str, bundle: &str) -> Offer {
+fn offer(served: &crate::catalogs::serving::Served, catalog: &str, bundle: &str) -> Offer {
     match served.set.catalog_index(catalog) {
         None => Offer::CatalogNotServed,
         Some(index) if served.set.find_bundle_in(index, bundle).is_some() => Offer::Offered,

@@ -19,7 +19,7 @@ use pakket_engine::resolve::Request;
 use pakket_engine::{Range, Version};
 use serde_json::{Value, json};
 
-use crate::input::InputConstraint;
+use crate::inputs::input::InputConstraint;
 
 /// The Kubernetes version an Input plans for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -19,9 +19,9 @@ use pakket_engine::Version;
 use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
-use crate::input::Input;
-use crate::operator::{self, Component, Operator, OperatorStatus};
-use crate::serving::Catalogs;
+use crate::catalogs::serving::Catalogs;
+use crate::inputs::input::Input;
+use crate::operators::operator::{self, Component, Operator, OperatorStatus};
 
 /// The field manager of the Inputs and statuses it writes.
 pub const MANAGER: &str = "pakket-resolveset-operators";

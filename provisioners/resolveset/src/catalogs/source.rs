@@ -16,7 +16,7 @@ use pakket_runtime::content::{self, ContentError, ImageSources, UnpackOptions};
 use pakket_runtime::store::{Digest, Store};
 
 use crate::Error;
-use crate::catalog::{Catalog, CatalogSource};
+use crate::catalogs::catalog::{Catalog, CatalogSource};
 
 /// The label by which someone who may write a ConfigMap lets Catalogs
 /// serve it (`"true"`).

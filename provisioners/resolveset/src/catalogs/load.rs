@@ -7,7 +7,7 @@ use std::path::Path;
 use pakket_engine::catalog::{Catalog, Diagnostic, Severity};
 
 use crate::Error;
-use crate::catalog::{CatalogSource, DiagnosticsSummary};
+use crate::catalogs::catalog::{CatalogSource, DiagnosticsSummary};
 
 /// Findings written out in status; the rest are counted.
 pub const LISTED_DIAGNOSTICS: usize = 10;
@@ -103,7 +103,7 @@ fn shorten(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::ImageCatalogSource;
+    use crate::catalogs::catalog::ImageCatalogSource;
 
     fn image() -> CatalogSource {
         CatalogSource {

@@ -13,7 +13,7 @@ use pakket_runtime::controller::StoreGc;
 use pakket_runtime::serve::Metrics;
 use pakket_runtime::store::{Digest, Store};
 
-use crate::serving::Catalogs;
+use crate::catalogs::serving::Catalogs;
 
 /// Digests fetched and being loaded, not served yet: kept by the collector.
 #[derive(Default)]

@@ -175,7 +175,7 @@ impl Catalog {
     /// The condition of type `kind`, if the status has it.
     pub fn condition(&self, kind: crate::ConditionType) -> Option<&Condition> {
         let status = self.status.as_ref();
-        crate::condition::find(status.map(|s| s.conditions.as_slice()), kind.as_str())
+        crate::catalogs::condition::find(status.map(|s| s.conditions.as_slice()), kind.as_str())
     }
 }
 

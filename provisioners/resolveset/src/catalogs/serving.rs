@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use pakket_engine::catalog::{Catalog, CatalogSet};
 use pakket_engine::resolve::Universe;
 
-use crate::catalog::CatalogCounts;
+use crate::catalogs::catalog::CatalogCounts;
 
 /// One consistent view of every served catalog.
 #[derive(Default)]

@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::input::ResolvedInstance;
-use crate::resolved_set::Entry;
+use crate::inputs::input::ResolvedInstance;
+use crate::set::resolved_set::Entry;
 
 /// The property a kept entry carries: the Inputs it is kept for.
 pub const KEPT_FOR: &str = "pakket.dev/keptFor";

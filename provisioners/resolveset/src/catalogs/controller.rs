@@ -28,12 +28,12 @@ use pakket_runtime::leader::LeaderState;
 use pakket_runtime::serve::Metrics;
 use pakket_runtime::store::Digest;
 
-use crate::catalog::{Catalog, CatalogStatus, parse_interval};
-use crate::condition::{self, ConditionType, Reason};
-use crate::serving::{Catalogs, counts};
-use crate::source::{Fetched, Fetcher};
-use crate::store_gc::Loading;
-use crate::{Error, load};
+use crate::catalogs::catalog::{Catalog, CatalogStatus, parse_interval};
+use crate::catalogs::condition::{self, ConditionType, Reason};
+use crate::catalogs::serving::{Catalogs, counts};
+use crate::catalogs::source::{Fetched, Fetcher};
+use crate::catalogs::store_gc::Loading;
+use crate::{Error, catalogs::load};
 
 /// The field manager of status writes.
 pub const MANAGER: &str = "pakket-resolveset";
@@ -320,7 +320,7 @@ async fn write_status(
 ) -> Result<(), Error> {
     let api: Api<Catalog> = Api::all(client.clone());
     let patch = serde_json::json!({
-        "apiVersion": format!("{}/{}", crate::catalog::GROUP, crate::catalog::VERSION),
+        "apiVersion": format!("{}/{}", crate::catalogs::catalog::GROUP, crate::catalogs::catalog::VERSION),
         "kind": "Catalog",
         "status": status,
     });

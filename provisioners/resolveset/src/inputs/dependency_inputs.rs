@@ -28,8 +28,8 @@ use kube::{Resource as _, ResourceExt as _};
 use pakket_api::CreatorRecord;
 use serde_json::{Value, json};
 
-use crate::input::Input;
-use crate::input_resolve::Answer;
+use crate::inputs::input::Input;
+use crate::inputs::input_resolve::Answer;
 
 /// The label on generated Inputs: the package they ask for.
 pub const DEPENDENCY_LABEL: &str = "resolve.pakket.dev/dependency";
@@ -100,7 +100,7 @@ pub struct Wanted {
     /// The channel it was resolved through, if one was named.
     pub channel: Option<String>,
     /// The class of the senior Input that needs it (installed first, then
-    /// the oldest: [`crate::input_resolve::Seniority`]), never the one
+    /// the oldest: [`crate::inputs::input_resolve::Seniority`]), never the one
     /// whose name sorts first, which a writer could pick.
     pub class: String,
     /// The Inputs that need it: name and UID, by name (so a change of
@@ -135,7 +135,7 @@ pub fn wanted(
     let mut inputs: Vec<&Input> = inputs.iter().map(|input| &**input).collect();
     inputs.sort_by_cached_key(|input| {
         (
-            crate::input_resolve::Seniority::of(input).key(),
+            crate::inputs::input_resolve::Seniority::of(input).key(),
             input.name_any(),
         )
     });
@@ -318,7 +318,7 @@ pub async fn sync(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{InputSpec, Relation, ResolvedInstance};
+    use crate::inputs::input::{InputSpec, Relation, ResolvedInstance};
     use std::sync::Arc;
 
     fn input(name: &str, class: &str) -> Arc<Input> {

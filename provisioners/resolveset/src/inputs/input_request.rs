@@ -11,7 +11,7 @@ use pakket_engine::Range;
 use pakket_engine::resolve::Request;
 use serde_json::Value;
 
-use crate::input::InputConstraint;
+use crate::inputs::input::InputConstraint;
 
 /// A constraint the Input cannot be resolved with: the field and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +77,7 @@ fn version_or_range(text: &str, at: &str) -> Result<Range, InputError> {
 
 /// The engine request for `constraints` (the Input's, then its class's).
 /// `cel` and `minKubeVersion`, which look at a bundle itself, are read by
-/// [`crate::input_filter::filters_of`] and narrow this request.
+/// [`crate::inputs::input_filter::filters_of`] and narrow this request.
 pub fn request_of(constraints: &[(String, &InputConstraint)]) -> Result<Request, InputError> {
     let mut subject: Option<(String, Request)> = None;
     let mut version: Option<(String, Range, String)> = None;
@@ -147,7 +147,7 @@ pub fn request_of(constraints: &[(String, &InputConstraint)]) -> Result<Request,
                 let kind = text(value, at, "kind")?;
                 set_subject(at, Request::Gvk(format!("{group}/{api_version}/{kind}")))?;
             }
-            // They look at a bundle itself: `crate::input_filter`.
+            // They look at a bundle itself: `crate::inputs::input_filter`.
             "cel" | "minKubeVersion" => {}
             other => {
                 return Err(error(

@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use pakket_api::CreatorRecord;
 use serde_json::{Value, json};
 
-use crate::input_resolve::instance_name;
-use crate::resolved_set::Entry;
+use crate::inputs::input_resolve::instance_name;
+use crate::set::resolved_set::Entry;
 
 /// The property naming the person an entry is installed for.
 pub const REQUESTED_BY: &str = "pakket.dev/requestedBy";
@@ -141,7 +141,9 @@ mod tests {
             image: String::new(),
             catalog: "c".into(),
             channel: None,
-            properties: vec![json!({ "type": crate::resolved_set::NEEDED_BY, "value": needed_by })],
+            properties: vec![
+                json!({ "type": crate::set::resolved_set::NEEDED_BY, "value": needed_by }),
+            ],
         }
     }
 

@@ -6,7 +6,7 @@
 //! different config is told which Input owns the package, and its config
 //! is not applied. Dependencies carry no config: nobody owns them.
 //!
-//! [`Seniority`]: crate::input_resolve::Seniority
+//! [`Seniority`]: crate::inputs::input_resolve::Seniority
 
 use std::collections::BTreeMap;
 

@@ -12,8 +12,8 @@ use pakket_engine::Version;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::input::InputConstraint;
-use crate::serving::Served;
+use crate::catalogs::serving::Served;
+use crate::inputs::input::InputConstraint;
 
 /// What the admin asks for.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -162,7 +162,7 @@ impl Operator {
     /// The condition of type `kind`, if the status has it.
     pub fn condition(&self, kind: &str) -> Option<&Condition> {
         let status = self.status.as_ref();
-        crate::condition::find(status.map(|s| s.conditions.as_slice()), kind)
+        crate::catalogs::condition::find(status.map(|s| s.conditions.as_slice()), kind)
     }
 }
 
@@ -203,7 +203,7 @@ pub fn updates(served: &Served, spec: &OperatorSpec, installed: &Version) -> Vec
     let range = spec
         .version
         .as_deref()
-        .and_then(|written| crate::input_request::version_range(written).ok());
+        .and_then(|written| crate::inputs::input_request::version_range(written).ok());
     let mut newer: Vec<Update> = catalog
         .bundles_of(package)
         .filter(|bundle| bundle.version > *installed)

@@ -1,0 +1,9 @@
+//! The set the Inputs resolve to (`resolved.bundles.json`), whose
+//! rights its children are judged by, what is held back while dependents
+//! leave, and the resolveset provisioner that turns it into child
+//! Instances.
+
+pub mod held_back;
+pub mod provisioner;
+pub mod requested_by;
+pub mod resolved_set;
