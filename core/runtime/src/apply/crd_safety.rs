@@ -6,10 +6,12 @@
 //! version present in both: a property removed, a property newly required,
 //! a type changed, an enum narrowed (a value removed), bounds narrowed
 //! (`minimum`, `minLength`, `minItems`, `minProperties` raised; `maximum`,
-//! `maxLength`, `maxItems`, `maxProperties` lowered or newly set). Only
+//! `maxLength`, `maxItems`, `maxProperties` lowered or newly set), a
+//! `default` added, changed or removed on an existing field. Only
 //! differences count: a schema unchanged, or a problem the old CRD already
 //! had, never blocks (the false positives operator-controller users met).
-//! Adding an optional property, a version or an enum value passes.
+//! Adding an optional property (with or without a default), a version, an
+//! enum value, relaxing a bound or changing a description passes.
 //!
 //! Beside the schema diff, [`breaking_objects`] reads the CRD's existing
 //! custom resources and names the ones the new schema would refuse
@@ -118,6 +120,22 @@ fn compare(version: &str, path: &str, old: &Value, new: &Value, found: &mut Vec<
                 values.join(", ")
             )));
         }
+        _ => {}
+    }
+    // Defaults apply when a stored object is read: adding, changing or
+    // removing one on a field that exists changes what every stored object
+    // says without anyone writing it. (A new field with a default is a new
+    // field: it is not compared here.)
+    match (old.get("default"), new.get("default")) {
+        (None, Some(added)) => found.push(at(format!(
+            "a default ({added}) is added, which every stored object would show on its next read"
+        ))),
+        (Some(removed), None) => found.push(at(format!(
+            "its default ({removed}) is removed, so stored objects that relied on it change"
+        ))),
+        (Some(was), Some(now)) if was != now => found.push(at(format!(
+            "its default changes from {was} to {now}, which changes what stored objects say"
+        ))),
         _ => {}
     }
     for bound in ["minimum", "minLength", "minItems", "minProperties"] {
@@ -253,6 +271,34 @@ mod tests {
             "tier": { "type": "string", "enum": ["a", "b", "c"] },
             "size": { "type": "integer", "maximum": 20 } } }));
         assert!(problems(&old, &widened).is_empty());
+    }
+
+    #[test]
+    fn a_default_added_changed_or_removed_on_an_existing_field_is_named() {
+        let old = widget(json!({ "type": "object", "properties": {
+            "size": { "type": "integer", "default": 3 },
+            "color": { "type": "string" },
+            "shape": { "type": "string", "default": "round" } } }));
+        let new = widget(json!({ "type": "object", "properties": {
+            "size": { "type": "integer", "default": 5 },
+            "color": { "type": "string", "default": "red" },
+            "shape": { "type": "string" } } }));
+        assert_eq!(
+            problems(&old, &new),
+            [
+                "version v1, .spec.color: a default (\"red\") is added, which every stored object would show on its next read",
+                "version v1, .spec.shape: its default (\"round\") is removed, so stored objects that relied on it change",
+                "version v1, .spec.size: its default changes from 3 to 5, which changes what stored objects say",
+            ]
+        );
+        // A new field with a default, a kept default and a description
+        // changed all pass.
+        let fine = widget(json!({ "type": "object", "properties": {
+            "size": { "type": "integer", "default": 3, "description": "how big" },
+            "color": { "type": "string" },
+            "shape": { "type": "string", "default": "round" },
+            "tier": { "type": "string", "default": "basic" } } }));
+        assert!(problems(&old, &fine).is_empty());
     }
 
     #[test]
