@@ -15,6 +15,10 @@ pub enum ConditionType {
     Installed,
     /// The Instance's objects work: Deployments available, CRDs established.
     Healthy,
+    /// Whether someone else changed installed objects that the class's
+    /// `drift: {mode: Warn}` leaves as they are; present only under Warn
+    /// (or once it was).
+    Drifted,
 }
 
 impl ConditionType {
@@ -35,6 +39,7 @@ impl ConditionType {
             Self::Unpacked => "Unpacked",
             Self::Installed => "Installed",
             Self::Healthy => "Healthy",
+            Self::Drifted => "Drifted",
         }
     }
 }
@@ -112,11 +117,15 @@ pub enum Reason {
     /// objects are at the new revision, some at the previous one (the
     /// message names those at the new one). Never healthy.
     MixedRevisions,
+    /// Objects someone else changed are left as they are (drift Warn).
+    ObjectsDrifted,
+    /// No installed object is changed from what Pakket applied.
+    NotDrifted,
 }
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 20] = [
+    pub const ALL: [Reason; 22] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -137,6 +146,8 @@ impl Reason {
         Self::ObjectsProgressing,
         Self::ObjectsUnhealthy,
         Self::MixedRevisions,
+        Self::ObjectsDrifted,
+        Self::NotDrifted,
     ];
 
     /// The reason as written in status (CamelCase, as the API conventions ask).
@@ -162,6 +173,8 @@ impl Reason {
             Self::ObjectsProgressing => "ObjectsProgressing",
             Self::ObjectsUnhealthy => "ObjectsUnhealthy",
             Self::MixedRevisions => "MixedRevisions",
+            Self::ObjectsDrifted => "ObjectsDrifted",
+            Self::NotDrifted => "NotDrifted",
         }
     }
 
@@ -187,6 +200,7 @@ impl Reason {
             | Self::ObjectsProgressing
             | Self::ObjectsUnhealthy
             | Self::MixedRevisions => ConditionType::Healthy,
+            Self::ObjectsDrifted | Self::NotDrifted => ConditionType::Drifted,
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct Fingerprint {
     pub digest: String,
 }
 
+/// One Instance's objects someone else changed: when, and whether the
+/// change was a deletion.
+type Changes = HashMap<ObjectRef, (Instant, bool)>;
+
 /// Watches on installed objects, and what the runtime itself wrote.
 pub struct Drift {
     client: Client,
@@ -60,6 +64,9 @@ pub struct Drift {
     changed_at: Mutex<HashMap<String, Instant>>,
     /// The Instance each watched object was last seen labelled with.
     seen_with: Mutex<HashMap<ObjectRef, String>>,
+    /// Per Instance: the objects someone else changed (or deleted: `true`),
+    /// and when; forgotten once an apply that began later wrote them.
+    drifted: Mutex<HashMap<String, Changes>>,
     /// Objects a prune is about to delete: their deletion is the runtime's
     /// own, not drift.
     pruning: Mutex<HashSet<ObjectRef>>,
@@ -82,6 +89,7 @@ impl Drift {
             applied: Mutex::default(),
             changed_at: Mutex::default(),
             seen_with: Mutex::default(),
+            drifted: Mutex::default(),
             pruning: Mutex::default(),
             trigger,
         });
@@ -126,6 +134,25 @@ impl Drift {
             .lock()
             .expect("not poisoned")
             .insert(instance.to_owned(), (fingerprint, began));
+        if let Some(objects) = self.drifted.lock().expect("not poisoned").get_mut(instance) {
+            objects.retain(|_, (at, _)| *at >= began);
+        }
+    }
+
+    /// The objects of `instance` someone else changed (`false`) or deleted
+    /// (`true`) since the runtime last wrote them, sorted.
+    pub fn drifted(&self, instance: &str) -> Vec<(ObjectRef, bool)> {
+        let mut objects: Vec<(ObjectRef, bool)> = self
+            .drifted
+            .lock()
+            .expect("not poisoned")
+            .get(instance)
+            .into_iter()
+            .flatten()
+            .map(|(object, (_, deleted))| (object.clone(), *deleted))
+            .collect();
+        objects.sort();
+        objects
     }
 
     /// Whether `instance` must be applied again: its content or generation
@@ -168,6 +195,7 @@ impl Drift {
             .lock()
             .expect("not poisoned")
             .retain(|_, seen| seen != instance);
+        self.drifted.lock().expect("not poisoned").remove(instance);
     }
 
     fn changed(
@@ -212,11 +240,18 @@ impl Drift {
             (false, LastWriters::Foreign { to_object }) => to_object,
         };
         if spec_changed {
-            tracing::info!(%instance, object = %reference, deleted, "installed object changed by someone else; re-applying");
+            tracing::info!(%instance, object = %reference, deleted, "installed object changed by someone else");
+            let now = Instant::now();
             self.changed_at
                 .lock()
                 .expect("not poisoned")
-                .insert(instance.clone(), Instant::now());
+                .insert(instance.clone(), now);
+            self.drifted
+                .lock()
+                .expect("not poisoned")
+                .entry(instance.clone())
+                .or_default()
+                .insert(reference, (now, deleted));
         }
         let _ = self.trigger.unbounded_send(Trigger::new(&instance));
     }

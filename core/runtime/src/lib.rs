@@ -31,6 +31,7 @@ pub mod cli;
 pub mod content;
 pub mod controller;
 pub mod drift;
+pub mod drift_mode;
 pub mod inventory;
 pub mod leader;
 pub mod manifest;

@@ -759,3 +759,82 @@ async fn an_approval_parameter_that_is_not_a_string_gates_instead_of_allowing_al
     assert_eq!(fixture.value_of("gated").await, None, "nothing applied");
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn under_drift_warn_a_hand_edit_stays_and_is_named_until_the_class_repairs_it() {
+    let fixture = Fixture::without_class("drift-warn").await;
+    fixture
+        .create_class_with(json!({ "approval": "AllowAll", "drift": { "mode": "Warn" } }))
+        .await;
+    let (instances, name) = installed(&fixture, &[("watched", "original")]).await;
+    fixture
+        .config_maps()
+        .patch(
+            "watched",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(&json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": { "name": "watched" },
+                "data": { "value": "edited by hand" },
+            })),
+        )
+        .await
+        .unwrap();
+    let drifted = wait_for(&instances, &name, "the edit reported as drift", |i| {
+        reason_is(i, ConditionType::Drifted, "ObjectsDrifted")
+    })
+    .await;
+    let message = &drifted.condition(ConditionType::Drifted).unwrap().message;
+    assert!(
+        message.contains("ConfigMap") && message.contains("watched") && message.contains("Warn"),
+        "{message}"
+    );
+    // Several passes later the edit is still there.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(
+        fixture.value_of("watched").await.as_deref(),
+        Some("edited by hand")
+    );
+    let events = instance_events(&fixture.scope.client, &name).await;
+    assert!(
+        events
+            .iter()
+            .any(|event| event.reason.as_deref() == Some("ObjectsDrifted")),
+        "{events:?}"
+    );
+
+    // The admin chooses Repair: the object is put back, and the condition
+    // says nothing is left changed.
+    patch_class(&fixture, json!({ "drift": { "mode": "Repair" } })).await;
+    eventually("the edit is put back", || async {
+        fixture.value_of("watched").await.as_deref() == Some("original")
+    })
+    .await;
+    wait_for(&instances, &name, "no drift left", |i| {
+        reason_is(i, ConditionType::Drifted, "NotDrifted")
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_drift_parameter_that_is_not_built_is_refused_naming_it() {
+    let fixture = Fixture::without_class("drift-ignore").await;
+    fixture
+        .create_class_with(
+            json!({ "approval": "AllowAll", "drift": { "mode": "Warn", "ignore": [] } }),
+        )
+        .await;
+    fixture.content("content", &[("kept", "v1")]).await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
+    let refused = wait_for(&instances, &name, "the parameter refused", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
+    assert!(message.contains("parameter drift.ignore"), "{message}");
+    assert_eq!(fixture.value_of("kept").await, None, "nothing applied");
+    fixture.scope.cleanup().await;
+}

@@ -124,6 +124,17 @@ pub async fn install<P: Provisioner>(
         class: class.name_any(),
         ..options
     };
+    let drift_mode = match crate::drift_mode::from_parameters(class.spec.parameters.as_ref()) {
+        Ok(mode) => mode,
+        Err(error) => {
+            let message = format!(
+                "ProvisionerClass {}: {error}; fix the class",
+                class.name_any()
+            );
+            report.set(Reason::InstallFailed, ConditionStatus::False, message);
+            return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+        }
+    };
     let unpacked = match already_unpacked(&bundle, context) {
         Some(unpacked) => unpacked,
         None if let Some(why) =
@@ -403,8 +414,12 @@ pub async fn install<P: Provisioner>(
         digest: unpacked.digest.as_str().to_owned(),
     };
     let installed_here = report.installed(bundle_name) && report.observed_current();
+    // Under drift Warn, what is installed is not written again until new
+    // content or a new generation asks for it.
+    let warn_only = installed_here && drift_mode == crate::drift_mode::DriftMode::Warn;
     let mut kept_for_objects = false;
-    let fresh_health = if !installed_here || context.drift.needs_apply(&name, &fingerprint, RESYNC)
+    let fresh_health = if !warn_only
+        && (!installed_here || context.drift.needs_apply(&name, &fingerprint, RESYNC))
     {
         let mut kinds = context.kinds.clone();
         let uid = instance.uid().unwrap_or_default();
@@ -617,6 +632,8 @@ pub async fn install<P: Provisioner>(
         None
     };
 
+    report_drift(&mut report, &context.drift.drifted(&name), warn_only);
+
     // Health: from the apply's answers when it just ran, else read afresh.
     let installed = report.status.objects.clone();
     let count = report.status.object_count.unwrap_or(installed.len() as u64);
@@ -669,6 +686,50 @@ pub async fn install<P: Provisioner>(
         next
     };
     finish(report, context, Action::requeue(next)).await
+}
+
+/// The `Drifted` condition: under drift Warn, the objects someone else
+/// changed or deleted (left as they are); once they are written again, or
+/// under Repair, that nothing is left changed. Absent for an Instance that
+/// never drifted under Warn.
+fn report_drift(report: &mut Report, drifted: &[(pakket_api::ObjectRef, bool)], warn_only: bool) {
+    const NAMED: usize = 10;
+    if warn_only && !drifted.is_empty() {
+        let mut names: Vec<String> = drifted
+            .iter()
+            .take(NAMED)
+            .map(|(object, deleted)| {
+                format!("{object}{}", if *deleted { " (deleted)" } else { "" })
+            })
+            .collect();
+        if drifted.len() > NAMED {
+            names.push(format!("and {} more", drifted.len() - NAMED));
+        }
+        report.set(
+            Reason::ObjectsDrifted,
+            ConditionStatus::True,
+            format!(
+                "{} objects were changed by someone else since Pakket wrote them, and are left as they are (the class's drift mode is Warn): {}; new content or a new generation of the Instance writes them again, or set the class's drift mode to Repair",
+                drifted.len(),
+                names.join(", ")
+            ),
+        );
+    } else if pakket_api::condition::find(
+        &report.status.conditions,
+        pakket_api::ConditionType::Drifted,
+    )
+    .is_some()
+    {
+        report.set(
+            Reason::NotDrifted,
+            ConditionStatus::False,
+            if warn_only {
+                "no installed object is changed from what Pakket wrote"
+            } else {
+                "the objects are as Pakket wrote them (changes by others are put back)"
+            },
+        );
+    }
 }
 
 /// Content unpacked and pinned whose objects are not rendered (the

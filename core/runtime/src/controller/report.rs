@@ -12,8 +12,9 @@ use pakket_api::{ConditionType, Instance, InstanceStatus, Reason};
 use crate::apply::FIELD_MANAGER;
 
 /// Reasons an Event reports as a warning: something an admin should look at.
-const WARNING_REASONS: [Reason; 6] = [
+const WARNING_REASONS: [Reason; 7] = [
     Reason::ApprovalDenied,
+    Reason::ObjectsDrifted,
     Reason::UnpackFailed,
     Reason::InstallFailed,
     Reason::InvalidConfig,
