@@ -162,6 +162,19 @@ impl Fixture {
         (installed, started.elapsed())
     }
 
+    /// Deletes Instance `name` and waits until its ConfigMap `object` is
+    /// gone with it.
+    async fn remove(&self, name: &str, object: &str) {
+        self.instances()
+            .delete(&self.scope.name(name), &DeleteParams::default())
+            .await
+            .unwrap();
+        pakket_testkit::eventually("the Instance's objects are gone", || async {
+            self.value_of(object).await.is_none()
+        })
+        .await;
+    }
+
     async fn cleanup(self, names: &[&str]) {
         for name in names {
             let _ = self
@@ -203,15 +216,7 @@ async fn installs_an_image_bundle_and_reuses_a_stored_digest_without_pulling() {
 
     // The objects can have one owner: the first Instance goes (and its
     // objects with it) before a second installs the same content.
-    fixture
-        .instances()
-        .delete(&fixture.scope.name("first"), &DeleteParams::default())
-        .await
-        .unwrap();
-    pakket_testkit::eventually("the first Instance's objects are gone", || async {
-        fixture.value_of("first").await.is_none()
-    })
-    .await;
+    fixture.remove("first", "first").await;
 
     // (b) Take the layer out of the registry: a pull would now fail, a
     // resolve still works. A second Bundle with the same digest installs
@@ -261,15 +266,7 @@ async fn stored_content_found_damaged_is_fetched_again_before_the_content_is_bla
     )
     .await;
     fixture.install("first", "bundle-a", &reference).await;
-    fixture
-        .instances()
-        .delete(&fixture.scope.name("first"), &DeleteParams::default())
-        .await
-        .unwrap();
-    pakket_testkit::eventually("the first Instance's objects are gone", || async {
-        fixture.value_of("kept").await.is_none()
-    })
-    .await;
+    fixture.remove("first", "kept").await;
 
     // The stored manifest is cut short; the entry itself stays in place.
     let store = Store::open(&fixture.store).unwrap();

@@ -35,6 +35,18 @@ fn instance(scope: &Scope, bundle: &str, reference: &str, install_namespace: &st
     support::instance_into(scope, "etcd", bundle, reference, install_namespace)
 }
 
+/// Deletes Instance `name` and waits until it is gone.
+async fn delete_and_wait(instances: &Api<Instance>, name: &str) {
+    instances
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(name).await.unwrap().is_none()
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_alone() {
     let scope = Scope::new("registry-v1-etcd").await;
@@ -203,14 +215,7 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
             .contains_key("core.pakket.dev/instance-uid"),
         "an existing namespace is not the Instance's"
     );
-    instances
-        .delete(&name, &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the Instance is gone", || async {
-        instances.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    delete_and_wait(&instances, &name).await;
     let namespace = namespaces.get(&existing).await.unwrap();
     assert!(
         namespace.metadata.deletion_timestamp.is_none(),
@@ -278,14 +283,7 @@ async fn a_watch_the_bundle_does_not_support_is_reported_naming_the_field_and_no
             .is_none(),
         "nothing applied"
     );
-    instances
-        .delete(&name, &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the Instance is gone", || async {
-        instances.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    delete_and_wait(&instances, &name).await;
     scope.cleanup().await;
 }
 
@@ -394,14 +392,7 @@ async fn a_deployment_config_shapes_the_operators_deployment_and_a_wrong_one_cha
     assert_eq!(kept.metadata.uid, deployment.metadata.uid);
     check(&kept);
 
-    instances
-        .delete(&name, &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the Instance is gone", || async {
-        instances.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    delete_and_wait(&instances, &name).await;
     scope.cleanup().await;
 }
 
@@ -454,14 +445,7 @@ async fn a_namespace_pakket_creates_gets_the_templates_labels_and_an_existing_on
         made.metadata.annotations.clone().unwrap()["example.com/owner"],
         "team a"
     );
-    instances
-        .delete(&name, &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the Instance is gone", || async {
-        instances.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    delete_and_wait(&instances, &name).await;
 
     // A namespace that exists already: used as it is, not relabelled.
     let existing = scope.name("existing");
@@ -498,14 +482,7 @@ async fn a_namespace_pakket_creates_gets_the_templates_labels_and_an_existing_on
         "{:?}",
         kept.metadata.labels
     );
-    instances
-        .delete(&name, &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the Instance is gone", || async {
-        instances.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    delete_and_wait(&instances, &name).await;
     let _ = namespaces.delete(&existing, &DeleteParams::default()).await;
     scope.cleanup().await;
 }

@@ -1443,6 +1443,44 @@ async fn an_input_someone_wrote_under_a_generated_name_is_never_taken_over() {
     support::cleanup(scope).await;
 }
 
+/// What an etcd Operator test starts from: the CRDs, the resolveset
+/// process, the etcd images and catalog, registry-v1 (`AllowAll`), the
+/// resolveset provisioner and the subscription class. The process (keep
+/// it while the test runs) and the etcd bundles.
+async fn operator_world(
+    scope: &Scope,
+) -> (
+    pakket_resolveset::process::Running,
+    Vec<(String, String, String)>,
+) {
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let running = support::start(scope, support::loopback(), Vec::new()).await;
+    let (bundles, mirror) = etcd_images_and_catalog(scope).await;
+    let registry_class = start_registry_v1(scope, "AllowAll", &mirror, None).await;
+    start_resolveset(scope, &registry_class, None).await;
+    subscription_class(scope).await;
+    (running, bundles)
+}
+
+/// A new set `set` approved (as a person would) and its child
+/// `child_name` installed at `bundle`.
+async fn approved_child(
+    instances: &Api<Instance>,
+    set: &str,
+    child_name: &str,
+    bundle: &str,
+) -> Instance {
+    wait_for_instance(instances, set, "the new set waiting", |i| {
+        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
+    })
+    .await;
+    approve(instances, set).await;
+    wait_for_instance(instances, child_name, "the child installed", |i| {
+        i.spec.bundle.name == bundle && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await
+}
+
 /// Operator `<scope>-etcd` in the single-namespace channel, at `version`,
 /// as a user's apply would write it.
 async fn apply_etcd_operator(scope: &Scope, version: &str) {
@@ -1486,27 +1524,14 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
     const CRD: &str = "etcdclusters.etcd.database.coreos.com";
     let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-catalog-gone").await;
-    pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
-    let (bundles, mirror) = etcd_images_and_catalog(&scope).await;
-    let registry_class = start_registry_v1(&scope, "AllowAll", &mirror, None).await;
-    start_resolveset(&scope, &registry_class, None).await;
-    subscription_class(&scope).await;
+    let (_running, bundles) = operator_world(&scope).await;
 
     // etcd 0.9.2 installed through an Operator.
     apply_etcd_operator(&scope, "0.9.2").await;
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let set = scope.name("resolveset");
     let child_name = format!("{set}-etcd");
-    wait_for_instance(&instances, &set, "the new set waiting", |i| {
-        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
-    })
-    .await;
-    approve(&instances, &set).await;
-    let child = wait_for_instance(&instances, &child_name, "etcd 0.9.2 installed", |i| {
-        i.spec.bundle.name == bundles[0].0 && condition_is(i, ConditionType::Installed, "True")
-    })
-    .await;
+    let child = approved_child(&instances, &set, &child_name, &bundles[0].0).await;
     let objects = child.status.as_ref().unwrap().objects.len();
     let crd_uid = uid_of::<CustomResourceDefinition>(&scope.client, CRD).await;
     assert!(crd_uid.is_some(), "etcd's CRD is installed");
@@ -1622,12 +1647,7 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_config_for_the_
  {
     let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-operator-config").await;
-    pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
-    let (bundles, mirror) = etcd_images_and_catalog(&scope).await;
-    let registry_class = start_registry_v1(&scope, "AllowAll", &mirror, None).await;
-    start_resolveset(&scope, &registry_class, None).await;
-    subscription_class(&scope).await;
+    let (_running, bundles) = operator_world(&scope).await;
 
     // An Operator that says where etcd runs and how its Deployment looks.
     let namespace = scope.name("ops");
@@ -1658,15 +1678,7 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_config_for_the_
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let set = scope.name("resolveset");
     let child_name = format!("{set}-etcd");
-    wait_for_instance(&instances, &set, "the new set waiting", |i| {
-        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
-    })
-    .await;
-    approve(&instances, &set).await;
-    let child = wait_for_instance(&instances, &child_name, "etcd installed", |i| {
-        i.spec.bundle.name == bundles[0].0 && condition_is(i, ConditionType::Installed, "True")
-    })
-    .await;
+    let child = approved_child(&instances, &set, &child_name, &bundles[0].0).await;
     let config = child.spec.config.clone().unwrap();
     assert_eq!(config["installNamespace"], json!(namespace));
     let deployment =
