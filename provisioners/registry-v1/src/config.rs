@@ -322,7 +322,7 @@ fn check_namespace(field: &str, namespace: &str) -> Result<(), ConfigError> {
 }
 
 /// An RFC 1123 label, as namespace names are.
-fn is_dns_label(name: &str) -> bool {
+pub(crate) fn is_dns_label(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
         && name

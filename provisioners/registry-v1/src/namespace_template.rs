@@ -104,17 +104,9 @@ fn key_problem(key: &str) -> Option<String> {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         && name.as_bytes()[0].is_ascii_alphanumeric()
         && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
+    // A DNS subdomain: labels as namespace names are, joined by dots.
     let prefix_ok = prefix.is_none_or(|prefix| {
-        !prefix.is_empty()
-            && prefix.len() <= 253
-            && prefix.split('.').all(|part| {
-                !part.is_empty()
-                    && part
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !part.starts_with('-')
-                    && !part.ends_with('-')
-            })
+        prefix.len() <= 253 && prefix.split('.').all(crate::config::is_dns_label)
     });
     (!name_ok || !prefix_ok).then(|| {
         "is not a valid key: an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit".into()
