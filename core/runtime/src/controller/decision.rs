@@ -15,12 +15,19 @@
 use std::time::Duration;
 
 use kube::runtime::events::{Event, EventType};
-use pakket_api::{ApprovalState, ConditionType, Instance};
+use pakket_api::condition;
+use pakket_api::{ApprovalState, ConditionType, Instance, InstanceStatus};
 
 use super::report::Report;
 
 /// A decision older than this, first seen after a restart, is not told.
 const RECENT: Duration = Duration::from_secs(120);
+
+/// The record while no person's decision stands (approval pending, or a
+/// policy's). Conditions keep their transition time to the second, so two
+/// decisions a second apart could look alike; a decision that follows a
+/// pending state is new whatever its time says.
+const UNDECIDED: &str = "undecided";
 
 /// A person's decision in words, or `None` for anything else (pending, a
 /// policy's approval: the runtime writes those and its own Event tells).
@@ -108,6 +115,21 @@ fn decided_at(instance: &Instance) -> String {
         .unwrap_or_default()
 }
 
+/// Records, in the status about to be written, that no person's decision
+/// stands when none does, so the next one is told even if it carries the
+/// same words and second as one told before it.
+pub fn settle(status: &mut InstanceStatus) {
+    let approval = condition::find(&status.conditions, ConditionType::Approved);
+    let state = ApprovalState {
+        status: approval.map(|c| c.status.clone()).unwrap_or_default(),
+        reason: approval.map(|c| c.reason.clone()).unwrap_or_default(),
+        content: status.approval.clone(),
+    };
+    if !state.by_person() && !state.is_denied() && status.decision_told.is_some() {
+        status.decision_told = Some(UNDECIDED.to_owned());
+    }
+}
+
 /// Whether the `Approved` condition changed within [`RECENT`].
 fn recent(instance: &Instance) -> bool {
     instance
@@ -119,4 +141,120 @@ fn recent(instance: &Instance) -> bool {
                 .and_then(|span| span.total(jiff::Unit::Second).ok())
         })
         .is_some_and(|seconds| seconds <= RECENT.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use jiff::Timestamp;
+    use pakket_api::condition::{self, ConditionStatus};
+    use pakket_api::{ApprovedContent, BundleTemplate, InstanceSpec, Reason};
+
+    use super::*;
+
+    thread_local! {
+        /// One second for every condition a test writes.
+        static AT: Timestamp = this_second();
+    }
+
+    /// This second, as a condition stores it (a recent decision is told).
+    fn this_second() -> Timestamp {
+        Timestamp::from_second(Timestamp::now().as_second()).unwrap()
+    }
+
+    /// An Instance whose `Approved` condition took `reason` at [`this_second`],
+    /// with content approved by a person.
+    fn decided(reason: Reason, status: ConditionStatus, told: Option<String>) -> Instance {
+        let mut instance = Instance::new(
+            "a",
+            InstanceSpec {
+                class: "c".into(),
+                selector: None,
+                bundle: BundleTemplate {
+                    name: "b".into(),
+                    spec: None,
+                },
+                deletion_policy: Default::default(),
+                config: None,
+            },
+        );
+        instance.status = Some(InstanceStatus {
+            conditions: vec![condition::new(
+                reason,
+                status,
+                "m",
+                Some(1),
+                AT.with(|at| *at),
+            )],
+            approval: Some(ApprovedContent {
+                bundle: "b".into(),
+                digest: "sha256:1".into(),
+                approved_by: "alice".into(),
+                rendered: None,
+            }),
+            decision_told: told,
+            ..InstanceStatus::default()
+        });
+        instance
+    }
+
+    #[test]
+    fn a_decision_is_told_once() {
+        let approved = decided(Reason::ApprovedByUser, ConditionStatus::True, None);
+        let mut report = Report::new(&approved);
+        tell(&approved, &mut report);
+        assert!(report.after_write.is_some(), "the first sight is told");
+        let told = report.status.decision_told.clone();
+        let again = decided(Reason::ApprovedByUser, ConditionStatus::True, told);
+        let mut report = Report::new(&again);
+        tell(&again, &mut report);
+        assert!(
+            report.after_write.is_none(),
+            "the same decision is not told twice"
+        );
+    }
+
+    #[test]
+    fn a_second_decision_after_a_pending_state_is_told_even_within_the_same_second() {
+        let approved = decided(Reason::ApprovedByUser, ConditionStatus::True, None);
+        let mut report = Report::new(&approved);
+        tell(&approved, &mut report);
+        // The runtime asks again (new rights): its status write records
+        // that no decision stands.
+        let mut pending = decided(
+            Reason::ApprovalPending,
+            ConditionStatus::False,
+            report.status.decision_told.clone(),
+        );
+        let status = pending.status.as_mut().unwrap();
+        settle(status);
+        assert_eq!(status.decision_told.as_deref(), Some(UNDECIDED));
+        // A person approves the same content again, the condition keeping
+        // the same second: a new decision, told.
+        let approved_again = decided(
+            Reason::ApprovedByUser,
+            ConditionStatus::True,
+            status.decision_told.clone(),
+        );
+        let mut report = Report::new(&approved_again);
+        tell(&approved_again, &mut report);
+        assert!(report.after_write.is_some(), "the second decision is told");
+    }
+
+    #[test]
+    fn settling_keeps_a_standing_decision_and_an_absent_record() {
+        let mut approved = decided(
+            Reason::ApprovedByUser,
+            ConditionStatus::True,
+            Some("d".into()),
+        )
+        .status
+        .unwrap();
+        settle(&mut approved);
+        assert_eq!(approved.decision_told.as_deref(), Some("d"));
+        let mut unrecorded = decided(Reason::ApprovalPending, ConditionStatus::False, None)
+            .status
+            .unwrap();
+        settle(&mut unrecorded);
+        assert_eq!(unrecorded.decision_told, None);
+    }
 }

@@ -145,6 +145,7 @@ impl Report {
     ) -> Result<StatusWrite, kube::Error> {
         let event = change_event(&self.found, &self.status.conditions);
         self.fill_missing();
+        super::decision::settle(&mut self.status);
         self.status.observed_generation = self.generation;
         if self.instance.status.as_ref() == Some(&self.status) {
             return Ok(StatusWrite::Unchanged);
