@@ -19,6 +19,11 @@ pub enum ConditionType {
     /// `drift: {mode: Warn}` leaves as they are; present only under Warn
     /// (or once it was).
     Drifted,
+    /// Whether a revision is on its way: `True` while it rolls out or an
+    /// apply is retried, `False` once it rolled out (`Succeeded`) or is
+    /// stuck (`Blocked`); never left `True` after success. Present once
+    /// something was applied.
+    Progressing,
 }
 
 impl ConditionType {
@@ -40,6 +45,7 @@ impl ConditionType {
             Self::Installed => "Installed",
             Self::Healthy => "Healthy",
             Self::Drifted => "Drifted",
+            Self::Progressing => "Progressing",
         }
     }
 }
@@ -121,11 +127,22 @@ pub enum Reason {
     ObjectsDrifted,
     /// No installed object is changed from what Pakket applied.
     NotDrifted,
+    /// A revision's workloads are rolling out (Progressing).
+    RollingOut,
+    /// A revision's objects could not be applied; tried again (Progressing).
+    Retrying,
+    /// A revision's rollout passed its progress deadline or failed
+    /// (Progressing).
+    Blocked,
+    /// The newest revision rolled out (Progressing).
+    Succeeded,
+    /// A rollout passed its progress deadline (Healthy).
+    ProgressDeadlineExceeded,
 }
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 22] = [
+    pub const ALL: [Reason; 27] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -148,6 +165,11 @@ impl Reason {
         Self::MixedRevisions,
         Self::ObjectsDrifted,
         Self::NotDrifted,
+        Self::RollingOut,
+        Self::Retrying,
+        Self::Blocked,
+        Self::Succeeded,
+        Self::ProgressDeadlineExceeded,
     ];
 
     /// The reason as written in status (CamelCase, as the API conventions ask).
@@ -175,6 +197,11 @@ impl Reason {
             Self::MixedRevisions => "MixedRevisions",
             Self::ObjectsDrifted => "ObjectsDrifted",
             Self::NotDrifted => "NotDrifted",
+            Self::RollingOut => "RollingOut",
+            Self::Retrying => "Retrying",
+            Self::Blocked => "Blocked",
+            Self::Succeeded => "Succeeded",
+            Self::ProgressDeadlineExceeded => "ProgressDeadlineExceeded",
         }
     }
 
@@ -199,7 +226,11 @@ impl Reason {
             | Self::ObjectsHealthy
             | Self::ObjectsProgressing
             | Self::ObjectsUnhealthy
-            | Self::MixedRevisions => ConditionType::Healthy,
+            | Self::MixedRevisions
+            | Self::ProgressDeadlineExceeded => ConditionType::Healthy,
+            Self::RollingOut | Self::Retrying | Self::Blocked | Self::Succeeded => {
+                ConditionType::Progressing
+            }
             Self::ObjectsDrifted | Self::NotDrifted => ConditionType::Drifted,
         }
     }

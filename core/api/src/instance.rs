@@ -22,6 +22,7 @@ use crate::{ApprovedContent, Bundle, BundleSpec, BundleStatus, ObjectRef};
     printcolumn = r#"{"name":"Approved","type":"string","jsonPath":".status.conditions[?(@.type==\"Approved\")].status"}"#,
     printcolumn = r#"{"name":"Installed","type":"string","jsonPath":".status.conditions[?(@.type==\"Installed\")].status"}"#,
     printcolumn = r#"{"name":"Healthy","type":"string","jsonPath":".status.conditions[?(@.type==\"Healthy\")].status","priority":1}"#,
+    printcolumn = r#"{"name":"Serving","type":"integer","jsonPath":".status.servingRevision","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -137,6 +138,16 @@ pub struct InstanceStatus {
     /// deletes), never from here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provides: Vec<String>,
+    /// The Instance's revisions, oldest first: each install of other
+    /// content, with how its rollout went; at most the class's
+    /// `revisionHistoryLimit` (default 10).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub revisions: Vec<crate::Revision>,
+    /// The newest revision that rolled out completely: what serves while a
+    /// later one rolls out, is blocked or failed to apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving_revision: Option<i64>,
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -14,6 +14,7 @@ pub mod instance;
 pub mod object_ref;
 pub mod ownership;
 pub mod provisioner_class;
+pub mod revision;
 mod schema;
 
 pub use approval::{ApprovalState, ApprovedContent};
@@ -34,6 +35,7 @@ pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
 pub use provisioner_class::{
     ClassClaim, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,
 };
+pub use revision::{REVISION_HISTORY_LIMIT, Revision, RevisionOutcome};
 
 /// The annotation that lets an Instance pivot to the Bundle it names even
 /// though the pivot drops CRDs whose APIs are in use (the CRDs then stay

@@ -236,6 +236,20 @@ async fn objects_round_trip_with_their_status_subresources() {
         }),
         // What it provides round-trips too.
         provides: vec!["etcd.database.coreos.com/v1beta2 EtcdCluster".into()],
+        // A revision, embedded spec and all, round-trips through the schema.
+        revisions: vec![pakket_api::Revision {
+            number: 1,
+            bundle: "etcd-operator.v0.9.4".into(),
+            bundle_spec: Some(bundle(&scope, "bundle").spec),
+            digest: DIGEST.into(),
+            rendered: Some(DIGEST.into()),
+            approved_by: "alice".into(),
+            applied: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now),
+            outcome: pakket_api::RevisionOutcome::RollingOut,
+            ended: None,
+            message: "waiting for Deployment/etcd/etcd-operator".into(),
+        }],
+        serving_revision: None,
         observed_generation: Some(1),
     };
     let instance_name = scope.name("instance");

@@ -491,6 +491,9 @@ pub struct HealthProblem {
     /// Still converging (a Deployment rolling out within its progress
     /// deadline, a CRD not Established yet): not a failure, not yet healthy.
     pub settling: bool,
+    /// A rollout that passed its progress deadline (the workload says so):
+    /// a blocked rollout, not a broken object.
+    pub past_deadline: bool,
 }
 
 impl HealthProblem {
@@ -498,6 +501,7 @@ impl HealthProblem {
         Self {
             text,
             settling: false,
+            past_deadline: false,
         }
     }
 
@@ -505,6 +509,15 @@ impl HealthProblem {
         Self {
             text,
             settling: true,
+            past_deadline: false,
+        }
+    }
+
+    fn past_deadline(text: String) -> Self {
+        Self {
+            text,
+            settling: false,
+            past_deadline: true,
         }
     }
 }
@@ -539,6 +552,8 @@ pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<HealthPr
 fn health_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<HealthProblem> {
     match reference.kind.as_str() {
         "Deployment" => rollout::deployment_problem(reference, object, jiff::Timestamp::now()),
+        "StatefulSet" => rollout::stateful_set_problem(reference, object),
+        "DaemonSet" => rollout::daemon_set_problem(reference, object),
         "CustomResourceDefinition" if !condition_true(object, "Established") => {
             let refused =
                 condition(object, "NamesAccepted").filter(|(status, _, _)| status == "False");

@@ -65,6 +65,29 @@ pub fn count(
     }
 }
 
+/// A duration: a string such as `90s`, `10m` or `1h30m` (or ISO 8601,
+/// `PT10M`), at least one second. `default` when absent.
+pub fn duration(
+    parameters: Option<&Map<String, Value>>,
+    name: &str,
+    default: std::time::Duration,
+) -> Result<std::time::Duration, ParameterError> {
+    let Some(value) = parameters.and_then(|parameters| parameters.get(name)) else {
+        return Ok(default);
+    };
+    let parsed = value
+        .as_str()
+        .and_then(|text| text.parse::<jiff::SignedDuration>().ok())
+        .and_then(|duration| std::time::Duration::try_from(duration).ok())
+        .filter(|duration| duration.as_secs() >= 1);
+    parsed.ok_or_else(|| {
+        error(
+            name,
+            format!("{value} is not a duration of a second or more; write e.g. 90s, 10m or 1h30m"),
+        )
+    })
+}
+
 /// A boolean; `default` when absent.
 pub fn boolean(
     parameters: Option<&Map<String, Value>>,
@@ -155,6 +178,33 @@ mod tests {
 
     fn parameters(value: Value) -> Map<String, Value> {
         value.as_object().cloned().expect("an object")
+    }
+
+    #[test]
+    fn durations_are_written_as_people_write_them_and_refused_otherwise() {
+        use std::time::Duration;
+        let read = |value: Value| {
+            duration(
+                Some(&parameters(json!({ "d": value }))),
+                "d",
+                Duration::from_secs(600),
+            )
+        };
+        assert_eq!(read(json!("90s")), Ok(Duration::from_secs(90)));
+        assert_eq!(read(json!("10m")), Ok(Duration::from_secs(600)));
+        assert_eq!(read(json!("1h30m")), Ok(Duration::from_secs(5400)));
+        assert_eq!(read(json!("PT2M")), Ok(Duration::from_secs(120)));
+        assert_eq!(
+            duration(None, "d", Duration::from_secs(600)),
+            Ok(Duration::from_secs(600))
+        );
+        for bad in [json!("soon"), json!(30), json!("-5m"), json!("0s")] {
+            let error = read(bad.clone()).unwrap_err();
+            assert!(
+                error.to_string().contains("write e.g. 90s"),
+                "{bad}: {error}"
+            );
+        }
     }
 
     #[test]

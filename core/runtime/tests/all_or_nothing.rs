@@ -10,7 +10,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
-use pakket_api::{ConditionType, Instance};
+use pakket_api::{ConditionType, Instance, RevisionOutcome};
 use pakket_testkit::{condition_is, eventually, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
 
@@ -101,6 +101,30 @@ async fn a_pivot_the_apiserver_would_refuse_part_way_writes_nothing_and_names_th
         condition_is(&refused, ConditionType::Healthy, "True"),
         "v1 runs whole: {:?}",
         refused.condition(ConditionType::Healthy)
+    );
+    // The refused pivot is revision 2, failed; revision 1 serves, and
+    // Progressing says the apply is tried again.
+    let status = refused.status.clone().unwrap();
+    let outcomes: Vec<(i64, RevisionOutcome)> = status
+        .revisions
+        .iter()
+        .map(|revision| (revision.number, revision.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (1, RevisionOutcome::Succeeded),
+            (2, RevisionOutcome::Failed)
+        ]
+    );
+    assert!(status.revisions[1].message.contains("immutable"));
+    assert_eq!(status.serving_revision, Some(1));
+    assert!(reason_is(&refused, ConditionType::Progressing, "Retrying"));
+    let progressing = refused.condition(ConditionType::Progressing).unwrap();
+    assert!(
+        progressing.message.contains("revision 1 still serves"),
+        "{}",
+        progressing.message
     );
     fixture.scope.cleanup().await;
 }

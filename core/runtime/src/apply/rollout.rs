@@ -8,6 +8,11 @@
 //!   Available: an upgrade is healthy only once the new revision runs;
 //! - once rolled out, a Deployment that loses availability is failing
 //!   after [`GRACE`], not "still converging".
+//!
+//! StatefulSets and DaemonSets have no conditions to say so: their rollout
+//! is judged from their counts and revisions as `kubectl rollout status`
+//! does, settling until complete. How long settling may last is the
+//! Instance's progress deadline, which the runtime keeps.
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
@@ -30,7 +35,7 @@ pub fn deployment_problem(
     if let Some((_, reason, message)) = &progressing
         && reason == "ProgressDeadlineExceeded"
     {
-        return Some(HealthProblem::failing(format!(
+        return Some(HealthProblem::past_deadline(format!(
             "{reference} passed its progress deadline (ProgressDeadlineExceeded: {message}); its current revision does not roll out"
         )));
     }
@@ -91,6 +96,77 @@ fn rolling_out(object: &DynamicObject) -> Option<String> {
     None
 }
 
+/// The StatefulSet's problem, if its current revision has not rolled out:
+/// the controller has not seen its spec, replicas are not ready, or (rolling
+/// updates) pods still run an older revision than the partition allows.
+pub fn stateful_set_problem(
+    reference: &ObjectRef,
+    object: &DynamicObject,
+) -> Option<HealthProblem> {
+    let number = |pointer: &str| object.data.pointer(pointer).and_then(Value::as_i64);
+    let text = |pointer: &str| object.data.pointer(pointer).and_then(Value::as_str);
+    let settling = |words: String| {
+        Some(HealthProblem::settling(format!(
+            "{reference} to roll out its current revision ({words})"
+        )))
+    };
+    if number("/status/observedGeneration").unwrap_or(0) < object.metadata.generation.unwrap_or(0) {
+        return settling("the controller has not seen its new spec yet".to_owned());
+    }
+    let wanted = number("/spec/replicas").unwrap_or(1);
+    let ready = number("/status/readyReplicas").unwrap_or(0);
+    if ready < wanted {
+        return settling(format!("{ready} of {wanted} replicas ready"));
+    }
+    // OnDelete: pods change only when someone deletes them; nothing rolls.
+    if text("/spec/updateStrategy/type") == Some("OnDelete") {
+        return None;
+    }
+    let partition = number("/spec/updateStrategy/rollingUpdate/partition").unwrap_or(0);
+    let updated = number("/status/updatedReplicas").unwrap_or(0);
+    if partition > 0 {
+        let due = (wanted - partition).max(0);
+        return (updated < due).then(|| {
+            HealthProblem::settling(format!(
+                "{reference} to roll out its current revision ({updated} of {due} replicas above partition {partition} updated)"
+            ))
+        });
+    }
+    match (
+        text("/status/currentRevision"),
+        text("/status/updateRevision"),
+    ) {
+        (Some(current), Some(update)) if current != update => settling(format!(
+            "{updated} of {wanted} replicas at revision {update}, the rest at {current}"
+        )),
+        _ => None,
+    }
+}
+
+/// The DaemonSet's problem, if its current revision has not rolled out to
+/// every node it should run on, or some of its pods are not available.
+pub fn daemon_set_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<HealthProblem> {
+    let number = |pointer: &str| object.data.pointer(pointer).and_then(Value::as_i64);
+    let settling = |words: String| {
+        Some(HealthProblem::settling(format!(
+            "{reference} to roll out its current revision ({words})"
+        )))
+    };
+    if number("/status/observedGeneration").unwrap_or(0) < object.metadata.generation.unwrap_or(0) {
+        return settling("the controller has not seen its new spec yet".to_owned());
+    }
+    let desired = number("/status/desiredNumberScheduled").unwrap_or(0);
+    let updated = number("/status/updatedNumberScheduled").unwrap_or(0);
+    let available = number("/status/numberAvailable").unwrap_or(0);
+    if updated < desired {
+        return settling(format!("{updated} of {desired} nodes updated"));
+    }
+    if available < desired {
+        return settling(format!("{available} of {desired} pods available"));
+    }
+    None
+}
+
 /// When condition `kind` last changed status.
 fn transition_time(object: &DynamicObject, kind: &str) -> Option<Timestamp> {
     object
@@ -132,6 +208,137 @@ mod tests {
 
     fn now() -> Timestamp {
         "2026-11-27T12:00:00Z".parse().unwrap()
+    }
+
+    fn workload(
+        kind: &str,
+        generation: i64,
+        spec: Value,
+        status: Value,
+    ) -> (ObjectRef, DynamicObject) {
+        let reference = ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: kind.into(),
+            name: "db".into(),
+            namespace: Some("n".into()),
+        };
+        let object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": kind,
+            "metadata": {"name": "db", "generation": generation},
+            "spec": spec, "status": status,
+        }))
+        .unwrap();
+        (reference, object)
+    }
+
+    #[test]
+    fn a_stateful_set_settles_until_every_replica_runs_its_update_revision() {
+        let spec = serde_json::json!({"replicas": 3});
+        let (reference, unseen) = workload(
+            "StatefulSet",
+            2,
+            spec.clone(),
+            serde_json::json!({"observedGeneration": 1}),
+        );
+        assert!(stateful_set_problem(&reference, &unseen).unwrap().settling);
+        let (reference, rolling) = workload(
+            "StatefulSet",
+            2,
+            spec.clone(),
+            serde_json::json!({
+                "observedGeneration": 2, "readyReplicas": 3, "updatedReplicas": 1,
+                "currentRevision": "db-1", "updateRevision": "db-2",
+            }),
+        );
+        let problem = stateful_set_problem(&reference, &rolling).unwrap();
+        assert!(problem.settling);
+        assert!(
+            problem
+                .text
+                .contains("1 of 3 replicas at revision db-2, the rest at db-1"),
+            "{}",
+            problem.text
+        );
+        let (reference, unready) = workload(
+            "StatefulSet",
+            2,
+            spec.clone(),
+            serde_json::json!({
+                "observedGeneration": 2, "readyReplicas": 2, "currentRevision": "db-2", "updateRevision": "db-2",
+            }),
+        );
+        assert!(
+            stateful_set_problem(&reference, &unready)
+                .unwrap()
+                .text
+                .contains("2 of 3 replicas ready")
+        );
+        let (reference, done) = workload(
+            "StatefulSet",
+            2,
+            spec,
+            serde_json::json!({
+                "observedGeneration": 2, "readyReplicas": 3, "updatedReplicas": 3,
+                "currentRevision": "db-2", "updateRevision": "db-2",
+            }),
+        );
+        assert!(stateful_set_problem(&reference, &done).is_none());
+    }
+
+    #[test]
+    fn a_partitioned_stateful_set_is_rolled_out_once_the_pods_above_the_partition_are_updated() {
+        let spec = serde_json::json!({"replicas": 3, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}});
+        let status = |updated: i64| {
+            serde_json::json!({
+                "observedGeneration": 1, "readyReplicas": 3, "updatedReplicas": updated,
+                "currentRevision": "db-1", "updateRevision": "db-2",
+            })
+        };
+        let (reference, waiting) = workload("StatefulSet", 1, spec.clone(), status(0));
+        assert!(stateful_set_problem(&reference, &waiting).is_some());
+        let (reference, done) = workload("StatefulSet", 1, spec, status(1));
+        assert!(stateful_set_problem(&reference, &done).is_none());
+    }
+
+    #[test]
+    fn a_daemon_set_settles_until_every_node_runs_an_available_updated_pod() {
+        let (reference, rolling) = workload(
+            "DaemonSet",
+            3,
+            Value::Null,
+            serde_json::json!({
+                "observedGeneration": 3, "desiredNumberScheduled": 4, "updatedNumberScheduled": 2, "numberAvailable": 4,
+            }),
+        );
+        assert!(
+            daemon_set_problem(&reference, &rolling)
+                .unwrap()
+                .text
+                .contains("2 of 4 nodes updated")
+        );
+        let (reference, unavailable) = workload(
+            "DaemonSet",
+            3,
+            Value::Null,
+            serde_json::json!({
+                "observedGeneration": 3, "desiredNumberScheduled": 4, "updatedNumberScheduled": 4, "numberAvailable": 3,
+            }),
+        );
+        assert!(
+            daemon_set_problem(&reference, &unavailable)
+                .unwrap()
+                .text
+                .contains("3 of 4 pods available")
+        );
+        let (reference, done) = workload(
+            "DaemonSet",
+            3,
+            Value::Null,
+            serde_json::json!({
+                "observedGeneration": 3, "desiredNumberScheduled": 4, "updatedNumberScheduled": 4, "numberAvailable": 4,
+            }),
+        );
+        assert!(daemon_set_problem(&reference, &done).is_none());
     }
 
     #[test]

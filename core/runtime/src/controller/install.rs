@@ -20,6 +20,7 @@ use super::context::Context;
 use super::decision;
 use super::pivot_guard;
 use super::report::{Report, StatusWrite};
+use super::revision;
 use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC, RESYNC_UNHEALTHY};
 use crate::apply;
 use crate::approval::{Approval, ApprovalRequest};
@@ -126,6 +127,18 @@ pub async fn install<P: Provisioner>(
     };
     let drift_mode = match crate::drift_mode::from_parameters(class.spec.parameters.as_ref()) {
         Ok(mode) => mode,
+        Err(error) => {
+            let message = format!(
+                "ProvisionerClass {}: {error}; fix the class",
+                class.name_any()
+            );
+            report.set(Reason::InstallFailed, ConditionStatus::False, message);
+            return finish(report, context, Action::requeue(WAITING_FOR_OBJECT)).await;
+        }
+    };
+    let rollout_settings = match revision::Settings::from_parameters(class.spec.parameters.as_ref())
+    {
+        Ok(settings) => settings,
         Err(error) => {
             let message = format!(
                 "ProvisionerClass {}: {error}; fix the class",
@@ -407,6 +420,21 @@ pub async fn install<P: Provisioner>(
         return finish(report, context, next).await;
     }
 
+    // The revision this content is: what was applied, under whose approval.
+    let approved_by = report
+        .status
+        .approval
+        .as_ref()
+        .map(|approval| approval.approved_by.clone())
+        .unwrap_or_default();
+    let revision_content = revision::Content {
+        bundle: bundle_name,
+        bundle_spec: instance.spec.bundle.spec.as_ref(),
+        digest: &content.digest,
+        rendered: content.rendered.as_deref(),
+        approved_by: &approved_by,
+    };
+
     // Apply the new set, then delete what the old set had and this one lacks.
     let fingerprint = Fingerprint {
         generation: instance.metadata.generation,
@@ -540,6 +568,15 @@ pub async fn install<P: Provisioner>(
                     | apply::ApplyError::DryRunRefused { .. } => error.to_string(),
                     _ => format!("{error}; the previous objects were left in place"),
                 };
+                let number = revision::failed(
+                    &mut report.status,
+                    revision_content,
+                    rollout_settings,
+                    &message,
+                    jiff::Timestamp::now(),
+                );
+                let retrying = revision::retrying(&report.status, number, &error.to_string());
+                report.set(Reason::Retrying, ConditionStatus::True, retrying);
                 report.set(Reason::InstallFailed, ConditionStatus::False, message);
                 return finish(report, context, Action::requeue(AFTER_INSTALL_FAILURE)).await;
             }
@@ -651,7 +688,43 @@ pub async fn install<P: Provisioner>(
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let next = if failing.is_empty() && settling.is_empty() {
+    // The revision these objects are, and how its rollout stands.
+    let progress = if report.installed(bundle_name) {
+        let now = jiff::Timestamp::now();
+        revision::applied(&mut report.status, revision_content, rollout_settings, now);
+        let health = if !failing.is_empty() {
+            let mut all = failing.clone();
+            all.extend(settling.iter().cloned());
+            if failing.iter().any(|problem| problem.past_deadline) {
+                revision::Health::PastDeadline(texts(&all))
+            } else {
+                revision::Health::Failing(texts(&all))
+            }
+        } else if !settling.is_empty() {
+            revision::Health::Settling(texts(&settling))
+        } else {
+            revision::Health::Healthy
+        };
+        revision::rollout(&mut report.status, &health, rollout_settings, now)
+    } else {
+        None
+    };
+    if let Some(progress) = &progress {
+        let status = if progress.reason == Reason::RollingOut {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        };
+        report.set(progress.reason, status, progress.message.clone());
+    }
+    let next = if let Some(progress) = progress.filter(|progress| progress.past_deadline) {
+        report.set(
+            Reason::ProgressDeadlineExceeded,
+            ConditionStatus::False,
+            progress.message,
+        );
+        RESYNC_UNHEALTHY
+    } else if failing.is_empty() && settling.is_empty() {
         let message = if every_one {
             format!("all {count} objects are healthy")
         } else {

@@ -33,6 +33,7 @@ mod finalizer;
 mod install;
 mod pivot_guard;
 mod report;
+mod revision;
 mod store_gc;
 mod uninstall;
 

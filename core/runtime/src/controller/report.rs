@@ -12,8 +12,10 @@ use pakket_api::{ConditionType, Instance, InstanceStatus, Reason};
 use crate::apply::FIELD_MANAGER;
 
 /// Reasons an Event reports as a warning: something an admin should look at.
-const WARNING_REASONS: [Reason; 7] = [
+const WARNING_REASONS: [Reason; 9] = [
     Reason::ApprovalDenied,
+    Reason::Blocked,
+    Reason::ProgressDeadlineExceeded,
     Reason::ObjectsDrifted,
     Reason::UnpackFailed,
     Reason::InstallFailed,
