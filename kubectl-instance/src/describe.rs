@@ -212,6 +212,22 @@ pub fn render(description: &Description, now: Timestamp) -> String {
         "Active Bundle",
         status.active_bundle.as_deref().unwrap_or("<none>"),
     );
+    if let Some(newest) = status.revisions.last() {
+        let serving = status.serving_revision.map_or_else(
+            || "none rolled out yet".to_owned(),
+            |n| format!("serving {n}"),
+        );
+        field(
+            &mut text,
+            "Revision",
+            &format!(
+                "{} ({}, {serving}; `kubectl instance history {}`)",
+                newest.number,
+                newest.outcome,
+                instance.name_any()
+            ),
+        );
+    }
 
     text.push_str("Conditions:\n");
     if status.conditions.is_empty() {

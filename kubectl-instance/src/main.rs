@@ -21,6 +21,7 @@ mod events;
 #[cfg(test)]
 mod fixture;
 mod graph;
+mod history;
 mod identity;
 mod list;
 mod lookup;
@@ -131,6 +132,27 @@ enum Command {
         /// e.g. content reviewed elsewhere.
         #[arg(long)]
         digest: Option<String>,
+    },
+    /// List an Instance's revisions: each install of other content, with
+    /// its Bundle, content digest, approver, when it was applied and how
+    /// its rollout went; the serving one is marked.
+    History {
+        /// The Instance's name.
+        name: String,
+        /// Print the history as JSON or YAML.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<Format>,
+    },
+    /// Ask for an earlier revision's content again (needs verbs get, patch
+    /// on instances): by default the newest earlier revision that rolled
+    /// out. It is a change like any other: the class's approval policy and
+    /// CRD upgrade safety judge it; the earlier approval is not reused.
+    Rollback {
+        /// The Instance's name.
+        name: String,
+        /// The revision to return to (`kubectl instance history NAME`).
+        #[arg(long = "to-revision", value_name = "N")]
+        to_revision: Option<i64>,
     },
     /// Refuse an Instance's approval (needs verb `approve` on instances).
     Deny {
@@ -325,6 +347,14 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 digest: digest.as_deref(),
             };
             approval::run(&client, &name, decision, request, &mut out).await
+        }
+        Command::History { name, output } => {
+            let client = cli.cluster.client().await?;
+            history::history(&client, &name, output, &mut out).await
+        }
+        Command::Rollback { name, to_revision } => {
+            let client = cli.cluster.client().await?;
+            history::rollback(&client, &name, to_revision, &mut out).await
         }
         Command::Deny { name, message } => {
             let client = cli.cluster.client().await?;

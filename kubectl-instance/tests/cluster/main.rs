@@ -7,6 +7,7 @@
 
 mod approval;
 mod deps;
+mod history;
 mod inspect;
 mod kubectl_plugin;
 mod operator;
