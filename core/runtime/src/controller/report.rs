@@ -233,7 +233,14 @@ fn change_event(before: &[Condition], after: &[Condition]) -> Option<Event> {
             })
         })
         .collect();
-    let last = changed.last()?;
+    // The four steps name the Event when one of them moved; Progressing
+    // and Drifted (which follow them in the list) only when alone.
+    let step = |condition: &&&Condition| {
+        ConditionType::INSTANCE
+            .iter()
+            .any(|kind| kind.as_str() == condition.type_)
+    };
+    let last = changed.iter().rev().find(step).or_else(|| changed.last())?;
     let warning = changed.iter().any(|condition| {
         WARNING_REASONS
             .iter()
@@ -296,6 +303,38 @@ mod tests {
             event.note.as_deref(),
             Some("Approved: by alice; Installed: applied 3")
         );
+    }
+
+    #[test]
+    fn a_step_names_the_event_over_progressing_which_names_it_only_alone() {
+        let before = vec![condition(
+            Reason::ObjectsProgressing,
+            ConditionStatus::Unknown,
+            "waiting",
+        )];
+        let after = vec![
+            condition(Reason::ObjectsHealthy, ConditionStatus::True, "all 2"),
+            condition(
+                Reason::Succeeded,
+                ConditionStatus::False,
+                "revision 1 rolled out",
+            ),
+        ];
+        let event = change_event(&before, &after).unwrap();
+        assert_eq!(event.reason, "ObjectsHealthy");
+        assert!(
+            event
+                .note
+                .unwrap()
+                .ends_with("Progressing: revision 1 rolled out")
+        );
+        let blocked = vec![
+            after[0].clone(),
+            condition(Reason::Blocked, ConditionStatus::False, "past its deadline"),
+        ];
+        let event = change_event(&after, &blocked).unwrap();
+        assert_eq!(event.reason, "Blocked");
+        assert_eq!(event.type_, EventType::Warning);
     }
 
     #[test]
