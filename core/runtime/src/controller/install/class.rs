@@ -1,0 +1,89 @@
+//! The class step: the ProvisionerClass the Instance names, and the
+//! parameters the later steps read (unpack limits, drift mode, rollout),
+//! each refused with the parameter named when it is wrong. The class's
+//! watch brings the Instance back once an admin fixes it.
+
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use pakket_api::condition::ConditionStatus;
+use pakket_api::{Instance, ProvisionerClass, Reason};
+
+use super::super::report::Report;
+use super::super::revision;
+use super::*;
+use crate::content::UnpackOptions;
+use crate::drift_mode::DriftMode;
+
+/// The class and what its parameters say.
+pub(super) struct Settings<'a> {
+    pub class: &'a ProvisionerClass,
+    pub unpack: UnpackOptions,
+    pub drift: DriftMode,
+    pub rollout: revision::Settings,
+}
+
+/// The class `instance` names and its parameters, or why not.
+pub(super) fn settings<'a>(
+    instance: &Instance,
+    class: Option<&'a ProvisionerClass>,
+    report: &mut Report,
+) -> Flow<Settings<'a>> {
+    // Unpack: content into the store by digest; the Bundle's status says how it went.
+    let Some(class) = class else {
+        let message = format!(
+            "ProvisionerClass {} does not exist; create it or fix spec.class",
+            instance.spec.class
+        );
+        report.set(Reason::InstallPending, ConditionStatus::False, message);
+        return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
+    };
+    let options = match UnpackOptions::from_parameters(
+        class.spec.parameters.as_ref(),
+        DEFAULT_MAX_OBJECT_SIZE,
+    ) {
+        Ok(options) => options,
+        Err(error) => {
+            // The class is wrong, not the Bundle: its watch brings the
+            // Instance back once an admin fixes it.
+            let message = format!(
+                "ProvisionerClass {}: {error}; fix the class",
+                class.name_any()
+            );
+            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+            return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
+        }
+    };
+    let options = UnpackOptions {
+        class: class.name_any(),
+        ..options
+    };
+    let drift_mode = match crate::drift_mode::from_parameters(class.spec.parameters.as_ref()) {
+        Ok(mode) => mode,
+        Err(error) => {
+            let message = format!(
+                "ProvisionerClass {}: {error}; fix the class",
+                class.name_any()
+            );
+            report.set(Reason::InstallFailed, ConditionStatus::False, message);
+            return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
+        }
+    };
+    let rollout_settings = match revision::Settings::from_parameters(class.spec.parameters.as_ref())
+    {
+        Ok(settings) => settings,
+        Err(error) => {
+            let message = format!(
+                "ProvisionerClass {}: {error}; fix the class",
+                class.name_any()
+            );
+            report.set(Reason::InstallFailed, ConditionStatus::False, message);
+            return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
+        }
+    };
+    Flow::Next(Settings {
+        class,
+        unpack: options,
+        drift: drift_mode,
+        rollout: rollout_settings,
+    })
+}

@@ -1,0 +1,183 @@
+//! One reconcile of an Instance that should be installed, as its steps,
+//! each a module of its own that writes the condition it owns:
+//! [`class`] (the class and its parameters) → [`bundle`] (a Bundle object
+//! or the embedded spec) → [`unpack`] (content into the store by digest,
+//! and its pin) → [`render`] (the provisioner's objects, judged by the
+//! trust kernel) → [`approval`] (policy or person, for exactly this
+//! content) → [`pivot`] (dry run of the whole set, apply, rollback of a
+//! write that fails part-way, prune of what the earlier revision alone
+//! had) → [`health`] (the objects, drift, and the revision's rollout).
+//! A step that cannot go on says why in the report and ends the reconcile
+//! with when to look again ([`Flow::Stop`]).
+
+mod approval;
+mod bundle;
+mod class;
+mod health;
+mod pivot;
+mod render;
+mod unpack;
+
+use std::time::Duration;
+
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use pakket_api::{ApprovedContent, Bundle, Instance, ProvisionerClass};
+
+use super::context::Context;
+use super::decision;
+use super::report::{Report, StatusWrite};
+use super::revision;
+use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC, RESYNC_UNHEALTHY};
+use crate::provisioner::Provisioner;
+
+/// How soon a reconcile whose status write lost a race runs again.
+const AFTER_CONFLICT: Duration = Duration::from_millis(500);
+/// How soon a missing class or Bundle is looked for again (their watches
+/// usually bring the Instance back sooner).
+const WAITING_FOR_OBJECT: Duration = Duration::from_secs(30);
+/// How soon objects still converging are looked at again.
+const RESYNC_SETTLING: Duration = Duration::from_secs(3);
+/// How soon a pivot that kept CRDs for their objects looks again whether
+/// they are gone.
+const RESYNC_KEPT: Duration = Duration::from_secs(10);
+/// How soon missing dependencies are looked for again.
+const WAITING_FOR_DEPENDENCIES: Duration = Duration::from_secs(15);
+/// How often a long apply writes how far it has come.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+/// How soon a failed apply is tried again.
+const AFTER_INSTALL_FAILURE: Duration = Duration::from_secs(10);
+
+/// What a step leaves: the next step's input, or the end of this reconcile
+/// and when to look again (the step wrote why in the report).
+enum Flow<T> {
+    Next(T),
+    Stop(Action),
+}
+
+/// Writes the report and returns `action`, or an early retry if the write
+/// lost a race with another change to the Instance.
+async fn finish<P>(
+    report: Report,
+    context: &Context<P>,
+    action: Action,
+) -> Result<Action, kube::Error> {
+    let instances: Api<Instance> = Api::all(context.client.clone());
+    Ok(match report.write(&instances, &context.events).await? {
+        StatusWrite::Conflict => Action::requeue(AFTER_CONFLICT),
+        StatusWrite::Stored | StatusWrite::Unchanged => action,
+    })
+}
+
+/// Brings `instance` to its desired state, as far as it can go now.
+pub async fn install<P: Provisioner>(
+    instance: &Instance,
+    class: Option<&ProvisionerClass>,
+    context: &Context<P>,
+) -> Result<Action, kube::Error> {
+    let mut report = Report::new(instance);
+    decision::tell(instance, &mut report);
+    // Each step goes on, or ends the reconcile with the report as it is.
+    macro_rules! next {
+        ($step:expr) => {
+            match $step {
+                Flow::Next(value) => value,
+                Flow::Stop(action) => return finish(report, context, action).await,
+            }
+        };
+    }
+    let settings = next!(class::settings(instance, class, &mut report));
+    let class = settings.class;
+    let bundles: Api<Bundle> = Api::all(context.client.clone());
+    let (bundle, home) = next!(bundle::find(instance, &bundles, context, &mut report).await?);
+    let unpacked = next!(
+        unpack::unpack(
+            instance,
+            &bundle,
+            home,
+            &settings.unpack,
+            context,
+            &mut report
+        )
+        .await?
+    );
+    // Kept from the store's collection until the status written below
+    // pins it (and the watch caches have seen that).
+    let _held = context.in_flight.hold(&unpacked.digest);
+    next!(unpack::pin_holds(
+        instance,
+        &bundle,
+        &unpacked,
+        context,
+        &mut report
+    ));
+    let rendered = next!(
+        render::render(
+            instance,
+            class,
+            &bundle,
+            home,
+            &unpacked,
+            &settings.unpack,
+            context,
+            &mut report
+        )
+        .await?
+    );
+    let request = render::request(
+        instance,
+        class,
+        &unpacked,
+        &settings.unpack,
+        &rendered.cluster,
+    );
+    let content = ApprovedContent {
+        bundle: instance.spec.bundle.name.clone(),
+        digest: unpacked.digest.as_str().to_owned(),
+        approved_by: String::new(),
+        rendered: Some(crate::trust::rerender::rendered_digest(&rendered.objects)),
+    };
+    let proposed = approval::Proposed {
+        objects: &rendered.objects,
+        request: &request,
+    };
+    next!(approval::step(instance, class, proposed, &content, context, &mut report).await);
+
+    // The revision this content is: what was applied, under whose approval.
+    let approved_by = report
+        .status
+        .approval
+        .as_ref()
+        .map(|approval| approval.approved_by.clone())
+        .unwrap_or_default();
+    let revision_content = revision::Content {
+        bundle: &instance.spec.bundle.name,
+        bundle_spec: instance.spec.bundle.spec.as_ref(),
+        digest: &content.digest,
+        rendered: content.rendered.as_deref(),
+        approved_by: &approved_by,
+    };
+    let proposal = pivot::Proposal {
+        bundle: &bundle,
+        home,
+        unpacked: &unpacked,
+        objects: &rendered.objects,
+        provides: rendered.provides.clone(),
+        request: &request,
+        options: &settings.unpack,
+        drift: settings.drift,
+        revision: revision_content,
+        rollout: settings.rollout,
+    };
+    let applied = next!(pivot::apply_and_prune(instance, proposal, context, &mut report).await?);
+    let next = health::step(
+        instance,
+        applied,
+        revision_content,
+        settings.rollout,
+        context,
+        &mut report,
+    )
+    .await;
+    finish(report, context, Action::requeue(next)).await
+}

@@ -1,0 +1,308 @@
+//! The render step: the provisioner turns the unpacked content into
+//! objects, Pakket's own kinds among them judged by the trust kernel first;
+//! a config error, missing dependencies, damaged stored content (fetched
+//! once more) and content that cannot be rendered each end it with their
+//! own condition. What renders is recorded on the Bundle.
+
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use pakket_api::condition::ConditionStatus;
+use pakket_api::{Bundle, Instance, ProvisionerClass, Reason, UnpackPhase};
+
+use super::super::bundle_status::{self, UnpackOutcome};
+use super::super::context::Context;
+use super::super::report::Report;
+use super::*;
+use crate::apply;
+use crate::content::{UnpackOptions, Unpacked};
+use crate::provisioner::Provisioner;
+use crate::provisioner::{ClusterFacts, ObjectsError, ObjectsRequest};
+
+/// The objects the content renders to, and what they were rendered with.
+pub(super) struct Rendered {
+    pub objects: Vec<serde_json::Value>,
+    pub cluster: ClusterFacts,
+    /// What the content provides others, for the status.
+    pub provides: Vec<String>,
+}
+
+/// What the provisioner is asked to render from.
+pub(super) fn request<'a>(
+    instance: &'a Instance,
+    class: &'a ProvisionerClass,
+    unpacked: &'a Unpacked,
+    options: &UnpackOptions,
+    cluster: &'a ClusterFacts,
+) -> ObjectsRequest<'a> {
+    ObjectsRequest {
+        content: &unpacked.dir,
+        max_object_size: options.limits.max_file_size,
+        instance,
+        cluster,
+        class_parameters: class.spec.parameters.as_ref(),
+    }
+}
+
+/// Renders `unpacked`, or says why it cannot.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn render<P: Provisioner>(
+    instance: &Instance,
+    class: &ProvisionerClass,
+    bundle: &Bundle,
+    home: bundle_status::Home<'_>,
+    unpacked: &Unpacked,
+    options: &UnpackOptions,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Result<Flow<Rendered>, kube::Error> {
+    let name = instance.name_any();
+    let bundle_name = &instance.spec.bundle.name;
+    let needs_facts = context.provisioner.needs_cluster_facts();
+    let mut cluster = if needs_facts {
+        context.cluster_facts_for(instance).await
+    } else {
+        crate::provisioner::ClusterFacts::default()
+    };
+    let render = |cluster: &crate::provisioner::ClusterFacts| {
+        let request = crate::provisioner::ObjectsRequest {
+            content: &unpacked.dir,
+            max_object_size: options.limits.max_file_size,
+            instance,
+            cluster,
+            class_parameters: class.spec.parameters.as_ref(),
+        };
+        // Pakket's own kinds in the content are the trust kernel's to
+        // judge, before anything else sees the objects.
+        context.provisioner.objects(&request).and_then(|objects| {
+            crate::trust::children::judged_children(
+                objects,
+                context.provisioner.pakket_kinds(),
+                instance,
+                context.record_key.as_ref(),
+                context.provisioner.id(),
+            )
+            .map_err(ObjectsError::Content)
+        })
+    };
+    let mut rendered = render(&cluster);
+    // A render that failed on cached facts (a kind whose CRD another
+    // Instance installed a moment ago) is tried once more on fresh ones.
+    if rendered.is_err() && needs_facts && context.rediscover_soon().await {
+        cluster = context.cluster_facts_for(instance).await;
+        rendered = render(&cluster);
+    }
+    let request = crate::provisioner::ObjectsRequest {
+        content: &unpacked.dir,
+        max_object_size: options.limits.max_file_size,
+        instance,
+        cluster: &cluster,
+        class_parameters: class.spec.parameters.as_ref(),
+    };
+    let pinned = Pinned {
+        home,
+        bundle,
+        unpacked,
+    };
+    let objects = match rendered {
+        Ok(objects) => {
+            context.rendered(instance);
+            objects
+        }
+        Err(ObjectsError::Config { field, problem }) => {
+            // The content is fine (and pinned); this Instance's settings
+            // are not, and the objects depend on them.
+            pinned
+                .without_objects(
+                    "its objects depend on the Instance's spec.config",
+                    Vec::new(),
+                    report,
+                )
+                .await?;
+            let message = format!(
+                "{field}: {problem}; nothing is applied until the Instance's spec.config is fixed"
+            );
+            report.set(Reason::InvalidConfig, ConditionStatus::False, message);
+            return Ok(Flow::Stop(Action::await_change()));
+        }
+        Err(ObjectsError::DependenciesMissing(explanation)) => {
+            // The content is fine (and pinned); what it needs is not
+            // installed. Another Instance installing it brings this one
+            // back at the next look.
+            pinned
+                .without_objects(
+                    "it needs what is not installed",
+                    pinned.properties(context, &request),
+                    report,
+                )
+                .await?;
+            report.set(
+                Reason::DependenciesMissing,
+                ConditionStatus::False,
+                format!("{explanation}; nothing is applied until what it needs is installed"),
+            );
+            return Ok(Flow::Stop(Action::requeue(WAITING_FOR_DEPENDENCIES)));
+        }
+        Err(ObjectsError::Content(error))
+            if context.first_render_failure(instance, unpacked.digest.as_str()) =>
+        {
+            // Content in the store can be damaged (a disk, a crash, a
+            // hand in the pod): before the content is blamed, what the
+            // store held is dropped and fetched once more.
+            let held = super::unpack::store_entry_state(&unpacked.dir);
+            tracing::warn!(instance = %name, bundle = %bundle_name, %error, store = %held, "rendering the stored content failed; fetching it again before blaming the content");
+            if let Err(error) = context.store.evict(&unpacked.digest) {
+                tracing::warn!(%error, "dropping the stored content");
+            }
+            report.set(
+                Reason::Unpacking,
+                ConditionStatus::Unknown,
+                format!(
+                    "Bundle {bundle_name}: the stored content of {} could not be rendered ({error}); fetching it again once before the content is blamed",
+                    unpacked.digest.as_str()
+                ),
+            );
+            return Ok(Flow::Stop(Action::requeue(AFTER_CONFLICT)));
+        }
+        Err(ObjectsError::Content(error)) => {
+            // Fetched and unpacked fine: the content itself is what the
+            // provisioner cannot turn into objects. Said as a render
+            // failure, so nobody is sent to check a registry.
+            let message = format!(
+                "Bundle {bundle_name}: {error}; nothing is applied: the content was fetched and unpacked, but {} could not make objects of it, so the content needs fixing (new content is a new Bundle)",
+                context.provisioner.id()
+            );
+            tracing::warn!(instance = %name, bundle = %bundle_name, %error, "rendering the content failed");
+            let outcome = UnpackOutcome {
+                phase: UnpackPhase::Failed,
+                unpacked: Some(unpacked),
+                objects: &[],
+                grants: Vec::new(),
+                properties: Vec::new(),
+                reason: Reason::UnpackFailed,
+                message: &message,
+            };
+            bundle_status::write(home, bundle, outcome, &mut report.status).await?;
+            report.set(
+                Reason::UnpackSucceeded,
+                ConditionStatus::True,
+                format!(
+                    "content unpacked at {}; its objects could not be rendered (see Installed)",
+                    unpacked.digest.as_str()
+                ),
+            );
+            report.set(Reason::RenderFailed, ConditionStatus::False, message);
+            return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
+        }
+    };
+    if objects.len() as u64 > options.max_objects {
+        let message = format!(
+            "Bundle {bundle_name}: the content holds {} objects and ProvisionerClass {} allows at most {} \
+             in one Bundle (its parameter maxObjects); nothing is applied. Split the content into \
+             several Bundles, each installed by its own Instance, or raise maxObjects in the class",
+            objects.len(),
+            class.name_any(),
+            options.max_objects
+        );
+        let outcome = UnpackOutcome {
+            phase: UnpackPhase::Failed,
+            unpacked: Some(unpacked),
+            objects: &[],
+            grants: Vec::new(),
+            properties: Vec::new(),
+            reason: Reason::UnpackFailed,
+            message: &message,
+        };
+        bundle_status::write(home, bundle, outcome, &mut report.status).await?;
+        report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+        return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
+    }
+    let references: Vec<_> = objects.iter().map(apply::reference_of).collect();
+    let message = format!(
+        "unpacked {} objects from {}",
+        objects.len(),
+        unpacked.reference
+    );
+    let properties = pinned.properties(context, &request);
+    let provides = crate::inventory::summary(&objects, &properties);
+    let outcome = UnpackOutcome {
+        phase: UnpackPhase::Done,
+        unpacked: Some(unpacked),
+        objects: &references,
+        grants: crate::rbac::grants(&objects),
+        properties,
+        reason: Reason::UnpackSucceeded,
+        message: &message,
+    };
+    bundle_status::write(home, bundle, outcome, &mut report.status).await?;
+    report.set(
+        Reason::UnpackSucceeded,
+        ConditionStatus::True,
+        format!("Bundle {bundle_name}: {message}"),
+    );
+
+    Ok(Flow::Next(Rendered {
+        objects,
+        cluster,
+        provides,
+    }))
+}
+
+/// Content unpacked and pinned whose objects are not rendered (the
+/// Instance's config is wrong, or what it needs is not installed).
+pub(super) struct Pinned<'a> {
+    home: bundle_status::Home<'a>,
+    bundle: &'a Bundle,
+    unpacked: &'a Unpacked,
+}
+
+impl Pinned<'_> {
+    /// What the content provides: as the Bundle recorded it for this very
+    /// content, else as the provisioner reads it (which reads the content
+    /// again, so not on every reconcile).
+    pub(super) fn properties<P: Provisioner>(
+        &self,
+        context: &Context<P>,
+        request: &crate::provisioner::ObjectsRequest<'_>,
+    ) -> Vec<pakket_api::BundleProperty> {
+        // Empty is not reused: a config error records none, and a provisioner
+        // that says nothing is asked cheaply.
+        let recorded = self.bundle.status.as_ref().filter(|status| {
+            !status.properties.is_empty()
+                && status.unpacked == UnpackPhase::Done
+                && status.observed_generation == self.bundle.metadata.generation
+                && status.source.as_ref().and_then(|s| s.digest.as_deref())
+                    == Some(self.unpacked.digest.as_str())
+        });
+        match recorded {
+            Some(status) => status.properties.clone(),
+            None => context.provisioner.properties(request),
+        }
+    }
+
+    /// Records the pin on the Bundle (Done, no objects) and `Unpacked` on
+    /// the Instance, both saying `why` nothing was rendered.
+    pub(super) async fn without_objects(
+        &self,
+        why: &str,
+        properties: Vec<pakket_api::BundleProperty>,
+        report: &mut Report,
+    ) -> Result<(), kube::Error> {
+        let message = format!("unpacked from {}; {why}", self.unpacked.reference);
+        let outcome = UnpackOutcome {
+            phase: UnpackPhase::Done,
+            unpacked: Some(self.unpacked),
+            objects: &[],
+            grants: Vec::new(),
+            properties,
+            reason: Reason::UnpackSucceeded,
+            message: &message,
+        };
+        bundle_status::write(self.home, self.bundle, outcome, &mut report.status).await?;
+        report.set(
+            Reason::UnpackSucceeded,
+            ConditionStatus::True,
+            format!("Bundle {}: {message}", self.bundle.name_any()),
+        );
+        Ok(())
+    }
+}
