@@ -36,6 +36,21 @@ pub struct UnpackOutcome<'a> {
     pub message: &'a str,
 }
 
+impl<'a> UnpackOutcome<'a> {
+    /// A failed unpack or render: no objects, `message` saying why.
+    pub fn failed(unpacked: Option<&'a Unpacked>, message: &'a str) -> Self {
+        Self {
+            phase: UnpackPhase::Failed,
+            unpacked,
+            objects: &[],
+            grants: Vec::new(),
+            properties: Vec::new(),
+            reason: Reason::UnpackFailed,
+            message,
+        }
+    }
+}
+
 /// Where a Bundle's status is kept.
 #[derive(Clone, Copy)]
 pub enum Home<'a> {

@@ -28,7 +28,6 @@ pub(super) fn settings<'a>(
     class: Option<&'a ProvisionerClass>,
     report: &mut Report,
 ) -> Flow<Settings<'a>> {
-    // Unpack: content into the store by digest; the Bundle's status says how it went.
     let Some(class) = class else {
         let message = format!(
             "ProvisionerClass {} does not exist; create it or fix spec.class",
@@ -37,53 +36,37 @@ pub(super) fn settings<'a>(
         report.set(Reason::InstallPending, ConditionStatus::False, message);
         return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
     };
-    let options = match UnpackOptions::from_parameters(
-        class.spec.parameters.as_ref(),
-        DEFAULT_MAX_OBJECT_SIZE,
-    ) {
-        Ok(options) => options,
-        Err(error) => {
-            // The class is wrong, not the Bundle: its watch brings the
-            // Instance back once an admin fixes it.
-            let message = format!(
-                "ProvisionerClass {}: {error}; fix the class",
-                class.name_any()
-            );
-            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
-            return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
-        }
+    let parameters = class.spec.parameters.as_ref();
+    // The class is wrong, not the Bundle: its watch brings the Instance
+    // back once an admin fixes it. A bad unpack limit is said where the
+    // unpack would have been.
+    let mut refused = |reason: Reason, error: String| {
+        let message = format!(
+            "ProvisionerClass {}: {error}; fix the class",
+            class.name_any()
+        );
+        report.set(reason, ConditionStatus::False, message);
+        Flow::Stop(Action::requeue(WAITING_FOR_OBJECT))
     };
-    let options = UnpackOptions {
-        class: class.name_any(),
-        ..options
+    let unpack = match UnpackOptions::from_parameters(parameters, DEFAULT_MAX_OBJECT_SIZE) {
+        Ok(options) => UnpackOptions {
+            class: class.name_any(),
+            ..options
+        },
+        Err(error) => return refused(Reason::UnpackFailed, error.to_string()),
     };
-    let drift_mode = match crate::drift_mode::from_parameters(class.spec.parameters.as_ref()) {
+    let drift = match crate::drift_mode::from_parameters(parameters) {
         Ok(mode) => mode,
-        Err(error) => {
-            let message = format!(
-                "ProvisionerClass {}: {error}; fix the class",
-                class.name_any()
-            );
-            report.set(Reason::InstallFailed, ConditionStatus::False, message);
-            return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
-        }
+        Err(error) => return refused(Reason::InstallFailed, error),
     };
-    let rollout_settings = match revision::Settings::from_parameters(class.spec.parameters.as_ref())
-    {
+    let rollout = match revision::Settings::from_parameters(parameters) {
         Ok(settings) => settings,
-        Err(error) => {
-            let message = format!(
-                "ProvisionerClass {}: {error}; fix the class",
-                class.name_any()
-            );
-            report.set(Reason::InstallFailed, ConditionStatus::False, message);
-            return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
-        }
+        Err(error) => return refused(Reason::InstallFailed, error.to_string()),
     };
     Flow::Next(Settings {
         class,
-        unpack: options,
-        drift: drift_mode,
-        rollout: rollout_settings,
+        unpack,
+        drift,
+        rollout,
     })
 }

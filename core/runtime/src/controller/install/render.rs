@@ -172,15 +172,7 @@ pub(super) async fn render<P: Provisioner>(
                 context.provisioner.id()
             );
             tracing::warn!(instance = %name, bundle = %bundle_name, %error, "rendering the content failed");
-            let outcome = UnpackOutcome {
-                phase: UnpackPhase::Failed,
-                unpacked: Some(unpacked),
-                objects: &[],
-                grants: Vec::new(),
-                properties: Vec::new(),
-                reason: Reason::UnpackFailed,
-                message: &message,
-            };
+            let outcome = UnpackOutcome::failed(Some(unpacked), &message);
             bundle_status::write(home, bundle, outcome, &mut report.status).await?;
             report.set(
                 Reason::UnpackSucceeded,
@@ -203,15 +195,7 @@ pub(super) async fn render<P: Provisioner>(
             class.name_any(),
             options.max_objects
         );
-        let outcome = UnpackOutcome {
-            phase: UnpackPhase::Failed,
-            unpacked: Some(unpacked),
-            objects: &[],
-            grants: Vec::new(),
-            properties: Vec::new(),
-            reason: Reason::UnpackFailed,
-            message: &message,
-        };
+        let outcome = UnpackOutcome::failed(Some(unpacked), &message);
         bundle_status::write(home, bundle, outcome, &mut report.status).await?;
         report.set(Reason::UnpackFailed, ConditionStatus::False, message);
         return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));

@@ -63,15 +63,7 @@ pub(super) async fn unpack<P: Provisioner>(
             Ok(unpacked) => unpacked,
             Err(error) => {
                 let message = format!("Bundle {bundle_name}: {error}");
-                let outcome = UnpackOutcome {
-                    phase: UnpackPhase::Failed,
-                    unpacked: None,
-                    objects: &[],
-                    grants: Vec::new(),
-                    properties: Vec::new(),
-                    reason: Reason::UnpackFailed,
-                    message: &message,
-                };
+                let outcome = UnpackOutcome::failed(None, &message);
                 bundle_status::write(home, bundle, outcome, &mut report.status).await?;
                 report.set(Reason::UnpackFailed, ConditionStatus::False, message);
                 let delay = context.unpack_failed(instance);
