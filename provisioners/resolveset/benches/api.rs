@@ -1,4 +1,4 @@
-//! The resolver API's figures (issue 13, "Figures (README)"), printed,
+//! The resolver API's figures (in docs/figures.md), printed,
 //! never asserted:
 //!
 //! 1. catalog load and swap: the derived community catalog loaded as the

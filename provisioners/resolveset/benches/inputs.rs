@@ -1,4 +1,4 @@
-//! The Input controller's resolution (issue 14, "Figures (README)"),
+//! The Input controller's resolution (its figures in docs/figures.md),
 //! printed, never asserted: `input_resolve::plan` (what the controller
 //! runs for every pass) for 100 Inputs against the derived community
 //! catalog, timed over several passes, with the process's memory.
