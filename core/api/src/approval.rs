@@ -140,6 +140,7 @@ mod tests {
                 },
                 deletion_policy: Default::default(),
                 config: None,
+                progress_deadline: None,
             },
         );
         let mut conditions = Vec::new();

@@ -626,6 +626,7 @@ mod tests {
             },
             deletion_policy: Default::default(),
             config: None,
+            progress_deadline: None,
         }
     }
 

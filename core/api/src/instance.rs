@@ -54,6 +54,13 @@ pub struct InstanceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::free_form_object")]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
+
+    /// How long a revision of this Instance may roll out before it is
+    /// `Blocked` (`90s`, `10m`, `1h30m` or ISO 8601 `PT10M`, at least a
+    /// second); overrides the class's `progressDeadline` (default 10m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 32))]
+    pub progress_deadline: Option<String>,
 }
 
 /// What deleting an Instance does to the objects it installed.

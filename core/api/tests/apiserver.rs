@@ -56,6 +56,7 @@ fn instance(scope: &Scope) -> Instance {
                 name: scope.name("bundle"),
                 spec: None,
             },
+            progress_deadline: None,
         },
         status: None,
     }

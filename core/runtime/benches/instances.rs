@@ -197,6 +197,7 @@ fn instance(
                     }],
                 }),
             },
+            progress_deadline: None,
         },
         status: None,
     }

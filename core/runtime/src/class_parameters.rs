@@ -75,17 +75,21 @@ pub fn duration(
     let Some(value) = parameters.and_then(|parameters| parameters.get(name)) else {
         return Ok(default);
     };
-    let parsed = value
-        .as_str()
-        .and_then(|text| text.parse::<jiff::SignedDuration>().ok())
-        .and_then(|duration| std::time::Duration::try_from(duration).ok())
-        .filter(|duration| duration.as_secs() >= 1);
-    parsed.ok_or_else(|| {
+    value.as_str().and_then(parse_duration).ok_or_else(|| {
         error(
             name,
             format!("{value} is not a duration of a second or more; write e.g. 90s, 10m or 1h30m"),
         )
     })
+}
+
+/// A duration as people write it (`90s`, `10m`, `1h30m`, ISO 8601
+/// `PT10M`), if it is one of a second or more.
+pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    text.parse::<jiff::SignedDuration>()
+        .ok()
+        .and_then(|duration| std::time::Duration::try_from(duration).ok())
+        .filter(|duration| duration.as_secs() >= 1)
 }
 
 /// A boolean; `default` when absent.

@@ -123,6 +123,7 @@ impl Fixture {
                         volume_mounts: vec![],
                     }),
                 },
+                progress_deadline: None,
             },
             status: None,
         }

@@ -5,7 +5,7 @@
 //! `Blocked`, with `Healthy=False/ProgressDeadlineExceeded`, until it
 //! does.
 
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass, RevisionOutcome};
 use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
@@ -81,7 +81,7 @@ async fn a_rollout_past_the_progress_deadline_is_blocked_and_says_so_in_health()
             &fixture.scope.name("class"),
             &PatchParams::default(),
             &Patch::Merge(json!({ "spec": { "parameters": {
-                "approval": "AllowAll", "progressDeadline": "8s",
+                "approval": "AllowAll", "progressDeadline": "1h",
             } } })),
         )
         .await
@@ -95,7 +95,15 @@ async fn a_rollout_past_the_progress_deadline_is_blocked_and_says_so_in_health()
     fixture
         .files("stuck", &[("deployment.yaml", deployment)])
         .await;
-    let (instances, name) = fixture.install("v1", "stuck").await;
+    // The Instance's own deadline wins over its class's hour.
+    let instances = fixture.instances();
+    let mut instance = fixture.instance("v1", fixture.bundle_spec("stuck", "file://content"));
+    instance.spec.progress_deadline = Some("8s".into());
+    instances
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap();
+    let name = fixture.scope.name("instance");
     let rolling = wait_for(&instances, &name, "rolling out", |i| {
         reason_is(i, ConditionType::Progressing, "RollingOut")
     })
@@ -120,11 +128,31 @@ async fn a_rollout_past_the_progress_deadline_is_blocked_and_says_so_in_health()
     );
     let message = &blocked.condition(ConditionType::Healthy).unwrap().message;
     assert!(
-        message.contains("progress deadline of 8s") && message.contains("Deployment"),
+        message.contains("progress deadline of 8s (spec.progressDeadline)")
+            && message.contains("Deployment"),
         "names the deadline and what it waits for: {message}"
     );
     let status = blocked.status.clone().unwrap();
     assert_eq!(status.revisions[0].outcome, RevisionOutcome::Blocked);
     assert_eq!(status.serving_revision, None, "nothing rolled out");
+
+    // A deadline that is no duration is refused, naming the field; nothing
+    // is applied.
+    let mut wrong = fixture.instance("v1", fixture.bundle_spec("stuck", "file://content"));
+    wrong.metadata.name = Some(fixture.scope.name("wrong"));
+    wrong.spec.progress_deadline = Some("soon".into());
+    instances
+        .create(&PostParams::default(), &wrong)
+        .await
+        .unwrap();
+    let refused = wait_for(&instances, &fixture.scope.name("wrong"), "refused", |i| {
+        reason_is(i, ConditionType::Installed, "InvalidConfig")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.starts_with("spec.progressDeadline: \"soon\" is not a duration"),
+        "{message}"
+    );
     fixture.scope.cleanup().await;
 }

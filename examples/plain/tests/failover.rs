@@ -89,6 +89,7 @@ async fn instance(scope: &Scope, suffix: &str, content: &str) -> String {
                     }],
                 }),
             },
+            progress_deadline: None,
         },
         status: None,
     };

@@ -87,6 +87,7 @@ fn conversion() {
             },
             deletion_policy: Default::default(),
             config: None,
+            progress_deadline: None,
         },
     );
     // eclipse-che needs devworkspace-operator installed to render at all.

@@ -87,6 +87,7 @@ mod tests {
                 },
                 deletion_policy: Default::default(),
                 config: None,
+                progress_deadline: None,
             },
         );
         instance.status = Some(InstanceStatus {

@@ -399,6 +399,7 @@ mod tests {
                 },
                 deletion_policy: Default::default(),
                 config: None,
+                progress_deadline: None,
             },
         );
         instance.metadata.generation = Some(generation);

@@ -23,6 +23,12 @@ use crate::class_parameters::{self, ParameterError};
 /// class says otherwise (the Deployment controller's own default).
 pub const PROGRESS_DEADLINE: Duration = Duration::from_secs(600);
 
+/// Where a deadline from the class comes from, in messages.
+const CLASS_DEADLINE: &str = "the class's progressDeadline";
+
+/// Where an Instance's own deadline comes from, in messages.
+pub const INSTANCE_DEADLINE: &str = "spec.progressDeadline";
+
 /// The most revisions a class may ask to keep: the status is one object.
 const HISTORY_LIMIT_MAX: u64 = 100;
 
@@ -33,6 +39,8 @@ pub struct Settings {
     pub history_limit: usize,
     /// `progressDeadline`: how long a revision may roll out.
     pub progress_deadline: Duration,
+    /// Where that deadline was set, for messages.
+    pub deadline_source: &'static str,
 }
 
 impl Settings {
@@ -60,6 +68,7 @@ impl Settings {
                 "progressDeadline",
                 PROGRESS_DEADLINE,
             )?,
+            deadline_source: CLASS_DEADLINE,
         })
     }
 }
@@ -69,6 +78,7 @@ impl Default for Settings {
         Self {
             history_limit: REVISION_HISTORY_LIMIT,
             progress_deadline: PROGRESS_DEADLINE,
+            deadline_source: CLASS_DEADLINE,
         }
     }
 }
@@ -238,10 +248,11 @@ pub fn rollout(
                 .unwrap_or(Duration::ZERO);
             if rolling_for > settings.progress_deadline {
                 let message = format!(
-                    "revision {number} (Bundle {bundle}) did not roll out within its progress deadline of {} (class parameter progressDeadline): waiting for {waiting}",
+                    "revision {number} (Bundle {bundle}) did not roll out within its progress deadline of {} ({}): waiting for {waiting}",
                     jiff::SignedDuration::try_from(settings.progress_deadline)
                         .map(|deadline| format!("{deadline:#}"))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    settings.deadline_source
                 );
                 newest.outcome = RevisionOutcome::Blocked;
                 newest.message = words(&message);

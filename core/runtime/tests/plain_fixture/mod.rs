@@ -223,6 +223,7 @@ impl Fixture {
                     name: self.scope.name(bundle),
                     spec: Some(spec),
                 },
+                progress_deadline: None,
             },
             status: None,
         }

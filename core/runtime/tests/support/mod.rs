@@ -378,6 +378,7 @@ impl Controller {
                         volume_mounts: vec![],
                     }),
                 },
+                progress_deadline: None,
             },
             status: None,
         };

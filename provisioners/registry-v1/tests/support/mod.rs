@@ -125,6 +125,7 @@ pub fn instance_into(
             },
             deletion_policy: Default::default(),
             config: Some(config),
+            progress_deadline: None,
         },
         status: None,
     }

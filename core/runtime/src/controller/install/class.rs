@@ -59,10 +59,26 @@ pub(super) fn settings<'a>(
         Ok(mode) => mode,
         Err(error) => return refused(Reason::InstallFailed, error),
     };
-    let rollout = match revision::Settings::from_parameters(parameters) {
+    let mut rollout = match revision::Settings::from_parameters(parameters) {
         Ok(settings) => settings,
         Err(error) => return refused(Reason::InstallFailed, error.to_string()),
     };
+    // The Instance's own deadline wins over its class's.
+    if let Some(text) = &instance.spec.progress_deadline {
+        match crate::class_parameters::parse_duration(text) {
+            Some(deadline) => {
+                rollout.progress_deadline = deadline;
+                rollout.deadline_source = revision::INSTANCE_DEADLINE;
+            }
+            None => {
+                let message = format!(
+                    "spec.progressDeadline: {text:?} is not a duration of a second or more; write e.g. 90s, 10m or 1h30m in the Instance"
+                );
+                report.set(Reason::InvalidConfig, ConditionStatus::False, message);
+                return Flow::Stop(Action::await_change());
+            }
+        }
+    }
     Flow::Next(Settings {
         class,
         unpack,
