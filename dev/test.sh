@@ -43,13 +43,20 @@ export PAKKET_DATA
 step "toolchains"
 dev/prerequisites.sh
 
+# The provisioner an author writes outside the workspace (examples/author,
+# shown in the runtime's guide): built, linted and tested with the rest.
+author=(--manifest-path examples/author/Cargo.toml --locked)
+
 if $quick; then
   step "format"
   cargo fmt --all -- --check
+  cargo fmt --manifest-path examples/author/Cargo.toml -- --check
   step "lint"
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  cargo clippy "${author[@]}" --all-targets -- -D warnings
   step "unit tests"
   cargo test --workspace --locked --lib --bins
+  cargo test "${author[@]}" --lib --bins
   step "done (quick: no integration tests; dev/test.sh runs them all)"
   exit 0
 fi
@@ -70,9 +77,11 @@ export PAKKET_REAL_NODE_BIN
 
 step "format"
 cargo fmt --all -- --check
+cargo fmt --manifest-path examples/author/Cargo.toml -- --check
 
 step "lint"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy "${author[@]}" --all-targets -- -D warnings
 
 step "docs"
 # What a provisioner author reads: broken or private links fail the run.
@@ -105,6 +114,9 @@ export PAKKET_TEST_KUBECONFIG="$run_dir/kubeconfig"
 
 step "tests"
 cargo test --workspace --locked
+
+step "the example provisioner outside the workspace"
+cargo test "${author[@]}"
 
 step "resolver API under schemathesis (60 s)"
 cargo build --locked --quiet --bin pakket-resolveset

@@ -1,4 +1,5 @@
-//! The shared provisioner runtime (issue 5), built up piece by piece:
+//! The shared provisioner runtime. To write a provisioner, start with
+//! [`guide`]; the modules it is built of:
 //!
 //! - [`archive`]: safe extraction of untrusted bundle archives (tar, gzip).
 //! - [`store`]: the on-disk content store, keyed by digest.
@@ -32,6 +33,7 @@ pub mod content;
 pub mod controller;
 pub mod drift;
 pub mod drift_mode;
+pub mod guide;
 pub mod inventory;
 pub mod leader;
 pub mod manifest;
