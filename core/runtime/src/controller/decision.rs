@@ -147,7 +147,7 @@ fn recent(instance: &Instance) -> bool {
 mod tests {
     use jiff::Timestamp;
     use pakket_api::condition::{self, ConditionStatus};
-    use pakket_api::{ApprovedContent, BundleTemplate, InstanceSpec, Reason};
+    use pakket_api::{ApprovedContent, Reason};
 
     use super::*;
 
@@ -164,20 +164,7 @@ mod tests {
     /// An Instance whose `Approved` condition took `reason` at [`this_second`],
     /// with content approved by a person.
     fn decided(reason: Reason, status: ConditionStatus, told: Option<String>) -> Instance {
-        let mut instance = Instance::new(
-            "a",
-            InstanceSpec {
-                class: "c".into(),
-                selector: None,
-                bundle: BundleTemplate {
-                    name: "b".into(),
-                    spec: None,
-                },
-                deletion_policy: Default::default(),
-                config: None,
-                progress_deadline: None,
-            },
-        );
+        let mut instance = super::super::tests::instance(1, None);
         instance.status = Some(InstanceStatus {
             conditions: vec![condition::new(
                 reason,

@@ -387,7 +387,12 @@ mod tests {
     use pakket_api::condition::{self, ConditionStatus};
     use pakket_api::{BundleTemplate, InstanceSpec, InstanceStatus, Reason};
 
-    fn instance(generation: i64, approved: Option<(Reason, ConditionStatus)>) -> Instance {
+    /// Instance `a` of class `c` and Bundle `b` at `generation`, with an
+    /// `Approved` condition of `approved` if given (other tests' start).
+    pub(super) fn instance(
+        generation: i64,
+        approved: Option<(Reason, ConditionStatus)>,
+    ) -> Instance {
         let mut instance = Instance::new(
             "a",
             InstanceSpec {
