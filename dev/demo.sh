@@ -171,6 +171,9 @@ say "kubectl instance describe hello"
 kubectl instance describe hello
 echo "ConfigMap hello/greeting says: $(kubectl get configmap greeting -n hello -o jsonpath='{.data.message}')"
 
+say "kubectl instance history hello: each install of other content is a revision; the serving one is marked"
+kubectl instance history hello
+
 say "The apiserver itself refuses a change to a Bundle's spec:"
 kubectl patch bundle etcd-operator.v0.9.4 --type=merge \
   -p '{"spec":{"refs":["docker://quay.io/openshift-community-operators/etcd:v0.9.2"]}}' || true
