@@ -347,7 +347,7 @@ cat <<MSG
 The control plane keeps running. To use it from this shell:
   eval "\$($pakket_dev env)"
   kubectl get pakket                  # as admin
-  kubectl instance list               # the plugin: list, describe, why, approve, deny, graph
+  kubectl instance list               # the plugin: list, describe, why, approve, deny, history, rollback, graph
   kubectl --context alice get pakket  # as the non-admin user alice (or bob, carol)
 The provisioners and the webhooks keep running too (pids in $plain_pid, $registry_v1_pid, $package_pid, $webhooks_pid).
 Stop everything with: dev/demo.sh down
