@@ -183,6 +183,7 @@ fn is_failure(condition: &Condition) -> bool {
         | Some(Reason::InvalidConfig)
         | Some(Reason::DependenciesMissing)
         | Some(Reason::ObjectsUnhealthy)
+        | Some(Reason::ProgressDeadlineExceeded)
         | Some(Reason::MixedRevisions) => true,
         Some(_) => false,
         // A reason we do not know (a resolver's, say) that is not True is
@@ -375,13 +376,29 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
                     .to_owned(),
             );
         }
+        Some(Reason::ProgressDeadlineExceeded) => {
+            problem.kind = Kind::Unhealthy;
+            problem.summary = format!(
+                "Instance {name}'s newest revision did not roll out within its progress deadline; what served before keeps serving where it can."
+            );
+            problem.next_steps.push(
+                "the message above names what the rollout waits for: look at that workload's pods (kubectl describe)"
+                    .to_owned(),
+            );
+            problem.next_steps.push(format!(
+                "kubectl instance history {name}   # the revisions, and the one that serves"
+            ));
+            problem.next_steps.push(format!(
+                "kubectl instance rollback {name}   # ask for the last revision that rolled out again (approved as any change)"
+            ));
+        }
         Some(Reason::ObjectsProgressing) => {
             problem.kind = Kind::Progressing;
             problem.summary = format!(
                 "Instance {name} is installed and its objects are still getting ready; nothing has failed."
             );
             problem.next_steps.push(format!(
-                "the message names what it waits for; a Deployment that misses its progress deadline turns Healthy False (kubectl get instance {name} -w)"
+                "the message names what it waits for; a rollout that misses its progress deadline (the class's progressDeadline, or the Instance's) turns Healthy False (kubectl get instance {name} -w)"
             ));
         }
         Some(Reason::HealthUnknown) | Some(_) => {

@@ -313,6 +313,29 @@ fn objects_still_getting_ready_are_progress_not_a_failure() {
 }
 
 #[test]
+fn a_rollout_past_its_deadline_is_a_failure_that_points_at_history_and_rollback() {
+    let web = instance(&[
+        (Reason::ApprovedByPolicy, True, "AllowAll"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (Reason::InstallSucceeded, True, "applied 2 objects"),
+        (
+            Reason::ProgressDeadlineExceeded,
+            False,
+            "revision 2 (Bundle web.v2) did not roll out within its progress deadline of 10m (the class's progressDeadline): waiting for Deployment/web/server",
+        ),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    assert_eq!(diagnosis.state, Kind::Unhealthy);
+    let text = render(&diagnosis, at(1_000));
+    assert!(
+        text.contains("did not roll out within its progress deadline")
+            && text.contains("kubectl instance history web")
+            && text.contains("kubectl instance rollback web"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_deletion_held_by_a_provisioner_that_never_claimed_its_class_says_removing_it_is_safe() {
     let mut held = instance(&[(Reason::UnpackPending, Unknown, "not acted on")]);
     held.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
