@@ -263,3 +263,129 @@ async fn a_write_that_fails_after_others_is_rolled_back_to_the_running_revision(
     assert_eq!(fixture.value_of("fresh").await.as_deref(), Some("new"));
     fixture.scope.cleanup().await;
 }
+
+/// A policy refusing DELETE of ConfigMap `stays` (and `delete-probe`) in
+/// the fixture's namespace; its binding. Named `name`.
+async fn refuse_deletes(fixture: &Fixture, name: &str) {
+    let namespace = &fixture.scope.namespace;
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": fixture.scope.labels() },
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": { "resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["DELETE"], "resources": ["configmaps"],
+            }] },
+            "validations": [{
+                "expression": format!(
+                    "oldObject.metadata.namespace != '{namespace}' || !(oldObject.metadata.name in ['stays', 'delete-probe'])"
+                ),
+                "message": "refused by the test's policy (deletes)",
+            }],
+        },
+    }))
+    .unwrap();
+    Api::<ValidatingAdmissionPolicy>::all(fixture.scope.client.clone())
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": fixture.scope.labels() },
+        "spec": { "policyName": name, "validationActions": ["Deny"] },
+    }))
+    .unwrap();
+    Api::<ValidatingAdmissionPolicyBinding>::all(fixture.scope.client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    // In force once deleting `delete-probe` is refused.
+    let probe: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "delete-probe", "namespace": namespace },
+    }))
+    .unwrap();
+    let config_maps = fixture.config_maps();
+    config_maps
+        .create(&PostParams::default(), &probe)
+        .await
+        .unwrap();
+    eventually("the policy is in force", || async {
+        match config_maps
+            .delete("delete-probe", &DeleteParams::default())
+            .await
+        {
+            Ok(_) => {
+                config_maps
+                    .create(&PostParams::default(), &probe)
+                    .await
+                    .unwrap();
+                false
+            }
+            Err(kube::Error::Api(status)) => status.message.contains("(deletes)"),
+            Err(error) => panic!("deleting the probe: {error}"),
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_pivot_whose_prune_fails_says_the_new_revision_is_applied_and_not_done() {
+    let fixture = Fixture::new("prune-fails", "AllowAll").await;
+    let (instances, name) = install_v1(&fixture, config_map(&fixture, "stays", "one", false)).await;
+    wait_for(&instances, &name, "revision 1 rolled out", |i| {
+        reason_is(i, ConditionType::Progressing, "Succeeded")
+    })
+    .await;
+    let policy = fixture.scope.name("deletes");
+    refuse_deletes(&fixture, &policy).await;
+    // v2 drops `stays`, which the policy keeps from being deleted.
+    content(&fixture, "v2", &[config_map(&fixture, "a", "two", false)]).await;
+    fixture.pivot("v2", "v2").await;
+    let stuck = wait_for(&instances, &name, "the prune refused", |i| {
+        reason_is(i, ConditionType::Progressing, "Retrying")
+    })
+    .await;
+    let progressing = stuck.condition(ConditionType::Progressing).unwrap();
+    assert!(
+        progressing
+            .message
+            .contains("deleting what the revision before it alone had failed")
+            && progressing.message.contains("revision 1 serves in part"),
+        "{}",
+        progressing.message
+    );
+    assert!(reason_is(&stuck, ConditionType::Installed, "InstallFailed"));
+    let status = stuck.status.clone().unwrap();
+    let outcomes: Vec<(i64, RevisionOutcome)> = status
+        .revisions
+        .iter()
+        .map(|revision| (revision.number, revision.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (1, RevisionOutcome::Succeeded),
+            (2, RevisionOutcome::RollingOut)
+        ],
+        "revision 2 is applied, not done"
+    );
+    assert_eq!(status.serving_revision, Some(1));
+    assert_eq!(fixture.value_of("a").await.as_deref(), Some("two"));
+
+    // The policy gone, the next try deletes `stays` and revision 2 serves.
+    Api::<ValidatingAdmissionPolicyBinding>::all(fixture.scope.client.clone())
+        .delete(&policy, &DeleteParams::default())
+        .await
+        .unwrap();
+    Api::<ValidatingAdmissionPolicy>::all(fixture.scope.client.clone())
+        .delete(&policy, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "revision 2 serves", |i| {
+        i.status
+            .as_ref()
+            .is_some_and(|status| status.serving_revision == Some(2))
+    })
+    .await;
+    assert_eq!(fixture.value_of("stays").await, None);
+    fixture.scope.cleanup().await;
+}

@@ -284,13 +284,18 @@ pub fn rollout(
     Some(result)
 }
 
-/// The `Progressing` message for an apply that failed and is retried.
-pub fn retrying(status: &InstanceStatus, number: i64, error: &str) -> String {
-    let serving = match status.serving_revision {
-        Some(serving) => format!("revision {serving} still serves"),
-        None => "no revision has rolled out yet".to_owned(),
+/// The `Progressing` message for revision `number`, whose apply or prune
+/// went wrong (`problem`) and is tried again: what serves meanwhile, and
+/// whether `mixed` objects already run revision `number` beside it.
+pub fn retrying(status: &InstanceStatus, number: i64, problem: &str, mixed: usize) -> String {
+    let serving = match (status.serving_revision, mixed) {
+        (Some(serving), 0) => format!("revision {serving} still serves"),
+        (Some(serving), mixed) => {
+            format!("revision {serving} serves in part: {mixed} objects are at revision {number}")
+        }
+        (None, _) => "no revision has rolled out yet".to_owned(),
     };
-    format!("revision {number} could not be applied ({error}); trying again; {serving}")
+    format!("revision {number}: {problem}; trying again; {serving}")
 }
 
 /// The newest revision that rolled out completely.
@@ -317,12 +322,14 @@ fn next_number(status: &InstanceStatus) -> i64 {
 fn push(status: &mut InstanceStatus, revision: Revision, settings: Settings) -> i64 {
     let number = revision.number;
     status.revisions.push(revision);
-    let serving = status.serving_revision;
-    while status.revisions.len() > settings.history_limit.max(1) {
+    let limit = settings.history_limit.max(1);
+    // With room for two or more, the serving revision stays whatever its age.
+    let kept = status.serving_revision.filter(|_| limit > 1);
+    while status.revisions.len() > limit {
         let Some(oldest) = status
             .revisions
             .iter()
-            .position(|revision| Some(revision.number) != serving || settings.history_limit < 2)
+            .position(|revision| Some(revision.number) != kept)
         else {
             break;
         };
@@ -470,7 +477,11 @@ mod tests {
         );
         assert_eq!(outcomes(&status), vec![(1, "Succeeded"), (2, "Failed")]);
         assert_eq!(status.serving_revision, Some(1));
-        assert!(retrying(&status, 2, "x").contains("revision 1 still serves"));
+        assert!(retrying(&status, 2, "x", 0).ends_with("revision 1 still serves"));
+        assert!(
+            retrying(&status, 2, "x", 3)
+                .ends_with("revision 1 serves in part: 3 objects are at revision 2")
+        );
         // A retry that goes through: the same revision rolls out.
         assert_eq!(applied(&mut status, content("v2"), settings, at(3)), 2);
         assert_eq!(outcomes(&status), vec![(1, "Succeeded"), (2, "RollingOut")]);

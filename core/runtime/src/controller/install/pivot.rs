@@ -211,7 +211,12 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
                     &message,
                     jiff::Timestamp::now(),
                 );
-                let retrying = revision::retrying(&report.status, number, &error.to_string());
+                let retrying = revision::retrying(
+                    &report.status,
+                    number,
+                    &format!("could not be applied ({error})"),
+                    left.len(),
+                );
                 report.set(Reason::Retrying, ConditionStatus::True, retrying);
                 report.set(Reason::InstallFailed, ConditionStatus::False, message);
                 return Ok(Flow::Stop(Action::requeue(AFTER_INSTALL_FAILURE)));
@@ -225,6 +230,24 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         let removed = match apply::prune(&mut kinds, &previous, &applied.objects, claimant).await {
             Ok(removed) => removed,
             Err(error) => {
+                // The new objects are written; what the earlier revision
+                // alone had is not all gone: Progressing says so, not the
+                // earlier revision's success.
+                let number = revision::applied(
+                    &mut report.status,
+                    revision_content,
+                    rollout_settings,
+                    jiff::Timestamp::now(),
+                );
+                let retrying = revision::retrying(
+                    &report.status,
+                    number,
+                    &format!(
+                        "applied, but deleting what the revision before it alone had failed ({error})"
+                    ),
+                    applied.objects.len(),
+                );
+                report.set(Reason::Retrying, ConditionStatus::True, retrying);
                 report.set(
                     Reason::InstallFailed,
                     ConditionStatus::False,
@@ -316,7 +339,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
 /// condition every [`PROGRESS_EVERY`] while it runs: an apply that ends
 /// sooner writes nothing extra, a long one shows how far it has come at a
 /// bounded rate.
-pub(super) async fn with_progress<P, T>(
+async fn with_progress<P, T>(
     work: impl std::future::Future<Output = T>,
     describe: impl Fn() -> String,
     report: &mut Report,
@@ -357,10 +380,7 @@ pub(super) async fn previous_objects(
 /// What an apply that found conflicts means for health: objects the
 /// Instance installed before that are now someone else's (their records
 /// changed: another Instance's UID, or no Pakket field manager).
-pub(super) fn taken_over(
-    error: &apply::ApplyError,
-    previous: &[pakket_api::ObjectRef],
-) -> Option<String> {
+fn taken_over(error: &apply::ApplyError, previous: &[pakket_api::ObjectRef]) -> Option<String> {
     let apply::ApplyError::Conflicts(conflicts) = error else {
         return None;
     };
@@ -380,7 +400,7 @@ pub(super) fn taken_over(
 }
 
 /// One Event for a pivot, published without holding up the reconcile.
-pub(super) fn publish_pivot<P>(
+fn publish_pivot<P>(
     context: &Context<P>,
     instance: &Instance,
     old: &str,
@@ -402,7 +422,7 @@ pub(super) fn publish_pivot<P>(
 
 /// One Event for objects adopted on their owners' offer (nothing is
 /// adopted silently), published without holding up the reconcile.
-pub(super) fn publish_adopted<P>(context: &Context<P>, instance: &Instance, words: &str) {
+fn publish_adopted<P>(context: &Context<P>, instance: &Instance, words: &str) {
     use kube::runtime::events::{Event, EventType};
     let event = Event {
         type_: EventType::Normal,
@@ -416,7 +436,7 @@ pub(super) fn publish_adopted<P>(context: &Context<P>, instance: &Instance, word
 
 /// A Warning Event: the Instance pivoted by override while the CRDs the
 /// new content drops are in use.
-pub(super) fn publish_pivot_in_use<P>(context: &Context<P>, instance: &Instance, words: &str) {
+fn publish_pivot_in_use<P>(context: &Context<P>, instance: &Instance, words: &str) {
     use kube::runtime::events::{Event, EventType};
     let event = Event {
         type_: EventType::Warning,
@@ -433,11 +453,7 @@ pub(super) fn publish_pivot_in_use<P>(context: &Context<P>, instance: &Instance,
 
 /// Labels the Bundle now installed as active for this Instance (by UID),
 /// the record a later pivot goes by.
-pub(super) async fn mark_active(
-    bundles: &Api<Bundle>,
-    bundle: &Bundle,
-    uid: &str,
-) -> Result<(), kube::Error> {
+async fn mark_active(bundles: &Api<Bundle>, bundle: &Bundle, uid: &str) -> Result<(), kube::Error> {
     if bundle.labels().get(ACTIVE_FOR_LABEL).map(String::as_str) == Some(uid) {
         return Ok(());
     }
@@ -461,7 +477,7 @@ pub(super) async fn mark_active(
 /// now installed, as replaced by it. Only Bundles whose
 /// [`ACTIVE_FOR_LABEL`] is this Instance's UID are touched: a selector that
 /// matches everything, or a status someone rewrote, relabels nobody else's.
-pub(super) async fn mark_earlier_bundles<P>(
+async fn mark_earlier_bundles<P>(
     instance: &Instance,
     context: &Context<P>,
     current: &str,
@@ -498,7 +514,7 @@ pub(super) async fn mark_earlier_bundles<P>(
 /// Gives each CRD among `applied` its in-use reader role
 /// ([`crate::trust::in_use_readers`]); what could not be done is a Warning
 /// Event on the Instance (the in-use checks then fail closed for that CRD).
-pub(super) async fn readers_for_crds<P>(
+async fn readers_for_crds<P>(
     instance: &Instance,
     applied: &[pakket_api::ObjectRef],
     context: &Context<P>,
