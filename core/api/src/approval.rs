@@ -11,7 +11,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{ConditionType, Instance, Reason};
+use crate::{ConditionType, Instance, InstanceStatus, Reason};
 
 /// The content an approval covers, written with the `Approved` condition by
 /// whoever approves (`kubectl instance approve`, or the provisioner under a
@@ -57,14 +57,20 @@ pub struct ApprovalState {
 impl ApprovalState {
     /// The state of an Instance as written.
     pub fn of(instance: &Instance) -> Self {
-        let condition = instance.condition(ConditionType::Approved);
+        instance
+            .status
+            .as_ref()
+            .map(Self::of_status)
+            .unwrap_or_default()
+    }
+
+    /// The state a status says (one being written, say).
+    pub fn of_status(status: &InstanceStatus) -> Self {
+        let condition = crate::condition::find(&status.conditions, ConditionType::Approved);
         Self {
             status: condition.map(|c| c.status.clone()).unwrap_or_default(),
             reason: condition.map(|c| c.reason.clone()).unwrap_or_default(),
-            content: instance
-                .status
-                .as_ref()
-                .and_then(|status| status.approval.clone()),
+            content: status.approval.clone(),
         }
     }
 

@@ -58,14 +58,12 @@ pub struct Drift {
     /// Per Instance: what it was last applied from, and when that apply
     /// began.
     applied: Mutex<HashMap<String, (Fingerprint, Instant)>>,
-    /// Per Instance: when someone else last changed one of its objects.
-    /// Compared with when the last apply began, so a change that lands
-    /// while an apply is under way is not forgotten when it ends.
-    changed_at: Mutex<HashMap<String, Instant>>,
     /// The Instance each watched object was last seen labelled with.
     seen_with: Mutex<HashMap<ObjectRef, String>>,
     /// Per Instance: the objects someone else changed (or deleted: `true`),
-    /// and when; forgotten once an apply that began later wrote them.
+    /// and when; forgotten once an apply that began later wrote them. The
+    /// latest is compared with when the last apply began, so a change that
+    /// lands while an apply is under way is not forgotten when it ends.
     drifted: Mutex<HashMap<String, Changes>>,
     /// Objects a prune is about to delete: their deletion is the runtime's
     /// own, not drift.
@@ -87,7 +85,6 @@ impl Drift {
             client,
             watched: Mutex::default(),
             applied: Mutex::default(),
-            changed_at: Mutex::default(),
             seen_with: Mutex::default(),
             drifted: Mutex::default(),
             pruning: Mutex::default(),
@@ -166,11 +163,11 @@ impl Drift {
         max_age: Duration,
     ) -> bool {
         let changed_at = self
-            .changed_at
+            .drifted
             .lock()
             .expect("not poisoned")
             .get(instance)
-            .copied();
+            .and_then(|objects| objects.values().map(|(at, _)| *at).max());
         let applied = self.applied.lock().expect("not poisoned");
         stale(applied.get(instance), fingerprint, changed_at, max_age)
     }
@@ -187,10 +184,6 @@ impl Drift {
     /// Forgets an Instance that is gone.
     pub fn forget_instance(&self, instance: &str) {
         self.applied.lock().expect("not poisoned").remove(instance);
-        self.changed_at
-            .lock()
-            .expect("not poisoned")
-            .remove(instance);
         self.seen_with
             .lock()
             .expect("not poisoned")
@@ -242,10 +235,6 @@ impl Drift {
         if spec_changed {
             tracing::info!(%instance, object = %reference, deleted, "installed object changed by someone else");
             let now = Instant::now();
-            self.changed_at
-                .lock()
-                .expect("not poisoned")
-                .insert(instance.clone(), now);
             self.drifted
                 .lock()
                 .expect("not poisoned")

@@ -41,6 +41,30 @@ async fn patch_class(fixture: &Fixture, parameters: serde_json::Value) {
         .unwrap();
 }
 
+/// A class made with `parameters` (made with them, not patched after: a
+/// patch races the provisioner's watch of the class) and an Instance of it
+/// whose content is ConfigMap `object`, once the Instance's `kind`
+/// condition says `reason`: the fixture, the Instances, the Instance's
+/// name and that condition's message. Nothing of it is applied.
+async fn held_by_class(
+    test: &str,
+    parameters: serde_json::Value,
+    object: &str,
+    kind: ConditionType,
+    reason: &str,
+) -> (Fixture, Api<Instance>, String, String) {
+    let fixture = Fixture::without_class(test).await;
+    fixture.create_class_with(parameters).await;
+    fixture.content("content", &[(object, "v1")]).await;
+    let (instances, name) = fixture
+        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
+        .await;
+    let held = wait_for(&instances, &name, reason, |i| reason_is(i, kind, reason)).await;
+    let message = held.condition(kind).unwrap().message.clone();
+    assert_eq!(fixture.value_of(object).await, None, "nothing applied");
+    (fixture, instances, name, message)
+}
+
 async fn installed(fixture: &Fixture, content: &[(&str, &str)]) -> (Api<Instance>, String) {
     fixture.content("content", content).await;
     let (instances, name) = fixture
@@ -707,29 +731,21 @@ async fn without_a_creator_record_nothing_is_read_or_approved() {
 
 #[tokio::test]
 async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
-    // Created with the mistake: a class patched after creation races the
-    // provisioner's watch of it.
-    let fixture = Fixture::without_class("bad-parameter").await;
-    fixture
-        .create_class_with(json!({ "approval": "AllowAll", "maxObjectSize": "1 MB" }))
-        .await;
-    let class = fixture.scope.name("class");
-    fixture.content("content", &[("sized", "v1")]).await;
-    let (instances, name) = fixture
-        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
-        .await;
-    let refused = wait_for(&instances, &name, "the class's mistake reported", |i| {
-        reason_is(i, ConditionType::Unpacked, "UnpackFailed")
-    })
+    let (fixture, instances, name, message) = held_by_class(
+        "bad-parameter",
+        json!({ "approval": "AllowAll", "maxObjectSize": "1 MB" }),
+        "sized",
+        ConditionType::Unpacked,
+        "UnpackFailed",
+    )
     .await;
-    let message = &refused.condition(ConditionType::Unpacked).unwrap().message;
+    let class = fixture.scope.name("class");
     assert!(
         message.contains(&format!("ProvisionerClass {class}"))
             && message.contains("parameter maxObjectSize")
             && message.contains("1Mi"),
         "{message}"
     );
-    assert_eq!(fixture.value_of("sized").await, None, "nothing applied");
 
     patch_class(&fixture, json!({ "maxObjectSize": "1Mi" })).await;
     wait_for(&instances, &name, "install once the class is fixed", |i| {
@@ -742,21 +758,15 @@ async fn a_bad_class_parameter_is_reported_and_fixing_the_class_installs() {
 
 #[tokio::test]
 async fn an_approval_parameter_that_is_not_a_string_gates_instead_of_allowing_all() {
-    let fixture = Fixture::without_class("bad-approval").await;
-    fixture
-        .create_class_with(json!({ "approval": false }))
-        .await;
-    fixture.content("content", &[("gated", "v1")]).await;
-    let (instances, name) = fixture
-        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
-        .await;
-    let waiting = wait_for(&instances, &name, "waiting, not installed", |i| {
-        reason_is(i, ConditionType::Approved, "ApprovalPending")
-    })
+    let (fixture, _, _, message) = held_by_class(
+        "bad-approval",
+        json!({ "approval": false }),
+        "gated",
+        ConditionType::Approved,
+        "ApprovalPending",
+    )
     .await;
-    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
     assert!(message.contains("parameter approval"), "{message}");
-    assert_eq!(fixture.value_of("gated").await, None, "nothing applied");
     fixture.scope.cleanup().await;
 }
 
@@ -819,22 +829,14 @@ async fn under_drift_warn_a_hand_edit_stays_and_is_named_until_the_class_repairs
 
 #[tokio::test]
 async fn a_drift_parameter_that_is_not_built_is_refused_naming_it() {
-    let fixture = Fixture::without_class("drift-ignore").await;
-    fixture
-        .create_class_with(
-            json!({ "approval": "AllowAll", "drift": { "mode": "Warn", "ignore": [] } }),
-        )
-        .await;
-    fixture.content("content", &[("kept", "v1")]).await;
-    let (instances, name) = fixture
-        .create_instance("bundle", fixture.bundle_spec("content", "file://content"))
-        .await;
-    let refused = wait_for(&instances, &name, "the parameter refused", |i| {
-        reason_is(i, ConditionType::Installed, "InstallFailed")
-    })
+    let (fixture, _, _, message) = held_by_class(
+        "drift-ignore",
+        json!({ "approval": "AllowAll", "drift": { "mode": "Warn", "ignore": [] } }),
+        "kept",
+        ConditionType::Installed,
+        "InstallFailed",
+    )
     .await;
-    let message = &refused.condition(ConditionType::Installed).unwrap().message;
     assert!(message.contains("parameter drift.ignore"), "{message}");
-    assert_eq!(fixture.value_of("kept").await, None, "nothing applied");
     fixture.scope.cleanup().await;
 }

@@ -15,7 +15,6 @@
 use std::time::Duration;
 
 use kube::runtime::events::{Event, EventType};
-use pakket_api::condition;
 use pakket_api::{ApprovalState, ConditionType, Instance, InstanceStatus};
 
 use super::report::Report;
@@ -119,12 +118,7 @@ fn decided_at(instance: &Instance) -> String {
 /// stands when none does, so the next one is told even if it carries the
 /// same words and second as one told before it.
 pub fn settle(status: &mut InstanceStatus) {
-    let approval = condition::find(&status.conditions, ConditionType::Approved);
-    let state = ApprovalState {
-        status: approval.map(|c| c.status.clone()).unwrap_or_default(),
-        reason: approval.map(|c| c.reason.clone()).unwrap_or_default(),
-        content: status.approval.clone(),
-    };
+    let state = ApprovalState::of_status(status);
     if !state.by_person() && !state.is_denied() && status.decision_told.is_some() {
         status.decision_told = Some(UNDECIDED.to_owned());
     }

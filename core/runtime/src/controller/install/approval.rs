@@ -58,7 +58,7 @@ pub(super) struct Proposed<'a> {
 /// policy then asks a person, as for a first install). What runs is the
 /// content last approved, when it is the active Bundle's: that record is
 /// the runtime's own (the webhook lets no requester write it).
-pub(super) fn running_objects<P: Provisioner>(
+fn running_objects<P: Provisioner>(
     instance: &Instance,
     request: &crate::provisioner::ObjectsRequest<'_>,
     context: &Context<P>,
@@ -84,7 +84,7 @@ pub(super) fn running_objects<P: Provisioner>(
 /// `AllowAll` approves any content; other policies are the provisioner's
 /// ([`Provisioner::approve`]), and what a policy approved holds for that
 /// content while the class keeps that policy.
-pub(super) async fn approve<P: Provisioner>(
+async fn approve<P: Provisioner>(
     instance: &Instance,
     class: &ProvisionerClass,
     proposed: Proposed<'_>,
@@ -241,7 +241,7 @@ pub(super) async fn approve<P: Provisioner>(
 /// the approval carries over to the new render and an Event says so
 /// (`None`). Otherwise it waits for a person, naming the new rights; a
 /// person's `kubectl instance approve` then covers the new render.
-pub(super) async fn rerendered<P: Provisioner>(
+async fn rerendered<P: Provisioner>(
     instance: &Instance,
     class: &ProvisionerClass,
     proposed: Proposed<'_>,
@@ -345,7 +345,7 @@ pub(super) async fn rerendered<P: Provisioner>(
 
 /// What `instance` runs now, read back from the cluster: the objects it
 /// installed ([`previous_objects`]) as they are.
-pub(super) async fn live_running<P>(
+async fn live_running<P>(
     instance: &Instance,
     context: &Context<P>,
 ) -> Result<Vec<serde_json::Value>, apply::ApplyError> {
@@ -357,7 +357,7 @@ pub(super) async fn live_running<P>(
 }
 
 /// The objects `refs` as they are on the cluster now (those that exist).
-pub(super) async fn live_objects(
+async fn live_objects(
     kinds: &mut apply::Kinds,
     refs: &[pakket_api::ObjectRef],
 ) -> Result<Vec<serde_json::Value>, apply::ApplyError> {
@@ -380,7 +380,7 @@ pub(super) async fn live_objects(
     Ok(live)
 }
 
-pub(super) fn set_pending(report: &mut Report, message: String) {
+fn set_pending(report: &mut Report, message: String) {
     let same = report
         .approval()
         .is_some_and(|c| c.reason == Reason::ApprovalPending.as_str() && c.message == message);

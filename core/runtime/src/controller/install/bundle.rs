@@ -45,7 +45,7 @@ pub(super) async fn find<'a, P: Provisioner>(
 }
 
 /// What looking for the Instance's Bundle found.
-pub(super) enum Lookup {
+enum Lookup {
     /// The Bundle object, and this Instance may install it.
     Found(Box<Bundle>),
     /// The Bundle the Instance embeds (no object: see
@@ -68,7 +68,7 @@ pub(super) enum Lookup {
 /// whose requester could `use` its class. A Bundle object an earlier
 /// Pakket made from this Instance's embedded spec (its controller
 /// ownerReference) is left to be deleted with the Instance.
-pub(super) async fn find_bundle<P>(
+async fn find_bundle<P>(
     instance: &Instance,
     bundles: &Api<Bundle>,
     context: &Context<P>,
@@ -99,7 +99,7 @@ pub(super) async fn find_bundle<P>(
 
 /// Whether `bundle` was made from `instance`'s embedded spec (by a Pakket
 /// that still made objects for embedded Bundles).
-pub(super) fn made_from(instance: &Instance, bundle: &Bundle) -> bool {
+fn made_from(instance: &Instance, bundle: &Bundle) -> bool {
     let uid = instance.uid().unwrap_or_default();
     bundle
         .owner_references()
@@ -109,7 +109,7 @@ pub(super) fn made_from(instance: &Instance, bundle: &Bundle) -> bool {
 
 /// Whether `instance` (which names a Bundle object) may install `bundle`
 /// (see [`find_bundle`]).
-pub(super) fn claim(instance: &Instance, bundle: &Bundle) -> Result<(), String> {
+fn claim(instance: &Instance, bundle: &Bundle) -> Result<(), String> {
     let name = bundle.name_any();
     let owner = bundle
         .owner_references()

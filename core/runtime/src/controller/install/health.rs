@@ -128,11 +128,7 @@ pub(super) async fn step<P>(
 /// changed or deleted (left as they are); once they are written again, or
 /// under Repair, that nothing is left changed. Absent for an Instance that
 /// never drifted under Warn.
-pub(super) fn report_drift(
-    report: &mut Report,
-    drifted: &[(pakket_api::ObjectRef, bool)],
-    warn_only: bool,
-) {
+fn report_drift(report: &mut Report, drifted: &[(pakket_api::ObjectRef, bool)], warn_only: bool) {
     const NAMED: usize = 10;
     if warn_only && !drifted.is_empty() {
         let mut names: Vec<String> = drifted

@@ -162,7 +162,7 @@ pub async fn install<P: Provisioner>(
         home,
         unpacked: &unpacked,
         objects: &rendered.objects,
-        provides: rendered.provides.clone(),
+        provides: rendered.provides,
         request: &request,
         options: &settings.unpack,
         drift: settings.drift,

@@ -61,16 +61,10 @@ pub(super) async fn render<P: Provisioner>(
     let mut cluster = if needs_facts {
         context.cluster_facts_for(instance).await
     } else {
-        crate::provisioner::ClusterFacts::default()
+        ClusterFacts::default()
     };
-    let render = |cluster: &crate::provisioner::ClusterFacts| {
-        let request = crate::provisioner::ObjectsRequest {
-            content: &unpacked.dir,
-            max_object_size: options.limits.max_file_size,
-            instance,
-            cluster,
-            class_parameters: class.spec.parameters.as_ref(),
-        };
+    let render = |cluster: &ClusterFacts| {
+        let request = request(instance, class, unpacked, options, cluster);
         // Pakket's own kinds in the content are the trust kernel's to
         // judge, before anything else sees the objects.
         context.provisioner.objects(&request).and_then(|objects| {
@@ -91,13 +85,7 @@ pub(super) async fn render<P: Provisioner>(
         cluster = context.cluster_facts_for(instance).await;
         rendered = render(&cluster);
     }
-    let request = crate::provisioner::ObjectsRequest {
-        content: &unpacked.dir,
-        max_object_size: options.limits.max_file_size,
-        instance,
-        cluster: &cluster,
-        class_parameters: class.spec.parameters.as_ref(),
-    };
+    let request = request(instance, class, unpacked, options, &cluster);
     let pinned = Pinned {
         home,
         bundle,
@@ -233,7 +221,7 @@ pub(super) async fn render<P: Provisioner>(
 
 /// Content unpacked and pinned whose objects are not rendered (the
 /// Instance's config is wrong, or what it needs is not installed).
-pub(super) struct Pinned<'a> {
+struct Pinned<'a> {
     home: bundle_status::Home<'a>,
     bundle: &'a Bundle,
     unpacked: &'a Unpacked,

@@ -96,7 +96,7 @@ pub(super) fn pin_holds<P>(
 
 /// Why the content just unpacked cannot be the Bundle's: its status pins
 /// other content. `None` when there is no pin yet, or it matches.
-pub(super) fn pin_moved(bundle: &Bundle, unpacked: &Unpacked) -> Option<String> {
+fn pin_moved(bundle: &Bundle, unpacked: &Unpacked) -> Option<String> {
     let pinned = bundle.status.as_ref()?.source.as_ref()?;
     let digest = pinned.digest.as_deref()?;
     (digest != unpacked.digest.as_str()).then(|| {
@@ -124,7 +124,7 @@ pub(super) fn store_entry_state(dir: &std::path::Path) -> String {
 /// nothing is fetched at all. A Bundle is immutable, so what it unpacked to
 /// once is what it unpacks to; this also keeps a moved tag from changing an
 /// installed Bundle's content.
-pub(super) fn already_unpacked<P>(bundle: &Bundle, context: &Context<P>) -> Option<Unpacked> {
+fn already_unpacked<P>(bundle: &Bundle, context: &Context<P>) -> Option<Unpacked> {
     let status = bundle.status.as_ref()?;
     if status.unpacked != UnpackPhase::Done
         || status.observed_generation != bundle.metadata.generation
