@@ -10,6 +10,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::class_parameters::ParameterError;
+
 /// What happens to objects someone else changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DriftMode {
@@ -22,26 +24,32 @@ pub enum DriftMode {
 
 /// Reads the class's `drift` parameter; the error names the parameter and
 /// what to write.
-pub fn from_parameters(parameters: Option<&Map<String, Value>>) -> Result<DriftMode, String> {
+pub fn from_parameters(
+    parameters: Option<&Map<String, Value>>,
+) -> Result<DriftMode, ParameterError> {
+    let error = |name: String, problem: String| ParameterError { name, problem };
     let Some(drift) = parameters.and_then(|parameters| parameters.get("drift")) else {
         return Ok(DriftMode::Repair);
     };
     let Some(drift) = drift.as_object() else {
-        return Err(format!(
-            "parameter drift: {drift} is not an object; write drift: {{mode: Repair}} or {{mode: Warn}}"
+        return Err(error(
+            "drift".into(),
+            format!("{drift} is not an object; write drift: {{mode: Repair}} or {{mode: Warn}}"),
         ));
     };
     if let Some(unknown) = drift.keys().find(|key| key.as_str() != "mode") {
-        return Err(format!(
-            "parameter drift.{unknown}: not supported (only drift.mode is built); remove it"
+        return Err(error(
+            format!("drift.{unknown}"),
+            "not supported (only drift.mode is built); remove it".into(),
         ));
     }
     match drift.get("mode") {
         None => Ok(DriftMode::Repair),
         Some(Value::String(mode)) if mode == "Repair" => Ok(DriftMode::Repair),
         Some(Value::String(mode)) if mode == "Warn" => Ok(DriftMode::Warn),
-        Some(other) => Err(format!(
-            "parameter drift.mode: {other} is not a mode; write Repair (the default) or Warn"
+        Some(other) => Err(error(
+            "drift.mode".into(),
+            format!("{other} is not a mode; write Repair (the default) or Warn"),
         )),
     }
 }
@@ -53,7 +61,7 @@ mod tests {
     use super::*;
 
     fn read(value: Value) -> Result<DriftMode, String> {
-        from_parameters(value.as_object())
+        from_parameters(value.as_object()).map_err(|error| error.to_string())
     }
 
     #[test]

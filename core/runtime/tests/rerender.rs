@@ -238,7 +238,6 @@ async fn an_upgraded_provisioner_applies_a_new_render_only_within_the_rights_tha
 
     // A person approves: the new render installs.
     plain_fixture::set_approval(&instances, &name, "True", "ApprovedByUser").await;
-
     eventually("the binding is installed once approved", || async {
         bindings
             .get_opt(&scope.name("viewer"))

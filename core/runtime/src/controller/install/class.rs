@@ -40,7 +40,7 @@ pub(super) fn settings<'a>(
     // The class is wrong, not the Bundle: its watch brings the Instance
     // back once an admin fixes it. A bad unpack limit is said where the
     // unpack would have been.
-    let mut refused = |reason: Reason, error: String| {
+    let mut refused = |reason: Reason, error: &dyn std::fmt::Display| {
         let message = format!(
             "ProvisionerClass {}: {error}; fix the class",
             class.name_any()
@@ -53,15 +53,15 @@ pub(super) fn settings<'a>(
             class: class.name_any(),
             ..options
         },
-        Err(error) => return refused(Reason::UnpackFailed, error.to_string()),
+        Err(error) => return refused(Reason::UnpackFailed, &error),
     };
     let drift = match crate::drift_mode::from_parameters(parameters) {
         Ok(mode) => mode,
-        Err(error) => return refused(Reason::InstallFailed, error),
+        Err(error) => return refused(Reason::InstallFailed, &error),
     };
     let mut rollout = match revision::Settings::from_parameters(parameters) {
         Ok(settings) => settings,
-        Err(error) => return refused(Reason::InstallFailed, error.to_string()),
+        Err(error) => return refused(Reason::InstallFailed, &error),
     };
     // The Instance's own deadline wins over its class's.
     if let Some(text) = &instance.spec.progress_deadline {
