@@ -129,24 +129,24 @@ async fn a_pivot_the_apiserver_would_refuse_part_way_writes_nothing_and_names_th
     fixture.scope.cleanup().await;
 }
 
-/// A policy refusing, outside dry runs, ConfigMaps in `namespace` named
-/// `late` or `probe` whose value is `two`; its binding. Named `name`.
-async fn refuse_late_writes(fixture: &Fixture, name: &str) {
-    let namespace = &fixture.scope.namespace;
+/// A ValidatingAdmissionPolicy `name` on ConfigMaps for `operations`,
+/// refusing with `message` what fails `expression`, and its binding.
+async fn config_map_policy(
+    fixture: &Fixture,
+    name: &str,
+    operations: &[&str],
+    expression: String,
+    message: &str,
+) {
     let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
         "metadata": { "name": name, "labels": fixture.scope.labels() },
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": { "resourceRules": [{
                 "apiGroups": [""], "apiVersions": ["v1"],
-                "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"],
+                "operations": operations, "resources": ["configmaps"],
             }] },
-            "validations": [{
-                "expression": format!(
-                    "request.dryRun == true || object.metadata.namespace != '{namespace}' || !(object.metadata.name in ['late', 'probe']) || !has(object.data) || !('value' in object.data) || object.data['value'] != 'two'"
-                ),
-                "message": "refused by the test's policy (late writes)",
-            }],
+            "validations": [{ "expression": expression, "message": message }],
         },
     }))
     .unwrap();
@@ -163,6 +163,22 @@ async fn refuse_late_writes(fixture: &Fixture, name: &str) {
         .create(&PostParams::default(), &binding)
         .await
         .unwrap();
+}
+
+/// A policy refusing, outside dry runs, ConfigMaps in `namespace` named
+/// `late` or `probe` whose value is `two`; its binding. Named `name`.
+async fn refuse_late_writes(fixture: &Fixture, name: &str) {
+    let namespace = &fixture.scope.namespace;
+    config_map_policy(
+        fixture,
+        name,
+        &["CREATE", "UPDATE"],
+        format!(
+            "request.dryRun == true || object.metadata.namespace != '{namespace}' || !(object.metadata.name in ['late', 'probe']) || !has(object.data) || !('value' in object.data) || object.data['value'] != 'two'"
+        ),
+        "refused by the test's policy (late writes)",
+    )
+    .await;
     // In force once a real write of `probe` is refused.
     let probe: ConfigMap = serde_json::from_value(json!({
         "metadata": { "name": "probe", "namespace": namespace },
@@ -268,36 +284,16 @@ async fn a_write_that_fails_after_others_is_rolled_back_to_the_running_revision(
 /// the fixture's namespace; its binding. Named `name`.
 async fn refuse_deletes(fixture: &Fixture, name: &str) {
     let namespace = &fixture.scope.namespace;
-    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": fixture.scope.labels() },
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": { "resourceRules": [{
-                "apiGroups": [""], "apiVersions": ["v1"],
-                "operations": ["DELETE"], "resources": ["configmaps"],
-            }] },
-            "validations": [{
-                "expression": format!(
-                    "oldObject.metadata.namespace != '{namespace}' || !(oldObject.metadata.name in ['stays', 'delete-probe'])"
-                ),
-                "message": "refused by the test's policy (deletes)",
-            }],
-        },
-    }))
-    .unwrap();
-    Api::<ValidatingAdmissionPolicy>::all(fixture.scope.client.clone())
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
-    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": fixture.scope.labels() },
-        "spec": { "policyName": name, "validationActions": ["Deny"] },
-    }))
-    .unwrap();
-    Api::<ValidatingAdmissionPolicyBinding>::all(fixture.scope.client.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
+    config_map_policy(
+        fixture,
+        name,
+        &["DELETE"],
+        format!(
+            "oldObject.metadata.namespace != '{namespace}' || !(oldObject.metadata.name in ['stays', 'delete-probe'])"
+        ),
+        "refused by the test's policy (deletes)",
+    )
+    .await;
     // In force once deleting `delete-probe` is refused.
     let probe: ConfigMap = serde_json::from_value(json!({
         "metadata": { "name": "delete-probe", "namespace": namespace },
