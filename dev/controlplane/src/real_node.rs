@@ -119,10 +119,25 @@ pub struct NodeFiles {
     pub kubelet_config: PathBuf,
 }
 
+/// Where a starting node records what [`clear_left_by_killed`] needs if it
+/// is killed before its teardown: its folder and `ip_forward` as it was.
+/// Under /run, so a reboot (which clears what it would describe) clears it.
+const MARKER: &str = "/run/pakket-dev-real-node.json";
+
+/// What a node that was killed without teardown must be cleaned up from.
+#[derive(Debug, Serialize, Deserialize)]
+struct Marker {
+    /// The node's folder (`<control plane dir>/node`).
+    dir: PathBuf,
+    /// `net.ipv4.ip_forward` before the node set it.
+    ip_forward_before: String,
+}
+
 /// Makes the network the node needs: the bridge with the node's address,
-/// rules that keep Pod traffic on the bridge, forwarding on. Refuses if
-/// another real node has the bridge. Returns `ip_forward` as it was.
-pub fn network_up() -> Result<String> {
+/// rules that keep Pod traffic on the bridge, forwarding on. What a node
+/// killed without teardown left is removed first; a node that still runs
+/// is refused. Returns `ip_forward` as it was.
+pub fn network_up(node_dir: &Path, binaries: &RealNodeBinaries) -> Result<String> {
     // /proc/self belongs to the effective user.
     let root = std::fs::metadata("/proc/self")
         .map(|own| std::os::unix::fs::MetadataExt::uid(&own) == 0)
@@ -132,9 +147,12 @@ pub fn network_up() -> Result<String> {
             "a real node runs containers and makes a bridge: run pakket-dev as root".into(),
         ));
     }
+    if let Some(removed) = clear_left_by_killed(binaries)? {
+        eprintln!("pakket-dev: {removed}");
+    }
     if Path::new(&format!("/sys/class/net/{BRIDGE}")).exists() {
         return Err(Error::Config(format!(
-            "bridge {BRIDGE} exists: another real node runs on this machine (or one was killed without `pakket-dev down`); stop it with `pakket-dev --dir DIR down` (which also removes what a killed one left), or delete the bridge with `ip link delete {BRIDGE}`"
+            "bridge {BRIDGE} exists and could not be removed; delete it with `ip link delete {BRIDGE}`"
         )));
     }
     let forward = read_sysctl("net/ipv4/ip_forward")?;
@@ -156,8 +174,94 @@ pub fn network_up() -> Result<String> {
     // Service traffic between Pods on one bridge goes through iptables
     // (kube-proxy's DNAT) only with these on.
     write_sysctl("net/bridge/bridge-nf-call-iptables", "1")?;
+    let marker = Marker {
+        dir: node_dir.to_owned(),
+        ip_forward_before: forward.clone(),
+    };
+    write(
+        Path::new(MARKER),
+        &serde_json::to_string(&marker).expect("JSON"),
+    )?;
     write_sysctl("net/ipv4/ip_forward", "1")?;
     Ok(forward)
+}
+
+/// Removes what a real node killed without teardown (SIGKILL, a machine
+/// restart of the sandbox but not the kernel) left in the kernel: its
+/// containers, mounts, kube-proxy's and the kubelet's rules, the bridge
+/// and its drop rules, and `ip_forward` as it was before it (when its
+/// marker says). A node whose kubelet or containerd still runs is not
+/// touched: that is refused, naming the process. Returns what was
+/// removed, or `None` when nothing was left.
+pub fn clear_left_by_killed(binaries: &RealNodeBinaries) -> Result<Option<String>> {
+    let marker: Option<Marker> = std::fs::read_to_string(MARKER)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok());
+    if let Some((pid, program)) = running_node(marker.as_ref().map(|marker| marker.dir.as_path())) {
+        return Err(Error::Config(format!(
+            "another real node runs on this machine ({program}, process {pid}); stop it with `pakket-dev --dir DIR down`"
+        )));
+    }
+    let bridge = Path::new(&format!("/sys/class/net/{BRIDGE}")).exists();
+    if !bridge && marker.is_none() {
+        return Ok(None);
+    }
+    if let Some(marker) = &marker {
+        kill_shims(&marker.dir.join("containerd/containerd.sock"))?;
+        unmount_under(&marker.dir)?;
+    }
+    clear_network(
+        &binaries.path("kube-proxy"),
+        marker
+            .as_ref()
+            .map(|marker| marker.ip_forward_before.as_str()),
+    )?;
+    Ok(Some(match marker {
+        Some(marker) => format!(
+            "removed what a killed real node (folder {}) left: its containers, mounts, rules and bridge {BRIDGE}",
+            marker.dir.display()
+        ),
+        None => format!("removed what a killed real node left: its rules and bridge {BRIDGE}"),
+    }))
+}
+
+/// A live kubelet or kube-proxy of a real node, or a containerd started
+/// from `node_dir`'s config. (Shims outlive their containerd on purpose:
+/// one alone is something a killed node left, not a node.)
+fn running_node(node_dir: Option<&Path>) -> Option<(i32, String)> {
+    let hostname = format!("--hostname-override={NODE_NAME}");
+    let node_dir = node_dir.map(|dir| dir.display().to_string());
+    processes().into_iter().find_map(|(pid, words)| {
+        let program = words.first().map(String::as_str).unwrap_or_default();
+        let node_component = (program.ends_with("kubelet") || program.ends_with("kube-proxy"))
+            && words.contains(&hostname);
+        let containerd = program.ends_with("/containerd") || program == "containerd";
+        let our_containerd = containerd
+            && node_dir
+                .as_ref()
+                .is_some_and(|dir| words.iter().any(|word| word.contains(dir.as_str())));
+        (node_component || our_containerd).then(|| (pid, program.to_owned()))
+    })
+}
+
+/// Every process's pid and command line words.
+fn processes() -> Vec<(i32, Vec<String>)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let words = cmdline
+                .split(|byte| *byte == 0)
+                .filter(|word| !word.is_empty())
+                .map(|word| String::from_utf8_lossy(word).into_owned())
+                .collect();
+            Some((pid, words))
+        })
+        .collect()
 }
 
 /// The FORWARD rules [`network_up`] adds, as iptables arguments after the
@@ -436,7 +540,20 @@ pub fn teardown(state: &RealNodeState) -> Result<()> {
     };
     note(kill_shims(&state.containerd_socket));
     note(unmount_under(&state.dir));
-    let _ = Command::new(&state.kube_proxy)
+    note(clear_network(
+        &state.kube_proxy,
+        Some(state.ip_forward_before.as_str()),
+    ));
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Removes kube-proxy's and the kubelet's rules, the drop rules and the
+/// bridge, puts `ip_forward` back (when known) and removes the marker.
+/// Best effort like [`teardown`]: every step runs; the first failure is
+/// returned.
+fn clear_network(kube_proxy: &Path, ip_forward_before: Option<&str>) -> Result<()> {
+    let mut first_error: Option<Error> = None;
+    let _ = Command::new(kube_proxy)
         .args(["--cleanup", "--v=0"])
         .output();
     remove_kubelet_chains();
@@ -445,13 +562,17 @@ pub fn teardown(state: &RealNodeState) -> Result<()> {
         args.extend(rule.iter().copied());
         let _ = run("iptables", &args);
     }
-    if Path::new(&format!("/sys/class/net/{BRIDGE}")).exists() {
-        note(run("ip", &["link", "delete", BRIDGE]));
+    if Path::new(&format!("/sys/class/net/{BRIDGE}")).exists()
+        && let Err(error) = run("ip", &["link", "delete", BRIDGE])
+    {
+        first_error.get_or_insert(error);
     }
-    note(write_sysctl(
-        "net/ipv4/ip_forward",
-        &state.ip_forward_before,
-    ));
+    if let Some(before) = ip_forward_before
+        && let Err(error) = write_sysctl("net/ipv4/ip_forward", before)
+    {
+        first_error.get_or_insert(error);
+    }
+    let _ = std::fs::remove_file(MARKER);
     first_error.map_or(Ok(()), Err)
 }
 
@@ -480,23 +601,7 @@ fn remove_kubelet_chains() {
 /// enough.
 fn kill_shims(socket: &Path) -> Result<()> {
     let wanted = socket.display().to_string();
-    let proc = Path::new("/proc");
-    let entries = std::fs::read_dir(proc).map_err(Error::io("reading", proc))?;
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let words: Vec<String> = cmdline
-            .split(|byte| *byte == 0)
-            .map(|word| String::from_utf8_lossy(word).into_owned())
-            .collect();
+    for (pid, words) in processes() {
         let is_shim = words
             .first()
             .is_some_and(|program| program.ends_with("containerd-shim-runc-v2"));

@@ -112,9 +112,12 @@ impl ControlPlane {
             false => None,
         };
         // The bridge first: the apiserver listens on its address.
-        let ip_forward_before = match options.real_node {
-            true => Some(crate::real_node::network_up()?),
-            false => None,
+        let ip_forward_before = match &real_node_binaries {
+            Some(binaries) => Some(crate::real_node::network_up(
+                &options.dir.join("node"),
+                binaries,
+            )?),
+            None => None,
         };
         let node_names = nodes::names(options.nodes);
         let dir = &options.dir;

@@ -4,6 +4,8 @@
 //! rules) with its ServiceAccount token, its logs come back through the
 //! kubelet, and `stop` leaves nothing behind: no containers, no mounts,
 //! no network namespaces, no bridge, no rules, `ip_forward` as it was.
+//! A node killed before its teardown (SIGKILL, a restarted sandbox) does
+//! not stop the next one: its leftovers are removed at the next start.
 //!
 //! Needs root (CI runs as root); without it the test says so and fails.
 
@@ -33,7 +35,13 @@ fn network_namespaces() -> Vec<String> {
 async fn pods_run_on_the_real_node_and_stopping_it_leaves_nothing() {
     // Installs iptables on a fresh machine, so the rules can be read
     // before the node starts.
-    real_node::RealNodeBinaries::ensure().unwrap();
+    let binaries = real_node::RealNodeBinaries::ensure().unwrap();
+    // A node killed before its teardown (by an earlier run on this
+    // machine) left its bridge and rules: they are what the start below
+    // removes first, so they are removed before the machine is read.
+    if let Some(removed) = real_node::clear_left_by_killed(&binaries).unwrap() {
+        println!("{removed}");
+    }
     let forward_before = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap();
     let namespaces_before = network_namespaces();
     // Rules and chains, not the text: the first use of iptables on a
