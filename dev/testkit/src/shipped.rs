@@ -38,6 +38,17 @@ pub const PACKAGE: Shipped = Shipped {
     file: "deploy/package/provisioner.yaml",
     account: "pakket-package",
 };
+/// pakket-registry-v1.
+pub const REGISTRY_V1: Shipped = Shipped {
+    file: "deploy/registry-v1/provisioner.yaml",
+    account: "pakket-registry-v1",
+};
+/// pakket-resolveset (the Catalog, Input and Operator controllers, the
+/// resolver API and the resolveset provisioner: one process).
+pub const RESOLVESET: Shipped = Shipped {
+    file: "deploy/resolveset/resolveset.yaml",
+    account: "pakket-resolveset",
+};
 /// The webhooks.
 pub const WEBHOOKS: Shipped = Shipped {
     file: "deploy/webhooks/rbac.yaml",
@@ -131,24 +142,50 @@ pub async fn grant_classes(
     labels: &std::collections::BTreeMap<String, String>,
     classes: &[String],
 ) {
+    let rules = json!([
+        { "apiGroups": [pakket_api::GROUP], "resources": ["provisionerclasses"],
+          "resourceNames": classes, "verbs": ["use"] },
+        { "apiGroups": [pakket_api::GROUP], "resources": ["provisionerclasses/status"],
+          "resourceNames": classes, "verbs": ["patch"] },
+    ]);
+    grant(admin, shipped, None, name, labels, rules).await;
+}
+
+/// `rules` for `shipped`'s ServiceAccount, in `namespace` (a Role and
+/// RoleBinding) or cluster-wide (a ClusterRole and binding): what `deploy/`
+/// gives it by the names an admin chooses (its classes, its install
+/// namespace), given here by the test's own names. Named `name`,
+/// labelled `labels`.
+pub async fn grant(
+    admin: &Client,
+    shipped: Shipped,
+    namespace: Option<&str>,
+    name: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+    rules: Value,
+) {
+    let (role_kind, binding_kind) = match namespace {
+        Some(_) => ("Role", "RoleBinding"),
+        None => ("ClusterRole", "ClusterRoleBinding"),
+    };
+    let mut metadata = json!({ "name": name, "labels": labels });
+    if let Some(namespace) = namespace {
+        metadata["namespace"] = json!(namespace);
+    }
     apply(
         admin,
         &json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": { "name": name, "labels": labels },
-            "rules": [{ "apiGroups": [pakket_api::GROUP], "resources": ["provisionerclasses"],
-                        "resourceNames": classes, "verbs": ["use"] },
-                      { "apiGroups": [pakket_api::GROUP], "resources": ["provisionerclasses/status"],
-                        "resourceNames": classes, "verbs": ["patch"] }],
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": role_kind,
+            "metadata": metadata, "rules": rules,
         }),
     )
     .await;
     apply(
         admin,
         &json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": { "name": name, "labels": labels },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": binding_kind,
+            "metadata": metadata,
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name },
             "subjects": [{ "kind": "ServiceAccount", "name": shipped.account, "namespace": NAMESPACE }],
         }),
     )

@@ -129,8 +129,20 @@ async fn serve_etcd_catalog_with(scope: &Scope, extra: &str) {
 }
 
 /// The resolveset class (`Android`, olm.bundle → `child_class`, children
-/// into the scope's namespace) and its provisioner, run in this process.
+/// into the scope's namespace) and its provisioner, run in this process
+/// with the admin's rights.
 async fn start_resolveset(scope: &Scope, child_class: &str, key: Option<pakket_api::RecordKey>) {
+    start_resolveset_as(scope, scope.client.clone(), child_class, key).await;
+}
+
+/// As [`start_resolveset`], the provisioner reading and writing as
+/// `client`.
+async fn start_resolveset_as(
+    scope: &Scope,
+    client: kube::Client,
+    child_class: &str,
+    key: Option<pakket_api::RecordKey>,
+) {
     let id = format!("test.pakket.dev/{}-resolveset", scope.id);
     class(
         scope,
@@ -143,7 +155,6 @@ async fn start_resolveset(scope: &Scope, child_class: &str, key: Option<pakket_a
         }),
     )
     .await;
-    let client = scope.client.clone();
     let store = std::env::temp_dir().join(format!("pakket-store-{}-resolveset", scope.id));
     tokio::spawn(async move {
         let options = RunOptions {
@@ -189,14 +200,27 @@ async fn start_registry_v1(
     mirror: &str,
     key: Option<pakket_api::RecordKey>,
 ) -> String {
-    let mirrors =
-        json!([{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}]);
-    start_registry_v1_with(scope, approval, mirrors, key).await
+    start_registry_v1_as(scope, scope.client.clone(), approval, mirror, key).await
 }
 
-/// As [`start_registry_v1`], with the class's `mirrors` as given.
+/// As [`start_registry_v1`], the provisioner reading and writing as
+/// `client`.
+async fn start_registry_v1_as(
+    scope: &Scope,
+    client: kube::Client,
+    approval: &str,
+    mirror: &str,
+    key: Option<pakket_api::RecordKey>,
+) -> String {
+    let mirrors =
+        json!([{"source": "quay.io/openshift-community-operators/etcd", "mirror": mirror}]);
+    start_registry_v1_with(scope, client, approval, mirrors, key).await
+}
+
+/// As [`start_registry_v1_as`], with the class's `mirrors` as given.
 async fn start_registry_v1_with(
     scope: &Scope,
+    client: kube::Client,
     approval: &str,
     mirrors: Value,
     key: Option<pakket_api::RecordKey>,
@@ -212,7 +236,6 @@ async fn start_registry_v1_with(
         }),
     )
     .await;
-    let client = scope.client.clone();
     let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
     tokio::spawn(async move {
         let options = RunOptions {
@@ -416,10 +439,27 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
     let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-attack").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    // pakket-resolveset with the rights deploy/ ships, not the admin's.
+    let shipped = Shipped::new(&scope).await;
+    let _running = support::start_keyed_as(
+        &scope,
+        shipped.resolveset.clone(),
+        support::loopback(),
+        Vec::new(),
+        true,
+        support::set_of(&scope),
+        None,
+    )
+    .await;
     serve_etcd_catalog(&scope).await;
     // The children's class need not exist: nothing may get that far.
-    start_resolveset(&scope, &scope.name("never-used"), None).await;
+    start_resolveset_as(
+        &scope,
+        shipped.resolveset.clone(),
+        &scope.name("never-used"),
+        None,
+    )
+    .await;
     subscription_class(&scope).await;
     support::grant(
         &scope,
@@ -561,20 +601,87 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
     support::cleanup(scope).await;
 }
 
-/// Starts the webhooks for this test: one server for the scope's objects
-/// (Inputs), one for the set's children (labelled with the set), sharing
-/// one record key, both taking sealed records from the process's identity
-/// (the admin here; pakket-resolveset's ServiceAccount in deploy/).
+/// The clients pakket-resolveset and pakket-registry-v1 run with in the
+/// requester tests: each its ServiceAccount's token, with the RBAC of its
+/// file in `deploy/` applied as it is, plus what `deploy/` grants by the
+/// names an admin picks, given for this test's names: `use` on its classes
+/// (and resolveset's on the children's), `approve` on the set's Instance,
+/// and the set's ConfigMaps in the namespace the sets are written to
+/// (`pakket-system` in `deploy/`, the scope's here).
+struct Shipped {
+    resolveset: kube::Client,
+    registry_v1: kube::Client,
+    webhooks: kube::Client,
+}
+
+impl Shipped {
+    async fn new(scope: &Scope) -> Self {
+        use pakket_testkit::shipped::{self, REGISTRY_V1, RESOLVESET, WEBHOOKS};
+        let admin = &scope.client;
+        let kubeconfig = scope.cluster.kubeconfig().to_path_buf();
+        let labels = scope.labels();
+        let (set, registry_class) = (scope.name("resolveset"), scope.name("registry-v1"));
+        shipped::grant_classes(
+            admin,
+            RESOLVESET,
+            &scope.name("resolveset-classes"),
+            &labels,
+            std::slice::from_ref(&set),
+        )
+        .await;
+        shipped::grant(
+            admin,
+            RESOLVESET,
+            None,
+            &scope.name("resolveset-names"),
+            &labels,
+            json!([
+                {"apiGroups": [pakket_api::GROUP], "resources": ["provisionerclasses"], "resourceNames": [registry_class], "verbs": ["use"]},
+                {"apiGroups": [pakket_api::GROUP], "resources": ["instances"], "resourceNames": [set], "verbs": ["approve"]},
+            ]),
+        )
+        .await;
+        shipped::grant(
+            admin,
+            RESOLVESET,
+            Some(&scope.namespace),
+            &scope.name("resolveset-sets"),
+            &labels,
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "delete"]}]),
+        )
+        .await;
+        shipped::grant_classes(
+            admin,
+            REGISTRY_V1,
+            &scope.name("registry-v1-classes"),
+            &labels,
+            &[registry_class],
+        )
+        .await;
+        Self {
+            resolveset: shipped::client(admin, &kubeconfig, RESOLVESET, &scope.id).await,
+            registry_v1: shipped::client(admin, &kubeconfig, REGISTRY_V1, &scope.id).await,
+            webhooks: shipped::client(admin, &kubeconfig, WEBHOOKS, &scope.id).await,
+        }
+    }
+}
+
+/// Starts the webhooks for this test as `deploy/` runs them (their own
+/// ServiceAccount's rights, pakket-resolveset's ServiceAccount their
+/// delegate): one server for the scope's objects (Inputs, Operators), one
+/// for the set's children (labelled with the set), sharing one record key.
 async fn webhooks_for(
     scope: &Scope,
+    shipped: &Shipped,
 ) -> (
     pakket_webhooks::local::LocalWebhooks,
     pakket_webhooks::local::LocalWebhooks,
 ) {
     use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
-    let delegates = vec![pakket_controlplane::ADMIN_USER.to_owned()];
+    let delegates = vec![pakket_testkit::shipped::RESOLVESET.user()];
     let mut scoped = LocalOptions::for_labels(format!("{}-inputs", scope.id), scope.labels());
     scoped.delegates = delegates.clone();
+    scoped.serving_client = Some(shipped.webhooks.clone());
     let inputs = LocalWebhooks::start(scope.client.clone(), scoped)
         .await
         .expect("the Inputs' webhooks start");
@@ -586,6 +693,7 @@ async fn webhooks_for(
         )]),
     );
     children.delegates = delegates;
+    children.serving_client = Some(shipped.webhooks.clone());
     children.record_key_file = Some(inputs.record_key_file().to_path_buf());
     let children = LocalWebhooks::start(scope.client.clone(), children)
         .await
@@ -627,10 +735,12 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
     let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-requester").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let (inputs_hooks, children_hooks) = webhooks_for(&scope).await;
+    let shipped = Shipped::new(&scope).await;
+    let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
     let key = inputs_hooks.record_key();
-    let _running = support::start_keyed(
+    let _running = support::start_keyed_as(
         &scope,
+        shipped.resolveset.clone(),
         support::loopback(),
         Vec::new(),
         true,
@@ -639,9 +749,21 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
     )
     .await;
     let (_, mirror) = etcd_images_and_catalog(&scope).await;
-    let registry_class =
-        start_registry_v1(&scope, "UserPermission", &mirror, Some(key.clone())).await;
-    start_resolveset(&scope, &registry_class, Some(key.clone())).await;
+    let registry_class = start_registry_v1_as(
+        &scope,
+        shipped.registry_v1.clone(),
+        "UserPermission",
+        &mirror,
+        Some(key.clone()),
+    )
+    .await;
+    start_resolveset_as(
+        &scope,
+        shipped.resolveset.clone(),
+        &registry_class,
+        Some(key.clone()),
+    )
+    .await;
     subscription_class(&scope).await;
 
     // Carol: everything in the namespace, and CRDs.
@@ -723,7 +845,7 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
     );
     assert_eq!(
         recorded(&child, pakket_api::CREATED_BY_ANNOTATION),
-        pakket_controlplane::ADMIN_USER,
+        pakket_testkit::shipped::RESOLVESET.user(),
         "the child was written by the process, for carol"
     );
     let carols_record = child.metadata.annotations.as_ref().unwrap()
@@ -831,10 +953,12 @@ async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
     let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-operator-author").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    let (inputs_hooks, children_hooks) = webhooks_for(&scope).await;
+    let shipped = Shipped::new(&scope).await;
+    let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
     let key = inputs_hooks.record_key();
-    let _running = support::start_keyed(
+    let _running = support::start_keyed_as(
         &scope,
+        shipped.resolveset.clone(),
         support::loopback(),
         Vec::new(),
         true,
@@ -887,7 +1011,7 @@ async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
                         .is_some()
                         && recorded_on(&input, pakket_api::LAST_CHANGED_BY_ANNOTATION) == "carol"
                         && recorded_on(&input, pakket_api::CREATED_BY_ANNOTATION)
-                            == pakket_controlplane::ADMIN_USER
+                            == pakket_testkit::shipped::RESOLVESET.user()
                 })
         },
     )
@@ -1189,6 +1313,7 @@ async fn serve_backup_and_etcd(scope: &Scope) -> (Vec<(String, String, String)>,
     serve_etcd_catalog_with(scope, &backup_documents).await;
     let registry_class = start_registry_v1_with(
         scope,
+        scope.client.clone(),
         "AllowAll",
         json!([
             {"source": "quay.io/openshift-community-operators/etcd", "mirror": etcd_mirror},

@@ -76,6 +76,18 @@ pub async fn run_provisioner_with(
     parameters: Value,
     options: RunOptions,
 ) {
+    run_provisioner_as(scope, scope.client.clone(), id, parameters, options).await;
+}
+
+/// As [`run_provisioner_with`], the provisioner reading and writing as
+/// `client` (the class created as the admin).
+pub async fn run_provisioner_as(
+    scope: &Scope,
+    client: kube::Client,
+    id: String,
+    parameters: Value,
+    options: RunOptions,
+) {
     let class = ProvisionerClass {
         metadata: scope.meta("class"),
         spec: ProvisionerClassSpec {
@@ -88,7 +100,6 @@ pub async fn run_provisioner_with(
         .create(&PostParams::default(), &class)
         .await
         .unwrap();
-    let client = scope.client.clone();
     tokio::spawn(async move { controller::run_with(client, RegistryV1::new(id), options).await });
 }
 

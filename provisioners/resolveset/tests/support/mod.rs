@@ -83,8 +83,9 @@ pub async fn start_with(
     allow_internal_addresses: bool,
     set: SetOptions,
 ) -> Running {
-    start_keyed(
+    start_keyed_as(
         scope,
+        scope.client.clone(),
         transport,
         extra_roots,
         allow_internal_addresses,
@@ -94,9 +95,12 @@ pub async fn start_with(
     .await
 }
 
-/// [`start_with`], verifying and sealing requester records with `record_key`.
-pub async fn start_keyed(
+/// [`start_with`], the process reading and writing as `client` (its CRDs
+/// installed as the admin, as `deploy/` does before it runs), verifying
+/// and sealing requester records with `record_key`.
+pub async fn start_keyed_as(
     scope: &Scope,
+    client: kube::Client,
     transport: Transport,
     extra_roots: Vec<String>,
     allow_internal_addresses: bool,
@@ -105,7 +109,7 @@ pub async fn start_keyed(
 ) -> Running {
     install_crd(&scope.client).await;
     process::start(
-        scope.client.clone(),
+        client,
         Options {
             store: store_dir(scope),
             sources: SourceOptions {
