@@ -22,6 +22,7 @@ mod dry_run;
 pub mod endpoints;
 mod managed_fields;
 mod order;
+pub mod phase;
 mod rollout;
 mod write;
 

@@ -1,14 +1,14 @@
 //! The order objects are applied in, so nothing waits on what comes later
-//! in the bundle: Namespaces first (everything namespaced lands in one),
-//! then CustomResourceDefinitions (their custom resources need them), then
-//! RBAC, then what workloads run with (ServiceAccounts, ConfigMaps,
-//! Secrets, Services), then workloads, then everything else, custom
-//! resources included. Within a rank, the bundle's own order (file name,
-//! then position) stands. Helm and kapp order much the same way.
+//! in the bundle: by phase ([`super::phase`]), Namespaces first and
+//! admission webhooks last; within a phase, the bundle's own order (file
+//! name, then position) stands. Helm and kapp order much the same way.
+//! [`rank`] is the order objects are deleted in, last first.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+use super::phase::Phase;
 
 /// The group of an `apiVersion` (`""` for the core group).
 pub fn group_of(api_version: &str) -> &str {
@@ -32,20 +32,11 @@ pub fn rank(api_version: &str, kind: &str) -> u8 {
     }
 }
 
-/// The indices of `objects` in apply order.
+/// The indices of `objects` in apply order: by [`Phase`], and within a
+/// phase in the bundle's own order.
 pub fn apply_order(objects: &[Value]) -> Vec<usize> {
-    let text = |object: &Value, field: &str| {
-        object
-            .get(field)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
     let mut order: Vec<usize> = (0..objects.len()).collect();
-    order.sort_by_key(|&index| {
-        let object = &objects[index];
-        rank(&text(object, "apiVersion"), &text(object, "kind"))
-    });
+    order.sort_by_key(|&index| Phase::of_object(&objects[index]));
     order
 }
 
@@ -108,7 +99,7 @@ mod tests {
     }
 
     #[test]
-    fn namespaces_and_crds_go_first_custom_resources_last_and_ties_keep_bundle_order() {
+    fn objects_go_in_phase_order_and_ties_keep_bundle_order() {
         let objects = vec![
             object("example.com/v1", "Widget"),
             object("apps/v1", "Deployment"),
@@ -126,12 +117,13 @@ mod tests {
             kinds,
             [
                 "Namespace",
-                "CustomResourceDefinition",
-                "ClusterRole",
                 "ConfigMap",
                 "Secret",
+                "CustomResourceDefinition",
+                "ClusterRole",
+                // Custom resources are workloads' peers, in bundle order.
+                "Widget",
                 "Deployment",
-                "Widget"
             ]
         );
     }

@@ -32,6 +32,7 @@ use pakket_api::ObjectRef;
 use serde_json::Value;
 
 use super::dry_run::{self, Check, Write};
+use super::phase::Phase;
 use super::{
     Applied, ApplyError, BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INSTANCE_UID_LABEL, Kinds,
     api_message, crd_safety, health_problem, managed_fields, order, reference_of,
@@ -81,6 +82,10 @@ pub struct Settings {
     /// The content differs from what was last applied, so fields may be
     /// dropped: created objects get their fields moved under the apply.
     pub content_changed: bool,
+    /// Write only the objects of this phase and the ones before it (the
+    /// rest wait for a gate, [`super::phase`]); every object is still
+    /// checked for conflicts and sent in the dry run. `None` writes all.
+    pub through: Option<Phase>,
 }
 
 /// The revision a failed pivot returns to: the objects the running
@@ -253,6 +258,13 @@ async fn write_all(
     let defined = order::defined_kinds(objects);
     let awaited = |reference: &ObjectRef| order::crd_defining(&defined, reference);
     for (position, (&index, plan)) in sequence.iter().zip(plans).enumerate() {
+        if settings
+            .through
+            .is_some_and(|through| Phase::of_object(&objects[index]) > through)
+        {
+            // In apply order: every object after this one waits too.
+            break;
+        }
         let object = labelled_object(&objects[index], claimant, bundle);
         let reference = reference_of(&object);
         let api = match kinds.api(&reference).await {

@@ -149,78 +149,105 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
             .as_ref()
             .map(|(bundle, objects)| apply::Restore { bundle, objects });
         let began = std::time::Instant::now();
-        let progress = apply::Progress::default();
-        let applying = apply::apply_all(
-            &mut kinds,
-            objects,
-            claimant,
-            bundle_name,
-            &progress,
-            apply::Settings {
-                crd_upgrade_safety: options.crd_upgrade_safety,
-                // Created without reading first, unless an earlier try
-                // failed: a conflict would then create and remove objects
-                // again on every retry (and a reconcile that read the
-                // Instance before the failure was written would do it at
-                // once, while the failure is already visible).
-                first_install: previous.is_empty()
-                    && !report.failed_before()
-                    && !context.apply_failed_before(instance),
-                content_changed: !installed_here,
-            },
-            restore,
-        );
-        let describe = || progress.describe(objects.len(), bundle_name);
-        let (applied, adoptions) = match with_progress(applying, describe, report, context).await {
-            Ok(applied) => {
-                context.apply_ended(instance, false);
-                applied
-            }
-            Err(error) => {
-                context.apply_ended(instance, true);
-                // Objects this Instance had that someone took over
-                // are not its to keep healthy any more: say so.
-                if let Some(message) = taken_over(&error, &previous) {
-                    report.set(Reason::ObjectsUnhealthy, ConditionStatus::False, message);
+        // Created without reading first, unless an earlier try failed: a
+        // conflict would then create and remove objects again on every
+        // retry (and a reconcile that read the Instance before the failure
+        // was written would do it at once, while the failure is already
+        // visible).
+        let first_install = previous.is_empty()
+            && !report.failed_before()
+            && !context.apply_failed_before(instance);
+        // Phase by phase: up to each gate, whose probes must pass before
+        // the phases after it are written (none for most sets).
+        let gates = apply::phase::gates(objects);
+        let mut passed = 0;
+        let (applied, adoptions) = loop {
+            let gate = gates.get(passed);
+            let progress = apply::Progress::default();
+            let applying = apply::apply_all(
+                &mut kinds,
+                objects,
+                claimant,
+                bundle_name,
+                &progress,
+                apply::Settings {
+                    crd_upgrade_safety: options.crd_upgrade_safety,
+                    first_install: first_install && passed == 0,
+                    content_changed: !installed_here,
+                    through: gate.map(|gate| gate.after),
+                },
+                restore,
+            );
+            let describe = || progress.describe(objects.len(), bundle_name);
+            let (applied, adoptions) = match with_progress(applying, describe, report, context)
+                .await
+            {
+                Ok(applied) => {
+                    context.apply_ended(instance, false);
+                    applied
                 }
-                // Never healthy while two revisions run side by side.
-                let left = error.left_at_new_revision();
-                if !left.is_empty() {
-                    let names: Vec<String> = left.iter().map(ToString::to_string).collect();
-                    report.set(
-                            Reason::MixedRevisions,
-                            ConditionStatus::False,
-                            format!(
-                                "{} objects are at Bundle {bundle_name} while the rest run the previous revision: {}",
-                                left.len(),
-                                names.join(", ")
-                            ),
-                        );
+                Err(error) => {
+                    context.apply_ended(instance, true);
+                    // Objects this Instance had that someone took over
+                    // are not its to keep healthy any more: say so.
+                    if let Some(message) = taken_over(&error, &previous) {
+                        report.set(Reason::ObjectsUnhealthy, ConditionStatus::False, message);
+                    }
+                    // Never healthy while two revisions run side by side.
+                    let left = error.left_at_new_revision();
+                    if !left.is_empty() {
+                        let names: Vec<String> = left.iter().map(ToString::to_string).collect();
+                        report.set(
+                                Reason::MixedRevisions,
+                                ConditionStatus::False,
+                                format!(
+                                    "{} objects are at Bundle {bundle_name} while the rest run the previous revision: {}",
+                                    left.len(),
+                                    names.join(", ")
+                                ),
+                            );
+                    }
+                    // What was running stays (rolled back if a write failed
+                    // part-way); status still lists the old set.
+                    let message = match &error {
+                        apply::ApplyError::PartlyApplied { .. }
+                        | apply::ApplyError::DryRunRefused { .. } => error.to_string(),
+                        _ => format!("{error}; the previous objects were left in place"),
+                    };
+                    let number = revision::failed(
+                        &mut report.status,
+                        revision_content,
+                        rollout_settings,
+                        &message,
+                        jiff::Timestamp::now(),
+                    );
+                    let retrying = revision::retrying(
+                        &report.status,
+                        number,
+                        &format!("could not be applied ({error})"),
+                        left.len(),
+                    );
+                    report.set(Reason::Retrying, ConditionStatus::True, retrying);
+                    report.set(Reason::InstallFailed, ConditionStatus::False, message);
+                    return Ok(Flow::Stop(Action::requeue(AFTER_INSTALL_FAILURE)));
                 }
-                // What was running stays (rolled back if a write failed
-                // part-way); status still lists the old set.
-                let message = match &error {
-                    apply::ApplyError::PartlyApplied { .. }
-                    | apply::ApplyError::DryRunRefused { .. } => error.to_string(),
-                    _ => format!("{error}; the previous objects were left in place"),
+            };
+            let Some(gate) = gate else {
+                break (applied, adoptions);
+            };
+            let waiting = apply::phase::waiting(&mut kinds, &gate.probed).await;
+            if !waiting.is_empty() {
+                let held = Held {
+                    previous: &previous,
+                    applied: &applied,
+                    gate,
+                    waiting,
+                    total: objects.len(),
                 };
-                let number = revision::failed(
-                    &mut report.status,
-                    revision_content,
-                    rollout_settings,
-                    &message,
-                    jiff::Timestamp::now(),
-                );
-                let retrying = revision::retrying(
-                    &report.status,
-                    number,
-                    &format!("could not be applied ({error})"),
-                    left.len(),
-                );
-                report.set(Reason::Retrying, ConditionStatus::True, retrying);
-                report.set(Reason::InstallFailed, ConditionStatus::False, message);
-                return Ok(Flow::Stop(Action::requeue(AFTER_INSTALL_FAILURE)));
+                held.report(report, revision_content, rollout_settings, bundle_name);
+                return Ok(Flow::Stop(Action::requeue(HELD_RECHECK)));
             }
+            passed += 1;
         };
         readers_for_crds(instance, &applied.objects, context).await;
         let keep: std::collections::BTreeSet<_> = applied.objects.iter().collect();
@@ -333,6 +360,83 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         kept_for_objects,
         warn_only,
     }))
+}
+
+/// How soon a set held at a gate is looked at again.
+const HELD_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// An apply held at a gate: the phases before it are written, the probes
+/// of `gate` do not pass yet.
+struct Held<'a> {
+    previous: &'a [pakket_api::ObjectRef],
+    applied: &'a apply::Applied,
+    gate: &'a apply::phase::Gate,
+    waiting: Vec<String>,
+    total: usize,
+}
+
+impl Held<'_> {
+    /// Status while held: every object written so far is listed (an
+    /// uninstall now removes them too, and the prune that ends the pivot
+    /// later finds them the new revision's); nothing of the earlier
+    /// revision is pruned yet; the revision is rolling out, waiting for
+    /// the gate (or blocked once past its progress deadline); `Installed`
+    /// names the phase reached and the probes that hold the next.
+    fn report(
+        self,
+        report: &mut Report,
+        content: revision::Content<'_>,
+        settings: revision::Settings,
+        bundle: &str,
+    ) {
+        let mut listed = self.previous.to_vec();
+        for object in &self.applied.objects {
+            if !listed.contains(object) {
+                listed.push(object.clone());
+            }
+        }
+        report.status.set_objects(&listed);
+        let waiting = format!(
+            "phase {} to start: {}",
+            self.gate.next.name(),
+            self.waiting.join("; ")
+        );
+        report.set(
+            Reason::Installing,
+            ConditionStatus::False,
+            format!(
+                "applied {} of {} objects of Bundle {bundle}, through phase {}; waiting for {waiting}",
+                self.applied.objects.len(),
+                self.total,
+                self.gate.after.name()
+            ),
+        );
+        let now = jiff::Timestamp::now();
+        revision::applied(&mut report.status, content, settings, now);
+        let health = revision::Health::Settling(waiting.clone());
+        let Some(progress) = revision::rollout(&mut report.status, &health, settings, now) else {
+            return;
+        };
+        let status = if progress.reason == Reason::RollingOut {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        };
+        report.set(progress.reason, status, progress.message.clone());
+        if progress.past_deadline {
+            report.set(
+                Reason::ProgressDeadlineExceeded,
+                ConditionStatus::False,
+                progress.message,
+            );
+        } else {
+            report.set(
+                Reason::ObjectsProgressing,
+                ConditionStatus::Unknown,
+                format!("waiting for {waiting}"),
+            );
+        }
+    }
 }
 
 /// Runs `work` (an apply), writing `describe()` into the `Installed`

@@ -1,0 +1,156 @@
+//! Phases, on the real control plane with its kwok node: a set holding a
+//! ConfigMap, a Deployment and an Ingress for it is written up to its
+//! workloads, and the Ingress waits until the Deployment rolls out. While
+//! it waits, `Installed` names the phase reached and the probe that holds
+//! the next, `Progressing` says the revision rolls out, `Healthy` is not
+//! True, and status lists what was written (an uninstall would find it).
+//! Once a node can take the Deployment's pod, the Ingress is written and
+//! the revision rolls out.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use pakket_api::ConditionType;
+use pakket_testkit::{condition_is, eventually, reason_is, wait_for_instance as wait_for};
+use serde_json::json;
+
+mod plain_fixture;
+
+use plain_fixture::Fixture;
+
+#[tokio::test]
+async fn an_ingress_waits_for_its_deployment_to_roll_out() {
+    let fixture = Fixture::new("phases", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    // Only a node labelled for this test takes the pod: none, at first.
+    let label = format!("pakket.dev/phases-{}", fixture.scope.id);
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n\
+         spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      nodeSelector: {{{label}: \"true\"}}\n      containers:\n      - name: web\n        image: registry.invalid/web:1\n"
+    );
+    let ingress = format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: {namespace}\n\
+         spec:\n  defaultBackend:\n    service:\n      name: web\n      port: {{number: 80}}\n"
+    );
+    let config = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: {namespace}\ndata:\n  greeting: hello\n"
+    );
+    // The Ingress first in the bundle: the phases, not the file order, decide.
+    fixture
+        .files(
+            "web",
+            &[
+                ("a-ingress.yaml", ingress),
+                ("b-deployment.yaml", deployment),
+                ("c-config.yaml", config),
+            ],
+        )
+        .await;
+    let instances = fixture.instances();
+    let instance = fixture.instance("v1", fixture.bundle_spec("web", "file://content"));
+    instances
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap();
+    let name = fixture.scope.name("instance");
+
+    let held = wait_for(&instances, &name, "held before publishing", |i| {
+        reason_is(i, ConditionType::Installed, "Installing")
+            && i.condition(ConditionType::Installed)
+                .is_some_and(|c| c.message.contains("waiting for phase publishing"))
+    })
+    .await;
+    let message = &held.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains("applied 2 of 3 objects")
+            && message.contains("through phase workloads")
+            && message.contains("Deployment")
+            && message.contains("web"),
+        "names the phase reached and what holds the next: {message}"
+    );
+    assert!(condition_is(&held, ConditionType::Installed, "False"));
+    assert!(
+        reason_is(&held, ConditionType::Progressing, "RollingOut"),
+        "{:?}",
+        held.condition(ConditionType::Progressing)
+    );
+    assert!(
+        !condition_is(&held, ConditionType::Healthy, "True"),
+        "never healthy while held"
+    );
+    let listed: Vec<String> = held
+        .status
+        .as_ref()
+        .unwrap()
+        .objects
+        .iter()
+        .map(|object| object.kind.clone())
+        .collect();
+    assert!(
+        listed.contains(&"Deployment".to_owned()) && listed.contains(&"ConfigMap".to_owned()),
+        "what was written is listed: {listed:?}"
+    );
+    let ingresses: Api<Ingress> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    let deployments: Api<Deployment> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    assert!(deployments.get_opt("web").await.unwrap().is_some());
+    assert!(
+        fixture
+            .config_maps()
+            .get_opt("web-config")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // Still held a while later: the gate is not a delay.
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    assert!(
+        ingresses.get_opt("web").await.unwrap().is_none(),
+        "the Ingress waits for its Deployment"
+    );
+
+    // A node takes the pod: the Deployment rolls out, the Ingress follows.
+    let nodes: Api<Node> = Api::all(fixture.scope.client.clone());
+    let node = nodes.list(&Default::default()).await.unwrap().items[0]
+        .metadata
+        .name
+        .clone()
+        .expect("a node");
+    let labelled = |value: Option<&str>| json!({ "metadata": { "labels": BTreeMap::from([(label.clone(), value)]) } });
+    nodes
+        .patch(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(labelled(Some("true"))),
+        )
+        .await
+        .unwrap();
+    let installed = wait_for(&instances, &name, "installed and rolled out", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+            && reason_is(i, ConditionType::Progressing, "Succeeded")
+    })
+    .await;
+    assert!(condition_is(&installed, ConditionType::Healthy, "True"));
+    assert!(ingresses.get_opt("web").await.unwrap().is_some());
+
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance and its objects are gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+            && ingresses.get_opt("web").await.unwrap().is_none()
+    })
+    .await;
+    nodes
+        .patch(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(labelled(None)),
+        )
+        .await
+        .unwrap();
+    fixture.scope.cleanup().await;
+}
