@@ -265,11 +265,11 @@ async fn custom_resources_before_their_crd_and_objects_before_their_namespace_in
         kinds,
         [
             "Namespace",
-            "CustomResourceDefinition",
             "ConfigMap",
+            "CustomResourceDefinition",
             "Widget"
         ],
-        "applied (and listed) in apply order"
+        "applied (and listed) in phase order"
     );
     let widgets = kube::core::ApiResource {
         group: group.clone(),
