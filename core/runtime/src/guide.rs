@@ -4,8 +4,8 @@
 //! objects. Everything around that is this runtime's: it watches the
 //! Instances whose ProvisionerClass names your id, unpacks their content
 //! into a store keyed by digest, decides approval, applies the objects
-//! with server-side apply in a safe order (a server-side dry run of the
-//! whole set first), pivots and prunes, reports health, revisions and
+//! with server-side apply in phases, each waiting for the probes of the
+//! one before (a server-side dry run of the whole set first), pivots and prunes, reports health, revisions and
 //! Events, repairs drift, elects a leader and serves probes and metrics.
 //!
 //! ## What you write
