@@ -23,6 +23,7 @@ pub mod endpoints;
 mod managed_fields;
 mod order;
 pub mod phase;
+pub mod probes;
 mod rollout;
 mod write;
 

@@ -154,3 +154,112 @@ async fn an_ingress_waits_for_its_deployment_to_roll_out() {
         .unwrap();
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_class_probe_holds_what_comes_after_until_its_cel_is_true() {
+    // The admin's probe: a Deployment of this class goes on only once a
+    // smoke test (here, the test itself) has marked it passed.
+    let fixture = Fixture::without_class("phases-probe").await;
+    fixture
+        .create_class_with(json!({
+            "approval": "AllowAll",
+            "progressionProbes": [{
+                "selector": {"group": "apps", "kind": "Deployment", "labels": {"tier": "web"}},
+                "assertions": [{
+                    "cel": "has(self.metadata.annotations) && 'example.com/smoke' in self.metadata.annotations && self.metadata.annotations['example.com/smoke'] == 'passed'",
+                    "message": "the smoke test has not passed",
+                }],
+            }],
+        }))
+        .await;
+    let namespace = fixture.scope.namespace.clone();
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n  labels: {{tier: web}}\n\
+         spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: registry.invalid/web:1\n"
+    );
+    let ingress = format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: {namespace}\n\
+         spec:\n  defaultBackend:\n    service:\n      name: web\n      port: {{number: 80}}\n"
+    );
+    fixture
+        .files(
+            "web",
+            &[("deployment.yaml", deployment), ("ingress.yaml", ingress)],
+        )
+        .await;
+    let instances = fixture.instances();
+    let instance = fixture.instance("v1", fixture.bundle_spec("web", "file://content"));
+    instances
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap();
+    let name = fixture.scope.name("instance");
+    let held = wait_for(&instances, &name, "held by the class's probe", |i| {
+        i.condition(ConditionType::Installed)
+            .is_some_and(|c| c.message.contains("the smoke test has not passed"))
+    })
+    .await;
+    let message = &held.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains("progressionProbes[0]") && message.contains("Deployment"),
+        "names the probe and the object: {message}"
+    );
+    let ingresses: Api<Ingress> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    assert!(ingresses.get_opt("web").await.unwrap().is_none());
+
+    // The smoke test passes: what came after is written, the revision rolls out.
+    let deployments: Api<Deployment> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"example.com/smoke": "passed"}}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "installed and rolled out", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+            && reason_is(i, ConditionType::Progressing, "Succeeded")
+    })
+    .await;
+    assert!(ingresses.get_opt("web").await.unwrap().is_some());
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+
+    // A probe that is not CEL is refused, naming the field; nothing applied.
+    let classes: Api<pakket_api::ProvisionerClass> = Api::all(fixture.scope.client.clone());
+    classes
+        .patch(
+            &fixture.scope.name("class"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"parameters": {"progressionProbes": [{
+                "selector": {"group": "apps", "kind": "Deployment"},
+                "assertions": [{"cel": "self.status.readyReplicas =="}],
+            }]}}})),
+        )
+        .await
+        .unwrap();
+    let mut again = fixture.instance("v1", fixture.bundle_spec("web", "file://content"));
+    again.metadata.name = Some(fixture.scope.name("again"));
+    instances
+        .create(&PostParams::default(), &again)
+        .await
+        .unwrap();
+    let refused = wait_for(&instances, &fixture.scope.name("again"), "refused", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains("progressionProbes[0].assertions[0].cel")
+            && message.contains("is not valid CEL"),
+        "{message}"
+    );
+    fixture.scope.cleanup().await;
+}

@@ -21,7 +21,8 @@ use serde_json::Value;
 use pakket_api::ObjectRef;
 
 use super::order::group_of;
-use super::{Kinds, health_problem, reference_of};
+use super::probes::ProgressionProbes;
+use super::{HealthProblem, Kinds, health_problem, reference_of};
 
 /// The phases, in the order they are applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -141,12 +142,21 @@ pub struct Gate {
     pub probed: Vec<ObjectRef>,
 }
 
-/// The gates of `objects`, in order: one after each gating phase that has
-/// objects with a built-in probe and is followed by a phase with objects.
-pub fn gates(objects: &[Value]) -> Vec<Gate> {
+/// The gates of `objects`, in order: one after each phase that has
+/// objects with a probe (built-in, after the gating phases; or one of
+/// `probes`, after any phase) and is followed by a phase with objects.
+pub fn gates(objects: &[Value], probes: &ProgressionProbes) -> Vec<Gate> {
     let phases: Vec<Phase> = objects.iter().map(Phase::of_object).collect();
+    let probed_here = |object: &Value, phase: Phase| {
+        (phase.gates() && has_probe(object)) || user_may_probe(probes, object)
+    };
     let mut gates = Vec::new();
-    let mut gating: Vec<Phase> = phases.iter().copied().filter(|p| p.gates()).collect();
+    let mut gating: Vec<Phase> = objects
+        .iter()
+        .zip(&phases)
+        .filter(|(object, phase)| probed_here(object, **phase))
+        .map(|(_, phase)| *phase)
+        .collect();
     gating.sort();
     gating.dedup();
     for after in gating {
@@ -156,7 +166,7 @@ pub fn gates(objects: &[Value]) -> Vec<Gate> {
         let probed: Vec<ObjectRef> = objects
             .iter()
             .zip(&phases)
-            .filter(|(object, phase)| **phase == after && has_probe(object))
+            .filter(|(object, phase)| **phase == after && probed_here(object, after))
             .map(|(object, _)| reference_of(object))
             .collect();
         if !probed.is_empty() {
@@ -168,6 +178,13 @@ pub fn gates(objects: &[Value]) -> Vec<Gate> {
         }
     }
     gates
+}
+
+/// Whether one of `probes` may select `object` (its labels are judged
+/// once it is read).
+fn user_may_probe(probes: &ProgressionProbes, object: &Value) -> bool {
+    let text = |field: &str| object.get(field).and_then(Value::as_str).unwrap_or("");
+    probes.may_select(group_of(text("apiVersion")), text("kind"))
 }
 
 /// Whether `object`'s kind has a built-in probe.
@@ -192,8 +209,12 @@ fn has_probe(object: &Value) -> bool {
 }
 
 /// What each of `probed` still waits for, in words naming it; empty once
-/// every probe passes.
-pub async fn waiting(kinds: &mut Kinds, probed: &[ObjectRef]) -> Vec<String> {
+/// every probe passes (the built-in one of its kind, then `probes`).
+pub async fn waiting(
+    kinds: &mut Kinds,
+    probed: &[ObjectRef],
+    probes: &ProgressionProbes,
+) -> Vec<String> {
     let mut waiting = Vec::new();
     for reference in probed {
         let found = match kinds.api(reference).await {
@@ -214,17 +235,64 @@ pub async fn waiting(kinds: &mut Kinds, probed: &[ObjectRef]) -> Vec<String> {
                 continue;
             }
         };
-        let verdict = match reference.kind.as_str() {
-            "PersistentVolumeClaim" => claim_probe(kinds, reference, &object.data).await,
-            "Job" => job_probe(reference, &object.data),
-            "Deployment" | "StatefulSet" | "DaemonSet" => {
+        let group = group_of(&reference.api_version);
+        let verdict = match (group, reference.kind.as_str()) {
+            ("", "PersistentVolumeClaim") => claim_probe(kinds, reference, &object.data).await,
+            ("batch", "Job") => job_probe(reference, &object.data),
+            ("apps", "Deployment" | "StatefulSet" | "DaemonSet") => {
                 health_problem(reference, &object).map(|problem| problem.text)
             }
-            _ => ready_probe(reference, &object.data),
+            ("cert-manager.io", _) => ready_probe(reference, &object.data),
+            _ => None,
         };
+        let verdict = verdict.or_else(|| user_verdict(probes, reference, &object));
         waiting.extend(verdict);
     }
     waiting
+}
+
+/// What `probes` hold `object` for, if anything.
+fn user_verdict(
+    probes: &ProgressionProbes,
+    reference: &ObjectRef,
+    object: &kube::api::DynamicObject,
+) -> Option<String> {
+    if probes.is_empty() {
+        return None;
+    }
+    let value = serde_json::to_value(object).ok()?;
+    probes.holding(reference, &value)
+}
+
+/// What `probes` hold among `objects` once they are all written: each a
+/// problem still settling (the revision is not rolled out until they
+/// pass). Only objects a probe may select are read.
+pub async fn probe_problems(
+    kinds: &mut Kinds,
+    objects: &[ObjectRef],
+    probes: &ProgressionProbes,
+) -> Vec<HealthProblem> {
+    if probes.is_empty() {
+        return Vec::new();
+    }
+    let selected: Vec<ObjectRef> = objects
+        .iter()
+        .filter(|reference| probes.may_select(group_of(&reference.api_version), &reference.kind))
+        .cloned()
+        .collect();
+    let mut problems = Vec::new();
+    for reference in &selected {
+        let Ok(api) = kinds.api(reference).await else {
+            continue;
+        };
+        let Ok(Some(object)) = api.get_opt(&reference.name).await else {
+            continue;
+        };
+        if let Some(text) = user_verdict(probes, reference, &object) {
+            problems.push(HealthProblem::settling(text));
+        }
+    }
+    problems
 }
 
 /// A claim passes once Bound, or while Pending under a StorageClass that
@@ -349,7 +417,7 @@ mod tests {
             object("apps/v1", "Deployment", "d"),
             object("v1", "Service", "s"),
         ];
-        assert_eq!(gates(&objects), vec![]);
+        assert_eq!(gates(&objects, &ProgressionProbes::default()), vec![]);
     }
 
     #[test]
@@ -364,7 +432,7 @@ mod tests {
             object("v1", "ConfigMap", "c"),
             object("networking.k8s.io/v1", "Ingress", "i"),
         ];
-        let found = gates(&objects);
+        let found = gates(&objects, &ProgressionProbes::default());
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].after, Phase::Workloads);
         assert_eq!(found[0].next, Phase::Publishing);
@@ -379,10 +447,32 @@ mod tests {
             object("v1", "ConfigMap", "c"),
             object("apps/v1", "StatefulSet", "db"),
         ];
-        let found = gates(&objects);
+        let found = gates(&objects, &ProgressionProbes::default());
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].after, Phase::Storage);
         assert_eq!(found[0].next, Phase::Workloads);
+    }
+
+    #[test]
+    fn a_class_probe_makes_any_phase_a_gate() {
+        let probes = ProgressionProbes::from_parameters(
+            json!({"progressionProbes": [{
+                "selector": {"kind": "ConfigMap"},
+                "assertions": [{"cel": "self.data.ready == 'yes'"}],
+            }]})
+            .as_object(),
+        )
+        .unwrap();
+        let objects = [
+            object("v1", "ConfigMap", "c"),
+            object("apps/v1", "Deployment", "d"),
+        ];
+        let found = gates(&objects, &probes);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].after, Phase::Configuration);
+        assert_eq!(found[0].probed[0].name, "c");
+        // Without the probe, the same set is written at once.
+        assert_eq!(gates(&objects, &ProgressionProbes::default()), vec![]);
     }
 
     #[test]

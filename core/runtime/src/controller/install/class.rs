@@ -1,5 +1,6 @@
 //! The class step: the ProvisionerClass the Instance names, and the
-//! parameters the later steps read (unpack limits, drift mode, rollout),
+//! parameters the later steps read (unpack limits, drift mode, rollout,
+//! progression probes),
 //! each refused with the parameter named when it is wrong. The class's
 //! watch brings the Instance back once an admin fixes it.
 
@@ -11,6 +12,7 @@ use pakket_api::{Instance, ProvisionerClass, Reason};
 use super::super::report::Report;
 use super::super::revision;
 use super::*;
+use crate::apply::probes::ProgressionProbes;
 use crate::content::UnpackOptions;
 use crate::drift_mode::DriftMode;
 
@@ -20,6 +22,7 @@ pub(super) struct Settings<'a> {
     pub unpack: UnpackOptions,
     pub drift: DriftMode,
     pub rollout: revision::Settings,
+    pub probes: ProgressionProbes,
 }
 
 /// The class `instance` names and its parameters, or why not.
@@ -63,6 +66,10 @@ pub(super) fn settings<'a>(
         Ok(settings) => settings,
         Err(error) => return refused(Reason::InstallFailed, &error),
     };
+    let probes = match ProgressionProbes::from_parameters(parameters) {
+        Ok(probes) => probes,
+        Err(error) => return refused(Reason::InstallFailed, &error),
+    };
     // The Instance's own deadline wins over its class's.
     if let Some(text) = &instance.spec.progress_deadline {
         match crate::class_parameters::parse_duration(text) {
@@ -84,5 +91,6 @@ pub(super) fn settings<'a>(
         unpack,
         drift,
         rollout,
+        probes,
     })
 }

@@ -22,6 +22,7 @@ pub(super) async fn step<P>(
     applied: Applied,
     revision_content: revision::Content<'_>,
     rollout_settings: revision::Settings,
+    probes: &apply::probes::ProgressionProbes,
     context: &Context<P>,
     report: &mut Report,
 ) -> Duration {
@@ -41,7 +42,12 @@ pub(super) async fn step<P>(
     let every_one = fresh_health.is_some() || report.status.lists_every_object();
     let problems = match fresh_health {
         Some(problems) => problems,
-        None => apply::unhealthy(&mut context.kinds.clone(), &installed).await,
+        None => {
+            let mut kinds = context.kinds.clone();
+            let mut problems = apply::unhealthy(&mut kinds, &installed).await;
+            problems.extend(apply::phase::probe_problems(&mut kinds, &installed, probes).await);
+            problems
+        }
     };
     let (settling, failing): (Vec<_>, Vec<_>) =
         problems.into_iter().partition(|problem| problem.settling);

@@ -168,6 +168,7 @@ pub async fn install<P: Provisioner>(
         drift: settings.drift,
         revision: revision_content,
         rollout: settings.rollout,
+        probes: &settings.probes,
     };
     let applied = next!(pivot::apply_and_prune(instance, proposal, context, &mut report).await?);
     let next = health::step(
@@ -175,6 +176,7 @@ pub async fn install<P: Provisioner>(
         applied,
         revision_content,
         settings.rollout,
+        &settings.probes,
         context,
         &mut report,
     )

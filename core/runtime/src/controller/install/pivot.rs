@@ -39,6 +39,7 @@ pub(super) struct Proposal<'a> {
     pub drift: DriftMode,
     pub revision: revision::Content<'a>,
     pub rollout: revision::Settings,
+    pub probes: &'a crate::apply::probes::ProgressionProbes,
 }
 
 /// What the apply left for the health step.
@@ -70,6 +71,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         drift: drift_mode,
         revision: revision_content,
         rollout: rollout_settings,
+        probes,
     } = proposal;
     let name = instance.name_any();
     let bundle_name = &instance.spec.bundle.name;
@@ -159,7 +161,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
             && !context.apply_failed_before(instance);
         // Phase by phase: up to each gate, whose probes must pass before
         // the phases after it are written (none for most sets).
-        let gates = apply::phase::gates(objects);
+        let gates = apply::phase::gates(objects, probes);
         let mut passed = 0;
         let (applied, adoptions) = loop {
             let gate = gates.get(passed);
@@ -235,7 +237,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
             let Some(gate) = gate else {
                 break (applied, adoptions);
             };
-            let waiting = apply::phase::waiting(&mut kinds, &gate.probed).await;
+            let waiting = apply::phase::waiting(&mut kinds, &gate.probed, probes).await;
             if !waiting.is_empty() {
                 let held = Held {
                     previous: &previous,
@@ -350,7 +352,11 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
             // CRDs' objects are gone, and deletes the CRDs then.
             kept_for_objects = true;
         }
-        Some(applied.unhealthy)
+        // What the class's probes hold among the whole set, once written:
+        // not rolled out until they pass.
+        let mut unhealthy = applied.unhealthy;
+        unhealthy.extend(apply::phase::probe_problems(&mut kinds, &applied.objects, probes).await);
+        Some(unhealthy)
     } else {
         None
     };

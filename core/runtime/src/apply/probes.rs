@@ -1,0 +1,382 @@
+//! Progression probes an admin adds on a class (`progressionProbes`):
+//! objects selected by group, kind and labels, asserted with CEL
+//! expressions over the object as the cluster has it (`self`). A matching
+//! object holds the phases after its own until every assertion is true,
+//! and its revision is not rolled out until then.
+//!
+//! ```yaml
+//! parameters:
+//!   progressionProbes:
+//!   - selector: {group: apps, kind: Deployment, labels: {tier: web}}
+//!     assertions:
+//!     - cel: self.status.readyReplicas == self.spec.replicas
+//!       message: every replica ready
+//! ```
+//!
+//! CEL has no loops, but its macros (`all`, `exists`, `map`, `filter`)
+//! iterate, and nest: the cost of an expression is bounded before it runs
+//! by its length times the longest list or map in the object, raised to
+//! the number of macros it holds (a bound on their nesting). An
+//! expression past [`COST_LIMIT`] on an object is not run; the probe says
+//! so and holds, like one that fails.
+
+use std::collections::BTreeMap;
+
+use cel::{Context, Program};
+use serde_json::Value;
+
+use crate::class_parameters::ParameterError;
+
+/// The parameter's name.
+pub const PARAMETER: &str = "progressionProbes";
+/// The largest cost an expression may have on one object (as
+/// Kubernetes' per-expression limit for CRD validation rules).
+pub const COST_LIMIT: u128 = 1_000_000;
+/// The longest expression accepted.
+const MAX_EXPRESSION: usize = 2048;
+/// The most probes, and assertions per probe, a class may hold.
+const MAX_PROBES: usize = 32;
+/// The macros that iterate.
+const ITERATING_MACROS: &[&str] = &[".all(", ".exists(", ".exists_one(", ".map(", ".filter("];
+
+/// A class's progression probes.
+#[derive(Default)]
+pub struct ProgressionProbes {
+    probes: Vec<Probe>,
+}
+
+struct Probe {
+    group: String,
+    kind: String,
+    labels: BTreeMap<String, String>,
+    assertions: Vec<Assertion>,
+}
+
+struct Assertion {
+    source: String,
+    program: Program,
+    message: String,
+    macros: u32,
+}
+
+impl std::fmt::Debug for ProgressionProbes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgressionProbes")
+            .field("probes", &self.probes.len())
+            .finish()
+    }
+}
+
+impl ProgressionProbes {
+    /// The class parameter `progressionProbes`, each expression compiled;
+    /// anything wrong is refused naming the field.
+    pub fn from_parameters(
+        parameters: Option<&serde_json::Map<String, Value>>,
+    ) -> Result<Self, ParameterError> {
+        let Some(value) = parameters.and_then(|parameters| parameters.get(PARAMETER)) else {
+            return Ok(Self::default());
+        };
+        let list = value.as_array().ok_or_else(|| {
+            wrong(
+                PARAMETER.into(),
+                "must be a list of {selector, assertions}".into(),
+            )
+        })?;
+        if list.len() > MAX_PROBES {
+            return Err(wrong(
+                PARAMETER.into(),
+                format!("holds {} probes; at most {MAX_PROBES}", list.len()),
+            ));
+        }
+        let mut probes = Vec::with_capacity(list.len());
+        for (index, probe) in list.iter().enumerate() {
+            let at = format!("{PARAMETER}[{index}]");
+            let text = |field: &str| probe.pointer(field).and_then(Value::as_str);
+            let kind = text("/selector/kind").ok_or_else(|| {
+                wrong(
+                    format!("{at}.selector.kind"),
+                    "is required (the kind the probe selects, e.g. Deployment)".into(),
+                )
+            })?;
+            let labels = match probe.pointer("/selector/labels") {
+                None => BTreeMap::new(),
+                Some(labels) => serde_json::from_value(labels.clone()).map_err(|_| {
+                    wrong(
+                        format!("{at}.selector.labels"),
+                        "must map label names to values".into(),
+                    )
+                })?,
+            };
+            let assertions = probe
+                .get("assertions")
+                .and_then(Value::as_array)
+                .filter(|assertions| !assertions.is_empty() && assertions.len() <= MAX_PROBES)
+                .ok_or_else(|| {
+                    wrong(
+                        format!("{at}.assertions"),
+                        format!("must list 1 to {MAX_PROBES} {{cel, message}}"),
+                    )
+                })?;
+            let assertions = assertions
+                .iter()
+                .enumerate()
+                .map(|(number, assertion)| {
+                    Assertion::parse(assertion, &format!("{at}.assertions[{number}]"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            probes.push(Probe {
+                group: text("/selector/group").unwrap_or_default().to_owned(),
+                kind: kind.to_owned(),
+                labels,
+                assertions,
+            });
+        }
+        Ok(Self { probes })
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.probes.is_empty()
+    }
+
+    /// Whether a probe selects objects of `group` and `kind` (labels
+    /// aside: those are known once the object is read).
+    pub fn may_select(&self, group: &str, kind: &str) -> bool {
+        self.probes
+            .iter()
+            .any(|probe| probe.group == group && probe.kind == kind)
+    }
+
+    /// What holds `object` (as the cluster has it), in words naming it and
+    /// the probe; `None` when every assertion of every probe selecting it
+    /// is true.
+    pub fn holding(&self, reference: &pakket_api::ObjectRef, object: &Value) -> Option<String> {
+        let group = super::order::group_of(&reference.api_version);
+        let labels = object.pointer("/metadata/labels");
+        let selected = self.probes.iter().enumerate().filter(|(_, probe)| {
+            probe.group == group
+                && probe.kind == reference.kind
+                && probe.labels.iter().all(|(name, value)| {
+                    labels
+                        .and_then(|labels| labels.get(name))
+                        .and_then(Value::as_str)
+                        == Some(value.as_str())
+                })
+        });
+        let widest = widest_collection(object) as u128;
+        for (index, probe) in selected {
+            for assertion in &probe.assertions {
+                let cost = assertion.cost(widest);
+                let outcome = if cost > COST_LIMIT {
+                    Err(format!(
+                        "its cost on this object ({cost}) is past the limit of {COST_LIMIT}; simplify the expression"
+                    ))
+                } else {
+                    assertion.evaluate(object)
+                };
+                match outcome {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Some(format!(
+                            "{reference}: {} ({PARAMETER}[{index}]: {})",
+                            assertion.message, assertion.source
+                        ));
+                    }
+                    Err(why) => {
+                        return Some(format!(
+                            "{reference}: {PARAMETER}[{index}] `{}` could not be evaluated: {why}",
+                            assertion.source
+                        ));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Assertion {
+    fn parse(assertion: &Value, at: &str) -> Result<Self, ParameterError> {
+        let source = assertion.get("cel").and_then(Value::as_str).ok_or_else(|| {
+            wrong(
+                format!("{at}.cel"),
+                "is required: a CEL expression over the object (`self`) that is true once it may go on".into(),
+            )
+        })?;
+        if source.len() > MAX_EXPRESSION {
+            return Err(wrong(
+                format!("{at}.cel"),
+                format!("is {} bytes; at most {MAX_EXPRESSION}", source.len()),
+            ));
+        }
+        let program = Program::compile(source).map_err(|error| {
+            let first = error.to_string();
+            let first = first.lines().next().unwrap_or_default().to_owned();
+            wrong(format!("{at}.cel"), format!("is not valid CEL: {first}"))
+        })?;
+        let message = assertion
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("`{source}` is not true yet"), str::to_owned);
+        let macros = ITERATING_MACROS
+            .iter()
+            .map(|name| source.matches(name).count() as u32)
+            .sum();
+        Ok(Self {
+            source: source.to_owned(),
+            program,
+            message,
+            macros,
+        })
+    }
+
+    /// The bound on this expression's cost over an object whose longest
+    /// list or map has `widest` entries.
+    fn cost(&self, widest: u128) -> u128 {
+        let length = self.source.len() as u128;
+        (0..self.macros).fold(length, |cost, _| cost.saturating_mul(widest.max(1)))
+    }
+
+    /// True, false, or why it could not be evaluated (a field the object
+    /// lacks, a value of another type: use `has()` for optional fields).
+    fn evaluate(&self, object: &Value) -> Result<bool, String> {
+        let mut context = Context::default();
+        let value = cel::to_value(object).map_err(|error| error.to_string())?;
+        context
+            .add_variable("self", value)
+            .map_err(|error| error.to_string())?;
+        match self.program.execute(&context) {
+            Ok(cel::Value::Bool(outcome)) => Ok(outcome),
+            Ok(other) => Err(format!("it gave {other:?}, not true or false")),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+}
+
+/// A refusal of `field` (the parameter or a path inside it).
+fn wrong(field: String, problem: String) -> ParameterError {
+    ParameterError {
+        name: field,
+        problem,
+    }
+}
+
+/// The number of entries of the longest list or map in `value`.
+fn widest_collection(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .map(widest_collection)
+            .max()
+            .unwrap_or(0)
+            .max(items.len()),
+        Value::Object(fields) => fields
+            .values()
+            .map(widest_collection)
+            .max()
+            .unwrap_or(0)
+            .max(fields.len()),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn probes(parameters: Value) -> Result<ProgressionProbes, ParameterError> {
+        ProgressionProbes::from_parameters(parameters.as_object())
+    }
+
+    fn deployment(ready: u32, labels: Value) -> (pakket_api::ObjectRef, Value) {
+        let object = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "labels": labels},
+            "spec": {"replicas": 2},
+            "status": {"readyReplicas": ready, "conditions": [{"type": "Available", "status": "True"}]},
+        });
+        (super::super::reference_of(&object), object)
+    }
+
+    fn every_replica() -> Value {
+        json!({"progressionProbes": [{
+            "selector": {"group": "apps", "kind": "Deployment", "labels": {"tier": "web"}},
+            "assertions": [{"cel": "self.status.readyReplicas == self.spec.replicas", "message": "every replica ready"}],
+        }]})
+    }
+
+    #[test]
+    fn a_probe_holds_until_its_assertion_is_true_and_names_itself() {
+        let probes = probes(every_replica()).unwrap();
+        let (reference, one_ready) = deployment(1, json!({"tier": "web"}));
+        let held = probes.holding(&reference, &one_ready).unwrap();
+        assert!(
+            held.contains("every replica ready")
+                && held.contains("progressionProbes[0]")
+                && held.contains("Deployment/shop/web"),
+            "{held}"
+        );
+        let (reference, all_ready) = deployment(2, json!({"tier": "web"}));
+        assert_eq!(probes.holding(&reference, &all_ready), None);
+    }
+
+    #[test]
+    fn labels_select_and_other_objects_pass() {
+        let probes = probes(every_replica()).unwrap();
+        let (reference, other) = deployment(0, json!({"tier": "db"}));
+        assert_eq!(probes.holding(&reference, &other), None);
+        assert!(probes.may_select("apps", "Deployment"));
+        assert!(!probes.may_select("", "ConfigMap"));
+    }
+
+    #[test]
+    fn an_expression_that_cannot_be_evaluated_holds_and_says_why() {
+        let probes = probes(json!({"progressionProbes": [{
+            "selector": {"group": "apps", "kind": "Deployment"},
+            "assertions": [{"cel": "self.status.missing == 1"}],
+        }]}))
+        .unwrap();
+        let (reference, object) = deployment(2, json!({}));
+        let held = probes.holding(&reference, &object).unwrap();
+        assert!(held.contains("could not be evaluated"), "{held}");
+    }
+
+    #[test]
+    fn nested_macros_over_a_wide_object_are_past_the_cost_limit_and_not_run() {
+        let probes = probes(json!({"progressionProbes": [{
+            "selector": {"group": "", "kind": "ConfigMap"},
+            "assertions": [{"cel": "self.data.all(a, self.data.all(b, self.data.all(c, a != b || b == c)))"}],
+        }]}))
+        .unwrap();
+        let data: serde_json::Map<String, Value> =
+            (0..200).map(|n| (format!("k{n}"), json!("v"))).collect();
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wide"}, "data": data});
+        let reference = super::super::reference_of(&object);
+        let held = probes.holding(&reference, &object).unwrap();
+        assert!(held.contains("past the limit"), "{held}");
+        // The same expression on a small object runs.
+        let small = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "small"}, "data": {"a": "v"}});
+        assert_eq!(probes.holding(&reference, &small), None);
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_naming_the_field() {
+        let error = |parameters| probes(parameters).unwrap_err().to_string();
+        assert!(
+            error(json!({"progressionProbes": [{"selector": {"kind": "Deployment"}, "assertions": [{"cel": "self.status.ready =="}]}]}))
+                .contains("progressionProbes[0].assertions[0].cel")
+        );
+        assert!(
+            error(
+                json!({"progressionProbes": [{"selector": {}, "assertions": [{"cel": "true"}]}]})
+            )
+            .contains("progressionProbes[0].selector.kind")
+        );
+        assert!(
+            error(json!({"progressionProbes": [{"selector": {"kind": "Job"}}]}))
+                .contains("progressionProbes[0].assertions")
+        );
+        assert!(error(json!({"progressionProbes": "all"})).contains("progressionProbes"));
+    }
+}
