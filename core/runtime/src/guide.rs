@@ -21,6 +21,12 @@
 //!   ([`needs_cluster_facts`](crate::Provisioner::needs_cluster_facts)
 //!   turns that on). Read files no bigger than
 //!   [`max_object_size`](crate::ObjectsRequest::max_object_size).
+//!   Plain manifests load with
+//!   [`manifest::load_objects`](crate::manifest::load_objects); any other
+//!   file of the content (metadata, settings) with
+//!   [`manifest::read_document`](crate::manifest::read_document), which
+//!   reads only inside the content, within the size limit, and names the
+//!   file, line and column of a syntax error.
 //! - Optionally [`properties`](crate::Provisioner::properties) (what the
 //!   content provides others), [`approve`](crate::Provisioner::approve)
 //!   (a policy of your own; the default applies `AllowAll`, `DenyAll`,

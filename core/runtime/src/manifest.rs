@@ -191,6 +191,77 @@ pub fn load_objects(root: &Path, max_object_size: u64) -> Result<Vec<Value>, Man
         .collect())
 }
 
+/// One file of the content that is not a manifest (a bundle's metadata, a
+/// package's settings): read only inside `root` (no `..`, no absolute
+/// path, no link leading out), no larger than `max_size` bytes, decoded as
+/// JSON (`*.json`) or YAML (anything else) with the same limits and
+/// `file:line:column` errors as manifests, and holding one document.
+/// `None` when the file is absent; an empty file reads as `null`. What a
+/// provisioner author uses instead of reading and parsing by hand.
+pub fn read_document(
+    root: &Path,
+    relative: &Path,
+    max_size: u64,
+) -> Result<Option<Value>, ManifestError> {
+    use std::path::Component;
+    let outside = || ManifestError::OutsideContent {
+        path: relative.to_path_buf(),
+    };
+    if relative
+        .components()
+        .any(|part| !matches!(part, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(outside());
+    }
+    let path = root.join(relative);
+    let target = match fs::canonicalize(&path) {
+        Ok(target) => target,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ManifestError::Read {
+                path: relative.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let canonical_root = fs::canonicalize(root).map_err(|source| ManifestError::Read {
+        path: PathBuf::new(),
+        source,
+    })?;
+    if !target.starts_with(&canonical_root) {
+        return Err(outside());
+    }
+    let read_error = |source| ManifestError::Read {
+        path: relative.to_path_buf(),
+        source,
+    };
+    let size = fs::metadata(&target).map_err(read_error)?.len();
+    if size > max_size {
+        return Err(ManifestError::FileTooLarge {
+            path: relative.to_path_buf(),
+            size,
+            limit: max_size,
+        });
+    }
+    let bytes = fs::read(&target).map_err(read_error)?;
+    let format = match Format::of(relative) {
+        Some(Format::Json) => Format::Json,
+        _ => Format::Yaml,
+    };
+    let mut documents = decode::decode(relative, &bytes, format)?;
+    match documents.len() {
+        0 => Ok(Some(Value::Null)),
+        1 => Ok(documents.pop().map(|(_, document)| document)),
+        count => Err(ManifestError::NotOneDocument {
+            at: Location {
+                file: relative.to_path_buf(),
+                line: documents[1].0,
+            },
+            count,
+        }),
+    }
+}
+
 /// Refuses two manifests that define the same object (see
 /// [`ObjectKey::same_object`]); the error names both places.
 pub fn check_duplicates(manifests: &[Manifest]) -> Result<(), ManifestError> {
@@ -318,4 +389,73 @@ fn walk(
         files.push((path, format));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod read_document_tests {
+    use super::*;
+
+    fn content(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_file_reads_as_its_one_document_and_an_absent_one_as_none() {
+        let dir = content(&[("metadata/annotations.yaml", "annotations:\n  a: b\n")]);
+        let read = |file: &str| read_document(dir.path(), Path::new(file), 1024);
+        assert_eq!(
+            read("metadata/annotations.yaml").unwrap().unwrap()["annotations"]["a"],
+            "b"
+        );
+        assert_eq!(read("metadata/absent.yaml").unwrap(), None);
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_file_and_where() {
+        let dir = content(&[
+            ("broken.yaml", "a: [1,\n"),
+            ("two.yaml", "a: 1\n---\nb: 2\n"),
+            ("big.yaml", &"x".repeat(2048)),
+        ]);
+        let read = |file: &str| {
+            read_document(dir.path(), Path::new(file), 1024)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            read("broken.yaml").starts_with("broken.yaml:"),
+            "{}",
+            read("broken.yaml")
+        );
+        assert!(
+            read("two.yaml").contains("holds 2 documents"),
+            "{}",
+            read("two.yaml")
+        );
+        assert!(read("big.yaml").contains("over the limit of 1024 bytes"));
+    }
+
+    #[test]
+    fn nothing_outside_the_content_is_read() {
+        let outside = content(&[("secret.yaml", "key: value\n")]);
+        let dir = content(&[]);
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.yaml"),
+            dir.path().join("link.yaml"),
+        )
+        .unwrap();
+        for path in ["../secret.yaml", "/etc/hostname", "link.yaml"] {
+            let error = read_document(dir.path(), Path::new(path), 1024).unwrap_err();
+            assert!(
+                error.to_string().contains("leaves the content"),
+                "{path}: {error}"
+            );
+        }
+    }
 }

@@ -42,7 +42,7 @@ pub struct Bundle {
 /// Reads the bundle unpacked at `root`; every problem found, sorted.
 pub fn read(root: &Path, max_object_size: u64) -> Result<Bundle, Vec<String>> {
     let mut problems = Vec::new();
-    let package = match read_annotations(root) {
+    let package = match read_annotations(root, max_object_size) {
         Ok(package) => Some(package),
         Err(problem) => {
             problems.push(problem);
@@ -59,16 +59,26 @@ pub fn read(root: &Path, max_object_size: u64) -> Result<Bundle, Vec<String>> {
     let (csvs, manifests): (Vec<Value>, Vec<Value>) = objects
         .into_iter()
         .partition(|object| object.get("kind").and_then(Value::as_str) == Some(CSV_KIND));
-    let dependencies =
-        listed(root, "metadata/dependencies.yaml", "dependencies").unwrap_or_else(|problem| {
-            problems.push(problem);
-            Vec::new()
-        });
-    let properties =
-        listed(root, "metadata/properties.yaml", "properties").unwrap_or_else(|problem| {
-            problems.push(problem);
-            Vec::new()
-        });
+    let dependencies = listed(
+        root,
+        "metadata/dependencies.yaml",
+        "dependencies",
+        max_object_size,
+    )
+    .unwrap_or_else(|problem| {
+        problems.push(problem);
+        Vec::new()
+    });
+    let properties = listed(
+        root,
+        "metadata/properties.yaml",
+        "properties",
+        max_object_size,
+    )
+    .unwrap_or_else(|problem| {
+        problems.push(problem);
+        Vec::new()
+    });
     let csv = match csvs.as_slice() {
         [one] => match parse_csv(one) {
             Ok(csv) => Some((csv, one.clone())),
@@ -110,14 +120,12 @@ pub fn read(root: &Path, max_object_size: u64) -> Result<Bundle, Vec<String>> {
 
 /// The list under `key` in the optional metadata file `file`: empty when
 /// the file is absent, a problem naming the file when it is not a list.
-fn listed(root: &Path, file: &str, key: &str) -> Result<Vec<Value>, String> {
-    let text = match std::fs::read_to_string(root.join(file)) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(format!("{file}: cannot be read ({error})")),
+fn listed(root: &Path, file: &str, key: &str, max_size: u64) -> Result<Vec<Value>, String> {
+    let document = match manifest::read_document(root, Path::new(file), max_size) {
+        Ok(Some(document)) => document,
+        Ok(None) => return Ok(Vec::new()),
+        Err(error) => return Err(error.to_string()),
     };
-    let document: Value = serde_saphyr::from_str(&text)
-        .map_err(|error| format!("{file}: not valid YAML ({error})"))?;
     match document.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => Ok(items.clone()),
@@ -127,13 +135,11 @@ fn listed(root: &Path, file: &str, key: &str) -> Result<Vec<Value>, String> {
 
 /// The package named by `metadata/annotations.yaml`, once its media type
 /// is checked.
-fn read_annotations(root: &Path) -> Result<String, String> {
+fn read_annotations(root: &Path, max_size: u64) -> Result<String, String> {
     const FILE: &str = "metadata/annotations.yaml";
-    let text = std::fs::read_to_string(root.join(FILE)).map_err(|error| {
-        format!("{FILE}: cannot be read ({error}); a registry+v1 bundle has one")
-    })?;
-    let document: Value = serde_saphyr::from_str(&text)
-        .map_err(|error| format!("{FILE}: not valid YAML ({error})"))?;
+    let document = manifest::read_document(root, Path::new(FILE), max_size)
+        .map_err(|error| error.to_string())?
+        .ok_or_else(|| format!("{FILE}: is missing; a registry+v1 bundle has one"))?;
     let annotations = document
         .get("annotations")
         .and_then(Value::as_object)

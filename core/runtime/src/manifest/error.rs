@@ -108,6 +108,34 @@ pub enum ManifestError {
         /// The limit.
         limit: u64,
     },
+    /// A file named by a provisioner lies outside the content (`..`, an
+    /// absolute path, or a link leading out).
+    #[error("{}: the path leaves the content; name a file inside it", path.display())]
+    OutsideContent {
+        /// The path, as named.
+        path: PathBuf,
+    },
+    /// A file is larger than the limit it is read with.
+    #[error(
+        "{}: the file is {size} bytes, over the limit of {limit} bytes (the class's maxObjectSize); shrink it or raise the limit",
+        path.display()
+    )]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A file read as one document holds several.
+    #[error("{at}: the file holds {count} documents; it is read as one, so keep one")]
+    NotOneDocument {
+        /// The file (and the second document's line).
+        at: Location,
+        /// How many it holds.
+        count: usize,
+    },
     /// Two documents define the same object.
     #[error("{object} is defined twice, at {first} and at {second}; remove one of them")]
     Duplicate {
@@ -145,6 +173,9 @@ impl ManifestError {
             Self::InvalidNamespace { .. } => "invalid_namespace",
             Self::TooLarge { .. } => "too_large",
             Self::Duplicate { .. } => "duplicate",
+            Self::OutsideContent { .. } => "outside_content",
+            Self::FileTooLarge { .. } => "file_too_large",
+            Self::NotOneDocument { .. } => "not_one_document",
         }
     }
 }
