@@ -572,7 +572,12 @@ fn health_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<Healt
 
 /// The status, reason and message of condition `kind`, if the object has it.
 fn condition(object: &DynamicObject, kind: &str) -> Option<(String, String, String)> {
-    let conditions = object.data.pointer("/status/conditions")?.as_array()?;
+    condition_of(&object.data, kind)
+}
+
+/// [`condition`] of an object as JSON.
+fn condition_of(object: &Value, kind: &str) -> Option<(String, String, String)> {
+    let conditions = object.pointer("/status/conditions")?.as_array()?;
     let found = conditions
         .iter()
         .find(|condition| condition.get("type").and_then(Value::as_str) == Some(kind))?;

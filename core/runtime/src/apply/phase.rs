@@ -22,7 +22,7 @@ use pakket_api::ObjectRef;
 
 use super::order::group_of;
 use super::probes::ProgressionProbes;
-use super::{HealthProblem, Kinds, health_problem, reference_of};
+use super::{HealthProblem, Kinds, condition_of as condition, health_problem, reference_of};
 
 /// The phases, in the order they are applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -357,23 +357,6 @@ fn ready_probe(reference: &ObjectRef, object: &Value) -> Option<String> {
         )),
         None => Some(format!("{reference} to be Ready")),
     }
-}
-
-/// The status, reason and message of condition `kind` of `object`.
-fn condition(object: &Value, kind: &str) -> Option<(String, String, String)> {
-    let found = object
-        .pointer("/status/conditions")?
-        .as_array()?
-        .iter()
-        .find(|condition| condition.get("type").and_then(Value::as_str) == Some(kind))?;
-    let text = |field: &str| {
-        found
-            .get(field)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    Some((text("status"), text("reason"), text("message")))
 }
 
 #[cfg(test)]
