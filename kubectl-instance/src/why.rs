@@ -291,6 +291,27 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
                 ));
             }
         }
+        Some(Reason::Installing) if condition.message.contains("waiting for phase") => {
+            // A set held at a phase: the phases before it are written, the
+            // next starts once the probes the message names pass.
+            problem.kind = Kind::Progressing;
+            problem.summary = format!(
+                "Instance {name} is installed up to a phase; the next phase waits for the objects the message names to work. Nothing has failed."
+            );
+            problem.bundle = Some(bundle);
+            problem.next_steps.push(
+                "look at the object the message names (kubectl describe KIND NAME -n NAMESPACE): a workload whose Pods do not start, a claim no volume binds, a Job that failed"
+                    .to_owned(),
+            );
+            problem.next_steps.push(format!(
+                "a hold that names progressionProbes is the class's own probe: read it with kubectl get provisionerclass {} -o yaml",
+                instance.spec.class
+            ));
+            problem.next_steps.push(
+                "past the progress deadline, Progressing says Blocked; nothing of the revision before is removed until the whole set is written"
+                    .to_owned(),
+            );
+        }
         Some(Reason::Installing) => {
             problem.kind = Kind::Progressing;
             problem.summary = format!("Instance {name} is being installed; nothing has failed.");

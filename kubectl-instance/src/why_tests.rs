@@ -35,6 +35,40 @@ fn known() -> Context<'static> {
 use ConditionStatus::{False, True, Unknown};
 
 #[test]
+fn a_set_held_at_a_phase_says_what_holds_it_and_where_to_look() {
+    let web = instance(&[
+        (
+            Reason::ApprovedByPolicy,
+            True,
+            "approved by policy AllowAll",
+        ),
+        (Reason::UnpackSucceeded, True, "unpacked 3 objects"),
+        (
+            Reason::Installing,
+            False,
+            "applied 2 of 3 objects of Bundle web.v2, through phase workloads; waiting for phase publishing to start: Deployment/shop/web: the smoke test has not passed (progressionProbes[0]: self.metadata.annotations['smoke'] == 'passed')",
+        ),
+        (
+            Reason::ObjectsProgressing,
+            Unknown,
+            "waiting for phase publishing to start",
+        ),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    assert_eq!(diagnosis.state, Kind::Progressing);
+    let text = render(&diagnosis, at(1_030));
+    assert!(text.contains("installed up to a phase"), "{text}");
+    assert!(
+        text.contains("Deployment/shop/web"),
+        "the held object: {text}"
+    );
+    assert!(
+        text.contains("kubectl get provisionerclass ") && text.contains("progressionProbes"),
+        "{text}"
+    );
+}
+
+#[test]
 fn waiting_for_approval_says_how_to_approve() {
     let web = instance(&[
         (
