@@ -5,7 +5,9 @@
 //! the next, `Progressing` says the revision rolls out, `Healthy` is not
 //! True, and status lists what was written (an uninstall would find it).
 //! Once a node can take the Deployment's pod, the Ingress is written and
-//! the revision rolls out.
+//! the revision rolls out. A pivot held that way keeps the revision
+//! before it whole, and deleting the Instance then leaves nothing; a
+//! class's progression probe (CEL) holds the same way.
 
 use std::collections::BTreeMap;
 
@@ -261,5 +263,64 @@ async fn a_class_probe_holds_what_comes_after_until_its_cel_is_true() {
             && message.contains("is not valid CEL"),
         "{message}"
     );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_pivot_held_at_a_phase_keeps_the_revision_before_and_an_uninstall_then_leaves_nothing() {
+    let fixture = Fixture::new("phases-pivot", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    // v1: one ConfigMap. v2: another, a Deployment no node takes, and an
+    // Ingress for it; v1's ConfigMap is not in v2.
+    fixture.content("v1", &[("old", "v1")]).await;
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n\
+         spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      nodeSelector: {{pakket.dev/no-such-node: \"true\"}}\n      containers:\n      - name: web\n        image: registry.invalid/web:1\n"
+    );
+    let ingress = format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: {namespace}\n\
+         spec:\n  defaultBackend:\n    service:\n      name: web\n      port: {{number: 80}}\n"
+    );
+    let config = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: {namespace}\ndata:\n  value: v2\n"
+    );
+    fixture
+        .files(
+            "v2",
+            &[
+                ("config.yaml", config),
+                ("deployment.yaml", deployment),
+                ("ingress.yaml", ingress),
+            ],
+        )
+        .await;
+    let (instances, name) = fixture.install("v1", "v1").await;
+    fixture.pivot("v2", "v2").await;
+    wait_for(&instances, &name, "the pivot held before publishing", |i| {
+        reason_is(i, ConditionType::Installed, "Installing")
+            && i.condition(ConditionType::Installed)
+                .is_some_and(|c| c.message.contains("waiting for phase publishing"))
+    })
+    .await;
+    // The revision before is not pruned while the new one is held.
+    assert_eq!(fixture.value_of("old").await.as_deref(), Some("v1"));
+    assert_eq!(fixture.value_of("new").await.as_deref(), Some("v2"));
+
+    // Deleted while held: v1's object and what v2 wrote so far all go.
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    eventually(
+        "the Instance and every object it wrote are gone",
+        || async {
+            instances.get_opt(&name).await.unwrap().is_none()
+                && fixture.value_of("old").await.is_none()
+                && fixture.value_of("new").await.is_none()
+                && deployments.get_opt("web").await.unwrap().is_none()
+        },
+    )
+    .await;
     fixture.scope.cleanup().await;
 }
