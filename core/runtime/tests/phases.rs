@@ -23,23 +23,39 @@ mod plain_fixture;
 
 use plain_fixture::Fixture;
 
+/// Deployment `web` in `namespace` (labelled `labels`, a YAML flow map),
+/// its pod only for nodes matching `node_selector` (a YAML flow map).
+fn web_deployment(namespace: &str, labels: &str, node_selector: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n  labels: {labels}\n\
+         spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      nodeSelector: {node_selector}\n      containers:\n      - name: web\n        image: registry.invalid/web:1\n"
+    )
+}
+
+/// Ingress `web` in `namespace`, for Service `web`.
+fn web_ingress(namespace: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: {namespace}\n\
+         spec:\n  defaultBackend:\n    service:\n      name: web\n      port: {{number: 80}}\n"
+    )
+}
+
+/// ConfigMap `name` in `namespace` with `value`.
+fn config_map(namespace: &str, name: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: {value}\n"
+    )
+}
+
 #[tokio::test]
 async fn an_ingress_waits_for_its_deployment_to_roll_out() {
     let fixture = Fixture::new("phases", "AllowAll").await;
     let namespace = fixture.scope.namespace.clone();
     // Only a node labelled for this test takes the pod: none, at first.
     let label = format!("pakket.dev/phases-{}", fixture.scope.id);
-    let deployment = format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n\
-         spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      nodeSelector: {{{label}: \"true\"}}\n      containers:\n      - name: web\n        image: registry.invalid/web:1\n"
-    );
-    let ingress = format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: {namespace}\n\
-         spec:\n  defaultBackend:\n    service:\n      name: web\n      port: {{number: 80}}\n"
-    );
-    let config = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: {namespace}\ndata:\n  greeting: hello\n"
-    );
+    let deployment = web_deployment(&namespace, "{}", &format!("{{{label}: \"true\"}}"));
+    let ingress = web_ingress(&namespace);
+    let config = config_map(&namespace, "web-config", "hello");
     // The Ingress first in the bundle: the phases, not the file order, decide.
     fixture
         .files(
@@ -175,14 +191,8 @@ async fn a_class_probe_holds_what_comes_after_until_its_cel_is_true() {
         }))
         .await;
     let namespace = fixture.scope.namespace.clone();
-    let deployment = format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n  labels: {{tier: web}}\n\
-         spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: registry.invalid/web:1\n"
-    );
-    let ingress = format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: {namespace}\n\
-         spec:\n  defaultBackend:\n    service:\n      name: web\n      port: {{number: 80}}\n"
-    );
+    let deployment = web_deployment(&namespace, "{tier: web}", "{}");
+    let ingress = web_ingress(&namespace);
     fixture
         .files(
             "web",
@@ -273,17 +283,9 @@ async fn a_pivot_held_at_a_phase_keeps_the_revision_before_and_an_uninstall_then
     // v1: one ConfigMap. v2: another, a Deployment no node takes, and an
     // Ingress for it; v1's ConfigMap is not in v2.
     fixture.content("v1", &[("old", "v1")]).await;
-    let deployment = format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n\
-         spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      nodeSelector: {{pakket.dev/no-such-node: \"true\"}}\n      containers:\n      - name: web\n        image: registry.invalid/web:1\n"
-    );
-    let ingress = format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: {namespace}\n\
-         spec:\n  defaultBackend:\n    service:\n      name: web\n      port: {{number: 80}}\n"
-    );
-    let config = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: {namespace}\ndata:\n  value: v2\n"
-    );
+    let deployment = web_deployment(&namespace, "{}", "{pakket.dev/no-such-node: \"true\"}");
+    let ingress = web_ingress(&namespace);
+    let config = config_map(&namespace, "new", "v2");
     fixture
         .files(
             "v2",

@@ -441,16 +441,7 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     // pakket-resolveset with the rights deploy/ ships, not the admin's.
     let shipped = Shipped::new(&scope).await;
-    let _running = support::start_keyed_as(
-        &scope,
-        shipped.resolveset.clone(),
-        support::loopback(),
-        Vec::new(),
-        true,
-        support::set_of(&scope),
-        None,
-    )
-    .await;
+    let _running = shipped.start_controllers(&scope, None).await;
     serve_etcd_catalog(&scope).await;
     // The children's class need not exist: nothing may get that far.
     start_resolveset_as(
@@ -615,6 +606,20 @@ struct Shipped {
 }
 
 impl Shipped {
+    /// pakket-resolveset's Catalog, Input and Operator controllers and its
+    /// resolver API, as its ServiceAccount, for the scope's objects
+    /// (Catalogs on loopback), sealing with `key`.
+    async fn start_controllers(
+        &self,
+        scope: &Scope,
+        key: Option<pakket_api::RecordKey>,
+    ) -> pakket_resolveset::process::Running {
+        let (catalogs, roots, reach) = (support::loopback(), Vec::new(), true);
+        let set = support::set_of(scope);
+        let client = self.resolveset.clone();
+        support::start_keyed_as(scope, client, catalogs, roots, reach, set, key).await
+    }
+
     async fn new(scope: &Scope) -> Self {
         use pakket_testkit::shipped::{self, REGISTRY_V1, RESOLVESET, WEBHOOKS};
         let admin = &scope.client;
@@ -738,16 +743,7 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
     let shipped = Shipped::new(&scope).await;
     let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
     let key = inputs_hooks.record_key();
-    let _running = support::start_keyed_as(
-        &scope,
-        shipped.resolveset.clone(),
-        support::loopback(),
-        Vec::new(),
-        true,
-        support::set_of(&scope),
-        Some(key.clone()),
-    )
-    .await;
+    let _running = shipped.start_controllers(&scope, Some(key.clone())).await;
     let (_, mirror) = etcd_images_and_catalog(&scope).await;
     let registry_class = start_registry_v1_as(
         &scope,
@@ -956,16 +952,7 @@ async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
     let shipped = Shipped::new(&scope).await;
     let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
     let key = inputs_hooks.record_key();
-    let _running = support::start_keyed_as(
-        &scope,
-        shipped.resolveset.clone(),
-        support::loopback(),
-        Vec::new(),
-        true,
-        support::set_of(&scope),
-        Some(key),
-    )
-    .await;
+    let _running = shipped.start_controllers(&scope, Some(key)).await;
     serve_etcd_catalog(&scope).await;
     subscription_class(&scope).await;
     support::grant(
