@@ -67,13 +67,9 @@ async fn an_ingress_waits_for_its_deployment_to_roll_out() {
             ],
         )
         .await;
-    let instances = fixture.instances();
-    let instance = fixture.instance("v1", fixture.bundle_spec("web", "file://content"));
-    instances
-        .create(&PostParams::default(), &instance)
-        .await
-        .unwrap();
-    let name = fixture.scope.name("instance");
+    let (instances, name) = fixture
+        .create_instance("v1", fixture.bundle_spec("web", "file://content"))
+        .await;
 
     let held = wait_for(&instances, &name, "held before publishing", |i| {
         reason_is(i, ConditionType::Installed, "Installing")
@@ -199,13 +195,9 @@ async fn a_class_probe_holds_what_comes_after_until_its_cel_is_true() {
             &[("deployment.yaml", deployment), ("ingress.yaml", ingress)],
         )
         .await;
-    let instances = fixture.instances();
-    let instance = fixture.instance("v1", fixture.bundle_spec("web", "file://content"));
-    instances
-        .create(&PostParams::default(), &instance)
-        .await
-        .unwrap();
-    let name = fixture.scope.name("instance");
+    let (instances, name) = fixture
+        .create_instance("v1", fixture.bundle_spec("web", "file://content"))
+        .await;
     let held = wait_for(&instances, &name, "held by the class's probe", |i| {
         i.condition(ConditionType::Installed)
             .is_some_and(|c| c.message.contains("the smoke test has not passed"))
