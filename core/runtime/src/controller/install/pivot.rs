@@ -246,8 +246,8 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
                     waiting,
                     total: objects.len(),
                 };
-                held.report(report, revision_content, rollout_settings, bundle_name);
-                return Ok(Flow::Stop(Action::requeue(HELD_RECHECK)));
+                let recheck = held.report(report, revision_content, rollout_settings, bundle_name);
+                return Ok(Flow::Stop(Action::requeue(recheck)));
             }
             passed += 1;
         };
@@ -368,8 +368,15 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
     }))
 }
 
-/// How soon a set held at a gate is looked at again.
-const HELD_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
+/// How soon a set held at a gate is looked at again: soon at first, then
+/// a quarter of the time it has been held, up to a minute, so that many
+/// Instances held for long (a cluster with no room for their Pods) do not
+/// write their sets again every few seconds.
+fn held_recheck(held_for: std::time::Duration) -> std::time::Duration {
+    (held_for / 4).clamp(HELD_RECHECK_FIRST, HELD_RECHECK_MOST)
+}
+const HELD_RECHECK_FIRST: std::time::Duration = std::time::Duration::from_secs(5);
+const HELD_RECHECK_MOST: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// An apply held at a gate: the phases before it are written, the probes
 /// of `gate` do not pass yet.
@@ -388,13 +395,14 @@ impl Held<'_> {
     /// revision is pruned yet; the revision is rolling out, waiting for
     /// the gate (or blocked once past its progress deadline); `Installed`
     /// names the phase reached and the probes that hold the next.
+    /// Returns when to look again.
     fn report(
         self,
         report: &mut Report,
         content: revision::Content<'_>,
         settings: revision::Settings,
         bundle: &str,
-    ) {
+    ) -> std::time::Duration {
         let mut listed = self.previous.to_vec();
         for object in &self.applied.objects {
             if !listed.contains(object) {
@@ -419,9 +427,16 @@ impl Held<'_> {
         );
         let now = jiff::Timestamp::now();
         revision::applied(&mut report.status, content, settings, now);
+        let held_for = report
+            .status
+            .revisions
+            .last()
+            .and_then(|newest| now.duration_since(newest.applied.0).try_into().ok())
+            .unwrap_or_default();
+        let recheck = held_recheck(held_for);
         let health = revision::Health::Settling(waiting.clone());
         let Some(progress) = revision::rollout(&mut report.status, &health, settings, now) else {
-            return;
+            return recheck;
         };
         let status = if progress.reason == Reason::RollingOut {
             ConditionStatus::True
@@ -442,6 +457,7 @@ impl Held<'_> {
                 format!("waiting for {waiting}"),
             );
         }
+        recheck
     }
 }
 
@@ -655,4 +671,22 @@ async fn readers_for_crds<P>(
             secondary: None,
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn a_long_hold_is_looked_at_less_often_up_to_a_minute() {
+        assert_eq!(super::held_recheck(Duration::ZERO), Duration::from_secs(5));
+        assert_eq!(
+            super::held_recheck(Duration::from_secs(80)),
+            Duration::from_secs(20)
+        );
+        assert_eq!(
+            super::held_recheck(Duration::from_secs(3600)),
+            Duration::from_secs(60)
+        );
+    }
 }
