@@ -79,20 +79,10 @@ pub(super) async fn step<P>(
     } else {
         None
     };
-    if let Some(progress) = &progress {
-        let status = if progress.reason == Reason::RollingOut {
-            ConditionStatus::True
-        } else {
-            ConditionStatus::False
-        };
-        report.set(progress.reason, status, progress.message.clone());
-    }
-    let next = if let Some(progress) = progress.filter(|progress| progress.past_deadline) {
-        report.set(
-            Reason::ProgressDeadlineExceeded,
-            ConditionStatus::False,
-            progress.message,
-        );
+    let past_deadline = progress
+        .as_ref()
+        .is_some_and(|progress| tell_progress(report, progress));
+    let next = if past_deadline {
         RESYNC_UNHEALTHY
     } else if failing.is_empty() && settling.is_empty() {
         let message = if every_one {
@@ -128,6 +118,26 @@ pub(super) async fn step<P>(
     } else {
         next
     }
+}
+
+/// Writes `Progressing` as `progress` says (True only while rolling out)
+/// and, once the rollout passed its deadline,
+/// `Healthy=False/ProgressDeadlineExceeded`; returns whether it did.
+pub(super) fn tell_progress(report: &mut Report, progress: &revision::Progress) -> bool {
+    let status = if progress.reason == Reason::RollingOut {
+        ConditionStatus::True
+    } else {
+        ConditionStatus::False
+    };
+    report.set(progress.reason, status, progress.message.clone());
+    if progress.past_deadline {
+        report.set(
+            Reason::ProgressDeadlineExceeded,
+            ConditionStatus::False,
+            progress.message.clone(),
+        );
+    }
+    progress.past_deadline
 }
 
 /// The `Drifted` condition: under drift Warn, the objects someone else

@@ -438,19 +438,7 @@ impl Held<'_> {
         let Some(progress) = revision::rollout(&mut report.status, &health, settings, now) else {
             return recheck;
         };
-        let status = if progress.reason == Reason::RollingOut {
-            ConditionStatus::True
-        } else {
-            ConditionStatus::False
-        };
-        report.set(progress.reason, status, progress.message.clone());
-        if progress.past_deadline {
-            report.set(
-                Reason::ProgressDeadlineExceeded,
-                ConditionStatus::False,
-                progress.message,
-            );
-        } else {
+        if !super::health::tell_progress(report, &progress) {
             report.set(
                 Reason::ObjectsProgressing,
                 ConditionStatus::Unknown,
