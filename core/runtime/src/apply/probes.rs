@@ -153,16 +153,33 @@ impl ProgressionProbes {
     pub fn holding(&self, reference: &pakket_api::ObjectRef, object: &Value) -> Option<String> {
         let group = super::order::group_of(&reference.api_version);
         let labels = object.pointer("/metadata/labels");
-        let selected = self.probes.iter().enumerate().filter(|(_, probe)| {
-            probe.group == group
-                && probe.kind == reference.kind
-                && probe.labels.iter().all(|(name, value)| {
-                    labels
-                        .and_then(|labels| labels.get(name))
-                        .and_then(Value::as_str)
-                        == Some(value.as_str())
-                })
-        });
+        let selected: Vec<(usize, &Probe)> = self
+            .probes
+            .iter()
+            .enumerate()
+            .filter(|(_, probe)| {
+                probe.group == group
+                    && probe.kind == reference.kind
+                    && probe.labels.iter().all(|(name, value)| {
+                        labels
+                            .and_then(|labels| labels.get(name))
+                            .and_then(Value::as_str)
+                            == Some(value.as_str())
+                    })
+            })
+            .collect();
+        if selected.is_empty() {
+            return None;
+        }
+        // The object as CEL sees it, made once for every assertion.
+        let context = match self_context(object) {
+            Ok(context) => context,
+            Err(why) => {
+                return Some(format!(
+                    "{reference}: {PARAMETER} cannot read the object: {why}"
+                ));
+            }
+        };
         let widest = widest_collection(object) as u128;
         for (index, probe) in selected {
             for assertion in &probe.assertions {
@@ -172,7 +189,7 @@ impl ProgressionProbes {
                         "its cost on this object ({cost}) is past the limit of {COST_LIMIT}; simplify the expression"
                     ))
                 } else {
-                    assertion.evaluate(object)
+                    assertion.evaluate(&context)
                 };
                 match outcome {
                     Ok(true) => {}
@@ -239,18 +256,23 @@ impl Assertion {
 
     /// True, false, or why it could not be evaluated (a field the object
     /// lacks, a value of another type: use `has()` for optional fields).
-    fn evaluate(&self, object: &Value) -> Result<bool, String> {
-        let mut context = Context::default();
-        let value = cel::to_value(object).map_err(|error| error.to_string())?;
-        context
-            .add_variable("self", value)
-            .map_err(|error| error.to_string())?;
-        match self.program.execute(&context) {
+    fn evaluate(&self, context: &Context) -> Result<bool, String> {
+        match self.program.execute(context) {
             Ok(cel::Value::Bool(outcome)) => Ok(outcome),
-            Ok(other) => Err(format!("it gave {other:?}, not true or false")),
+            Ok(_) => Err("it gives a value that is not true or false; write a condition".into()),
             Err(error) => Err(error.to_string()),
         }
     }
+}
+
+/// A CEL context holding `object` as `self`.
+fn self_context(object: &Value) -> Result<Context<'static>, String> {
+    let mut context = Context::default();
+    let value = cel::to_value(object).map_err(|error| error.to_string())?;
+    context
+        .add_variable("self", value)
+        .map_err(|error| error.to_string())?;
+    Ok(context)
 }
 
 /// A refusal of `field` (the parameter or a path inside it).
@@ -340,6 +362,19 @@ mod tests {
         let (reference, object) = deployment(2, json!({}));
         let held = probes.holding(&reference, &object).unwrap();
         assert!(held.contains("could not be evaluated"), "{held}");
+    }
+
+    #[test]
+    fn an_expression_that_is_not_a_condition_holds_and_says_so_in_words() {
+        let probes = probes(json!({"progressionProbes": [{
+            "selector": {"group": "apps", "kind": "Deployment"},
+            "assertions": [{"cel": "self.spec.replicas"}],
+        }]}))
+        .unwrap();
+        let (reference, object) = deployment(2, json!({}));
+        let held = probes.holding(&reference, &object).unwrap();
+        assert!(held.contains("not true or false"), "{held}");
+        assert!(!held.contains("Int("), "no Debug dump: {held}");
     }
 
     #[test]
