@@ -179,6 +179,7 @@ fn is_failure(condition: &Condition) -> bool {
         Some(Reason::ApprovalDenied)
         | Some(Reason::UnpackFailed)
         | Some(Reason::InstallFailed)
+        | Some(Reason::RolledBack)
         | Some(Reason::RenderFailed)
         | Some(Reason::InvalidConfig)
         | Some(Reason::DependenciesMissing)
@@ -351,6 +352,22 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
                 "the objects of the previously active Bundle stay in place; fix the cause above and the provisioner retries on its own"
                     .to_owned(),
             );
+        }
+        Some(Reason::RolledBack) => {
+            problem.kind = Kind::InstallFailed;
+            problem.summary = format!(
+                "Instance {name}'s Bundle {bundle} did not roll out and was rolled back automatically (its class's rollbackOnFailure): the revision that served before it runs again, under the approval it had."
+            );
+            problem.bundle = Some(bundle);
+            problem.next_steps.push(format!(
+                "kubectl instance history {name}   # the revision that did not roll out, why, and the one that runs"
+            ));
+            problem.next_steps.push(format!(
+                "fix the content and point the Instance at a new Bundle (kubectl edit instance {name}); a changed spec ends the rollback and is approved as any change"
+            ));
+            problem.next_steps.push(format!(
+                "kubectl instance rollback {name}   # make the running revision's content the spec's own, ending the rollback"
+            ));
         }
         Some(Reason::RenderFailed) => {
             problem.kind = Kind::InstallFailed;

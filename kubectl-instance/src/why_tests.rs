@@ -347,6 +347,30 @@ fn objects_still_getting_ready_are_progress_not_a_failure() {
 }
 
 #[test]
+fn an_automatic_rollback_is_a_failure_that_says_what_runs_and_how_to_try_again() {
+    let web = instance(&[
+        (Reason::ApprovedByPolicy, True, "AllowAll"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (
+            Reason::RolledBack,
+            False,
+            "Bundle web.v2 is not installed: revision 2 (Bundle web.v2) did not roll out (pods unschedulable), so revision 1's content (Bundle web.v1) runs again under the approval it had (the class's rollbackOnFailure). Revision 1's objects run; change the spec to try again",
+        ),
+        (Reason::ObjectsHealthy, True, "all 2 objects are healthy"),
+    ]);
+    let diagnosis = diagnose(&web, &known());
+    assert_eq!(diagnosis.state, Kind::InstallFailed);
+    let text = render(&diagnosis, at(1_000));
+    assert!(
+        text.contains("did not roll out and was rolled back automatically")
+            && text.contains("pods unschedulable")
+            && text.contains("kubectl instance history web")
+            && text.contains("kubectl instance rollback web"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_rollout_past_its_deadline_is_a_failure_that_points_at_history_and_rollback() {
     let web = instance(&[
         (Reason::ApprovedByPolicy, True, "AllowAll"),

@@ -411,7 +411,8 @@ impl Admission {
     }
 
     /// Denies unless the requester may `approve` when the write changes the
-    /// Approved condition; free when it does not.
+    /// Approved condition, or the revisions an automatic rollback installs
+    /// from; free when it changes neither.
     async fn check_approval(
         &self,
         old: Option<&Instance>,
@@ -419,9 +420,11 @@ impl Admission {
         requester: &Requester,
         verdict: &mut Verdict,
     ) {
-        let Some(change) = approval::change(old, new) else {
+        let change = approval::change(old, new);
+        let rollback_changed = approval::rollback_record_changed(old, new);
+        if change.is_none() && !rollback_changed {
             return;
-        };
+        }
         let name = new.name_any();
         match self
             .authorizer
@@ -429,7 +432,13 @@ impl Admission {
             .await
         {
             Ok(true) => {}
-            Ok(false) => verdict.deny(403, approval::denial(requester, &name, &change)),
+            Ok(false) => verdict.deny(
+                403,
+                match &change {
+                    Some(change) => approval::denial(requester, &name, change),
+                    None => approval::rollback_denial(requester, &name),
+                },
+            ),
             Err(error) => verdict.deny(503, unavailable(&error)),
         }
     }

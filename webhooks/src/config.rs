@@ -152,6 +152,24 @@ fn approval_of(object: &str) -> String {
     )
 }
 
+/// What an automatic rollback installs from in `object`
+/// (`pakket_api::rollback_record`, the same list), as CEL.
+fn rollback_record_of(object: &str) -> String {
+    format!(
+        "(has({object}.status) && has({object}.status.revisions) \
+         ? {object}.status.revisions.map(r, string(r.number) + '/' + r.bundle + '/' + r.digest + '/' + \
+            (has(r.rendered) ? r.rendered : '') + '/' + r.outcome + '/' + \
+            (has(r.approvedBy) ? r.approvedBy : '')) : []) + \
+         (has({object}.status) && has({object}.status.servingRevision) \
+         ? ['serving/' + string({object}.status.servingRevision)] : []) + \
+         (has({object}.status) && has({object}.status.automaticRollback) \
+         ? ['rollback/' + string({object}.status.automaticRollback.from) + '/' + \
+            string({object}.status.automaticRollback.to) + '/' + \
+            string({object}.status.automaticRollback.generation) + '/' + \
+            {object}.status.automaticRollback.state] : [])"
+    )
+}
+
 fn condition(name: &str, expression: String) -> MatchCondition {
     MatchCondition {
         name: name.to_owned(),
@@ -174,11 +192,13 @@ fn approval_or_creator_changed() -> MatchCondition {
     condition(
         "approved-or-creator-changed",
         format!(
-            "{} != {} || {} != {}",
+            "{} != {} || {} != {} || {} != {}",
             approval_of("object"),
             approval_of("oldObject"),
             creator_of("object"),
-            creator_of("oldObject")
+            creator_of("oldObject"),
+            rollback_record_of("object"),
+            rollback_record_of("oldObject")
         ),
     )
 }

@@ -291,6 +291,98 @@ async fn only_holders_of_approve_change_the_approved_condition() {
     harness.cleanup().await;
 }
 
+/// The runtime applies a revision's content again under the approval it
+/// had (`rollbackOnFailure`), so the revisions are as much authority as
+/// the approval: a user who may write status but not approve cannot plant
+/// a revision of content of her choosing, or a rollback to it.
+#[tokio::test]
+async fn only_holders_of_approve_change_the_revisions_a_rollback_installs_from() {
+    let harness = Harness::start("revisions").await;
+    let class = create_class(&harness, "class").await;
+    let name = harness.scope.name("i");
+    let admin: Api<Instance> = Api::all(harness.scope.client.clone());
+    admin
+        .create(&post(), &harness.instance("i", &class))
+        .await
+        .unwrap();
+    harness
+        .grant("writer", vec![user("bob"), user("carol")], writer_rules())
+        .await;
+    harness
+        .grant(
+            "approver",
+            vec![user("carol")],
+            vec![pakket_rule(&["instances"], &["approve"], &[])],
+        )
+        .await;
+    let planted = json!({ "status": {
+        "revisions": [{
+            "number": 1,
+            "bundle": "bobs-content",
+            "bundleSpec": { "class": class, "refs": ["oci://registry.invalid/bob:1"] },
+            "digest": "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            "rendered": "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+            "approvedBy": "policy AllowAll",
+            "applied": "2026-01-01T00:00:00Z",
+            "outcome": "Succeeded",
+        }],
+        "servingRevision": 1,
+        "automaticRollback": {
+            "from": 2, "to": 1, "generation": 1, "state": "RolledBack",
+        },
+    } });
+    let bob: Api<Instance> = Api::all(cluster().client_as("bob").await);
+    let message = eventually("bob's revisions refused by the webhook", || async {
+        match bob
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&planted))
+            .await
+        {
+            Ok(_) => panic!("bob planted revisions without the approve verb"),
+            Err(error) if error.to_string().contains("status.revisions") => Ok(error.to_string()),
+            Err(error) => Err(error.to_string()),
+        }
+    })
+    .await;
+    assert!(
+        message.contains(&format!(
+            r#"Instance "{name}": user "bob" may not change status.revisions"#
+        )) && message.contains(&format!(
+            r#"verb "approve" on instances.core.pakket.dev/{name}"#
+        )),
+        "{message}"
+    );
+    let seen = admin.get(&name).await.unwrap().status.unwrap_or_default();
+    assert!(seen.revisions.is_empty() && seen.automatic_rollback.is_none());
+
+    // Only the rollback, without a revision: refused as well.
+    let rollback_only = json!({ "status": { "automaticRollback": {
+        "from": 2, "to": 1, "generation": 1, "state": "RolledBack",
+    } } });
+    refusal(
+        bob.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&rollback_only),
+        )
+        .await,
+    )
+    .expect("a planted rollback is refused");
+
+    // carol holds approve (and could approve any content anyway).
+    let carol: Api<Instance> = Api::all(cluster().client_as("carol").await);
+    eventually("carol's write", || async {
+        carol
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&planted))
+            .await
+            .map_err(|error| error.to_string())
+    })
+    .await;
+    let seen = admin.get(&name).await.unwrap().status.unwrap_or_default();
+    assert_eq!(seen.revisions.len(), 1);
+
+    harness.cleanup().await;
+}
+
 fn record_of(instance: &Instance) -> CreatorRecord {
     CreatorRecord::of(instance.metadata.annotations.as_ref())
         .expect("a creator record")

@@ -106,6 +106,10 @@ pub enum Reason {
     InstallSucceeded,
     /// Applying or pivoting failed; what was running is left in place.
     InstallFailed,
+    /// The spec's content did not roll out and the class asks for an
+    /// automatic rollback: the revision that served before runs again
+    /// (status False: what the spec asks for is not installed).
+    RolledBack,
     /// The content was fetched and unpacked, but the provisioner could not
     /// make objects of it (a file it cannot read as its format says): the
     /// content needs fixing, its source is fine. Nothing is applied.
@@ -142,7 +146,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [Reason; 27] = [
+    pub const ALL: [Reason; 28] = [
         Self::ApprovedByPolicy,
         Self::ApprovedByUser,
         Self::ApprovalPending,
@@ -157,6 +161,7 @@ impl Reason {
         Self::DependenciesMissing,
         Self::InstallSucceeded,
         Self::InstallFailed,
+        Self::RolledBack,
         Self::RenderFailed,
         Self::HealthUnknown,
         Self::ObjectsHealthy,
@@ -189,6 +194,7 @@ impl Reason {
             Self::DependenciesMissing => "DependenciesMissing",
             Self::InstallSucceeded => "InstallSucceeded",
             Self::InstallFailed => "InstallFailed",
+            Self::RolledBack => "RolledBack",
             Self::RenderFailed => "RenderFailed",
             Self::HealthUnknown => "HealthUnknown",
             Self::ObjectsHealthy => "ObjectsHealthy",
@@ -221,6 +227,7 @@ impl Reason {
             | Self::DependenciesMissing
             | Self::InstallSucceeded
             | Self::InstallFailed
+            | Self::RolledBack
             | Self::RenderFailed => ConditionType::Installed,
             Self::HealthUnknown
             | Self::ObjectsHealthy

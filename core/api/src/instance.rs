@@ -155,6 +155,11 @@ pub struct InstanceStatus {
     /// later one rolls out, is blocked or failed to apply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serving_revision: Option<i64>,
+    /// The automatic rollback in force (class parameter
+    /// `rollbackOnFailure`), or the one that could not be made, for the
+    /// current generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_rollback: Option<crate::AutomaticRollback>,
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -35,7 +35,10 @@ pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
 pub use provisioner_class::{
     ClassClaim, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,
 };
-pub use revision::{REVISION_HISTORY_LIMIT, Revision, RevisionOutcome};
+pub use revision::{
+    AutomaticRollback, REVISION_HISTORY_LIMIT, Revision, RevisionOutcome, RollbackState,
+    rollback_record,
+};
 
 /// The annotation that lets an Instance pivot to the Bundle it names even
 /// though the pivot drops CRDs whose APIs are in use (the CRDs then stay

@@ -56,6 +56,40 @@ pub struct Revision {
     pub message: String,
 }
 
+/// An automatic rollback (class parameter `rollbackOnFailure`): revision
+/// `from` did not roll out, so the content of revision `to` (the one that
+/// served before it) runs again, under the approval it had, until the
+/// Instance's spec changes. Written by the runtime only; changing it (or
+/// the revisions) needs the `approve` verb, as changing an approval does.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutomaticRollback {
+    /// The revision that did not roll out.
+    pub from: i64,
+    /// The revision whose content runs again.
+    pub to: i64,
+    /// The Instance's generation it was decided for: a change of the spec
+    /// (a new Bundle, `kubectl instance rollback`) ends it.
+    pub generation: i64,
+    /// Whether the rollback is in force, or could not be made (`message`
+    /// says why; the Instance then stays as it is).
+    pub state: RollbackState,
+    /// Why, in words.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(length(max = 1024))]
+    pub message: String,
+}
+
+/// Whether an automatic rollback runs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum RollbackState {
+    /// The earlier revision's content is applied again.
+    RolledBack,
+    /// It could not be: the earlier content is gone or renders to other
+    /// objects than were approved. Nothing changed.
+    NotPossible,
+}
+
 /// How a revision's rollout went.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 pub enum RevisionOutcome {
@@ -89,4 +123,50 @@ impl std::fmt::Display for RevisionOutcome {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.write_str(self.as_str())
     }
+}
+
+/// What an automatic rollback installs from, as a status says it: each
+/// revision's number, Bundle, content and render digests, outcome (which
+/// decides the serving one) and approver; the serving revision; and the
+/// rollback in force. The runtime applies a revision's content again under
+/// the approval it had (the objects must render to the recorded digest),
+/// so a write that changes this needs the `approve` verb, as a write that
+/// changes an approval does. The admission webhook compares this list,
+/// and its match condition the same list in CEL (`webhooks/src/config.rs`):
+/// keep the two alike.
+pub fn rollback_record(status: Option<&crate::InstanceStatus>) -> Vec<String> {
+    let Some(status) = status else {
+        return Vec::new();
+    };
+    let mut record: Vec<String> = status
+        .revisions
+        .iter()
+        .map(|revision| {
+            format!(
+                "{}/{}/{}/{}/{}/{}",
+                revision.number,
+                revision.bundle,
+                revision.digest,
+                revision.rendered.as_deref().unwrap_or_default(),
+                revision.outcome,
+                revision.approved_by
+            )
+        })
+        .collect();
+    if let Some(serving) = status.serving_revision {
+        record.push(format!("serving/{serving}"));
+    }
+    if let Some(rollback) = &status.automatic_rollback {
+        record.push(format!(
+            "rollback/{}/{}/{}/{}",
+            rollback.from,
+            rollback.to,
+            rollback.generation,
+            match rollback.state {
+                RollbackState::RolledBack => "RolledBack",
+                RollbackState::NotPossible => "NotPossible",
+            }
+        ));
+    }
+    record
 }

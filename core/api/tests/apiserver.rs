@@ -251,6 +251,13 @@ async fn objects_round_trip_with_their_status_subresources() {
             message: "waiting for Deployment/etcd/etcd-operator".into(),
         }],
         serving_revision: None,
+        automatic_rollback: Some(pakket_api::AutomaticRollback {
+            from: 2,
+            to: 1,
+            generation: 1,
+            state: pakket_api::RollbackState::NotPossible,
+            message: "revision 1's content is no longer in the store".into(),
+        }),
         observed_generation: Some(1),
     };
     let instance_name = scope.name("instance");

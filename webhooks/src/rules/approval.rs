@@ -32,6 +32,27 @@ pub fn change(old: Option<&Instance>, new: &Instance) -> Option<ApprovalChange> 
     (from != to).then_some(ApprovalChange { from, to })
 }
 
+/// Whether this write changes what an automatic rollback installs from
+/// (the revisions, the serving one, the rollback in force): the runtime
+/// applies a revision's content again under the approval it had, so that
+/// record is as much authority as the approval itself.
+pub fn rollback_record_changed(old: Option<&Instance>, new: &Instance) -> bool {
+    pakket_api::rollback_record(old.and_then(|old| old.status.as_ref()))
+        != pakket_api::rollback_record(new.status.as_ref())
+}
+
+/// Why a change of the revisions is refused.
+pub fn rollback_denial(requester: &Requester, instance: &str) -> String {
+    let permission = permission(instance);
+    format!(
+        "Instance {instance:?}: {requester} may not change status.revisions, \
+         status.servingRevision or status.automaticRollback: the runtime applies a revision's \
+         content again under the approval it had, so changing them needs {described}, as \
+         changing an approval does; they are the runtime's to write",
+        described = permission.describe(),
+    )
+}
+
 /// The permission changing an Instance's approval needs.
 pub fn permission(instance: &str) -> Permission {
     Permission::pakket("approve", "instances", instance)

@@ -94,7 +94,7 @@ pub fn tell(instance: &Instance, report: &mut Report) {
         secondary: None,
     };
     // Published once the status recording it is stored.
-    report.after_write = Some(event);
+    report.after_write.push(event);
 }
 
 /// One decision, as recorded: its words and when the `Approved` condition
@@ -184,13 +184,13 @@ mod tests {
         let approved = decided(Reason::ApprovedByUser, ConditionStatus::True, None);
         let mut report = Report::new(&approved);
         tell(&approved, &mut report);
-        assert!(report.after_write.is_some(), "the first sight is told");
+        assert!(!report.after_write.is_empty(), "the first sight is told");
         let told = report.status.decision_told.clone();
         let again = decided(Reason::ApprovedByUser, ConditionStatus::True, told);
         let mut report = Report::new(&again);
         tell(&again, &mut report);
         assert!(
-            report.after_write.is_none(),
+            report.after_write.is_empty(),
             "the same decision is not told twice"
         );
     }
@@ -219,7 +219,10 @@ mod tests {
         );
         let mut report = Report::new(&approved_again);
         tell(&approved_again, &mut report);
-        assert!(report.after_write.is_some(), "the second decision is told");
+        assert!(
+            !report.after_write.is_empty(),
+            "the second decision is told"
+        );
     }
 
     #[test]

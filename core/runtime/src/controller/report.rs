@@ -12,8 +12,9 @@ use pakket_api::{ConditionType, Instance, InstanceStatus, Reason};
 use crate::apply::FIELD_MANAGER;
 
 /// Reasons an Event reports as a warning: something an admin should look at.
-const WARNING_REASONS: [Reason; 9] = [
+const WARNING_REASONS: [Reason; 10] = [
     Reason::ApprovalDenied,
+    Reason::RolledBack,
     Reason::Blocked,
     Reason::ProgressDeadlineExceeded,
     Reason::ObjectsDrifted,
@@ -47,10 +48,11 @@ pub struct Report {
     /// The conditions as the reconcile found them: the final write's Event
     /// tells what changed since then, progress writes included.
     found: Vec<Condition>,
-    /// An Event published only once this status is stored (a person's
-    /// decision, whose record `decisionTold` is in it: told once, never
-    /// again by a retry after a lost write).
-    pub after_write: Option<Event>,
+    /// Events published only once this status is stored (a person's
+    /// decision, whose record `decisionTold` is in it; an automatic
+    /// rollback decided): told once, never again by a retry after a lost
+    /// write.
+    pub after_write: Vec<Event>,
 }
 
 impl Report {
@@ -62,7 +64,7 @@ impl Report {
             status,
             generation: instance.metadata.generation,
             instance: instance.clone(),
-            after_write: None,
+            after_write: Vec::new(),
         }
     }
 
@@ -80,8 +82,10 @@ impl Report {
     /// Whether `bundle`'s objects are installed, as the status read says.
     pub fn installed(&self, bundle: &str) -> bool {
         self.status.active_bundle.as_deref() == Some(bundle)
-            && condition::find(&self.status.conditions, ConditionType::Installed)
-                .is_some_and(|c| c.status == "True")
+            && condition::find(&self.status.conditions, ConditionType::Installed).is_some_and(
+                // Rolled back: the earlier revision's objects are installed.
+                |c| c.status == "True" || c.reason == Reason::RolledBack.as_str(),
+            )
     }
 
     /// Whether an earlier apply of this Instance failed (its `Installed`
@@ -152,7 +156,7 @@ impl Report {
         if self.instance.status.as_ref() == Some(&self.status) {
             return Ok(StatusWrite::Unchanged);
         }
-        let after_write = self.after_write.take();
+        let after_write = std::mem::take(&mut self.after_write);
         let name = self.instance.name_any();
         let mut updated = self.instance;
         updated.status = Some(self.status);
@@ -175,7 +179,7 @@ impl Report {
         if let Some(event) = event {
             events.publish_change(&updated, event);
         }
-        if let Some(event) = after_write {
+        for event in after_write {
             events.publish(&updated, event);
         }
         Ok(StatusWrite::Stored)

@@ -13,7 +13,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pakket_api::{
-    BundleSpec, InstanceStatus, REVISION_HISTORY_LIMIT, Reason, Revision, RevisionOutcome,
+    AutomaticRollback, BundleSpec, InstanceStatus, REVISION_HISTORY_LIMIT, Reason, Revision,
+    RevisionOutcome, RollbackState,
 };
 use serde_json::{Map, Value};
 
@@ -41,6 +42,9 @@ pub struct Settings {
     pub progress_deadline: Duration,
     /// Where that deadline was set, for messages.
     pub deadline_source: &'static str,
+    /// `rollbackOnFailure`: a revision that does not roll out gives way to
+    /// the one that served before it (see [`decide_rollback`]).
+    pub rollback_on_failure: bool,
 }
 
 impl Settings {
@@ -69,6 +73,7 @@ impl Settings {
                 PROGRESS_DEADLINE,
             )?,
             deadline_source: CLASS_DEADLINE,
+            rollback_on_failure: class_parameters::boolean(parameters, "rollbackOnFailure", false)?,
         })
     }
 }
@@ -79,6 +84,7 @@ impl Default for Settings {
             history_limit: REVISION_HISTORY_LIMIT,
             progress_deadline: PROGRESS_DEADLINE,
             deadline_source: CLASS_DEADLINE,
+            rollback_on_failure: false,
         }
     }
 }
@@ -298,6 +304,72 @@ pub fn retrying(status: &InstanceStatus, number: i64, problem: &str, mixed: usiz
     format!("revision {number}: {problem}; trying again; {serving}")
 }
 
+/// Whether the newest revision, which does not roll out (`Blocked`), gives
+/// way to the one that served before it: only under `rollbackOnFailure`,
+/// only when one served before it, and once per generation of the
+/// Instance (a rollback that itself does not roll out is not rolled back
+/// again, and a rollback that could not be made is not tried again until
+/// the spec changes). The rollback to make, with why, or `None`.
+pub fn decide_rollback(
+    status: &InstanceStatus,
+    settings: Settings,
+    generation: i64,
+) -> Option<AutomaticRollback> {
+    if !settings.rollback_on_failure
+        || status
+            .automatic_rollback
+            .as_ref()
+            .is_some_and(|rollback| rollback.generation == generation)
+    {
+        return None;
+    }
+    let newest = status.revisions.last()?;
+    let serving = status.serving_revision?;
+    if newest.outcome != RevisionOutcome::Blocked || serving >= newest.number {
+        return None;
+    }
+    let earlier = status
+        .revisions
+        .iter()
+        .find(|revision| revision.number == serving)?;
+    Some(AutomaticRollback {
+        from: newest.number,
+        to: serving,
+        generation,
+        state: RollbackState::RolledBack,
+        message: words(&format!(
+            "revision {} (Bundle {}) did not roll out ({}), so revision {serving}'s content (Bundle {}) runs again under the approval it had (the class's rollbackOnFailure)",
+            newest.number, newest.bundle, newest.message, earlier.bundle
+        )),
+    })
+}
+
+/// The revision whose content an automatic rollback in force for
+/// `generation` runs again, if one is.
+pub fn rollback_target(status: &InstanceStatus, generation: i64) -> Option<&Revision> {
+    let rollback = status.automatic_rollback.as_ref()?;
+    if rollback.generation != generation || rollback.state != RollbackState::RolledBack {
+        return None;
+    }
+    status
+        .revisions
+        .iter()
+        .find(|revision| revision.number == rollback.to)
+}
+
+/// Records that the rollback in force could not be made (`why`): the
+/// Instance stays as it is, and nothing is rolled back again for this
+/// generation.
+pub fn rollback_not_possible(status: &mut InstanceStatus, why: &str) {
+    if let Some(rollback) = status.automatic_rollback.as_mut() {
+        rollback.state = RollbackState::NotPossible;
+        rollback.message = words(&format!(
+            "revision {} did not roll out, and rolling back to revision {} is not possible: {why}",
+            rollback.from, rollback.to
+        ));
+    }
+}
+
 /// The newest revision that rolled out completely.
 fn serving(revisions: &[Revision]) -> Option<i64> {
     revisions
@@ -323,14 +395,21 @@ fn push(status: &mut InstanceStatus, revision: Revision, settings: Settings) -> 
     let number = revision.number;
     status.revisions.push(revision);
     let limit = settings.history_limit.max(1);
-    // With room for two or more, the serving revision stays whatever its age.
+    // With room for two or more, the serving revision stays whatever its
+    // age, and so does the one an automatic rollback runs again.
     let kept = status.serving_revision.filter(|_| limit > 1);
+    let rolled_back_to = status
+        .automatic_rollback
+        .as_ref()
+        .map(|rollback| rollback.to)
+        .filter(|_| limit > 1);
     while status.revisions.len() > limit {
-        let Some(oldest) = status
-            .revisions
-            .iter()
-            .position(|revision| Some(revision.number) != kept)
-        else {
+        // The newest (just pushed) stays too: a limit it cannot keep is
+        // overrun by one rather than lose what was just applied.
+        let older = &status.revisions[..status.revisions.len() - 1];
+        let Some(oldest) = older.iter().position(|revision| {
+            Some(revision.number) != kept && Some(revision.number) != rolled_back_to
+        }) else {
             break;
         };
         status.revisions.remove(oldest);
@@ -513,6 +592,124 @@ mod tests {
     }
 
     #[test]
+    fn a_blocked_revision_gives_way_to_the_serving_one_once_per_generation_when_the_class_asks() {
+        let asks = Settings {
+            rollback_on_failure: true,
+            ..Settings::default()
+        };
+        let mut status = InstanceStatus::default();
+        applied(&mut status, content("v1"), asks, at(0));
+        rollout(&mut status, &Health::Healthy, asks, at(1));
+        applied(&mut status, content("v2"), asks, at(2));
+        let stuck = Health::PastDeadline("Deployment/n/web: pods unschedulable".into());
+        rollout(&mut status, &stuck, asks, at(3));
+        assert_eq!(
+            decide_rollback(&status, Settings::default(), 2),
+            None,
+            "only when the class asks"
+        );
+        let decided = decide_rollback(&status, asks, 2).expect("rolls back");
+        assert_eq!((decided.from, decided.to, decided.generation), (2, 1, 2));
+        assert_eq!(decided.state, RollbackState::RolledBack);
+        assert!(
+            decided
+                .message
+                .contains("revision 2 (Bundle v2) did not roll out")
+                && decided.message.contains("pods unschedulable")
+                && decided.message.contains("revision 1's content (Bundle v1)"),
+            "{}",
+            decided.message
+        );
+        status.automatic_rollback = Some(decided);
+        assert_eq!(
+            decide_rollback(&status, asks, 2),
+            None,
+            "once per generation"
+        );
+        assert_eq!(rollback_target(&status, 2).map(|r| r.number), Some(1));
+        assert_eq!(
+            rollback_target(&status, 3),
+            None,
+            "a new spec ends the rollback"
+        );
+        // The rollback's content, applied, is a revision of its own that
+        // replaces the blocked one.
+        let again = Content {
+            approved_by: "rollback to revision 1, under its approval (alice)",
+            ..content("v1")
+        };
+        assert_eq!(applied(&mut status, again, asks, at(4)), 3);
+        assert_eq!(
+            outcomes(&status),
+            vec![(1, "Succeeded"), (2, "Superseded"), (3, "RollingOut")]
+        );
+        // A rollback that could not be made is said, and not tried again.
+        rollback_not_possible(&mut status, "the content is gone");
+        let recorded = status.automatic_rollback.clone().unwrap();
+        assert_eq!(recorded.state, RollbackState::NotPossible);
+        assert!(
+            recorded
+                .message
+                .ends_with("is not possible: the content is gone")
+        );
+        assert_eq!(rollback_target(&status, 2), None);
+        assert_eq!(decide_rollback(&status, asks, 2), None);
+    }
+
+    #[test]
+    fn nothing_rolls_back_without_a_revision_that_served_before() {
+        let asks = Settings {
+            rollback_on_failure: true,
+            ..Settings::default()
+        };
+        let mut status = InstanceStatus::default();
+        applied(&mut status, content("v1"), asks, at(0));
+        let stuck = Health::Failing("Deployment/n/web failed".into());
+        rollout(&mut status, &stuck, asks, at(1));
+        assert_eq!(outcomes(&status), vec![(1, "Blocked")]);
+        assert_eq!(decide_rollback(&status, asks, 1), None, "a first install");
+        // A rollout that is merely slow is no failure.
+        applied(&mut status, content("v2"), asks, at(2));
+        rollout(&mut status, &Health::Healthy, asks, at(3));
+        applied(&mut status, content("v3"), asks, at(4));
+        rollout(&mut status, &Health::Settling("pods".into()), asks, at(5));
+        assert_eq!(decide_rollback(&status, asks, 3), None);
+    }
+
+    #[test]
+    fn the_revision_a_rollback_runs_again_is_kept_past_the_history_limit() {
+        let settings = Settings {
+            history_limit: 2,
+            ..Settings::default()
+        };
+        let mut status = InstanceStatus::default();
+        applied(&mut status, content("v1"), settings, at(0));
+        rollout(&mut status, &Health::Healthy, settings, at(1));
+        applied(&mut status, content("v2"), settings, at(2));
+        rollout(&mut status, &Health::Healthy, settings, at(3));
+        status.automatic_rollback = Some(AutomaticRollback {
+            from: 3,
+            to: 1,
+            generation: 1,
+            state: RollbackState::RolledBack,
+            message: String::new(),
+        });
+        applied(&mut status, content("v3"), settings, at(4));
+        assert_eq!(
+            outcomes(&status),
+            vec![(1, "Succeeded"), (2, "Succeeded"), (3, "RollingOut")],
+            "the rollback's revision 1, the serving 2 and the new 3 all stay: the limit is overrun by one"
+        );
+        status.automatic_rollback = None;
+        applied(&mut status, content("v4"), settings, at(5));
+        assert_eq!(
+            outcomes(&status),
+            vec![(2, "Succeeded"), (4, "RollingOut")],
+            "without the rollback the limit holds again"
+        );
+    }
+
+    #[test]
     fn class_parameters_are_read_strictly() {
         let read = |value: serde_json::Value| Settings::from_parameters(value.as_object());
         assert_eq!(read(serde_json::json!({})), Ok(Settings::default()));
@@ -522,5 +719,11 @@ mod tests {
         assert_eq!(chosen.progress_deadline, Duration::from_secs(120));
         assert!(read(serde_json::json!({"revisionHistoryLimit": 1000})).is_err());
         assert!(read(serde_json::json!({"progressDeadline": "tomorrow"})).is_err());
+        assert!(
+            read(serde_json::json!({"rollbackOnFailure": true}))
+                .unwrap()
+                .rollback_on_failure
+        );
+        assert!(read(serde_json::json!({"rollbackOnFailure": "yes"})).is_err());
     }
 }

@@ -2,8 +2,8 @@
 //! (after a grace period that covers an unpack whose pin is not written
 //! yet), and the store is kept under its cap (see [`crate::store::gc`]).
 //!
-//! Pins are read from the watch caches, every Bundle in the cluster and
-//! every Instance's embedded Bundle: content another provisioner's Bundle
+//! Pins are read from the watch caches, every Bundle in the cluster, and
+//! every Instance's embedded Bundle and serving revision: content another provisioner's Bundle
 //! pins is kept too, which costs little and needs no knowledge of classes. The store is this process's
 //! own volume, so one collector per store holds (see [`Store::retain`]).
 
@@ -120,9 +120,33 @@ fn pinned(bundles: &Cache<Bundle>, instances: &Cache<Instance>) -> HashSet<Diges
         .state()
         .into_iter()
         .filter_map(|bundle| bundle.status.as_ref()?.source.as_ref()?.digest.clone());
-    let embedded = instances.state().into_iter().filter_map(|instance| {
-        let record = instance.status.as_ref()?.embedded_bundle.as_ref()?;
-        record.status.source.as_ref()?.digest.clone()
+    let embedded = instances.state().into_iter().flat_map(|instance| {
+        let Some(status) = instance.status.as_ref() else {
+            return Vec::new();
+        };
+        let mut digests: Vec<String> = status
+            .embedded_bundle
+            .iter()
+            .filter_map(|record| record.status.source.as_ref()?.digest.clone())
+            .collect();
+        // The serving revision's content stays while a later one rolls
+        // out, and so does an automatic rollback's: a rollback takes its
+        // content from the store, never from its source again.
+        let kept = [
+            status.serving_revision,
+            status
+                .automatic_rollback
+                .as_ref()
+                .map(|rollback| rollback.to),
+        ];
+        digests.extend(
+            status
+                .revisions
+                .iter()
+                .filter(|revision| kept.contains(&Some(revision.number)))
+                .map(|revision| revision.digest.clone()),
+        );
+        digests
     });
     objects
         .chain(embedded)

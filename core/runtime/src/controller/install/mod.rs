@@ -16,10 +16,12 @@ mod class;
 mod health;
 mod pivot;
 mod render;
+mod rollback;
 mod unpack;
 
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use pakket_api::{ApprovedContent, Bundle, Instance, ProvisionerClass};
@@ -89,18 +91,36 @@ pub async fn install<P: Provisioner>(
     let settings = next!(class::settings(instance, class, &mut report));
     let class = settings.class;
     let bundles: Api<Bundle> = Api::all(context.client.clone());
-    let (bundle, home) = next!(bundle::find(instance, &bundles, context, &mut report).await?);
-    let unpacked = next!(
-        unpack::unpack(
-            instance,
-            &bundle,
-            home,
-            &settings.unpack,
-            context,
-            &mut report
-        )
-        .await?
-    );
+    let requester = instance;
+    // Under an automatic rollback the earlier revision's content, from the
+    // store, stands in for the spec's; else the spec's Bundle.
+    let rollback = rollback_in_force(instance, &bundles, context, &mut report).await;
+    let (instance, bundle, home, unpacked) = match rollback {
+        Some(target) => (
+            std::borrow::Cow::Owned(target.instance),
+            target.bundle,
+            target.home,
+            target.unpacked,
+        ),
+        None => {
+            let (bundle, home) =
+                next!(bundle::find(instance, &bundles, context, &mut report).await?);
+            let unpacked = next!(
+                unpack::unpack(
+                    instance,
+                    &bundle,
+                    home,
+                    &settings.unpack,
+                    context,
+                    &mut report
+                )
+                .await?
+            );
+            (std::borrow::Cow::Borrowed(instance), bundle, home, unpacked)
+        }
+    };
+    let rolling_back = revision::rollback_target(&report.status, generation(requester)).cloned();
+    let instance = instance.as_ref();
     // Kept from the store's collection until the status written below
     // pins it (and the watch caches have seen that).
     let _held = context.in_flight.hold(&unpacked.digest);
@@ -114,6 +134,7 @@ pub async fn install<P: Provisioner>(
     let rendered = next!(
         render::render(
             instance,
+            requester,
             class,
             &bundle,
             home,
@@ -141,15 +162,28 @@ pub async fn install<P: Provisioner>(
         objects: &rendered.objects,
         request: &request,
     };
-    next!(approval::step(instance, class, proposed, &content, context, &mut report).await);
-
-    // The revision this content is: what was applied, under whose approval.
-    let approved_by = report
-        .status
-        .approval
-        .as_ref()
-        .map(|approval| approval.approved_by.clone())
-        .unwrap_or_default();
+    let approved_by = match &rolling_back {
+        // The earlier revision's approval covers exactly its objects.
+        Some(earlier) => {
+            let rendered = content.rendered.as_deref().unwrap_or_default();
+            if let Err(why) = rollback::render_unchanged(earlier, rendered) {
+                rollback::not_possible(&mut report, &why);
+                return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
+            }
+            rollback::approved_by(earlier)
+        }
+        None => {
+            next!(approval::step(requester, class, proposed, &content, context, &mut report).await);
+            // The revision this content is: what was applied, under whose
+            // approval.
+            report
+                .status
+                .approval
+                .as_ref()
+                .map(|approval| approval.approved_by.clone())
+                .unwrap_or_default()
+        }
+    };
     let revision_content = revision::Content {
         bundle: &instance.spec.bundle.name,
         bundle_spec: instance.spec.bundle.spec.as_ref(),
@@ -171,6 +205,9 @@ pub async fn install<P: Provisioner>(
         probes: &settings.probes,
     };
     let applied = next!(pivot::apply_and_prune(instance, proposal, context, &mut report).await?);
+    if let Some(earlier) = &rolling_back {
+        rollback::report_rolled_back(requester, &mut report, earlier);
+    }
     let next = health::step(
         instance,
         applied,
@@ -181,5 +218,58 @@ pub async fn install<P: Provisioner>(
         &mut report,
     )
     .await;
+    // A revision that does not roll out gives way to the one before it,
+    // when the class asks for that: the next reconcile applies it.
+    if let Some(decided) =
+        revision::decide_rollback(&report.status, settings.rollout, generation(requester))
+    {
+        tracing::warn!(instance = %requester.name_any(), why = %decided.message, "rolling back");
+        if let Some(newest) = report.status.revisions.last_mut() {
+            newest.message = decided.message.chars().take(1024).collect();
+        }
+        report.after_write.push(kube::runtime::events::Event {
+            type_: kube::runtime::events::EventType::Warning,
+            reason: pakket_api::Reason::RolledBack.as_str().into(),
+            note: Some(decided.message.chars().take(1000).collect()),
+            action: "Rollback".into(),
+            secondary: None,
+        });
+        report.status.automatic_rollback = Some(decided);
+        return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
+    }
     finish(report, context, Action::requeue(next)).await
+}
+
+/// The Instance's generation (its spec's version).
+fn generation(instance: &Instance) -> i64 {
+    instance.metadata.generation.unwrap_or_default()
+}
+
+/// The content of the automatic rollback in force for the Instance's
+/// current generation, if one is and its content is still there. A
+/// rollback decided for an earlier generation ended when the spec changed;
+/// one whose content is gone is recorded as not possible.
+async fn rollback_in_force<'a, P>(
+    instance: &Instance,
+    bundles: &'a Api<Bundle>,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Option<rollback::Target<'a>> {
+    let generation = generation(instance);
+    if report
+        .status
+        .automatic_rollback
+        .as_ref()
+        .is_some_and(|rollback| rollback.generation != generation)
+    {
+        report.status.automatic_rollback = None;
+    }
+    let earlier = revision::rollback_target(&report.status, generation)?.clone();
+    match rollback::target(instance, &earlier, bundles, context).await {
+        Ok(target) => Some(target),
+        Err(why) => {
+            rollback::not_possible(report, &why);
+            None
+        }
+    }
 }

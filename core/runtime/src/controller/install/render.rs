@@ -43,10 +43,14 @@ pub(super) fn request<'a>(
     }
 }
 
-/// Renders `unpacked`, or says why it cannot.
+/// Renders `unpacked`, or says why it cannot. `requester` is the Instance
+/// as its requester wrote it, whose sealed record judges Pakket's kinds in
+/// the content: `instance` itself, except under an automatic rollback,
+/// where `instance` names the earlier revision's Bundle.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn render<P: Provisioner>(
     instance: &Instance,
+    requester: &Instance,
     class: &ProvisionerClass,
     bundle: &Bundle,
     home: bundle_status::Home<'_>,
@@ -71,7 +75,7 @@ pub(super) async fn render<P: Provisioner>(
             crate::trust::children::judged_children(
                 objects,
                 context.provisioner.pakket_kinds(),
-                instance,
+                requester,
                 context.record_key.as_ref(),
                 context.provisioner.id(),
             )
