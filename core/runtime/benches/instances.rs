@@ -1,12 +1,17 @@
 //! How fast the runtime brings many small Instances to `Installed`, beside
 //! the apiserver's own server-side-apply rate for the same objects, then
 //! pivots every one to new content (the dry run of the whole set
-//! included), and the runtime's memory idle and busy. Printed, never
-//! asserted.
+//! included), what it asks of the apiserver at rest (nothing changing),
+//! how long deleting them all takes beside creating them, and the
+//! runtime's memory idle and busy. Printed, never asserted.
 //!
 //! ```text
-//! cargo bench -p pakket-runtime --bench instances [-- COUNT]
+//! cargo bench -p pakket-runtime --bench instances [-- COUNT [RESYNC_SECONDS]]
 //! ```
+//! At rest the runtime runs with its resync shortened to RESYNC_SECONDS
+//! (default 60) and is watched for 1.2 of them, so every Instance's resync
+//! falls inside the window; what one resync costs is then scaled to the
+//! default hourly resync.
 //! Runs on the real control plane the test kit provides (started on first
 //! use, or `PAKKET_TEST_KUBECONFIG`). The controller runs in this process, so
 //! the RSS figures are the runtime's (plus the bench's own small share).
@@ -25,6 +30,9 @@ use pakket_api::{
 use pakket_runtime::serve::Metrics;
 use pakket_runtime::{Plain, controller};
 use pakket_testkit::{Scope, install_crds};
+
+/// The kubeconfig context with `system:masters`, as the test kit names it.
+const ADMIN: &str = "admin";
 use serde_json::json;
 
 /// Requests the apiserver has served so far (`apiserver_request_total`),
@@ -268,11 +276,13 @@ async fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
-    let count: usize = std::env::args()
+    let numbers: Vec<u64> = std::env::args()
         .skip(1)
-        .find(|arg| arg != "--bench")
-        .and_then(|arg| arg.parse().ok())
-        .unwrap_or(1000);
+        .filter(|arg| arg != "--bench")
+        .filter_map(|arg| arg.parse().ok())
+        .collect();
+    let count = numbers.first().map_or(1000, |count| *count as usize);
+    let resync = Duration::from_secs(numbers.get(1).copied().unwrap_or(60));
     let scope = Scope::new("bench-instances").await;
     install_crds(&scope.client).await.unwrap();
     let client = scope.client.clone();
@@ -345,10 +355,15 @@ async fn main() {
         .await
         .unwrap();
     let store = std::env::temp_dir().join(format!("pakket-bench-store-{}", scope.id));
-    let runtime_client = client.clone();
+    // The runtime's own client counts what it sends (as a deployed
+    // provisioner's does, in /metrics).
     let metrics = Arc::new(Metrics::new());
+    let runtime_client = metrics
+        .counted_client(pakket_testkit::cluster().config_as(ADMIN).await)
+        .unwrap();
     let options = controller::RunOptions {
         metrics: metrics.clone(),
+        resync,
         ..controller::RunOptions::new(store)
     };
     let finalizer = controller::finalizer_of(&id).to_owned();
@@ -513,6 +528,93 @@ async fn main() {
             println!("  {line}");
         }
     }
-    // Deleting the Instances would run {count} finalizers; the control plane
-    // the test kit started goes away with this process.
+
+    // At rest: every Instance installed and nothing changing. What the
+    // runtime asks of the apiserver now is its steady cost (resyncs and
+    // their re-applies, watches renewed), counted by its own client over
+    // a window that holds every Instance's resync once.
+    let rest = resync.mul_f64(1.2);
+    let at_rest_before = metrics.apiserver_requests();
+    let reconciles_before = reconciles(&metrics);
+    tokio::time::sleep(rest).await;
+    let at_rest = metrics.apiserver_requests();
+    let sent: Vec<(&str, u64)> = at_rest
+        .iter()
+        .zip(&at_rest_before)
+        .map(|((verb, after), (_, before))| (*verb, after - before))
+        .filter(|(_, sent)| *sent > 0)
+        .collect();
+    let total: u64 = sent.iter().map(|(_, sent)| sent).sum();
+    let rate = total as f64 / rest.as_secs_f64();
+    let default_resync = controller::RESYNC.as_secs_f64();
+    println!(
+        "  at rest, {count} Instances installed, nothing changing, resync every {} s, watched {:.0} s: the runtime sent {total} requests ({rate:.2}/s; {:.0} reconciles)",
+        resync.as_secs(),
+        rest.as_secs_f64(),
+        reconciles(&metrics) - reconciles_before
+    );
+    for (verb, sent) in &sent {
+        println!(
+            "    {verb:<8} {sent:>6} ({:.2}/s)",
+            *sent as f64 / rest.as_secs_f64()
+        );
+    }
+    println!(
+        "    at the default resync of {:.0} s: {:.3}/s ({:.2} requests per Instance per resync)",
+        default_resync,
+        rate * resync.as_secs_f64() / default_resync,
+        total as f64 / count as f64 / (rest.as_secs_f64() / resync.as_secs_f64())
+    );
+
+    // Every Instance deleted: the finalizer's uninstall removes its object
+    // (and its embedded Bundle's pin) before the Instance goes. Beside the
+    // create → Installed time above.
+    let started = Instant::now();
+    stream::iter(0..count)
+        .for_each_concurrent(concurrency, |i| {
+            let instances = instances.clone();
+            let scope = &scope;
+            async move {
+                let _ = instances
+                    .delete(&scope.name(&format!("i{i}")), &Default::default())
+                    .await;
+            }
+        })
+        .await;
+    let asked = started.elapsed();
+    let remaining = loop {
+        let left = instances
+            .list_metadata(&ListParams::default().labels(&scope.selector()))
+            .await
+            .map(|list| list.items.len())
+            .unwrap_or(count);
+        if left == 0 || started.elapsed() > Duration::from_secs(600) {
+            break left;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let delete_time = started.elapsed();
+    println!(
+        "  delete, all {count} → gone (objects uninstalled): {:>7.1} s  ({:>6.1} Instances/s, {} left; create → Installed took {:.1} s, {:.2}×)",
+        delete_time.as_secs_f64(),
+        per_second(count - remaining, delete_time),
+        remaining,
+        runtime_time.as_secs_f64(),
+        delete_time.as_secs_f64() / runtime_time.as_secs_f64()
+    );
+    println!(
+        "    of which the bench's own deletes: {:.1} s",
+        asked.as_secs_f64()
+    );
+    // The control plane the test kit started goes away with this process.
+}
+
+/// Reconciles the runtime counted so far.
+fn reconciles(metrics: &Metrics) -> f64 {
+    metrics
+        .encode()
+        .lines()
+        .filter(|line| line.starts_with("pakket_reconciles_total"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }

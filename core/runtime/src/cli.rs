@@ -137,8 +137,10 @@ pub async fn start(args: &ProvisionerArgs, default_id: &str) -> anyhow::Result<S
     let store = args.store.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pakket-store-{}", LeaseConfig::name_for(&id)))
     });
-    // In-cluster config, or $KUBECONFIG / ~/.kube/config outside a cluster.
-    let client = kube::Client::try_default().await?;
+    let metrics = Arc::new(Metrics::new());
+    // In-cluster config, or $KUBECONFIG / ~/.kube/config outside a cluster;
+    // every request counted in /metrics.
+    let client = metrics.counted_client(kube::Config::infer().await?)?;
     let lease_name = args
         .lease_name
         .clone()
@@ -160,7 +162,6 @@ pub async fn start(args: &ProvisionerArgs, default_id: &str) -> anyhow::Result<S
             None
         }
     };
-    let metrics = Arc::new(Metrics::new());
     tokio::spawn(serve::serve(listener, metrics.clone(), elector.state()));
     Ok(Started {
         id,

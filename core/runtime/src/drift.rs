@@ -18,7 +18,9 @@
 //! An object whose Instance label is removed leaves the watch's selector,
 //! which the watch reports as a deletion of an object that no longer names
 //! its Instance: the last Instance each object was seen with is remembered
-//! for that.
+//! for that. An object deleted while a watch was down sends no deletion:
+//! the listing the watch restarts with lacks it, and that counts as one.
+//! So the watches, not the hourly re-apply, are what repair drift.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -107,17 +109,31 @@ impl Drift {
         let resource = resource.clone();
         tokio::spawn(async move {
             let mut events = watcher(api, config).default_backoff().boxed();
+            // The objects a listing (at the start, or after the watch
+            // restarted) found so far.
+            let mut listed: Option<HashSet<ObjectRef>> = None;
             while let Some(event) = events.next().await {
                 let Some(drift) = drift.upgrade() else { return };
                 match event {
-                    // The listing at the start (and after a watch restart)
-                    // counts too: the watch starts after the first apply of
-                    // its kind, and an edit in between shows up only there.
-                    Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                    Ok(watcher::Event::Init) => listed = Some(HashSet::new()),
+                    // The listing counts too: the watch starts after the
+                    // first apply of its kind, and an edit in between (or
+                    // while the watch was down) shows up only there.
+                    Ok(watcher::Event::InitApply(object)) => {
+                        if let Some(listed) = listed.as_mut() {
+                            listed.insert(reference_of(&resource, &object));
+                        }
                         drift.changed(&resource, &object, false)
                     }
+                    Ok(watcher::Event::Apply(object)) => drift.changed(&resource, &object, false),
                     Ok(watcher::Event::Delete(object)) => drift.changed(&resource, &object, true),
-                    Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+                    // An object deleted while the watch was down sends no
+                    // Delete: it is missing from the listing.
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(listed) = listed.take() {
+                            drift.missing_from(&resource, &listed);
+                        }
+                    }
                     Err(error) => tracing::debug!(%error, kind = %resource.kind, "drift watch"),
                 }
             }
@@ -191,18 +207,30 @@ impl Drift {
         self.drifted.lock().expect("not poisoned").remove(instance);
     }
 
+    /// Records as deleted the objects of `resource` last seen labelled
+    /// with an Instance that a fresh listing no longer holds.
+    fn missing_from(&self, resource: &ApiResource, listed: &HashSet<ObjectRef>) {
+        let gone = missing(
+            &self.seen_with.lock().expect("not poisoned"),
+            resource,
+            listed,
+        );
+        for (reference, instance) in gone {
+            self.seen_with
+                .lock()
+                .expect("not poisoned")
+                .remove(&reference);
+            self.record(reference, instance, true, true);
+        }
+    }
+
     fn changed(
         &self,
         resource: &ApiResource,
         object: &PartialObjectMeta<DynamicObject>,
         deleted: bool,
     ) {
-        let reference = ObjectRef {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
-            name: object.name_any(),
-            namespace: object.namespace(),
-        };
+        let reference = reference_of(resource, object);
         let labelled = object.labels().get(INSTANCE_LABEL).cloned();
         let instance = {
             let mut seen_with = self.seen_with.lock().expect("not poisoned");
@@ -218,6 +246,18 @@ impl Drift {
                 },
             }
         };
+        let spec_changed = match (deleted, last_writers(&object.metadata)) {
+            (true, _) => true,
+            (false, LastWriters::Runtime) => return,
+            (false, LastWriters::Foreign { to_object }) => to_object,
+        };
+        self.record(reference, instance, deleted, spec_changed);
+    }
+
+    /// Marks `instance` to be applied again when someone changed or deleted
+    /// `reference` (a prune's own deletion aside), and brings it back for
+    /// a look at its health either way.
+    fn record(&self, reference: ObjectRef, instance: String, deleted: bool, spec_changed: bool) {
         if deleted
             && self
                 .pruning
@@ -227,11 +267,6 @@ impl Drift {
         {
             return;
         }
-        let spec_changed = match (deleted, last_writers(&object.metadata)) {
-            (true, _) => true,
-            (false, LastWriters::Runtime) => return,
-            (false, LastWriters::Foreign { to_object }) => to_object,
-        };
         if spec_changed {
             tracing::info!(%instance, object = %reference, deleted, "installed object changed by someone else");
             let now = Instant::now();
@@ -244,6 +279,36 @@ impl Drift {
         }
         let _ = self.trigger.unbounded_send(Trigger::new(&instance));
     }
+}
+
+/// The object reference of `object`, of kind `resource`.
+fn reference_of(resource: &ApiResource, object: &PartialObjectMeta<DynamicObject>) -> ObjectRef {
+    ObjectRef {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+        name: object.name_any(),
+        namespace: object.namespace(),
+    }
+}
+
+/// The objects of `resource` last seen labelled with an Instance (and
+/// whose) that `listed` lacks.
+fn missing(
+    seen_with: &HashMap<ObjectRef, String>,
+    resource: &ApiResource,
+    listed: &HashSet<ObjectRef>,
+) -> Vec<(ObjectRef, String)> {
+    let mut gone: Vec<(ObjectRef, String)> = seen_with
+        .iter()
+        .filter(|(reference, _)| {
+            reference.kind == resource.kind
+                && reference.api_version == resource.api_version
+                && !listed.contains(*reference)
+        })
+        .map(|(reference, instance)| (reference.clone(), instance.clone()))
+        .collect();
+    gone.sort();
+    gone
 }
 
 /// Whether an apply that began at `last.1` from `last.0` no longer holds:
@@ -321,6 +386,30 @@ mod tests {
             ),
             ..ObjectMeta::default()
         }
+    }
+
+    #[test]
+    fn an_object_a_listing_no_longer_holds_was_deleted_while_the_watch_was_down() {
+        let config_maps = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let object = |kind: &str, name: &str| ObjectRef {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            namespace: Some("n".into()),
+        };
+        let seen_with: HashMap<ObjectRef, String> = [
+            (object("ConfigMap", "kept"), "a".to_owned()),
+            (object("ConfigMap", "gone"), "b".to_owned()),
+            (object("Secret", "other-kind"), "a".to_owned()),
+        ]
+        .into_iter()
+        .collect();
+        let listed: HashSet<ObjectRef> = [object("ConfigMap", "kept")].into_iter().collect();
+        assert_eq!(
+            missing(&seen_with, &config_maps, &listed),
+            vec![(object("ConfigMap", "gone"), "b".to_owned())],
+            "only the kind listed, only what it lacks"
+        );
     }
 
     #[test]

@@ -39,10 +39,24 @@ struct ReconcileLabels {
     result: String,
 }
 
+/// The labels of `pakket_apiserver_requests_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    /// `get` (a read or a list), `watch`, `create`, `update`, `patch` or
+    /// `delete`.
+    verb: String,
+}
+
+/// The verbs `pakket_apiserver_requests_total` counts, in its order.
+pub const REQUEST_VERBS: [&str; 7] = [
+    "get", "watch", "create", "update", "patch", "delete", "other",
+];
+
 /// The provisioner's metrics, shared by the controller and the `/metrics` endpoint.
 pub struct Metrics {
     registry: Registry,
     reconciles: Family<ReconcileLabels, Counter>,
+    apiserver_requests: Family<RequestLabels, Counter>,
     reconcile_duration: Histogram,
     is_leader: Gauge,
     store_bytes: Gauge,
@@ -98,9 +112,17 @@ impl Metrics {
              raise the cap or the volume",
             store_pinned_over_cap.clone(),
         );
+        let apiserver_requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "pakket_apiserver_requests",
+            "Requests this process sent the apiserver, by verb (get counts lists too; \
+             watch counts each watch started)",
+            apiserver_requests.clone(),
+        );
         Metrics {
             registry,
             reconciles,
+            apiserver_requests,
             reconcile_duration,
             is_leader,
             store_bytes,
@@ -117,6 +139,59 @@ impl Metrics {
             })
             .inc();
         self.reconcile_duration.observe(took.as_secs_f64());
+    }
+
+    /// Counts one request to the apiserver by its HTTP method (and whether
+    /// it starts a watch).
+    pub fn apiserver_request(&self, method: &http::Method, query: Option<&str>) {
+        let watches = query.is_some_and(|query| {
+            query
+                .split('&')
+                .any(|pair| pair == "watch=true" || pair == "watch=1")
+        });
+        let verb = match *method {
+            http::Method::GET if watches => "watch",
+            http::Method::GET => "get",
+            http::Method::POST => "create",
+            http::Method::PUT => "update",
+            http::Method::PATCH => "patch",
+            http::Method::DELETE => "delete",
+            _ => "other",
+        };
+        self.apiserver_requests
+            .get_or_create(&RequestLabels { verb: verb.into() })
+            .inc();
+    }
+
+    /// Requests sent so far, per verb of [`REQUEST_VERBS`].
+    pub fn apiserver_requests(&self) -> Vec<(&'static str, u64)> {
+        REQUEST_VERBS
+            .iter()
+            .map(|verb| {
+                let labels = RequestLabels {
+                    verb: (*verb).into(),
+                };
+                (*verb, self.apiserver_requests.get_or_create(&labels).get())
+            })
+            .collect()
+    }
+
+    /// A client for `config` whose every request is counted in
+    /// `pakket_apiserver_requests_total`: what a provisioner costs the
+    /// apiserver, at rest and busy, from its own side.
+    pub fn counted_client(
+        self: &Arc<Self>,
+        config: kube::Config,
+    ) -> Result<kube::Client, kube::Error> {
+        let metrics = self.clone();
+        let count =
+            tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+                metrics.apiserver_request(request.method(), request.uri().query());
+                request
+            });
+        Ok(kube::client::ClientBuilder::try_from(config)?
+            .with_layer(&count)
+            .build())
     }
 
     /// Sets the `pakket_is_leader` gauge.

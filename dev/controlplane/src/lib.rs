@@ -27,7 +27,7 @@ pub use kubeconfig::{TEST_USERS_GROUP, TestUser};
 pub use nodes::{KWOK_ANNOTATION, NODE_TYPE_LABEL};
 pub use ports::Ports;
 pub use process::{Component, rss_kib};
-pub use start::{ControlPlane, Options, State, client_for};
+pub use start::{ControlPlane, Options, State, client_for, config_for};
 
 /// The kubeconfig context (and user) with `system:masters` rights.
 pub const ADMIN_CONTEXT: &str = "admin";

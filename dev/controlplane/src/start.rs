@@ -391,16 +391,21 @@ async fn ensure<T: Send + 'static>(find: fn() -> Result<T>, script: &'static str
 
 /// A client for one context of a kubeconfig file.
 pub async fn client_for(kubeconfig: &Path, context: &str) -> Result<Client> {
+    Ok(Client::try_from(config_for(kubeconfig, context).await?)?)
+}
+
+/// The client configuration of `context` in `kubeconfig`, for a client
+/// built with layers of its own (a provisioner's, which counts requests).
+pub async fn config_for(kubeconfig: &Path, context: &str) -> Result<Config> {
     let file =
         Kubeconfig::read_from(kubeconfig).map_err(|error| Error::Config(error.to_string()))?;
     let options = KubeConfigOptions {
         context: Some(context.to_owned()),
         ..KubeConfigOptions::default()
     };
-    let config = Config::from_custom_kubeconfig(file, &options)
+    Config::from_custom_kubeconfig(file, &options)
         .await
-        .map_err(|error| Error::Config(error.to_string()))?;
-    Ok(Client::try_from(config)?)
+        .map_err(|error| Error::Config(error.to_string()))
 }
 
 fn stop_children(children: Vec<Child>) {

@@ -81,6 +81,14 @@ impl TestCluster {
         self.client_as(pakket_controlplane::ADMIN_CONTEXT).await
     }
 
+    /// The client configuration of one of the users or `admin`, for a
+    /// client built with layers of its own.
+    pub async fn config_as(&self, context: &str) -> kube::Config {
+        pakket_controlplane::config_for(&self.kubeconfig, context)
+            .await
+            .unwrap_or_else(|error| panic!("configuration for context {context}: {error}"))
+    }
+
     /// A client acting as one of the users (`alice`, `bob`, `carol`) or `admin`.
     pub async fn client_as(&self, context: &str) -> Client {
         pakket_controlplane::client_for(&self.kubeconfig, context)

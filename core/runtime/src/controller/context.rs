@@ -42,6 +42,9 @@ pub struct Context<P> {
     pub render_retries: Mutex<std::collections::HashSet<(String, String)>>,
     /// Reconcile counts and durations, served on `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// How often a healthy Instance is looked at again though nothing
+    /// changed ([`super::RunOptions::resync`]).
+    pub resync: std::time::Duration,
     /// Kinds discovered so far, shared by every reconcile.
     pub kinds: Kinds,
     /// Every ProvisionerClass, kept current by a watch (no GET per reconcile).

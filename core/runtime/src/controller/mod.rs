@@ -71,8 +71,30 @@ pub use pakket_api::ownership::finalizer_of;
 pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 1024 * 1024;
 /// How often an installed, healthy Instance is re-applied and re-checked
 /// even if nothing said it changed: the safety net under the drift watches
-/// (which miss label-only edits of objects with generations).
-pub const RESYNC: Duration = Duration::from_secs(600);
+/// (which miss label-only edits of objects with generations, and kinds the
+/// provisioner may not watch). Changes to the objects, their status
+/// included, bring the Instance back within seconds through those
+/// watches, so the net can be wide: at an hour, 1,000 healthy Instances
+/// cost the apiserver well under a request a second.
+pub const RESYNC: Duration = Duration::from_secs(3600);
+/// How old an apply may be before a resync every `resync` writes the
+/// objects again: a little under the shortest [`at_rest`] time, so each
+/// resync re-applies.
+pub fn reapply_after(resync: Duration) -> Duration {
+    resync.mul_f64(0.85)
+}
+
+/// When a healthy Instance named `name` is looked at again: `resync`,
+/// moved by up to a tenth either way by the name, so the Instances a
+/// restart reconciled together do not all come back in the same second.
+pub fn at_rest(name: &str, resync: Duration) -> Duration {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut hasher);
+    // 0.9 to 1.1, in 1/1000 steps.
+    let factor = 0.9 + (hasher.finish() % 201) as f64 / 1000.0;
+    resync.mul_f64(factor)
+}
 /// How often an unhealthy Instance's health is checked again.
 pub const RESYNC_UNHEALTHY: Duration = Duration::from_secs(15);
 
@@ -100,6 +122,10 @@ pub struct RunOptions {
     /// and an extraction in flight, so this bounds memory and disk use
     /// however many Instances arrive together.
     pub max_concurrent_unpacks: usize,
+    /// How often a healthy Instance is re-applied and looked at though
+    /// nothing said it changed ([`RESYNC`]; a bench shortens it to measure
+    /// what one resync costs).
+    pub resync: Duration,
 }
 
 /// Default for [`RunOptions::max_concurrent_unpacks`].
@@ -116,6 +142,7 @@ impl RunOptions {
             record_key: None,
             store_gc: StoreGc::default(),
             max_concurrent_unpacks: DEFAULT_MAX_CONCURRENT_UNPACKS,
+            resync: RESYNC,
         }
     }
 }
@@ -235,6 +262,7 @@ pub async fn run_with<P: Provisioner>(
         install_failures: Mutex::new(Default::default()),
         render_retries: Mutex::new(Default::default()),
         metrics: options.metrics,
+        resync: options.resync,
         kinds: Kinds::with_drift(client.clone(), drift.clone()),
         classes,
         bundles,
@@ -386,6 +414,31 @@ mod tests {
     use jiff::Timestamp;
     use pakket_api::condition::{self, ConditionStatus};
     use pakket_api::{BundleTemplate, InstanceSpec, InstanceStatus, Reason};
+
+    #[test]
+    fn healthy_instances_come_back_spread_over_a_fifth_of_the_resync_and_each_re_applies() {
+        let times: Vec<Duration> = (0..1000)
+            .map(|i| at_rest(&format!("i{i}"), RESYNC))
+            .collect();
+        let (shortest, longest) = (
+            times.iter().min().copied().unwrap(),
+            times.iter().max().copied().unwrap(),
+        );
+        assert!(shortest >= RESYNC.mul_f64(0.9) && longest <= RESYNC.mul_f64(1.1));
+        assert!(
+            longest - shortest > RESYNC.mul_f64(0.15),
+            "spread, not bunched: {shortest:?}..{longest:?}"
+        );
+        assert_eq!(
+            at_rest("web", RESYNC),
+            at_rest("web", RESYNC),
+            "the same name, the same time"
+        );
+        assert!(
+            reapply_after(RESYNC) < shortest,
+            "every resync at rest re-applies"
+        );
+    }
 
     /// Instance `a` of class `c` and Bundle `b` at `generation`, with an
     /// `Approved` condition of `approved` if given (other tests' start).

@@ -94,7 +94,7 @@ pub(super) async fn step<P>(
             )
         };
         report.set(Reason::ObjectsHealthy, ConditionStatus::True, message);
-        RESYNC
+        super::super::at_rest(&name, context.resync)
     } else if failing.is_empty() {
         // Converging is not failing: no Warning, and a closer look soon.
         report.set(

@@ -30,7 +30,7 @@ use super::context::Context;
 use super::decision;
 use super::report::{Report, StatusWrite};
 use super::revision;
-use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC, RESYNC_UNHEALTHY};
+use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC_UNHEALTHY, reapply_after};
 use crate::provisioner::Provisioner;
 
 /// How soon a reconcile whose status write lost a race runs again.

@@ -87,7 +87,10 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
     let warn_only = installed_here && drift_mode == crate::drift_mode::DriftMode::Warn;
     let mut kept_for_objects = false;
     let fresh_health = if !warn_only
-        && (!installed_here || context.drift.needs_apply(&name, &fingerprint, RESYNC))
+        && (!installed_here
+            || context
+                .drift
+                .needs_apply(&name, &fingerprint, reapply_after(context.resync)))
     {
         let mut kinds = context.kinds.clone();
         let uid = instance.uid().unwrap_or_default();
