@@ -7,7 +7,8 @@
 //! Once a node can take the Deployment's pod, the Ingress is written and
 //! the revision rolls out. A pivot held that way keeps the revision
 //! before it whole, and deleting the Instance then leaves nothing; a
-//! class's progression probe (CEL) holds the same way.
+//! class's progression probe (CEL) holds the same way, and so does one the
+//! content's author ships in `.progression-probes.yaml`.
 
 use std::collections::BTreeMap;
 
@@ -264,6 +265,90 @@ async fn a_class_probe_holds_what_comes_after_until_its_cel_is_true() {
         message.contains("progressionProbes[0].assertions[0].cel")
             && message.contains("is not valid CEL"),
         "{message}"
+    );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_probe_the_content_ships_holds_what_comes_after_until_its_cel_is_true() {
+    let fixture = Fixture::new("content-probe", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    let probes = "- selector: {group: apps, kind: Deployment}\n  assertions:\n  - cel: has(self.metadata.annotations) && 'example.com/warm' in self.metadata.annotations\n    message: the cache is not warm yet\n";
+    fixture
+        .files(
+            "web",
+            &[
+                ("deployment.yaml", web_deployment(&namespace, "{}", "{}")),
+                ("ingress.yaml", web_ingress(&namespace)),
+                (".progression-probes.yaml", probes.to_owned()),
+            ],
+        )
+        .await;
+    let (instances, name) = fixture
+        .create_instance("v1", fixture.bundle_spec("web", "file://content"))
+        .await;
+    let held = wait_for(&instances, &name, "held by the content's probe", |i| {
+        i.condition(ConditionType::Installed)
+            .is_some_and(|c| c.message.contains("the cache is not warm yet"))
+    })
+    .await;
+    let message = &held.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains(".progression-probes.yaml[0]") && message.contains("Deployment"),
+        "names the content's probe and the object: {message}"
+    );
+    let ingresses: Api<Ingress> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    assert!(ingresses.get_opt("web").await.unwrap().is_none());
+    let deployments: Api<Deployment> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"example.com/warm": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "installed and rolled out", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+            && reason_is(i, ConditionType::Progressing, "Succeeded")
+    })
+    .await;
+    assert!(ingresses.get_opt("web").await.unwrap().is_some());
+
+    // Probes the content cannot hold are the content's fault: RenderFailed,
+    // naming the file and the field; nothing applied.
+    fixture
+        .files(
+            "broken",
+            &[
+                ("configmap.yaml", format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: never-applied\n  namespace: {namespace}\n")),
+                (".progression-probes.yaml", "- selector: {group: apps}\n  assertions: [{cel: 'true'}]\n".to_owned()),
+            ],
+        )
+        .await;
+    let mut broken = fixture.instance("broken", fixture.bundle_spec("broken", "file://content"));
+    broken.metadata.name = Some(fixture.scope.name("broken"));
+    instances
+        .create(&PostParams::default(), &broken)
+        .await
+        .unwrap();
+    let refused = wait_for(&instances, &fixture.scope.name("broken"), "refused", |i| {
+        reason_is(i, ConditionType::Installed, "RenderFailed")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.contains(".progression-probes.yaml[0].selector.kind: is required"),
+        "{message}"
+    );
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(fixture.scope.client.clone(), &namespace);
+    assert!(
+        config_maps
+            .get_opt("never-applied")
+            .await
+            .unwrap()
+            .is_none()
     );
     fixture.scope.cleanup().await;
 }

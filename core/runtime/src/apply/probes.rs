@@ -1,4 +1,5 @@
-//! Progression probes an admin adds on a class (`progressionProbes`):
+//! Progression probes an admin adds on a class (`progressionProbes`), or
+//! an author ships in the content ([`CONTENT_FILE`], the same list):
 //! objects selected by group, kind and labels, asserted with CEL
 //! expressions over the object as the cluster has it (`self`). A matching
 //! object holds the phases after its own until every assertion is true,
@@ -29,6 +30,12 @@ use crate::class_parameters::ParameterError;
 
 /// The parameter's name.
 pub const PARAMETER: &str = "progressionProbes";
+
+/// Where content ships its author's probes, at its root: a list of the
+/// same `{selector, assertions}` as the class parameter, in a hidden file
+/// (which provisioners reading manifests skip; a ConfigMap key can name
+/// it, a folder it could not).
+pub const CONTENT_FILE: &str = ".progression-probes.yaml";
 /// The largest cost an expression may have on one object (as
 /// Kubernetes' per-expression limit for CRD validation rules).
 pub const COST_LIMIT: u128 = 1_000_000;
@@ -46,6 +53,9 @@ pub struct ProgressionProbes {
 }
 
 struct Probe {
+    /// Where it was written, for messages: `progressionProbes[0]` (the
+    /// class's) or `.progression-probes.yaml[0]` (the content's).
+    origin: String,
     group: String,
     kind: String,
     labels: BTreeMap<String, String>,
@@ -125,6 +135,7 @@ impl ProgressionProbes {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             probes.push(Probe {
+                origin: at.clone(),
                 group: text("/selector/group").unwrap_or_default().to_owned(),
                 kind: kind.to_owned(),
                 labels,
@@ -132,6 +143,35 @@ impl ProgressionProbes {
             });
         }
         Ok(Self { probes })
+    }
+
+    /// The probes the content's author ships in [`CONTENT_FILE`] (none
+    /// when the file is absent), read like the class's and named by the
+    /// file in every message. Part of the content, so the approval of the
+    /// content covers them.
+    pub fn from_content(root: &std::path::Path, max_size: u64) -> Result<Self, String> {
+        let file = std::path::Path::new(CONTENT_FILE);
+        let Some(list) = crate::manifest::read_document(root, file, max_size)
+            .map_err(|error| error.to_string())?
+        else {
+            return Ok(Self::default());
+        };
+        let mut parameters = serde_json::Map::new();
+        parameters.insert(PARAMETER.into(), list);
+        let mut read = Self::from_parameters(Some(&parameters)).map_err(|error| {
+            let name = error.name.replacen(PARAMETER, CONTENT_FILE, 1);
+            format!("{name}: {}", error.problem)
+        })?;
+        for probe in &mut read.probes {
+            probe.origin = probe.origin.replacen(PARAMETER, CONTENT_FILE, 1);
+        }
+        Ok(read)
+    }
+
+    /// These probes and `more`, all of which must pass.
+    pub fn and(mut self, more: Self) -> Self {
+        self.probes.extend(more.probes);
+        self
     }
 
     /// Whether there are none.
@@ -153,11 +193,10 @@ impl ProgressionProbes {
     pub fn holding(&self, reference: &pakket_api::ObjectRef, object: &Value) -> Option<String> {
         let group = super::order::group_of(&reference.api_version);
         let labels = object.pointer("/metadata/labels");
-        let selected: Vec<(usize, &Probe)> = self
+        let selected: Vec<&Probe> = self
             .probes
             .iter()
-            .enumerate()
-            .filter(|(_, probe)| {
+            .filter(|probe| {
                 probe.group == group
                     && probe.kind == reference.kind
                     && probe.labels.iter().all(|(name, value)| {
@@ -181,7 +220,7 @@ impl ProgressionProbes {
             }
         };
         let widest = widest_collection(object) as u128;
-        for (index, probe) in selected {
+        for probe in selected {
             for assertion in &probe.assertions {
                 let cost = assertion.cost(widest);
                 let outcome = if cost > COST_LIMIT {
@@ -195,14 +234,14 @@ impl ProgressionProbes {
                     Ok(true) => {}
                     Ok(false) => {
                         return Some(format!(
-                            "{reference}: {} ({PARAMETER}[{index}]: {})",
-                            assertion.message, assertion.source
+                            "{reference}: {} ({}: {})",
+                            assertion.message, probe.origin, assertion.source
                         ));
                     }
                     Err(why) => {
                         return Some(format!(
-                            "{reference}: {PARAMETER}[{index}] `{}` could not be evaluated: {why}",
-                            assertion.source
+                            "{reference}: {} `{}` could not be evaluated: {why}",
+                            probe.origin, assertion.source
                         ));
                     }
                 }
@@ -304,6 +343,48 @@ fn widest_collection(value: &Value) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_author_ships_probes_in_the_content_and_they_are_named_by_their_file() {
+        let content = tempfile::tempdir().unwrap();
+        assert!(
+            ProgressionProbes::from_content(content.path(), 1 << 20)
+                .unwrap()
+                .is_empty(),
+            "none without the file"
+        );
+        std::fs::write(
+            content.path().join(CONTENT_FILE),
+            "- selector: {group: apps, kind: Deployment}\n  assertions:\n  - cel: self.metadata.name == 'ready'\n    message: not ready yet\n",
+        )
+        .unwrap();
+        let theirs = ProgressionProbes::from_content(content.path(), 1 << 20).unwrap();
+        let reference = pakket_api::ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "web".into(),
+            namespace: Some("n".into()),
+        };
+        let object = serde_json::json!({"metadata": {"name": "web"}});
+        let held = theirs.holding(&reference, &object).unwrap();
+        assert!(
+            held.contains("not ready yet") && held.contains(".progression-probes.yaml[0]"),
+            "{held}"
+        );
+        std::fs::write(
+            content.path().join(CONTENT_FILE),
+            "- selector: {group: apps}\n  assertions: [{cel: 'true'}]\n",
+        )
+        .unwrap();
+        let wrong = ProgressionProbes::from_content(content.path(), 1 << 20).unwrap_err();
+        assert!(
+            wrong.starts_with(".progression-probes.yaml[0].selector.kind: is required"),
+            "{wrong}"
+        );
+        std::fs::write(content.path().join(CONTENT_FILE), "- [unclosed\n").unwrap();
+        let broken = ProgressionProbes::from_content(content.path(), 1 << 20).unwrap_err();
+        assert!(broken.contains(".progression-probes.yaml"), "{broken}");
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -88,7 +88,7 @@ pub async fn install<P: Provisioner>(
             }
         };
     }
-    let settings = next!(class::settings(instance, class, &mut report));
+    let mut settings = next!(class::settings(instance, class, &mut report));
     let class = settings.class;
     let bundles: Api<Bundle> = Api::all(context.client.clone());
     let requester = instance;
@@ -129,6 +129,15 @@ pub async fn install<P: Provisioner>(
         &bundle,
         &unpacked,
         context,
+        &mut report
+    ));
+    // The class's probes and the content author's.
+    let class_probes = std::mem::take(&mut settings.probes);
+    let probes = next!(render::content_probes(
+        &bundle,
+        &unpacked,
+        class_probes,
+        &settings.unpack,
         &mut report
     ));
     let rendered = next!(
@@ -202,7 +211,7 @@ pub async fn install<P: Provisioner>(
         drift: settings.drift,
         revision: revision_content,
         rollout: settings.rollout,
-        probes: &settings.probes,
+        probes: &probes,
     };
     let applied = next!(pivot::apply_and_prune(instance, proposal, context, &mut report).await?);
     if let Some(earlier) = &rolling_back {
@@ -213,7 +222,7 @@ pub async fn install<P: Provisioner>(
         applied,
         revision_content,
         settings.rollout,
-        &settings.probes,
+        &probes,
         context,
         &mut report,
     )

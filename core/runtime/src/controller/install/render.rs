@@ -223,6 +223,30 @@ pub(super) async fn render<P: Provisioner>(
     }))
 }
 
+/// The probes that hold this content's phases: the class's, and those its
+/// author ships in the content. Content whose probes cannot be read is
+/// content that needs fixing, like content that cannot be rendered.
+pub(super) fn content_probes(
+    bundle: &Bundle,
+    unpacked: &Unpacked,
+    class_probes: crate::apply::probes::ProgressionProbes,
+    options: &UnpackOptions,
+    report: &mut Report,
+) -> Flow<crate::apply::probes::ProgressionProbes> {
+    use crate::apply::probes::ProgressionProbes;
+    match ProgressionProbes::from_content(&unpacked.dir, options.limits.max_file_size) {
+        Ok(theirs) => Flow::Next(class_probes.and(theirs)),
+        Err(problem) => {
+            let message = format!(
+                "Bundle {}: {problem}; nothing is applied: the content's own progression probes cannot be read, so the content needs fixing (new content is a new Bundle)",
+                bundle.name_any()
+            );
+            report.set(Reason::RenderFailed, ConditionStatus::False, message);
+            Flow::Stop(Action::requeue(WAITING_FOR_OBJECT))
+        }
+    }
+}
+
 /// Content unpacked and pinned whose objects are not rendered (the
 /// Instance's config is wrong, or what it needs is not installed).
 struct Pinned<'a> {
