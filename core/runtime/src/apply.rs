@@ -28,7 +28,7 @@ mod rollout;
 mod write;
 
 pub use crd_safety::problems as crd_upgrade_problems;
-pub use order::{defined_resource, rank};
+pub use order::{defined_resource, group_of, rank};
 pub use write::{Adoptions, Progress, Restore, Settings, apply_all};
 
 /// How long a custom resource waits for its CustomResourceDefinition (from
@@ -522,6 +522,40 @@ impl HealthProblem {
             past_deadline: true,
         }
     }
+}
+
+/// `objects`, with the fields the class's `drift.ignore` names as the
+/// cluster has them, for objects that exist (absent ones keep the
+/// content's): someone else owns those (an
+/// autoscaler's replicas), and an apply writes back what it found. One
+/// read per object an entry names, none for the others; an object that
+/// cannot be read keeps the content's values (the apply then says why).
+pub async fn keep_ignored_live(
+    kinds: &mut Kinds,
+    objects: &[Value],
+    ignored: &crate::drift_mode::Ignored,
+) -> Vec<Value> {
+    let mut kept = objects.to_vec();
+    if ignored.is_empty() {
+        return kept;
+    }
+    for object in &mut kept {
+        let reference = reference_of(object);
+        let group = order::group_of(&reference.api_version).to_owned();
+        if !ignored.selects(&group, &reference.kind, &reference.name) {
+            continue;
+        }
+        let live = match kinds.api(&reference).await {
+            Ok(api) => api.get_opt(&reference.name).await.ok().flatten(),
+            Err(_) => None,
+        };
+        if let Some(live) = live
+            && let Ok(live) = serde_json::to_value(&live)
+        {
+            ignored.keep_live(&group, &reference.kind, object, &live);
+        }
+    }
+    kept
 }
 
 /// Objects that are not healthy, each with why: missing, a Deployment not

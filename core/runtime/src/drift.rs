@@ -37,6 +37,7 @@ use kube::{Client, ResourceExt};
 use pakket_api::{Instance, ObjectRef};
 
 use crate::apply::{FIELD_MANAGER, INSTANCE_LABEL};
+use crate::drift_mode::Ignored;
 
 /// What an Instance's objects were last applied from, and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +71,9 @@ pub struct Drift {
     /// Objects a prune is about to delete: their deletion is the runtime's
     /// own, not drift.
     pruning: Mutex<HashSet<ObjectRef>>,
+    /// Per Instance: the fields its class's `drift.ignore` names, whose
+    /// changes by others are no drift.
+    ignored: Mutex<HashMap<String, Ignored>>,
     trigger: mpsc::UnboundedSender<Trigger<Instance>>,
 }
 
@@ -90,6 +94,7 @@ impl Drift {
             seen_with: Mutex::default(),
             drifted: Mutex::default(),
             pruning: Mutex::default(),
+            ignored: Mutex::default(),
             trigger,
         });
         (drift, triggers)
@@ -197,8 +202,19 @@ impl Drift {
             .extend(objects.into_iter().cloned());
     }
 
+    /// Records the fields `instance`'s class ignores (`drift.ignore`).
+    pub fn ignore(&self, instance: &str, ignored: &Ignored) {
+        let mut all = self.ignored.lock().expect("not poisoned");
+        if ignored.is_empty() {
+            all.remove(instance);
+        } else if all.get(instance) != Some(ignored) {
+            all.insert(instance.to_owned(), ignored.clone());
+        }
+    }
+
     /// Forgets an Instance that is gone.
     pub fn forget_instance(&self, instance: &str) {
+        self.ignored.lock().expect("not poisoned").remove(instance);
         self.applied.lock().expect("not poisoned").remove(instance);
         self.seen_with
             .lock()
@@ -249,9 +265,28 @@ impl Drift {
         let spec_changed = match (deleted, last_writers(&object.metadata)) {
             (true, _) => true,
             (false, LastWriters::Runtime) => return,
-            (false, LastWriters::Foreign { to_object }) => to_object,
+            // Fields the class ignores are someone else's to change.
+            (false, LastWriters::Foreign { to_object }) => {
+                to_object && !self.only_ignored(&instance, &reference, &object.metadata)
+            }
         };
         self.record(reference, instance, deleted, spec_changed);
+    }
+
+    /// Whether the latest foreign writes to `reference` touched nothing
+    /// but fields `instance`'s class ignores.
+    fn only_ignored(&self, instance: &str, reference: &ObjectRef, metadata: &ObjectMeta) -> bool {
+        let all = self.ignored.lock().expect("not poisoned");
+        let Some(ignored) = all.get(instance) else {
+            return false;
+        };
+        let group = crate::apply::group_of(&reference.api_version);
+        ignored.covers_all(
+            group,
+            &reference.kind,
+            &reference.name,
+            &foreign_fields(metadata),
+        )
     }
 
     /// Marks `instance` to be applied again when someone changed or deleted
@@ -341,6 +376,46 @@ enum LastWriters {
     },
 }
 
+/// The fields the latest foreign writers own in the object itself (not
+/// its status), as paths: `f:spec` `f:replicas` is `["spec", "replicas"]`;
+/// list keys (`k:…`, `v:…`, `i:…`) are kept as they are, so only an
+/// ignored path above them covers them.
+fn foreign_fields(metadata: &ObjectMeta) -> Vec<Vec<String>> {
+    let entries = metadata.managed_fields.as_deref().unwrap_or_default();
+    let latest = entries.iter().filter_map(|entry| entry.time.as_ref()).max();
+    let mut fields = Vec::new();
+    for entry in entries
+        .iter()
+        .filter(|entry| entry.time.is_none() || entry.time.as_ref() == latest)
+        .filter(|entry| entry.manager.as_deref() != Some(FIELD_MANAGER))
+        .filter(|entry| entry.subresource.as_deref() != Some("status"))
+    {
+        match &entry.fields_v1 {
+            Some(owned) => leaves(&owned.0, &mut Vec::new(), &mut fields),
+            // Owning it knows not what: the whole object.
+            None => fields.push(Vec::new()),
+        }
+    }
+    fields
+}
+
+/// The leaf paths of a managedFields `fieldsV1` tree.
+fn leaves(node: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    let Some(map) = node.as_object().filter(|map| !map.is_empty()) else {
+        out.push(path.clone());
+        return;
+    };
+    for (key, child) in map {
+        if key == "." {
+            out.push(path.clone());
+            continue;
+        }
+        path.push(key.strip_prefix("f:").unwrap_or(key).to_owned());
+        leaves(child, path, out);
+        path.pop();
+    }
+}
+
 fn last_writers(metadata: &ObjectMeta) -> LastWriters {
     let entries = metadata.managed_fields.as_deref().unwrap_or_default();
     let latest = entries.iter().filter_map(|entry| entry.time.as_ref()).max();
@@ -386,6 +461,30 @@ mod tests {
             ),
             ..ObjectMeta::default()
         }
+    }
+
+    #[test]
+    fn the_fields_a_foreign_writer_owns_are_read_as_paths() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1;
+        let mut metadata = written_by(&[(FIELD_MANAGER, "", 5), ("hpa", "scale", 9)]);
+        metadata.managed_fields.as_mut().unwrap()[1].fields_v1 =
+            Some(FieldsV1(serde_json::json!({"f:spec": {"f:replicas": {}}})));
+        assert_eq!(
+            foreign_fields(&metadata),
+            vec![vec!["spec".to_owned(), "replicas".to_owned()]]
+        );
+        metadata.managed_fields.as_mut().unwrap()[1].fields_v1 = Some(FieldsV1(
+            serde_json::json!({
+                "f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}}}}}}
+            }),
+        ));
+        let fields = foreign_fields(&metadata);
+        assert_eq!(fields.len(), 2, "{fields:?}");
+        assert!(
+            fields
+                .iter()
+                .all(|field| field[..4] == ["spec", "template", "spec", "containers"])
+        );
     }
 
     #[test]

@@ -828,15 +828,21 @@ async fn under_drift_warn_a_hand_edit_stays_and_is_named_until_the_class_repairs
 }
 
 #[tokio::test]
-async fn a_drift_parameter_that_is_not_built_is_refused_naming_it() {
+async fn a_drift_ignore_entry_that_names_pakkets_records_is_refused_naming_it() {
     let (fixture, _, _, message) = held_by_class(
         "drift-ignore",
-        json!({ "approval": "AllowAll", "drift": { "mode": "Warn", "ignore": [] } }),
+        json!({ "approval": "AllowAll", "drift": { "mode": "Warn", "ignore": [
+            { "group": "", "kind": "ConfigMap", "paths": ["/metadata/name"] },
+        ] } }),
         "kept",
         ConditionType::Installed,
         "InstallFailed",
     )
     .await;
-    assert!(message.contains("parameter drift.ignore"), "{message}");
+    assert!(
+        message.contains("parameter drift.ignore[0].paths[0]")
+            && message.contains("what Pakket records"),
+        "{message}"
+    );
     fixture.scope.cleanup().await;
 }

@@ -21,6 +21,7 @@ pub(super) struct Settings<'a> {
     pub class: &'a ProvisionerClass,
     pub unpack: UnpackOptions,
     pub drift: DriftMode,
+    pub ignored: crate::drift_mode::Ignored,
     pub rollout: revision::Settings,
     pub probes: ProgressionProbes,
 }
@@ -62,6 +63,10 @@ pub(super) fn settings<'a>(
         Ok(mode) => mode,
         Err(error) => return refused(Reason::InstallFailed, &error),
     };
+    let ignored = match crate::drift_mode::Ignored::from_parameters(parameters) {
+        Ok(ignored) => ignored,
+        Err(error) => return refused(Reason::InstallFailed, &error),
+    };
     let mut rollout = match revision::Settings::from_parameters(parameters) {
         Ok(settings) => settings,
         Err(error) => return refused(Reason::InstallFailed, &error),
@@ -90,6 +95,7 @@ pub(super) fn settings<'a>(
         class,
         unpack,
         drift,
+        ignored,
         rollout,
         probes,
     })

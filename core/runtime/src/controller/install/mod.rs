@@ -209,6 +209,7 @@ pub async fn install<P: Provisioner>(
         request: &request,
         options: &settings.unpack,
         drift: settings.drift,
+        ignored: &settings.ignored,
         revision: revision_content,
         rollout: settings.rollout,
         probes: &probes,

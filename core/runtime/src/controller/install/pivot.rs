@@ -37,6 +37,7 @@ pub(super) struct Proposal<'a> {
     pub request: &'a ObjectsRequest<'a>,
     pub options: &'a UnpackOptions,
     pub drift: DriftMode,
+    pub ignored: &'a crate::drift_mode::Ignored,
     pub revision: revision::Content<'a>,
     pub rollout: revision::Settings,
     pub probes: &'a crate::apply::probes::ProgressionProbes,
@@ -69,6 +70,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         request,
         options,
         drift: drift_mode,
+        ignored,
         revision: revision_content,
         rollout: rollout_settings,
         probes,
@@ -165,13 +167,23 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         // Phase by phase: up to each gate, whose probes must pass before
         // the phases after it are written (none for most sets).
         let gates = apply::phase::gates(objects, probes);
+        // Fields someone else owns are written back as found (read even
+        // for a first install: a pass that read the Instance before its
+        // install was recorded may find the objects already scaled).
+        context.drift.ignore(&name, ignored);
+        let kept_live = if ignored.is_empty() {
+            None
+        } else {
+            Some(apply::keep_ignored_live(&mut kinds, objects, ignored).await)
+        };
+        let to_write = kept_live.as_deref().unwrap_or(objects);
         let mut passed = 0;
         let (applied, adoptions) = loop {
             let gate = gates.get(passed);
             let progress = apply::Progress::default();
             let applying = apply::apply_all(
                 &mut kinds,
-                objects,
+                to_write,
                 claimant,
                 bundle_name,
                 &progress,
