@@ -524,40 +524,6 @@ impl HealthProblem {
     }
 }
 
-/// `objects`, with the fields the class's `drift.ignore` names as the
-/// cluster has them, for objects that exist (absent ones keep the
-/// content's): someone else owns those (an
-/// autoscaler's replicas), and an apply writes back what it found. One
-/// read per object an entry names, none for the others; an object that
-/// cannot be read keeps the content's values (the apply then says why).
-pub async fn keep_ignored_live(
-    kinds: &mut Kinds,
-    objects: &[Value],
-    ignored: &crate::drift_mode::Ignored,
-) -> Vec<Value> {
-    let mut kept = objects.to_vec();
-    if ignored.is_empty() {
-        return kept;
-    }
-    for object in &mut kept {
-        let reference = reference_of(object);
-        let group = order::group_of(&reference.api_version).to_owned();
-        if !ignored.selects(&group, &reference.kind, &reference.name) {
-            continue;
-        }
-        let live = match kinds.api(&reference).await {
-            Ok(api) => api.get_opt(&reference.name).await.ok().flatten(),
-            Err(_) => None,
-        };
-        if let Some(live) = live
-            && let Ok(live) = serde_json::to_value(&live)
-        {
-            ignored.keep_live(&group, &reference.kind, object, &live);
-        }
-    }
-    kept
-}
-
 /// Objects that are not healthy, each with why: missing, a Deployment not
 /// Available, a CRD not Established (or still getting there).
 pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<HealthProblem> {

@@ -39,6 +39,11 @@ use pakket_api::{Instance, ObjectRef};
 use crate::apply::{FIELD_MANAGER, INSTANCE_LABEL};
 use crate::drift_mode::Ignored;
 
+/// How long after a write of an Instance's objects began its uninstall
+/// lists them rather than trusting the watches, which see a new object a
+/// moment after it is made.
+const WATCH_CATCH_UP: Duration = Duration::from_secs(10);
+
 /// What an Instance's objects were last applied from, and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fingerprint {
@@ -74,6 +79,11 @@ pub struct Drift {
     /// Per Instance: the fields its class's `drift.ignore` names, whose
     /// changes by others are no drift.
     ignored: Mutex<HashMap<String, Ignored>>,
+    /// The kinds whose watch has listed every labelled object and runs:
+    /// for them, the objects seen with an Instance are all it has.
+    synced: Mutex<HashSet<(String, String)>>,
+    /// Per Instance: when its last write began.
+    writes: Mutex<HashMap<String, Instant>>,
     trigger: mpsc::UnboundedSender<Trigger<Instance>>,
 }
 
@@ -95,6 +105,8 @@ impl Drift {
             drifted: Mutex::default(),
             pruning: Mutex::default(),
             ignored: Mutex::default(),
+            synced: Mutex::default(),
+            writes: Mutex::default(),
             trigger,
         });
         (drift, triggers)
@@ -120,7 +132,10 @@ impl Drift {
             while let Some(event) = events.next().await {
                 let Some(drift) = drift.upgrade() else { return };
                 match event {
-                    Ok(watcher::Event::Init) => listed = Some(HashSet::new()),
+                    Ok(watcher::Event::Init) => {
+                        drift.set_synced(&resource, false);
+                        listed = Some(HashSet::new());
+                    }
                     // The listing counts too: the watch starts after the
                     // first apply of its kind, and an edit in between (or
                     // while the watch was down) shows up only there.
@@ -138,6 +153,7 @@ impl Drift {
                         if let Some(listed) = listed.take() {
                             drift.missing_from(&resource, &listed);
                         }
+                        drift.set_synced(&resource, true);
                     }
                     Err(error) => tracing::debug!(%error, kind = %resource.kind, "drift watch"),
                 }
@@ -202,6 +218,62 @@ impl Drift {
             .extend(objects.into_iter().cloned());
     }
 
+    fn set_synced(&self, resource: &ApiResource, synced: bool) {
+        let key = (resource.api_version.clone(), resource.kind.clone());
+        let mut all = self.synced.lock().expect("not poisoned");
+        if synced {
+            all.insert(key);
+        } else {
+            all.remove(&key);
+        }
+    }
+
+    /// Notes that a write of `instance`'s objects begins.
+    pub fn writing(&self, instance: &str) {
+        let mut writes = self.writes.lock().expect("not poisoned");
+        // Kept only while they matter (also past the Instance's deletion).
+        writes.retain(|_, began| began.elapsed() < WATCH_CATCH_UP);
+        writes.insert(instance.to_owned(), Instant::now());
+    }
+
+    /// The objects of the kinds `of` last seen labelled with `instance`,
+    /// from the watches, for the kinds whose watch has listed them all;
+    /// and the kinds that must be listed instead (no such watch yet, or a
+    /// write of the Instance began moments ago, whose objects the watch
+    /// may not have seen yet). Saves an Instance's uninstall a list of
+    /// every object of its kinds in the cluster.
+    pub fn labelled_with(
+        &self,
+        instance: &str,
+        of: &std::collections::BTreeSet<(String, String)>,
+    ) -> (Vec<ObjectRef>, std::collections::BTreeSet<(String, String)>) {
+        let recent = self
+            .writes
+            .lock()
+            .expect("not poisoned")
+            .get(instance)
+            .is_some_and(|began| began.elapsed() < WATCH_CATCH_UP);
+        if recent {
+            return (Vec::new(), of.clone());
+        }
+        let synced = self.synced.lock().expect("not poisoned");
+        let (known, unknown): (std::collections::BTreeSet<_>, _) =
+            of.iter().cloned().partition(|kind| synced.contains(kind));
+        let mut found: Vec<ObjectRef> = self
+            .seen_with
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .filter(|(reference, seen)| {
+                seen.as_str() == instance
+                    && known.contains(&(reference.api_version.clone(), reference.kind.clone()))
+            })
+            .map(|(reference, _)| reference.clone())
+            .collect();
+        found.sort();
+        (found, unknown)
+    }
+
     /// Records the fields `instance`'s class ignores (`drift.ignore`).
     pub fn ignore(&self, instance: &str, ignored: &Ignored) {
         let mut all = self.ignored.lock().expect("not poisoned");
@@ -216,10 +288,9 @@ impl Drift {
     pub fn forget_instance(&self, instance: &str) {
         self.ignored.lock().expect("not poisoned").remove(instance);
         self.applied.lock().expect("not poisoned").remove(instance);
-        self.seen_with
-            .lock()
-            .expect("not poisoned")
-            .retain(|_, seen| seen != instance);
+        // What the watches saw with it stays until the objects go (their
+        // deletions remove it): an uninstall that fails part-way finds the
+        // rest there on its next try.
         self.drifted.lock().expect("not poisoned").remove(instance);
     }
 

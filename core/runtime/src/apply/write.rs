@@ -115,6 +115,7 @@ enum Plan {
 /// object and its owner; so does any refusal of the dry run. A write that
 /// fails after others were made is rolled back to `restore` (the running
 /// revision, when there is one). `progress` counts as it goes.
+#[allow(clippy::too_many_arguments)]
 pub async fn apply_all(
     kinds: &mut Kinds,
     objects: &[Value],
@@ -122,10 +123,15 @@ pub async fn apply_all(
     bundle: &str,
     progress: &Progress,
     settings: Settings,
+    ignored: &crate::drift_mode::Ignored,
     restore: Option<Restore<'_>>,
 ) -> Result<(Applied, Adoptions), ApplyError> {
-    let sequence = order::apply_order(objects);
-    let defined = order::defined_kinds(objects);
+    // Fields someone else owns (`drift.ignore`) are written as the read
+    // below finds them; the write is conditional on that read's
+    // resourceVersion, so a change after it is not written over.
+    let mut objects = std::borrow::Cow::Borrowed(objects);
+    let sequence = order::apply_order(&objects);
+    let defined = order::defined_kinds(&objects);
     // The CRD (from this bundle) a custom resource of a kind not yet served waits for.
     let awaited = |reference: &ObjectRef| order::crd_defining(&defined, reference);
     let mut plans = Vec::with_capacity(objects.len());
@@ -139,6 +145,11 @@ pub async fn apply_all(
         let reference = reference_of(&objects[index]);
         match read(kinds, &reference).await {
             Ok(found) => {
+                if let Some(live) = &found
+                    && selects(ignored, &reference)
+                {
+                    keep_ignored(ignored, &reference, &mut objects.to_mut()[index], live);
+                }
                 let plan = judge(
                     kinds,
                     claimant,
@@ -171,6 +182,7 @@ pub async fn apply_all(
     if !unsafe_crds.is_empty() {
         return Err(ApplyError::UnsafeCrdUpgrade(unsafe_crds));
     }
+    let objects: &[Value] = &objects;
     dry_run_all(kinds, objects, &sequence, &plans, claimant, bundle).await?;
 
     let mut writer = Writer {
@@ -192,6 +204,7 @@ pub async fn apply_all(
         bundle,
         progress,
         settings,
+        ignored,
         &mut writer,
     )
     .await;
@@ -253,6 +266,7 @@ async fn write_all(
     bundle: &str,
     progress: &Progress,
     settings: Settings,
+    ignored: &crate::drift_mode::Ignored,
     writer: &mut Writer,
 ) -> Result<(), ApplyError> {
     let defined = order::defined_kinds(objects);
@@ -265,7 +279,7 @@ async fn write_all(
             // In apply order: every object after this one waits too.
             break;
         }
-        let object = labelled_object(&objects[index], claimant, bundle);
+        let mut object = labelled_object(&objects[index], claimant, bundle);
         let reference = reference_of(&object);
         let api = match kinds.api(&reference).await {
             Ok(api) => api,
@@ -286,6 +300,11 @@ async fn write_all(
                         continue;
                     }
                     Created::Exists(found) => {
+                        // Found where a create was tried: its ignored fields
+                        // as found, conditional on this read like any.
+                        if selects(ignored, &reference) {
+                            keep_ignored(ignored, &reference, &mut object, &found);
+                        }
                         match judge(
                             kinds,
                             claimant,
@@ -323,6 +342,25 @@ async fn write_all(
         progress.applied.fetch_add(1, Ordering::Relaxed);
     }
     Ok(())
+}
+
+/// Whether `drift.ignore` names fields of `reference`.
+fn selects(ignored: &crate::drift_mode::Ignored, reference: &ObjectRef) -> bool {
+    let group = order::group_of(&reference.api_version);
+    ignored.selects(group, &reference.kind, &reference.name)
+}
+
+/// `object` with the fields `drift.ignore` names as `live` has them.
+fn keep_ignored(
+    ignored: &crate::drift_mode::Ignored,
+    reference: &ObjectRef,
+    object: &mut Value,
+    live: &DynamicObject,
+) {
+    if let Ok(live) = serde_json::to_value(live) {
+        let group = order::group_of(&reference.api_version);
+        ignored.keep_live(group, &reference.kind, object, &live);
+    }
 }
 
 /// An object as it is written: the provisioner's markers removed, the

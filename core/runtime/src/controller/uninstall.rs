@@ -86,7 +86,11 @@ pub async fn uninstall<P>(
             .chain(&bundle_status.object_kinds)
             .chain(earlier.iter().flat_map(|status| &status.object_kinds)),
     );
-    match apply::labelled(&mut context.kinds.clone(), &of, &uid).await {
+    // From the drift watches where they have seen every object of a kind;
+    // listed by label for the rest.
+    let (seen, to_list) = context.drift.labelled_with(&name, &of);
+    owned.extend(seen);
+    match apply::labelled(&mut context.kinds.clone(), &to_list, &uid).await {
         Ok(found) => owned.extend(found),
         Err(error) => {
             // Nothing is deleted from a partial picture: the finalizer

@@ -167,23 +167,17 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         // Phase by phase: up to each gate, whose probes must pass before
         // the phases after it are written (none for most sets).
         let gates = apply::phase::gates(objects, probes);
-        // Fields someone else owns are written back as found (read even
-        // for a first install: a pass that read the Instance before its
-        // install was recorded may find the objects already scaled).
+        // Fields someone else owns are written back as the apply reads
+        // them, and changes to them alone are no drift.
         context.drift.ignore(&name, ignored);
-        let kept_live = if ignored.is_empty() {
-            None
-        } else {
-            Some(apply::keep_ignored_live(&mut kinds, objects, ignored).await)
-        };
-        let to_write = kept_live.as_deref().unwrap_or(objects);
+        context.drift.writing(&name);
         let mut passed = 0;
         let (applied, adoptions) = loop {
             let gate = gates.get(passed);
             let progress = apply::Progress::default();
             let applying = apply::apply_all(
                 &mut kinds,
-                to_write,
+                objects,
                 claimant,
                 bundle_name,
                 &progress,
@@ -193,6 +187,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
                     content_changed: !installed_here,
                     through: gate.map(|gate| gate.after),
                 },
+                ignored,
                 restore,
             );
             let describe = || progress.describe(objects.len(), bundle_name);
