@@ -42,6 +42,7 @@ export PAKKET_DATA
 
 step "toolchains"
 dev/prerequisites.sh
+dev/prune-target.sh "$CARGO_TARGET_DIR"
 
 # The provisioner an author writes outside the workspace (examples/author,
 # shown in the runtime's guide): built, linted and tested with the rest.
