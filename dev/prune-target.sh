@@ -18,6 +18,7 @@ done < <(
   find "$deps" -maxdepth 1 -type f -perm -u+x -regextype posix-extended \
     -regex '.*/[A-Za-z0-9_]+-[0-9a-f]{16}' -printf '%T@ %f\n' |
     sort -rn |
-    awk '{ name = $2; sub(/-[0-9a-f]{16}$/, "", name); if (seen[name]++) print $2 }'
+    # (mawk, Debian's awk, has no {16} in its regular expressions)
+    awk '{ name = $2; sub(/-[0-9a-f]+$/, "", name); if (seen[name]++) print $2 }'
 )
 echo "pruned $removed older test executables from $deps"
