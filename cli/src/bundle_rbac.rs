@@ -114,6 +114,7 @@ fn render(args: &RbacArgs) -> Result<String, String> {
             deletion_policy: Default::default(),
             config: Some(config),
             progress_deadline: None,
+            drift: None,
         },
     );
     let objects = RegistryV1::new(pakket_registry_v1::ID)

@@ -147,6 +147,7 @@ mod tests {
                 deletion_policy: Default::default(),
                 config: None,
                 progress_deadline: None,
+                drift: None,
             },
         );
         let mut conditions = Vec::new();

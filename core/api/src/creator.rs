@@ -627,6 +627,7 @@ mod tests {
             deletion_policy: Default::default(),
             config: None,
             progress_deadline: None,
+            drift: None,
         }
     }
 

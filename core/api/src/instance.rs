@@ -61,6 +61,15 @@ pub struct InstanceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 32))]
     pub progress_deadline: Option<String>,
+
+    /// What the runtime does when someone else changes this Instance's
+    /// objects: `{mode: Repair | Warn}`, overriding the class's `drift`
+    /// mode. Ignoring fields (`ignore`) is the class's alone: what they
+    /// hold is written in place of the approved content. Checked by the
+    /// runtime, which names the field it refuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::free_form_object")]
+    pub drift: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// What deleting an Instance does to the objects it installed.

@@ -57,6 +57,7 @@ fn instance(scope: &Scope) -> Instance {
                 spec: None,
             },
             progress_deadline: None,
+            drift: None,
         },
         status: None,
     }

@@ -206,6 +206,7 @@ fn instance(
                 }),
             },
             progress_deadline: None,
+            drift: None,
         },
         status: None,
     }

@@ -124,6 +124,7 @@ impl Fixture {
                     }),
                 },
                 progress_deadline: None,
+                drift: None,
             },
             status: None,
         }

@@ -154,3 +154,62 @@ async fn a_change_to_an_ignored_field_alone_is_no_drift() {
     );
     fixture.scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn an_instance_chooses_its_drift_mode_but_may_not_ignore_fields() {
+    let fixture = Fixture::new("drift-instance", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    fixture
+        .files("v1", &[("web.yaml", web(&namespace, "v1"))])
+        .await;
+    let mut own = fixture.instance("v1", fixture.bundle_spec("v1", "file://content"));
+    own.spec.drift = json!({"mode": "Warn"}).as_object().cloned();
+    let instances = fixture.instances();
+    instances
+        .create(&kube::api::PostParams::default(), &own)
+        .await
+        .unwrap();
+    let name = fixture.scope.name("instance");
+    wait_for(&instances, &name, "installed", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    // The class repairs; this Instance asked to be told instead.
+    let deployments: Api<Deployment> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    set(&deployments, json!({"revisionHistoryLimit": 9})).await;
+    wait_for(&instances, &name, "told, not repaired", |i| {
+        reason_is(i, ConditionType::Drifted, "ObjectsDrifted")
+    })
+    .await;
+    let limit = deployments
+        .get("web")
+        .await
+        .unwrap()
+        .spec
+        .and_then(|spec| spec.revision_history_limit);
+    assert_eq!(limit, Some(9));
+
+    // Ignoring fields is the class's call: an Instance that asks is refused.
+    let mut wrong = fixture.instance("v1", fixture.bundle_spec("v1", "file://content"));
+    wrong.metadata.name = Some(fixture.scope.name("wrong"));
+    wrong.spec.bundle.name = fixture.scope.name("w1");
+    wrong.spec.drift = json!({"ignore": [
+        {"group": "apps", "kind": "Deployment", "paths": ["/spec/replicas"]},
+    ]})
+    .as_object()
+    .cloned();
+    instances
+        .create(&kube::api::PostParams::default(), &wrong)
+        .await
+        .unwrap();
+    let refused = wait_for(&instances, &fixture.scope.name("wrong"), "refused", |i| {
+        reason_is(i, ConditionType::Installed, "InvalidConfig")
+    })
+    .await;
+    let message = &refused.condition(ConditionType::Installed).unwrap().message;
+    assert!(
+        message.starts_with("spec.drift.ignore: an Instance may not ignore fields"),
+        "{message}"
+    );
+    fixture.scope.cleanup().await;
+}

@@ -90,6 +90,7 @@ async fn instance(scope: &Scope, suffix: &str, content: &str) -> String {
                 }),
             },
             progress_deadline: None,
+            drift: None,
         },
         status: None,
     };

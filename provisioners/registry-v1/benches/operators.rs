@@ -88,6 +88,7 @@ fn conversion() {
             deletion_policy: Default::default(),
             config: None,
             progress_deadline: None,
+            drift: None,
         },
     );
     // eclipse-che needs devworkspace-operator installed to render at all.

@@ -28,6 +28,7 @@ fn instance(config: Value) -> Instance {
             deletion_policy: Default::default(),
             config: config.as_object().cloned(),
             progress_deadline: None,
+            drift: None,
         },
     )
 }

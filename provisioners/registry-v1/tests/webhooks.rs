@@ -47,6 +47,7 @@ fn instance(config: Value) -> Instance {
             deletion_policy: Default::default(),
             config: config.as_object().cloned(),
             progress_deadline: None,
+            drift: None,
         },
     );
     instance.metadata.uid = Some("6f1c7a52-0d1e-4a4f-9d55-2b1c3e0a9e11".into());

@@ -88,6 +88,7 @@ mod tests {
                 deletion_policy: Default::default(),
                 config: None,
                 progress_deadline: None,
+                drift: None,
             },
         );
         instance.status = Some(InstanceStatus {

@@ -458,6 +458,7 @@ mod tests {
                 deletion_policy: Default::default(),
                 config: None,
                 progress_deadline: None,
+                drift: None,
             },
         );
         instance.metadata.generation = Some(generation);

@@ -224,6 +224,7 @@ impl Fixture {
                     spec: Some(spec),
                 },
                 progress_deadline: None,
+                drift: None,
             },
             status: None,
         }

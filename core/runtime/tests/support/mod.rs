@@ -379,6 +379,7 @@ impl Controller {
                     }),
                 },
                 progress_deadline: None,
+                drift: None,
             },
             status: None,
         };

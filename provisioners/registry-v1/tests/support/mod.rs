@@ -137,6 +137,7 @@ pub fn instance_into(
             deletion_policy: Default::default(),
             config: Some(config),
             progress_deadline: None,
+            drift: None,
         },
         status: None,
     }

@@ -75,6 +75,15 @@ pub(super) fn settings<'a>(
         Ok(probes) => probes,
         Err(error) => return refused(Reason::InstallFailed, &error),
     };
+    // The Instance's own drift settings win over its class's, each of
+    // mode and ignore where given.
+    let (drift, ignored) = match instance_drift(instance, drift, ignored) {
+        Ok(settings) => settings,
+        Err(message) => {
+            report.set(Reason::InvalidConfig, ConditionStatus::False, message);
+            return Flow::Stop(Action::await_change());
+        }
+    };
     // The Instance's own deadline wins over its class's.
     if let Some(text) = &instance.spec.progress_deadline {
         match crate::class_parameters::parse_duration(text) {
@@ -99,4 +108,42 @@ pub(super) fn settings<'a>(
         rollout,
         probes,
     })
+}
+
+/// The drift mode for `instance`: its `spec.drift.mode` where given,
+/// else the class's. An Instance may not ignore fields: what an ignored
+/// field holds is written in place of what the content has, past its
+/// approval (a Role's rules kept that a new version drops, say), so that
+/// is the class admin's call. A wrong value is named as the Instance's
+/// field.
+fn instance_drift(
+    instance: &Instance,
+    class_mode: DriftMode,
+    class_ignored: crate::drift_mode::Ignored,
+) -> Result<(DriftMode, crate::drift_mode::Ignored), String> {
+    let Some(own) = &instance.spec.drift else {
+        return Ok((class_mode, class_ignored));
+    };
+    if own.contains_key("ignore") {
+        return Err(
+            "spec.drift.ignore: an Instance may not ignore fields, since what they hold is written in place of the approved content; remove it, or ask an admin for a class whose drift parameter ignores them"
+                .to_owned(),
+        );
+    }
+    let mut parameters = serde_json::Map::new();
+    parameters.insert("drift".into(), serde_json::Value::Object(own.clone()));
+    let mode = crate::drift_mode::from_parameters(Some(&parameters)).map_err(|error| {
+        format!(
+            "spec.{}: {}; fix the Instance's spec.drift",
+            error.name, error.problem
+        )
+    })?;
+    Ok((
+        if own.contains_key("mode") {
+            mode
+        } else {
+            class_mode
+        },
+        class_ignored,
+    ))
 }
