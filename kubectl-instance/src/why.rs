@@ -173,6 +173,10 @@ pub fn diagnose(instance: &Instance, context: &Context<'_>) -> Diagnosis {
     }
 }
 
+/// Where content ships its author's progression probes (the runtime's
+/// `apply::probes::CONTENT_FILE`; this tool does not link the runtime).
+const PROBES_FILE: &str = ".progression-probes.yaml";
+
 /// A failure blocks until someone acts; anything else is "not done yet".
 fn is_failure(condition: &Condition) -> bool {
     match known_reason(&condition.reason) {
@@ -308,6 +312,10 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
                 "a hold that names progressionProbes is the class's own probe: read it with kubectl get provisionerclass {} -o yaml",
                 instance.spec.class
             ));
+            problem.next_steps.push(format!(
+                "a hold that names {PROBES_FILE} is the content author's probe, shipped in Bundle {}'s content; new content (a new Bundle) changes it",
+                instance.spec.bundle.name
+            ));
             problem.next_steps.push(
                 "past the progress deadline, Progressing says Blocked; nothing of the revision before is removed until the whole set is written"
                     .to_owned(),
@@ -324,7 +332,7 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
         Some(Reason::InvalidConfig) => {
             problem.kind = Kind::InstallFailed;
             problem.summary = format!(
-                "Instance {name}'s spec.config is not valid for its provisioner; nothing is applied."
+                "Instance {name}'s spec is not valid (spec.config for its provisioner, or spec.drift, spec.progressDeadline: the message names the field); nothing is applied."
             );
             problem.next_steps.push(format!(
                 "fix the field the message names: kubectl edit instance {name} (a changed spec is a new request, approved anew)"

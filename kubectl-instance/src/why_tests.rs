@@ -66,6 +66,10 @@ fn a_set_held_at_a_phase_says_what_holds_it_and_where_to_look() {
         text.contains("kubectl get provisionerclass ") && text.contains("progressionProbes"),
         "{text}"
     );
+    assert!(
+        text.contains(".progression-probes.yaml is the content author's probe"),
+        "{text}"
+    );
 }
 
 #[test]
