@@ -228,6 +228,18 @@ pub fn render(description: &Description, now: Timestamp) -> String {
             ),
         );
     }
+    if let Some(held) = &status.progression {
+        field(
+            &mut text,
+            "Phase",
+            &format!(
+                "written through {}; {} waits for: {}",
+                held.reached,
+                held.next,
+                held.held_by.join("; ")
+            ),
+        );
+    }
 
     text.push_str("Conditions:\n");
     if status.conditions.is_empty() {

@@ -250,6 +250,10 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
         );
         return problem;
     }
+    let held_at = instance
+        .status
+        .as_ref()
+        .and_then(|status| status.progression.as_ref());
     match known_reason(&condition.reason) {
         Some(Reason::ApprovalPending) => {
             problem.kind = Kind::WaitingForApproval;
@@ -296,13 +300,18 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
                 ));
             }
         }
-        Some(Reason::Installing) if condition.message.contains("waiting for phase") => {
+        Some(Reason::Installing) if held_at.is_some() => {
             // A set held at a phase: the phases before it are written, the
-            // next starts once the probes the message names pass.
+            // next starts once the probes status names pass.
             problem.kind = Kind::Progressing;
-            problem.summary = format!(
-                "Instance {name} is installed up to a phase; the next phase waits for the objects the message names to work. Nothing has failed."
-            );
+            if let Some(held) = held_at {
+                problem.summary = format!(
+                    "Instance {name} is installed up to phase {}; phase {} waits for these probes to pass: {}. Nothing has failed.",
+                    held.reached,
+                    held.next,
+                    held.held_by.join("; ")
+                );
+            }
             problem.bundle = Some(bundle);
             problem.next_steps.push(
                 "look at the object the message names (kubectl describe KIND NAME -n NAMESPACE): a workload whose Pods do not start, a claim no volume binds, a Job that failed"

@@ -54,10 +54,20 @@ fn a_set_held_at_a_phase_says_what_holds_it_and_where_to_look() {
             "waiting for phase publishing to start",
         ),
     ]);
+    let mut web = web;
+    let held = pakket_api::PhaseProgression {
+        reached: "workloads".into(),
+        next: "publishing".into(),
+        held_by: vec!["Deployment/shop/web: the smoke test has not passed".into()],
+    };
+    web.status.as_mut().unwrap().progression = Some(held);
     let diagnosis = diagnose(&web, &known());
     assert_eq!(diagnosis.state, Kind::Progressing);
     let text = render(&diagnosis, at(1_030));
-    assert!(text.contains("installed up to a phase"), "{text}");
+    assert!(
+        text.contains("installed up to phase workloads; phase publishing waits for these probes to pass: Deployment/shop/web"),
+        "{text}"
+    );
     assert!(
         text.contains("Deployment/shop/web"),
         "the held object: {text}"

@@ -169,9 +169,31 @@ pub struct InstanceStatus {
     /// current generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub automatic_rollback: Option<crate::AutomaticRollback>,
+    /// Where a phased apply stands while a phase waits for the probes of
+    /// the one before it; absent once the whole set is written (and for
+    /// sets with no gates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progression: Option<PhaseProgression>,
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// An apply held between two phases: what is written, what waits, and
+/// the probes that hold it, each naming its object and probe.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseProgression {
+    /// The last phase written (`namespaces`, `workloads`, …).
+    #[schemars(length(max = 64))]
+    pub reached: String,
+    /// The first phase that waits.
+    #[schemars(length(max = 64))]
+    pub next: String,
+    /// The probes that do not pass yet: `Kind/namespace/name: why`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub held_by: Vec<String>,
 }
 
 /// The status of an embedded Bundle, and which one it is: the Instance's

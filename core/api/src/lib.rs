@@ -30,6 +30,7 @@ pub use creator::{
 };
 pub use instance::{
     BundleTemplate, DeletionPolicy, EmbeddedBundleStatus, Instance, InstanceSpec, InstanceStatus,
+    PhaseProgression,
 };
 pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
 pub use provisioner_class::{

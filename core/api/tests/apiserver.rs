@@ -259,6 +259,11 @@ async fn objects_round_trip_with_their_status_subresources() {
             state: pakket_api::RollbackState::NotPossible,
             message: "revision 1's content is no longer in the store".into(),
         }),
+        progression: Some(pakket_api::PhaseProgression {
+            reached: "workloads".into(),
+            next: "publishing".into(),
+            held_by: vec!["Deployment/etcd/etcd-operator: not Available yet".into()],
+        }),
         observed_generation: Some(1),
     };
     let instance_name = scope.name("instance");

@@ -86,6 +86,17 @@ async fn an_ingress_waits_for_its_deployment_to_roll_out() {
             && message.contains("web"),
         "names the phase reached and what holds the next: {message}"
     );
+    let progression = held.status.as_ref().unwrap().progression.clone();
+    let progression = progression.expect("status.progression while held");
+    assert_eq!(
+        (progression.reached.as_str(), progression.next.as_str()),
+        ("workloads", "publishing")
+    );
+    assert!(
+        progression.held_by.len() == 1 && progression.held_by[0].starts_with("Deployment/"),
+        "the probe that holds it, in status: {:?}",
+        progression.held_by
+    );
     assert!(condition_is(&held, ConditionType::Installed, "False"));
     assert!(
         reason_is(&held, ConditionType::Progressing, "RollingOut"),
@@ -148,6 +159,11 @@ async fn an_ingress_waits_for_its_deployment_to_roll_out() {
     })
     .await;
     assert!(condition_is(&installed, ConditionType::Healthy, "True"));
+    assert_eq!(
+        installed.status.as_ref().unwrap().progression,
+        None,
+        "held at no phase once the whole set is written"
+    );
     assert!(ingresses.get_opt("web").await.unwrap().is_some());
 
     instances

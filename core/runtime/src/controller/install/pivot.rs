@@ -171,6 +171,9 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         // them, and changes to them alone are no drift.
         context.drift.ignore(&name, ignored);
         context.drift.writing(&name);
+        // Set again below while a phase waits; a set written whole, or an
+        // apply that failed, is held at no phase.
+        report.status.progression = None;
         let mut passed = 0;
         let (applied, adoptions) = loop {
             let gate = gates.get(passed);
@@ -385,6 +388,9 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
 fn held_recheck(held_for: std::time::Duration) -> std::time::Duration {
     (held_for / 4).clamp(HELD_RECHECK_FIRST, HELD_RECHECK_MOST)
 }
+/// How many of the probes holding a phase status lists (the condition's
+/// message names them all).
+const HELD_BY_LISTED: usize = 20;
 const HELD_RECHECK_FIRST: std::time::Duration = std::time::Duration::from_secs(5);
 const HELD_RECHECK_MOST: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -420,6 +426,11 @@ impl Held<'_> {
             }
         }
         report.status.set_objects(&listed);
+        report.status.progression = Some(pakket_api::PhaseProgression {
+            reached: self.gate.after.name().to_owned(),
+            next: self.gate.next.name().to_owned(),
+            held_by: self.waiting.iter().take(HELD_BY_LISTED).cloned().collect(),
+        });
         let waiting = format!(
             "phase {} to start: {}",
             self.gate.next.name(),
