@@ -334,7 +334,10 @@ impl Rights {
                                 .and_then(Value::as_str)
                                 .unwrap_or_default()
                                 .to_owned(),
-                            config: configuration_digest(webhook),
+                            config: configuration_digest(&with_webhook_defaults(
+                                webhook,
+                                reference.kind == "MutatingWebhookConfiguration",
+                            )),
                         });
                     }
                 }
@@ -527,6 +530,47 @@ fn bound_rules(binding: &Value, objects: &[Value], scope: Option<&str>) -> Vec<A
 
 /// A digest of a configuration with every `caBundle` left out (rotating a
 /// certificate is no new right; anything else is).
+/// `webhook` as the apiserver stores it (admissionregistration/v1's
+/// defaults filled in): content renders a webhook without the fields the
+/// apiserver defaults, and the same webhook read back from the cluster
+/// has them, so the two must digest the same.
+fn with_webhook_defaults(webhook: &Value, mutating: bool) -> Value {
+    let mut webhook = webhook.clone();
+    let Some(fields) = webhook.as_object_mut() else {
+        return webhook;
+    };
+    let mut defaults = vec![
+        ("failurePolicy", Value::from("Fail")),
+        ("matchPolicy", Value::from("Equivalent")),
+        ("namespaceSelector", Value::Object(serde_json::Map::new())),
+        ("objectSelector", Value::Object(serde_json::Map::new())),
+        ("timeoutSeconds", Value::from(10)),
+    ];
+    if mutating {
+        defaults.push(("reinvocationPolicy", Value::from("Never")));
+    }
+    for (field, value) in defaults {
+        fields.entry(field).or_insert(value);
+    }
+    if let Some(service) = fields
+        .get_mut("clientConfig")
+        .and_then(|config| config.get_mut("service"))
+        .and_then(Value::as_object_mut)
+    {
+        service.entry("port").or_insert(Value::from(443));
+    }
+    for rule in fields
+        .get_mut("rules")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+    {
+        rule.entry("scope").or_insert(Value::from("*"));
+    }
+    webhook
+}
+
 fn configuration_digest(configuration: &Value) -> String {
     fn without_ca_bundles(value: &Value) -> Value {
         match value {
@@ -830,6 +874,44 @@ mod tests {
                 .beyond(&Rights::of_in(&[plain], &[]))
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_webhook_read_back_with_the_apiservers_defaults_is_the_one_rendered() {
+        // As registry-v1 renders it, and as the apiserver returns it.
+        let rendered = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": { "name": "op" },
+            "webhooks": [{
+                "name": "mutate.example.com",
+                "clientConfig": { "service": { "name": "op", "namespace": "op", "path": "/mutate" }, "caBundle": "AAAA" },
+                "rules": [{ "operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"] }],
+                "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            }],
+        });
+        let mut stored = rendered.clone();
+        let webhook = &mut stored["webhooks"][0];
+        webhook["failurePolicy"] = json!("Fail");
+        webhook["matchPolicy"] = json!("Equivalent");
+        webhook["namespaceSelector"] = json!({});
+        webhook["objectSelector"] = json!({});
+        webhook["timeoutSeconds"] = json!(10);
+        webhook["reinvocationPolicy"] = json!("Never");
+        webhook["clientConfig"]["service"]["port"] = json!(443);
+        webhook["clientConfig"]["caBundle"] = json!("BBBB");
+        webhook["rules"][0]["scope"] = json!("*");
+        assert!(
+            described(
+                std::slice::from_ref(&rendered),
+                std::slice::from_ref(&stored)
+            )
+            .is_empty(),
+            "defaults and a rotated caBundle are no new right"
+        );
+        // A default changed is one.
+        let mut widened = rendered;
+        widened["webhooks"][0]["failurePolicy"] = json!("Ignore");
+        assert_eq!(described(&[widened], &[stored]).len(), 1);
     }
 
     #[test]
