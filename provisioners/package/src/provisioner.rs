@@ -136,7 +136,7 @@ impl Provisioner for PackageProvisioner {
         let objects = off_the_runtime(|| {
             render(request.content, request.max_object_size, &config, &renderer)
         })?;
-        if renderer.renders_charts(request.content) {
+        if renderer.renders_charts(request.content, request.max_object_size) {
             let mut rendered = self.rendered.lock().unwrap();
             if rendered.len() >= RENDERS_KEPT {
                 rendered.clear();
@@ -160,8 +160,8 @@ pub struct Renderer<'a> {
 impl Renderer<'_> {
     /// Whether the content under `content` is a Helm package (its ref 1
     /// is a chart).
-    fn renders_charts(&self, content: &Path) -> bool {
-        read_package(content).is_ok_and(|package| package.helm.is_some())
+    fn renders_charts(&self, content: &Path, max_size: u64) -> bool {
+        read_package(content, max_size).is_ok_and(|package| package.helm.is_some())
     }
 }
 
@@ -186,16 +186,21 @@ fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
     }
 }
 
-fn read_package(content: &Path) -> Result<PackageManifest, ObjectsError> {
-    let package_file = content.join("0").join(PACKAGE_FILE);
-    let text = std::fs::read_to_string(&package_file).map_err(|error| {
+/// The package's `package.yaml` (ref 0), read with the runtime's safe
+/// read: inside the content only (no link leading out), within the size
+/// limit, errors naming file, line and column.
+fn read_package(content: &Path, max_size: u64) -> Result<PackageManifest, ObjectsError> {
+    let relative = Path::new("0").join(PACKAGE_FILE);
+    let missing = || {
         ObjectsError::Content(format!(
-            "the content has no {PACKAGE_FILE} as its first ref ({error}); a package's Bundle lists its package.yaml first, then its chart, then its manifests"
+            "the content has no {PACKAGE_FILE} as its first ref; a package's Bundle lists its package.yaml first, then its chart, then its manifests"
         ))
-    })?;
-    let (package, _): (PackageManifest, Value) = manifest::parse(&text)
-        .map_err(|problem| ObjectsError::Content(format!("{PACKAGE_FILE}: {problem}")))?;
-    Ok(package)
+    };
+    let document = pakket_runtime::manifest::read_document(content, &relative, max_size)
+        .map_err(|error| ObjectsError::Content(error.to_string()))?
+        .ok_or_else(missing)?;
+    serde_json::from_value(document)
+        .map_err(|problem| ObjectsError::Content(format!("{PACKAGE_FILE}: {problem}")))
 }
 
 /// The objects of the package content under `content`, for `config`: the
@@ -206,7 +211,7 @@ pub fn render(
     config: &PackageConfig,
     renderer: &Renderer<'_>,
 ) -> Result<Vec<Value>, ObjectsError> {
-    let package = read_package(content)?;
+    let package = read_package(content, max_object_size)?;
     if let Some(missing) = package.unsupported() {
         return Err(ObjectsError::Content(format!(
             "package {} uses {missing}, which this version of pakket-package does not install",
@@ -440,6 +445,40 @@ mod tests {
             cluster_scoped: cluster_scoped.into_iter().collect(),
             ..ClusterFacts::default()
         }
+    }
+
+    #[test]
+    fn a_package_file_is_read_inside_the_content_and_within_the_size_limit() {
+        let dir = tempfile_dir::Dir::new("package-file");
+        let content = dir.path.join("content");
+        std::fs::create_dir_all(content.join("0")).unwrap();
+        // A link leading out of the content: never followed.
+        let secret = dir.path.join("elsewhere.yaml");
+        std::fs::write(&secret, "name: not-in-the-content\n").unwrap();
+        std::os::unix::fs::symlink(&secret, content.join("0/package.yaml")).unwrap();
+        let refused = read_package(&content, 1 << 20).unwrap_err();
+        let ObjectsError::Content(message) = refused else {
+            panic!("{refused:?}");
+        };
+        assert!(message.contains("leaves the content"), "{message}");
+        // Over the class's maxObjectSize: refused before it is parsed.
+        std::fs::remove_file(content.join("0/package.yaml")).unwrap();
+        let big = format!("name: demo\ndescription: {}\n", "x".repeat(4096));
+        std::fs::write(content.join("0/package.yaml"), big).unwrap();
+        let refused = read_package(&content, 1024).unwrap_err();
+        let ObjectsError::Content(message) = refused else {
+            panic!("{refused:?}");
+        };
+        assert!(message.contains("1024"), "names the limit: {message}");
+        // Absent: says what a package's Bundle holds.
+        std::fs::remove_file(content.join("0/package.yaml")).unwrap();
+        let ObjectsError::Content(message) = read_package(&content, 1 << 20).unwrap_err() else {
+            panic!("a missing package.yaml is a content error");
+        };
+        assert!(
+            message.contains("lists its package.yaml first"),
+            "{message}"
+        );
     }
 
     #[test]
