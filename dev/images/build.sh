@@ -14,6 +14,9 @@
 # PAKKET_REGISTRY_PASSWORD if it needs a login. With PAKKET_IMAGE_LABEL set,
 # every image gets that label, hence new digests from the same sources (an
 # upgrade test's "new release").
+# With PAKKET_TEST_IMAGES=1, the test operator's admission server
+# (pakket-e2e-admission, from dev/e2e) is built in the same cargo run and
+# pushed too; the in-cluster test installs it as an operator's webhook.
 # OUT_FILE (default $CARGO_TARGET_DIR/images/images.env) gets one line per
 # image, pinned: `pakket-webhooks=REGISTRY/pakket-webhooks@sha256:…`.
 # Safe to rerun: cargo rebuilds nothing that is up to date, a push of the
@@ -33,6 +36,8 @@ out_file=${2:-$CARGO_TARGET_DIR/images/images.env}
 tag=0.1.0
 target=x86_64-unknown-linux-musl
 names=(webhooks plain registry-v1 resolveset package)
+test_names=()
+[[ ${PAKKET_TEST_IMAGES:-} == 1 ]] && test_names=(e2e-admission)
 
 rustup target list --installed 2>/dev/null | grep -qx "$target" \
   || fail "the Rust target $target is missing; run dev/prerequisites.sh (or rustup target add $target)"
@@ -63,19 +68,19 @@ fi
 
 started=$(date +%s)
 bins=(--bin pakket)
-for name in "${names[@]}"; do bins+=(--bin "pakket-$name"); done
+for name in "${names[@]}" "${test_names[@]}"; do bins+=(--bin "pakket-$name"); done
 # `pakket` itself comes from the same build: one feature resolution, one
 # set of dependencies compiled, and it is static too. Every core by default:
 # the build is most of the in-cluster test's time, and nothing else runs
 # beside it there; PAKKET_IMAGE_BUILD_JOBS=1 keeps a busy machine usable.
 jobs=${PAKKET_IMAGE_BUILD_JOBS:-$(nproc)}
-log "building $((${#names[@]} + 1)) static binaries for $target (release, $jobs jobs)"
+log "building $((${#names[@]} + ${#test_names[@]} + 1)) static binaries for $target (release, $jobs jobs)"
 (cd "$repo" && cargo build --release --locked --target "$target" -j "$jobs" "${bins[@]}")
 bin_dir=$CARGO_TARGET_DIR/$target/release
 
 # No program interpreter: the images hold no libc or loader.
 is_static() { ! readelf -l "$1" 2>/dev/null | grep -q 'program interpreter'; }
-for name in pakket "${names[@]/#/pakket-}"; do
+for name in pakket "${names[@]/#/pakket-}" "${test_names[@]/#/pakket-}"; do
   is_static "$bin_dir/$name" || fail "$bin_dir/$name is dynamically linked; the images have no libc"
 done
 
@@ -89,7 +94,7 @@ mkdir -p "$(dirname "$out_file")"
 pinned_refs=$(mktemp "$out_file.XXXXXX")
 trap 'rm -f "$pinned_refs"' EXIT
 printf '%-20s %12s  %s\n' image "layer bytes" "digest (layer: gzip'd, as stored)" >&2
-for name in "${names[@]}"; do
+for name in "${names[@]}" "${test_names[@]}"; do
   image=pakket-$name
   binaries=(--binary "$bin_dir/$image")
   if [[ $name == package ]]; then

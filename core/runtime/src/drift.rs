@@ -53,6 +53,9 @@ pub struct Fingerprint {
     pub bundle: String,
     /// Its content digest.
     pub digest: String,
+    /// The digest of the objects rendered from it: a provisioner whose
+    /// render changes by itself (a rotated certificate) writes again.
+    pub rendered: Option<String>,
 }
 
 /// One Instance's objects someone else changed: when, and whether the
@@ -588,6 +591,7 @@ mod tests {
             generation: Some(1),
             bundle: "b".into(),
             digest: "sha256:0".into(),
+            rendered: None,
         };
         let hour = Duration::from_secs(3600);
         let began = Instant::now();

@@ -158,6 +158,16 @@ pub trait Provisioner: Send + Sync + 'static {
     /// (its config) on this cluster.
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError>;
 
+    /// When the objects rendered for `request` change by themselves, with
+    /// nothing else changing (a serving certificate that rotates). The
+    /// runtime renders and applies them again by then, instead of at its
+    /// next resync (an hour). The default: never; objects change only with
+    /// the content, the Instance, the class or the cluster.
+    fn renders_again_at(&self, request: &ObjectsRequest<'_>) -> Option<std::time::SystemTime> {
+        let _ = request;
+        None
+    }
+
     /// What the content provides and requires, as File-Based Catalog
     /// properties (`olm.package`, `olm.gvk`, ...), written to the Bundle's
     /// status so that other Instances' dependencies can be checked against

@@ -13,10 +13,15 @@
 //! 3. alice installs an OLM operator bundle (etcd 0.9.4, from the shared
 //!    data) through registry-v1 under `approval: UserPermission`, with the
 //!    roles `pakket bundle rbac` prints bound to her.
-//! 4. Pakket is upgraded (`install.sh` with new digests) while an Instance
+//! 4. an operator whose own admission server (the project's, in dev/e2e)
+//!    is installed by registry-v1 from a bundle the test writes: its
+//!    validating and mutating webhooks answer through the apiserver with
+//!    the certificates Pakket issued, after Pakket rotates them, and after
+//!    an upgrade of the Instance to a changed Deployment.
+//! 5. Pakket is upgraded (`install.sh` with new digests) while an Instance
 //!    is in flight: every Instance ends Installed, and nothing installed
 //!    before is replaced (same UIDs).
-//! 5. `deploy/uninstall.sh` refuses while Pakket manages content, then,
+//! 6. `deploy/uninstall.sh` refuses while Pakket manages content, then,
 //!    with `--delete-content`, removes it all: content, Pakket, CRDs.
 //!
 //! Needs root (containerd, the node's bridge): CI runs as root.
@@ -67,6 +72,8 @@ impl Cluster {
         let output = Command::new(repo().join("dev/in-cluster.sh"))
             .arg("up")
             .env("PAKKET_IN_CLUSTER_DIR", &dir)
+            // The test operator's admission server too (step 4).
+            .env("PAKKET_TEST_IMAGES", "1")
             .output()
             .expect("running dev/in-cluster.sh");
         // The Drop above needs the folder even if `up` failed half-way.
@@ -287,6 +294,314 @@ fn uid(cluster: &Cluster, args: &[&str]) -> String {
         .to_owned()
 }
 
+/// The CSV of the test operator: one Deployment running the project's
+/// admission server (`IMAGE`, answering as `VERSION`), and its webhooks
+/// declared as real bundles declare them (cert-manager's 1.16.5 bundle in
+/// the shared data has the same shape): a validating and a mutating
+/// webhook for ConfigMaps that opt in with a label, each on the
+/// Deployment's `https` port.
+const ADMISSION_CSV: &str = r#"apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: e2e-admission.vVERSION
+spec:
+  displayName: Pakket e2e admission
+  version: VERSION
+  installModes:
+  - {type: OwnNamespace, supported: false}
+  - {type: SingleNamespace, supported: false}
+  - {type: MultiNamespace, supported: false}
+  - {type: AllNamespaces, supported: true}
+  install:
+    strategy: deployment
+    spec:
+      deployments:
+      - name: e2e-admission
+        spec:
+          replicas: 1
+          selector: {matchLabels: {app: e2e-admission}}
+          template:
+            metadata: {labels: {app: e2e-admission}}
+            spec:
+              containers:
+              - name: server
+                image: IMAGE
+                args: [--version-label, "vVERSION"]
+                ports: [{name: https, containerPort: 9443}]
+  webhookdefinitions:
+  - type: ValidatingAdmissionWebhook
+    generateName: validate.e2e.pakket.dev
+    deploymentName: e2e-admission
+    containerPort: 443
+    targetPort: https
+    webhookPath: /validate
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    failurePolicy: Fail
+    timeoutSeconds: 10
+    objectSelector: {matchLabels: {e2e.pakket.dev/webhooks: "on"}}
+    rules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+  - type: MutatingAdmissionWebhook
+    generateName: mutate.e2e.pakket.dev
+    deploymentName: e2e-admission
+    containerPort: 443
+    targetPort: https
+    webhookPath: /mutate
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    failurePolicy: Fail
+    timeoutSeconds: 10
+    objectSelector: {matchLabels: {e2e.pakket.dev/webhooks: "on"}}
+    rules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+"#;
+
+/// Writes the test operator's bundle at `version` running `image`, pushes
+/// it, and returns its reference.
+fn push_admission_bundle(cluster: &Cluster, image: &str, version: &str) -> String {
+    let dir = cluster.dir.with_extension(format!("bundle-{version}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("manifests")).unwrap();
+    std::fs::create_dir_all(dir.join("metadata")).unwrap();
+    std::fs::write(
+        dir.join("manifests/e2e-admission.clusterserviceversion.yaml"),
+        ADMISSION_CSV
+            .replace("IMAGE", image)
+            .replace("VERSION", version),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("metadata/annotations.yaml"),
+        "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: e2e-admission\n  operators.operatorframework.io.bundle.channels.v1: stable\n",
+    )
+    .unwrap();
+    let reference = format!("{}/bundles/e2e-admission:v{version}", cluster.registry);
+    checked(
+        cluster
+            .command("pakket")
+            .args(["bundle", "push"])
+            .arg(&dir)
+            .args([&reference, "--insecure-plain-http"])
+            .output()
+            .unwrap(),
+        "pakket bundle push (e2e-admission)",
+    );
+    // Pushed: the registry holds it now.
+    let _ = std::fs::remove_dir_all(&dir);
+    reference
+}
+
+/// The Instance that installs the test operator at `version`.
+fn admission_instance(reference: &str, version: &str) -> String {
+    format!(
+        r#"apiVersion: core.pakket.dev/v1alpha1
+kind: Instance
+metadata: {{name: webhooks}}
+spec:
+  class: registry-v1
+  config: {{installNamespace: e2e-admission}}
+  bundle:
+    name: e2e-admission-v{version}
+    spec: {{class: registry-v1, refs: ["docker://{reference}"]}}
+"#
+    )
+}
+
+/// Creates a ConfigMap in `default` that asks for the test operator's
+/// webhooks (and to be refused, when `deny`): what the apiserver said, and
+/// the object it stored.
+fn through_the_webhooks(cluster: &Cluster, deny: bool) -> Result<Value, String> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let verdict = if deny { "deny" } else { "allow" };
+    let yaml = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e2e-webhooks-{n}\n  namespace: default\n  labels: {{e2e.pakket.dev/webhooks: \"on\", e2e.pakket.dev/verdict: {verdict}}}\ndata: {{n: \"{n}\"}}\n"
+    );
+    let output = cluster.kubectl_as("admin", &["create", "-o", "json", "-f", "-"], Some(&yaml));
+    if output.status.success() {
+        Ok(serde_json::from_slice(&output.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+/// Polls the validating webhook (a ConfigMap it must refuse) until its
+/// refusal satisfies `done`; returns the refusal.
+fn refusal_until(
+    cluster: &Cluster,
+    within: Duration,
+    what: &str,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let said = match through_the_webhooks(cluster, true) {
+            Ok(stored) => panic!("a ConfigMap labelled to be refused was stored: {stored}"),
+            Err(said) => said,
+        };
+        if done(&said) {
+            return said;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} after {within:?}; the apiserver said: {said}"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+    }
+}
+
+/// The serving certificate named in a webhook's answer.
+fn certificate_in(answer: &str) -> String {
+    answer
+        .split("with certificate ")
+        .nth(1)
+        .map(|rest| rest.chars().take(16).collect())
+        .unwrap_or_default()
+}
+
+/// Step 4: a registry+v1 bundle the test writes, whose operator is the
+/// project's own admission server (`pakket-e2e-admission`, pushed with
+/// `pakket image push` by dev/images/build.sh), installed by registry-v1:
+/// its validating and mutating webhooks answer through the apiserver with
+/// the certificates Pakket issued, keep answering after Pakket rotates the
+/// serving certificate (the class's provisioner set to rotate every two
+/// minutes), and after the Instance is upgraded to a changed Deployment;
+/// deleting the Instance removes the webhooks.
+fn operator_webhooks_answer(cluster: &Cluster, images: &str) {
+    let image = images
+        .lines()
+        .find_map(|line| line.strip_prefix("pakket-e2e-admission="))
+        .expect("dev/images/build.sh pushed pakket-e2e-admission (PAKKET_TEST_IMAGES=1)")
+        .to_owned();
+    // Certificates that rotate every two minutes rather than every 90 days.
+    cluster.admin(&[
+        "-n",
+        "pakket-system",
+        "set",
+        "env",
+        "deployment/pakket-registry-v1",
+        "PAKKET_CERTIFICATE_PERIOD_SECONDS=120",
+    ]);
+    cluster.admin(&[
+        "-n",
+        "pakket-system",
+        "rollout",
+        "status",
+        "deployment/pakket-registry-v1",
+        "--timeout=180s",
+    ]);
+    let v1 = push_admission_bundle(cluster, &image, "0.1.0");
+    cluster.admin(&["create", "namespace", "e2e-admission"]);
+    cluster.apply_as("admin", &admission_instance(&v1, "0.1.0"));
+    cluster.wait_condition("webhooks", "Installed", "True", Duration::from_secs(180));
+    cluster.wait_condition("webhooks", "Healthy", "True", Duration::from_secs(180));
+    let ca_bundle = |kind: &str, name: &str| {
+        cluster.json(&["get", kind, name])["webhooks"][0]["clientConfig"]["caBundle"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let ca = ca_bundle("validatingwebhookconfiguration", "validate.e2e.pakket.dev");
+    assert!(!ca.is_empty(), "the caBundle Pakket issued");
+    assert_eq!(
+        ca_bundle("mutatingwebhookconfiguration", "mutate.e2e.pakket.dev"),
+        ca
+    );
+
+    // Refused, through the apiserver, by the operator's own server.
+    let refused = refusal_until(cluster, Duration::from_secs(60), "no refusal", |said| {
+        said.contains("refused by the e2e operator's webhook v0.1.0")
+    });
+    let first = certificate_in(&refused);
+    assert_eq!(first.len(), 16, "{refused}");
+    // Mutated: the annotation the server adds, with the same certificate.
+    let stored = through_the_webhooks(cluster, false).expect("an allowed ConfigMap is stored");
+    assert_eq!(
+        stored["metadata"]["annotations"]["e2e.pakket.dev/mutated-by"],
+        format!("v0.1.0 with certificate {first}"),
+        "{stored}"
+    );
+
+    // Pakket rotates the serving certificate; the Pod reads the new one
+    // from its Secret; the apiserver still trusts it (the CA stays).
+    let began = Instant::now();
+    let rotated = refusal_until(
+        cluster,
+        Duration::from_secs(360),
+        "the serving certificate was not rotated",
+        |said| {
+            said.contains("refused by the e2e operator's webhook") && certificate_in(said) != first
+        },
+    );
+    println!(
+        "webhook serving certificate rotated and served {:.0} s after the first answer",
+        began.elapsed().as_secs_f64()
+    );
+    let second = certificate_in(&rotated);
+    assert_eq!(
+        ca_bundle("validatingwebhookconfiguration", "validate.e2e.pakket.dev"),
+        ca,
+        "the caBundle never changes"
+    );
+    let stored = through_the_webhooks(cluster, false).expect("an allowed ConfigMap is stored");
+    assert_eq!(
+        stored["metadata"]["annotations"]["e2e.pakket.dev/mutated-by"],
+        format!("v0.1.0 with certificate {second}")
+    );
+
+    // An upgrade to a changed Deployment: the new server answers.
+    let v2 = push_admission_bundle(cluster, &image, "0.2.0");
+    cluster.apply_as("admin", &admission_instance(&v2, "0.2.0"));
+    refusal_until(
+        cluster,
+        Duration::from_secs(180),
+        "the upgraded server does not answer",
+        |said| said.contains("refused by the e2e operator's webhook v0.2.0"),
+    );
+    let upgraded = cluster.wait_condition("webhooks", "Healthy", "True", Duration::from_secs(180));
+    assert_eq!(
+        upgraded["status"]["activeBundle"], "e2e-admission-v0.2.0",
+        "{upgraded}"
+    );
+    let stored = through_the_webhooks(cluster, false).expect("an allowed ConfigMap is stored");
+    assert!(
+        stored["metadata"]["annotations"]["e2e.pakket.dev/mutated-by"]
+            .as_str()
+            .is_some_and(|by| by.starts_with("v0.2.0 with certificate ")),
+        "{stored}"
+    );
+
+    // Uninstalled: the webhooks go with it, and nothing is refused.
+    cluster.admin(&["delete", "instance", "webhooks", "--timeout=180s"]);
+    for kind in [
+        "validatingwebhookconfiguration",
+        "mutatingwebhookconfiguration",
+    ] {
+        let name = if kind.starts_with("validating") {
+            "validate.e2e.pakket.dev"
+        } else {
+            "mutate.e2e.pakket.dev"
+        };
+        assert!(
+            !cluster
+                .kubectl_as("admin", &["get", kind, name], None)
+                .status
+                .success(),
+            "{kind} {name} is gone with the Instance"
+        );
+    }
+    through_the_webhooks(cluster, true).expect("no webhook refuses once uninstalled");
+    cluster.admin(&[
+        "delete",
+        "configmaps",
+        "-n",
+        "default",
+        "-l",
+        "e2e.pakket.dev/webhooks=on",
+    ]);
+}
+
 #[test]
 fn pakket_from_its_images_serves_a_non_admin_upgrades_in_flight_and_uninstalls_clean() {
     let cluster = Cluster::up();
@@ -439,7 +754,10 @@ spec:
         &["get", "crd", "etcdclusters.etcd.database.coreos.com"],
     );
 
-    // 4. Upgrade Pakket (new digests) with an Instance in flight.
+    // 4. An operator's own webhooks, answering through the apiserver.
+    operator_webhooks_answer(&cluster, &images);
+
+    // 5. Upgrade Pakket (new digests) with an Instance in flight.
     cluster.apply_as("alice", &plain_instance("during"));
     let upgrade = Command::new(repo().join("dev/in-cluster.sh"))
         .arg("images")
@@ -497,7 +815,7 @@ spec:
         "etcd's CRD was not replaced"
     );
 
-    // 5. Uninstall: refused while Pakket manages content, then complete.
+    // 6. Uninstall: refused while Pakket manages content, then complete.
     let refused = cluster
         .command(repo().join("deploy/uninstall.sh"))
         .output()

@@ -34,6 +34,10 @@ use ring::hmac;
 pub const MIN_KEY_BYTES: usize = 32;
 /// How long a serving certificate's period lasts; each is valid for two.
 pub const PERIOD: Duration = Duration::from_secs(90 * 24 * 60 * 60);
+/// The shortest period an admin may choose: a mounted Secret reaches a
+/// Pod a minute or so after it changes, and each certificate must still
+/// be valid by then.
+pub const MIN_PERIOD: Duration = Duration::from_secs(60);
 /// How long the Instance's CA is valid, from the Instance's creation.
 pub const CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
 
@@ -110,6 +114,8 @@ pub struct Issuance<'a> {
     created: u64,
     /// Seconds since the epoch.
     now: u64,
+    /// How long each serving certificate's period lasts, in seconds.
+    period: u64,
 }
 
 impl<'a> Issuance<'a> {
@@ -140,7 +146,22 @@ impl<'a> Issuance<'a> {
             uid: uid.into(),
             created,
             now,
+            period: PERIOD.as_secs(),
         }
+    }
+
+    /// The same, with serving certificates that rotate every `period`
+    /// (at least a minute; [`PERIOD`] unless an admin shortens it).
+    pub fn with_period(mut self, period: Duration) -> Self {
+        self.period = period.as_secs().max(MIN_PERIOD.as_secs());
+        self
+    }
+
+    /// When the next period starts: the serving certificate rendered from
+    /// then on is the next one.
+    pub fn next_rotation(&self) -> SystemTime {
+        let period = self.now.saturating_sub(self.created) / self.period;
+        UNIX_EPOCH + Duration::from_secs(self.created + (period + 1) * self.period)
     }
 
     /// The Instance's CA.
@@ -211,7 +232,7 @@ impl Authority<'_> {
         namespace: &str,
     ) -> Result<Serving, String> {
         let issuance = &self.issuance;
-        let period = issuance.now.saturating_sub(issuance.created) / PERIOD.as_secs();
+        let period = issuance.now.saturating_sub(issuance.created) / issuance.period;
         let parts = |label: &'static str| -> [Vec<u8>; 4] {
             [
                 label.as_bytes().to_vec(),
@@ -250,8 +271,8 @@ impl Authority<'_> {
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.use_authority_key_identifier_extension = true;
         params.serial_number = Some(serial(&derive(SERVING_SERIAL)));
-        let start = issuance.created + period * PERIOD.as_secs();
-        validity(&mut params, start, start + 2 * PERIOD.as_secs());
+        let start = issuance.created + period * issuance.period;
+        validity(&mut params, start, start + 2 * issuance.period);
         let certificate = params
             .signed_by(&key, &self.issuer)
             .map_err(|error| error.to_string())?;
@@ -382,6 +403,39 @@ mod tests {
             "expired after two periods"
         );
     }
+
+    #[test]
+    fn a_shorter_period_rotates_sooner_and_says_when_the_next_one_starts() {
+        let minutes = |n: u64| Duration::from_secs(n * 60);
+        let at = |now: u64| Issuance::at(&KEY_FOR_PERIODS, "uid-1", CREATED, now);
+        let serving = |now: u64| {
+            let issuance = at(now).with_period(minutes(2));
+            let authority = issuance.authority().unwrap();
+            let serving = authority.serving("op", "op-service", "operators").unwrap();
+            (
+                authority.pem().to_owned(),
+                serving,
+                issuance.next_rotation(),
+            )
+        };
+        let (ca, first, next) = serving(CREATED + 30);
+        assert_eq!(next, UNIX_EPOCH + Duration::from_secs(CREATED + 120));
+        let (ca_after, second, next_after) = serving(CREATED + 120);
+        assert_ne!(first, second, "rotated after two minutes");
+        assert_eq!(ca, ca_after, "the caBundle stays");
+        assert_eq!(next_after, UNIX_EPOCH + Duration::from_secs(CREATED + 240));
+        verifies(&ca, &first, "op-service.operators.svc", CREATED + 200).unwrap();
+        assert!(verifies(&ca, &first, "op-service.operators.svc", CREATED + 241).is_err());
+        // Below a minute a mounted Secret could reach the Pod expired.
+        let floor = at(CREATED).with_period(Duration::from_secs(5));
+        assert_eq!(
+            floor.next_rotation(),
+            UNIX_EPOCH + Duration::from_secs(CREATED + MIN_PERIOD.as_secs())
+        );
+    }
+
+    static KEY_FOR_PERIODS: std::sync::LazyLock<CertificateKey> =
+        std::sync::LazyLock::new(|| CertificateKey::from_bytes(&[7; 32]).unwrap());
 
     #[test]
     fn the_serving_certificate_verifies_against_the_ca_for_the_service_names() {

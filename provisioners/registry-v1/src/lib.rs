@@ -33,6 +33,8 @@ pub struct RegistryV1 {
     id: String,
     /// What webhook certificates are derived from.
     certificate_key: certificates::CertificateKey,
+    /// How often webhook serving certificates rotate.
+    certificate_period: std::time::Duration,
 }
 
 impl RegistryV1 {
@@ -51,7 +53,26 @@ impl RegistryV1 {
         Self {
             id: id.into(),
             certificate_key,
+            certificate_period: certificates::PERIOD,
         }
+    }
+
+    /// The same, rotating webhook serving certificates every `period`
+    /// (at least [`certificates::MIN_PERIOD`]) instead of every
+    /// [`certificates::PERIOD`].
+    pub fn with_certificate_period(mut self, period: std::time::Duration) -> Self {
+        self.certificate_period = period;
+        self
+    }
+
+    /// What `request`'s Instance's certificates are issued from, now.
+    fn issuance(&self, request: &ObjectsRequest<'_>) -> certificates::Issuance<'_> {
+        certificates::Issuance::new(
+            &self.certificate_key,
+            request.instance,
+            std::time::SystemTime::now(),
+        )
+        .with_period(self.certificate_period)
     }
 }
 
@@ -76,10 +97,13 @@ impl Provisioner for RegistryV1 {
                 field: error.field,
                 problem: error.problem,
             })?;
-        let now = std::time::SystemTime::now();
-        let issuance = certificates::Issuance::new(&self.certificate_key, request.instance, now);
-        render::render(&bundle, &placement, request.cluster, &issuance)
-            .map_err(|problems| ObjectsError::Content(problems.join("; ")))
+        render::render(
+            &bundle,
+            &placement,
+            request.cluster,
+            &self.issuance(request),
+        )
+        .map_err(|problems| ObjectsError::Content(problems.join("; ")))
     }
 
     /// The bundle's package and version, the APIs its CRDs define and the
@@ -88,6 +112,13 @@ impl Provisioner for RegistryV1 {
     /// installed Instances whether its dependencies are met.
     fn needs_cluster_facts(&self) -> bool {
         true
+    }
+
+    /// Webhook serving certificates rotate each period: the next render
+    /// has the next one. (Content without webhooks renders the same and
+    /// is not written again.)
+    fn renders_again_at(&self, request: &ObjectsRequest<'_>) -> Option<std::time::SystemTime> {
+        Some(self.issuance(request).next_rotation())
     }
 
     fn properties(&self, request: &ObjectsRequest<'_>) -> Vec<pakket_api::BundleProperty> {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Parser;
-use pakket_registry_v1::certificates::CertificateKey;
+use pakket_registry_v1::certificates::{self, CertificateKey};
 use pakket_registry_v1::{ID, RegistryV1};
 use pakket_runtime::cli::{self, ProvisionerArgs};
 
@@ -22,6 +22,10 @@ struct Args {
     /// process]. Never the record key (each key has one purpose).
     #[arg(long, env = "PAKKET_CERTIFICATE_KEY_FILE")]
     certificate_key_file: Option<PathBuf>,
+    /// Seconds between rotations of webhook serving certificates; each is
+    /// valid for two periods and the CA never changes. At least 60.
+    #[arg(long, env = "PAKKET_CERTIFICATE_PERIOD_SECONDS", default_value_t = certificates::PERIOD.as_secs(), value_parser = clap::value_parser!(u64).range(certificates::MIN_PERIOD.as_secs()..))]
+    certificate_period_seconds: u64,
 }
 
 #[tokio::main]
@@ -29,8 +33,9 @@ async fn main() -> anyhow::Result<()> {
     cli::init_logging();
     let args = Args::parse();
     let key = certificate_key(&args)?;
+    let period = std::time::Duration::from_secs(args.certificate_period_seconds);
     cli::run(args.provisioner, ID, move |id| {
-        RegistryV1::with_certificate_key(id, key.clone())
+        RegistryV1::with_certificate_key(id, key.clone()).with_certificate_period(period)
     })
     .await
 }

@@ -161,6 +161,7 @@ pub async fn install<P: Provisioner>(
         &settings.unpack,
         &rendered.cluster,
     );
+    let renders_again_at = context.provisioner.renders_again_at(&request);
     let content = ApprovedContent {
         bundle: instance.spec.bundle.name.clone(),
         digest: unpacked.digest.as_str().to_owned(),
@@ -247,7 +248,28 @@ pub async fn install<P: Provisioner>(
         report.status.automatic_rollback = Some(decided);
         return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
     }
-    finish(report, context, Action::requeue(next)).await
+    finish(
+        report,
+        context,
+        Action::requeue(sooner_for_render(next, renders_again_at)),
+    )
+    .await
+}
+
+/// `next`, or sooner when the provisioner said its render changes by
+/// itself before then (a second after, so the render is the new one).
+fn sooner_for_render(
+    next: std::time::Duration,
+    renders_again_at: Option<std::time::SystemTime>,
+) -> std::time::Duration {
+    let Some(at) = renders_again_at else {
+        return next;
+    };
+    let until = at
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default()
+        + std::time::Duration::from_secs(1);
+    next.min(until)
 }
 
 /// The Instance's generation (its spec's version).

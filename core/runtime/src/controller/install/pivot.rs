@@ -82,6 +82,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         generation: instance.metadata.generation,
         bundle: bundle_name.clone(),
         digest: unpacked.digest.as_str().to_owned(),
+        rendered: revision_content.rendered.map(str::to_owned),
     };
     let installed_here = report.installed(bundle_name) && report.observed_current();
     // Under drift Warn, what is installed is not written again until new
