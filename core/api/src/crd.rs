@@ -9,7 +9,12 @@ use crate::{Bundle, Instance, ProvisionerClass};
 
 /// The CRDs of the core API, in the order an installer should apply them.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![ProvisionerClass::crd(), bundle(), Instance::crd()]
+    vec![
+        ProvisionerClass::crd(),
+        bundle(),
+        Instance::crd(),
+        crate::ApprovalPolicy::crd(),
+    ]
 }
 
 /// The Bundle CRD, with its spec immutable. The rule sits on the Bundle's

@@ -6,6 +6,7 @@
 //! `crdgen` binary and a test keeps the committed files in step.
 
 pub mod approval;
+pub mod approval_policy;
 pub mod bundle;
 pub mod condition;
 pub mod crd;
@@ -18,6 +19,7 @@ pub mod revision;
 mod schema;
 
 pub use approval::{ApprovalState, ApprovedContent};
+pub use approval_policy::{ApprovalPolicy, ApprovalPolicySpec, ApprovalRule, RuleOutcome};
 pub use bundle::{
     Bundle, BundleProperty, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, RbacGrant,
     UnpackPhase, VolumeMount,

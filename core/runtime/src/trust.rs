@@ -9,6 +9,7 @@
 //! | module | decides |
 //! |---|---|
 //! | [`approval`] | approval policies (`UserPermission`, `Android`), the SubjectAccessReviews behind them |
+//! | [`policy`] | `approval: Policy`: an admin's ApprovalPolicy rules, over inputs the runtime verified |
 //! | [`rights`] | what content asks beyond plain objects, compared by meaning (`Android`) |
 //! | [`rbac`] | what RBAC objects grant, and the access questions they raise |
 //! | [`ownership`] | which existing objects an Instance may write, adopt and delete |
@@ -25,6 +26,7 @@ pub(crate) mod behalf;
 pub mod children;
 pub mod in_use_readers;
 pub mod ownership;
+pub mod policy;
 pub mod rbac;
 pub mod rerender;
 pub mod rights;

@@ -18,6 +18,7 @@
 //! | [`deputy`] | the provisioner reads and fetches only what the requester could |
 //! | [`pivot`] | a pivot touches only Bundles this Instance has had active |
 //! | [`android`] | `Android` installs an update by itself only when it asks for no new right |
+//! | [`policy`] | `approval: Policy`: an admin's rules decide; a requester cannot change them, pass as someone they allow, or slip past them |
 //! | [`in_use`] | an Instance whose APIs are in use is not deleted; a pivot keeps a CRD while objects of it exist |
 
 mod adoption;
@@ -29,6 +30,7 @@ mod deletion;
 mod deputy;
 mod in_use;
 mod pivot;
+mod policy;
 mod records;
 mod shipped;
 mod support;

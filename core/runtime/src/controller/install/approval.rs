@@ -179,6 +179,9 @@ async fn approve<P: Provisioner>(
             ..content.clone()
         });
     };
+    if policy == "Policy" {
+        return super::policy::decide(instance, class, proposed, content, context, report).await;
+    }
     if policy == "AllowAll" {
         approved(
             report,
@@ -380,7 +383,7 @@ async fn live_objects(
     Ok(live)
 }
 
-fn set_pending(report: &mut Report, message: String) {
+pub(super) fn set_pending(report: &mut Report, message: String) {
     let same = report
         .approval()
         .is_some_and(|c| c.reason == Reason::ApprovalPending.as_str() && c.message == message);

@@ -15,6 +15,7 @@ mod bundle;
 mod class;
 mod health;
 mod pivot;
+mod policy;
 mod render;
 mod rollback;
 mod unpack;

@@ -1,0 +1,266 @@
+//! The approval step under `approval: Policy`: the class's ApprovalPolicy
+//! decides ([`crate::trust::policy`]), over inputs gathered and verified
+//! here: the requester from the sealed record, the Bundle's properties as
+//! the provisioner reads them from the pinned content (never from a status
+//! someone could write), the rights and objects as rendered.
+//!
+//! What a rule approved holds for exactly that content while the class
+//! names the same policy: editing the policy is not retroactive (what runs
+//! stays approved), and the next content is judged by the rules as they
+//! are then. Decisions that wait are asked again every
+//! [`RECHECK`], so a policy an admin fixes is seen without a change to
+//! the Instance.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::events::{Event, EventType};
+use pakket_api::condition::ConditionStatus;
+use pakket_api::{
+    ApprovalPolicy, ApprovalState, ApprovedContent, Instance, ProvisionerClass, Reason, RuleOutcome,
+};
+
+use super::super::context::Context;
+use super::super::report::Report;
+use super::approval::{Proposed, running_revision, set_pending};
+use crate::approval::{Approval, ApprovalRequest, user_permission};
+use crate::class_parameters;
+use crate::provisioner::Provisioner;
+use crate::trust::policy::{self, BundleInputs, Inputs, InstanceInputs, Requester, RightsInputs};
+
+/// How soon a decision that waits is asked again.
+pub const RECHECK: Duration = Duration::from_secs(60);
+
+/// `None` when the policy approved `content` (or approved it before);
+/// otherwise why it waits and when to ask again.
+pub(super) async fn decide<P: Provisioner>(
+    instance: &Instance,
+    class: &ProvisionerClass,
+    proposed: Proposed<'_>,
+    content: &ApprovedContent,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Option<(String, Option<Duration>)> {
+    let name = instance.name_any();
+    let class_name = class.name_any();
+    let waiting = "nothing is applied before approval".to_owned();
+    let policy_name = match class_parameters::string(
+        class.spec.parameters.as_ref(),
+        policy::PARAMETER,
+    ) {
+        Ok(Some(policy_name)) => policy_name,
+        Ok(None) => {
+            set_pending(
+                report,
+                format!(
+                    "ProvisionerClass {class_name} has approval: Policy and names no ApprovalPolicy (parameter {}); an admin names one, or a person approves: `kubectl instance approve {name}`",
+                    policy::PARAMETER
+                ),
+            );
+            return Some((waiting, Some(RECHECK)));
+        }
+        Err(error) => {
+            set_pending(
+                report,
+                format!(
+                    "ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"
+                ),
+            );
+            return Some((waiting, Some(RECHECK)));
+        }
+    };
+    // Approved before, by this policy, for exactly this content.
+    let state = ApprovalState::of(instance);
+    let by_this_policy = format!("policy {policy_name} rule ");
+    if state.by_policy()
+        && state.covers(&content.bundle, &content.digest)
+        && state
+            .content
+            .as_ref()
+            .is_some_and(|approved| approved.approved_by.starts_with(&by_this_policy))
+    {
+        return None;
+    }
+    let found = Api::<ApprovalPolicy>::all(context.client.clone())
+        .get_opt(policy_name)
+        .await;
+    let approval_policy = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => {
+            set_pending(
+                report,
+                format!(
+                    "ProvisionerClass {class_name} names ApprovalPolicy {policy_name}, which does not exist; an admin creates it, or a person approves: `kubectl instance approve {name}`"
+                ),
+            );
+            return Some((waiting, Some(RECHECK)));
+        }
+        Err(error) => {
+            set_pending(
+                report,
+                format!(
+                    "reading ApprovalPolicy {policy_name} failed ({}); trying again",
+                    crate::apply::api_message(&error)
+                ),
+            );
+            return Some((waiting, Some(RECHECK)));
+        }
+    };
+    let rules = &approval_policy.spec.rules;
+    let inputs = match inputs(instance, class, proposed, content, rules, context).await {
+        Ok(inputs) => inputs,
+        Err(why) => {
+            set_pending(
+                report,
+                format!(
+                    "ApprovalPolicy {policy_name} cannot decide: {why}; a person decides: `kubectl instance approve {name}`"
+                ),
+            );
+            return Some((waiting, Some(RECHECK)));
+        }
+    };
+    let decision = policy::decide(rules, &inputs);
+    let by = decision.by(policy_name, rules);
+    let message = match decision.outcome {
+        RuleOutcome::Approve => {
+            let message = format!("approved by {by}: {}", decision.message);
+            report.set(
+                Reason::ApprovedByPolicy,
+                ConditionStatus::True,
+                message.clone(),
+            );
+            report.status.approval = Some(ApprovedContent {
+                approved_by: by,
+                ..content.clone()
+            });
+            tell(
+                context,
+                instance,
+                EventType::Normal,
+                "ApprovedByPolicyRule",
+                &message,
+            );
+            return None;
+        }
+        RuleOutcome::Deny => format!(
+            "refused by {by}: {}; nothing is applied. Change the request, or a person with the approve verb decides: `kubectl instance approve {name}`",
+            decision.message
+        ),
+        RuleOutcome::AskAPerson => format!(
+            "{by} asks a person: {}; review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}` or `kubectl instance deny {name}`",
+            decision.message
+        ),
+    };
+    let told = report
+        .approval()
+        .is_some_and(|condition| condition.message == message);
+    if !told {
+        let kind = if decision.outcome == RuleOutcome::Deny {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        tell(context, instance, kind, "PolicyDecided", &message);
+    }
+    set_pending(report, message);
+    Some((waiting, Some(RECHECK)))
+}
+
+/// What the rules see, each part verified here.
+async fn inputs<P: Provisioner>(
+    instance: &Instance,
+    class: &ProvisionerClass,
+    proposed: Proposed<'_>,
+    content: &ApprovedContent,
+    rules: &[pakket_api::ApprovalRule],
+    context: &Context<P>,
+) -> Result<Inputs, String> {
+    let (requester, _) = pakket_api::requester(instance, context.record_key.as_ref())
+        .map_err(|error| format!("the requester record is not trusted ({error})"))?;
+    // What runs now, rendered again from the store: the rights the new
+    // content asks beyond it are `rights.new`.
+    let running = running_revision(instance, proposed.request, context)
+        .map(|(_, objects)| objects)
+        .unwrap_or_default();
+    let all = crate::approval::rights_beyond(&context.client, proposed.objects, &[])
+        .await
+        .map_err(|error| format!("reading the cluster's aggregated roles failed ({error})"))?;
+    let new = crate::approval::rights_beyond(&context.client, proposed.objects, &running)
+        .await
+        .map_err(|error| format!("reading the cluster's aggregated roles failed ({error})"))?;
+    let user_permission = if policy::needs_user_permission(rules) {
+        let request = ApprovalRequest {
+            client: &context.client,
+            instance,
+            class,
+            policy: "UserPermission",
+            objects: proposed.objects,
+            running: Some(&running),
+            kinds: context.kinds.clone(),
+            record_key: context.record_key.as_ref(),
+        };
+        Some(matches!(
+            user_permission(&request).await,
+            Approval::Approved(_)
+        ))
+    } else {
+        None
+    };
+    Ok(Inputs {
+        requester: Requester {
+            name: requester.username,
+            groups: requester.groups,
+        },
+        bundle: BundleInputs {
+            name: content.bundle.clone(),
+            digest: content.digest.clone(),
+            refs: bundle_refs(instance, context),
+            properties: context.provisioner.properties(proposed.request),
+            ..BundleInputs::default()
+        },
+        rights: RightsInputs { all, new },
+        objects: Inputs::objects_of(proposed.objects),
+        instance: InstanceInputs {
+            name: instance.name_any(),
+            class: class.name_any(),
+            config: instance
+                .spec
+                .config
+                .clone()
+                .map(serde_json::Value::Object)
+                .unwrap_or_else(|| serde_json::json!({})),
+        },
+        user_permission,
+    }
+    .with_package_from_properties())
+}
+
+/// The refs the content came from: the embedded spec's, else the Bundle
+/// object's (whose spec is immutable).
+fn bundle_refs<P>(instance: &Instance, context: &Context<P>) -> Vec<String> {
+    match &instance.spec.bundle.spec {
+        Some(spec) => spec.refs.clone(),
+        None => context
+            .bundles
+            .get(&kube::runtime::reflector::ObjectRef::new(
+                &instance.spec.bundle.name,
+            ))
+            .map(|bundle| bundle.spec.refs.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// An Event on the Instance with the rule's words.
+fn tell<P>(context: &Context<P>, instance: &Instance, type_: EventType, reason: &str, note: &str) {
+    context.events.publish(
+        instance,
+        Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note.chars().take(1000).collect()),
+            action: "Approve".into(),
+            secondary: None,
+        },
+    );
+}

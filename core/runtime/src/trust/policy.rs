@@ -1,0 +1,504 @@
+//! `approval: Policy`: an admin's [`ApprovalPolicy`] decides, rule by rule,
+//! what a class installs by itself. The runtime gathers and verifies every
+//! input before a rule sees it ([`Inputs`]), and [`decide`] is a pure
+//! function of the rules and those inputs, which `kubectl instance policy
+//! test` calls too.
+//!
+//! The first rule whose expression is true decides; none true asks a
+//! person. A rule that cannot be evaluated (an error, past the cost limit)
+//! stops the walk and asks a person, naming the rule and why: skipping it
+//! could let a later `Approve` pass what it would have caught.
+//!
+//! CEL has no loops, but its macros iterate and nest: as for progression
+//! probes, an expression's cost is bounded before it runs by its length
+//! times the largest list or map among the inputs, raised to the number of
+//! macros it holds, and one past [`COST_LIMIT`] is not run.
+
+use std::sync::Arc;
+
+use cel::{Context, Program};
+use pakket_api::{ApprovalRule, BundleProperty, RuleOutcome};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The class parameter that names the policy.
+pub const PARAMETER: &str = "approvalPolicy";
+/// The largest cost a rule may have (as Kubernetes' per-expression limit
+/// for CRD validation rules, and progression probes').
+pub const COST_LIMIT: u128 = 1_000_000;
+/// The macros that iterate.
+const ITERATING_MACROS: &[&str] = &[".all(", ".exists(", ".exists_one(", ".map(", ".filter("];
+
+/// Everything a rule may look at, verified by the runtime.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Inputs {
+    /// Who asked, from the record Pakket's webhook sealed.
+    pub requester: Requester,
+    /// The content, as the provisioner read it from the pinned content.
+    pub bundle: BundleInputs,
+    /// The rights the content asks for (as `Android` compares them).
+    pub rights: RightsInputs,
+    /// The objects it installs.
+    pub objects: Vec<ObjectInput>,
+    /// The Instance.
+    pub instance: InstanceInputs,
+    /// `userPermission()`: whether the requester may do everything the
+    /// apply does (`UserPermission`'s verdict); `None` when not computed.
+    #[serde(skip)]
+    pub user_permission: Option<bool>,
+}
+
+/// `requester`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Requester {
+    /// The user name.
+    pub name: String,
+    /// Its groups.
+    pub groups: Vec<String>,
+}
+
+/// `bundle`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BundleInputs {
+    /// The Bundle's name.
+    pub name: String,
+    /// The pinned content digest.
+    pub digest: String,
+    /// Where the content was fetched from (`spec.refs`: an image, a URL):
+    /// the digest pins what came from there.
+    pub refs: Vec<String>,
+    /// The package (`olm.package`'s `packageName`), or empty.
+    pub package: String,
+    /// Its version (`olm.package`'s `version`), or empty.
+    pub version: String,
+    /// Every property the provisioner read: `{type, value}`.
+    pub properties: Vec<BundleProperty>,
+}
+
+/// `rights`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RightsInputs {
+    /// Every right the content asks for, in words.
+    pub all: Vec<String>,
+    /// Those the content the Instance runs now does not hold (all of them
+    /// for a first install).
+    pub new: Vec<String>,
+}
+
+/// One of `objects`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ObjectInput {
+    /// Its API group (`""` for the core group).
+    pub group: String,
+    /// Its API version.
+    pub version: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its namespace, or empty.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// `instance`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InstanceInputs {
+    /// Its name.
+    pub name: String,
+    /// Its class.
+    pub class: String,
+    /// Its `spec.config` (`{}` when it has none).
+    pub config: Value,
+}
+
+impl Inputs {
+    /// `bundle.package` and `bundle.version` from the `olm.package`
+    /// property, when there is one.
+    pub fn with_package_from_properties(mut self) -> Self {
+        if let Some(package) = self
+            .bundle
+            .properties
+            .iter()
+            .find(|property| property.type_ == "olm.package")
+        {
+            let field = |name: &str| {
+                package
+                    .value
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            self.bundle.package = field("packageName");
+            self.bundle.version = field("version");
+        }
+        self
+    }
+
+    /// The objects of `rendered`, as rules see them.
+    pub fn objects_of(rendered: &[Value]) -> Vec<ObjectInput> {
+        rendered
+            .iter()
+            .map(|object| {
+                let text = |pointer: &str| {
+                    object
+                        .pointer(pointer)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                let api_version = text("/apiVersion");
+                let (group, version) = match api_version.split_once('/') {
+                    Some((group, version)) => (group.to_owned(), version.to_owned()),
+                    None => (String::new(), api_version),
+                };
+                ObjectInput {
+                    group,
+                    version,
+                    kind: text("/kind"),
+                    namespace: text("/metadata/namespace"),
+                    name: text("/metadata/name"),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Whether any rule calls `userPermission()`: its answer costs
+/// SubjectAccessReviews, asked only then.
+pub fn needs_user_permission(rules: &[ApprovalRule]) -> bool {
+    rules
+        .iter()
+        .any(|rule| rule.cel.contains("userPermission("))
+}
+
+/// What the policy decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The outcome; `AskAPerson` also when no rule matched or one could
+    /// not be evaluated.
+    pub outcome: RuleOutcome,
+    /// The rule that decided (0-based), if one did.
+    pub rule: Option<usize>,
+    /// Why, for people.
+    pub message: String,
+}
+
+impl Decision {
+    /// `policy NAME rule N (RULE)`, or `policy NAME` when no rule decided:
+    /// what `status.approval.approvedBy` and the messages say.
+    pub fn by(&self, policy: &str, rules: &[ApprovalRule]) -> String {
+        match self.rule {
+            Some(index) => format!("policy {policy} {}", rule_label(index, &rules[index])),
+            None => format!("policy {policy}"),
+        }
+    }
+}
+
+/// `rule N` (1-based, as people count), with its name when it has one.
+pub fn rule_label(index: usize, rule: &ApprovalRule) -> String {
+    match &rule.name {
+        Some(name) => format!("rule {} ({name})", index + 1),
+        None => format!("rule {}", index + 1),
+    }
+}
+
+/// The first rule of `rules` whose expression is true over `inputs`
+/// decides; none true, or one that cannot be evaluated, asks a person.
+pub fn decide(rules: &[ApprovalRule], inputs: &Inputs) -> Decision {
+    let ask = |rule: Option<usize>, message: String| Decision {
+        outcome: RuleOutcome::AskAPerson,
+        rule,
+        message,
+    };
+    let context = match context_of(inputs) {
+        Ok(context) => context,
+        Err(why) => {
+            return ask(
+                None,
+                format!("its inputs could not be given to CEL ({why})"),
+            );
+        }
+    };
+    let widest = widest_collection(&serde_json::to_value(inputs).unwrap_or_default());
+    for (index, rule) in rules.iter().enumerate() {
+        let label = rule_label(index, rule);
+        match evaluate(rule, &context, widest) {
+            Ok(true) => {
+                let message = if rule.message.is_empty() {
+                    format!("`{}` is true", rule.cel)
+                } else {
+                    rule.message.clone()
+                };
+                return Decision {
+                    outcome: rule.outcome,
+                    rule: Some(index),
+                    message,
+                };
+            }
+            Ok(false) => {}
+            Err(why) => {
+                return ask(
+                    Some(index),
+                    format!(
+                        "{label} could not be evaluated ({why}), so a person decides; fix the rule"
+                    ),
+                );
+            }
+        }
+    }
+    ask(None, "no rule matched, so a person decides".to_owned())
+}
+
+/// Whether `rule` holds: true, false, or why it could not be evaluated.
+fn evaluate(rule: &ApprovalRule, context: &Context, widest: usize) -> Result<bool, String> {
+    if rule.cel.len() > pakket_api::approval_policy::MAX_RULE_EXPRESSION {
+        return Err(format!(
+            "the expression is {} bytes; at most {}",
+            rule.cel.len(),
+            pakket_api::approval_policy::MAX_RULE_EXPRESSION
+        ));
+    }
+    let macros: u32 = ITERATING_MACROS
+        .iter()
+        .map(|name| rule.cel.matches(name).count() as u32)
+        .sum();
+    let cost = (0..macros).fold(rule.cel.len() as u128, |cost, _| {
+        cost.saturating_mul((widest as u128).max(1))
+    });
+    if cost > COST_LIMIT {
+        return Err(format!(
+            "its cost over these inputs ({cost}) is past the limit of {COST_LIMIT}; nest fewer macros"
+        ));
+    }
+    let program = Program::compile(&rule.cel).map_err(|error| {
+        let text = error.to_string();
+        format!("not valid CEL: {}", text.lines().next().unwrap_or_default())
+    })?;
+    match program.execute(context) {
+        Ok(cel::Value::Bool(outcome)) => Ok(outcome),
+        Ok(_) => Err("it gives a value that is not true or false; write a condition".into()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// The CEL context: the inputs as variables, the built-in policies as
+/// functions.
+fn context_of(inputs: &Inputs) -> Result<Context<'static>, String> {
+    let mut context = Context::default();
+    let variables = [
+        ("requester", serde_json::to_value(&inputs.requester)),
+        ("bundle", serde_json::to_value(&inputs.bundle)),
+        ("rights", serde_json::to_value(&inputs.rights)),
+        ("objects", serde_json::to_value(&inputs.objects)),
+        ("instance", serde_json::to_value(&inputs.instance)),
+    ];
+    for (name, value) in variables {
+        let value = value.map_err(|error| error.to_string())?;
+        let value = cel::to_value(&value).map_err(|error| error.to_string())?;
+        context
+            .add_variable(name, value)
+            .map_err(|error| error.to_string())?;
+    }
+    let no_new_rights = inputs.rights.new.is_empty();
+    context.add_function("noNewRights", move || no_new_rights);
+    let user_permission = Arc::new(inputs.user_permission);
+    context.add_function(
+        "userPermission",
+        move || -> Result<bool, cel::ExecutionError> {
+            user_permission.ok_or_else(|| {
+                cel::ExecutionError::function_error(
+                    "userPermission",
+                    "not known here (the runtime asks the apiserver; a policy test without --as cannot)",
+                )
+            })
+        },
+    );
+    Ok(context)
+}
+
+/// The number of entries of the longest list or map in `value`.
+fn widest_collection(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .map(widest_collection)
+            .max()
+            .unwrap_or(0)
+            .max(items.len()),
+        Value::Object(fields) => fields
+            .values()
+            .map(widest_collection)
+            .max()
+            .unwrap_or(0)
+            .max(fields.len()),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(cel: &str, outcome: RuleOutcome) -> ApprovalRule {
+        ApprovalRule {
+            name: None,
+            cel: cel.into(),
+            outcome,
+            message: format!("{outcome} because {cel}"),
+        }
+    }
+
+    fn etcd_for(name: &str, groups: &[&str]) -> Inputs {
+        Inputs {
+            requester: Requester {
+                name: name.into(),
+                groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            },
+            bundle: BundleInputs {
+                name: "etcd-v0.9.4".into(),
+                digest: "sha256:aa".into(),
+                properties: vec![BundleProperty {
+                    type_: "olm.package".into(),
+                    value: json!({"packageName": "etcd", "version": "0.9.4"}),
+                }],
+                ..BundleInputs::default()
+            },
+            rights: RightsInputs {
+                all: vec!["the rule create on pods in team-a".into()],
+                new: vec![],
+            },
+            objects: Inputs::objects_of(&[
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "etcd", "namespace": "team-a"}}),
+            ]),
+            instance: InstanceInputs {
+                name: "etcd".into(),
+                class: "operators".into(),
+                config: json!({"installNamespace": "team-a"}),
+            },
+            user_permission: Some(false),
+        }
+        .with_package_from_properties()
+    }
+
+    #[test]
+    fn the_first_matching_rule_decides_and_says_which_it_was() {
+        let rules = vec![
+            rule("bundle.package == 'postgres'", RuleOutcome::Deny),
+            ApprovalRule {
+                name: Some("team-a-etcd".into()),
+                ..rule(
+                    "'team-a' in requester.groups && bundle.package == 'etcd' && bundle.version.startsWith('0.9.') && objects.all(o, o.namespace == 'team-a')",
+                    RuleOutcome::Approve,
+                )
+            },
+            rule("true", RuleOutcome::Deny),
+        ];
+        let decided = decide(&rules, &etcd_for("alice", &["team-a"]));
+        assert_eq!(decided.outcome, RuleOutcome::Approve);
+        assert_eq!(decided.rule, Some(1));
+        assert_eq!(
+            decided.by("operators", &rules),
+            "policy operators rule 2 (team-a-etcd)"
+        );
+        // Someone outside the team falls through to the last rule.
+        let other = decide(&rules, &etcd_for("bob", &["team-b"]));
+        assert_eq!((other.outcome, other.rule), (RuleOutcome::Deny, Some(2)));
+    }
+
+    #[test]
+    fn no_match_asks_a_person() {
+        let rules = vec![rule("bundle.package == 'postgres'", RuleOutcome::Approve)];
+        let decided = decide(&rules, &etcd_for("alice", &[]));
+        assert_eq!(
+            (decided.outcome, decided.rule),
+            (RuleOutcome::AskAPerson, None)
+        );
+        assert!(
+            decided.message.contains("no rule matched"),
+            "{}",
+            decided.message
+        );
+    }
+
+    #[test]
+    fn a_rule_that_cannot_be_evaluated_stops_the_walk_and_asks_a_person() {
+        // The second rule would approve; the first, broken, must not be
+        // skipped past (it might have been meant to deny).
+        for broken in [
+            "bundle.nosuchfield == 'x'",
+            "bundle.package ==",
+            "bundle.package",
+        ] {
+            let rules = vec![
+                rule(broken, RuleOutcome::Deny),
+                rule("true", RuleOutcome::Approve),
+            ];
+            let decided = decide(&rules, &etcd_for("alice", &[]));
+            assert_eq!(
+                (decided.outcome, decided.rule),
+                (RuleOutcome::AskAPerson, Some(0)),
+                "{broken}: {decided:?}"
+            );
+            assert!(
+                decided.message.starts_with("rule 1 could not be evaluated"),
+                "{}",
+                decided.message
+            );
+        }
+    }
+
+    #[test]
+    fn the_built_in_verdicts_are_functions() {
+        let mut inputs = etcd_for("alice", &[]);
+        let rules = vec![rule(
+            "noNewRights() && !userPermission()",
+            RuleOutcome::Approve,
+        )];
+        assert_eq!(decide(&rules, &inputs).outcome, RuleOutcome::Approve);
+        inputs.rights.new = vec!["the rule escalate on clusterroles".into()];
+        assert_eq!(decide(&rules, &inputs).outcome, RuleOutcome::AskAPerson);
+        // Unknown (a policy test that cannot ask the apiserver): the rule
+        // cannot be evaluated, and says so.
+        inputs.user_permission = None;
+        let rules = vec![rule("userPermission()", RuleOutcome::Approve)];
+        let decided = decide(&rules, &inputs);
+        assert_eq!(decided.outcome, RuleOutcome::AskAPerson);
+        assert!(
+            decided.message.contains("not known here"),
+            "{}",
+            decided.message
+        );
+        assert!(needs_user_permission(&rules));
+    }
+
+    #[test]
+    fn nested_macros_over_many_objects_are_past_the_cost_limit_and_not_run() {
+        let mut inputs = etcd_for("alice", &[]);
+        inputs.objects = (0..2_000)
+            .map(|n| ObjectInput {
+                kind: "ConfigMap".into(),
+                name: format!("c{n}"),
+                ..ObjectInput::default()
+            })
+            .collect();
+        let rules = vec![rule(
+            "objects.all(a, objects.all(b, a.name != b.name || a == b))",
+            RuleOutcome::Approve,
+        )];
+        let decided = decide(&rules, &inputs);
+        assert_eq!(decided.outcome, RuleOutcome::AskAPerson);
+        assert!(
+            decided.message.contains("past the limit"),
+            "{}",
+            decided.message
+        );
+        // One macro over the same objects is within it.
+        let rules = vec![rule(
+            "objects.all(o, o.kind == 'ConfigMap')",
+            RuleOutcome::Approve,
+        )];
+        assert_eq!(decide(&rules, &inputs).outcome, RuleOutcome::Approve);
+    }
+}

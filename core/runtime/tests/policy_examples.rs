@@ -1,0 +1,205 @@
+//! The ApprovalPolicies in `deploy/policies/`, which admins copy: each
+//! read as the apiserver would store it and decided over the inputs the
+//! runtime would give it, for the requests it is meant to let through,
+//! stop, and hand to a person. (How the runtime gathers and verifies those
+//! inputs on a live cluster: `examples/plain/tests/trust/policy.rs`.)
+
+use std::path::Path;
+
+use pakket_api::{ApprovalPolicy, BundleProperty, RuleOutcome};
+use pakket_runtime::trust::policy::{
+    BundleInputs, Decision, Inputs, InstanceInputs, Requester, RightsInputs, decide,
+};
+use serde_json::json;
+
+fn example(file: &str) -> ApprovalPolicy {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../deploy/policies")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// A request for `package` at `version` by a member of `groups`, into
+/// `namespace`, from `image`, asking for `all` rights of which `new` are
+/// new.
+struct Request<'a> {
+    groups: &'a [&'a str],
+    package: &'a str,
+    version: &'a str,
+    namespace: &'a str,
+    image: &'a str,
+    all: &'a [&'a str],
+    new: &'a [&'a str],
+    user_permission: bool,
+}
+
+impl Request<'_> {
+    fn inputs(&self) -> Inputs {
+        Inputs {
+            requester: Requester {
+                name: "someone".into(),
+                groups: self.groups.iter().map(|g| (*g).to_owned()).collect(),
+            },
+            bundle: BundleInputs {
+                name: format!("{}-v{}", self.package, self.version),
+                digest: "sha256:00".into(),
+                refs: vec![format!("docker://{}", self.image)],
+                properties: vec![BundleProperty {
+                    type_: "olm.package".into(),
+                    value: json!({ "packageName": self.package, "version": self.version }),
+                }],
+                ..BundleInputs::default()
+            },
+            rights: RightsInputs {
+                all: self.all.iter().map(|r| (*r).to_owned()).collect(),
+                new: self.new.iter().map(|r| (*r).to_owned()).collect(),
+            },
+            objects: Vec::new(),
+            instance: InstanceInputs {
+                name: self.package.into(),
+                class: "operators".into(),
+                config: json!({ "installNamespace": self.namespace }),
+            },
+            user_permission: Some(self.user_permission),
+        }
+        .with_package_from_properties()
+    }
+
+    fn decided_by(&self, policy: &ApprovalPolicy) -> Decision {
+        decide(&policy.spec.rules, &self.inputs())
+    }
+}
+
+const ETCD_FOR_TEAM_A: Request<'static> = Request {
+    groups: &["team-a", "system:authenticated"],
+    package: "etcd",
+    version: "0.9.4",
+    namespace: "team-a",
+    image: "quay.io/operatorhubio/etcd@sha256:00",
+    all: &["the rule get pods in namespace team-a"],
+    new: &["the rule get pods in namespace team-a"],
+    user_permission: false,
+};
+
+fn label(policy: &ApprovalPolicy, decision: &Decision) -> String {
+    decision.by(policy.metadata.name.as_deref().unwrap(), &policy.spec.rules)
+}
+
+#[test]
+fn the_team_allow_list_lets_each_team_install_its_packages_and_versions_into_its_namespace() {
+    let policy = example("team-allow-list.yaml");
+    let approved = ETCD_FOR_TEAM_A.decided_by(&policy);
+    assert_eq!(approved.outcome, RuleOutcome::Approve);
+    assert_eq!(
+        label(&policy, &approved),
+        "policy team-allow-list rule 2 (team-a-etcd)"
+    );
+    // Another version, another team, another namespace: a person decides.
+    for other in [
+        Request {
+            version: "0.10.0",
+            ..ETCD_FOR_TEAM_A
+        },
+        Request {
+            groups: &["team-b"],
+            ..ETCD_FOR_TEAM_A
+        },
+        Request {
+            namespace: "kube-system",
+            ..ETCD_FOR_TEAM_A
+        },
+    ] {
+        let decided = other.decided_by(&policy);
+        assert_eq!(
+            (decided.outcome, decided.rule),
+            (RuleOutcome::AskAPerson, None)
+        );
+    }
+    let postgres = Request {
+        groups: &["team-b"],
+        package: "cloudnative-pg",
+        version: "1.25.1",
+        namespace: "team-b",
+        ..ETCD_FOR_TEAM_A
+    };
+    assert_eq!(postgres.decided_by(&policy).outcome, RuleOutcome::Approve);
+    // Cluster-wide rights are a person's to grant, even for an allowed package.
+    let wider = Request {
+        new: &["ServiceAccount team-a/etcd bound to ClusterRole etcd-operator cluster-wide"],
+        ..ETCD_FOR_TEAM_A
+    };
+    let decided = wider.decided_by(&policy);
+    assert_eq!(
+        (decided.outcome, decided.rule),
+        (RuleOutcome::AskAPerson, Some(0))
+    );
+}
+
+#[test]
+fn no_new_cluster_rights_passes_updates_within_what_runs_and_stops_the_rest() {
+    let policy = example("no-new-cluster-rights.yaml");
+    let update = Request {
+        all: &[
+            "the rule get pods cluster-wide",
+            "the rule get pods in namespace team-a",
+        ],
+        new: &["the rule list configmaps in namespace team-a"],
+        ..ETCD_FOR_TEAM_A
+    };
+    assert_eq!(update.decided_by(&policy).outcome, RuleOutcome::Approve);
+    for asks_more in [
+        &["the rule get secrets cluster-wide"][..],
+        &["CRD etcdclusters.etcd.database.coreos.com"][..],
+        &[
+            "webhook v.example.com of ValidatingWebhookConfiguration v as configured now (sha256:00)",
+        ][..],
+    ] {
+        let request = Request {
+            new: asks_more,
+            ..update
+        };
+        let decided = request.decided_by(&policy);
+        assert_eq!(
+            (decided.outcome, decided.rule),
+            (RuleOutcome::AskAPerson, Some(1)),
+            "{asks_more:?}"
+        );
+    }
+    let first = Request {
+        all: &["the rule get pods in namespace team-a"],
+        new: &["the rule get pods in namespace team-a"],
+        ..update
+    };
+    assert_eq!(first.decided_by(&policy).rule, Some(0), "a first install");
+}
+
+#[test]
+fn signed_off_catalogs_refuse_content_from_elsewhere() {
+    let policy = example("signed-off-catalogs.yaml");
+    let signed = Request {
+        user_permission: true,
+        ..ETCD_FOR_TEAM_A
+    };
+    assert_eq!(signed.decided_by(&policy).outcome, RuleOutcome::Approve);
+    let elsewhere = Request {
+        image: "docker.io/someone/etcd@sha256:00",
+        ..signed
+    };
+    let refused = elsewhere.decided_by(&policy);
+    assert_eq!(
+        (refused.outcome, refused.rule),
+        (RuleOutcome::Deny, Some(0))
+    );
+    assert!(
+        refused.message.contains("signed-off registries"),
+        "{}",
+        refused.message
+    );
+    // Signed off, but asking for rights its requester lacks: a person.
+    let beyond = Request {
+        user_permission: false,
+        ..ETCD_FOR_TEAM_A
+    };
+    assert_eq!(beyond.decided_by(&policy).outcome, RuleOutcome::AskAPerson);
+}

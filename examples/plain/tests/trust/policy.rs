@@ -1,0 +1,283 @@
+//! `approval: Policy`: an admin's ApprovalPolicy decides, rule by rule,
+//! what a class installs by itself, over inputs the runtime verified. The
+//! provisioner runs with the RBAC `deploy/` ships. A requester cannot
+//! change which policy applies or what it says, cannot pass as someone a
+//! rule allows, cannot slip a right a rule refuses into an update, and an
+//! approval is not taken back by a later edit of the policy (by design:
+//! what runs stays approved; the next content is judged by the rules as
+//! they are then).
+
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use pakket_api::{
+    ApprovalPolicy, ApprovalPolicySpec, ApprovalRule, ConditionType, Instance, ProvisionerClass,
+    RuleOutcome,
+};
+use pakket_testkit::{eventually, reason_is};
+use serde_json::json;
+
+use crate::support::{Stage, Webhooks, refused_with, rule};
+
+/// The admin's policy: never a binding to cluster-admin; alice (one of
+/// the test users, by name and group) installs ConfigMaps into the
+/// stage's namespace by herself; anything else asks a person.
+fn policy(stage: &Stage) -> ApprovalPolicy {
+    let namespace = stage.namespace();
+    ApprovalPolicy {
+        metadata: stage.scope.meta("policy"),
+        spec: ApprovalPolicySpec {
+            rules: vec![
+                ApprovalRule {
+                    name: Some("no-cluster-admin".into()),
+                    cel: "rights.new.exists(r, r.contains('ClusterRole cluster-admin'))".into(),
+                    outcome: RuleOutcome::Deny,
+                    message: "a binding to cluster-admin is never self-served".into(),
+                },
+                ApprovalRule {
+                    name: Some("alice-configmaps".into()),
+                    cel: format!(
+                        "requester.name == 'alice' && 'pakket:test-users' in requester.groups && objects.all(o, o.kind == 'ConfigMap' && o.namespace == '{namespace}')"
+                    ),
+                    outcome: RuleOutcome::Approve,
+                    message: "alice's team installs its own configuration".into(),
+                },
+            ],
+        },
+    }
+}
+
+/// Alice moves Instance `app` to Bundle `bundle` of content `content`.
+async fn update(stage: &Stage, alice: &Client, bundle: &str, content: &str) {
+    let change = json!({ "spec": { "bundle": {
+        "name": stage.scope.name(bundle), "spec": stage.bundle_spec(content),
+    } } });
+    let alices: Api<Instance> = Api::all(alice.clone());
+    eventually("alice's edit is allowed", || async {
+        alices
+            .patch(
+                &stage.scope.name("app"),
+                &PatchParams::default(),
+                &Patch::Merge(&change),
+            )
+            .await
+            .is_ok()
+    })
+    .await;
+}
+
+fn approved_by(instance: &Instance) -> String {
+    instance
+        .status
+        .as_ref()
+        .and_then(|status| status.approval.as_ref())
+        .map(|approval| approval.approved_by.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_policy_approves_what_its_rules_allow_and_nothing_a_requester_writes_changes_that() {
+    let mut stage = Stage::shipped("trust-policy", "Policy", Webhooks::On).await;
+    let policies: Api<ApprovalPolicy> = Api::all(stage.admin());
+    let approval_policy = policies
+        .create(&PostParams::default(), &policy(&stage))
+        .await
+        .unwrap();
+    let policy_name = stage.scope.name("policy");
+    let classes: Api<ProvisionerClass> = Api::all(stage.admin());
+    classes
+        .patch(
+            &stage.class(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "parameters": { "approvalPolicy": policy_name } } })),
+        )
+        .await
+        .unwrap();
+    for user in ["alice", "mallory"] {
+        stage.grant_requester(user).await;
+        stage
+            .grant(
+                &format!("{user}-content"),
+                user,
+                vec![rule("", "configmaps", &["get"], &["v1", "v2", "v3"])],
+            )
+            .await;
+    }
+    stage
+        .grant(
+            "alice-edits",
+            "alice",
+            vec![rule(
+                pakket_api::GROUP,
+                "instances",
+                &["patch"],
+                &[&stage.scope.name("app")],
+            )],
+        )
+        .await;
+    let alice = stage.client_as("alice").await;
+    let mallory = stage.client_as("mallory").await;
+    stage.config_map_content("v1", &[("marker", "v1")]).await;
+    stage.config_map_content("v2", &[("marker", "v2")]).await;
+    let admin_binding = stage.scope.name("operator-admin");
+    let escalation = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {admin_binding}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n- kind: ServiceAccount\n  name: operator\n  namespace: {}\n",
+        stage.namespace()
+    );
+    stage
+        .content(
+            "v3",
+            &[
+                ("marker.yaml", stage.config_map_manifest("marker", "v3")),
+                ("escalation.yaml", escalation),
+            ],
+        )
+        .await;
+
+    // The rule that allows it approves, and says which rule it was.
+    stage
+        .create(&alice, stage.instance("app", "app-v1", "v1"))
+        .await
+        .unwrap();
+    let installed = stage.installed("app").await;
+    assert_eq!(
+        approved_by(&installed),
+        format!("policy {policy_name} rule 2 (alice-configmaps)")
+    );
+    let approved = installed.condition(ConditionType::Approved).unwrap();
+    assert!(
+        approved.reason == "ApprovedByPolicy"
+            && approved
+                .message
+                .contains("alice's team installs its own configuration"),
+        "{approved:?}"
+    );
+    assert_eq!(stage.value_of("marker").await.as_deref(), Some("v1"));
+
+    // Mallory asks for the same content: no rule is hers, a person
+    // decides, nothing is written, and she cannot approve it herself.
+    stage
+        .create(&mallory, stage.instance("other", "other-v1", "v2"))
+        .await
+        .unwrap();
+    let waiting = stage
+        .wait("other", "mallory's request waiting", |i| {
+            reason_is(i, ConditionType::Approved, "ApprovalPending")
+        })
+        .await;
+    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains(&format!("policy {policy_name} asks a person"))
+            && message.contains("no rule matched"),
+        "{message}"
+    );
+    assert!(stage.approve_as(&mallory, "other").await.is_err());
+    assert_eq!(
+        stage.value_of("marker").await.as_deref(),
+        Some("v1"),
+        "mallory's content wrote nothing"
+    );
+
+    // Neither can change which policy applies, nor what it says.
+    for user in [&alice, &mallory] {
+        let theirs: Api<ApprovalPolicy> = Api::all(user.clone());
+        let mut edited = approval_policy.clone();
+        edited.spec.rules[1].cel = "true".into();
+        edited.metadata.resource_version = None;
+        assert!(refused_with(
+            &theirs
+                .replace(&policy_name, &PostParams::default(), &edited)
+                .await,
+            403
+        ));
+        let their_classes: Api<ProvisionerClass> = Api::all(user.clone());
+        assert!(refused_with(
+            &their_classes
+                .patch(
+                    &stage.class(),
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({ "spec": { "parameters": { "approval": "AllowAll" } } })),
+                )
+                .await,
+            403
+        ));
+    }
+
+    // Alice slips a binding to cluster-admin into an update: the first
+    // rule refuses it, nothing of it is written, v1 keeps running.
+    update(&stage, &alice, "app-v3", "v3").await;
+    let refused = stage
+        .wait("app", "the escalation refused", |i| {
+            reason_is(i, ConditionType::Approved, "ApprovalPending")
+                && i.spec.bundle.name == stage.scope.name("app-v3")
+        })
+        .await;
+    let message = &refused.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains(&format!(
+            "refused by policy {policy_name} rule 1 (no-cluster-admin)"
+        )) && message.contains("never self-served"),
+        "{message}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(
+        Api::<ClusterRoleBinding>::all(stage.admin())
+            .get_opt(&admin_binding)
+            .await
+            .unwrap()
+            .is_none(),
+        "no binding to cluster-admin was written"
+    );
+    assert_eq!(stage.value_of("marker").await.as_deref(), Some("v1"));
+
+    // Back to v2, approved by her rule; then the admin takes the rule
+    // away. Not retroactive: a restarted provisioner (every Instance
+    // reconciled) keeps v2 approved and installed. The next content waits.
+    update(&stage, &alice, "app-v2", "v2").await;
+    eventually("v2 installed by the policy", || async {
+        stage.value_of("marker").await.as_deref() == Some("v2")
+    })
+    .await;
+    let mut narrowed = policies.get(&policy_name).await.unwrap();
+    narrowed.spec.rules[1].cel = "false".into();
+    policies
+        .replace(&policy_name, &PostParams::default(), &narrowed)
+        .await
+        .unwrap();
+    stage.kill_provisioner(false).await;
+    stage.start_provisioner().await;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let kept = stage.installed("app").await;
+    assert!(
+        approved_by(&kept).ends_with("rule 2 (alice-configmaps)")
+            && kept.spec.bundle.name == stage.scope.name("app-v2"),
+        "{:?}",
+        kept.status.as_ref().and_then(|s| s.approval.as_ref())
+    );
+    assert_eq!(stage.value_of("marker").await.as_deref(), Some("v2"));
+    update(&stage, &alice, "app-v1b", "v1").await;
+    let asked = stage
+        .wait("app", "new content under the narrowed policy", |i| {
+            reason_is(i, ConditionType::Approved, "ApprovalPending")
+                && i.spec.bundle.name == stage.scope.name("app-v1b")
+        })
+        .await;
+    assert!(
+        asked
+            .condition(ConditionType::Approved)
+            .unwrap()
+            .message
+            .contains("no rule matched"),
+        "{:?}",
+        asked.condition(ConditionType::Approved)
+    );
+    assert_eq!(stage.value_of("marker").await.as_deref(), Some("v2"));
+
+    stage.delete_instance("app").await;
+    stage.delete_instance("other").await;
+    policies
+        .delete(&policy_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    stage.cleanup().await;
+}
