@@ -99,6 +99,9 @@ impl Admission {
                 self.validate_instance_status(request, &requester, &mut verdict)
                     .await
             }
+            (Webhook::Validate, Target::ApprovalPolicy) if writes => {
+                validate_approval_policy(request, &mut verdict)
+            }
             (Webhook::Validate, Target::ConfigMap) => {
                 self.validate_config_map(request, &mut verdict);
                 Ok(())
@@ -773,4 +776,17 @@ fn display_name(request: &Request, object: &kube::core::DynamicObject) -> String
         .clone()
         .or_else(|| object.metadata.generate_name.clone())
         .unwrap_or_else(|| request.name.clone())
+}
+
+/// An ApprovalPolicy whose rules do not compile is refused, each problem
+/// naming its rule's field: a typo shows at `kubectl apply`, not as
+/// Instances waiting for a person.
+fn validate_approval_policy(request: &Request, verdict: &mut Verdict) -> Result<(), String> {
+    let (_, policy) = objects::<pakket_api::ApprovalPolicy>(request, "ApprovalPolicy")?;
+    verdict.invalid(in_object(
+        "ApprovalPolicy",
+        &policy.name_any(),
+        pakket_runtime::trust::policy::problems(&policy.spec.rules),
+    ));
+    Ok(())
 }

@@ -390,6 +390,18 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
         Vec::new(),
     );
     package_deletion.failure_policy = Some("Ignore".to_owned());
+    // An admin's ApprovalPolicy: rules that do not compile are refused
+    // when written (failing closed costs nothing: only admins write them,
+    // and nothing else waits on one).
+    let approval_policies = validating_webhook(
+        options,
+        "approvalpolicies.validate",
+        vec![pakket_rule("approvalpolicies", &["CREATE", "UPDATE"])],
+        vec![condition(
+            "create-or-spec-changed",
+            "request.operation == 'CREATE' || object.spec != oldObject.spec".to_owned(),
+        )],
+    );
     // Deleting an Instance whose APIs are in use: refused, naming the
     // users (`Fail`: nothing is deleted unchecked). An admin's override
     // is recorded in an Event, never on a dry run.
@@ -410,6 +422,7 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
             records,
             records_status,
             package_deletion,
+            approval_policies,
             config_maps,
         ]),
     }
@@ -515,7 +528,7 @@ mod tests {
         let options = Options::deployed();
         let validating = validating(&options).webhooks.unwrap();
         let mutating = mutating(&options).webhooks.unwrap();
-        assert_eq!(validating.len(), 8);
+        assert_eq!(validating.len(), 9);
         assert_eq!(mutating.len(), 3);
         for webhook in &validating {
             // The in-use override writes an Event, never on a dry run.

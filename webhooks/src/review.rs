@@ -84,6 +84,8 @@ pub enum Target {
     InstanceStatus,
     /// A core/v1 ConfigMap.
     ConfigMap,
+    /// An ApprovalPolicy: its rules must compile.
+    ApprovalPolicy,
     /// An object whose requester records the webhook keeps, besides
     /// Instances: `Input` (resolve.pakket.dev), `Operator`
     /// (operators.pakket.dev), `ClusterPackage` or `Package`
@@ -107,6 +109,7 @@ impl Target {
             (pakket_api::GROUP, "instances", "") => Self::Instance,
             (pakket_api::GROUP, "instances", "status") => Self::InstanceStatus,
             ("", "configmaps", "") => Self::ConfigMap,
+            (pakket_api::GROUP, "approvalpolicies", "") => Self::ApprovalPolicy,
             (RESOLVE_GROUP, "inputs", "" | "status") => Self::Recorded("Input"),
             (OPERATORS_GROUP, "operators", "" | "status") => Self::Recorded("Operator"),
             (PACKAGES_GROUP, "clusterpackages", "" | "status") => Self::Recorded("ClusterPackage"),
@@ -122,6 +125,7 @@ impl Target {
             Self::Instance => "instances",
             Self::InstanceStatus => "instances/status",
             Self::ConfigMap => "configmaps",
+            Self::ApprovalPolicy => "approvalpolicies",
             Self::Recorded("Input") => "inputs",
             Self::Recorded("ClusterPackage") => "clusterpackages",
             Self::Recorded("Package") => "packages",

@@ -1148,3 +1148,42 @@ async fn a_new_instance_carries_the_finalizer_of_a_provisioner_that_claimed_its_
     }
     harness.cleanup().await;
 }
+
+#[tokio::test]
+async fn an_approval_policy_whose_rules_do_not_compile_is_refused_naming_the_rule() {
+    let harness = Harness::start("approval-policy").await;
+    let policies: Api<pakket_api::ApprovalPolicy> = Api::all(harness.scope.client.clone());
+    let rule = |cel: &str| pakket_api::ApprovalRule {
+        name: None,
+        cel: cel.into(),
+        outcome: pakket_api::RuleOutcome::Approve,
+        message: String::new(),
+    };
+    let mut policy = pakket_api::ApprovalPolicy {
+        metadata: harness.scope.meta("policy"),
+        spec: pakket_api::ApprovalPolicySpec {
+            rules: vec![rule("bundle.package == 'etcd'"), rule("bundle.version ==")],
+        },
+    };
+    let message = webhook_refusal(&policies, &policy, "spec.rules[1].cel").await;
+    assert!(
+        message.contains("not valid CEL") && message.contains(&harness.scope.name("policy")),
+        "{message}"
+    );
+    policy.spec.rules[1] = rule("bundle.version.startsWith('0.9.')");
+    let created = create_when_allowed(&policies, &policy, &["spec.rules"]).await;
+    // A broken edit is refused too, and the stored rules stay.
+    let mut edited = created.clone();
+    edited.spec.rules[0] = rule("requester.name in");
+    let refused = policies
+        .replace(&created.name_any(), &post(), &edited)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("spec.rules[0].cel"),
+        "{refused}"
+    );
+    let stored = policies.get(&created.name_any()).await.unwrap();
+    assert_eq!(stored.spec, created.spec);
+    harness.cleanup().await;
+}

@@ -92,6 +92,7 @@ impl Scope {
         self.delete_labelled::<Instance>().await;
         self.delete_labelled::<Bundle>().await;
         self.delete_labelled::<ProvisionerClass>().await;
+        self.delete_labelled::<pakket_api::ApprovalPolicy>().await;
         let _ = Api::<Namespace>::all(self.client.clone())
             .delete(&self.namespace, &DeleteParams::default())
             .await;

@@ -172,6 +172,41 @@ pub fn needs_user_permission(rules: &[ApprovalRule]) -> bool {
         .any(|rule| rule.cel.contains("userPermission("))
 }
 
+/// Problems with `rules` that are wrong whatever the inputs, each naming
+/// its field (`spec.rules[1].cel: ...`): an expression that is not CEL or
+/// is too long, an outcome-less message. What the admission webhook
+/// refuses when an admin writes the policy, so a typo is seen at `kubectl
+/// apply` rather than as Instances waiting for a person.
+pub fn problems(rules: &[ApprovalRule]) -> Vec<String> {
+    let mut problems = Vec::new();
+    if rules.len() > pakket_api::approval_policy::MAX_RULES {
+        problems.push(format!(
+            "spec.rules: holds {} rules; at most {}",
+            rules.len(),
+            pakket_api::approval_policy::MAX_RULES
+        ));
+    }
+    for (index, rule) in rules.iter().enumerate() {
+        let field = format!("spec.rules[{index}].cel");
+        if rule.cel.len() > pakket_api::approval_policy::MAX_RULE_EXPRESSION {
+            problems.push(format!(
+                "{field}: is {} bytes; at most {}",
+                rule.cel.len(),
+                pakket_api::approval_policy::MAX_RULE_EXPRESSION
+            ));
+            continue;
+        }
+        if let Err(error) = Program::compile(&rule.cel) {
+            let text = error.to_string();
+            problems.push(format!(
+                "{field}: not valid CEL: {}",
+                text.lines().next().unwrap_or_default()
+            ));
+        }
+    }
+    problems
+}
+
 /// What the policy decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
@@ -405,6 +440,21 @@ mod tests {
         // Someone outside the team falls through to the last rule.
         let other = decide(&rules, &etcd_for("bob", &["team-b"]));
         assert_eq!((other.outcome, other.rule), (RuleOutcome::Deny, Some(2)));
+    }
+
+    #[test]
+    fn problems_name_the_rule_and_field() {
+        let rules = vec![
+            rule("bundle.package == 'etcd'", RuleOutcome::Approve),
+            rule("bundle.package ==", RuleOutcome::Deny),
+        ];
+        let found = problems(&rules);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("spec.rules[1].cel: not valid CEL"),
+            "{found:?}"
+        );
+        assert!(problems(&rules[..1]).is_empty());
     }
 
     #[test]
