@@ -14,6 +14,7 @@
 //! times the largest list or map among the inputs, raised to the number of
 //! macros it holds, and one past [`COST_LIMIT`] is not run.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use cel::{Context, Program};
@@ -135,6 +136,29 @@ impl Inputs {
         self
     }
 
+    /// The number of entries of the longest list or map a rule can
+    /// iterate over (what bounds a macro's cost), read without copying.
+    pub fn widest_collection(&self) -> usize {
+        [
+            self.requester.groups.len(),
+            self.bundle.refs.len(),
+            self.bundle.properties.len(),
+            self.bundle
+                .properties
+                .iter()
+                .map(|property| widest_collection(&property.value))
+                .max()
+                .unwrap_or(0),
+            self.rights.all.len(),
+            self.rights.new.len(),
+            self.objects.len(),
+            widest_collection(&self.instance.config),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+    }
+
     /// The objects of `rendered`, as rules see them.
     pub fn objects_of(rendered: &[Value]) -> Vec<ObjectInput> {
         rendered
@@ -246,19 +270,43 @@ pub fn decide(rules: &[ApprovalRule], inputs: &Inputs) -> Decision {
         rule,
         message,
     };
-    let context = match context_of(inputs) {
-        Ok(context) => context,
-        Err(why) => {
-            return ask(
-                None,
-                format!("its inputs could not be given to CEL ({why})"),
-            );
-        }
-    };
-    let widest = widest_collection(&serde_json::to_value(inputs).unwrap_or_default());
+    let widest = inputs.widest_collection();
+    // Built once, and only for a rule within the cost limit: giving CEL
+    // thousands of objects is most of a decision's time.
+    let mut context: Option<Context> = None;
     for (index, rule) in rules.iter().enumerate() {
         let label = rule_label(index, rule);
-        match evaluate(rule, &context, widest) {
+        let program = match checked(rule, widest) {
+            Ok(program) => program,
+            Err(why) => {
+                return ask(
+                    Some(index),
+                    format!(
+                        "{label} could not be evaluated ({why}), so a person decides; fix the rule"
+                    ),
+                );
+            }
+        };
+        if context.is_none() {
+            match context_of(inputs) {
+                Ok(built) => context = Some(built),
+                Err(why) => {
+                    return ask(
+                        None,
+                        format!("its inputs could not be given to CEL ({why})"),
+                    );
+                }
+            }
+        }
+        let context = context.as_ref().expect("built just above");
+        let outcome = match program.execute(context) {
+            Ok(cel::Value::Bool(outcome)) => Ok(outcome),
+            Ok(_) => {
+                Err("it gives a value that is not true or false; write a condition".to_owned())
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        match outcome {
             Ok(true) => {
                 let message = if rule.message.is_empty() {
                     format!("`{}` is true", rule.cel)
@@ -285,8 +333,10 @@ pub fn decide(rules: &[ApprovalRule], inputs: &Inputs) -> Decision {
     ask(None, "no rule matched, so a person decides".to_owned())
 }
 
-/// Whether `rule` holds: true, false, or why it could not be evaluated.
-fn evaluate(rule: &ApprovalRule, context: &Context, widest: usize) -> Result<bool, String> {
+/// `rule`'s program, once it is known to be short enough, within the cost
+/// limit over inputs whose widest collection has `widest` entries, and
+/// valid CEL.
+fn checked(rule: &ApprovalRule, widest: usize) -> Result<Arc<Program>, String> {
     if rule.cel.len() > pakket_api::approval_policy::MAX_RULE_EXPRESSION {
         return Err(format!(
             "the expression is {} bytes; at most {}",
@@ -306,15 +356,28 @@ fn evaluate(rule: &ApprovalRule, context: &Context, widest: usize) -> Result<boo
             "its cost over these inputs ({cost}) is past the limit of {COST_LIMIT}; nest fewer macros"
         ));
     }
-    let program = Program::compile(&rule.cel).map_err(|error| {
+    compiled(&rule.cel)
+}
+
+/// Compiled programs by expression: a policy's rules are compiled once
+/// per process, not at every decision. Bounded: emptied when full.
+fn compiled(source: &str) -> Result<Arc<Program>, String> {
+    static PROGRAMS: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Arc<Program>>>> =
+        std::sync::LazyLock::new(Default::default);
+    const KEPT: usize = 1024;
+    if let Some(program) = PROGRAMS.lock().expect("not poisoned").get(source) {
+        return Ok(program.clone());
+    }
+    let program = Arc::new(Program::compile(source).map_err(|error| {
         let text = error.to_string();
         format!("not valid CEL: {}", text.lines().next().unwrap_or_default())
-    })?;
-    match program.execute(context) {
-        Ok(cel::Value::Bool(outcome)) => Ok(outcome),
-        Ok(_) => Err("it gives a value that is not true or false; write a condition".into()),
-        Err(error) => Err(error.to_string()),
+    })?);
+    let mut programs = PROGRAMS.lock().expect("not poisoned");
+    if programs.len() >= KEPT {
+        programs.clear();
     }
+    programs.insert(source.to_owned(), program.clone());
+    Ok(program)
 }
 
 /// The CEL context: the inputs as variables, the built-in policies as
@@ -322,15 +385,14 @@ fn evaluate(rule: &ApprovalRule, context: &Context, widest: usize) -> Result<boo
 fn context_of(inputs: &Inputs) -> Result<Context<'static>, String> {
     let mut context = Context::default();
     let variables = [
-        ("requester", serde_json::to_value(&inputs.requester)),
-        ("bundle", serde_json::to_value(&inputs.bundle)),
-        ("rights", serde_json::to_value(&inputs.rights)),
-        ("objects", serde_json::to_value(&inputs.objects)),
-        ("instance", serde_json::to_value(&inputs.instance)),
+        ("requester", cel::to_value(&inputs.requester)),
+        ("bundle", cel::to_value(&inputs.bundle)),
+        ("rights", cel::to_value(&inputs.rights)),
+        ("objects", cel::to_value(&inputs.objects)),
+        ("instance", cel::to_value(&inputs.instance)),
     ];
     for (name, value) in variables {
         let value = value.map_err(|error| error.to_string())?;
-        let value = cel::to_value(&value).map_err(|error| error.to_string())?;
         context
             .add_variable(name, value)
             .map_err(|error| error.to_string())?;
