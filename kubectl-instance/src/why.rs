@@ -259,8 +259,25 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.kind = Kind::WaitingForApproval;
             problem.summary =
                 format!("Instance {name} is waiting for approval to install Bundle {bundle}.");
-            problem.bundle = Some(bundle);
             problem.next_steps = trust_steps(&condition.message, &name).unwrap_or_default();
+            if let Some(decided) = policy_decision(&condition.message) {
+                problem.summary = if decided.refused {
+                    format!(
+                        "Instance {name}: Bundle {bundle} was refused by {}; nothing is installed.",
+                        decided.by
+                    )
+                } else {
+                    format!(
+                        "Instance {name} is waiting for a person: {} did not approve Bundle {bundle} by itself.",
+                        decided.by
+                    )
+                };
+                problem.next_steps.push(format!(
+                    "read the rules: kubectl get approvalpolicy {} -o yaml (the message above says which rule decided and why)",
+                    decided.policy
+                ));
+            }
+            problem.bundle = Some(bundle);
             problem.next_steps.extend([
                 format!("kubectl instance describe {name}   # review what would be installed"),
                 format!(
@@ -818,3 +835,34 @@ async fn ask_catalogs(
 #[cfg(test)]
 #[path = "why_tests.rs"]
 mod tests;
+
+/// What an `ApprovalPolicy` decided, read back from the Approved
+/// condition's message (`refused by policy P rule 2 (name): …`, `policy P
+/// rule 3 asks a person: …`, `policy P asks a person: no rule matched`).
+struct PolicyDecision {
+    /// The ApprovalPolicy's name.
+    policy: String,
+    /// `policy P rule N (NAME)`, or `policy P`.
+    by: String,
+    /// Refused (`Deny`), rather than handed to a person.
+    refused: bool,
+}
+
+fn policy_decision(message: &str) -> Option<PolicyDecision> {
+    let (refused, rest) = match message.strip_prefix("refused by policy ") {
+        Some(rest) => (true, rest),
+        None => (false, message.strip_prefix("policy ")?),
+    };
+    let end = if refused {
+        rest.find(": ")?
+    } else {
+        rest.find(" asks a person")?
+    };
+    let by = &rest[..end];
+    let policy = by.split_whitespace().next()?.to_owned();
+    Some(PolicyDecision {
+        policy,
+        by: format!("policy {by}"),
+        refused,
+    })
+}

@@ -460,3 +460,52 @@ fn a_deletion_held_by_a_provisioner_that_never_claimed_its_class_says_removing_i
         "{steps:?}"
     );
 }
+
+#[test]
+fn a_policy_decision_names_the_policy_and_rule_and_where_to_read_it() {
+    let refused = instance(&[
+        (
+            Reason::ApprovalPending,
+            False,
+            "refused by policy teams rule 1 (no-cluster-admin): a binding to cluster-admin is never self-served; nothing is applied. Change the request, or a person with the approve verb decides: `kubectl instance approve web`",
+        ),
+        (Reason::UnpackSucceeded, True, "unpacked 3 objects"),
+        (
+            Reason::InstallPending,
+            False,
+            "nothing is applied before approval",
+        ),
+    ]);
+    let text = render(&diagnose(&refused, &known()), at(1_030));
+    assert!(
+        text.contains("was refused by policy teams rule 1 (no-cluster-admin)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kubectl get approvalpolicy teams -o yaml"),
+        "{text}"
+    );
+
+    let asked = instance(&[
+        (
+            Reason::ApprovalPending,
+            False,
+            "policy teams asks a person: no rule matched, so a person decides; review with `kubectl instance describe web`",
+        ),
+        (Reason::UnpackSucceeded, True, "unpacked 3 objects"),
+        (
+            Reason::InstallPending,
+            False,
+            "nothing is applied before approval",
+        ),
+    ]);
+    let text = render(&diagnose(&asked, &known()), at(1_030));
+    assert!(
+        text.contains("waiting for a person: policy teams did not approve"),
+        "{text}"
+    );
+    // Other pending messages are not taken for a policy's.
+    assert!(
+        policy_decision("waiting for approval (ProvisionerClass c has approval: Manual)").is_none()
+    );
+}
