@@ -30,7 +30,11 @@
 //! - Optionally [`properties`](crate::Provisioner::properties) (what the
 //!   content provides others), [`approve`](crate::Provisioner::approve)
 //!   (a policy of your own; the default applies `AllowAll`, `DenyAll`,
-//!   `UserPermission` and `Android`, and asks a person for anything else),
+//!   `UserPermission` and `Android`, and asks a person for anything else;
+//!   an admin's `approval: Policy` is the runtime's, before `approve` is
+//!   asked), [`renders_again_at`](crate::Provisioner::renders_again_at)
+//!   (only if your objects change by themselves, such as a certificate
+//!   you issue that rotates),
 //!   and [`pakket_kinds`](crate::Provisioner::pakket_kinds) (only if your
 //!   content makes Pakket's own kinds; each child is then judged by its
 //!   parent's requester).
@@ -99,4 +103,6 @@
 //! kinds its content installs). Give it `use` on its own classes only.
 //! The admission webhooks (`deploy/webhooks`) record who asked for each
 //! Instance; mount their record key (`--record-key-file`) so that
-//! `UserPermission` and `Android` can approve.
+//! `UserPermission`, `Android` and `Policy` can approve. A class with
+//! `approval: Policy` needs `get`, `list` and `watch` on
+//! `approvalpolicies` (the template has them).

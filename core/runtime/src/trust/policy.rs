@@ -1,4 +1,4 @@
-//! `approval: Policy`: an admin's [`ApprovalPolicy`] decides, rule by rule,
+//! `approval: Policy`: an admin's [`ApprovalPolicy`](pakket_api::ApprovalPolicy) decides, rule by rule,
 //! what a class installs by itself. The runtime gathers and verifies every
 //! input before a rule sees it ([`Inputs`]), and [`decide`] is a pure
 //! function of the rules and those inputs, which `kubectl instance policy
