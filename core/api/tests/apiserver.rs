@@ -80,7 +80,10 @@ async fn crds_install_and_become_established() {
         .map(|crd| crd.spec.names.kind.clone())
         .collect();
     kinds.sort();
-    assert_eq!(kinds, ["Bundle", "Instance", "ProvisionerClass"]);
+    assert_eq!(
+        kinds,
+        ["ApprovalPolicy", "Bundle", "Instance", "ProvisionerClass"]
+    );
     for crd in &installed {
         let conditions = crd
             .status
