@@ -274,10 +274,7 @@ impl Assertion {
             .get("message")
             .and_then(Value::as_str)
             .map_or_else(|| format!("`{source}` is not true yet"), str::to_owned);
-        let macros = ITERATING_MACROS
-            .iter()
-            .map(|name| source.matches(name).count() as u32)
-            .sum();
+        let macros = iterating_macros(source);
         Ok(Self {
             source: source.to_owned(),
             program,
@@ -289,8 +286,7 @@ impl Assertion {
     /// The bound on this expression's cost over an object whose longest
     /// list or map has `widest` entries.
     fn cost(&self, widest: u128) -> u128 {
-        let length = self.source.len() as u128;
-        (0..self.macros).fold(length, |cost, _| cost.saturating_mul(widest.max(1)))
+        cost_bound(self.source.len(), self.macros, widest)
     }
 
     /// True, false, or why it could not be evaluated (a field the object
@@ -322,8 +318,23 @@ fn wrong(field: String, problem: String) -> ParameterError {
     }
 }
 
+/// How many iterating macros (`all`, `exists`, `map`, ...) `source` holds.
+pub(crate) fn iterating_macros(source: &str) -> u32 {
+    ITERATING_MACROS
+        .iter()
+        .map(|name| source.matches(name).count() as u32)
+        .sum()
+}
+
+/// The bound on the cost of an expression `length` bytes long holding
+/// `macros` iterating macros, over values whose longest list or map has
+/// `widest` entries: shared by progression probes and approval policies.
+pub(crate) fn cost_bound(length: usize, macros: u32, widest: u128) -> u128 {
+    (0..macros).fold(length as u128, |cost, _| cost.saturating_mul(widest.max(1)))
+}
+
 /// The number of entries of the longest list or map in `value`.
-fn widest_collection(value: &Value) -> usize {
+pub(crate) fn widest_collection(value: &Value) -> usize {
     match value {
         Value::Array(items) => items
             .iter()

@@ -173,6 +173,25 @@ pub async fn rights_beyond(
         .collect())
 }
 
+/// Every right `new` asks for, and those beyond what `running` holds, as
+/// `Android` compares them, each in words: what an `ApprovalPolicy`'s
+/// `rights.all` and `rights.new` are. The cluster's aggregating roles are
+/// read once for both.
+pub async fn rights_all_and_beyond(
+    client: &Client,
+    new: &[Value],
+    running: &[Value],
+) -> Result<(Vec<String>, Vec<String>), kube::Error> {
+    let aggregators = cluster_aggregators(client, new, running).await?;
+    let wanted = Rights::of_in(new, &aggregators);
+    let held = Rights::of_in(running, &aggregators);
+    let words = |rights: Vec<&Right>| rights.iter().map(ToString::to_string).collect();
+    Ok((
+        words(wanted.beyond(&Rights::default())),
+        words(wanted.beyond(&held)),
+    ))
+}
+
 /// The cluster's aggregating ClusterRoles, read only when the content
 /// (new or running) holds a labelled ClusterRole they could select.
 async fn cluster_aggregators(

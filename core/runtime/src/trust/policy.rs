@@ -22,13 +22,13 @@ use pakket_api::{ApprovalRule, BundleProperty, RuleOutcome};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::apply::probes::widest_collection;
+
 /// The class parameter that names the policy.
 pub const PARAMETER: &str = "approvalPolicy";
-/// The largest cost a rule may have (as Kubernetes' per-expression limit
-/// for CRD validation rules, and progression probes').
-pub const COST_LIMIT: u128 = 1_000_000;
-/// The macros that iterate.
-const ITERATING_MACROS: &[&str] = &[".all(", ".exists(", ".exists_one(", ".map(", ".filter("];
+/// The largest cost a rule may have: progression probes' limit (as
+/// Kubernetes' per-expression limit for CRD validation rules).
+pub const COST_LIMIT: u128 = crate::apply::probes::COST_LIMIT;
 
 /// Everything a rule may look at, verified by the runtime.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -344,13 +344,11 @@ fn checked(rule: &ApprovalRule, widest: usize) -> Result<Arc<Program>, String> {
             pakket_api::approval_policy::MAX_RULE_EXPRESSION
         ));
     }
-    let macros: u32 = ITERATING_MACROS
-        .iter()
-        .map(|name| rule.cel.matches(name).count() as u32)
-        .sum();
-    let cost = (0..macros).fold(rule.cel.len() as u128, |cost, _| {
-        cost.saturating_mul((widest as u128).max(1))
-    });
+    let cost = crate::apply::probes::cost_bound(
+        rule.cel.len(),
+        crate::apply::probes::iterating_macros(&rule.cel),
+        widest as u128,
+    );
     if cost > COST_LIMIT {
         return Err(format!(
             "its cost over these inputs ({cost}) is past the limit of {COST_LIMIT}; nest fewer macros"
@@ -412,25 +410,6 @@ fn context_of(inputs: &Inputs) -> Result<Context<'static>, String> {
         },
     );
     Ok(context)
-}
-
-/// The number of entries of the longest list or map in `value`.
-fn widest_collection(value: &Value) -> usize {
-    match value {
-        Value::Array(items) => items
-            .iter()
-            .map(widest_collection)
-            .max()
-            .unwrap_or(0)
-            .max(items.len()),
-        Value::Object(fields) => fields
-            .values()
-            .map(widest_collection)
-            .max()
-            .unwrap_or(0)
-            .max(fields.len()),
-        _ => 0,
-    }
 }
 
 #[cfg(test)]

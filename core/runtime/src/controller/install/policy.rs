@@ -183,12 +183,10 @@ async fn inputs<P: Provisioner>(
     let running = running_revision(instance, proposed.request, context)
         .map(|(_, objects)| objects)
         .unwrap_or_default();
-    let all = crate::approval::rights_beyond(&context.client, proposed.objects, &[])
-        .await
-        .map_err(|error| format!("reading the cluster's aggregated roles failed ({error})"))?;
-    let new = crate::approval::rights_beyond(&context.client, proposed.objects, &running)
-        .await
-        .map_err(|error| format!("reading the cluster's aggregated roles failed ({error})"))?;
+    let (all, new) =
+        crate::approval::rights_all_and_beyond(&context.client, proposed.objects, &running)
+            .await
+            .map_err(|error| format!("reading the cluster's aggregated roles failed ({error})"))?;
     let user_permission = if policy::needs_user_permission(rules) {
         let request = ApprovalRequest {
             client: &context.client,
