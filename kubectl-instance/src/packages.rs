@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use pakket_api::Instance;
-use pakket_package::api::{ClusterPackage, ClusterPackageSpec, Package, PackageStatus};
+use pakket_packages_api::{ClusterPackage, ClusterPackageSpec, Package, PackageStatus};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -47,7 +47,7 @@ impl Shown {
         Self {
             kind: "ClusterPackage",
             namespace: None,
-            installed_as_dependency: pakket_package::dependencies::is_dependency(&package),
+            installed_as_dependency: pakket_packages_api::dependents::is_dependency(&package),
             created: package.creation_timestamp().map(|t| t.0),
             name: package.name_any(),
             status: package.status.unwrap_or_default(),
@@ -316,7 +316,7 @@ pub fn render(shown: &Shown, instance: Option<&Instance>, now: Timestamp) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pakket_package::api::{PackageInfoTemplate, ValueConfiguration};
+    use pakket_packages_api::{PackageInfoTemplate, ValueConfiguration};
 
     fn shown(kind: &'static str, state: (&str, &str), dependency: bool) -> Shown {
         let condition = |type_: &str, status: &str| Condition {

@@ -10,7 +10,7 @@
 use std::io::Write;
 
 use pakket_api::{ConditionType, Instance};
-use pakket_package::dependencies::{self, Dependent};
+use pakket_packages_api::dependents::{self, Dependent};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -44,7 +44,7 @@ pub async fn run(
     let instance = packages::instance_of(client, &shown).await;
     // Who depends on it: a reader who may not list every package gets the
     // diagnosis without that part.
-    let everyone = dependencies::everyone(client).await.ok();
+    let everyone = dependents::everyone(client).await.ok();
     let diagnosis = diagnose(&shown, instance.as_ref(), everyone.as_deref());
     match format {
         Some(format) => output::print(&diagnosis, format, out),
@@ -114,7 +114,7 @@ pub fn diagnose(
             .find(|d| d.label == label)
             .map(|d| d.uid.clone())
             .unwrap_or_default();
-        let dependents = dependencies::dependents_of(everyone, &info.name, &uid);
+        let dependents = dependents::dependents_of(everyone, &info.name, &uid);
         if !dependents.is_empty() {
             let named: Vec<String> = dependents
                 .iter()
@@ -199,7 +199,7 @@ pub fn diagnose(
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-    use pakket_package::api::{ClusterPackageSpec, PackageInfoTemplate, PackageStatus};
+    use pakket_packages_api::{ClusterPackageSpec, PackageInfoTemplate, PackageStatus};
 
     fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
         Condition {

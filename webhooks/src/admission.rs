@@ -229,7 +229,7 @@ impl Admission {
         let Some(object) = request.old_object.as_ref() else {
             return Ok(());
         };
-        let package: pakket_package::api::ClusterPackage =
+        let package: pakket_packages_api::ClusterPackage =
             crate::review::decode(object, "ClusterPackage", "oldObject")?;
         // Fails open, like the webhook's failurePolicy: a delete the
         // dependents cannot be read for goes through, and pakket-package's

@@ -7,7 +7,7 @@
 //! a Package, the PackageInfo whose package file says so).
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pakket_package::api::{
+use pakket_packages_api::{
     ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoSpec, PackageInfoTemplate,
     PackageSpec,
 };
@@ -24,7 +24,7 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_js
 #[tokio::test]
 async fn why_a_package_names_its_version_its_dependents_and_the_next_step() {
     let scope = Scope::new("why-package").await;
-    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+    pakket_testkit::apply_crds(&scope.client, pakket_packages_api::crd::all())
         .await
         .unwrap();
     let patch = PatchParams::default();
@@ -71,7 +71,7 @@ async fn why_a_package_names_its_version_its_dependents_and_the_next_step() {
     dependency.metadata.labels = Some(scope.labels());
     dependency.metadata.annotations = Some(
         [(
-            pakket_package::api::INSTALLED_AS_DEPENDENCY_ANNOTATION.to_owned(),
+            pakket_packages_api::INSTALLED_AS_DEPENDENCY_ANNOTATION.to_owned(),
             "true".to_owned(),
         )]
         .into(),
@@ -206,7 +206,7 @@ fn serve_the_real_repository() -> pakket_testkit::https::HttpsServer {
 #[tokio::test]
 async fn graph_shows_a_packages_versions_from_its_repository_and_who_runs_them() {
     let scope = Scope::new("graph-package").await;
-    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+    pakket_testkit::apply_crds(&scope.client, pakket_packages_api::crd::all())
         .await
         .unwrap();
     let server = serve_the_real_repository();
@@ -251,11 +251,11 @@ async fn graph_shows_a_packages_versions_from_its_repository_and_who_runs_them()
     );
 
     // From the cluster's PackageRepository, with who runs which version.
-    let repositories: Api<pakket_package::api::PackageRepository> = Api::all(scope.client.clone());
+    let repositories: Api<pakket_packages_api::PackageRepository> = Api::all(scope.client.clone());
     let repository_name = scope.name("glasskube");
-    let mut repository = pakket_package::api::PackageRepository::new(
+    let mut repository = pakket_packages_api::PackageRepository::new(
         &repository_name,
-        pakket_package::api::PackageRepositorySpec {
+        pakket_packages_api::PackageRepositorySpec {
             url: url.clone(),
             auth: None,
         },

@@ -16,14 +16,14 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt as _};
 use pakket_engine::{Range, Version};
 
-use crate::api::{
+use crate::made_here;
+use crate::names;
+use pakket_packages_api::manifest::Component;
+use pakket_packages_api::repository::{Endpoint, RepositoryClient};
+use pakket_packages_api::{
     INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfoTemplate, PackageSpec,
     ValueConfiguration,
 };
-use crate::made_here;
-use crate::manifest::Component;
-use crate::names;
-use crate::repository::{Endpoint, RepositoryClient};
 
 /// On component Packages: the parent's `<kind>.<namespace>.<name>`.
 pub const PARENT_LABEL: &str = "packages.pakket.dev/component-of";

@@ -16,9 +16,9 @@ use kube::runtime::watcher;
 use kube::{Client, ResourceExt as _};
 use serde_json::json;
 
-use crate::api::{PackageInfo, PackageRepository};
 use crate::conditions::{self, Readiness};
-use crate::repository::{self, Endpoint, RepositoryClient, RepositoryError};
+use pakket_packages_api::repository::{Endpoint, RepositoryClient, RepositoryError};
+use pakket_packages_api::{PackageInfo, PackageRepository};
 
 /// The field manager of PackageInfo statuses.
 pub const MANAGER: &str = "pakket-package-info";
@@ -109,7 +109,7 @@ async fn reconcile(info: Arc<PackageInfo>, context: Arc<Context>) -> Result<Acti
                 &name,
                 &PatchParams::apply(MANAGER).force(),
                 &Patch::Apply(json!({
-                    "apiVersion": format!("{}/{}", crate::api::GROUP, crate::api::VERSION),
+                    "apiVersion": format!("{}/{}", pakket_packages_api::GROUP, pakket_packages_api::VERSION),
                     "kind": "PackageInfo",
                     "status": status,
                 })),
@@ -180,7 +180,7 @@ pub async fn repository_for(
                 .iter()
                 .filter(|r| {
                     r.annotations()
-                        .get(crate::api::DEFAULT_REPOSITORY_ANNOTATION)
+                        .get(pakket_packages_api::DEFAULT_REPOSITORY_ANNOTATION)
                         .is_some_and(|v| v == "true")
                 })
                 .collect();
@@ -196,7 +196,7 @@ pub async fn repository_for(
                     return Err(RepositoryError::Repository(format!(
                         "{} PackageRepositories exist and none is annotated {}=\"true\"; annotate one or set spec.packageInfo.repositoryName",
                         all.len(),
-                        crate::api::DEFAULT_REPOSITORY_ANNOTATION
+                        pakket_packages_api::DEFAULT_REPOSITORY_ANNOTATION
                     )));
                 }
                 _ => {
@@ -208,5 +208,5 @@ pub async fn repository_for(
             }
         }
     };
-    repository::endpoint(client, &repository, namespace).await
+    crate::credentials::endpoint(client, &repository, namespace).await
 }

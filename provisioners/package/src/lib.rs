@@ -2,27 +2,28 @@
 //! an HTTP package repository, each installed as one Instance on the
 //! shared runtime.
 //!
-//! - [`api`]: `PackageRepository`, `ClusterPackage`, `Package`,
-//!   `PackageInfo` (`packages.pakket.dev/v1alpha1`).
-//! - [`manifest`]: the repository's files.
-//! - [`repository`]: reading them over HTTPS with the repository's
-//!   credentials.
+//! Its API group's types, the repository's files and the client that reads
+//! them are in `pakket-packages-api`, which tools use without this crate;
+//! here is what only the provisioner does:
+//!
+//! - [`credentials`]: a repository's credentials, from Secrets offered to it.
+//! - [`info_controller`], [`package_controller`],
+//!   [`repository_controller`]: the controllers; [`provisioner`]: the
+//!   runtime's provisioner for a package's Instance.
+//! - [`dependencies`]: installing what a package depends on.
 
-pub mod api;
 pub mod charts;
 pub mod components;
 pub mod conditions;
-pub mod crd;
+pub mod credentials;
 pub mod dependencies;
 pub mod helm;
 pub mod info_controller;
 pub mod made_here;
-pub mod manifest;
 pub mod names;
 pub mod package_controller;
 pub mod process;
 pub mod provisioner;
-pub mod repository;
 pub mod repository_controller;
 pub mod secret_values;
 pub mod transformations;

@@ -11,9 +11,9 @@
 use kube::ResourceExt as _;
 use pakket_api::{Instance, RecordKey};
 
-use crate::api::Package;
 use crate::components::PARENT_LABEL;
 use crate::names;
+use pakket_packages_api::Package;
 
 /// On a component Package: sealed for it and its parent's key.
 pub const COMPONENT_SEAL_ANNOTATION: &str = "packages.pakket.dev/component-seal";
@@ -116,7 +116,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::api::{PackageInfoTemplate, PackageSpec};
+    use pakket_packages_api::{PackageInfoTemplate, PackageSpec};
 
     fn key(byte: u8) -> RecordKey {
         RecordKey::from_bytes(&[byte; 32]).unwrap()

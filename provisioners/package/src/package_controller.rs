@@ -27,23 +27,23 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
-use crate::api::{
-    ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoSpec, PackageStatus,
-    ValueConfiguration,
-};
 use crate::charts::ChartLocator;
 use crate::components;
 use crate::conditions::{self, Readiness};
 use crate::dependencies;
 use crate::info_controller::{self, repository_for};
 use crate::made_here;
-use crate::manifest::PackageManifest;
 use crate::names;
 use crate::provisioner::PackageConfig;
-use crate::repository;
 use crate::secret_values::{self, SecretValueRef, SecretValues};
 use crate::transformations;
 use crate::values;
+use pakket_packages_api::manifest::PackageManifest;
+use pakket_packages_api::repository;
+use pakket_packages_api::{
+    ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoSpec, PackageStatus,
+    ValueConfiguration,
+};
 
 /// The field manager of what this controller writes.
 pub const MANAGER: &str = "pakket-package";
@@ -301,7 +301,7 @@ async fn write_status<K: PackageObject>(
     }
     let namespace = package.namespace();
     let mut object = json!({
-        "apiVersion": format!("{}/{}", crate::api::GROUP, crate::api::VERSION),
+        "apiVersion": format!("{}/{}", pakket_packages_api::GROUP, pakket_packages_api::VERSION),
         "kind": K::KIND,
         "status": status,
     });
@@ -358,8 +358,9 @@ async fn install<K: PackageObject>(
             context.record_key.as_ref(),
         );
     if as_dependency {
-        let everyone = dependencies::everyone(client).await?;
-        if dependencies::dependents_of(&everyone, &wanted.name, &uid).is_empty() {
+        let everyone = pakket_packages_api::dependents::everyone(client).await?;
+        if pakket_packages_api::dependents::dependents_of(&everyone, &wanted.name, &uid).is_empty()
+        {
             K::api(client, package.namespace().as_deref())
                 .delete(&package.name_any(), &DeleteParams::default())
                 .await?;
@@ -628,7 +629,7 @@ async fn install<K: PackageObject>(
 async fn ensure_info(
     client: &Client,
     name: &str,
-    wanted: &crate::api::PackageInfoTemplate,
+    wanted: &pakket_packages_api::PackageInfoTemplate,
     version: &str,
     labels: &BTreeMap<String, String>,
 ) -> Result<PackageInfo, kube::Error> {
@@ -661,7 +662,7 @@ async fn ensure_info(
 
 /// The typed package file of a ready PackageInfo and its URL.
 fn manifest_of(
-    status: &crate::api::PackageInfoStatus,
+    status: &pakket_packages_api::PackageInfoStatus,
 ) -> Result<(PackageManifest, reqwest::Url), String> {
     let value = status
         .manifest
@@ -810,7 +811,7 @@ async fn read_secret(
     client: &Client,
     author: Option<&pakket_api::CreatorRecord>,
     at: &str,
-    reference: &crate::api::ObjectKeyValueSource,
+    reference: &pakket_packages_api::ObjectKeyValueSource,
     own_namespace: Option<&str>,
 ) -> Result<(SecretValueRef, String), String> {
     let namespace = reference
@@ -1154,9 +1155,9 @@ async fn finalize<K: PackageObject>(
     // A ClusterPackage others depend on stays until they are gone (the
     // webhooks refuse the delete first, but fail open).
     if package.namespace().is_none() {
-        let everyone = dependencies::everyone(&context.info.client).await?;
+        let everyone = pakket_packages_api::dependents::everyone(&context.info.client).await?;
         let name = package.name_any();
-        if let Some(words) = dependencies::deletion_refused(
+        if let Some(words) = pakket_packages_api::dependents::deletion_refused(
             &everyone,
             &name,
             &package.common_spec().package_info.name,

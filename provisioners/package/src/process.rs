@@ -9,15 +9,15 @@ use kube::Client;
 use pakket_runtime::controller::{self, RunOptions};
 use pakket_runtime::source::SourceOptions;
 
-use crate::api::{ClusterPackage, Package};
 use crate::charts::ChartLocator;
 use crate::helm::Helm;
 use crate::info_controller;
 use crate::package_controller::{self, PackageContext};
 use crate::provisioner::PackageProvisioner;
-use crate::repository::RepositoryClient;
 use crate::repository_controller;
 use crate::secret_values::SecretValues;
+use pakket_packages_api::repository::RepositoryClient;
+use pakket_packages_api::{ClusterPackage, Package};
 
 /// How a replica is set up.
 pub struct Options {

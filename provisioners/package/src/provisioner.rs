@@ -26,10 +26,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::helm::{Helm, Release};
-use crate::manifest::{self, PackageManifest};
 use crate::secret_values::{self, SecretValueRef, SecretValues};
 use crate::transformations;
 use crate::values;
+use pakket_packages_api::manifest::{self, PackageManifest};
 
 /// What the package controller writes as an Instance's `spec.config`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]

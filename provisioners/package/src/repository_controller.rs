@@ -14,10 +14,9 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use serde_json::json;
 
-use crate::api::PackageRepository;
 use crate::conditions::{self, Readiness};
 use crate::info_controller::Context;
-use crate::repository;
+use pakket_packages_api::PackageRepository;
 
 /// The field manager of repository statuses.
 pub const MANAGER: &str = "pakket-package-repository";
@@ -50,7 +49,9 @@ async fn reconcile(
     repository: Arc<PackageRepository>,
     context: Arc<Context>,
 ) -> Result<Action, kube::Error> {
-    let read = match repository::endpoint(&context.client, &repository, &context.namespace).await {
+    let read = match crate::credentials::endpoint(&context.client, &repository, &context.namespace)
+        .await
+    {
         Ok(endpoint) => context
             .repositories
             .index(&endpoint)

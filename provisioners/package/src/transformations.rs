@@ -13,8 +13,8 @@
 use serde_json::Value;
 use serde_json_path::JsonPath;
 
-use crate::manifest::{Transformation, ValueDefinition};
 use crate::values::{Definitions, Values};
+use pakket_packages_api::manifest::{Transformation, ValueDefinition};
 
 /// The value of each transformation, read from `package` (the package
 /// object as JSON).
@@ -81,7 +81,7 @@ pub fn as_values(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{PackageManifest, parse};
+    use pakket_packages_api::manifest::{PackageManifest, parse};
     use serde_json::json;
 
     /// tracecat v0.12.3+1 of the real repository (glasskube/packages at
@@ -117,7 +117,7 @@ mod tests {
     fn a_path_that_finds_nothing_or_many_says_so() {
         let package = json!({"metadata": {"name": "flows", "labels": {"a": "1", "b": "2"}}});
         let with_path = |path: &str| Transformation {
-            source: crate::manifest::TransformationSource {
+            source: pakket_packages_api::manifest::TransformationSource {
                 resource: None,
                 path: path.into(),
             },

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::manifest::{ValueDefinition, ValueTarget};
+use pakket_packages_api::manifest::{ValueDefinition, ValueTarget};
 
 /// Value definitions, by value name.
 pub type Definitions = BTreeMap<String, ValueDefinition>;
@@ -258,7 +258,7 @@ fn base64_function(args: &[gtmpl::Value]) -> Result<gtmpl::Value, gtmpl::FuncErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{PackageManifest, parse};
+    use pakket_packages_api::manifest::{PackageManifest, parse};
 
     /// The real postgresql package (glasskube/packages at 3352e05d,
     /// ../shared/data/glasskube-packages/packages/postgresql/v16.4.0+2) and

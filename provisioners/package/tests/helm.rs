@@ -22,7 +22,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use pakket_package::api::{ClusterPackage, ClusterPackageSpec, PackageInfoTemplate};
+use pakket_packages_api::{ClusterPackage, ClusterPackageSpec, PackageInfoTemplate};
 use pakket_testkit::{Scope, eventually};
 use serde_json::json;
 

@@ -15,7 +15,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, PostParams};
 use pakket_api::Instance;
-use pakket_package::api::{
+use pakket_packages_api::{
     ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoTemplate, PackageSpec,
     ValueConfiguration,
 };
@@ -83,7 +83,7 @@ async fn cnpg_namespace_gone(scope: &Scope) {
     .await;
 }
 
-fn ready<T>(status: Option<&pakket_package::api::PackageStatus>, _: T) -> bool {
+fn ready<T>(status: Option<&pakket_packages_api::PackageStatus>, _: T) -> bool {
     status.is_some_and(|s| {
         s.conditions.iter().any(|c| {
             c.type_ == "Ready" && c.status == "True" && c.reason == "InstallationSucceeded"
@@ -118,7 +118,7 @@ async fn a_pinned_package_installs_from_the_repository_and_leaves_with_its_packa
     let status = installed.status.unwrap();
     assert_eq!(status.version.as_deref(), Some("v1.25.0+1"));
     // The repository says it answers, and what it offers.
-    let repositories: Api<pakket_package::api::PackageRepository> = Api::all(scope.client.clone());
+    let repositories: Api<pakket_packages_api::PackageRepository> = Api::all(scope.client.clone());
     eventually("the repository's status", || async {
         repositories
             .get(&scope.name("glasskube"))
@@ -502,7 +502,7 @@ async fn branch_no_range_and_d_is_missing_installs_d_pinned_in_latest_and_it_goe
     )
     .await;
     assert_eq!(
-        dependency.annotations()[pakket_package::api::INSTALLED_AS_DEPENDENCY_ANNOTATION],
+        dependency.annotations()[pakket_packages_api::INSTALLED_AS_DEPENDENCY_ANNOTATION],
         "true"
     );
     assert_eq!(
@@ -577,15 +577,15 @@ async fn a_namespace_owner_cannot_install_a_cluster_package_into_her_namespace()
     let (scope, _repository) = support::world("package-scope").await;
     // A repository that does not answer says so, naming its URL.
     let broken_url = "https://127.0.0.1:9/packages/";
-    let mut broken = pakket_package::api::PackageRepository::new(
+    let mut broken = pakket_packages_api::PackageRepository::new(
         &scope.name("broken"),
-        pakket_package::api::PackageRepositorySpec {
+        pakket_packages_api::PackageRepositorySpec {
             url: broken_url.into(),
             auth: None,
         },
     );
     broken.metadata.labels = Some(scope.labels());
-    let repositories: Api<pakket_package::api::PackageRepository> = Api::all(scope.client.clone());
+    let repositories: Api<pakket_packages_api::PackageRepository> = Api::all(scope.client.clone());
     repositories
         .create(&PostParams::default(), &broken)
         .await
@@ -1426,7 +1426,7 @@ async fn a_packages_components_install_with_their_values_and_go_with_it() {
         .unwrap();
     assert_eq!(part.spec.package_info.version.as_deref(), Some("v1.0.0"));
     assert_eq!(
-        part.annotations()[pakket_package::api::INSTALLED_AS_DEPENDENCY_ANNOTATION],
+        part.annotations()[pakket_packages_api::INSTALLED_AS_DEPENDENCY_ANNOTATION],
         "true"
     );
     let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &suite_namespace);

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use pakket_package::api::{
+use pakket_packages_api::{
     BearerAuth, ClusterPackage, ClusterPackageSpec, PackageInfoTemplate, PackageRepository,
     PackageRepositorySpec, RepositoryAuth, SecretKey,
 };
@@ -178,7 +178,7 @@ async fn a_private_repository_is_read_with_its_token_and_the_token_goes_nowhere_
             "repository-token",
             &PatchParams::default(),
             &Patch::Merge(json!({"metadata": {"labels": {
-                pakket_package::repository::CREDENTIALS_FOR_LABEL: repository_name,
+                pakket_package::credentials::CREDENTIALS_FOR_LABEL: repository_name,
             }}})),
         )
         .await

@@ -17,7 +17,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use pakket_api::Instance;
-use pakket_package::api::{Package, PackageInfoTemplate, PackageSpec};
+use pakket_packages_api::{Package, PackageInfoTemplate, PackageSpec};
 use pakket_testkit::{Scope, eventually};
 use serde_json::json;
 

@@ -9,18 +9,18 @@
 //! finalizer) until no package depends on it, so nothing breaks either way.
 
 use kube::Client;
-use pakket_package::api::ClusterPackage;
-use pakket_package::dependencies;
+use pakket_packages_api::ClusterPackage;
+use pakket_packages_api::dependents;
 
 /// Why deleting `package` must wait, if it must; an error when the
 /// packages cannot be listed (the caller lets the delete through).
 pub async fn refusal(client: &Client, package: &ClusterPackage) -> Result<Option<String>, String> {
-    let everyone = dependencies::everyone(client)
+    let everyone = dependents::everyone(client)
         .await
         .map_err(|error| format!("cannot list packages to check dependents: {error}"))?;
     let uid = package.metadata.uid.clone().unwrap_or_default();
     let name = package.metadata.name.clone().unwrap_or_default();
-    Ok(dependencies::deletion_refused(
+    Ok(dependents::deletion_refused(
         &everyone,
         &name,
         &package.spec.package_info.name,

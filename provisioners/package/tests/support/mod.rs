@@ -35,8 +35,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kube::api::{Api, PostParams};
 use pakket_api::{ProvisionerClass, ProvisionerClassSpec};
-use pakket_package::api::{PackageRepository, PackageRepositorySpec};
 use pakket_package::process::{self, Options};
+use pakket_packages_api::{PackageRepository, PackageRepositorySpec};
 use pakket_runtime::controller::RunOptions;
 use pakket_runtime::source::SourceOptions;
 use pakket_testkit::Scope;
@@ -390,7 +390,7 @@ async fn start_as(
     record_key: Option<pakket_api::RecordKey>,
 ) -> String {
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+    pakket_testkit::apply_crds(&scope.client, pakket_packages_api::crd::all())
         .await
         .unwrap();
     let id = format!("test.pakket.dev/{}-package", scope.id);
@@ -497,7 +497,7 @@ pub async fn world_shipped(
     let scope = Scope::new(name).await;
     let repository = Repository::start();
     pakket_testkit::install_crds(&scope.client).await.unwrap();
-    pakket_testkit::apply_crds(&scope.client, pakket_package::crd::all())
+    pakket_testkit::apply_crds(&scope.client, pakket_packages_api::crd::all())
         .await
         .unwrap();
     let admin_kubeconfig = scope.cluster.kubeconfig().to_path_buf();

@@ -8,16 +8,16 @@ use std::path::PathBuf;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let arg = std::env::args().nth(1);
     if arg.as_deref() == Some("--stdout") {
-        for crd in pakket_package::crd::all() {
-            print!("---\n{}", pakket_package::crd::to_yaml(&crd)?);
+        for crd in pakket_packages_api::crd::all() {
+            print!("---\n{}", pakket_packages_api::crd::to_yaml(&crd)?);
         }
         return Ok(());
     }
     let dir = PathBuf::from(arg.unwrap_or_else(|| "crds".to_owned()));
     std::fs::create_dir_all(&dir)?;
-    for crd in pakket_package::crd::all() {
-        let path = dir.join(pakket_package::crd::file_name(&crd));
-        std::fs::write(&path, pakket_package::crd::to_yaml(&crd)?)?;
+    for crd in pakket_packages_api::crd::all() {
+        let path = dir.join(pakket_packages_api::crd::file_name(&crd));
+        std::fs::write(&path, pakket_packages_api::crd::to_yaml(&crd)?)?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
