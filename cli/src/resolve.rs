@@ -1,7 +1,7 @@
 //! `pakket resolve [--catalog PATH[@PRIORITY]]... [--installed PATH] [-o text|json|yaml] REQUEST...`
 //! and `pakket resolve --server URL [--token TOKEN] ...`: the same request
 //! answered from files or by a cluster's resolver API, printed the same way
-//! (both go through `pakket_resolveset::protocol::resolve`).
+//! (both go through `pakket_resolve_api::protocol::resolve`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use pakket_engine::catalog::{Catalog, CatalogArgument, CatalogSet};
 use pakket_engine::resolve::{Explanation, Installed, Request, Universe};
-use pakket_resolveset::api::client::{ClientError, ResolverClient};
-use pakket_resolveset::protocol::resolve::{
+use pakket_resolve_api::client::{ClientError, ResolverClient};
+use pakket_resolve_api::protocol::resolve::{
     self as shared, InstalledItem, Outcome, RequestItem, ResolveRequest, Resolved, SelectionReason,
 };
 

@@ -20,13 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use pakket_resolveset::api::client::ResolverClient;
+use pakket_resolve_api::catalog::{Catalog, CatalogSource, CatalogSpec, ImageCatalogSource};
+use pakket_resolve_api::client::ResolverClient;
+use pakket_resolve_api::protocol::browse::{PackageDetail, QueryResult};
 use pakket_resolveset::api::listen::Transport;
-use pakket_resolveset::catalogs::catalog::{
-    Catalog, CatalogSource, CatalogSpec, ImageCatalogSource,
-};
 use pakket_resolveset::process::{self, Options};
-use pakket_resolveset::protocol::browse::{PackageDetail, QueryResult};
 use pakket_runtime::serve::Metrics;
 use pakket_testkit::{Scope, data};
 use registry::Registry;
@@ -83,7 +81,7 @@ async fn wait_serving(client: &kube::Client, name: &str, digest: &str) {
     for _ in 0..900 {
         let catalog = api.get(name).await.unwrap();
         let serving = catalog
-            .condition(pakket_resolveset::ConditionType::Serving)
+            .condition(pakket_resolve_api::ConditionType::Serving)
             .is_some_and(|c| c.status == "True");
         if serving && catalog.status.as_ref().and_then(|s| s.digest.as_deref()) == Some(digest) {
             return;

@@ -8,7 +8,7 @@ use std::io::Write;
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::Api;
-use pakket_resolveset::Operator;
+use pakket_operators_api::Operator;
 
 use crate::error::Error;
 use crate::output::{self, Format};
@@ -195,9 +195,7 @@ pub fn render(operator: &Operator, now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pakket_resolveset::operators::operator::{
-        Component, OperatorCatalog, OperatorSpec, Update,
-    };
+    use pakket_operators_api::{Component, OperatorCatalog, OperatorSpec, Update};
 
     fn operator() -> Operator {
         let mut operator = Operator::new(
@@ -214,7 +212,7 @@ mod tests {
                 constraints: Vec::new(),
             },
         );
-        operator.status = Some(pakket_resolveset::operators::operator::OperatorStatus {
+        operator.status = Some(pakket_operators_api::OperatorStatus {
             installed_version: Some("0.9.2".into()),
             updates: vec![Update {
                 bundle: "etcdoperator.v0.9.4".into(),

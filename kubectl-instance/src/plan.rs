@@ -16,10 +16,11 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use pakket_api::Instance;
-use pakket_resolveset::protocol::plan::{CurrentEntry, PlanAnswer, PlanRequest, PlannedInput};
-use pakket_resolveset::protocol::resolve::Selection;
-use pakket_resolveset::set::resolved_set::{self, Entry};
-use pakket_resolveset::{Input, InputClass, Operator};
+use pakket_operators_api::Operator;
+use pakket_resolve_api::protocol::plan::{CurrentEntry, PlanAnswer, PlanRequest, PlannedInput};
+use pakket_resolve_api::protocol::resolve::Selection;
+use pakket_resolve_api::resolved_set::{self, Entry};
+use pakket_resolve_api::{Input, InputClass};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -255,10 +256,10 @@ async fn planned_input(
 fn operator_input(operator: &Operator) -> Input {
     let mut input = Input::new(
         &operator.name_any(),
-        pakket_resolveset::InputSpec {
+        pakket_resolve_api::InputSpec {
             config: None,
             input_class: operator.spec.input_class.clone(),
-            constraints: pakket_resolveset::operators::operator::constraints(&operator.spec),
+            constraints: pakket_operators_api::constraints(&operator.spec),
         },
     );
     input.metadata.labels = operator.metadata.labels.clone();
@@ -490,8 +491,8 @@ pub fn render(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pakket_resolveset::inputs::input::{Relation, ResolvedInstance};
-    use pakket_resolveset::protocol::resolve::SelectionReason;
+    use pakket_resolve_api::input::{Relation, ResolvedInstance};
+    use pakket_resolve_api::protocol::resolve::SelectionReason;
 
     fn entry(package: &str, version: &str) -> Entry {
         Entry {

@@ -12,7 +12,7 @@ use crate::resolver::Server;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use pakket_api::{Bundle, BundleProperty, ConditionType, Instance};
-use pakket_resolveset::protocol::resolve::{
+use pakket_resolve_api::protocol::resolve::{
     InstalledItem, Outcome, RequestItem, ResolveRequest, Selection, SelectionReason,
 };
 

@@ -10,8 +10,8 @@ use std::io::Write;
 
 use kube::api::Api;
 use pakket_api::{ConditionType, Instance};
-use pakket_resolveset::Input;
-use pakket_resolveset::inputs::input::ResolvedInstance;
+use pakket_resolve_api::Input;
+use pakket_resolve_api::input::ResolvedInstance;
 use serde::Serialize;
 
 use crate::error::Error;

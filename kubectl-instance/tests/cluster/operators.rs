@@ -12,11 +12,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
-use pakket_resolveset::catalogs::catalog::{
-    Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource,
-};
+use pakket_operators_api::Operator;
+use pakket_resolve_api::InputClass;
+use pakket_resolve_api::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
 use pakket_resolveset::process::SetOptions;
-use pakket_resolveset::{InputClass, Operator};
 use pakket_testkit::{Scope, eventually};
 use serde_json::json;
 

@@ -23,9 +23,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use pakket_resolveset::catalogs::catalog::{
-    Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource,
-};
+use pakket_resolve_api::catalog::{Catalog, CatalogSource, CatalogSpec, ConfigMapCatalogSource};
 use pakket_testkit::{Scope, data};
 
 use crate::support::BIN;
@@ -130,7 +128,7 @@ async fn start_resolver(scope: &Scope) -> String {
 
 /// Waits until the API serves each of `packages`.
 async fn wait_served(server: &str, packages: &[&str]) {
-    let client = pakket_resolveset::api::client::ResolverClient::new(server, None, None).unwrap();
+    let client = pakket_resolve_api::client::ResolverClient::new(server, None, None).unwrap();
     for _ in 0..600 {
         let mut all = true;
         for package in packages {
@@ -400,7 +398,7 @@ async fn why_names_what_to_install_from_the_clusters_catalogs() {
 
 /// Writes Input `name`'s status as the Input controller would.
 async fn set_input_status(scope: &Scope, name: &str, status: serde_json::Value) {
-    Api::<pakket_resolveset::Input>::all(scope.client.clone())
+    Api::<pakket_resolve_api::Input>::all(scope.client.clone())
         .patch_status(
             name,
             &PatchParams::default(),
@@ -411,7 +409,7 @@ async fn set_input_status(scope: &Scope, name: &str, status: serde_json::Value) 
 }
 
 async fn create_input(scope: &Scope, suffix: &str) -> String {
-    let input: pakket_resolveset::Input = serde_json::from_value(serde_json::json!({
+    let input: pakket_resolve_api::Input = serde_json::from_value(serde_json::json!({
         "apiVersion": "resolve.pakket.dev/v1alpha1",
         "kind": "Input",
         "metadata": { "name": scope.name(suffix), "labels": scope.labels() },
@@ -421,7 +419,7 @@ async fn create_input(scope: &Scope, suffix: &str) -> String {
         },
     }))
     .unwrap();
-    Api::<pakket_resolveset::Input>::all(scope.client.clone())
+    Api::<pakket_resolve_api::Input>::all(scope.client.clone())
         .create(&PostParams::default(), &input)
         .await
         .unwrap();
@@ -550,7 +548,7 @@ async fn why_explains_an_input_what_it_brings_in_and_how_far_each_got() {
         "{}",
         run.stderr
     );
-    let _ = Api::<pakket_resolveset::Input>::all(scope.client.clone())
+    let _ = Api::<pakket_resolve_api::Input>::all(scope.client.clone())
         .delete_collection(
             &Default::default(),
             &kube::api::ListParams::default().labels(&scope.selector()),

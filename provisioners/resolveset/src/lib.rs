@@ -30,7 +30,6 @@ pub mod inputs;
 pub mod operators;
 pub mod process;
 pub mod protocol;
-mod schema;
 pub mod set;
 
 pub use catalogs::catalog::{Catalog, CatalogSpec, CatalogStatus};

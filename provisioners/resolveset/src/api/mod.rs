@@ -14,7 +14,7 @@
 //! [`crate::catalogs::serving`]), so a reload never shows through half-done.
 
 pub mod auth;
-pub mod client;
+pub use pakket_resolve_api::client;
 pub mod listen;
 
 use std::sync::Arc;

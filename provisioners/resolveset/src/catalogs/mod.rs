@@ -2,8 +2,8 @@
 //! source into the store, loading, the served snapshot, the controller,
 //! and old content leaving the store.
 
-pub mod catalog;
-pub mod condition;
+pub use pakket_resolve_api::catalog;
+pub use pakket_resolve_api::condition;
 pub mod controller;
 pub(crate) mod error;
 pub mod load;

@@ -599,7 +599,7 @@ fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
             held: None,
         };
     };
-    let mut asked = PlannedInput::of(input, &class.spec.parameters).asked();
+    let mut asked = crate::protocol::plan::asked(&PlannedInput::of(input, &class.spec.parameters));
     asked.seniority = Seniority::of(input);
     asked
 }

@@ -5,7 +5,7 @@
 pub mod ambiguity;
 pub mod dependency_inputs;
 pub mod force;
-pub mod input;
+pub use pakket_resolve_api::input;
 pub mod input_controller;
 pub mod input_filter;
 pub mod input_request;

@@ -1,188 +1,62 @@
-//! `POST /v1/plan` and `kubectl instance plan`: what the Input controller
-//! would do with a given set of Inputs. The caller sends the Inputs (as
-//! the controller reads them: each one's constraints, its class's
-//! constraints, whether the class only plans) and what the set holds now;
-//! the server runs the controller's own pass ([`input_resolve::plan`])
-//! against the served catalogs and answers what each Input would get and
-//! the set that would result. The caller compares that set with the one
-//! installed: installs, upgrades and removals, with who asks for each.
-
-use std::collections::BTreeMap;
+//! `POST /v1/plan` on the server: each [`PlannedInput`] read as the
+//! controller reads its Input, then the controller's own pass
+//! ([`input_resolve::plan`]) against the served catalogs.
 
 use pakket_engine::Version;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use pakket_resolve_api::protocol::BadRequest;
+pub use pakket_resolve_api::protocol::plan::*;
 
-use super::BadRequest;
-use super::resolve::Selection;
 use crate::catalogs::serving::Served;
-use crate::inputs::input::{InputConstraint, ResolvedInstance};
 use crate::inputs::input_request::{request_of, with_fields};
 use crate::inputs::input_resolve::{self, Answer, Asked};
 
-/// The body of `POST /v1/plan`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanRequest {
-    /// Every Input to resolve together, as the cluster would have them.
-    pub inputs: Vec<PlannedInput>,
-    /// What the set holds now (so installed packages move along their
-    /// update graph instead of jumping, as in the controller).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub current: Vec<CurrentEntry>,
-    /// The set's Instance (children are named `<set>-<package>`).
-    pub set: String,
-    /// The cluster's Kubernetes version (`1.35`), for `minKubeVersion`;
-    /// without it, no bundle is left out for the version it needs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kube_version: Option<String>,
-}
-
-/// One Input as the controller reads it.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlannedInput {
-    /// Its name.
-    pub name: String,
-    /// Its `spec.constraints`.
-    #[schema(value_type = Vec<Object>)]
-    #[serde(default)]
-    pub constraints: Vec<InputConstraint>,
-    /// Its InputClass's name.
-    pub input_class: String,
-    /// The class's `parameters.constraints`.
-    #[schema(value_type = Vec<Object>)]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub class_constraints: Vec<InputConstraint>,
-    /// Whether the class only plans (`dryRun`).
-    #[serde(default)]
-    pub dry_run: bool,
-    /// Whether the class forces (`force`: the best match, no resolution).
-    #[serde(default)]
-    pub force: bool,
-}
-
-impl PlannedInput {
-    /// `input` as the controller reads it under a class with `parameters`.
-    pub fn of(
-        input: &crate::Input,
-        parameters: &crate::inputs::input::InputClassParameters,
-    ) -> Self {
-        Self {
-            name: kube::ResourceExt::name_any(input),
-            constraints: input.spec.constraints.clone(),
-            input_class: input.spec.input_class.clone(),
-            class_constraints: parameters.constraints.clone(),
-            dry_run: parameters.dry_run,
-            force: parameters.force,
-        }
-    }
-
-    /// Its request with its class's constraints, or why it has none: what
-    /// the controller resolves for it.
-    pub fn asked(&self) -> Asked {
-        let fields = with_fields(
-            &self.constraints,
-            &self.input_class,
-            &self.class_constraints,
-        );
-        let filters = crate::inputs::input_filter::filters_of(&fields);
-        let request = match &filters {
-            Ok(_) => request_of(&fields).map_err(|error| error.to_string()),
-            Err(problem) => Err(problem.clone()),
-        };
-        Asked {
-            name: self.name.clone(),
-            request,
-            dry_run: self.dry_run,
-            force: self.force,
-            filters: filters.unwrap_or_default(),
-            // The API's caller gives no history: name order decides.
-            seniority: Default::default(),
-            held: None,
-        }
+/// Its request with its class's constraints, or why it has none: what
+/// the controller resolves for it.
+pub fn asked(planned: &PlannedInput) -> Asked {
+    let fields = with_fields(
+        &planned.constraints,
+        &planned.input_class,
+        &planned.class_constraints,
+    );
+    let filters = crate::inputs::input_filter::filters_of(&fields);
+    let request = match &filters {
+        Ok(_) => request_of(&fields).map_err(|error| error.to_string()),
+        Err(problem) => Err(problem.clone()),
+    };
+    Asked {
+        name: planned.name.clone(),
+        request,
+        dry_run: planned.dry_run,
+        force: planned.force,
+        filters: filters.unwrap_or_default(),
+        // The API's caller gives no history: name order decides.
+        seniority: Default::default(),
+        held: None,
     }
 }
 
-/// A package the set holds now.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CurrentEntry {
-    /// The package.
-    pub package: String,
-    /// Its version.
-    pub version: String,
-}
-
-/// What one Input would get.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(tag = "outcome", rename_all = "camelCase")]
-pub enum PlanAnswer {
-    /// The bundles it would bring in.
-    Resolved {
-        /// Each bundle, what it satisfies and what it needs.
-        #[schema(value_type = Vec<Object>)]
-        instances: Vec<ResolvedInstance>,
-    },
-    /// Its constraints cannot be used: the field and why.
-    Invalid {
-        /// `field: problem`.
-        message: String,
-    },
-    /// Nothing satisfies it with the others.
-    Unsatisfiable {
-        /// One line.
-        summary: String,
-        /// The engine's chain of requirements.
-        explanation: String,
-    },
-}
-
-/// The answer of `POST /v1/plan`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanResponse {
-    /// By Input name.
-    pub answers: BTreeMap<String, PlanAnswer>,
-    /// The set that would be installed, by package.
-    pub set: Vec<Selection>,
-}
-
-impl From<Answer> for PlanAnswer {
-    fn from(answer: Answer) -> Self {
-        match answer {
-            Answer::Resolved(instances) => Self::Resolved { instances },
-            Answer::Invalid(message) => Self::Invalid { message },
-            Answer::Held(message) => Self::Unsatisfiable {
-                summary: message.clone(),
-                explanation: message,
-            },
-            Answer::Unsatisfiable {
-                summary,
-                explanation,
-            } => Self::Unsatisfiable {
-                summary,
-                explanation,
-            },
-        }
+/// What the controller's answer for one Input says on the wire.
+fn answered(answer: Answer) -> PlanAnswer {
+    match answer {
+        Answer::Resolved(instances) => PlanAnswer::Resolved { instances },
+        Answer::Invalid(message) => PlanAnswer::Invalid { message },
+        Answer::Held(message) => PlanAnswer::Unsatisfiable {
+            summary: message.clone(),
+            explanation: message,
+        },
+        Answer::Unsatisfiable {
+            summary,
+            explanation,
+        } => PlanAnswer::Unsatisfiable {
+            summary,
+            explanation,
+        },
     }
-}
-
-/// `1.35` (or `v1.35.4`, `1.35+`) as (1, 35).
-pub fn major_minor(text: &str) -> Option<(u32, u32)> {
-    let mut parts = text.trim().trim_start_matches('v').split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor: String = parts
-        .next()?
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    Some((major, minor.parse().ok()?))
 }
 
 /// The controller's pass over `request`'s Inputs against `served`.
 pub fn plan(served: &Served, request: &PlanRequest) -> Result<PlanResponse, BadRequest> {
-    let mut asked: Vec<Asked> = request.inputs.iter().map(PlannedInput::asked).collect();
+    let mut asked: Vec<Asked> = request.inputs.iter().map(asked).collect();
     let cluster = match &request.kube_version {
         Some(text) => Some(major_minor(text).ok_or_else(|| {
             BadRequest::new(
@@ -205,7 +79,7 @@ pub fn plan(served: &Served, request: &PlanRequest) -> Result<PlanResponse, BadR
         answers: planned
             .answers
             .into_iter()
-            .map(|(name, answer)| (name, answer.into()))
+            .map(|(name, answer)| (name, answered(answer)))
             .collect(),
         set: planned.set,
     })

@@ -178,6 +178,6 @@ impl Input {
     /// The condition of type `kind`, if the status has it.
     pub fn condition(&self, kind: &str) -> Option<&Condition> {
         let status = self.status.as_ref();
-        crate::catalogs::condition::find(status.map(|s| s.conditions.as_slice()), kind)
+        crate::condition::find(status.map(|s| s.conditions.as_slice()), kind)
     }
 }

@@ -1,10 +1,11 @@
-//! Schema pieces the resolver's kinds share.
+//! Schema pieces the resolve and operators kinds share (conditions merged
+//! by type, free-form objects kept as written).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use schemars::{Schema, SchemaGenerator, json_schema};
 
 /// `metav1.Condition` list, merged by `type` under server-side apply.
-pub(crate) fn conditions(generator: &mut SchemaGenerator) -> Schema {
+pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
     let item = generator.subschema_for::<Condition>();
     json_schema!({
         "type": "array",
@@ -15,11 +16,11 @@ pub(crate) fn conditions(generator: &mut SchemaGenerator) -> Schema {
 }
 
 /// Any JSON value, kept as written (a constraint's `value`).
-pub(crate) fn free_form(_: &mut SchemaGenerator) -> Schema {
+pub fn free_form(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "x-kubernetes-preserve-unknown-fields": true })
 }
 
 /// A JSON object of any fields, kept as written (a `spec.config`).
-pub(crate) fn free_object(_: &mut SchemaGenerator) -> Schema {
+pub fn free_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
 }

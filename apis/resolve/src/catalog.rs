@@ -173,9 +173,9 @@ fn is_zero(n: &u64) -> bool {
 
 impl Catalog {
     /// The condition of type `kind`, if the status has it.
-    pub fn condition(&self, kind: crate::ConditionType) -> Option<&Condition> {
+    pub fn condition(&self, kind: crate::condition::ConditionType) -> Option<&Condition> {
         let status = self.status.as_ref();
-        crate::catalogs::condition::find(status.map(|s| s.conditions.as_slice()), kind.as_str())
+        crate::condition::find(status.map(|s| s.conditions.as_slice()), kind.as_str())
     }
 }
 
