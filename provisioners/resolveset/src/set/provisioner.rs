@@ -104,27 +104,22 @@ fn class_for<'a>(
         })
 }
 
-/// The set in the content.
+/// The set in the content, read as every provisioner reads a file that is
+/// not a manifest: inside the content only, within the class's
+/// `maxObjectSize`, errors naming the file.
 fn read_set(request: &ObjectsRequest<'_>) -> Result<Vec<Entry>, ObjectsError> {
-    let path = request.content.join(resolved_set::FILE);
-    let size = std::fs::metadata(&path)
-        .map_err(|_| {
-            ObjectsError::Content(format!(
-                "{} is missing: a resolveset Bundle holds the resolved set in that file",
-                resolved_set::FILE
-            ))
-        })?
-        .len();
-    if size > request.max_object_size {
-        return Err(ObjectsError::Content(format!(
-            "{} is {size} bytes, over the class's maxObjectSize of {}",
-            resolved_set::FILE,
-            request.max_object_size
-        )));
-    }
-    let bytes = std::fs::read(&path)
-        .map_err(|error| ObjectsError::Content(format!("{}: {error}", resolved_set::FILE)))?;
-    resolved_set::from_bytes(&bytes).map_err(ObjectsError::Content)
+    let file = std::path::Path::new(resolved_set::FILE);
+    let document =
+        pakket_runtime::manifest::read_document(request.content, file, request.max_object_size)
+            .map_err(|error| ObjectsError::Content(error.to_string()))?
+            .ok_or_else(|| {
+                ObjectsError::Content(format!(
+                    "{} is missing: a resolveset Bundle holds the resolved set in that file",
+                    resolved_set::FILE
+                ))
+            })?;
+    serde_json::from_value(document)
+        .map_err(|error| ObjectsError::Content(format!("{}: {error}", resolved_set::FILE)))
 }
 
 /// One child Instance for `entry` of the set whose Instance is `set`.
@@ -388,6 +383,50 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("is missing")
+        );
+    }
+
+    #[test]
+    fn the_set_is_read_inside_the_content_within_the_limit() {
+        let content = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let instance = pakket_api::Instance::new(
+            "resolveset",
+            serde_json::from_value(json!({"class": "resolveset", "bundle": {"name": "b"}}))
+                .unwrap(),
+        );
+        let cluster = pakket_runtime::provisioner::ClusterFacts::default();
+        let request = |max_object_size| ObjectsRequest {
+            content: content.path(),
+            max_object_size,
+            instance: &instance,
+            cluster: &cluster,
+            class_parameters: None,
+        };
+        let missing = read_set(&request(1 << 20)).unwrap_err().to_string();
+        assert!(missing.contains("is missing"), "{missing}");
+
+        let bytes = resolved_set::to_bytes(&[entry("etcd", "quay.io/etcd:1")]);
+        std::fs::write(outside.path().join(resolved_set::FILE), &bytes).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join(resolved_set::FILE),
+            content.path().join(resolved_set::FILE),
+        )
+        .unwrap();
+        let out = read_set(&request(1 << 20)).unwrap_err().to_string();
+        assert!(out.contains(resolved_set::FILE), "{out}");
+        assert!(
+            out.contains("leaves the content"),
+            "a link out of the content is not followed: {out}"
+        );
+
+        std::fs::remove_file(content.path().join(resolved_set::FILE)).unwrap();
+        std::fs::write(content.path().join(resolved_set::FILE), &bytes).unwrap();
+        assert_eq!(read_set(&request(1 << 20)).unwrap()[0].package_name, "etcd");
+        let large = read_set(&request(16)).unwrap_err().to_string();
+        assert!(
+            large.contains(resolved_set::FILE) && large.contains("16"),
+            "{large}"
         );
     }
 }
