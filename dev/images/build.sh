@@ -6,6 +6,9 @@
 # sources give the same digests on any machine.
 #
 #   dev/images/build.sh REGISTRY [OUT_FILE]
+#   dev/images/build.sh --build-only   the static binaries only, nothing
+#                                      pushed (dev/test.sh builds them
+#                                      before the tests start)
 #
 # REGISTRY is host:port, e.g. the address dev/registry/start.sh prints.
 # A registry on loopback or on another of this machine's own addresses
@@ -23,7 +26,9 @@
 # same content gives the same digest, and OUT_FILE is replaced whole.
 set -euo pipefail
 
-[[ $# -ge 1 && $# -le 2 ]] || { echo "usage: $0 REGISTRY [OUT_FILE]" >&2; exit 2; }
+build_only=false
+[[ ${1:-} == --build-only && $# -eq 1 ]] && build_only=true
+[[ $# -ge 1 && $# -le 2 ]] || { echo "usage: $0 REGISTRY [OUT_FILE] | $0 --build-only" >&2; exit 2; }
 registry=${1%/}
 log() { echo "${0##*/}: $*" >&2; }
 fail() { log "$*"; exit 1; }
@@ -47,6 +52,9 @@ command -v musl-gcc >/dev/null \
   || fail "musl-gcc is missing; run dev/prerequisites.sh (or apt-get install musl-tools)"
 export CC_x86_64_unknown_linux_musl=musl-gcc
 
+if $build_only; then
+  registry=localhost
+fi
 host=${registry%:*}
 host=${host#[}
 host=${host%]}
@@ -77,6 +85,10 @@ jobs=${PAKKET_IMAGE_BUILD_JOBS:-$(nproc)}
 log "building $((${#names[@]} + ${#test_names[@]} + 1)) static binaries for $target (release, $jobs jobs)"
 (cd "$repo" && cargo build --release --locked --target "$target" -j "$jobs" "${bins[@]}")
 bin_dir=$CARGO_TARGET_DIR/$target/release
+if $build_only; then
+  log "built in $(($(date +%s) - started))s (nothing pushed: --build-only)"
+  exit 0
+fi
 
 # No program interpreter: the images hold no libc or loader.
 is_static() { ! readelf -l "$1" 2>/dev/null | grep -q 'program interpreter'; }
