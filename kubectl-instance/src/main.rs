@@ -1,6 +1,7 @@
 //! `kubectl instance`: a kubectl plugin for Pakket Instances.
 //!
-//! `list`, `describe NAME`, `approve NAME`, `deny NAME`, `why NAME` talk to
+//! `list`, `describe NAME`, `approve NAME`, `deny NAME`, `why NAME`,
+//! `policy test POLICY` talk to
 //! the cluster as the caller (same kubeconfig, context and rights as
 //! kubectl); `graph PACKAGE` reads catalog files and needs no cluster.
 //!
@@ -32,6 +33,7 @@ mod packages;
 mod pending;
 mod pivot;
 mod plan;
+mod policy_test;
 mod resolver;
 mod table;
 mod why;
@@ -214,6 +216,21 @@ enum Command {
     /// package's versions in a package repository (`--package-repository
     /// NAME`, `--repository-url URL`).
     Graph(graph::GraphArgs),
+    /// ApprovalPolicies: `policy test POLICY --instance NAME [--as USER
+    /// --groups G]` prints what a policy (on the cluster, or a draft file)
+    /// would decide for an Instance its provisioner has seen, over the
+    /// inputs the runtime computed, writing nothing.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyAction,
+    },
+}
+
+/// What `policy` does.
+#[derive(Subcommand)]
+enum PolicyAction {
+    /// What POLICY would decide for an Instance: the rule and its message.
+    Test(policy_test::TestArgs),
 }
 
 fn main() -> ExitCode {
@@ -241,6 +258,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Graph(args) => graph::run(&args, &cli.cluster, &mut out).await,
+        Command::Policy {
+            action: PolicyAction::Test(args),
+        } => {
+            let client = cli.cluster.client().await?;
+            policy_test::run(&client, &args, &mut out).await
+        }
         Command::Deps {
             name,
             format,

@@ -103,6 +103,8 @@ pub async fn run<P: Provisioner>(
             record_key: record_key.clone(),
             store_gc: args.store_gc(),
             max_concurrent_unpacks: args.max_concurrent_unpacks,
+            // Policy decisions' inputs, beside its Lease.
+            decision_records: Some(args.lease_namespace.clone()),
             ..RunOptions::new(store.clone())
         };
         controller::run_with(client.clone(), provisioner(&id), options)

@@ -13,6 +13,7 @@ mod kubectl_plugin;
 mod operator;
 mod operators;
 mod packages;
+mod policy_test;
 mod resolver_api;
 mod support;
 mod webhook_approval;

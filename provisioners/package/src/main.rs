@@ -86,6 +86,8 @@ async fn main() -> anyhow::Result<()> {
             record_key: record_key.clone(),
             store_gc: args.provisioner.store_gc(),
             max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
+            // Policy decisions' inputs, beside its Lease.
+            decision_records: Some(args.provisioner.lease_namespace.clone()),
             ..RunOptions::new(store.clone())
         };
         process::run(

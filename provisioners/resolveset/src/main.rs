@@ -127,6 +127,8 @@ async fn main() -> anyhow::Result<()> {
             metrics: Arc::clone(&provisioner_metrics),
             record_key: record_key.clone(),
             max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
+            // Policy decisions' inputs, beside its Lease.
+            decision_records: Some(args.provisioner.lease_namespace.clone()),
             ..RunOptions::new(provisioner_store.clone())
         };
         let provisioner = ResolveSet::new(id.clone()).with_record_key(record_key.clone());

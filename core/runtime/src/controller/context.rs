@@ -59,6 +59,9 @@ pub struct Context<P> {
     pub events: super::events::Events,
     /// Verifies the admission webhook's requester records.
     pub record_key: Option<pakket_api::RecordKey>,
+    /// Where policy decisions' inputs are kept
+    /// ([`super::RunOptions::decision_records`]).
+    pub decision_records: Option<String>,
     /// Permits for fetching and unpacking, one per Bundle at a time.
     pub unpacks: tokio::sync::Semaphore,
     /// Permits for reading content from ConfigMaps, one per ConfigMap

@@ -126,6 +126,10 @@ pub struct RunOptions {
     /// nothing said it changed ([`RESYNC`]; a bench shortens it to measure
     /// what one resync costs).
     pub resync: Duration,
+    /// The provisioner's own namespace, where the inputs of each
+    /// `approval: Policy` decision are kept for `kubectl instance policy
+    /// test` (one ConfigMap per Instance, owned by it); `None` keeps none.
+    pub decision_records: Option<String>,
 }
 
 /// Default for [`RunOptions::max_concurrent_unpacks`].
@@ -143,6 +147,7 @@ impl RunOptions {
             store_gc: StoreGc::default(),
             max_concurrent_unpacks: DEFAULT_MAX_CONCURRENT_UNPACKS,
             resync: RESYNC,
+            decision_records: None,
         }
     }
 }
@@ -270,6 +275,7 @@ pub async fn run_with<P: Provisioner>(
         drift,
         events,
         record_key: options.record_key,
+        decision_records: options.decision_records,
         unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),
         config_map_reads: tokio::sync::Semaphore::new(context::CONFIG_MAP_READS as usize),
         cluster: tokio::sync::Mutex::new(None),

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use cel::{Context, Program};
 use pakket_api::{ApprovalRule, BundleProperty, RuleOutcome};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::apply::probes::widest_collection;
@@ -31,7 +31,8 @@ pub const PARAMETER: &str = "approvalPolicy";
 pub const COST_LIMIT: u128 = crate::apply::probes::COST_LIMIT;
 
 /// Everything a rule may look at, verified by the runtime.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Inputs {
     /// Who asked, from the record Pakket's webhook sealed.
     pub requester: Requester,
@@ -50,7 +51,8 @@ pub struct Inputs {
 }
 
 /// `requester`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Requester {
     /// The user name.
     pub name: String,
@@ -59,7 +61,8 @@ pub struct Requester {
 }
 
 /// `bundle`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BundleInputs {
     /// The Bundle's name.
     pub name: String,
@@ -77,7 +80,8 @@ pub struct BundleInputs {
 }
 
 /// `rights`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RightsInputs {
     /// Every right the content asks for, in words.
     pub all: Vec<String>,
@@ -87,7 +91,8 @@ pub struct RightsInputs {
 }
 
 /// One of `objects`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ObjectInput {
     /// Its API group (`""` for the core group).
     pub group: String,
@@ -102,7 +107,8 @@ pub struct ObjectInput {
 }
 
 /// `instance`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct InstanceInputs {
     /// Its name.
     pub name: String,
@@ -187,6 +193,40 @@ impl Inputs {
             .collect()
     }
 }
+
+/// What the runtime last gave a policy for one Instance, kept so that
+/// `kubectl instance policy test` can run another policy (or requester)
+/// over the very inputs the runtime computed: the CLI cannot render a
+/// provisioner's content or compute its rights itself, and an
+/// approximation could pass a rule in a test that fails live.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DecisionRecord {
+    /// The inputs, `requester` as sealed.
+    pub inputs: Inputs,
+    /// `userPermission()` for that requester, when a rule asked for it.
+    pub user_permission: Option<bool>,
+    /// The policy that decided, and what (`policy NAME rule N`, the
+    /// outcome).
+    pub decided_by: String,
+    /// `Approve`, `Deny` or `AskAPerson`.
+    pub outcome: String,
+}
+
+/// The ConfigMap (in the provisioner's own namespace) holding an
+/// Instance's [`DecisionRecord`], under [`DECISION_RECORD_KEY`]: named by a
+/// digest of the Instance's name, which may be longer than a ConfigMap's.
+pub fn decision_record_name(instance: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = hex::encode(Sha256::digest(instance.as_bytes()));
+    format!("pakket-policy-inputs-{}", &digest[..20])
+}
+
+/// The key of [`decision_record_name`]'s ConfigMap holding the record.
+pub const DECISION_RECORD_KEY: &str = "record.json";
+
+/// The annotation on that ConfigMap naming its Instance.
+pub const DECISION_RECORD_INSTANCE: &str = "core.pakket.dev/instance";
 
 /// Whether any rule calls `userPermission()`: its answer costs
 /// SubjectAccessReviews, asked only then.

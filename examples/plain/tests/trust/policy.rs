@@ -7,6 +7,7 @@
 //! what runs stays approved; the next content is judged by the rules as
 //! they are then).
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -14,9 +15,11 @@ use pakket_api::{
     ApprovalPolicy, ApprovalPolicySpec, ApprovalRule, ConditionType, Instance, ProvisionerClass,
     RuleOutcome,
 };
+use pakket_runtime::trust::policy::{self, DecisionRecord};
 use pakket_testkit::{eventually, reason_is};
 use serde_json::json;
 
+use crate::shipped::NAMESPACE;
 use crate::support::{Stage, Webhooks, refused_with, rule};
 
 /// The admin's policy: never a binding to cluster-admin; alice (one of
@@ -177,6 +180,44 @@ async fn a_policy_approves_what_its_rules_allow_and_nothing_a_requester_writes_c
         Some("v1"),
         "mallory's content wrote nothing"
     );
+
+    // What the policy saw is kept for `kubectl instance policy test`, in
+    // the provisioner's own namespace (under the Role deploy/ ships),
+    // owned by the Instance; mallory can neither read nor change it.
+    let record_name = policy::decision_record_name(&stage.scope.name("other"));
+    let records: Api<ConfigMap> = Api::namespaced(stage.admin(), NAMESPACE);
+    let kept = records.get(&record_name).await.unwrap();
+    let record: DecisionRecord =
+        serde_json::from_str(&kept.data.as_ref().unwrap()[policy::DECISION_RECORD_KEY]).unwrap();
+    assert_eq!(record.inputs.requester.name, "mallory");
+    assert_eq!(record.outcome, "AskAPerson");
+    assert_eq!(record.decided_by, format!("policy {policy_name}"));
+    assert_eq!(record.inputs.bundle.name, stage.scope.name("other-v1"));
+    assert!(
+        record
+            .inputs
+            .objects
+            .iter()
+            .any(|object| object.kind == "ConfigMap" && object.name == "marker"),
+        "{:?}",
+        record.inputs.objects
+    );
+    assert_eq!(
+        kept.metadata.owner_references.as_ref().unwrap()[0].uid,
+        waiting.metadata.uid.clone().unwrap()
+    );
+    let mallorys: Api<ConfigMap> = Api::namespaced(mallory.clone(), NAMESPACE);
+    assert!(refused_with(&mallorys.get(&record_name).await, 403));
+    assert!(refused_with(
+        &mallorys
+            .patch(
+                &record_name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "data": { policy::DECISION_RECORD_KEY: "{}" } })),
+            )
+            .await,
+        403
+    ));
 
     // Neither can change which policy applies, nor what it says.
     for user in [&alice, &mallory] {

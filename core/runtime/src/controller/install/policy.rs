@@ -13,8 +13,9 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use pakket_api::condition::ConditionStatus;
 use pakket_api::{
@@ -122,6 +123,7 @@ pub(super) async fn decide<P: Provisioner>(
     };
     let decision = policy::decide(rules, &inputs);
     let by = decision.by(policy_name, rules);
+    record(context, instance, &inputs, &by, decision.outcome).await;
     let message = match decision.outcome {
         RuleOutcome::Approve => {
             let message = format!("approved by {by}: {}", decision.message);
@@ -232,6 +234,81 @@ async fn inputs<P: Provisioner>(
         user_permission,
     }
     .with_package_from_properties())
+}
+
+/// The largest record kept: a ConfigMap holds at most 1 MiB.
+const MAX_RECORD: usize = 900 * 1024;
+
+/// Keeps what the policy saw and decided for `instance`, for `kubectl
+/// instance policy test`, in the provisioner's own namespace (a ConfigMap
+/// the Instance owns, so it goes with it). A record that cannot be kept is
+/// logged, never a reason to hold the decision.
+async fn record<P>(
+    context: &Context<P>,
+    instance: &Instance,
+    inputs: &Inputs,
+    decided_by: &str,
+    outcome: RuleOutcome,
+) {
+    let Some(namespace) = &context.decision_records else {
+        return;
+    };
+    let instance_name = instance.name_any();
+    let record = policy::DecisionRecord {
+        inputs: inputs.clone(),
+        user_permission: inputs.user_permission,
+        decided_by: decided_by.to_owned(),
+        outcome: serde_json::to_value(outcome)
+            .ok()
+            .and_then(|value| value.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+    };
+    let text = match serde_json::to_string(&record) {
+        Ok(text) if text.len() <= MAX_RECORD => text,
+        Ok(text) => {
+            tracing::warn!(
+                instance = %instance_name,
+                "the inputs of its policy decision are {} bytes, over {MAX_RECORD}; not kept, so `kubectl instance policy test` cannot use them",
+                text.len()
+            );
+            return;
+        }
+        Err(error) => {
+            tracing::warn!(instance = %instance_name, "its policy decision's inputs: {error}");
+            return;
+        }
+    };
+    let name = policy::decision_record_name(&instance_name);
+    let config_map = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": { policy::DECISION_RECORD_INSTANCE: instance_name },
+            "ownerReferences": [{
+                "apiVersion": "core.pakket.dev/v1alpha1",
+                "kind": "Instance",
+                "name": instance_name,
+                "uid": instance.uid().unwrap_or_default(),
+            }],
+        },
+        "data": { policy::DECISION_RECORD_KEY: text },
+    });
+    let written = Api::<ConfigMap>::namespaced(context.client.clone(), namespace)
+        .patch(
+            &name,
+            &PatchParams::apply("pakket-policy-inputs").force(),
+            &Patch::Apply(config_map),
+        )
+        .await;
+    if let Err(error) = written {
+        tracing::warn!(
+            instance = %instance_name,
+            "keeping its policy decision's inputs in ConfigMap {namespace}/{name} failed ({}); the provisioner needs get, create and patch on configmaps in {namespace}",
+            crate::apply::api_message(&error)
+        );
+    }
 }
 
 /// The refs the content came from: the embedded spec's, else the Bundle

@@ -1,0 +1,273 @@
+//! `policy test`: a policy on the cluster, or a draft in a file, run over
+//! the inputs a provisioner kept for an Instance (written here as the
+//! runtime writes them), as its requester or as someone else; what it
+//! refuses to guess (an Instance not on the cluster, a file that differs
+//! from it, no inputs kept); and that it writes nothing and needs the
+//! right to read the kept inputs.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use pakket_api::{ApprovalPolicy, Instance};
+use pakket_runtime::trust::policy::{self, DecisionRecord, Inputs, ObjectInput, Requester};
+use pakket_testkit::{Scope, install_crds};
+use serde_json::json;
+
+use crate::support::{Grant, create_instance, plugin, reviewer_rules};
+
+/// A policy refusing anyone outside team A, approving team A's etcd 0.9.x.
+fn policy(scope: &Scope, name: &str) -> ApprovalPolicy {
+    serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": "ApprovalPolicy",
+        "metadata": { "name": name, "labels": scope.labels() },
+        "spec": { "rules": [
+            { "name": "team-a-only", "cel": "!('team-a' in requester.groups)",
+              "outcome": "Deny", "message": "only team A installs here" },
+            { "name": "etcd-09", "cel": "bundle.package == 'etcd' && bundle.version.startsWith('0.9.')",
+              "outcome": "Approve", "message": "team A runs etcd 0.9" },
+        ] },
+    }))
+    .unwrap()
+}
+
+/// What the runtime keeps after deciding for Instance `name` (alice of
+/// team A asked for etcd 0.9.4, a person was asked).
+async fn keep_record(scope: &Scope, name: &str, bundle: &str) -> ConfigMap {
+    let mut inputs = Inputs {
+        requester: Requester {
+            name: "alice".into(),
+            groups: vec!["team-a".into()],
+        },
+        objects: vec![ObjectInput {
+            group: "apps".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+            namespace: "etcd".into(),
+            name: "etcd-operator".into(),
+        }],
+        ..Inputs::default()
+    };
+    inputs.bundle.name = bundle.into();
+    inputs.bundle.digest = "sha256:aaaa".into();
+    inputs.bundle.package = "etcd".into();
+    inputs.bundle.version = "0.9.4".into();
+    inputs.rights.all = vec!["get on pods in namespace etcd".into()];
+    inputs.rights.new = inputs.rights.all.clone();
+    inputs.instance.name = name.into();
+    inputs.instance.class = "registry-v1".into();
+    inputs.instance.config = json!({});
+    let record = DecisionRecord {
+        inputs,
+        user_permission: Some(true),
+        decided_by: "policy live".into(),
+        outcome: "AskAPerson".into(),
+    };
+    let config_map: ConfigMap = serde_json::from_value(json!({
+        "metadata": {
+            "name": policy::decision_record_name(name),
+            "namespace": scope.namespace,
+            "labels": scope.labels(),
+        },
+        "data": { policy::DECISION_RECORD_KEY: serde_json::to_string(&record).unwrap() },
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_policy_is_tested_over_the_kept_inputs_as_anyone_and_nothing_is_written() {
+    let scope = Scope::new("policy-test").await;
+    install_crds(&scope.client).await.unwrap();
+    let bundle = scope.name("etcd-v0-9-4");
+    let name = create_instance(&scope, "etcd", &bundle).await;
+    let kept = keep_record(&scope, &name, &bundle).await;
+    let policy_name = scope.name("team-a");
+    Api::<ApprovalPolicy>::all(scope.client.clone())
+        .create(&PostParams::default(), &policy(&scope, &policy_name))
+        .await
+        .unwrap();
+    let before: Instance = Api::all(scope.client.clone()).get(&name).await.unwrap();
+    let test = |extra: &[&str]| {
+        let mut args = vec![
+            "policy",
+            "test",
+            policy_name.as_str(),
+            "--instance",
+            name.as_str(),
+            "--records-namespace",
+            scope.namespace.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        plugin("admin", &args).await
+    };
+
+    // As the Instance's requester: rule 2 approves it.
+    let as_alice = run(test(&[])).await;
+    assert_eq!(as_alice.code, 0, "{as_alice:?}");
+    assert!(
+        as_alice.stdout.contains(&format!(
+            "ApprovalPolicy {policy_name} approves Instance {name}"
+        )) && as_alice
+            .stdout
+            .contains("decided by rule 2 (etcd-09): team A runs etcd 0.9")
+            && as_alice
+                .stdout
+                .contains("requested by alice (groups team-a)")
+            && as_alice
+                .stdout
+                .contains("live, the provisioner last decided: policy live: AskAPerson"),
+        "{}",
+        as_alice.stdout
+    );
+
+    // As mallory of another team: rule 1 refuses, in JSON too.
+    let as_mallory = run(test(&[
+        "--as", "mallory", "--groups", "team-m", "-o", "json",
+    ]))
+    .await;
+    assert_eq!(as_mallory.code, 0, "{as_mallory:?}");
+    let answer: serde_json::Value = serde_json::from_str(&as_mallory.stdout).unwrap();
+    assert_eq!(answer["outcome"], "Deny");
+    assert_eq!(answer["rule"], "rule 1 (team-a-only)");
+    assert_eq!(answer["requester"], "mallory (groups team-m)");
+
+    // A draft in a file, not on the cluster: no rule matches, a person is asked.
+    let dir = tempfile::tempdir().unwrap();
+    let draft = dir.path().join("draft.yaml");
+    std::fs::write(
+        &draft,
+        "apiVersion: core.pakket.dev/v1alpha1\nkind: ApprovalPolicy\nmetadata: {name: draft}\nspec:\n  rules:\n  - {cel: \"bundle.package == 'vault'\", outcome: Approve, message: vault only}\n",
+    )
+    .unwrap();
+    let drafted = run({
+        let mut args = test(&[]);
+        args[2] = draft.display().to_string();
+        args
+    })
+    .await;
+    assert!(
+        drafted.code == 0
+            && drafted
+                .stdout
+                .contains("ApprovalPolicy draft asks a person for Instance")
+            && drafted.stdout.contains("no rule decided"),
+        "{drafted:?}"
+    );
+    // A draft the cluster would refuse is refused here, naming the rule.
+    std::fs::write(
+        &draft,
+        "apiVersion: core.pakket.dev/v1alpha1\nkind: ApprovalPolicy\nmetadata: {name: draft}\nspec:\n  rules:\n  - {cel: \"bundle.package ==\", outcome: Approve, message: broken}\n",
+    )
+    .unwrap();
+    let broken = run({
+        let mut args = test(&[]);
+        args[2] = draft.display().to_string();
+        args
+    })
+    .await;
+    assert!(
+        broken.code == 1 && broken.stderr.contains("spec.rules[0].cel: not valid CEL"),
+        "{broken:?}"
+    );
+
+    // A manifest that is not what the cluster runs is not guessed at.
+    let manifest = dir.path().join("instance.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "apiVersion: core.pakket.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}}}\nspec: {{class: {}, bundle: {{name: {bundle}-next}}}}\n",
+            scope.name("no-provisioner")
+        ),
+    )
+    .unwrap();
+    let file_args = |file: &std::path::Path| {
+        vec![
+            "policy".to_owned(),
+            "test".into(),
+            policy_name.clone(),
+            "-f".into(),
+            file.display().to_string(),
+            "--records-namespace".into(),
+            scope.namespace.clone(),
+        ]
+    };
+    let differs = run(file_args(&manifest)).await;
+    assert!(
+        differs.code == 1
+            && differs.stderr.contains("spec.bundle.name: the file says")
+            && differs.stderr.contains("apply the file first"),
+        "{differs:?}"
+    );
+    let absent = dir.path().join("absent.yaml");
+    std::fs::write(
+        &absent,
+        "apiVersion: core.pakket.dev/v1alpha1\nkind: Instance\nmetadata: {name: nowhere-on-the-cluster}\nspec: {class: x, bundle: {name: y}}\n",
+    )
+    .unwrap();
+    let not_there = run(file_args(&absent)).await;
+    assert!(
+        not_there.code == 1 && not_there.stderr.contains("is not on the cluster"),
+        "{not_there:?}"
+    );
+    // An Instance whose provisioner kept nothing.
+    let other = create_instance(&scope, "other", &bundle).await;
+    let nothing = run(vec![
+        "policy".into(),
+        "test".into(),
+        policy_name.clone(),
+        "--instance".into(),
+        other,
+        "--records-namespace".into(),
+        scope.namespace.clone(),
+    ])
+    .await;
+    assert!(
+        nothing.code == 1 && nothing.stderr.contains("no decision inputs are kept"),
+        "{nothing:?}"
+    );
+
+    // Bob may read Instances but not the kept inputs: refused, saying what to ask for.
+    let mut rules = reviewer_rules();
+    rules.push(
+        serde_json::from_value(json!({
+            "apiGroups": ["core.pakket.dev"], "resources": ["approvalpolicies"], "verbs": ["get"],
+        }))
+        .unwrap(),
+    );
+    let grant = Grant::new(&scope, "reviewer", "bob", rules).await;
+    let as_bob = {
+        let args = test(&[]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        plugin("bob", &args).await
+    };
+    assert!(
+        as_bob.code == 1
+            && as_bob.stderr.contains("may not get configmaps in")
+            && as_bob.stderr.contains("get on configmaps"),
+        "{as_bob:?}"
+    );
+    grant.revoke().await;
+
+    // Nothing was written: the Instance and the kept inputs are as they were.
+    let after: Instance = Api::all(scope.client.clone()).get(&name).await.unwrap();
+    assert_eq!(
+        before.metadata.resource_version,
+        after.metadata.resource_version
+    );
+    let still = Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .get(&policy::decision_record_name(&name))
+        .await
+        .unwrap();
+    assert_eq!(
+        kept.metadata.resource_version,
+        still.metadata.resource_version
+    );
+    scope.cleanup().await;
+}
