@@ -249,6 +249,13 @@ fn recorded_rules(subresource: &str, operations: &[&str]) -> Vec<RuleWithOperati
             "Cluster",
         ),
         rule(
+            crate::review::OPERATORS_GROUP,
+            "*",
+            &resource("operatorrequests"),
+            operations,
+            "Namespaced",
+        ),
+        rule(
             crate::review::PACKAGES_GROUP,
             "*",
             &resource("clusterpackages"),

@@ -87,8 +87,8 @@ pub enum Target {
     /// An ApprovalPolicy: its rules must compile.
     ApprovalPolicy,
     /// An object whose requester records the webhook keeps, besides
-    /// Instances: `Input` (resolve.pakket.dev), `Operator`
-    /// (operators.pakket.dev), `ClusterPackage` or `Package`
+    /// Instances: `Input` (resolve.pakket.dev), `Operator` and
+    /// `OperatorRequest` (operators.pakket.dev), `ClusterPackage` or `Package`
     /// (packages.pakket.dev), main resource or status.
     Recorded(&'static str),
     /// Anything else: a configuration mistake; allowed and logged.
@@ -112,6 +112,9 @@ impl Target {
             (pakket_api::GROUP, "approvalpolicies", "") => Self::ApprovalPolicy,
             (RESOLVE_GROUP, "inputs", "" | "status") => Self::Recorded("Input"),
             (OPERATORS_GROUP, "operators", "" | "status") => Self::Recorded("Operator"),
+            (OPERATORS_GROUP, "operatorrequests", "" | "status") => {
+                Self::Recorded("OperatorRequest")
+            }
             (PACKAGES_GROUP, "clusterpackages", "" | "status") => Self::Recorded("ClusterPackage"),
             (PACKAGES_GROUP, "packages", "" | "status") => Self::Recorded("Package"),
             _ => Self::Other,
@@ -129,6 +132,7 @@ impl Target {
             Self::Recorded("Input") => "inputs",
             Self::Recorded("ClusterPackage") => "clusterpackages",
             Self::Recorded("Package") => "packages",
+            Self::Recorded("OperatorRequest") => "operatorrequests",
             Self::Recorded(_) => "operators",
             Self::Other => "other",
         }

@@ -293,3 +293,6 @@ mod tests {
         );
     }
 }
+
+pub mod request;
+pub use request::{InstallMode, OperatorRequest, OperatorRequestSpec, OperatorRequestStatus};

@@ -1,8 +1,11 @@
-//! The resolver's CRDs (Catalog, InputClass, Input) generated from the
+//! The resolver's CRDs (Catalog, InputClass, Input, Operator,
+//! OperatorRequest) generated from the
 //! types, and their YAML under `crds/`.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+
+use pakket_operators_api::OperatorRequest;
 
 use crate::{Catalog, Input, InputClass, Operator};
 
@@ -13,6 +16,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         InputClass::crd(),
         Input::crd(),
         Operator::crd(),
+        OperatorRequest::crd(),
     ]
 }
 

@@ -23,6 +23,7 @@ use crate::catalogs::source::Fetcher;
 use crate::catalogs::store_gc::{self, Loading};
 use crate::inputs::input_controller::{self, InputContext};
 use crate::operators::operator_controller::{self, OperatorContext};
+use crate::operators::request_controller::{self, RequestContext};
 
 /// Bytes one catalog file may unpack to: the community catalog is one
 /// 6.6 MB file, past the runtime's 4 MiB default for manifests.
@@ -154,6 +155,16 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
     });
     tokio::spawn(operator_controller::run(
         operators,
+        options.selector.clone(),
+    ));
+    let requests_context = Arc::new(RequestContext {
+        client: client.clone(),
+        leader: context.leader.clone(),
+        record_key: options.record_key.clone(),
+        selector: options.selector.clone(),
+    });
+    tokio::spawn(request_controller::run(
+        requests_context,
         options.selector.clone(),
     ));
     tokio::spawn(controller::run(context, options.selector, requests));

@@ -33,6 +33,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
+use pakket_operators_api::request::operator_name;
+use pakket_operators_api::{Operator, OperatorRequest};
 use pakket_registry_v1::RegistryV1;
 use pakket_resolveset::inputs::input::{InputClassParameters, InputConstraint};
 use pakket_resolveset::set::provisioner::ResolveSet;
@@ -1850,5 +1852,342 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_config_for_the_
         instances.get_opt(&set).await.unwrap().is_none()
     })
     .await;
+    support::cleanup(scope).await;
+}
+
+/// OperatorRequest `<name>` in the scope's namespace for etcd 0.9.2.
+fn etcd_request(scope: &Scope, name: &str, extra: Value) -> OperatorRequest {
+    let mut request = json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "OperatorRequest",
+        "metadata": { "name": name, "namespace": scope.namespace, "labels": scope.labels() },
+        "spec": {
+            "catalog": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"},
+            "version": "0.9.2",
+        },
+    });
+    if let (Some(metadata), Some(extra)) = (
+        request["metadata"].as_object_mut(),
+        extra.get("metadata").and_then(Value::as_object),
+    ) {
+        metadata.extend(extra.clone());
+    }
+    if let (Some(spec), Some(extra)) = (
+        request["spec"].as_object_mut(),
+        extra.get("spec").and_then(Value::as_object),
+    ) {
+        spec.extend(extra.clone());
+    }
+    serde_json::from_value(request).unwrap()
+}
+
+/// The request's condition `type_` once it has one matching `reason`.
+async fn request_says(
+    requests: &Api<OperatorRequest>,
+    name: &str,
+    type_: &str,
+    reason: &str,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    let started = std::time::Instant::now();
+    loop {
+        let request = requests.get(name).await.unwrap();
+        if let Some(found) = request.condition(type_).filter(|c| c.reason == reason) {
+            return found.clone();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "request {name}: no {type_} {reason} in 60 s: {:?}",
+            request.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
+    // Alice owns the scope's namespace (`admin` there) and asks for the
+    // etcd operator watching it: pakket-resolveset, as its ServiceAccount,
+    // writes an Operator on her behalf, its Input carries her, the set's
+    // entry is stamped for her, and the request mirrors the Instance that
+    // installs it. Mallory may write requests but owns no namespace: hers
+    // is refused with nothing written; she cannot write an Operator
+    // herself, nor pass a request off as alice's. An Operator the
+    // controller did not write is never adopted nor deleted.
+    let _etcd = ETCD_CRDS.lock().await;
+    let scope = Scope::new("resolveset-operator-request").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let shipped = Shipped::new(&scope).await;
+    let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
+    let key = inputs_hooks.record_key();
+    let _running = shipped.start_controllers(&scope, Some(key.clone())).await;
+    let child_class = scope.name("registry-v1");
+    start_resolveset_as(&scope, shipped.resolveset.clone(), &child_class, Some(key)).await;
+    serve_etcd_catalog(&scope).await;
+    subscription_class(&scope).await;
+    Api::<InputClass>::all(scope.client.clone())
+        .patch(
+            &scope.name("subscription"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": {
+                pakket_resolveset::operators::request_controller::FOR_REQUESTS_LABEL: "true",
+            } } })),
+        )
+        .await
+        .unwrap();
+    for user in ["alice", "mallory"] {
+        support::grant(
+            &scope,
+            user,
+            json!([
+                {"apiGroups": ["operators.pakket.dev"], "resources": ["operatorrequests"], "verbs": ["get", "list", "create", "delete"]},
+            ]),
+        )
+        .await;
+    }
+    let owner: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": scope.name("alice-admin"), "namespace": scope.namespace, "labels": scope.labels() },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice" }],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(
+        scope.client.clone(),
+        &scope.namespace,
+    )
+    .create(&PostParams::default(), &owner)
+    .await
+    .unwrap();
+    let alice = scope.cluster.client_as("alice").await;
+    let mallory = scope.cluster.client_as("mallory").await;
+    let alices: Api<OperatorRequest> = Api::namespaced(alice.clone(), &scope.namespace);
+    let requests: Api<OperatorRequest> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let operators: Api<Operator> = Api::all(scope.client.clone());
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+
+    // Alice's request: an Operator on her behalf, installed into and
+    // watching her namespace, its Input hers.
+    eventually("alice may write requests", || async {
+        alices
+            .create(
+                &PostParams::default(),
+                &etcd_request(&scope, "etcd", json!({})),
+            )
+            .await
+            .is_ok()
+    })
+    .await;
+    let accepted = request_says(&requests, "etcd", "Accepted", "OperatorWritten").await;
+    assert_eq!(accepted.status, "True");
+    let etcd_operator = operator_name(&scope.namespace, "etcd");
+    let operator = operators.get(&etcd_operator).await.unwrap();
+    let config = operator.spec.config.clone().unwrap();
+    assert_eq!(
+        config.install_namespace.as_deref(),
+        Some(scope.namespace.as_str())
+    );
+    assert_eq!(config.watch_namespaces, Some(vec![scope.namespace.clone()]));
+    assert_eq!(operator.spec.input_class, scope.name("subscription"));
+    let record = |annotations: &std::collections::BTreeMap<String, String>, key: &str| {
+        pakket_api::CreatorRecord::from_annotation(&annotations[key])
+            .unwrap()
+            .username
+    };
+    assert_eq!(
+        record(
+            operator.annotations(),
+            pakket_api::LAST_CHANGED_BY_ANNOTATION
+        ),
+        "alice"
+    );
+    assert_eq!(
+        record(operator.annotations(), pakket_api::CREATED_BY_ANNOTATION),
+        pakket_testkit::shipped::RESOLVESET.user()
+    );
+    eventually("the Operator's Input carries alice", || async {
+        inputs
+            .get_opt(&etcd_operator)
+            .await
+            .unwrap()
+            .is_some_and(|input| {
+                input
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(pakket_api::LAST_CHANGED_BY_ANNOTATION))
+                    && recorded_on(&input, pakket_api::LAST_CHANGED_BY_ANNOTATION) == "alice"
+            })
+    })
+    .await;
+    // A new package waits for the set's approver; once the set is
+    // approved, the Instance installing etcd is alice's request, and the
+    // request says what that Instance says.
+    let set = scope.name("resolveset");
+    eventually("the set waits for its approver", || async {
+        instances.get_opt(&set).await.unwrap().is_some_and(|i| {
+            pakket_testkit::reason_is(&i, ConditionType::Approved, "ApprovalPending")
+        })
+    })
+    .await;
+    let before = requests.get("etcd").await.unwrap();
+    let waiting = before.condition("Approved").unwrap();
+    assert!(
+        waiting.status == "Unknown" && waiting.message.contains("waits for the set's approval"),
+        "{waiting:?}"
+    );
+    approve(&instances, &set).await;
+    let child = format!("{set}-etcd");
+    let installing = wait_for_instance(&instances, &child, "the set's etcd child", |_| true).await;
+    assert_eq!(
+        pakket_api::requester(&installing, Some(&inputs_hooks.record_key()))
+            .unwrap()
+            .0
+            .username,
+        "alice"
+    );
+    // No registry-v1 runs here: the Instance's status is written as the
+    // runtime would, and the request mirrors it.
+    let pending = "policy team-operators asks a person: no rule matched";
+    instances
+        .patch_status(
+            &child,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "conditions": [{
+                "type": "Approved", "status": "False", "reason": "ApprovalPending",
+                "message": pending, "lastTransitionTime": "2026-11-28T10:00:00Z",
+            }] } })),
+        )
+        .await
+        .unwrap();
+    let mirrored = request_says(&requests, "etcd", "Approved", "ApprovalPending").await;
+    assert_eq!(mirrored.message, pending);
+    assert_eq!(
+        requests.get("etcd").await.unwrap().status.unwrap().instance,
+        Some(child.clone())
+    );
+
+    // Mallory owns no namespace: refused, no Operator written for her.
+    let mallorys: Api<OperatorRequest> = Api::namespaced(mallory.clone(), &scope.namespace);
+    eventually("mallory may write requests", || async {
+        mallorys
+            .create(
+                &PostParams::default(),
+                &etcd_request(&scope, "mine", json!({})),
+            )
+            .await
+            .is_ok()
+    })
+    .await;
+    let refusal = request_says(&requests, "mine", "Accepted", "NotYourNamespace").await;
+    assert!(
+        refusal
+            .message
+            .contains("mallory may not create RoleBindings"),
+        "{refusal:?}"
+    );
+    assert!(
+        operators
+            .get_opt(&operator_name(&scope.namespace, "mine"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Nor may she run it elsewhere, write an Operator, or claim alice asked.
+    let elsewhere = etcd_request(
+        &scope,
+        "elsewhere",
+        json!({ "spec": { "installMode": "SingleNamespace", "installNamespace": "kube-system" } }),
+    );
+    mallorys
+        .create(&PostParams::default(), &elsewhere)
+        .await
+        .unwrap();
+    request_says(&requests, "elsewhere", "Accepted", "NotYourNamespace").await;
+    let direct: Operator = serde_json::from_value(json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+        "metadata": { "name": scope.name("mallorys"), "labels": scope.labels() },
+        "spec": { "catalog": {"name": scope.name("etcd-catalog"), "package": "etcd"} },
+    }))
+    .unwrap();
+    assert!(refused(
+        Api::<Operator>::all(mallory.clone())
+            .create(&PostParams::default(), &direct)
+            .await
+    ));
+    let alices_record = requests
+        .get("etcd")
+        .await
+        .unwrap()
+        .annotations()
+        .get(pakket_api::CREATED_BY_ANNOTATION)
+        .cloned()
+        .unwrap();
+    let forged = etcd_request(
+        &scope,
+        "forged",
+        json!({ "metadata": { "annotations": { pakket_api::CREATED_BY_ANNOTATION: alices_record } } }),
+    );
+    assert!(refused(
+        mallorys.create(&PostParams::default(), &forged).await
+    ));
+
+    // An Operator of a request's name the controller did not write is
+    // neither taken over nor deleted with the request.
+    let taken = operator_name(&scope.namespace, "taken");
+    let admins: Operator = serde_json::from_value(json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+        "metadata": { "name": taken, "labels": scope.labels(), "annotations": {
+            pakket_operators_api::request::REQUEST_ANNOTATION: format!("{}/taken", scope.namespace),
+        } },
+        "spec": { "inputClass": scope.name("subscription"), "catalog": {"name": scope.name("etcd-catalog"), "package": "etcd"} },
+    }))
+    .unwrap();
+    operators
+        .create(&PostParams::default(), &admins)
+        .await
+        .unwrap();
+    alices
+        .create(
+            &PostParams::default(),
+            &etcd_request(&scope, "taken", json!({})),
+        )
+        .await
+        .unwrap();
+    request_says(&requests, "taken", "Accepted", "NameTaken").await;
+    let untouched = operators.get(&taken).await.unwrap();
+    assert!(
+        !untouched
+            .annotations()
+            .contains_key(pakket_operators_api::request::REQUEST_SEAL_ANNOTATION)
+    );
+    assert_eq!(untouched.spec.config, None);
+
+    // Deleting a request removes the Operator written for it, and only it.
+    for name in ["etcd", "taken", "mine", "elsewhere"] {
+        requests
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    eventually("the requests are gone", || async {
+        requests
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    })
+    .await;
+    assert!(operators.get_opt(&etcd_operator).await.unwrap().is_none());
+    assert!(operators.get_opt(&taken).await.unwrap().is_some());
+    operators
+        .delete(&taken, &DeleteParams::default())
+        .await
+        .unwrap();
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    for user in ["alice", "mallory"] {
+        support::revoke(&scope, user).await;
+    }
+    children_hooks.stop().await.unwrap();
+    inputs_hooks.stop().await.unwrap();
     support::cleanup(scope).await;
 }

@@ -1,0 +1,600 @@
+//! The OperatorRequest controller: a namespace owner's request becomes an
+//! Operator written on her behalf (her sealed record as its
+//! `last-changed-by`, which the webhook keeps from this process only), so
+//! the Input it stands for, and the Instance installing the operator, are
+//! hers to be approved: by the class's policy over her request, or by a
+//! person. The request's status mirrors that Instance's approval, install
+//! and health.
+//!
+//! What a request may ask is checked here, as the requester: the operator
+//! watches the request's namespace only, and runs there (`OwnNamespace`)
+//! or in another namespace she owns (`SingleNamespace`: she may create
+//! RoleBindings there). Nothing is adopted: an Operator of the request's
+//! name that this controller did not write (its seal says so) is left as
+//! it is, and only a sealed one is deleted with the request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use jiff::Timestamp;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Controller, watcher};
+use kube::{Client, ResourceExt as _};
+use pakket_api::{CreatorRecord, Instance};
+use pakket_operators_api::request::{REQUEST_ANNOTATION, REQUEST_SEAL_ANNOTATION, operator_name};
+use pakket_operators_api::{
+    InstallMode, Operator, OperatorConfig, OperatorRequest, OperatorRequestStatus, OperatorSpec,
+};
+use pakket_resolve_api::InputClass;
+use pakket_runtime::leader::LeaderState;
+use serde_json::json;
+
+/// The field manager of the Operators and statuses it writes.
+pub const MANAGER: &str = "pakket-resolveset-operator-requests";
+/// Kept on a request until the Operator written for it is gone.
+pub const FINALIZER: &str = "operators.pakket.dev/operator-request";
+/// Who seals [`REQUEST_SEAL_ANNOTATION`].
+const WRITER: &str = "pakket-resolveset/operator-requests";
+/// How often a request's status is looked at again (its Instance moves on
+/// its own).
+const RESYNC: Duration = Duration::from_secs(15);
+/// The conditions of the installing Instance a request mirrors.
+const MIRRORED: [&str; 3] = ["Approved", "Installed", "Healthy"];
+
+/// What every reconcile shares.
+pub struct RequestContext {
+    /// The apiserver.
+    pub client: Client,
+    /// Whether this replica writes; `None`: always.
+    pub leader: Option<LeaderState>,
+    /// Verifies who wrote each request and seals her on its Operator.
+    pub record_key: Option<pakket_api::RecordKey>,
+    /// The label selector the process runs with, if any (the InputClass
+    /// for requests is looked for among those it matches).
+    pub selector: Option<String>,
+}
+
+/// The label an admin puts on the one InputClass whose Inputs requests'
+/// Operators write (InputClasses are an admin's to write).
+pub const FOR_REQUESTS_LABEL: &str = "operators.pakket.dev/for-requests";
+
+/// Runs the controller; `selector` limits it to requests (and Operators)
+/// with matching labels.
+pub async fn run(context: Arc<RequestContext>, selector: Option<String>) {
+    let config = match &selector {
+        Some(selector) => watcher::Config::default().labels(selector),
+        None => watcher::Config::default(),
+    };
+    let requests: Api<OperatorRequest> = Api::all(context.client.clone());
+    let operators: Api<Operator> = Api::all(context.client.clone());
+    Controller::new(requests, config.clone())
+        .watches(operators, config, |operator| {
+            let written_for = operator.annotations().get(REQUEST_ANNOTATION)?;
+            let (namespace, name) = written_for.split_once('/')?;
+            Some(ObjectRef::<OperatorRequest>::new(name).within(namespace))
+        })
+        .run(reconcile, error_policy, context)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy(
+    request: Arc<OperatorRequest>,
+    error: &kube::Error,
+    _: Arc<RequestContext>,
+) -> Action {
+    tracing::warn!(request = %request.name_any(), %error, "reconciling an OperatorRequest");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(
+    request: Arc<OperatorRequest>,
+    context: Arc<RequestContext>,
+) -> Result<Action, kube::Error> {
+    if !context.leader.as_ref().is_none_or(LeaderState::is_leader) {
+        return Ok(Action::requeue(RESYNC));
+    }
+    let namespace = request.namespace().unwrap_or_default();
+    let name = request.name_any();
+    let operator = operator_name(&namespace, &name);
+    let requests: Api<OperatorRequest> = Api::namespaced(context.client.clone(), &namespace);
+    if request.metadata.deletion_timestamp.is_some() {
+        if request.finalizers().iter().any(|f| f == FINALIZER) {
+            delete_ours(&context, &operator, &namespace, &name).await?;
+            let kept: Vec<&String> = request
+                .finalizers()
+                .iter()
+                .filter(|f| *f != FINALIZER)
+                .collect();
+            requests
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({ "metadata": { "finalizers": kept } })),
+                )
+                .await?;
+        }
+        return Ok(Action::await_change());
+    }
+    if !request.finalizers().iter().any(|f| f == FINALIZER) {
+        let mut finalizers = request.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_owned());
+        requests
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "metadata": {
+                    "finalizers": finalizers,
+                    "resourceVersion": request.resource_version(),
+                } })),
+            )
+            .await?;
+        return Ok(Action::requeue(Duration::ZERO));
+    }
+    let status = match accepted(&request, &context, &operator).await? {
+        Ok(written) => mirrored(&request, &context, &written).await?,
+        Err(mut refusal) => {
+            if refusal.reason != "NameTaken"
+                && let Some(key) = &context.record_key
+                && let Some(existing) = Api::<Operator>::all(context.client.clone())
+                    .get_opt(&operator)
+                    .await?
+                && sealed_for(&existing, key, &operator, &format!("{namespace}/{name}"))
+            {
+                refusal.message.push_str(&format!(
+                    "; Operator {operator}, written for the request before, is left as it was (delete the request to remove it)"
+                ));
+            }
+            refusal.status(&request)
+        }
+    };
+    if request.status.as_ref() != Some(&status) {
+        let patch = json!({
+            "apiVersion": "operators.pakket.dev/v1alpha1",
+            "kind": "OperatorRequest",
+            "status": status,
+        });
+        requests
+            .patch_status(
+                &name,
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+    }
+    Ok(Action::requeue(RESYNC))
+}
+
+/// Why a request has no Operator: `Accepted=False` with this reason.
+struct Refusal {
+    reason: &'static str,
+    message: String,
+}
+
+impl Refusal {
+    fn status(&self, request: &OperatorRequest) -> OperatorRequestStatus {
+        let mut status = request.status.clone().unwrap_or_default();
+        set(
+            &mut status.conditions,
+            request,
+            "Accepted",
+            "False",
+            self.reason,
+            self.message.clone(),
+        );
+        status.conditions.retain(|c| c.type_ == "Accepted");
+        status.operator = None;
+        status.instance = None;
+        status.installed_version = None;
+        status.observed_generation = request.metadata.generation;
+        status
+    }
+}
+
+/// The Operator written (or kept) for the request, or why there is none.
+async fn accepted(
+    request: &OperatorRequest,
+    context: &RequestContext,
+    operator: &str,
+) -> Result<Result<Operator, Refusal>, kube::Error> {
+    let namespace = request.namespace().unwrap_or_default();
+    let name = request.name_any();
+    let Some(key) = &context.record_key else {
+        return Ok(Err(Refusal {
+            reason: "NoRecordKey",
+            message: "pakket-resolveset runs without --record-key-file, so it cannot tell who asked; an admin starts it with the webhooks' record key".into(),
+        }));
+    };
+    let spec = serde_json::to_value(&request.spec).unwrap_or_default();
+    let requester = match pakket_api::requester_of(
+        request.metadata.annotations.as_ref(),
+        Some(key),
+        &pakket_api::record_object("OperatorRequest", &format!("{namespace}/{name}")),
+        &pakket_api::value_digest(&spec),
+    ) {
+        Ok((requester, _)) => requester,
+        Err(error) => {
+            return Ok(Err(Refusal {
+                reason: "NoRequester",
+                message: format!(
+                    "no requester record that verifies ({error}); Pakket's webhooks write it when the request is created or changed, so create it again while they run"
+                ),
+            }));
+        }
+    };
+    let install_namespace = match (request.spec.install_mode, &request.spec.install_namespace) {
+        (InstallMode::OwnNamespace, None) => namespace.clone(),
+        (InstallMode::OwnNamespace, Some(_)) => {
+            return Ok(Err(Refusal {
+                reason: "InvalidInstallMode",
+                message: "spec.installNamespace: OwnNamespace runs the operator in this namespace; remove installNamespace, or ask for installMode: SingleNamespace".into(),
+            }));
+        }
+        (InstallMode::SingleNamespace, Some(other)) if *other != namespace => other.clone(),
+        (InstallMode::SingleNamespace, _) => {
+            return Ok(Err(Refusal {
+                reason: "InvalidInstallMode",
+                message: format!(
+                    "spec.installNamespace: SingleNamespace runs the operator in another namespace you own, watching {namespace}; name it, or ask for installMode: OwnNamespace"
+                ),
+            }));
+        }
+    };
+    if !owns(context, &requester, &install_namespace).await? {
+        return Ok(Err(Refusal {
+            reason: "NotYourNamespace",
+            message: format!(
+                "{} may not create RoleBindings in namespace {install_namespace}, so it is not theirs to run an operator in; nothing was written. Ask for a namespace you own",
+                requester.username
+            ),
+        }));
+    }
+    let input_class = match input_class(context).await? {
+        Ok(input_class) => input_class,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let operators: Api<Operator> = Api::all(context.client.clone());
+    let written_for = format!("{namespace}/{name}");
+    if let Some(existing) = operators.get_opt(operator).await?
+        && !sealed_for(&existing, key, operator, &written_for)
+    {
+        return Ok(Err(Refusal {
+            reason: "NameTaken",
+            message: format!(
+                "Operator {operator} exists and was not written for this request, so it is left as it is (nothing is adopted); an admin removes or renames it"
+            ),
+        }));
+    }
+    let spec = OperatorSpec {
+        input_class,
+        catalog: request.spec.catalog.clone(),
+        version: request.spec.version.clone(),
+        constraints: Vec::new(),
+        config: Some(OperatorConfig {
+            install_namespace: Some(install_namespace),
+            watch_namespaces: Some(vec![namespace.clone()]),
+            deployment_config: None,
+            namespace_template: None,
+        }),
+    };
+    let spec_value = serde_json::to_value(&spec).unwrap_or_default();
+    let on_behalf = on_behalf_of(&requester, key, operator, &spec_value);
+    let seal = pakket_api::generated_seal(
+        key,
+        REQUEST_SEAL_ANNOTATION,
+        WRITER,
+        &pakket_api::record_object("Operator", operator),
+        pakket_api::value_digest(&json!(written_for)),
+    );
+    // No label of the request's (a user's words) reaches the Operator:
+    // only those the process's own selector names, so that it sees what it
+    // wrote (none in deploy/, which runs without one).
+    let labels = selected_labels(context.selector.as_deref());
+    let object = json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1",
+        "kind": "Operator",
+        "metadata": {
+            "name": operator,
+            "labels": labels,
+            "annotations": {
+                REQUEST_ANNOTATION: written_for,
+                REQUEST_SEAL_ANNOTATION: seal,
+                pakket_api::LAST_CHANGED_BY_ANNOTATION: on_behalf.to_annotation(),
+            },
+        },
+        "spec": spec_value,
+    });
+    let written = operators
+        .patch(
+            operator,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&object),
+        )
+        .await?;
+    Ok(Ok(written))
+}
+
+/// The `key=value` terms of a label selector, as labels.
+fn selected_labels(selector: Option<&str>) -> std::collections::BTreeMap<String, String> {
+    selector
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|term| {
+            let (key, value) = term.split_once('=')?;
+            let key = key.trim().trim_end_matches('!');
+            (!term.contains("!=") && !key.is_empty()).then(|| {
+                (
+                    key.to_owned(),
+                    value.trim_start_matches('=').trim().to_owned(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The one InputClass an admin labelled for requests.
+async fn input_class(context: &RequestContext) -> Result<Result<String, Refusal>, kube::Error> {
+    let selector = match &context.selector {
+        Some(selector) => format!("{selector},{FOR_REQUESTS_LABEL}=true"),
+        None => format!("{FOR_REQUESTS_LABEL}=true"),
+    };
+    let classes = Api::<InputClass>::all(context.client.clone())
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items;
+    Ok(match classes.as_slice() {
+        [class] => Ok(class.name_any()),
+        [] => Err(Refusal {
+            reason: "NoInputClass",
+            message: format!(
+                "no InputClass is labelled {FOR_REQUESTS_LABEL}=true, so requests have no class; an admin labels the one they use"
+            ),
+        }),
+        more => Err(Refusal {
+            reason: "NoInputClass",
+            message: format!(
+                "{} InputClasses are labelled {FOR_REQUESTS_LABEL}=true ({}); an admin keeps the label on one",
+                more.len(),
+                more.iter()
+                    .map(|c| c.name_any())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    })
+}
+
+/// The requester, sealed again as the one who last changed the Operator's
+/// spec `spec`: the webhook keeps such a record from this process only,
+/// and the Operator controller carries it into the Input.
+fn on_behalf_of(
+    requester: &CreatorRecord,
+    key: &pakket_api::RecordKey,
+    operator: &str,
+    spec: &serde_json::Value,
+) -> CreatorRecord {
+    requester.sealed_for(
+        key,
+        pakket_api::LAST_CHANGED_BY_ANNOTATION,
+        &pakket_api::record_object("Operator", operator),
+        pakket_api::value_digest(spec),
+    )
+}
+
+/// Whether `operator` carries this controller's seal for request
+/// `written_for`: an annotation anyone who may write Operators could copy,
+/// sealed for this Operator's name and that request only.
+fn sealed_for(
+    operator: &Operator,
+    key: &pakket_api::RecordKey,
+    name: &str,
+    written_for: &str,
+) -> bool {
+    operator
+        .annotations()
+        .get(REQUEST_ANNOTATION)
+        .map(String::as_str)
+        == Some(written_for)
+        && pakket_api::is_generated_by(
+            operator.annotations(),
+            key,
+            REQUEST_SEAL_ANNOTATION,
+            WRITER,
+            &pakket_api::record_object("Operator", name),
+            &pakket_api::value_digest(&json!(written_for)),
+        )
+}
+
+/// Deletes the Operator written for request `namespace/name`, if this
+/// controller wrote it.
+async fn delete_ours(
+    context: &RequestContext,
+    operator: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<(), kube::Error> {
+    let Some(key) = &context.record_key else {
+        return Ok(());
+    };
+    let operators: Api<Operator> = Api::all(context.client.clone());
+    if let Some(existing) = operators.get_opt(operator).await?
+        && sealed_for(&existing, key, operator, &format!("{namespace}/{name}"))
+    {
+        match operators.delete(operator, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// Whether `requester` owns `namespace`: she may create RoleBindings there.
+async fn owns(
+    context: &RequestContext,
+    requester: &CreatorRecord,
+    namespace: &str,
+) -> Result<bool, kube::Error> {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(requester.username.clone()),
+            groups: Some(requester.groups.clone()),
+            uid: requester.uid.clone(),
+            resource_attributes: Some(ResourceAttributes {
+                group: Some("rbac.authorization.k8s.io".into()),
+                resource: Some("rolebindings".into()),
+                verb: Some("create".into()),
+                namespace: Some(namespace.to_owned()),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let answer = Api::<SubjectAccessReview>::all(context.client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|status| status.allowed))
+}
+
+/// The request's status: accepted, and the installing Instance's
+/// conditions as it has them.
+async fn mirrored(
+    request: &OperatorRequest,
+    context: &RequestContext,
+    operator: &Operator,
+) -> Result<OperatorRequestStatus, kube::Error> {
+    let old = request.status.clone().unwrap_or_default();
+    let mut conditions = old.conditions.clone();
+    let operator_name = operator.name_any();
+    set(
+        &mut conditions,
+        request,
+        "Accepted",
+        "True",
+        "OperatorWritten",
+        format!("Operator {operator_name} asks for it on your behalf"),
+    );
+    let operator_status = operator.status.clone().unwrap_or_default();
+    let input = operator_status
+        .components
+        .iter()
+        .find(|component| component.kind == "Input");
+    let instance_name = operator_status
+        .components
+        .iter()
+        .find(|component| component.kind == "Instance")
+        .map(|component| component.name.clone());
+    let instance = match &instance_name {
+        Some(name) => {
+            Api::<Instance>::all(context.client.clone())
+                .get_opt(name)
+                .await?
+        }
+        None => None,
+    };
+    for type_ in MIRRORED {
+        let said = instance.as_ref().and_then(|instance| {
+            instance
+                .status
+                .as_ref()
+                .and_then(|status| status.conditions.iter().find(|c| c.type_ == type_))
+        });
+        match said {
+            Some(condition) => pakket_api::condition::set(
+                &mut conditions,
+                Condition {
+                    observed_generation: request.metadata.generation,
+                    ..condition.clone()
+                },
+            ),
+            None => {
+                let input_name = input.map_or(operator_name.as_str(), |i| i.name.as_str());
+                let waiting = match (&instance_name, input) {
+                    (Some(name), _) if instance.is_some() => {
+                        format!("Instance {name} has not said yet (`kubectl instance why {name}`)")
+                    }
+                    (Some(name), _) => format!(
+                        "Instance {name} is not written yet: a new package waits for the set's approval (`kubectl instance why input/{input_name}`)"
+                    ),
+                    (None, Some(input)) => format!(
+                        "no Instance installs it yet: Input {} is {}; a new package waits for the set's approval (`kubectl instance why input/{}`)",
+                        input.name, input.state, input.name
+                    ),
+                    (None, None) => {
+                        format!("Operator {operator_name} has not written its Input yet")
+                    }
+                };
+                set(
+                    &mut conditions,
+                    request,
+                    type_,
+                    "Unknown",
+                    "NotInstalled",
+                    waiting,
+                );
+            }
+        }
+    }
+    Ok(OperatorRequestStatus {
+        conditions,
+        operator: Some(operator_name),
+        instance: instance_name,
+        installed_version: operator_status.installed_version,
+        observed_generation: request.metadata.generation,
+    })
+}
+
+/// Sets condition `type_` (its transition time kept when only the message
+/// changes).
+fn set(
+    conditions: &mut Vec<Condition>,
+    request: &OperatorRequest,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: String,
+) {
+    let same = conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .is_some_and(|c| c.status == status && c.reason == reason && c.message == message);
+    if same {
+        return;
+    }
+    pakket_api::condition::set(
+        conditions,
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            observed_generation: request.metadata.generation,
+            last_transition_time: Time(Timestamp::now()),
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_selectors_own_labels_are_written() {
+        assert!(selected_labels(None).is_empty());
+        assert_eq!(
+            selected_labels(Some("test.pakket.dev/scope=a1,tier==db,env!=prod")),
+            std::collections::BTreeMap::from([
+                ("test.pakket.dev/scope".to_owned(), "a1".to_owned()),
+                ("tier".to_owned(), "db".to_owned()),
+            ])
+        );
+    }
+}
