@@ -27,6 +27,7 @@ mod identity;
 mod list;
 mod lookup;
 mod operator;
+mod operator_request;
 mod operators;
 mod output;
 mod packages;
@@ -125,7 +126,8 @@ enum Command {
     // links.
     #[allow(rustdoc::broken_intra_doc_links)]
     Approve {
-        /// The Instance's name.
+        /// The Instance's name, or `operatorrequest/NAMESPACE/NAME` for the
+        /// Instance installing a namespace owner's request.
         name: String,
         /// A note appended to the Approved condition's message.
         #[arg(short = 'm', long)]
@@ -158,7 +160,7 @@ enum Command {
     },
     /// Refuse an Instance's approval (needs verb `approve` on instances).
     Deny {
-        /// The Instance's name.
+        /// The Instance's name, or `operatorrequest/NAMESPACE/NAME`.
         name: String,
         /// Why, appended to the Approved condition's message.
         #[arg(short = 'm', long)]
@@ -369,6 +371,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 note: message.as_deref(),
                 digest: digest.as_deref(),
             };
+            let name = instance_named(&client, name).await?;
             approval::run(&client, &name, decision, request, &mut out).await
         }
         Command::History { name, output } => {
@@ -386,7 +389,17 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 note: message.as_deref(),
                 digest: None,
             };
+            let name = instance_named(&client, name).await?;
             approval::run(&client, &name, decision, request, &mut out).await
         }
+    }
+}
+
+/// An Instance's name, or the Instance installing
+/// `operatorrequest/NAMESPACE/NAME`.
+async fn instance_named(client: &kube::Client, name: String) -> Result<String, Error> {
+    match name.strip_prefix(operator_request::PREFIX) {
+        Some(request) => operator_request::instance_of(client, request).await,
+        None => Ok(name),
     }
 }

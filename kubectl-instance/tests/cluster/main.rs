@@ -11,6 +11,7 @@ mod history;
 mod inspect;
 mod kubectl_plugin;
 mod operator;
+mod operator_request;
 mod operators;
 mod packages;
 mod policy_test;

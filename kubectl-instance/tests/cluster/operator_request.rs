@@ -1,0 +1,141 @@
+//! `approve operatorrequest/NAMESPACE/NAME`: the Instance that installs a
+//! namespace owner's request is found through the Operator written for it
+//! (whose status only pakket-resolveset writes; here the test writes it as
+//! the process would), approved as any Instance is; a request that was
+//! not accepted, or has no Instance yet, is refused saying why.
+
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pakket_operators_api::request::operator_name;
+use pakket_operators_api::{Operator, OperatorRequest};
+use pakket_testkit::{Scope, install_crds};
+use serde_json::json;
+
+use crate::support::{PENDING_DIGEST, get_instance, pending_instance, plugin};
+
+/// Request `name` in the scope's namespace, its `Accepted` condition as
+/// the controller would write it.
+async fn request(scope: &Scope, name: &str, accepted: &str) {
+    let requests: Api<OperatorRequest> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let request: OperatorRequest = serde_json::from_value(json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "OperatorRequest",
+        "metadata": { "name": name, "namespace": scope.namespace, "labels": scope.labels() },
+        "spec": { "catalog": { "name": "operatorhubio", "package": "etcd" } },
+    }))
+    .unwrap();
+    requests
+        .create(&PostParams::default(), &request)
+        .await
+        .unwrap();
+    requests
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "conditions": [{
+                "type": "Accepted", "status": accepted, "reason": "Test",
+                "message": "as the controller says", "lastTransitionTime": "2026-11-28T10:00:00Z",
+            }] } })),
+        )
+        .await
+        .unwrap();
+}
+
+/// The Operator written for request `name`, its status listing `instance`.
+async fn operator(scope: &Scope, name: &str, instance: Option<&str>) {
+    let operators: Api<Operator> = Api::all(scope.client.clone());
+    let written = operator_name(&scope.namespace, name);
+    let operator: Operator = serde_json::from_value(json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+        "metadata": { "name": written, "labels": scope.labels() },
+        "spec": { "catalog": { "name": "operatorhubio", "package": "etcd" } },
+    }))
+    .unwrap();
+    operators
+        .create(&PostParams::default(), &operator)
+        .await
+        .unwrap();
+    let mut components = vec![json!({"kind": "Input", "name": written, "state": "Resolved"})];
+    if let Some(instance) = instance {
+        components.push(json!({"kind": "Instance", "name": instance, "state": "ApprovalPending"}));
+    }
+    operators
+        .patch_status(
+            &written,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "components": components } })),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_operator_request_is_approved_through_the_instance_its_operator_installs() {
+    let scope = Scope::new("approve-request").await;
+    install_crds(&scope.client).await.unwrap();
+    pakket_testkit::apply_crds(&scope.client, pakket_resolveset::crd::all())
+        .await
+        .unwrap();
+    let (instance, bundle) = pending_instance(&scope, "etcd").await;
+    request(&scope, "etcd", "True").await;
+    operator(&scope, "etcd", Some(&instance)).await;
+
+    let named = format!("operatorrequest/{}/etcd", scope.namespace);
+    let run = plugin("admin", &["approve", &named]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains(&format!(
+            "instance {instance} approved (Bundle {bundle} at {PENDING_DIGEST}"
+        )),
+        "{run:?}"
+    );
+    let approval = get_instance(&scope, &instance)
+        .await
+        .status
+        .unwrap()
+        .approval
+        .expect("status.approval");
+    assert_eq!(approval.digest, PENDING_DIGEST);
+
+    // Not accepted: nothing of it waits, nothing is approved.
+    request(&scope, "refused", "False").await;
+    let refused = plugin(
+        "admin",
+        &[
+            "approve",
+            &format!("operatorrequest/{}/refused", scope.namespace),
+        ],
+    )
+    .await;
+    assert!(
+        refused.code == 1
+            && refused
+                .stderr
+                .contains("was not accepted (Test: as the controller says)"),
+        "{refused:?}"
+    );
+    // Accepted, its operator not installing anything yet.
+    request(&scope, "early", "True").await;
+    operator(&scope, "early", None).await;
+    let early = plugin(
+        "admin",
+        &[
+            "deny",
+            &format!("operatorrequest/{}/early", scope.namespace),
+        ],
+    )
+    .await;
+    assert!(
+        early.code == 1 && early.stderr.contains("has no Instance to approve yet"),
+        "{early:?}"
+    );
+    let missing = plugin("admin", &["approve", "operatorrequest/nowhere"]).await;
+    assert!(
+        missing.code == 1 && missing.stderr.contains("NAMESPACE/NAME"),
+        "{missing:?}"
+    );
+    for name in ["etcd", "early"] {
+        let _ = Api::<Operator>::all(scope.client.clone())
+            .delete(&operator_name(&scope.namespace, name), &Default::default())
+            .await;
+    }
+    scope.cleanup().await;
+}
