@@ -203,3 +203,51 @@ fn signed_off_catalogs_refuse_content_from_elsewhere() {
     };
     assert_eq!(beyond.decided_by(&policy).outcome, RuleOutcome::AskAPerson);
 }
+
+#[test]
+fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_install_by_themselves() {
+    let policy = example("namespace-operators.yaml");
+    // As pakket-resolveset writes a request's config: into and watching
+    // the request's namespace.
+    let requested = |watching: serde_json::Value, request: &Request<'_>| {
+        let mut inputs = request.inputs();
+        inputs.instance.config = json!({
+            "installNamespace": request.namespace,
+            "watchNamespaces": watching,
+        });
+        decide(&policy.spec.rules, &inputs)
+    };
+    let own = requested(json!(["team-a"]), &ETCD_FOR_TEAM_A);
+    assert_eq!(own.outcome, RuleOutcome::Approve);
+    assert_eq!(
+        label(&policy, &own),
+        "policy namespace-operators rule 3 (self-service)"
+    );
+    // Watching every namespace, or two: refused with the rule's words.
+    for watching in [json!([]), json!(["team-a", "team-b"])] {
+        let wider = requested(watching, &ETCD_FOR_TEAM_A);
+        assert_eq!((wider.outcome, wider.rule), (RuleOutcome::Deny, Some(1)));
+        assert!(wider.message.contains("watches the one namespace"));
+    }
+    let mut everywhere = ETCD_FOR_TEAM_A.inputs();
+    everywhere.instance.config = json!({ "installNamespace": "team-a" });
+    assert_eq!(
+        decide(&policy.spec.rules, &everywhere).outcome,
+        RuleOutcome::Deny
+    );
+    // Another package, or run elsewhere than it watches: a person decides.
+    let vault = Request {
+        package: "vault",
+        ..ETCD_FOR_TEAM_A
+    };
+    let other = requested(json!(["team-a"]), &vault);
+    assert_eq!((other.outcome, other.rule), (RuleOutcome::AskAPerson, None));
+    let elsewhere = requested(json!(["team-b"]), &ETCD_FOR_TEAM_A);
+    assert_eq!(elsewhere.outcome, RuleOutcome::AskAPerson);
+    // A cluster admin's Operator watching everything passes.
+    let admin = Request {
+        groups: &["system:masters"],
+        ..ETCD_FOR_TEAM_A
+    };
+    assert_eq!(requested(json!([]), &admin).outcome, RuleOutcome::Approve);
+}
