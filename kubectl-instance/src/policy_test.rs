@@ -22,7 +22,7 @@ use pakket_api::{ApprovalPolicy, Instance};
 use pakket_runtime::trust::policy::{self, DecisionRecord};
 use serde::Serialize;
 
-use crate::error::{self, Error};
+use crate::error::Error;
 use crate::output::{self, Format};
 use crate::{identity, lookup};
 
@@ -260,7 +260,7 @@ async fn read_record(
                 "no decision inputs are kept for Instance {name} (ConfigMap {namespace}/{config_map_name}): its class does not use approval: Policy, or its provisioner has not decided for it yet. Under another approval, name a policy in a class and create the Instance under it (it waits for a person when no rule approves)"
             )));
         }
-        Err(source) if error::status_code(&source) == Some(403) => {
+        Err(source) => {
             return Err(identity::refused(
                 client,
                 source,
@@ -268,11 +268,6 @@ async fn read_record(
                 format!("ask an admin for get on configmaps in {namespace}, where the provisioners keep what each policy decision saw"),
             )
             .await);
-        }
-        Err(source) => {
-            return Err(error::api(format!(
-                "reading ConfigMap {namespace}/{config_map_name}"
-            ))(source));
         }
     };
     let text = config_map

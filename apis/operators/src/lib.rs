@@ -64,7 +64,7 @@ pub struct OperatorConfig {
     /// `affinity`, `volumes`, `volumeMounts`, `annotations` (checked by
     /// registry-v1, which names any wrong field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "pakket_resolve_api::schema::free_object")]
+    #[schemars(schema_with = "pakket_api::schema::free_form_object")]
     pub deployment_config: Option<serde_json::Map<String, serde_json::Value>>,
     /// Labels and annotations (Pod Security labels first) for the install
     /// namespace if Pakket creates it; the class's own template wins over
@@ -116,7 +116,7 @@ pub struct OperatorCatalog {
 pub struct OperatorStatus {
     /// `UpdateAvailable`.
     #[serde(default)]
-    #[schemars(schema_with = "pakket_resolve_api::schema::conditions")]
+    #[schemars(schema_with = "pakket_api::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The version of the package the Input resolved to.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -67,7 +67,7 @@ pub struct OperatorRequestStatus {
     /// and the `Approved`, `Installed` and `Healthy` conditions of the
     /// Instance that installs the operator, as it has them.
     #[serde(default)]
-    #[schemars(schema_with = "pakket_resolve_api::schema::conditions")]
+    #[schemars(schema_with = "pakket_api::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The Operator written for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

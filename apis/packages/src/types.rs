@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The API group.
@@ -94,7 +94,7 @@ pub struct SecretKey {
 pub struct PackageRepositoryStatus {
     /// `Ready`/`Failed`.
     #[serde(default)]
-    #[schemars(schema_with = "conditions")]
+    #[schemars(schema_with = "pakket_api::schema::conditions")]
     pub conditions: Vec<Condition>,
 }
 
@@ -222,7 +222,7 @@ pub struct PackageStatus {
     /// `Ready`/`Failed` with Glasskube's reasons, and the Instance's
     /// `Approved`, `Installed` and `Healthy`.
     #[serde(default)]
-    #[schemars(schema_with = "conditions")]
+    #[schemars(schema_with = "pakket_api::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The Instance the package became.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -268,7 +268,7 @@ pub struct PackageInfoSpec {
 pub struct PackageInfoStatus {
     /// The package's `package.yaml`, as served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "free_form_object")]
+    #[schemars(schema_with = "pakket_api::schema::free_form_object")]
     pub manifest: Option<serde_json::Value>,
     /// The URL it was read from (relative manifest URLs resolve against it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -281,20 +281,6 @@ pub struct PackageInfoStatus {
     pub last_update_timestamp: Option<String>,
     /// `Ready`/`Failed` (`SyncCompleted`, `SyncFailed`).
     #[serde(default)]
-    #[schemars(schema_with = "conditions")]
+    #[schemars(schema_with = "pakket_api::schema::conditions")]
     pub conditions: Vec<Condition>,
-}
-
-fn free_form_object(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
-}
-
-fn conditions(generator: &mut SchemaGenerator) -> Schema {
-    let item = generator.subschema_for::<Condition>();
-    json_schema!({
-        "type": "array",
-        "items": item,
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["type"],
-    })
 }

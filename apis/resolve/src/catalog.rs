@@ -119,7 +119,7 @@ pub struct HttpsCatalogSource {
 pub struct CatalogStatus {
     /// `Serving` and `Unpacked`, always both.
     #[serde(default)]
-    #[schemars(schema_with = "crate::schema::conditions")]
+    #[schemars(schema_with = "pakket_api::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The digest of the content being served (an image's manifest digest,
     /// a tarball's sha256, a digest of a ConfigMap's keys and values).

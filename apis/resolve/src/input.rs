@@ -46,7 +46,7 @@ pub struct InputSpec {
     /// `watchNamespaces` and `deploymentConfig`. Needs no catalog: it
     /// applies while the catalog is away too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::free_object")]
+    #[schemars(schema_with = "pakket_api::schema::free_form_object")]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
@@ -66,7 +66,7 @@ pub struct InputConstraint {
     /// name; `olm.gvk`: `{group, version, kind}`; `olm.label`: a label;
     /// `cel`: an expression over the bundle's `properties`;
     /// `minKubeVersion`: a range the cluster's version must meet.
-    #[schemars(schema_with = "crate::schema::free_form")]
+    #[schemars(schema_with = "pakket_api::schema::free_form_value")]
     pub value: serde_json::Value,
 }
 
@@ -76,7 +76,7 @@ pub struct InputConstraint {
 pub struct InputStatus {
     /// `ResolutionFailed` (False once resolved) and `DependenciesMissing`.
     #[serde(default)]
-    #[schemars(schema_with = "crate::schema::conditions")]
+    #[schemars(schema_with = "pakket_api::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The bundles this Input brings in: the one it asks for and what that
     /// one needs, each with what it meets. For a dry run, what would be.

@@ -19,7 +19,6 @@ pub mod condition;
 pub mod input;
 pub mod protocol;
 pub mod resolved_set;
-pub mod schema;
 
 pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
 pub use condition::{ConditionType, Reason};

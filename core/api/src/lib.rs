@@ -16,7 +16,7 @@ pub mod object_ref;
 pub mod ownership;
 pub mod provisioner_class;
 pub mod revision;
-mod schema;
+pub mod schema;
 
 pub use approval::{ApprovalState, ApprovedContent};
 pub use approval_policy::{ApprovalPolicy, ApprovalPolicySpec, ApprovalRule, RuleOutcome};

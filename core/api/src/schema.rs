@@ -1,4 +1,6 @@
-//! Schema fragments the derive macros cannot express on their own.
+//! Schema fragments the derive macros cannot express on their own, shared
+//! by every API group's crate (conditions merged by type, free-form fields
+//! kept as written).
 //!
 //! The CEL rules here are checked by the apiserver itself, so a bad object is
 //! refused before any Pakket component sees it.
@@ -11,7 +13,7 @@ pub(crate) const MAX_REF_LENGTH: u32 = 2048;
 pub(crate) const MAX_REFS: u32 = 16;
 
 /// A free-form object whose fields the apiserver keeps as written.
-pub(crate) fn free_form_object(_: &mut SchemaGenerator) -> Schema {
+pub fn free_form_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "x-kubernetes-preserve-unknown-fields": true,
@@ -19,14 +21,14 @@ pub(crate) fn free_form_object(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// Any JSON value, kept as written.
-pub(crate) fn free_form_value(_: &mut SchemaGenerator) -> Schema {
+pub fn free_form_value(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "x-kubernetes-preserve-unknown-fields": true,
     })
 }
 
 /// `metav1.Condition` list, merged by `type` under server-side apply.
-pub(crate) fn conditions(generator: &mut SchemaGenerator) -> Schema {
+pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
     let item =
         generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>();
     json_schema!({

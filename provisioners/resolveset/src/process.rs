@@ -193,7 +193,9 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
 
 /// The `key=value` terms of a label selector: what an object must carry
 /// for a process limited by it to see the object.
-fn equality_labels(selector: Option<&str>) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn equality_labels(
+    selector: Option<&str>,
+) -> std::collections::BTreeMap<String, String> {
     selector
         .unwrap_or_default()
         .split(',')

@@ -18,11 +18,8 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use jiff::Timestamp;
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
-};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
@@ -34,6 +31,8 @@ use pakket_operators_api::{
 };
 use pakket_resolve_api::InputClass;
 use pakket_runtime::leader::LeaderState;
+use pakket_runtime::trust::approval::review;
+use pakket_runtime::trust::rbac::Access;
 use serde_json::json;
 
 /// The field manager of the Operators and statuses it writes.
@@ -296,7 +295,7 @@ async fn accepted(
     // No label of the request's (a user's words) reaches the Operator:
     // only those the process's own selector names, so that it sees what it
     // wrote (none in deploy/, which runs without one).
-    let labels = selected_labels(context.selector.as_deref());
+    let labels = crate::process::equality_labels(context.selector.as_deref());
     let object = json!({
         "apiVersion": "operators.pakket.dev/v1alpha1",
         "kind": "Operator",
@@ -319,24 +318,6 @@ async fn accepted(
         )
         .await?;
     Ok(Ok(written))
-}
-
-/// The `key=value` terms of a label selector, as labels.
-fn selected_labels(selector: Option<&str>) -> std::collections::BTreeMap<String, String> {
-    selector
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|term| {
-            let (key, value) = term.split_once('=')?;
-            let key = key.trim().trim_end_matches('!');
-            (!term.contains("!=") && !key.is_empty()).then(|| {
-                (
-                    key.to_owned(),
-                    value.trim_start_matches('=').trim().to_owned(),
-                )
-            })
-        })
-        .collect()
 }
 
 /// The one InputClass an admin labelled for requests.
@@ -436,32 +417,24 @@ async fn delete_ours(
     Ok(())
 }
 
-/// Whether `requester` owns `namespace`: she may create RoleBindings there.
+/// Whether `requester` owns `namespace`: she may create RoleBindings there
+/// (asked as the runtime asks for `UserPermission`).
 async fn owns(
     context: &RequestContext,
     requester: &CreatorRecord,
     namespace: &str,
 ) -> Result<bool, kube::Error> {
-    let review = SubjectAccessReview {
-        spec: SubjectAccessReviewSpec {
-            user: Some(requester.username.clone()),
-            groups: Some(requester.groups.clone()),
-            uid: requester.uid.clone(),
-            resource_attributes: Some(ResourceAttributes {
-                group: Some("rbac.authorization.k8s.io".into()),
-                resource: Some("rolebindings".into()),
-                verb: Some("create".into()),
-                namespace: Some(namespace.to_owned()),
-                ..ResourceAttributes::default()
-            }),
-            ..SubjectAccessReviewSpec::default()
-        },
-        ..SubjectAccessReview::default()
+    let access = Access::Resource {
+        group: "rbac.authorization.k8s.io".into(),
+        resource: "rolebindings".into(),
+        subresource: String::new(),
+        verb: "create".into(),
+        namespace: Some(namespace.to_owned()),
+        name: None,
     };
-    let answer = Api::<SubjectAccessReview>::all(context.client.clone())
-        .create(&PostParams::default(), &review)
-        .await?;
-    Ok(answer.status.is_some_and(|status| status.allowed))
+    review(&Api::all(context.client.clone()), requester, &access)
+        .await
+        .map_err(|problem| kube::Error::Service(problem.into()))
 }
 
 /// The request's status: accepted, and the installing Instance's
@@ -552,8 +525,8 @@ async fn mirrored(
     })
 }
 
-/// Sets condition `type_` (its transition time kept when only the message
-/// changes).
+/// Sets condition `type_` for the request's generation (its transition
+/// time kept while status and reason stay, as everywhere).
 fn set(
     conditions: &mut Vec<Condition>,
     request: &OperatorRequest,
@@ -562,13 +535,6 @@ fn set(
     reason: &str,
     message: String,
 ) {
-    let same = conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .is_some_and(|c| c.status == status && c.reason == reason && c.message == message);
-    if same {
-        return;
-    }
     pakket_api::condition::set(
         conditions,
         Condition {
@@ -580,21 +546,4 @@ fn set(
             last_transition_time: Time(Timestamp::now()),
         },
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_selectors_own_labels_are_written() {
-        assert!(selected_labels(None).is_empty());
-        assert_eq!(
-            selected_labels(Some("test.pakket.dev/scope=a1,tier==db,env!=prod")),
-            std::collections::BTreeMap::from([
-                ("test.pakket.dev/scope".to_owned(), "a1".to_owned()),
-                ("tier".to_owned(), "db".to_owned()),
-            ])
-        );
-    }
 }
