@@ -17,6 +17,8 @@
 # (default ${TMPDIR:-/tmp}/pakket-in-cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=dev/cargo-env.sh
+source dev/cargo-env.sh
 
 cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}

@@ -3,22 +3,30 @@
 # a crate leaves the previous build of each test executable that depends on it
 # (tens to hundreds of MB each) beside the new one, and nothing removes them.
 # After a few days of commits that was 64 GB here, and a test then failed
-# with "no space left on device". This keeps the newest build of each test
-# executable and removes the older ones; libraries and build scripts are left
-# alone (several builds of one crate can be current at once, with other
-# features).
+# with "no space left on device".
+#
+#   dev/prune-target.sh CARGO_TARGET_DIR BUILT
+#
+# BUILT lists the executables this run's builds produced or found fresh (the
+# `executable` of cargo's JSON messages; a binary's is the copy outside deps/,
+# the same file by a hard link). Every other executable in debug/deps goes.
+# An earlier version kept the newest file of each name instead; a binary and
+# its unit tests share a name, so it removed one of the two every run, and
+# cargo linked it again the next. Libraries and build scripts stay.
 set -euo pipefail
-deps=${1:?usage: dev/prune-target.sh CARGO_TARGET_DIR}/debug/deps
+target=${1:?usage: dev/prune-target.sh CARGO_TARGET_DIR BUILT}
+built=${2:?usage: dev/prune-target.sh CARGO_TARGET_DIR BUILT}
+deps=$target/debug/deps
 [[ -d $deps ]] || exit 0
+[[ -s $built ]] || { echo "prune-target.sh: $built lists nothing; pruning nothing" >&2; exit 0; }
 removed=0
-while read -r old; do
-  rm -f "$deps/$old" "$deps/$old.d"
+while read -r name; do
+  rm -f "$deps/$name" "$deps/$name.d"
   removed=$((removed + 1))
 done < <(
-  find "$deps" -maxdepth 1 -type f -perm -u+x -regextype posix-extended \
-    -regex '.*/[A-Za-z0-9_]+-[0-9a-f]{16}' -printf '%T@ %f\n' |
-    sort -rn |
-    # (mawk, Debian's awk, has no {16} in its regular expressions)
-    awk '{ name = $2; sub(/-[0-9a-f]+$/, "", name); if (seen[name]++) print $2 }'
+  awk 'NR == FNR { keep[$1]; next } !($1 in keep) { print $2 }' \
+    <(xargs -d '\n' stat -L -c %i <"$built") \
+    <(find "$deps" -maxdepth 1 -type f -perm -u+x -regextype posix-extended \
+        -regex '.*/[A-Za-z0-9_]+-[0-9a-f]{16}' -printf '%i %f\n')
 )
-echo "pruned $removed older test executables from $deps"
+echo "pruned $removed executables this run did not build from $deps"

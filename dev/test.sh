@@ -20,6 +20,17 @@ esac
 cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
 # Cargo's build cache lives outside the repository so a fresh clone reuses it.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
+# One run at a time per cargo cache: the source times below, the pruning and
+# the machine's one bridge for a real node all assume it. The lock is held
+# by flock itself (-o), so no daemon started by the run can keep it.
+lock=$CARGO_TARGET_DIR/.pakket-test.lock
+if [[ ${PAKKET_TEST_LOCK:-} != "$lock" ]]; then
+  mkdir -p "$CARGO_TARGET_DIR"
+  export PAKKET_TEST_LOCK=$lock
+  flock -o -n "$lock" true \
+    || echo "dev/test.sh: another run uses $CARGO_TARGET_DIR; waiting for it to end" >&2
+  exec flock -o "$lock" "$PWD/dev/test.sh" "$@"
+fi
 # The shared build cache lives on: incremental data there only grows (gigabytes
 # per week of commits) and buys little for whole-workspace builds.
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
@@ -42,7 +53,16 @@ export PAKKET_DATA
 
 step "toolchains"
 dev/prerequisites.sh
-dev/prune-target.sh "$CARGO_TARGET_DIR"
+
+step "source times"
+# Cargo judges freshness by file times, and a fresh clone's are all new:
+# files the cache has seen with the same content get their times back
+# (dev/source-times.py says why that is sound). .ci/run tests a fresh clone
+# and sets PAKKET_SOURCE_TIMES=restore; a working checkout's times only
+# move forward.
+restore=()
+[[ ${PAKKET_SOURCE_TIMES:-} == restore ]] && restore=(--restore)
+python3 dev/source-times.py "${restore[@]}" "$CARGO_TARGET_DIR/pakket-source-times.tsv"
 
 # The provisioner an author writes outside the workspace (examples/author,
 # shown in the runtime's guide): built, linted and tested with the rest.
@@ -101,17 +121,35 @@ elif ! grep -q "did not match any packages" <<<"$tree"; then
 fi
 echo "aws-lc-sys: not in the graph"
 
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
+pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
+cleanup() { "$pakket_dev" --dir "$run_dir" down >/dev/null 2>&1 || true; rm -rf "$run_dir"; }
+trap cleanup EXIT
+
 step "build tests"
-cargo test --workspace --locked --no-run
+# Everything the run's debug builds need, here, once: the tests, the
+# binaries (dev/in-cluster.sh and schemathesis build them again, and find
+# them fresh) and the example provisioner's tests. What they list is kept;
+# older builds of the cache go.
+executables() {
+  python3 -c 'import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("reason") == "compiler-artifact" and message.get("executable"):
+        print(message["executable"])'
+}
+json=(--message-format=json-render-diagnostics)
+{
+  cargo test --workspace --locked --no-run "${json[@]}"
+  cargo build --workspace --locked --bins "${json[@]}"
+  cargo test "${author[@]}" --no-run "${json[@]}"
+} | executables >"$run_dir/built"
+dev/prune-target.sh "$CARGO_TARGET_DIR" "$run_dir/built"
 # The in-cluster test's static release images, built now so that the test
 # itself only pushes them (the same binaries and features it asks for).
 PAKKET_TEST_IMAGES=1 dev/images/build.sh --build-only
 
 step "start the shared control plane"
-run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
-pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
-cleanup() { "$pakket_dev" --dir "$run_dir" down >/dev/null 2>&1 || true; rm -rf "$run_dir"; }
-trap cleanup EXIT
 "$pakket_dev" --dir "$run_dir" up --nodes 1 >/dev/null
 export PAKKET_TEST_KUBECONFIG="$run_dir/kubeconfig"
 "$pakket_dev" --dir "$run_dir" status

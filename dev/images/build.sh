@@ -34,6 +34,8 @@ log() { echo "${0##*/}: $*" >&2; }
 fail() { log "$*"; exit 1; }
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=dev/cargo-env.sh
+source "$repo/dev/cargo-env.sh"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/pakket/cargo-target}
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 out_file=${2:-$CARGO_TARGET_DIR/images/images.env}
