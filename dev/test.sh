@@ -123,7 +123,12 @@ echo "aws-lc-sys: not in the graph"
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
-cleanup() { "$pakket_dev" --dir "$run_dir" down >/dev/null 2>&1 || true; rm -rf "$run_dir"; }
+cleanup() {
+  for control_plane in "$run_dir" "$run_dir/second"; do
+    "$pakket_dev" --dir "$control_plane" down >/dev/null 2>&1 || true
+  done
+  rm -rf "$run_dir"
+}
 trap cleanup EXIT
 
 step "build tests"
@@ -153,34 +158,58 @@ step "start the shared control plane"
 "$pakket_dev" --dir "$run_dir" up --nodes 1 >/dev/null
 export PAKKET_TEST_KUBECONFIG="$run_dir/kubeconfig"
 "$pakket_dev" --dir "$run_dir" status
+# The second, for the slowest test binaries (they run beside the others).
+"$pakket_dev" --dir "$run_dir/second" up --nodes 1 >/dev/null
 
 step "tests"
-# The in-cluster test (its own control plane, a real node and Pakket's
-# images; most of its time is waiting for Pods and a certificate rotation)
-# runs beside the workspace's other tests. The real-node test needs the
-# same bridge, so it runs once the in-cluster test is done. Every cargo
-# call selects the whole workspace (then picks targets or skips tests), so
-# features resolve as in the build above and nothing compiles again.
-real_node_test=pods_run_on_the_real_node_and_stopping_it_leaves_nothing
-in_cluster_log="$run_dir/in-cluster.log"
+# Three lanes at once, since most of a test's time is spent waiting for
+# controllers and Pods, not computing:
+# - the in-cluster test: its own control plane, a real node, Pakket's images;
+# - the slowest test binaries (below): the second shared control plane;
+# - every other test: the first.
+# The real-node test needs the machine's one bridge, as the in-cluster test
+# does, so it runs after. Every cargo call selects the whole workspace and
+# then picks targets, so features resolve as in the build above and nothing
+# compiles again.
+beside=(packages resolve_server soak faults)
+targets() { # --test NAME for every integration test but the NAMES given
+  cargo metadata --no-deps --format-version 1 --locked | python3 -c '
+import json, sys
+skip = set(sys.argv[1:])
+tests = {t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"] if "test" in t["kind"]}
+print("\n".join(f"--test\n{name}" for name in sorted(tests - skip)))' "$@"
+}
+other_targets=$(targets "${beside[@]}" in_cluster real_node)
+mapfile -t other_targets <<<"$other_targets"
+beside_targets=()
+for name in "${beside[@]}"; do beside_targets+=(--test "$name"); done
+
+in_cluster_log=$run_dir/in-cluster.log
 cargo test --workspace --locked --test in_cluster >"$in_cluster_log" 2>&1 &
 in_cluster=$!
-in_cluster_done() {
+beside_log=$run_dir/beside.log
+PAKKET_TEST_KUBECONFIG=$run_dir/second/kubeconfig \
+  cargo test --workspace --locked "${beside_targets[@]}" >"$beside_log" 2>&1 &
+beside_lane=$!
+lane_done() { # PID LOG TITLE: waits, then prints the lane's output
   local status=0
-  wait "$in_cluster" || status=$?
-  printf '\n== the in-cluster test, run beside the others (%ss)\n' "$SECONDS"
-  cat "$in_cluster_log"
+  wait "$1" || status=$?
+  printf '\n== %s (%ss)\n' "$3" "$SECONDS"
+  cat "$2"
   return "$status"
 }
-tests_log="$run_dir/tests.log"
-if ! cargo test --workspace --locked --exclude pakket-e2e -- --skip "$real_node_test" 2>&1 | tee "$tests_log"; then
-  in_cluster_done || true
-  exit 1
-fi
-in_cluster_done
+tests_log=$run_dir/tests.log
+failed=false
+{
+  cargo test --workspace --locked --lib --bins "${other_targets[@]}" &&
+    cargo test --workspace --locked --doc
+} 2>&1 | tee "$tests_log" || failed=true
+lane_done "$beside_lane" "$beside_log" "the slowest binaries, beside the others (${beside[*]})" || failed=true
+lane_done "$in_cluster" "$in_cluster_log" "the in-cluster test, beside the others" || failed=true
+if $failed; then exit 1; fi
 step "the real-node test (after the in-cluster test: one bridge per machine)"
 cargo test --workspace --locked --test real_node 2>&1 | tee -a "$tests_log"
-cat "$in_cluster_log" >>"$tests_log"
+cat "$beside_log" "$in_cluster_log" >>"$tests_log"
 # The slowest test binaries, for README's list and for whoever makes the
 # run faster: each binary's own time, as cargo's harness reports it.
 step "slowest test binaries"
