@@ -7,9 +7,9 @@
 #
 #   dev/prune-target.sh CARGO_TARGET_DIR BUILT
 #
-# BUILT lists the executables this run's builds produced or found fresh (the
-# `executable` of cargo's JSON messages; a binary's is the copy outside deps/,
-# the same file by a hard link). Every other executable in debug/deps goes.
+# BUILT lists, by inode, the executables this run's builds produced or found
+# fresh (dev/test.sh reads them from cargo's JSON messages). Every other
+# executable in debug/deps goes.
 # An earlier version kept the newest file of each name instead; a binary and
 # its unit tests share a name, so it removed one of the two every run, and
 # cargo linked it again the next. Libraries and build scripts stay.
@@ -25,7 +25,7 @@ while read -r name; do
   removed=$((removed + 1))
 done < <(
   awk 'NR == FNR { keep[$1]; next } !($1 in keep) { print $2 }' \
-    <(xargs -d '\n' stat -L -c %i <"$built") \
+    "$built" \
     <(find "$deps" -maxdepth 1 -type f -perm -u+x -regextype posix-extended \
         -regex '.*/[A-Za-z0-9_]+-[0-9a-f]{16}' -printf '%i %f\n')
 )

@@ -134,21 +134,22 @@ trap cleanup EXIT
 step "build tests"
 # Everything the run's debug builds need, here, once: the tests, the
 # binaries (dev/in-cluster.sh and schemathesis build them again, and find
-# them fresh) and the example provisioner's tests. What they list is kept;
-# older builds of the cache go.
-executables() {
-  python3 -c 'import json, sys
+# them fresh) and the example provisioner's tests. What they name is kept;
+# older builds in the cache go. A binary's path is the copy outside deps/
+# (a hard link, which the next cargo call may point at its own build of
+# the binary), so each file is identified by its inode, read as cargo names
+# it.
+built_inodes() {
+  python3 -c 'import json, os, sys
 for line in sys.stdin:
     message = json.loads(line)
     if message.get("reason") == "compiler-artifact" and message.get("executable"):
-        print(message["executable"])'
+        print(os.stat(message["executable"]).st_ino, flush=True)'
 }
 json=(--message-format=json-render-diagnostics)
-{
-  cargo test --workspace --locked --no-run "${json[@]}"
-  cargo build --workspace --locked --bins "${json[@]}"
-  cargo test "${author[@]}" --no-run "${json[@]}"
-} | executables >"$run_dir/built"
+cargo test --workspace --locked --no-run "${json[@]}" | built_inodes >"$run_dir/built"
+cargo build --workspace --locked --bins "${json[@]}" | built_inodes >>"$run_dir/built"
+cargo test "${author[@]}" --no-run "${json[@]}" | built_inodes >>"$run_dir/built"
 dev/prune-target.sh "$CARGO_TARGET_DIR" "$run_dir/built"
 # The in-cluster test's static release images, built now so that the test
 # itself only pushes them (the same binaries and features it asks for).
@@ -171,7 +172,7 @@ step "tests"
 # does, so it runs after. Every cargo call selects the whole workspace and
 # then picks targets, so features resolve as in the build above and nothing
 # compiles again.
-beside=(packages resolve_server soak faults)
+beside=(packages resolve_server soak faults restarts)
 targets() { # --test NAME for every integration test but the NAMES given
   cargo metadata --no-deps --format-version 1 --locked | python3 -c '
 import json, sys

@@ -12,11 +12,11 @@ fn committed_crd_yaml_matches_the_types() {
         let file = pakket_resolveset::crd::file_name(&crd);
         let generated = pakket_resolveset::crd::to_yaml(&crd).unwrap();
         let committed = std::fs::read_to_string(dir.join(&file)).unwrap_or_else(|error| {
-            panic!("crds/{file} is missing ({error}); run `cargo run -p pakket-resolveset --bin crdgen`")
+            panic!("crds/{file} is missing ({error}); run `cargo run -p pakket-resolveset --bin resolveset-crdgen`")
         });
         assert!(
             committed == generated,
-            "crds/{file} differs from the types; run `cargo run -p pakket-resolveset --bin crdgen` and commit the result"
+            "crds/{file} differs from the types; run `cargo run -p pakket-resolveset --bin resolveset-crdgen` and commit the result"
         );
         expected.push(file);
     }

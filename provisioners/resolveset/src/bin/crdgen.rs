@@ -1,7 +1,7 @@
 //! Writes the Catalog CRD into `crds/` from the Rust types.
 //!
-//! `crdgen [DIR]` writes one file per CRD into DIR (default `crds`, run from
-//! the workspace root); `crdgen --stdout` prints them as one stream.
+//! `resolveset-crdgen [DIR]` writes one file per CRD into DIR (default `crds`, run from
+//! the workspace root); `resolveset-crdgen --stdout` prints them as one stream.
 
 use std::path::PathBuf;
 
