@@ -112,20 +112,32 @@ async fn reconcile(
                 .iter()
                 .filter(|f| *f != FINALIZER)
                 .collect();
-            requests
+            // With the resourceVersion read: a finalizer another controller
+            // added meanwhile is not dropped by this list.
+            let removed = requests
                 .patch(
                     &name,
                     &PatchParams::default(),
-                    &Patch::Merge(json!({ "metadata": { "finalizers": kept } })),
+                    &Patch::Merge(json!({ "metadata": {
+                        "finalizers": kept,
+                        "resourceVersion": request.resource_version(),
+                    } })),
                 )
-                .await?;
+                .await;
+            match removed {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    return Ok(Action::requeue(Duration::ZERO));
+                }
+                Err(error) => return Err(error),
+            }
         }
         return Ok(Action::await_change());
     }
     if !request.finalizers().iter().any(|f| f == FINALIZER) {
         let mut finalizers = request.finalizers().to_vec();
         finalizers.push(FINALIZER.to_owned());
-        requests
+        let added = requests
             .patch(
                 &name,
                 &PatchParams::default(),
@@ -134,8 +146,14 @@ async fn reconcile(
                     "resourceVersion": request.resource_version(),
                 } })),
             )
-            .await?;
-        return Ok(Action::requeue(Duration::ZERO));
+            .await;
+        return match added {
+            Ok(_) => Ok(Action::requeue(Duration::ZERO)),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                Ok(Action::requeue(Duration::ZERO))
+            }
+            Err(error) => Err(error),
+        };
     }
     let status = match accepted(&request, &context, &operator).await? {
         Ok(written) => mirrored(&request, &context, &written).await?,
