@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::{Client, ResourceExt as _};
 
@@ -71,40 +72,47 @@ pub async fn everyone(client: &Client) -> Result<Vec<Dependent>, kube::Error> {
                 .any(|c| c.type_ == "Ready" && c.status == "True")
         })
     };
+    // The one description of either kind; only the label differs.
+    let dependent = |label: String,
+                     metadata: &ObjectMeta,
+                     package: &str,
+                     status: Option<&PackageStatus>| Dependent {
+        label,
+        uid: metadata.uid.clone().unwrap_or_default(),
+        needs: needs_of(status),
+        version: status.and_then(|s| s.version.clone()),
+        package: package.to_owned(),
+        name: metadata.name.clone().unwrap_or_default(),
+        ready: ready(status),
+    };
     let mut all = Vec::new();
     for package in Api::<ClusterPackage>::all(client.clone())
         .list(&Default::default())
         .await?
         .items
     {
-        all.push(Dependent {
-            label: format!("ClusterPackage {}", package.name_any()),
-            uid: package.uid().unwrap_or_default(),
-            needs: needs_of(package.status.as_ref()),
-            version: package.status.as_ref().and_then(|s| s.version.clone()),
-            package: package.spec.package_info.name.clone(),
-            name: package.name_any(),
-            ready: ready(package.status.as_ref()),
-        });
+        all.push(dependent(
+            format!("ClusterPackage {}", package.name_any()),
+            &package.metadata,
+            &package.spec.package_info.name,
+            package.status.as_ref(),
+        ));
     }
     for package in Api::<Package>::all(client.clone())
         .list(&Default::default())
         .await?
         .items
     {
-        all.push(Dependent {
-            label: format!(
+        all.push(dependent(
+            format!(
                 "Package {}/{}",
                 package.namespace().unwrap_or_default(),
                 package.name_any()
             ),
-            uid: package.uid().unwrap_or_default(),
-            needs: needs_of(package.status.as_ref()),
-            version: package.status.as_ref().and_then(|s| s.version.clone()),
-            package: package.spec.package_info.name.clone(),
-            name: package.name_any(),
-            ready: ready(package.status.as_ref()),
-        });
+            &package.metadata,
+            &package.spec.package_info.name,
+            package.status.as_ref(),
+        ));
     }
     Ok(all)
 }
