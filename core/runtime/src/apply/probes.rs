@@ -301,7 +301,7 @@ impl Assertion {
 }
 
 /// A CEL context holding `object` as `self`.
-fn self_context(object: &Value) -> Result<Context<'static>, String> {
+fn self_context(object: &Value) -> Result<Context<'static, 'static>, String> {
     let mut context = Context::default();
     let value = cel::to_value(object).map_err(|error| error.to_string())?;
     context

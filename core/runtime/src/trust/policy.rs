@@ -420,7 +420,7 @@ fn compiled(source: &str) -> Result<Arc<Program>, String> {
 
 /// The CEL context: the inputs as variables, the built-in policies as
 /// functions.
-fn context_of(inputs: &Inputs) -> Result<Context<'static>, String> {
+fn context_of(inputs: &Inputs) -> Result<Context<'static, 'static>, String> {
     let mut context = Context::default();
     let variables = [
         ("requester", cel::to_value(&inputs.requester)),
@@ -436,7 +436,9 @@ fn context_of(inputs: &Inputs) -> Result<Context<'static>, String> {
             .map_err(|error| error.to_string())?;
     }
     let no_new_rights = inputs.rights.new.is_empty();
-    context.add_function("noNewRights", move || no_new_rights);
+    context
+        .add_function("noNewRights", move || no_new_rights)
+        .map_err(|error| error.to_string())?;
     let user_permission = Arc::new(inputs.user_permission);
     context.add_function(
         "userPermission",
@@ -448,7 +450,8 @@ fn context_of(inputs: &Inputs) -> Result<Context<'static>, String> {
                 )
             })
         },
-    );
+    )
+    .map_err(|error| error.to_string())?;
     Ok(context)
 }
 
