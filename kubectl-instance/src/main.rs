@@ -41,6 +41,7 @@ mod why;
 mod why_catalogs;
 mod why_input;
 mod why_package;
+mod why_request;
 
 use connect::ClusterArgs;
 use error::Error;
@@ -167,11 +168,12 @@ enum Command {
         message: Option<String>,
     },
     /// Explain why an Instance (or an Input: `input/NAME`; a Glasskube
-    /// package: `clusterpackage/NAME`, `package/NAMESPACE/NAME`) is in its
-    /// state, and what to do next.
+    /// package: `clusterpackage/NAME`, `package/NAMESPACE/NAME`; a namespace
+    /// owner's request: `operatorrequest/NAMESPACE/NAME`) is in its state,
+    /// and what to do next.
     Why {
-        /// The Instance's name, `input/NAME`, `clusterpackage/NAME` or
-        /// `package/NAMESPACE/NAME`.
+        /// The Instance's name, `input/NAME`, `clusterpackage/NAME`,
+        /// `package/NAMESPACE/NAME` or `operatorrequest/NAMESPACE/NAME`.
         name: String,
         /// Print the explanation as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
@@ -310,6 +312,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
             resolver,
         } => {
             let client = cli.cluster.client().await?;
+            if let Some(request) = name.strip_prefix(operator_request::PREFIX) {
+                return why_request::run(&client, request, output, &mut out).await;
+            }
             if let Some(package) = name.strip_prefix("clusterpackage/") {
                 return why_package::run(&client, package, false, output, &mut out).await;
             }

@@ -14,33 +14,36 @@ use crate::identity;
 /// The prefix naming a request.
 pub const PREFIX: &str = "operatorrequest/";
 
-/// The Instance installing request `NAMESPACE/NAME` (what follows
-/// [`PREFIX`]), or why there is none yet.
-pub async fn instance_of(client: &kube::Client, named: &str) -> Result<String, Error> {
+/// Request `NAMESPACE/NAME` (what follows [`PREFIX`]), read as the caller.
+pub async fn read(client: &kube::Client, named: &str) -> Result<OperatorRequest, Error> {
     let Some((namespace, name)) = named.split_once('/') else {
         return Err(Error::Config(format!(
             "{PREFIX}{named}: name a request as {PREFIX}NAMESPACE/NAME"
         )));
     };
     let requests: Api<OperatorRequest> = Api::namespaced(client.clone(), namespace);
-    let request = match requests.get_opt(name).await {
-        Ok(Some(request)) => request,
-        Ok(None) => {
-            return Err(Error::NotFound {
-                kind: "operatorrequest",
-                name: format!("{namespace}/{name}"),
-            });
-        }
-        Err(source) => {
-            return Err(identity::refused(
-                client,
-                source,
-                format!("get operatorrequests in {namespace}"),
-                "ask an admin for get on operatorrequests.operators.pakket.dev",
-            )
-            .await);
-        }
-    };
+    match requests.get_opt(name).await {
+        Ok(Some(request)) => Ok(request),
+        Ok(None) => Err(Error::NotFound {
+            kind: "operatorrequest",
+            name: format!("{namespace}/{name}"),
+        }),
+        Err(source) => Err(identity::refused(
+            client,
+            source,
+            format!("get operatorrequests in {namespace}"),
+            "ask an admin for get on operatorrequests.operators.pakket.dev",
+        )
+        .await),
+    }
+}
+
+/// The Instance installing request `NAMESPACE/NAME` (what follows
+/// [`PREFIX`]), or why there is none yet.
+pub async fn instance_of(client: &kube::Client, named: &str) -> Result<String, Error> {
+    let request = read(client, named).await?;
+    let namespace = request.metadata.namespace.as_deref().unwrap_or_default();
+    let name = request.metadata.name.as_deref().unwrap_or_default();
     let said = |type_: &str| {
         request
             .condition(type_)

@@ -139,3 +139,111 @@ async fn an_operator_request_is_approved_through_the_instance_its_operator_insta
     }
     scope.cleanup().await;
 }
+
+#[tokio::test]
+async fn why_an_operator_request_says_where_it_stands_and_its_next_step_works() {
+    let scope = Scope::new("why-request").await;
+    install_crds(&scope.client).await.unwrap();
+    pakket_testkit::apply_crds(&scope.client, pakket_resolveset::crd::all())
+        .await
+        .unwrap();
+    let (instance, _bundle) = pending_instance(&scope, "etcd").await;
+    request(&scope, "etcd", "True").await;
+    operator(&scope, "etcd", Some(&instance)).await;
+    // The status as pakket-resolveset mirrors it: accepted, the Instance
+    // installing it waiting for a person.
+    let written = operator_name(&scope.namespace, "etcd");
+    Api::<OperatorRequest>::namespaced(scope.client.clone(), &scope.namespace)
+        .patch_status(
+            "etcd",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": {
+                "operator": written, "instance": instance,
+                "conditions": [
+                    { "type": "Accepted", "status": "True", "reason": "OperatorWritten",
+                      "message": format!("Operator {written} asks for it on your behalf"),
+                      "lastTransitionTime": "2026-11-28T10:00:00Z" },
+                    { "type": "Approved", "status": "False", "reason": "ApprovalPending",
+                      "message": "the class asks a person", "lastTransitionTime": "2026-11-28T10:00:00Z" },
+                ],
+            } })),
+        )
+        .await
+        .unwrap();
+    let named = format!("operatorrequest/{}/etcd", scope.namespace);
+
+    let why = plugin("admin", &["why", &named]).await;
+    assert_eq!(why.code, 0, "{why:?}");
+    assert!(
+        why.stdout.starts_with(&format!(
+            "OperatorRequest {}/etcd: waits for approval of Instance {instance}, which installs it\n",
+            scope.namespace
+        )),
+        "{why:?}"
+    );
+    assert!(
+        why.stdout
+            .contains("  - Approved is False (ApprovalPending): the class asks a person"),
+        "{why:?}"
+    );
+    // The command it names is the one that approves it.
+    let next = why
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("Next: "))
+        .expect("a next step");
+    let command = next
+        .rsplit('`')
+        .nth(1)
+        .and_then(|command| command.strip_prefix("kubectl instance "))
+        .expect("a kubectl instance command");
+    assert_eq!(command, format!("approve {named}"));
+    let args: Vec<&str> = command.split(' ').collect();
+    let approved = plugin("admin", &args).await;
+    assert_eq!(approved.code, 0, "{approved:?}");
+    assert!(
+        get_instance(&scope, &instance)
+            .await
+            .status
+            .unwrap()
+            .approval
+            .is_some(),
+        "the named command approved Instance {instance}"
+    );
+
+    // JSON says the same.
+    let json_run = plugin("admin", &["why", &named, "-o", "json"]).await;
+    let parsed: serde_json::Value = serde_json::from_str(&json_run.stdout).unwrap();
+    assert_eq!(
+        parsed["summary"],
+        format!("waits for approval of Instance {instance}, which installs it")
+    );
+
+    // Refused: nothing written, and why.
+    request(&scope, "refused", "False").await;
+    let refused = plugin(
+        "admin",
+        &[
+            "why",
+            &format!("operatorrequest/{}/refused", scope.namespace),
+        ],
+    )
+    .await;
+    assert!(
+        refused.code == 0
+            && refused
+                .stdout
+                .contains("refused (Test): nothing was written for it"),
+        "{refused:?}"
+    );
+    // Someone who may not read requests there is told which right to ask for.
+    let carol = plugin("carol", &["why", &named]).await;
+    assert!(
+        carol.code == 1 && carol.stderr.contains("operatorrequests"),
+        "{carol:?}"
+    );
+    let _ = Api::<Operator>::all(scope.client.clone())
+        .delete(&written, &Default::default())
+        .await;
+    scope.cleanup().await;
+}

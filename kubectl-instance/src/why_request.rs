@@ -1,0 +1,311 @@
+//! `kubectl instance why operatorrequest/NAMESPACE/NAME`: where a namespace
+//! owner's request stands and what to do next.
+//!
+//! Read from the request's status alone, which only pakket-resolveset
+//! writes (the RBAC deploy/ ships gives users `get` on
+//! `operatorrequests/status`, nothing more): `Accepted` says whether an
+//! Operator was written for it or why not, and the installing Instance's
+//! `Approved`, `Installed` and `Healthy` conditions are mirrored there, so
+//! the requester, who may not read cluster-scoped Instances, gets the whole
+//! answer.
+
+use std::io::Write;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use pakket_operators_api::OperatorRequest;
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::operator_request;
+use crate::output::{self, Format};
+
+/// The answer for one request.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestDiagnosis {
+    /// `OperatorRequest NAMESPACE/NAME`.
+    pub request: String,
+    /// One sentence: where it stands.
+    pub summary: String,
+    /// The conditions behind it, one a line.
+    pub reasons: Vec<String>,
+    /// What to do next, and who does it, if anything.
+    pub next: Option<String>,
+}
+
+/// Prints the diagnosis of `operatorrequest/NAMESPACE/NAME` (`named` is
+/// what follows the prefix).
+pub async fn run(
+    client: &kube::Client,
+    named: &str,
+    format: Option<Format>,
+    out: &mut impl Write,
+) -> Result<(), Error> {
+    let request = operator_request::read(client, named).await?;
+    let diagnosis = diagnose(&request);
+    match format {
+        Some(format) => output::print(&diagnosis, format, out),
+        None => {
+            writeln!(out, "{}: {}", diagnosis.request, diagnosis.summary)?;
+            for reason in &diagnosis.reasons {
+                writeln!(out, "  - {reason}")?;
+            }
+            if let Some(next) = &diagnosis.next {
+                writeln!(out, "Next: {next}")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The diagnosis, from the request as read.
+pub fn diagnose(request: &OperatorRequest) -> RequestDiagnosis {
+    let namespace = request.metadata.namespace.as_deref().unwrap_or_default();
+    let name = request.metadata.name.as_deref().unwrap_or_default();
+    let named = format!("{}{namespace}/{name}", operator_request::PREFIX);
+    let status = request.status.clone().unwrap_or_default();
+    let condition = |kind: &str| status.conditions.iter().find(|c| c.type_ == kind);
+    let mut reasons: Vec<String> = ["Accepted", "Approved", "Installed", "Healthy"]
+        .into_iter()
+        .filter_map(condition)
+        .map(|c| format!("{} is {} ({}): {}", c.type_, c.status, c.reason, c.message))
+        .collect();
+    if let (Some(observed), Some(generation)) =
+        (status.observed_generation, request.metadata.generation)
+        && observed < generation
+    {
+        reasons.push(format!(
+            "this describes generation {observed}; the request is at {generation}, which pakket-resolveset has not judged yet"
+        ));
+    }
+    let (summary, next) = match condition("Accepted") {
+        None => (
+            "not judged yet: pakket-resolveset writes Accepted when it sees the request".to_owned(),
+            Some("wait a moment; if nothing comes, an admin checks that pakket-resolveset runs (its leader judges requests)".to_owned()),
+        ),
+        Some(accepted) if accepted.status != "True" => refused(accepted),
+        Some(_) => accepted(&status, &named, &condition),
+    };
+    RequestDiagnosis {
+        request: format!("OperatorRequest {namespace}/{name}"),
+        summary,
+        reasons,
+        next,
+    }
+}
+
+/// A request that was not accepted: nothing was written for it, and who
+/// can change that.
+fn refused(accepted: &Condition) -> (String, Option<String>) {
+    let next = match accepted.reason.as_str() {
+        "NotYourNamespace" => {
+            "ask for a namespace you own (one where you may create RoleBindings), or ask its admin for that right".to_owned()
+        }
+        "InvalidInstallMode" => {
+            "change spec.installMode or spec.installNamespace as the condition says".to_owned()
+        }
+        "NoRequester" => {
+            "create the request again while Pakket's webhooks run (they record who asked)".to_owned()
+        }
+        "NameTaken" | "NoInputClass" | "NoRecordKey" => {
+            format!("a cluster admin acts: {}", accepted.message)
+        }
+        _ => accepted.message.clone(),
+    };
+    (
+        format!("refused ({}): nothing was written for it", accepted.reason),
+        Some(next),
+    )
+}
+
+/// An accepted request: where its operator's install stands.
+fn accepted<'a>(
+    status: &pakket_operators_api::request::OperatorRequestStatus,
+    named: &str,
+    condition: &impl Fn(&str) -> Option<&'a Condition>,
+) -> (String, Option<String>) {
+    let operator = status.operator.as_deref().unwrap_or("(not named yet)");
+    let instance = status.instance.as_deref();
+    let why_instance = |instance: &str| format!("`kubectl instance why {instance}` says more");
+    let installed = condition("Installed");
+    let healthy = condition("Healthy");
+    let approved = condition("Approved");
+    let version = status
+        .installed_version
+        .as_deref()
+        .map_or(String::new(), |v| format!(" {v}"));
+    if healthy.is_some_and(|c| c.status == "True") {
+        return (
+            format!("installed{version} and healthy, through Operator {operator}"),
+            None,
+        );
+    }
+    if installed.is_some_and(|c| c.status == "True") {
+        let next = instance.map(why_instance);
+        return (
+            format!("installed{version}, not healthy yet, through Operator {operator}"),
+            next,
+        );
+    }
+    match (approved, instance) {
+        (Some(approved), Some(instance)) if approved.reason == "ApprovalPending" => (
+            format!("waits for approval of Instance {instance}, which installs it"),
+            Some(format!(
+                "someone who may approve Instances reviews it (`kubectl instance describe {instance}`), then runs `kubectl instance approve {named}`"
+            )),
+        ),
+        (Some(approved), _) if approved.reason == "ApprovalDenied" => (
+            format!("denied: {}", approved.message),
+            Some("talk to the approver; changing the request asks again".to_owned()),
+        ),
+        (_, None) => (
+            format!("accepted; Operator {operator} has no Instance installing it yet"),
+            Some(
+                approved
+                    .map(|c| c.message.clone())
+                    .unwrap_or_else(|| "wait for pakket-resolveset to resolve it".to_owned()),
+            ),
+        ),
+        (_, Some(instance)) => match installed.filter(|c| c.status == "False") {
+            Some(failed) => (
+                format!(
+                    "the install failed ({}), through Instance {instance}",
+                    failed.reason
+                ),
+                Some(why_instance(instance)),
+            ),
+            None => (
+                format!("installing through Instance {instance}"),
+                Some(why_instance(instance)),
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(conditions: serde_json::Value, extra: serde_json::Value) -> OperatorRequest {
+        let mut status = json!({ "conditions": conditions });
+        status
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(json!({
+            "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "OperatorRequest",
+            "metadata": { "name": "etcd", "namespace": "shop", "generation": 1 },
+            "spec": { "catalog": { "name": "operatorhubio", "package": "etcd" } },
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
+        json!({ "type": type_, "status": status, "reason": reason, "message": message,
+                "lastTransitionTime": "2026-11-28T10:00:00Z" })
+    }
+
+    #[test]
+    fn a_refused_request_says_why_and_who_acts() {
+        let mine = diagnose(&request(
+            json!([condition(
+                "Accepted",
+                "False",
+                "NotYourNamespace",
+                "alice may not create RoleBindings in namespace kube-system"
+            )]),
+            json!({}),
+        ));
+        assert_eq!(
+            mine.summary,
+            "refused (NotYourNamespace): nothing was written for it"
+        );
+        assert!(
+            mine.next
+                .unwrap()
+                .starts_with("ask for a namespace you own")
+        );
+        assert_eq!(
+            mine.reasons,
+            [
+                "Accepted is False (NotYourNamespace): alice may not create RoleBindings in namespace kube-system"
+            ]
+        );
+        let admins = diagnose(&request(
+            json!([condition(
+                "Accepted",
+                "False",
+                "NameTaken",
+                "Operator request-1 exists"
+            )]),
+            json!({}),
+        ));
+        assert_eq!(
+            admins.next.as_deref(),
+            Some("a cluster admin acts: Operator request-1 exists")
+        );
+    }
+
+    #[test]
+    fn an_accepted_request_names_the_approval_it_waits_for_and_the_command() {
+        let waiting = diagnose(&request(
+            json!([
+                condition(
+                    "Accepted",
+                    "True",
+                    "OperatorWritten",
+                    "Operator request-1 asks for it on your behalf"
+                ),
+                condition("Approved", "False", "ApprovalPending", "waits for a person"),
+            ]),
+            json!({ "operator": "request-1", "instance": "etcd-x" }),
+        ));
+        assert_eq!(
+            waiting.summary,
+            "waits for approval of Instance etcd-x, which installs it"
+        );
+        assert_eq!(
+            waiting.next.as_deref(),
+            Some(
+                "someone who may approve Instances reviews it (`kubectl instance describe etcd-x`), then runs `kubectl instance approve operatorrequest/shop/etcd`"
+            )
+        );
+        let healthy = diagnose(&request(
+            json!([
+                condition("Accepted", "True", "OperatorWritten", "written"),
+                condition("Approved", "True", "ApprovedByPolicy", "policy"),
+                condition("Installed", "True", "InstallSucceeded", "applied"),
+                condition("Healthy", "True", "Healthy", "available"),
+            ]),
+            json!({ "operator": "request-1", "instance": "etcd-x", "installedVersion": "0.9.4" }),
+        ));
+        assert_eq!(
+            healthy.summary,
+            "installed 0.9.4 and healthy, through Operator request-1"
+        );
+        assert_eq!(healthy.next, None);
+        assert_eq!(healthy.reasons.len(), 4);
+    }
+
+    #[test]
+    fn a_request_not_judged_or_judged_for_an_older_generation_says_so() {
+        let unseen = diagnose(&request(json!([]), json!({})));
+        assert!(unseen.summary.starts_with("not judged yet"), "{unseen:?}");
+        let mut stale = request(
+            json!([condition("Accepted", "True", "OperatorWritten", "written")]),
+            json!({ "operator": "request-1", "observedGeneration": 1 }),
+        );
+        stale.metadata.generation = Some(2);
+        let stale = diagnose(&stale);
+        assert!(
+            stale
+                .reasons
+                .iter()
+                .any(|r| r.contains("describes generation 1; the request is at 2")),
+            "{stale:?}"
+        );
+        assert!(stale.summary.contains("has no Instance installing it yet"));
+    }
+}
