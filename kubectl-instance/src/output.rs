@@ -32,3 +32,23 @@ pub fn print(value: &impl Serialize, format: Format, out: &mut impl Write) -> Re
     }
     Ok(())
 }
+
+/// Writes an explanation for people, as `why` prints one for a package or
+/// a request: `SUBJECT: SUMMARY`, each reason on its own line, then the
+/// next step if there is one.
+pub fn explanation(
+    out: &mut impl Write,
+    subject: &str,
+    summary: &str,
+    reasons: &[String],
+    next: Option<&str>,
+) -> Result<(), Error> {
+    writeln!(out, "{subject}: {summary}")?;
+    for reason in reasons {
+        writeln!(out, "  - {reason}")?;
+    }
+    if let Some(next) = next {
+        writeln!(out, "Next: {next}")?;
+    }
+    Ok(())
+}

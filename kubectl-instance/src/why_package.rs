@@ -48,16 +48,13 @@ pub async fn run(
     let diagnosis = diagnose(&shown, instance.as_ref(), everyone.as_deref());
     match format {
         Some(format) => output::print(&diagnosis, format, out),
-        None => {
-            writeln!(out, "{}: {}", diagnosis.package, diagnosis.summary)?;
-            for reason in &diagnosis.reasons {
-                writeln!(out, "  - {reason}")?;
-            }
-            if let Some(next) = &diagnosis.next {
-                writeln!(out, "Next: {next}")?;
-            }
-            Ok(())
-        }
+        None => output::explanation(
+            out,
+            &diagnosis.package,
+            &diagnosis.summary,
+            &diagnosis.reasons,
+            diagnosis.next.as_deref(),
+        ),
     }
 }
 

@@ -45,16 +45,13 @@ pub async fn run(
     let diagnosis = diagnose(&request);
     match format {
         Some(format) => output::print(&diagnosis, format, out),
-        None => {
-            writeln!(out, "{}: {}", diagnosis.request, diagnosis.summary)?;
-            for reason in &diagnosis.reasons {
-                writeln!(out, "  - {reason}")?;
-            }
-            if let Some(next) = &diagnosis.next {
-                writeln!(out, "Next: {next}")?;
-            }
-            Ok(())
-        }
+        None => output::explanation(
+            out,
+            &diagnosis.request,
+            &diagnosis.summary,
+            &diagnosis.reasons,
+            diagnosis.next.as_deref(),
+        ),
     }
 }
 
