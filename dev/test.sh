@@ -205,6 +205,7 @@ failed=false
   cargo test --workspace --locked --lib --bins "${other_targets[@]}" &&
     cargo test --workspace --locked --doc
 } 2>&1 | tee "$tests_log" || failed=true
+printf '\n== every other test done (%ss)\n' "$SECONDS"
 lane_done "$beside_lane" "$beside_log" "the slowest binaries, beside the others (${beside[*]})" || failed=true
 lane_done "$in_cluster" "$in_cluster_log" "the in-cluster test, beside the others" || failed=true
 if $failed; then exit 1; fi
