@@ -20,9 +20,9 @@ esac
 cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
 # Cargo's build cache lives outside the repository so a fresh clone reuses it.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
-# One run at a time per cargo cache: the source times below, the pruning and
-# the machine's one bridge for a real node all assume it. The lock is held
-# by flock itself (-o), so no daemon started by the run can keep it.
+# One run at a time per cargo cache: the source times below and the pruning
+# assume it. The lock is held by flock itself (-o), so no daemon started by
+# the run can keep it.
 lock=$CARGO_TARGET_DIR/.pakket-test.lock
 if [[ ${PAKKET_TEST_LOCK:-} != "$lock" ]]; then
   mkdir -p "$CARGO_TARGET_DIR"
