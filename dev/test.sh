@@ -124,7 +124,9 @@ echo "aws-lc-sys: not in the graph"
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
 cleanup() {
-  for control_plane in "$run_dir" "$run_dir/second"; do
+  # The second first: `down` removes its folder, and the second's is inside
+  # the first's.
+  for control_plane in "$run_dir/second" "$run_dir"; do
     "$pakket_dev" --dir "$control_plane" down >/dev/null 2>&1 || true
   done
   rm -rf "$run_dir"
