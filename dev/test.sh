@@ -25,6 +25,10 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
 # the run can keep it.
 lock=$CARGO_TARGET_DIR/.pakket-test.lock
 if [[ ${PAKKET_TEST_LOCK:-} != "$lock" ]]; then
+  # Needed before dev/prerequisites.sh runs; util-linux is essential on
+  # Debian, so this only speaks on a machine stripped below that.
+  command -v flock >/dev/null \
+    || { echo "dev/test.sh: flock is missing; install util-linux (apt-get install util-linux)" >&2; exit 1; }
   mkdir -p "$CARGO_TARGET_DIR"
   export PAKKET_TEST_LOCK=$lock
   flock -o -n "$lock" true \
