@@ -30,3 +30,19 @@ pub async fn apply_crds(
     }
     Ok(installed)
 }
+
+/// Waits until none of the CRDs named in `names` exists, not merely until
+/// each is being deleted: a test that installed cluster-wide CRDs ends
+/// only when the next test can install them again as its own.
+pub async fn wait_for_crds_gone(client: &kube::Client, names: &[&str]) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crate::eventually(&format!("CRDs {} are gone", names.join(", ")), || async {
+        for name in names {
+            if api.get_opt(name).await.expect("CRDs can be read").is_some() {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+}

@@ -16,7 +16,7 @@ mod shared;
 pub mod shipped;
 mod wait;
 
-pub use crds::{apply_crds, install_crds};
+pub use crds::{apply_crds, install_crds, wait_for_crds_gone};
 pub use data::{data, data_root, derived_package, files, memory};
 pub use events::{cluster_object_events, instance_events};
 pub use scope::Scope;

@@ -18,10 +18,29 @@ use k8s_openapi::api::rbac::v1::Role;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance};
 use pakket_testkit::{
-    Scope, condition_is, eventually, install_crds, wait_for_instance as wait_for,
+    Scope, condition_is, eventually, install_crds, wait_for_crds_gone,
+    wait_for_instance as wait_for,
 };
 use serde_json::json;
 use support::{push_tagged, run_provisioner};
+
+/// etcd's CRDs are cluster-wide: two tests installing etcd at once would
+/// each find them another Instance's and wait for it to leave. Every test
+/// here installs etcd, so they take turns, and each ends only when the
+/// CRDs are gone (`etcd_leaves`).
+static ETCD_CRDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// etcd's CRDs, as its bundles name them.
+const ETCD_CRD_NAMES: [&str; 3] = [
+    "etcdclusters.etcd.database.coreos.com",
+    "etcdbackups.etcd.database.coreos.com",
+    "etcdrestores.etcd.database.coreos.com",
+];
+
+/// Waits until etcd's CRDs are gone, so the next test can own them.
+async fn etcd_leaves(scope: &Scope) {
+    wait_for_crds_gone(&scope.client, &ETCD_CRD_NAMES).await;
+}
 
 /// Pushes `bundles/etcd/<version>` as an image; returns its ref.
 async fn push_etcd(scope: &Scope, version: &str) -> String {
@@ -49,6 +68,7 @@ async fn delete_and_wait(instances: &Api<Instance>, name: &str) {
 
 #[tokio::test]
 async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_alone() {
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("registry-v1-etcd").await;
     install_crds(&scope.client).await.unwrap();
     run_provisioner(&scope, json!({ "approval": "AllowAll" })).await;
@@ -182,19 +202,7 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
     again.metadata = scope.meta("etcd");
     // All three CRDs, not one: a CRD still being finalized belongs to the
     // first Instance, and the second would be refused it (no adoption).
-    let crds = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(scope.client.clone());
-    eventually("the CRDs of the first install are gone", || async {
-        let mut gone = true;
-        for crd in [
-            "etcdclusters.etcd.database.coreos.com",
-            "etcdbackups.etcd.database.coreos.com",
-            "etcdrestores.etcd.database.coreos.com",
-        ] {
-            gone &= crds.get_opt(crd).await.unwrap().is_none();
-        }
-        gone
-    })
-    .await;
+    etcd_leaves(&scope).await;
     instances
         .create(&PostParams::default(), &again)
         .await
@@ -221,27 +229,13 @@ async fn etcd_installs_upgrades_by_pivot_and_goes_leaving_existing_namespaces_al
         namespace.metadata.deletion_timestamp.is_none(),
         "the existing namespace stays"
     );
-    // etcd's CRDs are cluster-wide and other tests install etcd: they are
-    // gone before this test ends, not merely being deleted.
-    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-        Api::all(scope.client.clone());
-    eventually("etcd's CRDs are gone", || async {
-        let mut gone = true;
-        for crd in [
-            "etcdclusters.etcd.database.coreos.com",
-            "etcdbackups.etcd.database.coreos.com",
-            "etcdrestores.etcd.database.coreos.com",
-        ] {
-            gone &= crds.get_opt(crd).await.unwrap().is_none();
-        }
-        gone
-    })
-    .await;
+    etcd_leaves(&scope).await;
     scope.cleanup().await;
 }
 
 #[tokio::test]
 async fn a_watch_the_bundle_does_not_support_is_reported_naming_the_field_and_nothing_is_applied() {
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("registry-v1-bad-config").await;
     install_crds(&scope.client).await.unwrap();
     run_provisioner(&scope, json!({ "approval": "AllowAll" })).await;
@@ -284,11 +278,13 @@ async fn a_watch_the_bundle_does_not_support_is_reported_naming_the_field_and_no
         "nothing applied"
     );
     delete_and_wait(&instances, &name).await;
+    etcd_leaves(&scope).await;
     scope.cleanup().await;
 }
 
 #[tokio::test]
 async fn a_deployment_config_shapes_the_operators_deployment_and_a_wrong_one_changes_nothing() {
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("registry-v1-deployment-config").await;
     install_crds(&scope.client).await.unwrap();
     run_provisioner(&scope, json!({ "approval": "AllowAll" })).await;
@@ -393,12 +389,14 @@ async fn a_deployment_config_shapes_the_operators_deployment_and_a_wrong_one_cha
     check(&kept);
 
     delete_and_wait(&instances, &name).await;
+    etcd_leaves(&scope).await;
     scope.cleanup().await;
 }
 
 #[tokio::test]
 async fn a_namespace_pakket_creates_gets_the_templates_labels_and_an_existing_one_is_left_alone() {
     const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+    let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("registry-v1-namespace-template").await;
     install_crds(&scope.client).await.unwrap();
     // The admin's class enforces baseline on every namespace it creates.
@@ -484,5 +482,6 @@ async fn a_namespace_pakket_creates_gets_the_templates_labels_and_an_existing_on
     );
     delete_and_wait(&instances, &name).await;
     let _ = namespaces.delete(&existing, &DeleteParams::default()).await;
+    etcd_leaves(&scope).await;
     scope.cleanup().await;
 }
