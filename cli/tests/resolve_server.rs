@@ -126,7 +126,7 @@ async fn the_api_and_resolve_server_print_what_resolve_prints_on_the_same_files(
     let running = process::start(
         scope.client.clone(),
         Options {
-            store: std::env::temp_dir().join(format!("pakket-cli-store-{}", scope.id)),
+            store: scope.path("cli-store"),
             sources: Default::default(),
             allow_internal_addresses: false,
             max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
@@ -332,9 +332,7 @@ async fn the_api_and_resolve_server_print_what_resolve_prints_on_the_same_files(
         )
         .await;
     let _ = std::fs::remove_dir_all(&root);
-    let _ = std::fs::remove_dir_all(
-        std::env::temp_dir().join(format!("pakket-cli-store-{}", scope.id)),
-    );
+    let _ = std::fs::remove_dir_all(scope.path("cli-store"));
     scope.cleanup().await;
 }
 

@@ -47,7 +47,7 @@ async fn bootstrap_makes_once_renews_when_due_and_injects_the_ca() {
         .await
         .unwrap();
 
-    let folder = std::env::temp_dir().join(format!("pakket-bootstrap-{}", scope.id));
+    let folder = scope.path("bootstrap");
     let request = Request {
         namespace: scope.namespace.clone(),
         services: vec!["pakket-webhooks".into(), "pakket-resolveset".into()],

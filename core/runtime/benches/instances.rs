@@ -355,7 +355,7 @@ async fn main() {
         .create(&PostParams::default(), &class)
         .await
         .unwrap();
-    let store = std::env::temp_dir().join(format!("pakket-bench-store-{}", scope.id));
+    let store = scope.path("bench-store");
     // The runtime's own client counts what it sends (as a deployed
     // provisioner's does, in /metrics).
     let metrics = Arc::new(Metrics::new());

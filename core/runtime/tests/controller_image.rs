@@ -99,7 +99,7 @@ impl Fixture {
             .create(&PostParams::default(), &class)
             .await
             .unwrap();
-        let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+        let store = scope.path("store");
         let client = scope.client.clone();
         let provisioner = Plain::new(id);
         let root = store.clone();

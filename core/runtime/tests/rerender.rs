@@ -90,7 +90,7 @@ async fn an_upgraded_provisioner_applies_a_new_render_only_within_the_rights_tha
     let scope = pakket_testkit::Scope::new("rerender").await;
     install_crds(&scope.client).await.unwrap();
     let id = format!("test.pakket.dev/{}", scope.id);
-    let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+    let store = scope.path("store");
     let provisioner = Upgradable {
         id: id.clone(),
         version: Arc::new(AtomicU8::new(1)),

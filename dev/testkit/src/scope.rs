@@ -1,6 +1,7 @@
 //! One test's private corner of the shared control plane.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
@@ -20,6 +21,9 @@ pub struct Scope {
     pub namespace: String,
     /// The shared control plane.
     pub cluster: &'static TestCluster,
+    /// Files the test keeps on disk (provisioner stores): removed when the
+    /// scope is dropped, after a failure too, so runs leave nothing in /tmp.
+    files: tempfile::TempDir,
 }
 
 impl Scope {
@@ -55,17 +59,29 @@ impl Scope {
             .create(&PostParams::default(), &namespace)
             .await
             .unwrap_or_else(|error| panic!("creating namespace {id}: {error}"));
+        let files = tempfile::Builder::new()
+            .prefix(&format!("pakket-{id}-"))
+            .tempdir()
+            .unwrap_or_else(|error| panic!("making a temporary folder for {id}: {error}"));
         Self {
             client,
             namespace: id.clone(),
             id,
             cluster,
+            files,
         }
     }
 
     /// A cluster-unique name for an object of this test: `<scope id>-<suffix>`.
     pub fn name(&self, suffix: &str) -> String {
         format!("{}-{suffix}", self.id)
+    }
+
+    /// A path named `name` inside the scope's own temporary folder (not
+    /// created): for a provisioner's store, say. The folder goes when the
+    /// scope is dropped.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.files.path().join(name)
     }
 
     /// The scope label, for `metadata.labels` and label selectors.

@@ -75,14 +75,14 @@ const IDENTITY_KINDS: &[&str] = &[
 /// Applies the shipped identity and rights of `shipped` (idempotent:
 /// every test does it, server-side, with one field manager) and returns a
 /// client holding a token of its ServiceAccount; the kubeconfig it wrote
-/// for `scope_id` is [`kubeconfig_for`] (for a process of its own).
+/// in `scope` is [`kubeconfig_for`] (for a process of its own).
 pub async fn client(
     admin: &Client,
     admin_kubeconfig: &Path,
     shipped: Shipped,
-    scope_id: &str,
+    scope: &crate::Scope,
 ) -> Client {
-    let kubeconfig = kubeconfig_for(shipped, scope_id);
+    let kubeconfig = kubeconfig_for(shipped, scope);
     account_kubeconfig(admin, admin_kubeconfig, shipped, &kubeconfig).await;
     let config = Kubeconfig::read_from(&kubeconfig).expect("the shipped account's kubeconfig");
     let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
@@ -271,7 +271,8 @@ fn write_kubeconfig(admin_kubeconfig: &Path, to: &Path, account: &str, token: &s
     std::fs::write(to, text).expect("writing the shipped account's kubeconfig");
 }
 
-/// Where a test keeps `shipped`'s kubeconfig.
-pub fn kubeconfig_for(shipped: Shipped, scope_id: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("{}-{scope_id}.kubeconfig", shipped.account))
+/// Where a test keeps `shipped`'s kubeconfig: in the scope's own folder,
+/// so the token goes with the scope rather than staying in /tmp.
+pub fn kubeconfig_for(shipped: Shipped, scope: &crate::Scope) -> PathBuf {
+    scope.path(&format!("{}.kubeconfig", shipped.account))
 }

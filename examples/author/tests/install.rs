@@ -39,7 +39,7 @@ async fn a_properties_bundle_installs_its_config_maps_and_a_missing_setting_is_n
         .create(&PostParams::default(), &content)
         .await
         .unwrap();
-    let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+    let store = scope.path("store");
     let options = controller::RunOptions::new(store);
     let client = scope.client.clone();
     let provisioner = Properties { id: id.clone() };

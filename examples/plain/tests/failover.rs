@@ -26,7 +26,7 @@ struct Replica {
 
 impl Replica {
     async fn start(scope: &Scope, id: &str, n: usize) -> Self {
-        let store = std::env::temp_dir().join(format!("pakket-failover-{}-{n}", scope.id));
+        let store = scope.path(&format!("failover-{n}"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
             .args(["--id", id, "--lease-namespace", &scope.namespace])
             .args(["--probe-address", "127.0.0.1:0", "--store"])

@@ -429,7 +429,7 @@ fn replica(stage: &Stage, index: usize) -> tokio::process::Child {
             "127.0.0.1:0",
             "--store",
         ])
-        .arg(std::env::temp_dir().join(format!("pakket-churn-{}-{index}", stage.scope.id)))
+        .arg(stage.scope.path(&format!("churn-{index}")))
         .arg("--record-key-file")
         .arg(stage.key_file())
         .env("KUBECONFIG", pakket_testkit::cluster().kubeconfig())

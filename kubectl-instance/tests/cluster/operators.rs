@@ -171,7 +171,7 @@ async fn operators_are_listed_and_described_with_what_they_got_and_could_get() {
         run.code == 0 && run.stdout.contains("The set would not change.")
     })
     .await;
-    let scratch = std::env::temp_dir().join(format!("pakket-plan-{}", scope.id));
+    let scratch = scope.path("plan");
     std::fs::create_dir_all(&scratch).unwrap();
     let widened = scratch.join("operator.yaml");
     std::fs::write(

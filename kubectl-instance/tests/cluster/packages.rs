@@ -210,7 +210,7 @@ async fn graph_shows_a_packages_versions_from_its_repository_and_who_runs_them()
         .await
         .unwrap();
     let server = serve_the_real_repository();
-    let ca = std::env::temp_dir().join(format!("{}-ca.pem", scope.name("repository")));
+    let ca = scope.path("repository-ca.pem");
     std::fs::write(&ca, &server.ca_pem).unwrap();
     let url = server.url("packages/");
     let ca_arg = ca.display().to_string();

@@ -143,9 +143,7 @@ async fn wait_served(server: &str, packages: &[&str]) {
 }
 
 async fn remove_catalogs(scope: Scope) {
-    let _ = std::fs::remove_dir_all(
-        std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id)),
-    );
+    let _ = std::fs::remove_dir_all(scope.path("resolveset-store"));
     let catalogs: Api<Catalog> = Api::all(scope.client.clone());
     let _ = catalogs
         .delete_collection(
@@ -187,7 +185,7 @@ async fn graph_from_the_resolver_api_prints_what_the_catalog_files_print() {
         // Also in the first Catalog: both catalogs' graphs, by priority.
         "kubevirt-wol",
     ];
-    let root = std::env::temp_dir().join(format!("pakket-graph-{}", scope.id));
+    let root = scope.path("graph");
     let low = serve(&scope, "low", 0, &package_files(&first), &root).await;
     let high = serve(&scope, "high", 10, &package_files(&second), &root).await;
     wait_served(&server, &["clusterpulse", "jumpstarter-operator"]).await;
@@ -303,7 +301,7 @@ async fn why_names_what_to_install_from_the_clusters_catalogs() {
     let scope = Scope::new("why-server").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let server = start_resolver(&scope).await;
-    let root = std::env::temp_dir().join(format!("pakket-why-{}", scope.id));
+    let root = scope.path("why");
     // The topology operator needs the cluster operator (olm.package.required
     // >2.0.0 and its RabbitmqCluster API); each is in a Catalog of its own.
     serve(

@@ -330,7 +330,7 @@ pub async fn start_resolveset(
     process::start(
         scope.client.clone(),
         Options {
-            store: std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id)),
+            store: scope.path("resolveset-store"),
             sources: Default::default(),
             allow_internal_addresses: false,
             max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,

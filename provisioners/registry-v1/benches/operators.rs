@@ -173,7 +173,7 @@ async fn main() {
     let scope = Scope::new("bench-operators").await;
     install_crds(&scope.client).await.unwrap();
     let id = format!("bench.pakket.dev/{}", scope.id);
-    let store = std::env::temp_dir().join(format!("pakket-bench-store-{}", scope.id));
+    let store = scope.path("bench-store");
     let parameters = json!({ "approval": "AllowAll" });
     run_provisioner_with(&scope, id, parameters, RunOptions::new(store)).await;
     let instances: Api<Instance> = Api::all(scope.client.clone());

@@ -57,7 +57,7 @@ async fn a_requester_without_the_rights_waits_and_the_roles_bundle_rbac_prints_l
     let admin_kubeconfig = scope.cluster.kubeconfig().to_path_buf();
     let mut hooks = LocalOptions::for_labels(format!("{}-instances", scope.id), scope.labels());
     hooks.serving_client =
-        Some(shipped::client(&scope.client, &admin_kubeconfig, WEBHOOKS, &scope.id).await);
+        Some(shipped::client(&scope.client, &admin_kubeconfig, WEBHOOKS, &scope).await);
     let hooks = LocalWebhooks::start(scope.client.clone(), hooks)
         .await
         .expect("the webhooks start");
@@ -70,8 +70,7 @@ async fn a_requester_without_the_rights_waits_and_the_roles_bundle_rbac_prints_l
         &[scope.name("class")],
     )
     .await;
-    let provisioner =
-        shipped::client(&scope.client, &admin_kubeconfig, REGISTRY_V1, &scope.id).await;
+    let provisioner = shipped::client(&scope.client, &admin_kubeconfig, REGISTRY_V1, &scope).await;
     let options = RunOptions {
         record_key: Some(key.clone()),
         ..RunOptions::new(support::store(&scope))

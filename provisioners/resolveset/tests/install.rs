@@ -166,7 +166,7 @@ async fn start_resolveset_as(
         }),
     )
     .await;
-    let store = std::env::temp_dir().join(format!("pakket-store-{}-resolveset", scope.id));
+    let store = scope.path("store-resolveset");
     tokio::spawn(async move {
         let options = RunOptions {
             record_key: key.clone(),
@@ -247,7 +247,7 @@ async fn start_registry_v1_with(
         }),
     )
     .await;
-    let store = std::env::temp_dir().join(format!("pakket-store-{}-registry", scope.id));
+    let store = scope.path("store-registry");
     tokio::spawn(async move {
         let options = RunOptions {
             record_key: key,
@@ -669,9 +669,9 @@ impl Shipped {
         )
         .await;
         Self {
-            resolveset: shipped::client(admin, &kubeconfig, RESOLVESET, &scope.id).await,
-            registry_v1: shipped::client(admin, &kubeconfig, REGISTRY_V1, &scope.id).await,
-            webhooks: shipped::client(admin, &kubeconfig, WEBHOOKS, &scope.id).await,
+            resolveset: shipped::client(admin, &kubeconfig, RESOLVESET, scope).await,
+            registry_v1: shipped::client(admin, &kubeconfig, REGISTRY_V1, scope).await,
+            webhooks: shipped::client(admin, &kubeconfig, WEBHOOKS, scope).await,
         }
     }
 }

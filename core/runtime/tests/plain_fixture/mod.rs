@@ -117,7 +117,7 @@ impl Fixture {
         let scope = Scope::new(test).await;
         install_crds(&scope.client).await.unwrap();
         let id = format!("test.pakket.dev/{}", scope.id);
-        let store = std::env::temp_dir().join(format!("pakket-store-{}", scope.id));
+        let store = scope.path("store");
         let client = scope.client.clone();
         let provisioner = Plain::new(id.clone());
         let mut options = controller::RunOptions {

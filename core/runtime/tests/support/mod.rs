@@ -313,7 +313,7 @@ impl Controller {
         let sources = sources(&scope.namespace);
         pakket_testkit::install_crds(&scope.client).await.unwrap();
         let controller = Self {
-            store: std::env::temp_dir().join(format!("pakket-store-{}", scope.id)),
+            store: scope.path("store"),
             scope,
         };
         controller.class("class", parameters).await;

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use kube::Client;
+use pakket_testkit::Scope;
 use pakket_testkit::shipped::{self, PLAIN, WEBHOOKS};
 
 pub use pakket_testkit::shipped::NAMESPACE;
@@ -16,8 +17,8 @@ pub async fn provisioner_kubeconfig(admin: &Client, admin_kubeconfig: &Path, kub
 
 /// A client holding the token of the webhooks' ServiceAccount, with
 /// `deploy/webhooks/rbac.yaml` applied as it is.
-pub async fn webhooks_client(admin: &Client, admin_kubeconfig: &Path, scope_id: &str) -> Client {
-    shipped::client(admin, admin_kubeconfig, WEBHOOKS, scope_id).await
+pub async fn webhooks_client(admin: &Client, admin_kubeconfig: &Path, scope: &Scope) -> Client {
+    shipped::client(admin, admin_kubeconfig, WEBHOOKS, scope).await
 }
 
 /// `use` on `classes` for plain's ServiceAccount (what an admin adds for
@@ -32,6 +33,6 @@ pub async fn grant_classes(
 }
 
 /// Where a stage keeps its provisioner's kubeconfig.
-pub fn kubeconfig_for(scope_id: &str) -> PathBuf {
-    shipped::kubeconfig_for(PLAIN, scope_id)
+pub fn kubeconfig_for(scope: &Scope) -> PathBuf {
+    shipped::kubeconfig_for(PLAIN, scope)
 }

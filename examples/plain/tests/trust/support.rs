@@ -82,7 +82,7 @@ impl Stage {
                         crate::shipped::webhooks_client(
                             &scope.client,
                             cluster().kubeconfig(),
-                            &scope.id,
+                            &scope,
                         )
                         .await,
                     );
@@ -99,20 +99,20 @@ impl Stage {
             None => {
                 // The key a deployment would have: the provisioner still
                 // verifies, there is just no webhook writing records.
-                let file = std::env::temp_dir().join(format!("pakket-key-{}", scope.id));
+                let file = scope.path("key");
                 std::fs::write(&file, pakket_api::RecordKey::generate().1).unwrap();
                 file
             }
         };
         let id = format!("test.pakket.dev/{}", scope.id);
-        let store = std::env::temp_dir().join(format!("pakket-trust-{}", scope.id));
+        let store = scope.path("store");
         let identity = match rights {
             Rights::Admin => (
                 cluster().kubeconfig().to_path_buf(),
                 scope.namespace.clone(),
             ),
             Rights::Shipped => {
-                let kubeconfig = crate::shipped::kubeconfig_for(&scope.id);
+                let kubeconfig = crate::shipped::kubeconfig_for(&scope);
                 crate::shipped::provisioner_kubeconfig(
                     &scope.client,
                     cluster().kubeconfig(),

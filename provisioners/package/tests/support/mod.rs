@@ -412,7 +412,7 @@ async fn start_as(
         extra_roots: roots,
         ..SourceOptions::default()
     };
-    let store = std::env::temp_dir().join(format!("pakket-package-store-{}", scope.id));
+    let store = scope.path("package-store");
     let options = Options {
         id,
         class: scope.name("package"),
@@ -504,11 +504,11 @@ pub async fn world_shipped(
     let mut options = LocalOptions::for_labels(format!("{}-packages", scope.id), scope.labels());
     options.delegates = vec![PACKAGE.user()];
     options.serving_client =
-        Some(shipped::client(&scope.client, &admin_kubeconfig, WEBHOOKS, &scope.id).await);
+        Some(shipped::client(&scope.client, &admin_kubeconfig, WEBHOOKS, &scope).await);
     let hooks = LocalWebhooks::start(scope.client.clone(), options)
         .await
         .expect("the webhooks start");
-    let provisioner = shipped::client(&scope.client, &admin_kubeconfig, PACKAGE, &scope.id).await;
+    let provisioner = shipped::client(&scope.client, &admin_kubeconfig, PACKAGE, &scope).await;
     shipped::grant_classes(
         &scope.client,
         PACKAGE,

@@ -58,7 +58,7 @@ pub fn provisioner_id(scope: &Scope) -> String {
 
 /// Where the provisioner of `scope`'s tests keeps its content.
 pub fn store(scope: &Scope) -> PathBuf {
-    std::env::temp_dir().join(format!("pakket-store-{}", scope.id))
+    scope.path("store")
 }
 
 /// [`run_provisioner_with`] the id and store of `scope`'s tests.

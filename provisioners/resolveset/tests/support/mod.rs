@@ -37,7 +37,7 @@ pub async fn install_crd(client: &kube::Client) {
 
 /// Where the process of `scope`'s test keeps its content.
 pub fn store_dir(scope: &Scope) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("pakket-resolveset-store-{}", scope.id))
+    scope.path("resolveset-store")
 }
 
 /// Runs the controller and the API for `scope`'s Catalogs on this runtime,
@@ -246,7 +246,7 @@ pub async fn push_catalog(scope: &Scope, dir: &Path, name: &str, tag: &str) -> (
 
 /// A fresh scratch directory of `scope`.
 pub fn scratch(scope: &Scope, name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pakket-resolveset-{}-{name}", scope.id));
+    let dir = scope.path(&format!("resolveset-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
