@@ -128,8 +128,8 @@ echo "aws-lc-sys: not in the graph"
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
 cleanup() {
-  # The second first: `down` removes its folder, and the second's is inside
-  # the first's.
+  # The second first, by name (the first's `down` would also stop it, as
+  # its folder is inside the first's, but its own `down` says so plainly).
   for control_plane in "$run_dir/second" "$run_dir"; do
     "$pakket_dev" --dir "$control_plane" down >/dev/null 2>&1 || true
   done

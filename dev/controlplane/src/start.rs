@@ -269,6 +269,10 @@ impl ControlPlane {
             .map(crate::real_node::teardown);
         let _ = std::fs::remove_file(self.state.dir.join(STATE_FILE));
         if remove_dir {
+            // A control plane whose folder sits inside this one (dev/test.sh
+            // keeps its second there) would lose its state with the folder
+            // and run on unseen: it is stopped first.
+            stop_nested(&self.state.dir)?;
             std::fs::remove_dir_all(&self.state.dir)
                 .map_err(Error::io("removing", &self.state.dir))?;
         }
@@ -406,6 +410,23 @@ pub async fn config_for(kubeconfig: &Path, context: &str) -> Result<Config> {
     Config::from_custom_kubeconfig(file, &options)
         .await
         .map_err(|error| Error::Config(error.to_string()))
+}
+
+/// Stops, folder and all, every control plane whose state is in a direct
+/// subfolder of `dir` (deeper ones go with theirs, by the same rule).
+fn stop_nested(dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir()
+            && let Some(nested) = ControlPlane::load(&path)?
+        {
+            nested.stop(true)?;
+        }
+    }
+    Ok(())
 }
 
 fn stop_children(children: Vec<Child>) {

@@ -66,3 +66,58 @@ async fn two_control_planes_run_side_by_side_and_stop_cleanly() {
         assert!(!dir.exists(), "{} left behind", dir.display());
     }
 }
+
+/// Stops the control plane in `dir` through `pakket-dev down` when
+/// dropped, so a failing test leaves nothing running (a no-op once gone).
+struct DownOnDrop(std::path::PathBuf);
+
+impl Drop for DownOnDrop {
+    fn drop(&mut self) {
+        let _ = pakket_dev(&self.0, &["down"]);
+    }
+}
+
+fn pakket_dev(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pakket-dev"))
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("pakket-dev runs")
+}
+
+#[tokio::test]
+async fn stopping_a_control_plane_stops_one_whose_folder_is_inside_its_own() {
+    let outer = ControlPlane::start(options("outer")).await.unwrap();
+    let dir = outer.state().dir.clone();
+    // The inner one as dev/test.sh starts its second: by `pakket-dev up`,
+    // another process, so it is known here only by its folder.
+    let inner_dir = dir.join("second");
+    let _down = DownOnDrop(inner_dir.clone());
+    let up = pakket_dev(&inner_dir, &["up", "--nodes", "0"]);
+    assert!(
+        up.status.success(),
+        "pakket-dev up: {}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let inner = ControlPlane::attach(&inner_dir)
+        .unwrap()
+        .expect("the inner control plane runs");
+    let inner_pids: Vec<u32> = inner
+        .state()
+        .components
+        .iter()
+        .map(|component| component.pid)
+        .collect();
+    assert!(!inner_pids.is_empty());
+    drop(inner);
+
+    outer.stop(true).unwrap();
+    for pid in inner_pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "pid {pid} of the inner control plane still runs after the outer stopped"
+        );
+    }
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
