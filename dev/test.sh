@@ -66,6 +66,9 @@ step "source times"
 # move forward.
 restore=()
 [[ ${PAKKET_SOURCE_TIMES:-} == restore ]] && restore=(--restore)
+# Its own tests first, on throwaway repositories (about a second): a wrong
+# time would pass a stale build as current, which no later test would see.
+python3 dev/test-source-times.py -q
 python3 dev/source-times.py "${restore[@]}" "$CARGO_TARGET_DIR/pakket-source-times.tsv"
 
 # The provisioner an author writes outside the workspace (examples/author,
