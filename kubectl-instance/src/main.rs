@@ -17,6 +17,7 @@ mod approval;
 mod connect;
 mod deps;
 mod describe;
+mod describe_request;
 mod error;
 mod events;
 #[cfg(test)]
@@ -89,9 +90,9 @@ enum Command {
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<Format>,
     },
-    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events; or an Operator (`operator/NAME`): what it asks for, what it got, updates and components; or a package (`clusterpackage/NAME`, `package/NAMESPACE/NAME`): version, values, dependencies, conditions, its Instance.
+    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events; or an Operator (`operator/NAME`): what it asks for, what it got, updates and components; or a package (`clusterpackage/NAME`, `package/NAMESPACE/NAME`): version, values, dependencies, conditions, its Instance; or a namespace owner's request (`operatorrequest/NAMESPACE/NAME`): what it asks for, where it stands, its conditions, its Operator and Instance.
     Describe {
-        /// The Instance's name, `operator/NAME`, `clusterpackage/NAME` or `package/NAMESPACE/NAME`.
+        /// The Instance's name, `operator/NAME`, `clusterpackage/NAME`, `package/NAMESPACE/NAME` or `operatorrequest/NAMESPACE/NAME`.
         name: String,
         /// Print the same facts as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
@@ -296,7 +297,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Describe { name, output } => {
             let client = cli.cluster.client().await?;
-            if let Some(operator) = name.strip_prefix("operator/") {
+            if let Some(request) = name.strip_prefix(operator_request::PREFIX) {
+                describe_request::run(&client, request, output, &mut out).await
+            } else if let Some(operator) = name.strip_prefix("operator/") {
                 operators::describe(&client, operator, output, &mut out).await
             } else if let Some(package) = name.strip_prefix("clusterpackage/") {
                 packages::describe(&client, package, false, output, &mut out).await

@@ -2,7 +2,9 @@
 //! namespace owner's request is found through the Operator written for it
 //! (whose status only pakket-resolveset writes; here the test writes it as
 //! the process would), approved as any Instance is; a request that was
-//! not accepted, or has no Instance yet, is refused saying why.
+//! not accepted, or has no Instance yet, is refused saying why. `why` and
+//! `describe` of a request tell its requester, who may read only the
+//! request, where it stands.
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pakket_operators_api::request::operator_name;
@@ -10,7 +12,9 @@ use pakket_operators_api::{Operator, OperatorRequest};
 use pakket_testkit::{Scope, install_crds};
 use serde_json::json;
 
-use crate::support::{PENDING_DIGEST, get_instance, pending_instance, plugin};
+use k8s_openapi::api::rbac::v1::PolicyRule;
+
+use crate::support::{Grant, PENDING_DIGEST, get_instance, pending_instance, plugin};
 
 /// Request `name` in the scope's namespace, its `Accepted` condition as
 /// the controller would write it.
@@ -219,6 +223,50 @@ async fn why_an_operator_request_says_where_it_stands_and_its_next_step_works() 
         format!("waits for approval of Instance {instance}, which installs it")
     );
 
+    // describe, as the requester would run it: alice may read requests
+    // (as deploy/rbac/examples.yaml lets a namespace owner), not Instances,
+    // and still sees what she asked for, where it stands, and its names.
+    let requester = Grant::new(
+        &scope,
+        "request-reader",
+        "alice",
+        vec![PolicyRule {
+            api_groups: Some(vec!["operators.pakket.dev".into()]),
+            resources: Some(vec![
+                "operatorrequests".into(),
+                "operatorrequests/status".into(),
+            ]),
+            verbs: vec!["get".into()],
+            ..PolicyRule::default()
+        }],
+    )
+    .await;
+    let described = plugin("alice", &["describe", &named]).await;
+    assert_eq!(described.code, 0, "{described:?}");
+    for line in [
+        format!("Namespace:        {}\n", scope.namespace),
+        "Package:          etcd\n".to_owned(),
+        "Catalog:          operatorhubio\n".to_owned(),
+        format!("State:            waits for approval of Instance {instance}, which installs it\n"),
+        "  Approved  False   ApprovalPending       the class asks a person\n".to_owned(),
+        format!("Operator:         {written}\n"),
+        format!("Instance:         {instance}\n"),
+    ] {
+        assert!(
+            described.stdout.contains(&line),
+            "{line:?} missing: {described:?}"
+        );
+    }
+    let as_json = plugin("alice", &["describe", &named, "-o", "json"]).await;
+    let parsed: serde_json::Value = serde_json::from_str(&as_json.stdout).unwrap();
+    assert_eq!(parsed["spec"]["catalog"]["package"], "etcd", "{as_json:?}");
+    assert_eq!(
+        parsed["status"]["instance"],
+        instance.as_str(),
+        "{as_json:?}"
+    );
+    requester.revoke().await;
+
     // Refused: nothing written, and why.
     request(&scope, "refused", "False").await;
     let refused = plugin(
@@ -238,6 +286,11 @@ async fn why_an_operator_request_says_where_it_stands_and_its_next_step_works() 
     );
     // Someone who may not read requests there is told which right to ask for.
     let carol = plugin("carol", &["why", &named]).await;
+    assert!(
+        carol.code == 1 && carol.stderr.contains("operatorrequests"),
+        "{carol:?}"
+    );
+    let carol = plugin("carol", &["describe", &named]).await;
     assert!(
         carol.code == 1 && carol.stderr.contains("operatorrequests"),
         "{carol:?}"

@@ -267,7 +267,10 @@ impl Grant {
         wait_allowed(
             user,
             ResourceAttributes {
-                group: Some(pakket_api::GROUP.into()),
+                group: first
+                    .api_groups
+                    .as_ref()
+                    .and_then(|groups| groups.first().cloned()),
                 resource: Some(resource),
                 subresource,
                 verb: Some(first.verbs[0].clone()),
