@@ -16,7 +16,7 @@ use pakket_operators_api::request::InstallMode;
 
 use crate::error::Error;
 use crate::output::{self, Format};
-use crate::{age, operator_request, why_request};
+use crate::{age, operator_request, operators, why_request};
 
 /// Describes `operatorrequest/NAMESPACE/NAME` (`named` is what follows the
 /// prefix); with `format`, prints the request itself.
@@ -49,21 +49,9 @@ pub fn render(request: &OperatorRequest, now: Timestamp) -> String {
     field(&mut text, "Kind", "OperatorRequest");
     field(&mut text, "Namespace", namespace);
     field(&mut text, "Name", name);
-    field(&mut text, "Package", &spec.catalog.package);
-    field(&mut text, "Catalog", &spec.catalog.name);
-    field(
-        &mut text,
-        "Channel",
-        spec.catalog
-            .channel
-            .as_deref()
-            .unwrap_or("(the package's default)"),
-    );
-    field(
-        &mut text,
-        "Version",
-        spec.version.as_deref().unwrap_or("(any: the newest)"),
-    );
+    for (label, value) in operators::asked_for(&spec.catalog, spec.version.as_deref()) {
+        field(&mut text, label, value);
+    }
     let mode = match spec.install_mode {
         InstallMode::OwnNamespace => format!("OwnNamespace (runs in and watches {namespace})"),
         InstallMode::SingleNamespace => format!(
@@ -208,7 +196,7 @@ mod tests {
         );
         for line in [
             "Channel:          (the package's default)\n",
-            "Version:          (any: the newest)\n",
+            "Version:          any\n",
             "Install mode:     SingleNamespace (runs in shop-operators, watches shop)\n",
             "Installed:        (nothing yet)\n",
             "State:            not judged yet: pakket-resolveset writes Accepted when it sees the request\n",

@@ -8,7 +8,7 @@ use std::io::Write;
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::Api;
-use pakket_operators_api::Operator;
+use pakket_operators_api::{Operator, OperatorCatalog};
 
 use crate::error::Error;
 use crate::output::{self, Format};
@@ -101,6 +101,26 @@ pub async fn describe(
     }
 }
 
+/// What an Operator or an OperatorRequest asks for, labelled for
+/// `describe`: the package, its Catalog, the channel and the version.
+pub fn asked_for<'a>(
+    catalog: &'a OperatorCatalog,
+    version: Option<&'a str>,
+) -> [(&'static str, &'a str); 4] {
+    [
+        ("Package", &catalog.package),
+        ("Catalog", &catalog.name),
+        (
+            "Channel",
+            catalog
+                .channel
+                .as_deref()
+                .unwrap_or("(the package's default)"),
+        ),
+        ("Version", version.unwrap_or("any")),
+    ]
+}
+
 /// The description as `kubectl describe`-style text.
 pub fn render(operator: &Operator, now: Timestamp) -> String {
     let mut text = String::new();
@@ -110,21 +130,9 @@ pub fn render(operator: &Operator, now: Timestamp) -> String {
     let spec = &operator.spec;
     let status = operator.status.clone().unwrap_or_default();
     field(&mut text, "Name", &operator.name_any());
-    field(&mut text, "Package", &spec.catalog.package);
-    field(&mut text, "Catalog", &spec.catalog.name);
-    field(
-        &mut text,
-        "Channel",
-        spec.catalog
-            .channel
-            .as_deref()
-            .unwrap_or("(the package's default)"),
-    );
-    field(
-        &mut text,
-        "Version",
-        spec.version.as_deref().unwrap_or("any"),
-    );
+    for (label, value) in asked_for(&spec.catalog, spec.version.as_deref()) {
+        field(&mut text, label, value);
+    }
     field(&mut text, "Input class", &spec.input_class);
     field(
         &mut text,
