@@ -63,7 +63,9 @@ export PAKKET_DEV_DIR=${PAKKET_DEV_DIR:-${TMPDIR:-/tmp}/pakket-dev}
 say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
 dev/prerequisites.sh >/dev/null
-cargo build --quiet --locked --bin pakket-dev --bin pakket-plain --bin kubectl-instance --bin pakket-webhooks \
+# shellcheck source=dev/cache-lock.sh
+source dev/cache-lock.sh
+cache_locked cargo build --quiet --locked --bin pakket-dev --bin pakket-plain --bin kubectl-instance --bin pakket-webhooks \
   --bin pakket-registry-v1 --bin pakket --bin pakket-package
 # kubectl finds its plugins on PATH: `kubectl instance ...` runs kubectl-instance.
 export PATH="$CARGO_TARGET_DIR/debug:$PATH"

@@ -19,6 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=dev/cargo-env.sh
 source dev/cargo-env.sh
+# shellcheck source=dev/cache-lock.sh
+source dev/cache-lock.sh
 
 cache=${PAKKET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pakket}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
@@ -41,7 +43,7 @@ if [[ $1 == down ]]; then
   exit 0
 fi
 
-cargo build --quiet --locked --bin pakket-dev --bin kubectl-instance --bin pakket >&2
+cache_locked cargo build --quiet --locked --bin pakket-dev --bin kubectl-instance --bin pakket >&2
 
 if [[ $1 == up ]]; then
   dev/prerequisites.sh >/dev/null

@@ -23,7 +23,9 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/cargo-target}
 # One run at a time per cargo cache: the source times below and the pruning
 # assume it. The lock is held by flock itself (-o), so no daemon started by
 # the run can keep it.
-lock=$CARGO_TARGET_DIR/.pakket-test.lock
+# shellcheck source=dev/cache-lock.sh
+source dev/cache-lock.sh
+lock=$(cache_lock_file)
 if [[ ${PAKKET_TEST_LOCK:-} != "$lock" ]]; then
   # Needed before dev/prerequisites.sh runs; util-linux is essential on
   # Debian, so this only speaks on a machine stripped below that.

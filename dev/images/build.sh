@@ -36,6 +36,8 @@ fail() { log "$*"; exit 1; }
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=dev/cargo-env.sh
 source "$repo/dev/cargo-env.sh"
+# shellcheck source=dev/cache-lock.sh
+source "$repo/dev/cache-lock.sh"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/pakket/cargo-target}
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 out_file=${2:-$CARGO_TARGET_DIR/images/images.env}
@@ -85,7 +87,7 @@ for name in "${names[@]}" "${test_names[@]}"; do bins+=(--bin "pakket-$name"); d
 # beside it there; PAKKET_IMAGE_BUILD_JOBS=1 keeps a busy machine usable.
 jobs=${PAKKET_IMAGE_BUILD_JOBS:-$(nproc)}
 log "building $((${#names[@]} + ${#test_names[@]} + 1)) static binaries for $target (release, $jobs jobs)"
-(cd "$repo" && cargo build --release --locked --target "$target" -j "$jobs" "${bins[@]}")
+(cd "$repo" && cache_locked cargo build --release --locked --target "$target" -j "$jobs" "${bins[@]}")
 bin_dir=$CARGO_TARGET_DIR/$target/release
 if $build_only; then
   log "built in $(($(date +%s) - started))s (nothing pushed: --build-only)"
