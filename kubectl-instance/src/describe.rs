@@ -418,6 +418,7 @@ fn class_line(instance: &Instance, description: &Description) -> String {
 /// Conditions in display order: TYPE STATUS REASON AGE MESSAGE; messages
 /// of several lines get their first line in the table and the whole text
 /// below it.
+/// An Instance's conditions as a table, the four of every Instance first.
 fn conditions_table(
     conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
     now: Timestamp,
@@ -432,9 +433,18 @@ fn conditions_table(
             .iter()
             .any(|kind| kind.as_str() == condition.type_)
     }));
+    table_of(&ordered, now)
+}
+
+/// `conditions`, in the order given, as a table (type, status, reason,
+/// age, message); a message of several lines follows the table whole.
+pub fn table_of(
+    ordered: &[&k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    now: Timestamp,
+) -> String {
     let mut table = Table::new(&["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"]);
     let mut long = Vec::new();
-    for condition in &ordered {
+    for condition in ordered {
         let mut lines = condition.message.lines();
         let mut first = lines.next().unwrap_or_default().to_owned();
         if lines.next().is_some() {

@@ -16,7 +16,7 @@ use pakket_operators_api::request::InstallMode;
 
 use crate::error::Error;
 use crate::output::{self, Format};
-use crate::{age, operator_request, operators, why_request};
+use crate::{age, describe, operator_request, operators, why_request};
 
 /// Describes `operatorrequest/NAMESPACE/NAME` (`named` is what follows the
 /// prefix); with `format`, prints the request itself.
@@ -85,13 +85,9 @@ pub fn render(request: &OperatorRequest, now: Timestamp) -> String {
     let _ = writeln!(text, "Conditions:");
     if status.conditions.is_empty() {
         let _ = writeln!(text, "  (none yet: pakket-resolveset has not judged it)");
-    }
-    for condition in &status.conditions {
-        let _ = writeln!(
-            text,
-            "  {:<10}{:<8}{:<22}{}",
-            condition.type_, condition.status, condition.reason, condition.message
-        );
+    } else {
+        let ordered: Vec<_> = status.conditions.iter().collect();
+        text.push_str(&describe::table_of(&ordered, now));
     }
     field(
         &mut text,
@@ -167,7 +163,7 @@ mod tests {
             "Install mode:     OwnNamespace (runs in and watches shop)\n",
             "Installed:        0.9.4\n",
             "Age:              5m\n",
-            "  Accepted  True    OperatorWritten       Operator request-abc installs it\n",
+            "  Accepted    True     OperatorWritten    5m    Operator request-abc installs it\n",
             "Operator:         request-abc\n",
             "Instance:         etcd-x\n",
             "  `kubectl instance describe etcd-x` shows its objects and events",

@@ -243,12 +243,34 @@ async fn why_an_operator_request_says_where_it_stands_and_its_next_step_works() 
     .await;
     let described = plugin("alice", &["describe", &named]).await;
     assert_eq!(described.code, 0, "{described:?}");
+    // The conditions' table: its header, and the Approved row with type,
+    // status, reason, then (after its age) the message.
+    assert!(
+        described.stdout.lines().any(|line| line
+            .split_whitespace()
+            .eq(["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"])),
+        "{described:?}"
+    );
+    let approved_row = described
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("  Approved "))
+        .unwrap_or_else(|| panic!("no Approved row: {described:?}"));
+    let words: Vec<&str> = approved_row.split_whitespace().collect();
+    assert_eq!(
+        &words[..3],
+        ["Approved", "False", "ApprovalPending"],
+        "{approved_row}"
+    );
+    assert!(
+        approved_row.ends_with("   the class asks a person"),
+        "{approved_row}"
+    );
     for line in [
         format!("Namespace:        {}\n", scope.namespace),
         "Package:          etcd\n".to_owned(),
         "Catalog:          operatorhubio\n".to_owned(),
         format!("State:            waits for approval of Instance {instance}, which installs it\n"),
-        "  Approved  False   ApprovalPending       the class asks a person\n".to_owned(),
         format!("Operator:         {written}\n"),
         format!("Instance:         {instance}\n"),
     ] {

@@ -93,6 +93,33 @@ fn error_policy(
     Action::requeue(Duration::from_secs(5))
 }
 
+/// Writes `finalizers` on `request` as it was read: with its
+/// resourceVersion, so a finalizer another controller added meanwhile is
+/// never dropped by this list. A conflict means the request changed; it is
+/// read again at once. Otherwise `then`.
+async fn write_finalizers(
+    requests: &Api<OperatorRequest>,
+    request: &OperatorRequest,
+    finalizers: &[&str],
+    then: Action,
+) -> Result<Action, kube::Error> {
+    let written = requests
+        .patch(
+            &request.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": {
+                "finalizers": finalizers,
+                "resourceVersion": request.resource_version(),
+            } })),
+        )
+        .await;
+    match written {
+        Ok(_) => Ok(then),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Action::requeue(Duration::ZERO)),
+        Err(error) => Err(error),
+    }
+}
+
 async fn reconcile(
     request: Arc<OperatorRequest>,
     context: Arc<RequestContext>,
@@ -107,53 +134,26 @@ async fn reconcile(
     if request.metadata.deletion_timestamp.is_some() {
         if request.finalizers().iter().any(|f| f == FINALIZER) {
             delete_ours(&context, &operator, &namespace, &name).await?;
-            let kept: Vec<&String> = request
+            let kept: Vec<&str> = request
                 .finalizers()
                 .iter()
+                .map(String::as_str)
                 .filter(|f| *f != FINALIZER)
                 .collect();
-            // With the resourceVersion read: a finalizer another controller
-            // added meanwhile is not dropped by this list.
-            let removed = requests
-                .patch(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({ "metadata": {
-                        "finalizers": kept,
-                        "resourceVersion": request.resource_version(),
-                    } })),
-                )
-                .await;
-            match removed {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 409 => {
-                    return Ok(Action::requeue(Duration::ZERO));
-                }
-                Err(error) => return Err(error),
-            }
+            return write_finalizers(&requests, &request, &kept, Action::await_change()).await;
         }
         return Ok(Action::await_change());
     }
     if !request.finalizers().iter().any(|f| f == FINALIZER) {
-        let mut finalizers = request.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_owned());
-        let added = requests
-            .patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "metadata": {
-                    "finalizers": finalizers,
-                    "resourceVersion": request.resource_version(),
-                } })),
-            )
-            .await;
-        return match added {
-            Ok(_) => Ok(Action::requeue(Duration::ZERO)),
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                Ok(Action::requeue(Duration::ZERO))
-            }
-            Err(error) => Err(error),
-        };
+        let mut finalizers: Vec<&str> = request.finalizers().iter().map(String::as_str).collect();
+        finalizers.push(FINALIZER);
+        return write_finalizers(
+            &requests,
+            &request,
+            &finalizers,
+            Action::requeue(Duration::ZERO),
+        )
+        .await;
     }
     let status = match accepted(&request, &context, &operator).await? {
         Ok(written) => mirrored(&request, &context, &written).await?,
