@@ -73,10 +73,7 @@ pub fn render(request: &OperatorRequest, now: Timestamp) -> String {
     }
     let diagnosis = why_request::diagnose(request);
     field(&mut text, "State", &diagnosis.summary);
-    if let (Some(observed), Some(generation)) =
-        (status.observed_generation, request.metadata.generation)
-        && observed < generation
-    {
+    if let Some((observed, generation)) = why_request::stale_generation(request) {
         let _ = writeln!(
             text,
             "Note: the status describes generation {observed}; the request is at {generation}, not judged yet"

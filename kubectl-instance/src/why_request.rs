@@ -67,10 +67,7 @@ pub fn diagnose(request: &OperatorRequest) -> RequestDiagnosis {
         .filter_map(condition)
         .map(|c| format!("{} is {} ({}): {}", c.type_, c.status, c.reason, c.message))
         .collect();
-    if let (Some(observed), Some(generation)) =
-        (status.observed_generation, request.metadata.generation)
-        && observed < generation
-    {
+    if let Some((observed, generation)) = stale_generation(request) {
         reasons.push(format!(
             "this describes generation {observed}; the request is at {generation}, which pakket-resolveset has not judged yet"
         ));
@@ -89,6 +86,14 @@ pub fn diagnose(request: &OperatorRequest) -> RequestDiagnosis {
         reasons,
         next,
     }
+}
+
+/// `(observed, current)` generations when the status describes an older
+/// generation of the request than the one it is at.
+pub fn stale_generation(request: &OperatorRequest) -> Option<(i64, i64)> {
+    let observed = request.status.as_ref()?.observed_generation?;
+    let generation = request.metadata.generation?;
+    (observed < generation).then_some((observed, generation))
 }
 
 /// A request that was not accepted: nothing was written for it, and who
