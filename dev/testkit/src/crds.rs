@@ -34,7 +34,7 @@ pub async fn apply_crds(
 /// Waits until none of the CRDs named in `names` exists, not merely until
 /// each is being deleted: a test that installed cluster-wide CRDs ends
 /// only when the next test can install them again as its own.
-pub async fn wait_for_crds_gone(client: &kube::Client, names: &[&str]) {
+pub async fn wait_for_crds_gone(client: &kube::Client, names: &[String]) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     crate::eventually(&format!("CRDs {} are gone", names.join(", ")), || async {
         for name in names {

@@ -77,3 +77,29 @@ pub fn memory() -> String {
         field("VmHWM:")
     )
 }
+
+/// The names of the CustomResourceDefinitions in the registry+v1 bundle at
+/// `dir` (its `manifests/`), as a test that installs the bundle waits for
+/// them to be gone.
+pub fn bundle_crd_names(dir: &Path) -> Vec<String> {
+    let manifests = dir.join("manifests");
+    let entries = std::fs::read_dir(&manifests)
+        .unwrap_or_else(|error| panic!("reading {}: {error}", manifests.display()));
+    let mut names = Vec::new();
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("reading {}: {error}", path.display()));
+        let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        names.extend(
+            documents
+                .iter()
+                .filter(|document| document["kind"] == "CustomResourceDefinition")
+                .filter_map(|document| document["metadata"]["name"].as_str())
+                .map(str::to_owned),
+        );
+    }
+    names.sort();
+    names
+}

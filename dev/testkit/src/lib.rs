@@ -17,7 +17,7 @@ pub mod shipped;
 mod wait;
 
 pub use crds::{apply_crds, install_crds, wait_for_crds_gone};
-pub use data::{data, data_root, derived_package, files, memory};
+pub use data::{bundle_crd_names, data, data_root, derived_package, files, memory};
 pub use events::{cluster_object_events, instance_events};
 pub use scope::Scope;
 pub use shared::{TestCluster, cluster};

@@ -18,7 +18,7 @@ use k8s_openapi::api::rbac::v1::Role;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance};
 use pakket_testkit::{
-    Scope, condition_is, eventually, install_crds, wait_for_crds_gone,
+    Scope, bundle_crd_names, condition_is, eventually, install_crds, wait_for_crds_gone,
     wait_for_instance as wait_for,
 };
 use serde_json::json;
@@ -30,16 +30,11 @@ use support::{push_tagged, run_provisioner};
 /// CRDs are gone (`etcd_leaves`).
 static ETCD_CRDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// etcd's CRDs, as its bundles name them.
-const ETCD_CRD_NAMES: [&str; 3] = [
-    "etcdclusters.etcd.database.coreos.com",
-    "etcdbackups.etcd.database.coreos.com",
-    "etcdrestores.etcd.database.coreos.com",
-];
-
-/// Waits until etcd's CRDs are gone, so the next test can own them.
+/// Waits until etcd's CRDs (those its 0.9.4 bundle ships; 0.9.2 has the
+/// same three) are gone, so the next test can own them.
 async fn etcd_leaves(scope: &Scope) {
-    wait_for_crds_gone(&scope.client, &ETCD_CRD_NAMES).await;
+    let names = bundle_crd_names(&pakket_testkit::data("bundles/etcd/0.9.4"));
+    wait_for_crds_gone(&scope.client, &names).await;
 }
 
 /// Pushes `bundles/etcd/<version>` as an image; returns its ref.

@@ -41,7 +41,7 @@ use pakket_resolveset::set::provisioner::ResolveSet;
 use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
 use pakket_runtime::controller::{self, RunOptions};
 use pakket_testkit::{
-    Scope, condition_is, data, eventually, wait_for_crds_gone, wait_for_instance,
+    Scope, bundle_crd_names, condition_is, data, eventually, wait_for_crds_gone, wait_for_instance,
 };
 use serde_json::{Value, json};
 
@@ -50,12 +50,13 @@ use serde_json::{Value, json};
 /// of this file that may install etcd take turns.
 static ETCD_CRDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// etcd's CRDs, as its bundles name them.
-const ETCD_CRD_NAMES: [&str; 3] = [
-    "etcdclusters.etcd.database.coreos.com",
-    "etcdbackups.etcd.database.coreos.com",
-    "etcdrestores.etcd.database.coreos.com",
-];
+/// Waits until etcd's CRDs (those its bundles ship) are gone, not merely
+/// being deleted: a CRD still being finalized is the leaving Instance's,
+/// and the next test would be refused it.
+async fn etcd_leaves(scope: &Scope) {
+    let names = bundle_crd_names(&data("bundles/etcd/0.9.4"));
+    wait_for_crds_gone(&scope.client, &names).await;
+}
 
 /// The CSV's name and version of the bundle in `dir`.
 fn csv_of(dir: &std::path::Path) -> (String, String) {
@@ -419,9 +420,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
         instances.get_opt(&child_name).await.unwrap().is_none()
     })
     .await;
-    // All three, not one: a CRD still being finalized is the leaving
-    // Instance's, and the next test would be refused it.
-    wait_for_crds_gone(&scope.client, &ETCD_CRD_NAMES).await;
+    etcd_leaves(&scope).await;
     let _ = instances.delete(&set, &DeleteParams::default()).await;
     eventually("the resolveset Instance is gone", || async {
         instances.get_opt(&set).await.unwrap().is_none()
@@ -1275,9 +1274,7 @@ async fn an_operator_brings_its_dependency_which_stays_while_another_operator_ne
         instances.get_opt(&etcd_child).await.unwrap().is_none()
     })
     .await;
-    // All three, not one: a CRD still being finalized is the leaving
-    // Instance's, and the next test would be refused it.
-    wait_for_crds_gone(&scope.client, &ETCD_CRD_NAMES).await;
+    etcd_leaves(&scope).await;
     let _ = instances.delete(&set, &DeleteParams::default()).await;
     eventually("the resolveset Instance is gone", || async {
         instances.get_opt(&set).await.unwrap().is_none()
