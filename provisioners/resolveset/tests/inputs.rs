@@ -88,22 +88,32 @@ async fn resolved_as(scope: &Scope, name: &str, reason: &str) -> Input {
 
 /// The set as the resolveset Instance points at it: the ConfigMap's name
 /// and its entries.
+///
+/// The controller deletes an old set's ConfigMap once the Instance names
+/// a newer one, so a ConfigMap that is gone between the two reads means
+/// the Instance moved on: it is read again.
 async fn current_set(scope: &Scope) -> Option<(String, Vec<Entry>, ConfigMap)> {
-    let instance = Api::<pakket_api::Instance>::all(scope.client.clone())
-        .get_opt(&scope.name("resolveset"))
-        .await
-        .unwrap()?;
-    let spec = instance.spec.bundle.spec.clone().unwrap();
-    assert_eq!(spec.class, scope.name("resolveset"));
-    let mount = &spec.volume_mounts[0];
-    assert_eq!(mount.config_map.name, instance.spec.bundle.name);
-    let config_map = Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
-        .get(&mount.config_map.name)
-        .await
-        .unwrap();
-    let text = config_map.data.as_ref().unwrap()[resolved_set::FILE].clone();
-    let entries = resolved_set::from_bytes(text.as_bytes()).unwrap();
-    Some((mount.config_map.name.clone(), entries, config_map))
+    let config_maps = Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace);
+    let mut gone = Vec::new();
+    for _ in 0..50 {
+        let instance = Api::<pakket_api::Instance>::all(scope.client.clone())
+            .get_opt(&scope.name("resolveset"))
+            .await
+            .unwrap()?;
+        let spec = instance.spec.bundle.spec.clone().unwrap();
+        assert_eq!(spec.class, scope.name("resolveset"));
+        let mount = &spec.volume_mounts[0];
+        assert_eq!(mount.config_map.name, instance.spec.bundle.name);
+        let Some(config_map) = config_maps.get_opt(&mount.config_map.name).await.unwrap() else {
+            gone.push(mount.config_map.name.clone());
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            continue;
+        };
+        let text = config_map.data.as_ref().unwrap()[resolved_set::FILE].clone();
+        let entries = resolved_set::from_bytes(text.as_bytes()).unwrap();
+        return Some((mount.config_map.name.clone(), entries, config_map));
+    }
+    panic!("the resolveset Instance kept naming ConfigMaps that do not exist: {gone:?}");
 }
 
 #[tokio::test]

@@ -1014,7 +1014,10 @@ async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
             return false;
         };
         let mount = set.spec.bundle.spec.unwrap().volume_mounts[0].clone();
-        let config_map = config_maps.get(&mount.config_map.name).await.unwrap();
+        // Gone between the reads: the Instance moved on to a newer set.
+        let Some(config_map) = config_maps.get_opt(&mount.config_map.name).await.unwrap() else {
+            return false;
+        };
         let entries = pakket_resolveset::set::resolved_set::from_bytes(
             config_map.data.unwrap()[pakket_resolveset::set::resolved_set::FILE].as_bytes(),
         )
