@@ -1,7 +1,8 @@
 //! CRD upgrade safety on the real control plane: a pivot whose new CRD
 //! would refuse custom resources already stored is refused, naming each
 //! one that would break (and the field) and none that would not, and the
-//! same pivot goes through once the breaking ones are gone.
+//! same pivot goes through once the breaking ones are gone. An uninstall
+//! that deleted a CRD ends only once the API server has deleted it.
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use pakket_api::ConditionType;
@@ -187,6 +188,85 @@ async fn a_pivot_whose_crd_would_refuse_stored_objects_names_them_and_passes_onc
         .unwrap();
     pakket_testkit::eventually("the Instance is gone", || async {
         instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn an_instance_stays_until_the_api_server_has_deleted_its_crd_and_says_what_holds_it() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let fixture = Fixture::new("crd-uninstall-waits", "AllowAll").await;
+    let string = json!({ "type": "string" });
+    let crd = widget_crd(&fixture, string.clone(), string);
+    fixture.files("content", &[("crd.json", crd)]).await;
+    let (instances, name) = fixture.install("bundle", "content").await;
+    let crd_name = format!("{PLURAL}.{}", group(&fixture));
+    // A widget whose own finalizer (a controller of the user's, say) holds
+    // it, and so holds the CRD the API server is deleting.
+    create_widget(&fixture, "held", "alpha", None).await;
+    let hold = json!({ "metadata": { "finalizers": ["test.pakket.dev/hold"] } });
+    widgets(&fixture)
+        .patch("held", &PatchParams::default(), &Patch::Merge(&hold))
+        .await
+        .unwrap();
+
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    pakket_testkit::eventually(
+        "an UninstallWaiting Event names the CRD that holds the Instance",
+        || async {
+            pakket_testkit::instance_events(&fixture.scope.client, &name)
+                .await
+                .iter()
+                .any(|event| {
+                    event.reason.as_deref() == Some("UninstallWaiting")
+                        && event
+                            .message
+                            .as_deref()
+                            .is_some_and(|note| note.contains(&crd_name))
+                })
+        },
+    )
+    .await;
+    let crds: Api<CustomResourceDefinition> = Api::all(fixture.scope.client.clone());
+    let terminating = crds.get(&crd_name).await.unwrap();
+    assert!(
+        terminating.metadata.deletion_timestamp.is_some(),
+        "the CRD is being deleted"
+    );
+    assert!(
+        instances.get_opt(&name).await.unwrap().is_some(),
+        "the Instance stays while its CRD does"
+    );
+    let told = pakket_testkit::instance_events(&fixture.scope.client, &name).await;
+    assert!(
+        !told
+            .iter()
+            .any(|event| event.reason.as_deref() == Some("Uninstalled")),
+        "nothing says Uninstalled while the CRD is there: {told:?}"
+    );
+
+    // The widget's finalizer goes: the API server deletes it and the CRD,
+    // and the Instance goes after them.
+    let release = json!({ "metadata": { "finalizers": null } });
+    widgets(&fixture)
+        .patch("held", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
+    pakket_testkit::eventually("the CRD and then the Instance are gone", || async {
+        crds.get_opt(&crd_name).await.unwrap().is_none()
+            && instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    pakket_testkit::eventually("Uninstalled is said once it is true", || async {
+        pakket_testkit::instance_events(&fixture.scope.client, &name)
+            .await
+            .iter()
+            .any(|event| event.reason.as_deref() == Some("Uninstalled"))
     })
     .await;
     fixture.scope.cleanup().await;

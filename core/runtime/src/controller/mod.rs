@@ -26,6 +26,7 @@
 mod bundle_status;
 mod class_claim;
 mod context;
+mod crd_finalizing;
 mod decision;
 mod dependency_wake;
 mod events;
@@ -389,7 +390,11 @@ async fn reconcile_instance<P: Provisioner>(
     let holds_finalizer = finalizer::has(&instance, finalizer_name);
     if instance.metadata.deletion_timestamp.is_some() {
         if holds_finalizer {
-            uninstall::uninstall(&instance, context).await?;
+            if let uninstall::Progress::WaitingForCrds =
+                uninstall::uninstall(&instance, context).await?
+            {
+                return Ok(Action::requeue(Duration::from_secs(5)));
+            }
             context.forget(&instance);
             match finalizer::remove(&api, &instance, finalizer_name).await {
                 Ok(_) => {}

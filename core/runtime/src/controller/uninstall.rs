@@ -11,22 +11,33 @@
 
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use pakket_api::ownership::ACTIVE_FOR_LABEL;
 use pakket_api::{Bundle, DeletionPolicy, Instance};
 
 use super::context::Context;
+use super::crd_finalizing;
 use crate::apply;
 use crate::ownership::{self, Claimant, Removal};
 
+/// Where an uninstall got to, when nothing failed.
+pub enum Progress {
+    /// Everything is gone (or left, under `Orphan`): the finalizer may go.
+    Finished,
+    /// CRDs it deleted are still being finalized by the API server: the
+    /// Instance stays, and the uninstall looks again.
+    WaitingForCrds,
+}
+
 /// Deletes (or, under `Orphan`, leaves) everything `instance` installed.
 /// Objects go newest-first, the reverse of the order they were applied in,
-/// so a CRD outlives the custom resources of its kind.
+/// so a CRD outlives the custom resources of its kind. A CRD it deleted
+/// holds the Instance until the API server has finished deleting it
+/// ([`crd_finalizing`]).
 pub async fn uninstall<P>(
     instance: &Instance,
     context: &Context<P>,
-) -> Result<Action, kube::Error> {
+) -> Result<Progress, kube::Error> {
     let name = instance.name_any();
     let uid = instance.uid().unwrap_or_default();
     let claimant = Claimant {
@@ -108,6 +119,7 @@ pub async fn uninstall<P>(
     let mut done = 0;
     let mut not_ours = Vec::new();
     let mut failed = Vec::new();
+    let mut deleted_crds = Vec::new();
     for reference in owned.iter().rev() {
         let result = if orphan {
             ownership::release_owned(&mut kinds, reference, claimant).await
@@ -115,7 +127,12 @@ pub async fn uninstall<P>(
             ownership::delete_owned(&mut kinds, reference, claimant).await
         };
         match result {
-            Ok(Removal::Done) => done += 1,
+            Ok(Removal::Done) => {
+                done += 1;
+                if !orphan && is_crd(reference) {
+                    deleted_crds.push(reference.name.clone());
+                }
+            }
             Ok(Removal::Gone) => {}
             Ok(Removal::NotOurs(why)) => {
                 tracing::warn!(instance = %name, %why, "left an object that is not this Instance's");
@@ -150,6 +167,28 @@ pub async fn uninstall<P>(
         );
         return Err(kube::Error::Service(note.into()));
     }
+    let finalizing = crd_finalizing::still_finalizing(&context.client, &deleted_crds).await;
+    if !finalizing.is_empty() {
+        let listed: Vec<String> = finalizing.iter().map(ToString::to_string).collect();
+        let note = format!(
+            "deleted {done} installed objects; the Instance stays until the API server has \
+             finished deleting {} of its CRDs and their custom resources: {}",
+            finalizing.len(),
+            listed.join("; ")
+        );
+        tracing::info!(instance = %name, crds = %listed.join("; "), "waiting for deleted CRDs to go");
+        context.events.publish(
+            instance,
+            Event {
+                type_: EventType::Normal,
+                reason: "UninstallWaiting".into(),
+                note: Some(note.chars().take(1000).collect()),
+                action: "Delete".into(),
+                secondary: None,
+            },
+        );
+        return Ok(Progress::WaitingForCrds);
+    }
     let (reason, mut note) = if orphan {
         (
             "Orphaned",
@@ -179,5 +218,11 @@ pub async fn uninstall<P>(
         secondary: None,
     };
     context.events.publish(instance, event);
-    Ok(Action::await_change())
+    Ok(Progress::Finished)
+}
+
+/// Whether `reference` names a CustomResourceDefinition.
+fn is_crd(reference: &pakket_api::ObjectRef) -> bool {
+    reference.kind == "CustomResourceDefinition"
+        && reference.api_version.starts_with("apiextensions.k8s.io/")
 }
