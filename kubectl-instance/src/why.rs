@@ -505,7 +505,7 @@ fn deletion_held(instance: &Instance, context: &Context<'_>) -> Option<Diagnosis
             found.spec.provisioner
         ),
         Some(found) => format!(
-            "the provisioner {} (ProvisionerClass {class}) removes it once it has uninstalled what the Instance installed; if it does not, check that it is running",
+            "the provisioner {} (ProvisionerClass {class}) removes it once it has uninstalled what the Instance installed; `kubectl instance describe {name}` shows what holds it in its Events (UninstallIncomplete: an object it cannot delete yet; UninstallWaiting: a CRD the API server is still deleting, and why); if there are none, check that the provisioner is running",
             found.spec.provisioner
         ),
         None if context.class_missing => {

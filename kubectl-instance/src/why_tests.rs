@@ -454,7 +454,12 @@ fn a_deletion_held_by_a_provisioner_that_never_claimed_its_class_says_removing_i
         class_missing: false,
     };
     let steps = diagnose(&held, &context).problems[0].next_steps.clone();
-    assert!(steps[0].contains("check that it is running"), "{steps:?}");
+    assert!(
+        steps[0].contains("check that the provisioner is running")
+            && steps[0].contains("kubectl instance describe web")
+            && steps[0].contains("UninstallWaiting"),
+        "{steps:?}"
+    );
     assert!(
         steps[1].contains("installed 3 objects") && steps[1].contains("leaves them running"),
         "{steps:?}"
