@@ -148,13 +148,9 @@ pub fn render(operator: &Operator, now: Timestamp) -> String {
     let _ = writeln!(text, "Conditions:");
     if status.conditions.is_empty() {
         let _ = writeln!(text, "  (none yet)");
-    }
-    for condition in &status.conditions {
-        let _ = writeln!(
-            text,
-            "  {} {} ({}): {}",
-            condition.type_, condition.status, condition.reason, condition.message
-        );
+    } else {
+        let ordered: Vec<_> = status.conditions.iter().collect();
+        text.push_str(&crate::describe::table_of(&ordered, now));
     }
     let _ = writeln!(text, "Updates:");
     if status.updates.is_empty() {
@@ -229,12 +225,21 @@ mod tests {
                 cross_channel: false,
                 allowed: false,
             }],
+            conditions: vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                type_: "UpdateAvailable".into(),
+                status: "False".into(),
+                reason: "UpdateOutsideVersion".into(),
+                message: "0.9.4 is outside spec.version <=0.9.2".into(),
+                observed_generation: None,
+                last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    Timestamp::from_second(999_940).unwrap(),
+                ),
+            }],
             components: vec![Component {
                 kind: "Instance".into(),
                 name: "resolveset-etcd".into(),
                 state: "InstallSucceeded".into(),
             }],
-            ..Default::default()
         });
         operator
     }
@@ -258,6 +263,34 @@ mod tests {
         );
         assert!(
             text.contains("Instance/resolveset-etcd: InstallSucceeded"),
+            "{text}"
+        );
+        // Conditions in the table Instance `describe` uses, with ages.
+        let table: Vec<Vec<&str>> = text
+            .lines()
+            .skip_while(|line| *line != "Conditions:")
+            .skip(1)
+            .take(2)
+            .map(|line| line.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            table[0],
+            ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
+            "{text}"
+        );
+        assert_eq!(
+            table[1],
+            [
+                "UpdateAvailable",
+                "False",
+                "UpdateOutsideVersion",
+                "60s",
+                "0.9.4",
+                "is",
+                "outside",
+                "spec.version",
+                "<=0.9.2"
+            ],
             "{text}"
         );
     }

@@ -291,12 +291,11 @@ pub fn render(shown: &Shown, instance: Option<&Instance>, now: Timestamp) -> Str
         );
     }
     let _ = writeln!(text, "Conditions:");
-    for condition in &shown.status.conditions {
-        let _ = writeln!(
-            text,
-            "  {:<10}{:<6}{:<24}{}",
-            condition.type_, condition.status, condition.reason, condition.message
-        );
+    if shown.status.conditions.is_empty() {
+        let _ = writeln!(text, "  (none yet)");
+    } else {
+        let ordered: Vec<_> = shown.status.conditions.iter().collect();
+        text.push_str(&crate::describe::table_of(&ordered, now));
     }
     match (&shown.status.instance, instance) {
         (Some(name), Some(instance)) => {
@@ -407,5 +406,29 @@ mod tests {
         ] {
             assert!(text.contains(expected), "{expected:?} in\n{text}");
         }
+        // Conditions in the table Instance `describe` uses.
+        let table: Vec<Vec<&str>> = text
+            .lines()
+            .skip_while(|line| *line != "Conditions:")
+            .skip(1)
+            .take(3)
+            .map(|line| line.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            table[0],
+            ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
+            "{text}"
+        );
+        assert_eq!(
+            table[1][..3],
+            ["Ready", "True", "InstallationSucceeded"],
+            "{text}"
+        );
+        assert_eq!(table[1][4..], ["why"], "{text}");
+        assert_eq!(
+            table[2][..3],
+            ["Failed", "False", "InstallationSucceeded"],
+            "{text}"
+        );
     }
 }
