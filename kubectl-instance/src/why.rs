@@ -18,6 +18,7 @@ use pakket_api::{Bundle, ConditionType, Instance, ProvisionerClass, Reason};
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::events::EventLine;
 use crate::output::{self, Format};
 use crate::{age, lookup, why_catalogs};
 
@@ -107,7 +108,14 @@ pub struct Context<'a> {
     pub class: Option<&'a ProvisionerClass>,
     /// Whether the class was looked up and is absent (not merely unreadable).
     pub class_missing: bool,
+    /// For an Instance being deleted: the provisioner's newest Event on
+    /// what holds the uninstall (`UninstallWaiting`, `UninstallIncomplete`),
+    /// if the caller may read Events.
+    pub uninstall_report: Option<&'a EventLine>,
 }
+
+/// The Event reasons in which a provisioner says what holds an uninstall.
+const UNINSTALL_REPORTS: [&str; 2] = ["UninstallWaiting", "UninstallIncomplete"];
 
 /// Explains `instance`.
 pub fn diagnose(instance: &Instance, context: &Context<'_>) -> Diagnosis {
@@ -504,6 +512,12 @@ fn deletion_held(instance: &Instance, context: &Context<'_>) -> Option<Diagnosis
             "no provisioner with the id {} has ever claimed ProvisionerClass {class} (a typo in its spec.provisioner, or that provisioner is not installed)",
             found.spec.provisioner
         ),
+        Some(_) if context.uninstall_report.is_some_and(|r| r.reason == "UninstallWaiting") => {
+            "the provisioner has deleted what it installed and waits for the API server to finish deleting the CRDs named above with their custom resources; the Instance goes once they are gone. A custom resource whose own finalizer stays holds its CRD: list what remains with `kubectl get KIND -A` and check who owns those finalizers".to_owned()
+        }
+        Some(_) if context.uninstall_report.is_some() => {
+            "the provisioner cannot delete the object named above yet and retries every few seconds: lift what refuses it (a webhook, a policy, a lost right); the Instance goes once it is deleted".to_owned()
+        }
         Some(found) => format!(
             "the provisioner {} (ProvisionerClass {class}) removes it once it has uninstalled what the Instance installed; `kubectl instance describe {name}` shows what holds it in its Events (UninstallIncomplete: an object it cannot delete yet; UninstallWaiting: a CRD the API server is still deleting, and why); if there are none, check that the provisioner is running",
             found.spec.provisioner
@@ -524,6 +538,10 @@ fn deletion_held(instance: &Instance, context: &Context<'_>) -> Option<Diagnosis
     if installed == 0 {
         next_steps.push(format!(
             "its status lists no installed objects, so removing the finalizer is safe: {remove}"
+        ));
+    } else if context.uninstall_report.is_some() {
+        next_steps.push(format!(
+            "removing the finalizer by hand ({remove}) leaves what remains of its {installed} objects behind, no longer anyone's"
         ));
     } else {
         next_steps.push(format!(
@@ -549,10 +567,13 @@ fn deletion_held(instance: &Instance, context: &Context<'_>) -> Option<Diagnosis
             condition: String::new(),
             status: String::new(),
             reason: String::new(),
-            message: format!(
-                "deletion requested; waiting for finalizers {}",
-                finalizers.join(", ")
-            ),
+            message: match context.uninstall_report {
+                Some(report) => format!("{}: {}", report.reason, report.message),
+                None => format!(
+                    "deletion requested; waiting for finalizers {}",
+                    finalizers.join(", ")
+                ),
+            },
             since,
             bundle: Some(instance.spec.bundle.name.clone()),
             refs: Vec::new(),
@@ -786,10 +807,25 @@ pub async fn run(
     let class = lookup::class(client, &instance.spec.class).await;
     let class_missing = matches!(class, Ok(None));
     let class = class.ok().flatten();
+    // Only an Instance being deleted has an uninstall to report on; Events
+    // only add detail, so a caller who may not read them is not refused.
+    let events = if instance.metadata.deletion_timestamp.is_some() {
+        crate::events::for_instance(client, name)
+            .await
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let since = instance.metadata.deletion_timestamp.as_ref().map(|t| t.0);
+    let uninstall_report = events.iter().rev().find(|event| {
+        UNINSTALL_REPORTS.contains(&event.reason.as_str())
+            && event.time.zip(since).is_none_or(|(at, since)| at >= since)
+    });
     let context = Context {
         bundle: bundle.as_ref(),
         class: class.as_ref(),
         class_missing,
+        uninstall_report,
     };
     let mut diagnosis = diagnose(&instance, &context);
     if let Some(server) = server {

@@ -29,6 +29,7 @@ fn known() -> Context<'static> {
         bundle: None,
         class: None,
         class_missing: false,
+        uninstall_report: None,
     }
 }
 
@@ -250,6 +251,7 @@ fn everything_true_is_ready_and_no_status_points_at_the_class() {
         bundle: None,
         class: None,
         class_missing: true,
+        uninstall_report: None,
     };
     let diagnosis = diagnose(&fresh, &missing);
     assert_eq!(diagnosis.state, Kind::NotReconciled);
@@ -424,6 +426,7 @@ fn a_deletion_held_by_a_provisioner_that_never_claimed_its_class_says_removing_i
         bundle: None,
         class: Some(&typo),
         class_missing: false,
+        uninstall_report: None,
     };
     let diagnosis = diagnose(&held, &context);
     assert_eq!(diagnosis.state, Kind::DeletionHeld);
@@ -452,6 +455,7 @@ fn a_deletion_held_by_a_provisioner_that_never_claimed_its_class_says_removing_i
         bundle: None,
         class: Some(&claimed),
         class_missing: false,
+        uninstall_report: None,
     };
     let steps = diagnose(&held, &context).problems[0].next_steps.clone();
     assert!(
@@ -463,6 +467,75 @@ fn a_deletion_held_by_a_provisioner_that_never_claimed_its_class_says_removing_i
     assert!(
         steps[1].contains("installed 3 objects") && steps[1].contains("leaves them running"),
         "{steps:?}"
+    );
+}
+
+#[test]
+fn a_deletion_the_provisioner_reports_on_says_what_holds_it_not_that_the_provisioner_is_down() {
+    let mut held = instance(&[(Reason::InstallSucceeded, True, "applied 8 objects")]);
+    held.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        at(2_000),
+    ));
+    held.metadata.finalizers = Some(vec!["pakket.dev/registry-v1".into()]);
+    held.status.as_mut().unwrap().object_count = Some(8);
+    let class: ProvisionerClass = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.pakket.dev/v1alpha1", "kind": "ProvisionerClass",
+        "metadata": { "name": "registry-v1" },
+        "spec": { "provisioner": "pakket.dev/registry-v1" },
+        "status": { "claimed": {
+            "provisioner": "pakket.dev/registry-v1", "claimedAt": "2026-11-27T00:00:00Z",
+        } },
+    }))
+    .unwrap();
+    let report = |reason: &str, message: &str| crate::events::EventLine {
+        kind: "Normal".into(),
+        reason: reason.into(),
+        message: message.into(),
+        from: "pakket.dev/registry-v1".into(),
+        time: Some(at(2_005)),
+        count: 3,
+    };
+    let waiting = report(
+        "UninstallWaiting",
+        "deleted 8 installed objects; the Instance stays until the API server has finished deleting 1 of its CRDs and their custom resources: etcdclusters.etcd.database.coreos.com (InstanceDeletionCheck: could not confirm zero CustomResources remaining)",
+    );
+    let context = Context {
+        bundle: None,
+        class: Some(&class),
+        class_missing: false,
+        uninstall_report: Some(&waiting),
+    };
+    let diagnosis = diagnose(&held, &context);
+    assert_eq!(diagnosis.state, Kind::DeletionHeld);
+    let text = render(&diagnosis, at(2_010));
+    for expected in [
+        "UninstallWaiting: deleted 8 installed objects",
+        "etcdclusters.etcd.database.coreos.com (InstanceDeletionCheck",
+        "waits for the API server to finish deleting the CRDs named above",
+        "kubectl get KIND -A",
+        "leaves what remains of its 8 objects behind",
+    ] {
+        assert!(text.contains(expected), "{expected:?} in\n{text}");
+    }
+    assert!(
+        !text.contains("check that the provisioner is running")
+            && !text.contains("start its provisioner"),
+        "{text}"
+    );
+
+    let refused = report(
+        "UninstallIncomplete",
+        "could not remove 1 of the installed objects yet (first: ConfigMap web/guarded: guarded by the test)",
+    );
+    let context = Context {
+        uninstall_report: Some(&refused),
+        ..context
+    };
+    let text = render(&diagnose(&held, &context), at(2_010));
+    assert!(
+        text.contains("UninstallIncomplete: could not remove 1 of the installed objects")
+            && text.contains("cannot delete the object named above yet"),
+        "{text}"
     );
 }
 
