@@ -575,6 +575,19 @@ fn events_table(events: &[EventLine], now: Timestamp) -> String {
     indent(&table.render(), "  ")
 }
 
+/// The first `rows` lines (header included) of the conditions table under
+/// `Conditions:` in `text`, each split into words: what the describe tests
+/// of each kind check.
+#[cfg(test)]
+pub fn conditions_rows(text: &str, rows: usize) -> Vec<Vec<&str>> {
+    text.lines()
+        .skip_while(|line| *line != "Conditions:")
+        .skip(1)
+        .take(rows)
+        .map(|line| line.split_whitespace().collect())
+        .collect()
+}
+
 fn indent(text: &str, prefix: &str) -> String {
     text.lines()
         .map(|line| format!("{prefix}{line}\n"))

@@ -266,13 +266,7 @@ mod tests {
             "{text}"
         );
         // Conditions in the table Instance `describe` uses, with ages.
-        let table: Vec<Vec<&str>> = text
-            .lines()
-            .skip_while(|line| *line != "Conditions:")
-            .skip(1)
-            .take(2)
-            .map(|line| line.split_whitespace().collect())
-            .collect();
+        let table = crate::describe::conditions_rows(&text, 2);
         assert_eq!(
             table[0],
             ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],

@@ -407,13 +407,7 @@ mod tests {
             assert!(text.contains(expected), "{expected:?} in\n{text}");
         }
         // Conditions in the table Instance `describe` uses.
-        let table: Vec<Vec<&str>> = text
-            .lines()
-            .skip_while(|line| *line != "Conditions:")
-            .skip(1)
-            .take(3)
-            .map(|line| line.split_whitespace().collect())
-            .collect();
+        let table = crate::describe::conditions_rows(&text, 3);
         assert_eq!(
             table[0],
             ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
