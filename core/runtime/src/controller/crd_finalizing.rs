@@ -19,7 +19,9 @@
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionCondition,
+};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
@@ -75,9 +77,7 @@ pub async fn still_finalizing(client: &kube::Client, deleted: &[String]) -> Vec<
 }
 
 /// The CRD's `Terminating` condition, if the API server wrote one.
-fn terminating(
-    crd: &CustomResourceDefinition,
-) -> Option<&k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition>{
+fn terminating(crd: &CustomResourceDefinition) -> Option<&CustomResourceDefinitionCondition> {
     crd.status
         .as_ref()?
         .conditions
