@@ -157,6 +157,10 @@ pub async fn run(
                     digest: digest.clone(),
                     approved_by: user.clone(),
                     rendered: None,
+                    // The spec this caller read: a later change to it is
+                    // a new request, which this approval does not cover.
+                    generation: current.metadata.generation,
+                    judged: None,
                 },
             },
         });
@@ -216,9 +220,18 @@ fn already_decided(instance: &Instance, decision: Decision, digest: &str) -> Opt
     let name = &instance.spec.bundle.name;
     let instance_name = instance.metadata.name.as_deref().unwrap_or_default();
     let done = match decision {
-        // An approval covers one Bundle at one digest: other content is
-        // approved again, as the runtime asks.
-        Decision::Approve => ApprovalState::of(instance).covers(name, digest),
+        // An approval covers one Bundle at one digest, for one generation
+        // of the spec: other content, or a changed spec, is approved
+        // again, as the runtime asks.
+        Decision::Approve => {
+            let state = ApprovalState::of(instance);
+            state.covers(name, digest)
+                && state
+                    .content
+                    .as_ref()
+                    .and_then(|content| content.generation)
+                    == instance.metadata.generation
+        }
         Decision::Deny => {
             existing.status == "False" && existing.reason == Reason::ApprovalDenied.as_str()
         }
@@ -326,6 +339,8 @@ mod tests {
             digest: "sha256:1".into(),
             approved_by: "policy AllowAll".into(),
             rendered: None,
+            generation: Some(3),
+            judged: None,
         });
         let note = already_decided(&approved, Decision::Approve, "sha256:1").unwrap();
         assert!(
@@ -349,6 +364,8 @@ mod tests {
             digest: "sha256:old".into(),
             approved_by: "alice".into(),
             rendered: None,
+            generation: Some(3),
+            judged: None,
         });
         assert!(already_decided(&stale, Decision::Approve, "sha256:new").is_none());
         assert!(already_decided(&stale, Decision::Approve, "sha256:old").is_some());

@@ -30,15 +30,67 @@ pub struct ApprovedContent {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub approved_by: String,
     /// The digest (`sha256:<hex>`) of the objects the provisioner rendered
-    /// from that content when it was approved, recorded by the runtime. A
-    /// provisioner that renders the same content differently later (a new
-    /// version) is noticed: the new objects are compared with what runs,
-    /// and more rights wait for a person. Absent in an approval written by
-    /// a person (`kubectl instance approve`): the runtime records the
-    /// render it installs under it.
+    /// when it was approved, recorded by the runtime (what revisions
+    /// compare). Absent in an approval written by a person (`kubectl
+    /// instance approve`): the runtime records the render it installs under
+    /// it.
     #[schemars(length(max = 128))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendered: Option<String>,
+    /// The Instance generation the decision was taken on: its spec (class,
+    /// Bundle, `config`, and through the sealed record, who asked). Written
+    /// by whoever decides (`kubectl instance approve` writes the generation
+    /// it showed); a spec changed since is a new request, judged anew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// Everything else the decision was judged on, part by part, recorded
+    /// by the runtime ([`Judged`]). Absent in a person's approval until the
+    /// runtime first installs under it (for the generation it names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<Judged>,
+}
+
+/// What a decision was judged on besides the Bundle, its digest and the
+/// Instance's generation: the decision key, kept part by part so that a
+/// change names what changed. Each part is a digest or a name; the runtime
+/// computes them (`pakket_runtime::trust::decision_key`), and an approval
+/// covers a request only while every part is the same.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Judged {
+    /// The class: `NAME provisioner ID parameters sha256:<hex>`.
+    #[schemars(length(max = 512))]
+    #[serde(default)]
+    pub class: String,
+    /// The ApprovalPolicy that decided, `NAME generation N`, when one did.
+    #[schemars(length(max = 320))]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub policy: String,
+    /// The requester from the record Pakket's webhook sealed: `NAME groups
+    /// sha256:<hex>`, or empty when none could be verified.
+    #[schemars(length(max = 512))]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub requester: String,
+    /// `sha256:<hex>` of the Instance's `spec.config` (empty when it has
+    /// none).
+    #[schemars(length(max = 128))]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub config: String,
+    /// `sha256:<hex>` of the rendered objects, with the material Pakket
+    /// itself issues (serving certificates it rotates) left out: what the
+    /// change writes.
+    #[schemars(length(max = 128))]
+    #[serde(default)]
+    pub effects: String,
+    /// What the change deletes (the objects the Instance installed that
+    /// the new render lacks), each as the first 16 hex digits of the
+    /// sha256 of `apiVersion Kind/namespace/name`, sorted; empty when it
+    /// deletes nothing. A later pass that deletes a part of them (a CRD
+    /// kept while objects of it exist) is covered; one that deletes
+    /// anything else is a new request.
+    #[schemars(length(max = 4096))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deletes: Vec<String>,
 }
 
 /// Everything that decides approval, and nothing else: the `Approved`
@@ -162,6 +214,8 @@ mod tests {
                 bundle: bundle.into(),
                 digest: digest.into(),
                 approved_by: "alice".into(),
+                generation: Some(1),
+                judged: None,
             }),
             ..InstanceStatus::default()
         });

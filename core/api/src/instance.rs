@@ -131,9 +131,13 @@ pub struct InstanceStatus {
     /// How many of each kind, when `objects` does not list them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub object_kinds: Vec<crate::KindCount>,
-    /// The content the `Approved` condition covers: the Bundle and digest
-    /// the approver (or the class's policy) saw. Guarded like the condition.
+    /// The request the `Approved` condition covers: the Bundle and digest
+    /// the approver (or the class's policy) saw, the generation of the
+    /// spec, and what else was judged. Guarded like the condition. Written
+    /// whole (an atomic map): a new decision never inherits parts of the
+    /// one before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-map-type" = "atomic"))]
     pub approval: Option<ApprovedContent>,
     /// Which person's decision (approval or denial) the provisioner last
     /// published an Event for (a digest of it and when it was made), so a

@@ -18,7 +18,7 @@ pub mod provisioner_class;
 pub mod revision;
 pub mod schema;
 
-pub use approval::{ApprovalState, ApprovedContent};
+pub use approval::{ApprovalState, ApprovedContent, Judged};
 pub use approval_policy::{ApprovalPolicy, ApprovalPolicySpec, ApprovalRule, RuleOutcome};
 pub use bundle::{
     Bundle, BundleProperty, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, RbacGrant,

@@ -232,6 +232,8 @@ async fn objects_round_trip_with_their_status_subresources() {
             digest: DIGEST.into(),
             approved_by: "alice".into(),
             rendered: None,
+            generation: Some(1),
+            judged: None,
         }),
         decision_told: Some("0123456789abcdef".into()),
         // An embedded Bundle's status, as a Bundle object would carry it.

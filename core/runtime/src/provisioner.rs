@@ -168,6 +168,19 @@ pub trait Provisioner: Send + Sync + 'static {
         None
     }
 
+    /// The fields of `object` (JSON pointers) that the provisioner itself
+    /// issues and renews, with nothing anyone asked for changing (a serving
+    /// certificate and key it rotates). An approval covers what was judged,
+    /// rendered objects included; a render that differs from the approved
+    /// one only in these fields stays approved
+    /// ([`crate::trust::decision_key`]). Name only what the provisioner
+    /// makes itself, never a field content or config can set. The default:
+    /// none.
+    fn issued_material(&self, object: &Value) -> Vec<&'static str> {
+        let _ = object;
+        Vec::new()
+    }
+
     /// What the content provides and requires, as File-Based Catalog
     /// properties (`olm.package`, `olm.gvk`, ...), written to the Bundle's
     /// status so that other Instances' dependencies can be checked against

@@ -16,7 +16,8 @@
 //! | `behalf` | reads on the requester's behalf (mounted ConfigMaps) |
 //! | [`children`] | Pakket's own kinds in content, and whose rights judge a child |
 //! | [`in_use_readers`] | who may count a CRD's objects (the in-use checks), without reading anything else |
-//! | [`rerender`] | whether an approval still covers what the provisioner renders from the approved content |
+//! | [`decision_key`] | what an approval covers: the class, policy, requester, content, config and effects judged |
+//! | [`rerender`] | the digest of a render, recorded with approvals and revisions |
 //!
 //! Requester records themselves (sealing and verifying) are in
 //! `pakket_api::creator`, shared with the webhooks.
@@ -24,6 +25,7 @@
 pub mod approval;
 pub(crate) mod behalf;
 pub mod children;
+pub mod decision_key;
 pub mod in_use_readers;
 pub mod ownership;
 pub mod policy;

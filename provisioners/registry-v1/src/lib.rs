@@ -121,6 +121,20 @@ impl Provisioner for RegistryV1 {
         Some(self.issuance(request).next_rotation())
     }
 
+    /// The serving certificate and key of a webhook's TLS Secret: issued
+    /// here and rotated each period ([`certificates`]); the CA in it stays
+    /// and is judged.
+    fn issued_material(&self, object: &serde_json::Value) -> Vec<&'static str> {
+        let is_tls_secret = object["apiVersion"] == "v1"
+            && object["kind"] == "Secret"
+            && object["type"] == "kubernetes.io/tls";
+        if is_tls_secret {
+            vec!["/data/tls.crt", "/data/tls.key"]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn properties(&self, request: &ObjectsRequest<'_>) -> Vec<pakket_api::BundleProperty> {
         bundle::read(request.content, request.max_object_size)
             .map(|bundle| dependencies::provided(&bundle))

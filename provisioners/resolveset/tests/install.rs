@@ -110,7 +110,7 @@ async fn approve(instances: &Api<Instance>, name: &str) {
     }
     let patch = json!({ "status": {
         "conditions": conditions,
-        "approval": { "bundle": instance.spec.bundle.name, "digest": digest, "approvedBy": "the test" },
+        "approval": { "bundle": instance.spec.bundle.name, "digest": digest, "approvedBy": "the test", "generation": instance.metadata.generation, "judged": null, "rendered": null },
     } });
     instances
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))

@@ -102,6 +102,8 @@ mod tests {
             digest: digest.into(),
             approved_by: "alice".into(),
             rendered: None,
+            generation: None,
+            judged: None,
         });
         instance.status = Some(status);
         instance

@@ -172,6 +172,8 @@ mod tests {
                 digest: "sha256:1".into(),
                 approved_by: "alice".into(),
                 rendered: None,
+                generation: Some(1),
+                judged: None,
             }),
             decision_told: told,
             ..InstanceStatus::default()

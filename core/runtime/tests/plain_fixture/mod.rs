@@ -49,7 +49,7 @@ pub async fn set_approval(instances: &Api<Instance>, name: &str, status: &str, r
     }
     let patch = json!({ "status": {
         "conditions": conditions,
-        "approval": { "bundle": bundle, "digest": digest, "approvedBy": "the test" },
+        "approval": { "bundle": bundle, "digest": digest, "approvedBy": "the test", "generation": instance.metadata.generation, "judged": null, "rendered": null },
     } });
     instances
         .patch_status(

@@ -484,7 +484,7 @@ impl Stage {
                     "type": "Approved", "status": "True", "reason": "ApprovedByUser",
                     "message": "approved by the test", "lastTransitionTime": "2026-01-01T00:00:00Z",
                 }],
-                "approval": { "bundle": bundle, "digest": digest, "approvedBy": "the test" },
+                "approval": { "bundle": bundle, "digest": digest, "approvedBy": "the test", "generation": instance.metadata.generation },
             },
         });
         Api::<Instance>::all(client.clone())

@@ -1,7 +1,10 @@
 //! The approval step: the class's policy, or a person with the `approve`
-//! verb, decides on exactly this content (Bundle and digest); a provisioner
-//! that renders approved content differently is compared with what runs,
-//! and more rights wait for a person.
+//! verb, decides on exactly this request: the content (Bundle and digest),
+//! the Instance's generation, and everything else the decision key names
+//! ([`decision_key`]: class, policy, requester, config, the objects it
+//! writes and what it deletes). Any change to them is a new request, judged
+//! anew by the class's current policy; only a re-render of the material
+//! Pakket issues itself stays approved, and says so.
 
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
@@ -18,10 +21,7 @@ use crate::approval::{Approval, ApprovalRequest};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
 use crate::store::Digest;
-use crate::trust::{
-    self,
-    rerender::{self, Render},
-};
+use crate::trust::decision_key::{self, Cover};
 
 /// Goes on when `content` may be installed; else the `Approved` condition
 /// says why it waits, and `Installed` that nothing is applied.
@@ -73,17 +73,18 @@ fn running_objects<P: Provisioner>(
     running_revision(instance, request, context).map(|(_, objects)| objects)
 }
 
-/// Decides approval of exactly `content` (this Bundle at this digest).
-/// `None` when it may be installed; otherwise why it waits and when to ask
-/// again (the `Approved` condition and `status.approval` are set
-/// accordingly).
+/// Decides approval of exactly this request: `content` (this Bundle at
+/// this digest) for this generation of the Instance, with everything else
+/// [`decision_key`] names. `None` when it may be installed; otherwise why
+/// it waits and when to ask again (the `Approved` condition and
+/// `status.approval` are set accordingly).
 ///
 /// What decides is [`ApprovalState`], the one definition the admission
-/// webhook guards: a person's approval holds for the content it names and
-/// for no other; a denial stands until someone with `approve` changes it.
-/// `AllowAll` approves any content; other policies are the provisioner's
-/// ([`Provisioner::approve`]), and what a policy approved holds for that
-/// content while the class keeps that policy.
+/// webhook guards: a person's approval holds for the request it names
+/// (the content and generation it shows, and what the runtime recorded
+/// it covers at first use) and for no other; a denial stands until
+/// someone with `approve` changes it. Any change to what was judged is a
+/// new request, judged anew by the class's current policy.
 async fn approve<P: Provisioner>(
     instance: &Instance,
     class: &ProvisionerClass,
@@ -109,27 +110,47 @@ async fn approve<P: Provisioner>(
             None,
         ));
     }
-    // The approved content, rendered to other objects than were approved.
-    match rerender::compare(state.content.as_ref(), content) {
-        Render::Changed => {
-            if let Some(waiting) =
-                rerendered(instance, class, proposed, &state, content, context, report).await
-            {
-                return Some(waiting);
-            }
+    let judged = match judge(instance, class, proposed, context, report).await {
+        Ok(judged) => judged,
+        Err(why) => {
+            set_pending(
+                report,
+                format!(
+                    "what the change would delete could not be read ({why}); nothing is applied, trying again"
+                ),
+            );
+            return Some((waiting, Some(AFTER_INSTALL_FAILURE)));
         }
-        Render::Unrecorded if state.by_person() || state.by_policy() => {
-            // Approved before the render was recorded (by a person, with
-            // `kubectl instance approve`): what installs under it now is
-            // what it covers from here on.
-            if let Some(approval) = report.status.approval.as_mut() {
-                approval.rendered = content.rendered.clone();
+    };
+    let generation = instance.metadata.generation.unwrap_or_default();
+    let cover = |state: &ApprovalState| {
+        state.content.as_ref().map(|approved| {
+            decision_key::cover(
+                approved,
+                &content.bundle,
+                &content.digest,
+                generation,
+                &judged,
+            )
+        })
+    };
+    if state.by_person() {
+        match cover(&state) {
+            Some(Cover::Covered) => {
+                rerendered_issued_material(instance, content, context, report);
+                return None;
             }
+            Some(Cover::Bind) => {
+                // The request the person reviewed (this generation, this
+                // content): recorded, so that any later change is seen.
+                if let Some(approval) = report.status.approval.as_mut() {
+                    approval.rendered = content.rendered.clone();
+                    approval.judged = Some(judged.clone());
+                }
+                return None;
+            }
+            Some(Cover::Changed(_)) | None => {}
         }
-        Render::Unrecorded | Render::Same | Render::OtherContent => {}
-    }
-    if state.by_person() && state.covers(&content.bundle, &content.digest) {
-        return None;
     }
     // An `approval` that is not a string must not fall back to AllowAll:
     // a class meant to be gated would install everything.
@@ -146,15 +167,16 @@ async fn approve<P: Provisioner>(
         }
     };
     let by_policy = format!("policy {policy}");
-    // A policy's approval holds for the content it approved, while the
+    // A policy's approval holds for the request it approved, while the
     // class keeps that policy.
     if state.by_policy()
-        && state.covers(&content.bundle, &content.digest)
         && state
             .content
             .as_ref()
             .is_some_and(|approved| approved.approved_by == by_policy)
+        && cover(&state) == Some(Cover::Covered)
     {
+        rerendered_issued_material(instance, content, context, report);
         return None;
     }
     // With a record key (every deployment has one), a policy approves only
@@ -172,15 +194,24 @@ async fn approve<P: Provisioner>(
         );
         return Some((waiting, None));
     }
+    let asked_again = asked_again(&state, content, generation, &judged);
     let approved = |report: &mut Report, message: String| {
         report.set(Reason::ApprovedByPolicy, ConditionStatus::True, message);
         report.status.approval = Some(ApprovedContent {
             approved_by: by_policy.clone(),
+            generation: Some(generation),
+            judged: Some(judged.clone()),
             ..content.clone()
         });
     };
     if policy == "Policy" {
-        return super::policy::decide(instance, class, proposed, content, context, report).await;
+        let decided = Decided {
+            judged: &judged,
+            generation,
+            asked_again: asked_again.as_deref(),
+        };
+        return super::policy::decide(instance, class, proposed, content, decided, context, report)
+            .await;
     }
     if policy == "AllowAll" {
         approved(
@@ -190,13 +221,14 @@ async fn approve<P: Provisioner>(
         return None;
     }
     // Rendered here, past the early answers: an approval that already
-    // holds costs no second render on every reconcile. For the approved
-    // content itself (rendered otherwise now, see `rerendered`), what runs
-    // is read back from the cluster: the old content rendered again by
-    // this provisioner would be the new render.
-    let same_content = state.content.as_ref().is_some_and(|approved| {
-        approved.bundle == content.bundle && approved.digest == content.digest
-    });
+    // holds costs no second render on every reconcile. For the content
+    // that runs (rendered otherwise now, by a new provisioner version or a
+    // changed config), what runs is read back from the cluster: the old
+    // content rendered again by this provisioner would be the new render.
+    let same_content = report.status.active_bundle.as_deref() == Some(content.bundle.as_str())
+        && state.content.as_ref().is_some_and(|approved| {
+            approved.bundle == content.bundle && approved.digest == content.digest
+        });
     let running = if same_content && policy == "Android" {
         live_running(instance, context).await.ok()
     } else {
@@ -214,136 +246,155 @@ async fn approve<P: Provisioner>(
     };
     let (message, retry) = match context.provisioner.approve(&request).await {
         Approval::Approved(message) => {
+            let message = match &asked_again {
+                Some(again) => format!("{message} ({again})"),
+                None => message,
+            };
             approved(report, message);
             return None;
         }
         Approval::Pending { message, retry } => (message, retry),
     };
-    // An earlier approval of other content: say why it is asked again
-    // (the record stays until a new approval replaces it, so every later
-    // pass says the same).
-    let message = match &state.content {
-        Some(earlier) if earlier.bundle != content.bundle || earlier.digest != content.digest => {
-            format!(
-                "{message}; the last approval covered Bundle {} at {}, but the content to install is Bundle {} at {}",
-                earlier.bundle, earlier.digest, content.bundle, content.digest
-            )
-        }
-        _ => message,
+    let message = match &asked_again {
+        Some(again) => format!("{message}; {again}"),
+        None => message,
     };
     set_pending(report, message);
     Some((waiting, retry))
 }
 
-/// Sets `ApprovalPending`, keeping the condition as it is when it already
-/// says the same (so its lastTransitionTime and Event are not renewed).
-/// The approved content renders to other objects now (an upgraded
-/// provisioner, a changed class parameter). Under `AllowAll`, or when the
-/// new objects ask for no right beyond what runs on the cluster (read back,
-/// not rendered again: a new render of the old content is the new render),
-/// the approval carries over to the new render and an Event says so
-/// (`None`). Otherwise it waits for a person, naming the new rights; a
-/// person's `kubectl instance approve` then covers the new render.
-async fn rerendered<P: Provisioner>(
+/// What the approval step passes on to the ApprovalPolicy step: the
+/// request as judged (its policy part is the ApprovalPolicy's), the
+/// generation it is of, and why it is asked again, if it is.
+#[derive(Clone, Copy)]
+pub(super) struct Decided<'a> {
+    pub judged: &'a pakket_api::Judged,
+    pub generation: i64,
+    pub asked_again: Option<&'a str>,
+}
+
+/// Everything [`decision_key`] judges about this request, but the
+/// ApprovalPolicy (the policy step adds it): the class, the verified
+/// requester, the config, the objects (Pakket's issued material left out)
+/// and what the change deletes.
+async fn judge<P: Provisioner>(
     instance: &Instance,
     class: &ProvisionerClass,
     proposed: Proposed<'_>,
+    context: &Context<P>,
+    report: &Report,
+) -> Result<pakket_api::Judged, apply::ApplyError> {
+    let record = context
+        .record_key
+        .as_ref()
+        .and_then(|key| pakket_api::requester(instance, Some(key)).ok())
+        .map(|(record, _)| record);
+    let issued: Vec<Vec<&'static str>> = proposed
+        .objects
+        .iter()
+        .map(|object| context.provisioner.issued_material(object))
+        .collect();
+    let deletes = deletions(instance, proposed.objects, context, report).await?;
+    Ok(decision_key::judged(&decision_key::Parts {
+        class: &class.name_any(),
+        provisioner: &class.spec.provisioner,
+        parameters: class.spec.parameters.as_ref(),
+        policy: None,
+        requester: record
+            .as_ref()
+            .map(|record| (record.username.as_str(), record.groups.as_slice())),
+        config: instance.spec.config.as_ref(),
+        objects: proposed.objects,
+        issued: &issued,
+        deletes: &deletes,
+    }))
+}
+
+/// What applying `objects` would delete: what the Instance installed
+/// (the prune's own list, see [`previous_objects`]) that they lack.
+async fn deletions<P>(
+    instance: &Instance,
+    objects: &[serde_json::Value],
+    context: &Context<P>,
+    report: &Report,
+) -> Result<Vec<pakket_api::ObjectRef>, apply::ApplyError> {
+    if report.status.objects.is_empty() && report.status.object_count.unwrap_or_default() == 0 {
+        return Ok(Vec::new());
+    }
+    let mut kinds = context.kinds.clone();
+    let uid = instance.uid().unwrap_or_default();
+    let previous = previous_objects(&mut kinds, &report.status, &uid).await?;
+    let keep: std::collections::BTreeSet<pakket_api::ObjectRef> =
+        objects.iter().map(apply::reference_of).collect();
+    Ok(previous
+        .into_iter()
+        .filter(|reference| !keep.contains(reference))
+        .collect())
+}
+
+/// Why a request is judged again although something was approved for
+/// this Instance: the earlier approval's content, or the parts of the
+/// request that changed since. `None` when nothing was approved before.
+fn asked_again(
     state: &ApprovalState,
+    content: &ApprovedContent,
+    generation: i64,
+    judged: &pakket_api::Judged,
+) -> Option<String> {
+    let earlier = state.content.as_ref()?;
+    if earlier.bundle != content.bundle || earlier.digest != content.digest {
+        return Some(format!(
+            "the last approval covered Bundle {} at {}, but the content to install is Bundle {} at {}",
+            earlier.bundle, earlier.digest, content.bundle, content.digest
+        ));
+    }
+    let by = &earlier.approved_by;
+    match decision_key::cover(
+        earlier,
+        &content.bundle,
+        &content.digest,
+        generation,
+        judged,
+    ) {
+        Cover::Changed(parts) if !parts.is_empty() => Some(format!(
+            "the last approval ({by}) covered an earlier request: {} changed since, and a change is a new request, judged anew",
+            decision_key::in_words(&parts)
+        )),
+        _ => None,
+    }
+}
+
+/// Under an approval that covers the request, the full render may still
+/// differ from the one approved in the material Pakket issues (a rotated
+/// serving certificate): the approval stays, the record follows the
+/// render, and an Event says why.
+fn rerendered_issued_material<P>(
+    instance: &Instance,
     content: &ApprovedContent,
     context: &Context<P>,
     report: &mut Report,
-) -> Option<(String, Option<Duration>)> {
+) {
     use kube::runtime::events::{Event, EventType};
-    let name = instance.name_any();
-    let approved_by = state
-        .content
-        .as_ref()
-        .map(|approved| approved.approved_by.clone())
-        .unwrap_or_default();
-    let allows_all = matches!(
-        class_parameters::string(class.spec.parameters.as_ref(), "approval"),
-        Ok(None | Some("AllowAll"))
-    );
-    let beyond = if allows_all {
-        Ok(Vec::new())
-    } else {
-        match live_running(instance, context).await {
-            Ok(live) => trust::approval::rights_beyond(&context.client, proposed.objects, &live)
-                .await
-                .map_err(|error| apply::api_message(&error)),
-            Err(error) => Err(error.to_string()),
-        }
+    let Some(approval) = report.status.approval.as_mut() else {
+        return;
     };
-    match beyond {
-        Ok(rights) if rights.is_empty() => {
-            report.status.approval = Some(ApprovedContent {
-                approved_by,
-                ..content.clone()
-            });
-            context.events.publish(
-                instance,
-                Event {
-                    type_: EventType::Normal,
-                    reason: "Rerendered".into(),
-                    note: Some(format!(
-                        "Bundle {} at {} renders to other objects than were approved ({}); they ask for no right beyond what runs, so the approval carries over",
-                        content.bundle,
-                        content.digest,
-                        content.rendered.as_deref().unwrap_or_default()
-                    )),
-                    action: "Approve".into(),
-                    secondary: None,
-                },
-            );
-            None
-        }
-        Ok(rights) => {
-            let shown: Vec<&str> = rights.iter().take(8).map(String::as_str).collect();
-            let message = format!(
-                "Bundle {} at {} was approved ({approved_by}), but it renders to other objects now (a new provisioner version?), and they ask for {} right(s) the running objects do not hold: {}{}; a person decides: review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}`",
-                content.bundle,
-                content.digest,
-                rights.len(),
-                shown.join("; "),
-                if rights.len() > shown.len() {
-                    "; ..."
-                } else {
-                    ""
-                }
-            );
-            context.events.publish(
-                instance,
-                Event {
-                    type_: EventType::Warning,
-                    reason: "RerenderedWithNewRights".into(),
-                    note: Some(message.chars().take(1000).collect()),
-                    action: "Approve".into(),
-                    secondary: None,
-                },
-            );
-            set_pending(report, message);
-            // What waits for a person is this render: a person's approval
-            // of the content from now on covers it (and the class's policy,
-            // asked again, compares it with what runs).
-            if let Some(approval) = report.status.approval.as_mut() {
-                approval.rendered = content.rendered.clone();
-            }
-            Some(("nothing is applied before approval".to_owned(), None))
-        }
-        Err(error) => {
-            set_pending(
-                report,
-                format!(
-                    "Bundle {} at {} renders to other objects than were approved, and what runs could not be read to compare them ({error}); trying again, or a person approves: `kubectl instance approve {name}`",
-                    content.bundle, content.digest
-                ),
-            );
-            Some((
-                "nothing is applied before approval".to_owned(),
-                Some(AFTER_INSTALL_FAILURE),
-            ))
-        }
+    if approval.rendered.is_none() || approval.rendered == content.rendered {
+        return;
     }
+    approval.rendered = content.rendered.clone();
+    context.events.publish(
+        instance,
+        Event {
+            type_: EventType::Normal,
+            reason: "RerenderedIssuedMaterial".into(),
+            note: Some(format!(
+                "Bundle {} at {} renders to other objects than were approved only in the material Pakket issues (serving certificates it rotates), so the approval stays",
+                content.bundle, content.digest
+            )),
+            action: "Approve".into(),
+            secondary: None,
+        },
+    );
 }
 
 /// What `instance` runs now, read back from the cluster: the objects it

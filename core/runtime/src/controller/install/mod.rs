@@ -168,6 +168,8 @@ pub async fn install<P: Provisioner>(
         digest: unpacked.digest.as_str().to_owned(),
         approved_by: String::new(),
         rendered: Some(crate::trust::rerender::rendered_digest(&rendered.objects)),
+        generation: None,
+        judged: None,
     };
     let proposed = approval::Proposed {
         objects: &rendered.objects,

@@ -4,12 +4,12 @@
 //! the provisioner reads them from the pinned content (never from a status
 //! someone could write), the rights and objects as rendered.
 //!
-//! What a rule approved holds for exactly that content while the class
-//! names the same policy: editing the policy is not retroactive (what runs
-//! stays approved), and the next content is judged by the rules as they
-//! are then. Decisions that wait are asked again every
-//! [`RECHECK`], so a policy an admin fixes is seen without a change to
-//! the Instance.
+//! What a rule approved holds for exactly that request (the decision key,
+//! [`crate::trust::decision_key`]) with the policy at the generation that
+//! decided: editing the policy judges every request again by the rules as
+//! they are then (what runs stays running while it waits). Decisions that
+//! wait are asked again every [`RECHECK`], so a policy an admin fixes is
+//! seen without a change to the Instance.
 
 use std::time::Duration;
 
@@ -24,10 +24,11 @@ use pakket_api::{
 
 use super::super::context::Context;
 use super::super::report::Report;
-use super::approval::{Proposed, running_revision, set_pending};
+use super::approval::{Decided, Proposed, running_revision, set_pending};
 use crate::approval::{Approval, ApprovalRequest, user_permission};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
+use crate::trust::decision_key;
 use crate::trust::policy::{self, BundleInputs, Inputs, InstanceInputs, Requester, RightsInputs};
 
 /// How soon a decision that waits is asked again.
@@ -40,6 +41,7 @@ pub(super) async fn decide<P: Provisioner>(
     class: &ProvisionerClass,
     proposed: Proposed<'_>,
     content: &ApprovedContent,
+    decided: Decided<'_>,
     context: &Context<P>,
     report: &mut Report,
 ) -> Option<(String, Option<Duration>)> {
@@ -71,18 +73,6 @@ pub(super) async fn decide<P: Provisioner>(
             return Some((waiting, Some(RECHECK)));
         }
     };
-    // Approved before, by this policy, for exactly this content.
-    let state = ApprovalState::of(instance);
-    let by_this_policy = format!("policy {policy_name} rule ");
-    if state.by_policy()
-        && state.covers(&content.bundle, &content.digest)
-        && state
-            .content
-            .as_ref()
-            .is_some_and(|approved| approved.approved_by.starts_with(&by_this_policy))
-    {
-        return None;
-    }
     let found = Api::<ApprovalPolicy>::all(context.client.clone())
         .get_opt(policy_name)
         .await;
@@ -108,6 +98,32 @@ pub(super) async fn decide<P: Provisioner>(
             return Some((waiting, Some(RECHECK)));
         }
     };
+    // What this policy judges: the request, and the policy as it is now
+    // (an edited policy judges every request again).
+    let judged = pakket_api::Judged {
+        policy: format!(
+            "{policy_name} generation {}",
+            approval_policy.metadata.generation.unwrap_or_default()
+        ),
+        ..decided.judged.clone()
+    };
+    // Approved before, by this policy, for exactly this request.
+    let state = ApprovalState::of(instance);
+    let by_this_policy = format!("policy {policy_name} rule ");
+    if state.by_policy()
+        && state.content.as_ref().is_some_and(|approved| {
+            approved.approved_by.starts_with(&by_this_policy)
+                && decision_key::cover(
+                    approved,
+                    &content.bundle,
+                    &content.digest,
+                    decided.generation,
+                    &judged,
+                ) == decision_key::Cover::Covered
+        })
+    {
+        return None;
+    }
     let rules = &approval_policy.spec.rules;
     let inputs = match inputs(instance, class, proposed, content, rules, context).await {
         Ok(inputs) => inputs,
@@ -126,7 +142,10 @@ pub(super) async fn decide<P: Provisioner>(
     record(context, instance, &inputs, &by, decision.outcome).await;
     let message = match decision.outcome {
         RuleOutcome::Approve => {
-            let message = format!("approved by {by}: {}", decision.message);
+            let message = match decided.asked_again {
+                Some(again) => format!("approved by {by}: {} ({again})", decision.message),
+                None => format!("approved by {by}: {}", decision.message),
+            };
             report.set(
                 Reason::ApprovedByPolicy,
                 ConditionStatus::True,
@@ -134,6 +153,8 @@ pub(super) async fn decide<P: Provisioner>(
             );
             report.status.approval = Some(ApprovedContent {
                 approved_by: by,
+                generation: Some(decided.generation),
+                judged: Some(judged),
                 ..content.clone()
             });
             tell(
@@ -153,6 +174,10 @@ pub(super) async fn decide<P: Provisioner>(
             "{by} asks a person: {}; review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}` or `kubectl instance deny {name}`",
             decision.message
         ),
+    };
+    let message = match decided.asked_again {
+        Some(again) => format!("{message} ({again})"),
+        None => message,
     };
     let told = report
         .approval()
