@@ -272,8 +272,10 @@ async fn a_policy_approves_what_its_rules_allow_and_nothing_a_requester_writes_c
     assert_eq!(stage.value_of("marker").await.as_deref(), Some("v1"));
 
     // Back to v2, approved by her rule; then the admin takes the rule
-    // away. Not retroactive: a restarted provisioner (every Instance
-    // reconciled) keeps v2 approved and installed. The next content waits.
+    // away. The approval named the policy at the generation that decided:
+    // a restarted provisioner (every Instance reconciled) judges v2 again
+    // by the narrowed rules. No rule matches, so it waits for a person,
+    // and what runs stays: a policy edit never uninstalls.
     update(&stage, &alice, "app-v2", "v2").await;
     eventually("v2 installed by the policy", || async {
         stage.value_of("marker").await.as_deref() == Some("v2")
@@ -287,13 +289,20 @@ async fn a_policy_approves_what_its_rules_allow_and_nothing_a_requester_writes_c
         .unwrap();
     stage.kill_provisioner(false).await;
     stage.start_provisioner().await;
-    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
-    let kept = stage.installed("app").await;
+    let judged_again = stage
+        .wait("app", "v2 judged again by the narrowed policy", |i| {
+            reason_is(i, ConditionType::Approved, "ApprovalPending")
+                && i.spec.bundle.name == stage.scope.name("app-v2")
+        })
+        .await;
+    let message = &judged_again
+        .condition(ConditionType::Approved)
+        .unwrap()
+        .message;
     assert!(
-        approved_by(&kept).ends_with("rule 2 (alice-configmaps)")
-            && kept.spec.bundle.name == stage.scope.name("app-v2"),
-        "{:?}",
-        kept.status.as_ref().and_then(|s| s.approval.as_ref())
+        message.contains("no rule matched")
+            && message.contains("the ApprovalPolicy or its generation changed since"),
+        "{message}"
     );
     assert_eq!(stage.value_of("marker").await.as_deref(), Some("v2"));
     update(&stage, &alice, "app-v1b", "v1").await;
