@@ -1,0 +1,786 @@
+//! What an install does, as typed data that rules and people read alike:
+//! the objects it creates, changes and deletes; the RBAC it grants, per
+//! subject; the workloads it runs and the identity and host access they
+//! run with; the admission it registers (webhooks, admission policies and
+//! their bindings); CRDs and their conversion; APIServices. Nothing outside
+//! these lists is "no right": an ApprovalPolicy's `noNewRights()` is true
+//! only when every `new` list and `deleted` are empty.
+//!
+//! Computed from the proposed objects, the running ones (the content the
+//! Instance runs now, rendered again from the store; none for a first
+//! install) and what the cluster says ([`Landing`]: where an object that
+//! names no namespace lands, which kinds are cluster-scoped, which roles
+//! aggregate others). Pure: no cluster, no IO.
+//!
+//! What "new" means, per effect:
+//! - objects (`created`, `changed`, `deleted`), by identity (API group,
+//!   kind, namespace, name; the version is not part of it): created when
+//!   running has no such object, changed when it has one with other
+//!   content, deleted when running has it and the proposal lacks it (what
+//!   the prune after the apply deletes);
+//! - `rbac`: as [`crate::rights`] compares rights, by meaning: a rule a
+//!   subject gets that no rule the running content gives the same subject
+//!   covers (wildcards included), a binding to a role the content does not
+//!   define (`admin`, `edit`, `cluster-admin`, ...) that running lacks,
+//!   a ClusterRole aggregated into another, or aggregating others;
+//! - `workloads`: one whose namespace and ServiceAccount no running
+//!   workload has, or that asks for host access (host namespaces,
+//!   hostPath volumes, privileged containers, added capabilities, host
+//!   ports) a running workload with that identity did not have;
+//! - `admission`, `crds`, `apiServices`: by their whole configuration, a
+//!   `caBundle` left out (a rotated certificate is nothing new);
+//! - `namespaces`: a namespace the proposal writes into that running did
+//!   not.
+//!
+//! Whatever is in `all` (not only `new`), a workload that runs in a Pakket
+//! namespace or as a Pakket ServiceAccount, or any object the change
+//! writes into a Pakket namespace, needs a person ([`needs_a_person`]):
+//! those identities hold `*`, `escalate` and `bind`, and the namespace
+//! holds the key that seals requester records.
+
+mod workload;
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::apply::reference_of;
+use crate::rbac::Access;
+use crate::rights::{Aggregator, Right, Rights};
+
+pub use workload::Workload;
+
+/// The namespace `deploy/` runs Pakket in.
+pub const PAKKET_NAMESPACE: &str = "pakket-system";
+
+/// The ServiceAccounts `deploy/` gives the provisioners and the webhooks
+/// (each in [`PAKKET_NAMESPACE`]): they hold `*`, `escalate` and `bind`.
+pub const PAKKET_SERVICE_ACCOUNTS: [&str; 5] = [
+    "pakket-plain",
+    "pakket-registry-v1",
+    "pakket-package",
+    "pakket-resolveset",
+    "pakket-webhooks",
+];
+
+/// The ClusterRoles every cluster has (Kubernetes' user-facing roles and
+/// its `system:` ones): a binding to one hands out what the cluster
+/// defines, whatever the content says.
+const BUILT_IN_ROLES: [&str; 4] = ["cluster-admin", "admin", "edit", "view"];
+
+/// Kinds that are cluster-scoped on every cluster, as (group, kind); the
+/// cluster's discovery and the content's CRDs add the rest.
+const CLUSTER_SCOPED: &[(&str, &str)] = &[
+    ("", "Namespace"),
+    ("", "Node"),
+    ("", "PersistentVolume"),
+    ("", "ComponentStatus"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io", "APIService"),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingAdmissionPolicyBinding",
+    ),
+    ("storage.k8s.io", "StorageClass"),
+    ("storage.k8s.io", "CSIDriver"),
+    ("storage.k8s.io", "CSINode"),
+    ("storage.k8s.io", "VolumeAttachment"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("node.k8s.io", "RuntimeClass"),
+    ("networking.k8s.io", "IngressClass"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+];
+
+/// What the cluster says about where content lands.
+#[derive(Clone, Debug)]
+pub struct Landing {
+    /// Where a namespaced object that names no namespace is applied: the
+    /// provisioner's client's default namespace (in a cluster, its own).
+    pub default_namespace: String,
+    /// Kinds the cluster serves cluster-scoped, as (group, kind), beyond
+    /// [`CLUSTER_SCOPED`] and the content's own CRDs.
+    pub cluster_scoped: BTreeSet<(String, String)>,
+    /// The cluster's aggregating ClusterRoles.
+    pub aggregators: Vec<Aggregator>,
+    /// Pakket's own namespaces: [`PAKKET_NAMESPACE`] and the one the
+    /// provisioner runs in.
+    pub pakket_namespaces: BTreeSet<String>,
+}
+
+impl Landing {
+    /// A cluster that serves only the built-in kinds, has no aggregating
+    /// roles, and runs Pakket in [`PAKKET_NAMESPACE`] and `own_namespace`.
+    pub fn new(default_namespace: &str, own_namespace: Option<&str>) -> Self {
+        let mut pakket_namespaces = BTreeSet::from([PAKKET_NAMESPACE.to_owned()]);
+        pakket_namespaces.extend(own_namespace.map(str::to_owned));
+        Self {
+            default_namespace: default_namespace.to_owned(),
+            cluster_scoped: BTreeSet::new(),
+            aggregators: Vec::new(),
+            pakket_namespaces,
+        }
+    }
+
+    /// Whether objects of `group`/`kind` are cluster-scoped, as the
+    /// cluster serves them or a CRD among `objects` defines them. A kind
+    /// neither knows is taken as namespaced: then an object of it that
+    /// names no namespace is counted where it would land if it were.
+    fn cluster_scoped(&self, group: &str, kind: &str, objects: &[Value]) -> bool {
+        CLUSTER_SCOPED.contains(&(group, kind))
+            || self
+                .cluster_scoped
+                .contains(&(group.to_owned(), kind.to_owned()))
+            || crate::apply::defined_resource(objects, group, kind)
+                .is_some_and(|(_, namespaced)| !namespaced)
+    }
+
+    /// `objects` as they are applied: a namespaced object that names no
+    /// namespace gets the one it lands in.
+    pub fn place(&self, objects: &[Value]) -> Vec<Value> {
+        objects
+            .iter()
+            .map(|object| {
+                let reference = reference_of(object);
+                let mut placed = object.clone();
+                if reference.namespace.is_none()
+                    && !self.cluster_scoped(
+                        group_of(&reference.api_version),
+                        &reference.kind,
+                        objects,
+                    )
+                    && let Some(metadata) =
+                        placed.get_mut("metadata").and_then(Value::as_object_mut)
+                {
+                    metadata.insert(
+                        "namespace".into(),
+                        Value::from(self.default_namespace.clone()),
+                    );
+                }
+                placed
+            })
+            .collect()
+    }
+}
+
+/// Everything an install does; see the module doc for what `new` means.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Effects {
+    /// Nothing runs yet to compare with (a first install, or running
+    /// content no longer stored): everything is new.
+    pub first_install: bool,
+    /// Objects the proposal has and running does not.
+    pub created: Vec<ObjectEffect>,
+    /// Objects both have, with other content now.
+    pub changed: Vec<ObjectEffect>,
+    /// Objects running has and the proposal lacks: what the change deletes.
+    pub deleted: Vec<ObjectEffect>,
+    /// Every effect of the proposal.
+    pub all: Grants,
+    /// Those running did not have.
+    pub new: Grants,
+}
+
+/// Effects by kind (what `effects.all` and `effects.new` hold).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Grants {
+    /// Namespaces objects are written into.
+    pub namespaces: Vec<String>,
+    /// RBAC, per subject.
+    pub rbac: Vec<RbacEffect>,
+    /// Workloads, with the identity and host access they run with.
+    pub workloads: Vec<Workload>,
+    /// Admission webhooks, admission policies and their bindings.
+    pub admission: Vec<AdmissionEffect>,
+    /// CRDs, and their conversion webhooks.
+    pub crds: Vec<CrdEffect>,
+    /// APIServices.
+    pub api_services: Vec<ApiServiceEffect>,
+    /// The `scope`s among `rbac` (`Cluster`, `Namespace`), each once: a
+    /// rule asks `'Cluster' in effects.new.rbacScopes` without iterating.
+    pub rbac_scopes: Vec<String>,
+    /// The `type`s among `rbac` (`Binding`, `Held`, `Rule`,
+    /// `Aggregation`), each once.
+    pub rbac_types: Vec<String>,
+    /// Whether any workload has host access.
+    pub host_access: bool,
+    /// The ServiceAccounts workloads run as, `namespace/name`, each once.
+    pub service_accounts: Vec<String>,
+}
+
+/// One object, by identity.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObjectEffect {
+    /// Its API group (`""` for the core group).
+    pub group: String,
+    /// Its API version.
+    pub version: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its namespace, empty when cluster-scoped.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// `Cluster` or `Namespaced`.
+    pub scope: String,
+    /// Whether it lands in a Pakket namespace.
+    pub pakket_namespace: bool,
+}
+
+/// One RBAC grant.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RbacEffect {
+    /// `Held` (a subject gets a rule through a role the content defines,
+    /// or, for `ClusterRoleHolders`, through aggregation), `Binding` (a
+    /// subject bound to a role the content does not define), `Rule` (a
+    /// rule of a role the content defines, whoever holds it) or
+    /// `Aggregation` (a ClusterRole that aggregates others' rules).
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// The subject's kind (`ServiceAccount`, `User`, `Group`, or
+    /// `ClusterRoleHolders` for whoever holds the ClusterRole
+    /// `subjectName`); empty for `Rule` and `Aggregation`.
+    pub subject_kind: String,
+    /// The subject's namespace (ServiceAccounts).
+    pub subject_namespace: String,
+    /// The subject's name.
+    pub subject_name: String,
+    /// `Cluster` when it applies cluster-wide, else `Namespace`.
+    pub scope: String,
+    /// Where it applies, when `scope` is `Namespace`.
+    pub namespace: String,
+    /// The verb (`*` for any); empty for `Binding` and `Aggregation`.
+    pub verb: String,
+    /// The API group (`*` for any).
+    pub api_group: String,
+    /// The resource (`*` for any).
+    pub resource: String,
+    /// The subresource.
+    pub subresource: String,
+    /// The one object it is limited to, if any.
+    pub resource_name: String,
+    /// A non-resource URL, for such rules.
+    pub non_resource_url: String,
+    /// For `Binding`: `Role` or `ClusterRole`.
+    pub role_kind: String,
+    /// For `Binding`: the role bound; for `Aggregation`: the aggregating
+    /// ClusterRole.
+    pub role_name: String,
+    /// For `Binding`: the role is one every cluster has (`cluster-admin`,
+    /// `admin`, `edit`, `view`, `system:*`).
+    pub built_in_role: bool,
+    /// In words, for people.
+    pub sentence: String,
+}
+
+/// A webhook configuration, an admission policy, or a binding of one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AdmissionEffect {
+    /// `ValidatingWebhookConfiguration`, `MutatingWebhookConfiguration`,
+    /// `ValidatingAdmissionPolicy`, `ValidatingAdmissionPolicyBinding`,
+    /// `MutatingAdmissionPolicy` or `MutatingAdmissionPolicyBinding`.
+    pub kind: String,
+    /// The object's name.
+    pub name: String,
+    /// For a webhook configuration: the webhook's name in it.
+    pub webhook: String,
+    /// For a binding: the policy it binds.
+    pub policy_name: String,
+    /// Digest of its configuration, `caBundle` left out.
+    pub config: String,
+    /// In words, for people.
+    pub sentence: String,
+}
+
+/// A CRD, or its conversion webhook.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CrdEffect {
+    /// The CRD's name.
+    pub name: String,
+    /// Whether this is its conversion webhook (the CRD itself is another
+    /// entry).
+    pub conversion: bool,
+    /// For a conversion: digest of `spec.conversion`, `caBundle` left out.
+    pub config: String,
+    /// In words, for people.
+    pub sentence: String,
+}
+
+/// An APIService: an aggregated API the content serves.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiServiceEffect {
+    /// Its name.
+    pub name: String,
+    /// Digest of its spec, `caBundle` left out.
+    pub config: String,
+    /// In words, for people.
+    pub sentence: String,
+}
+
+impl Effects {
+    /// What installing `proposed` does where `running` runs now (`None`:
+    /// nothing to compare with, a first install), on a cluster as
+    /// `landing` says.
+    pub fn of(proposed: &[Value], running: Option<&[Value]>, landing: &Landing) -> Self {
+        let proposed = landing.place(proposed);
+        let running = running.map(|running| landing.place(running));
+        let running = running.as_deref().unwrap_or_default();
+        let identities = |objects: &[Value]| -> Vec<(ObjectEffect, String)> {
+            objects
+                .iter()
+                .map(|object| {
+                    (
+                        object_effect(object, objects, landing),
+                        pakket_api::value_digest(object),
+                    )
+                })
+                .collect()
+        };
+        let (now, before) = (identities(&proposed), identities(running));
+        let same = |a: &ObjectEffect, b: &ObjectEffect| {
+            (&a.group, &a.kind, &a.namespace, &a.name) == (&b.group, &b.kind, &b.namespace, &b.name)
+        };
+        let mut effects = Effects {
+            first_install: running.is_empty(),
+            ..Effects::default()
+        };
+        for (object, digest) in &now {
+            match before.iter().find(|(old, _)| same(old, object)) {
+                None => effects.created.push(object.clone()),
+                Some((_, old)) if old != digest => effects.changed.push(object.clone()),
+                Some(_) => {}
+            }
+        }
+        effects.deleted = before
+            .iter()
+            .filter(|(old, _)| !now.iter().any(|(object, _)| same(old, object)))
+            .map(|(old, _)| old.clone())
+            .collect();
+
+        let wanted = Rights::of_in(&proposed, &landing.aggregators);
+        let held = Rights::of_in(running, &landing.aggregators);
+        effects.all = grants(
+            &proposed,
+            &wanted.beyond(&Rights::default()),
+            &workload::of(&proposed, landing),
+        );
+        let old_workloads = workload::of(running, landing);
+        let new_workloads: Vec<Workload> = workload::of(&proposed, landing)
+            .into_iter()
+            .filter(|workload| !old_workloads.iter().any(|old| workload.within(old)))
+            .collect();
+        effects.new = grants(&proposed, &wanted.beyond(&held), &new_workloads);
+        let old_namespaces = namespaces(running);
+        effects
+            .new
+            .namespaces
+            .retain(|namespace| !old_namespaces.contains(namespace));
+        let old_policies = admission_policies(running);
+        effects.new.admission.retain(|effect| {
+            effect.kind.ends_with("WebhookConfiguration") || !old_policies.contains(effect)
+        });
+        effects
+    }
+
+    /// Whether the change grants, runs, registers or deletes nothing the
+    /// running content did not: `noNewRights()`.
+    pub fn nothing_new(&self) -> bool {
+        let new = &self.new;
+        self.deleted.is_empty()
+            && new.rbac.is_empty()
+            && new.workloads.is_empty()
+            && new.admission.is_empty()
+            && new.crds.is_empty()
+            && new.api_services.is_empty()
+    }
+
+    /// Every new effect and every deletion, in words, for people.
+    pub fn sentences(&self) -> Vec<String> {
+        let new = &self.new;
+        let objects = |verb: &str, list: &[ObjectEffect]| -> Vec<String> {
+            list.iter()
+                .map(|object| format!("{verb} {}", describe(object)))
+                .collect()
+        };
+        new.rbac
+            .iter()
+            .map(|e| e.sentence.clone())
+            .chain(new.workloads.iter().map(|e| e.sentence.clone()))
+            .chain(new.admission.iter().map(|e| e.sentence.clone()))
+            .chain(new.crds.iter().map(|e| e.sentence.clone()))
+            .chain(new.api_services.iter().map(|e| e.sentence.clone()))
+            .chain(objects("deletes", &self.deleted))
+            .collect()
+    }
+
+    /// The length of the longest list a rule can iterate over.
+    pub fn widest_collection(&self) -> usize {
+        let grants = |grants: &Grants| {
+            [
+                grants.namespaces.len(),
+                grants.rbac.len(),
+                grants.workloads.len(),
+                grants.admission.len(),
+                grants.crds.len(),
+                grants.api_services.len(),
+                grants.service_accounts.len(),
+                grants
+                    .workloads
+                    .iter()
+                    .map(Workload::widest_collection)
+                    .max()
+                    .unwrap_or(0),
+            ]
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+        };
+        [
+            self.created.len(),
+            self.changed.len(),
+            self.deleted.len(),
+            grants(&self.all),
+            grants(&self.new),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+    }
+}
+
+/// Why no automatic approval (a policy rule, `Android`, `UserPermission`)
+/// may let this change in, when it may not: it runs a workload in a Pakket
+/// namespace or as a Pakket ServiceAccount, or writes an object into a
+/// Pakket namespace. Such a change is only a person's to approve, with
+/// this sentence shown. `None` when nothing of the kind is in it.
+pub fn needs_a_person(effects: &Effects) -> Option<String> {
+    if let Some(workload) = effects
+        .all
+        .workloads
+        .iter()
+        .find(|w| w.pakket_service_account || w.pakket_namespace)
+    {
+        return Some(format!(
+            "{} {}/{} would run as ServiceAccount {}/{}, {}; only a person approves that",
+            workload.kind,
+            workload.namespace,
+            workload.name,
+            workload.namespace,
+            workload.service_account,
+            if workload.pakket_service_account {
+                "a Pakket provisioner's or webhook's own identity (it holds *, escalate and bind)"
+            } else {
+                "in Pakket's own namespace (where the key that seals requester records is)"
+            }
+        ));
+    }
+    let written = effects
+        .created
+        .iter()
+        .chain(&effects.changed)
+        .find(|object| object.pakket_namespace)?;
+    Some(format!(
+        "{} would be written into {}, Pakket's own namespace (where its identities and the key that seals requester records are); only a person approves that",
+        describe(written),
+        written.namespace
+    ))
+}
+
+/// `Kind namespace/name`, or `Kind name` when cluster-scoped.
+fn describe(object: &ObjectEffect) -> String {
+    if object.namespace.is_empty() {
+        format!("{} {}", object.kind, object.name)
+    } else {
+        format!("{} {}/{}", object.kind, object.namespace, object.name)
+    }
+}
+
+/// The API group of an `apiVersion` (`""` for the core group).
+fn group_of(api_version: &str) -> &str {
+    api_version.split_once('/').map_or("", |(group, _)| group)
+}
+
+fn object_effect(object: &Value, objects: &[Value], landing: &Landing) -> ObjectEffect {
+    let reference = reference_of(object);
+    let (group, version) = match reference.api_version.split_once('/') {
+        Some((group, version)) => (group.to_owned(), version.to_owned()),
+        None => (String::new(), reference.api_version.clone()),
+    };
+    let cluster = landing.cluster_scoped(&group, &reference.kind, objects);
+    let namespace = if cluster {
+        String::new()
+    } else {
+        reference.namespace.unwrap_or_default()
+    };
+    ObjectEffect {
+        pakket_namespace: landing.pakket_namespaces.contains(&namespace)
+            // A Namespace object named like Pakket's own.
+            || (group.is_empty()
+                && reference.kind == "Namespace"
+                && landing.pakket_namespaces.contains(&reference.name)),
+        group,
+        version,
+        kind: reference.kind,
+        scope: if cluster { "Cluster" } else { "Namespaced" }.into(),
+        namespace,
+        name: reference.name,
+    }
+}
+
+/// The namespaces `objects` (placed) are written into.
+fn namespaces(objects: &[Value]) -> BTreeSet<String> {
+    objects
+        .iter()
+        .filter_map(|object| reference_of(object).namespace)
+        .collect()
+}
+
+/// The admission policies and bindings among `objects` (placed).
+fn admission_policies(objects: &[Value]) -> Vec<AdmissionEffect> {
+    objects.iter().filter_map(admission_policy).collect()
+}
+
+/// An admission policy or a binding of one, as an effect.
+fn admission_policy(object: &Value) -> Option<AdmissionEffect> {
+    let reference = reference_of(object);
+    if group_of(&reference.api_version) != "admissionregistration.k8s.io" {
+        return None;
+    }
+    let binding = match reference.kind.as_str() {
+        "ValidatingAdmissionPolicy" | "MutatingAdmissionPolicy" => false,
+        "ValidatingAdmissionPolicyBinding" | "MutatingAdmissionPolicyBinding" => true,
+        _ => return None,
+    };
+    let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+    let policy_name = spec
+        .get("policyName")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let config = pakket_api::value_digest(&spec);
+    let sentence = if binding {
+        format!(
+            "{} {} putting admission policy {policy_name} in force over others' writes ({})",
+            reference.kind,
+            reference.name,
+            short(&config)
+        )
+    } else {
+        format!(
+            "{} {}, which can refuse{} others' writes ({})",
+            reference.kind,
+            reference.name,
+            if reference.kind.starts_with("Mutating") {
+                " or change"
+            } else {
+                ""
+            },
+            short(&config)
+        )
+    };
+    Some(AdmissionEffect {
+        kind: reference.kind,
+        name: reference.name,
+        webhook: String::new(),
+        policy_name,
+        config,
+        sentence,
+    })
+}
+
+/// A digest, shortened for a sentence.
+fn short(digest: &str) -> &str {
+    &digest[..digest.len().min("sha256:".len() + 12)]
+}
+
+/// The grants of `objects` (placed): `rights` (all of them, or those
+/// beyond what runs), `workloads`, and the admission policies and
+/// namespaces of `objects`.
+fn grants(objects: &[Value], rights: &[&Right], workloads: &[Workload]) -> Grants {
+    let mut grants = Grants {
+        namespaces: namespaces(objects).into_iter().collect(),
+        workloads: workloads.to_vec(),
+        admission: admission_policies(objects),
+        ..Grants::default()
+    };
+    for right in rights {
+        let sentence = right.to_string();
+        match right {
+            Right::Rule(access) => grants.rbac.push(RbacEffect {
+                type_: "Rule".into(),
+                sentence,
+                ..access_effect(access)
+            }),
+            Right::Held { subject, access } => {
+                let (subject_kind, subject_namespace, subject_name) = parse_subject(subject);
+                grants.rbac.push(RbacEffect {
+                    type_: "Held".into(),
+                    subject_kind,
+                    subject_namespace,
+                    subject_name,
+                    sentence,
+                    ..access_effect(access)
+                });
+            }
+            Right::Binding {
+                namespace,
+                subject,
+                role,
+            } => {
+                let (subject_kind, subject_namespace, subject_name) = parse_subject(subject);
+                let (role_kind, role_name) = role.split_once(' ').unwrap_or(("", role.as_str()));
+                grants.rbac.push(RbacEffect {
+                    type_: "Binding".into(),
+                    subject_kind,
+                    subject_namespace,
+                    subject_name,
+                    scope: if namespace.is_some() {
+                        "Namespace"
+                    } else {
+                        "Cluster"
+                    }
+                    .into(),
+                    namespace: namespace.clone().unwrap_or_default(),
+                    role_kind: role_kind.to_owned(),
+                    role_name: role_name.to_owned(),
+                    built_in_role: role_kind == "ClusterRole"
+                        && (BUILT_IN_ROLES.contains(&role_name)
+                            || role_name.starts_with("system:")),
+                    sentence,
+                    ..RbacEffect::default()
+                });
+            }
+            Right::Aggregation(name) => grants.rbac.push(RbacEffect {
+                type_: "Aggregation".into(),
+                scope: "Cluster".into(),
+                role_kind: "ClusterRole".into(),
+                role_name: name.clone(),
+                sentence,
+                ..RbacEffect::default()
+            }),
+            Right::Crd(name) => grants.crds.push(CrdEffect {
+                name: name.clone(),
+                conversion: false,
+                config: String::new(),
+                sentence,
+            }),
+            Right::CrdConversion { crd, config } => grants.crds.push(CrdEffect {
+                name: crd.clone(),
+                conversion: true,
+                config: config.clone(),
+                sentence,
+            }),
+            Right::Webhook {
+                kind,
+                configuration,
+                webhook,
+                config,
+            } => grants.admission.push(AdmissionEffect {
+                kind: kind.clone(),
+                name: configuration.clone(),
+                webhook: webhook.clone(),
+                policy_name: String::new(),
+                config: config.clone(),
+                sentence,
+            }),
+            Right::ApiService { name, config } => grants.api_services.push(ApiServiceEffect {
+                name: name.clone(),
+                config: config.clone(),
+                sentence,
+            }),
+        }
+    }
+    // Summaries a rule reads without a macro (each macro multiplies a
+    // rule's cost bound by the widest list).
+    let distinct = |values: Vec<String>| -> Vec<String> {
+        values
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    grants.rbac_scopes = distinct(grants.rbac.iter().map(|g| g.scope.clone()).collect());
+    grants.rbac_types = distinct(grants.rbac.iter().map(|g| g.type_.clone()).collect());
+    grants.host_access = grants.workloads.iter().any(|w| w.host_access);
+    grants.service_accounts = distinct(
+        grants
+            .workloads
+            .iter()
+            .map(|w| format!("{}/{}", w.namespace, w.service_account))
+            .collect(),
+    );
+    grants
+}
+
+/// The fields of an RBAC effect one access fills in.
+fn access_effect(access: &Access) -> RbacEffect {
+    match access {
+        Access::Resource {
+            group,
+            resource,
+            subresource,
+            verb,
+            namespace,
+            name,
+        } => RbacEffect {
+            scope: if namespace.is_some() {
+                "Namespace"
+            } else {
+                "Cluster"
+            }
+            .into(),
+            namespace: namespace.clone().unwrap_or_default(),
+            verb: verb.clone(),
+            api_group: group.clone(),
+            resource: resource.clone(),
+            subresource: subresource.clone(),
+            resource_name: name.clone().unwrap_or_default(),
+            ..RbacEffect::default()
+        },
+        Access::NonResource { path, verb } => RbacEffect {
+            scope: "Cluster".into(),
+            verb: verb.clone(),
+            non_resource_url: path.clone(),
+            ..RbacEffect::default()
+        },
+    }
+}
+
+/// (kind, namespace, name) of a subject as [`Right`] writes it: `Kind
+/// namespace/name`, `Kind name`, or `holders of ClusterRole NAME`.
+fn parse_subject(subject: &str) -> (String, String, String) {
+    if let Some(role) = subject.strip_prefix("holders of ClusterRole ") {
+        return ("ClusterRoleHolders".into(), String::new(), role.to_owned());
+    }
+    let (kind, rest) = subject.split_once(' ').unwrap_or(("", subject));
+    let (namespace, name) = rest.split_once('/').unwrap_or(("", rest));
+    (kind.to_owned(), namespace.to_owned(), name.to_owned())
+}
+
+#[cfg(test)]
+mod tests;
