@@ -483,6 +483,9 @@ fn context_of(inputs: &Inputs) -> Result<Context<'static, 'static>, String> {
 }
 
 #[cfg(test)]
+mod attacks;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
