@@ -100,7 +100,7 @@ pub const MAX_REVIEWS: usize = 5_000;
 pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
     let name = request.instance.name_any();
     let class = request.class.name_any();
-    if let Some(refused) = only_a_person(request) {
+    if let Some(refused) = only_a_person(request).await {
         return refused;
     }
     let aggregators = match cluster_aggregators(
@@ -150,7 +150,7 @@ pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
     let beyond = wanted.beyond(&Rights::of_in(running, &aggregators));
     // What the rights above do not hold: a workload identity or host
     // access, an admission policy (webhooks are rights already).
-    let effects = Effects::of(request.objects, Some(running), &landing_of(request));
+    let effects = Effects::of(request.objects, Some(running), &landing_of(request).await);
     let mut more: Vec<String> = effects
         .new
         .workloads
@@ -224,16 +224,35 @@ pub async fn rights_all_and_beyond(
 
 /// Where `request`'s objects land: a namespaced object naming no namespace
 /// in the client's default namespace (in a cluster, the provisioner's
-/// own); Pakket's namespace is `pakket-system`.
-fn landing_of(request: &ApprovalRequest<'_>) -> Landing {
-    Landing::new(request.client.default_namespace(), None)
+/// own); whether a kind is cluster-scoped as the cluster serves it (a kind
+/// it does not serve is taken as namespaced, unless the content's CRD
+/// says otherwise); Pakket's namespace is `pakket-system`.
+async fn landing_of(request: &ApprovalRequest<'_>) -> Landing {
+    let mut landing = Landing::new(request.client.default_namespace(), None);
+    let mut kinds = request.kinds.clone();
+    for object in request
+        .objects
+        .iter()
+        .chain(request.running.unwrap_or_default())
+    {
+        let reference = apply::reference_of(object);
+        if reference.namespace.is_some() {
+            continue;
+        }
+        if let Ok((_, false)) = kinds.resource(&reference).await {
+            landing
+                .cluster_scoped
+                .insert((group_of(&reference.api_version), reference.kind));
+        }
+    }
+    landing
 }
 
 /// A change no policy approves by itself ([`needs_a_person`]: it runs a
 /// workload as Pakket or in Pakket's namespace, or writes into that
 /// namespace): waiting for a person, naming what it would do.
-fn only_a_person(request: &ApprovalRequest<'_>) -> Option<Approval> {
-    let effects = Effects::of(request.objects, request.running, &landing_of(request));
+async fn only_a_person(request: &ApprovalRequest<'_>) -> Option<Approval> {
+    let effects = Effects::of(request.objects, request.running, &landing_of(request).await);
     let why = needs_a_person(&effects)?;
     let name = request.instance.name_any();
     Some(Approval::Pending {
@@ -328,7 +347,7 @@ pub async fn standard(request: &ApprovalRequest<'_>) -> Approval {
 /// a person ([`needs_a_person`]).
 pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
     let name = request.instance.name_any();
-    if let Some(refused) = only_a_person(request) {
+    if let Some(refused) = only_a_person(request).await {
         return refused;
     }
     let pending = |message: String| Approval::Pending {

@@ -108,6 +108,11 @@ const CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("certificates.k8s.io", "CertificateSigningRequest"),
     ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
     ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    // Pakket's own, for a cluster whose discovery was not read.
+    ("core.pakket.dev", "Instance"),
+    ("core.pakket.dev", "Bundle"),
+    ("core.pakket.dev", "ProvisionerClass"),
+    ("core.pakket.dev", "ApprovalPolicy"),
 ];
 
 /// What the cluster says about where content lands.

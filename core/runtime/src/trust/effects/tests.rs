@@ -441,3 +441,25 @@ fn the_shape_rules_read_is_camel_case_and_stable() {
     let back: Effects = serde_json::from_value(value).unwrap();
     assert_eq!(back, effects);
 }
+
+#[test]
+fn a_cluster_scoped_object_naming_no_namespace_lands_in_none() {
+    // In a cluster the client's default namespace is Pakket's: an Instance
+    // (or a kind the cluster serves cluster-scoped) a provisioner renders
+    // is not written there, and needs no person.
+    let mut in_cluster = Landing::new(PAKKET_NAMESPACE, Some(PAKKET_NAMESPACE));
+    let child = json!({ "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance", "metadata": { "name": "child" } });
+    let cluster =
+        json!({ "apiVersion": "example.com/v1", "kind": "Cluster", "metadata": { "name": "c" } });
+    let effects = Effects::of(&[child.clone(), cluster.clone()], None, &in_cluster);
+    assert_eq!(effects.created[0].scope, "Cluster");
+    // A kind nobody says is cluster-scoped is taken as namespaced: where it lands.
+    assert_eq!(effects.created[1].namespace, PAKKET_NAMESPACE);
+    assert!(needs_a_person(&effects).is_some());
+    in_cluster
+        .cluster_scoped
+        .insert(("example.com".into(), "Cluster".into()));
+    let effects = Effects::of(&[child, cluster], None, &in_cluster);
+    assert!(effects.all.namespaces.is_empty(), "{effects:?}");
+    assert!(needs_a_person(&effects).is_none());
+}
