@@ -45,6 +45,7 @@ fn inputs(objects: usize) -> Inputs {
                 name: format!("c{n}"),
             })
             .collect(),
+        effects: Default::default(),
         instance: InstanceInputs {
             name: "etcd".into(),
             class: "operators".into(),

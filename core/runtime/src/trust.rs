@@ -11,6 +11,7 @@
 //! | [`approval`] | approval policies (`UserPermission`, `Android`), the SubjectAccessReviews behind them |
 //! | [`policy`] | `approval: Policy`: an admin's ApprovalPolicy rules, over inputs the runtime verified |
 //! | [`rights`] | what content asks beyond plain objects, compared by meaning (`Android`) |
+//! | [`effects`] | everything a change does, typed (objects, RBAC per subject, workloads, admission, CRDs, APIServices, deletions): what rules and people judge |
 //! | [`rbac`] | what RBAC objects grant, and the access questions they raise |
 //! | [`ownership`] | which existing objects an Instance may write, adopt and delete |
 //! | `behalf` | reads on the requester's behalf (mounted ConfigMaps) |
@@ -26,6 +27,7 @@ pub mod approval;
 pub(crate) mod behalf;
 pub mod children;
 pub mod decision_key;
+pub mod effects;
 pub mod in_use_readers;
 pub mod ownership;
 pub mod policy;

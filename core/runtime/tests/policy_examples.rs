@@ -7,10 +7,11 @@
 use std::path::Path;
 
 use pakket_api::{ApprovalPolicy, BundleProperty, RuleOutcome};
+use pakket_runtime::trust::effects::{Effects, Landing};
 use pakket_runtime::trust::policy::{
     BundleInputs, Decision, Inputs, InstanceInputs, Requester, RightsInputs, decide,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn example(file: &str) -> ApprovalPolicy {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,6 +19,41 @@ fn example(file: &str) -> ApprovalPolicy {
         .join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     serde_saphyr::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// An operator as registry-v1 renders it into `namespace`: its
+/// Deployment, ServiceAccount, and a Role allowing `verbs` on pods bound
+/// to it.
+fn operator(namespace: &str, verbs: &[&str]) -> Vec<Value> {
+    vec![
+        json!({ "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": { "name": "operator", "namespace": namespace },
+                "spec": { "template": { "spec": { "serviceAccountName": "operator", "containers": [{ "name": "o" }] } } } }),
+        json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": "operator", "namespace": namespace } }),
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": { "name": "operator", "namespace": namespace },
+                "rules": [{ "apiGroups": [""], "resources": ["pods"], "verbs": verbs }] }),
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": { "name": "operator", "namespace": namespace },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "operator" },
+                "subjects": [{ "kind": "ServiceAccount", "name": "operator" }] }),
+    ]
+}
+
+/// What installing `proposed` over `running` does, as the runtime
+/// computes it.
+fn effects(proposed: &[Value], running: Option<&[Value]>) -> Effects {
+    Effects::of(
+        proposed,
+        running,
+        &Landing::new("default", Some("pakket-system")),
+    )
+}
+
+/// `objects` with `more`.
+fn with(mut objects: Vec<Value>, more: &[Value]) -> Vec<Value> {
+    objects.extend_from_slice(more);
+    objects
 }
 
 /// A request for `package` at `version` by a member of `groups`, into
@@ -55,7 +91,12 @@ impl Request<'_> {
                 all: self.all.iter().map(|r| (*r).to_owned()).collect(),
                 new: self.new.iter().map(|r| (*r).to_owned()).collect(),
             },
-            objects: Vec::new(),
+            // An update of the operator in `namespace` that does nothing new.
+            objects: Inputs::objects_of(&operator(self.namespace, &["get"])),
+            effects: effects(
+                &operator(self.namespace, &["get"]),
+                Some(&operator(self.namespace, &["get"])[..]),
+            ),
             instance: InstanceInputs {
                 name: self.package.into(),
                 class: "operators".into(),
@@ -68,6 +109,18 @@ impl Request<'_> {
 
     fn decided_by(&self, policy: &ApprovalPolicy) -> Decision {
         decide(&policy.spec.rules, &self.inputs())
+    }
+
+    /// Decided with the effects of `proposed` over `running` instead.
+    fn doing(
+        &self,
+        policy: &ApprovalPolicy,
+        proposed: &[Value],
+        running: Option<&[Value]>,
+    ) -> Decision {
+        let mut inputs = self.inputs();
+        inputs.effects = effects(proposed, running);
+        decide(&policy.spec.rules, &inputs)
     }
 }
 
@@ -93,7 +146,7 @@ fn the_team_allow_list_lets_each_team_install_its_packages_and_versions_into_its
     assert_eq!(approved.outcome, RuleOutcome::Approve);
     assert_eq!(
         label(&policy, &approved),
-        "policy team-allow-list rule 2 (team-a-etcd)"
+        "policy team-allow-list rule 3 (team-a-etcd)"
     );
     // Another version, another team, another namespace: a person decides.
     for other in [
@@ -125,13 +178,35 @@ fn the_team_allow_list_lets_each_team_install_its_packages_and_versions_into_its
     };
     assert_eq!(postgres.decided_by(&policy).outcome, RuleOutcome::Approve);
     // Cluster-wide rights are a person's to grant, even for an allowed package.
-    let wider = Request {
-        new: &["ServiceAccount team-a/etcd bound to ClusterRole etcd-operator cluster-wide"],
-        ..ETCD_FOR_TEAM_A
-    };
-    let decided = wider.decided_by(&policy);
+    let wider = with(
+        operator("team-a", &["get"]),
+        &[json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": { "name": "etcd" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "etcd-operator" },
+            "subjects": [{ "kind": "ServiceAccount", "name": "operator", "namespace": "team-a" }],
+        })],
+    );
+    let decided = ETCD_FOR_TEAM_A.doing(&policy, &wider, Some(&operator("team-a", &["get"])[..]));
     assert_eq!(
         (decided.outcome, decided.rule),
+        (RuleOutcome::AskAPerson, Some(1))
+    );
+    // What lands in another team's namespace is not team-a's, whatever
+    // the config says.
+    let elsewhere = ETCD_FOR_TEAM_A.doing(&policy, &operator("team-b", &["get"]), None);
+    assert_eq!(
+        (elsewhere.outcome, elsewhere.rule),
+        (RuleOutcome::AskAPerson, None)
+    );
+    // What the change deletes is a person's to review.
+    let pruned = ETCD_FOR_TEAM_A.doing(
+        &policy,
+        &operator("team-a", &["get"])[1..],
+        Some(&operator("team-a", &["get"])[..]),
+    );
+    assert_eq!(
+        (pruned.outcome, pruned.rule),
         (RuleOutcome::AskAPerson, Some(0))
     );
 }
@@ -139,39 +214,59 @@ fn the_team_allow_list_lets_each_team_install_its_packages_and_versions_into_its
 #[test]
 fn no_new_cluster_rights_passes_updates_within_what_runs_and_stops_the_rest() {
     let policy = example("no-new-cluster-rights.yaml");
-    let update = Request {
-        all: &[
-            "the rule get pods cluster-wide",
-            "the rule get pods in namespace team-a",
-        ],
-        new: &["the rule list configmaps in namespace team-a"],
-        ..ETCD_FOR_TEAM_A
-    };
-    assert_eq!(update.decided_by(&policy).outcome, RuleOutcome::Approve);
+    let running = operator("team-a", &["get"]);
+    // More namespaced RBAC where it already runs: passes.
+    let update = operator("team-a", &["get", "list"]);
+    let decided = ETCD_FOR_TEAM_A.doing(&policy, &update, Some(&running[..]));
+    assert_eq!(decided.outcome, RuleOutcome::Approve, "{decided:?}");
+    let cluster_reader = [
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": { "name": "reader" },
+                "rules": [{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] }] }),
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": { "name": "reader" },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader" },
+                "subjects": [{ "kind": "ServiceAccount", "name": "operator", "namespace": "team-a" }] }),
+    ];
+    let crd = [
+        json!({ "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                       "metadata": { "name": "etcdclusters.etcd.database.coreos.com" } }),
+    ];
+    let webhook = [
+        json!({ "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                           "metadata": { "name": "v" }, "webhooks": [{ "name": "v.example.com" }] }),
+    ];
+    let admission_policy = [
+        json!({ "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+                                    "metadata": { "name": "veto" }, "spec": { "policyName": "veto" } }),
+    ];
+    let admin_elsewhere = [
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                                   "metadata": { "name": "admin", "namespace": "team-b" },
+                                   "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin" },
+                                   "subjects": [{ "kind": "User", "name": "someone" }] }),
+    ];
     for asks_more in [
-        &["the rule get secrets cluster-wide"][..],
-        &["CRD etcdclusters.etcd.database.coreos.com"][..],
-        &[
-            "webhook v.example.com of ValidatingWebhookConfiguration v as configured now (sha256:00)",
-        ][..],
+        &cluster_reader[..],
+        &crd[..],
+        &webhook[..],
+        &admission_policy[..],
+        &admin_elsewhere[..],
     ] {
-        let request = Request {
-            new: asks_more,
-            ..update
-        };
-        let decided = request.decided_by(&policy);
+        let proposed = with(running.clone(), asks_more);
+        let decided = ETCD_FOR_TEAM_A.doing(&policy, &proposed, Some(&running[..]));
         assert_eq!(
             (decided.outcome, decided.rule),
-            (RuleOutcome::AskAPerson, Some(1)),
+            (RuleOutcome::AskAPerson, Some(2)),
             "{asks_more:?}"
         );
     }
-    let first = Request {
-        all: &["the rule get pods in namespace team-a"],
-        new: &["the rule get pods in namespace team-a"],
-        ..update
-    };
-    assert_eq!(first.decided_by(&policy).rule, Some(0), "a first install");
+    let first = ETCD_FOR_TEAM_A.doing(&policy, &running, None);
+    assert_eq!(first.rule, Some(0), "a first install");
+    let pruned = ETCD_FOR_TEAM_A.doing(&policy, &running[1..], Some(&running[..]));
+    assert_eq!(pruned.rule, Some(1), "a deletion");
+    let mut other_identity = running.clone();
+    other_identity[0]["spec"]["template"]["spec"]["serviceAccountName"] = json!("default");
+    let decided = ETCD_FOR_TEAM_A.doing(&policy, &other_identity, Some(&running[..]));
+    assert_eq!(decided.rule, Some(3), "a new workload identity");
 }
 
 #[test]

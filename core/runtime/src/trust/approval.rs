@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::apply::{self, Kinds};
 use crate::rbac::{self, Access, Need, RoleKey};
 use crate::rights::{Aggregator, Right, Rights};
+use crate::trust::effects::{Effects, Landing, needs_a_person};
 
 /// How long a `UserPermission` Instance waits before its creator's rights
 /// are asked again (a grant does not start a reconcile by itself).
@@ -90,13 +91,18 @@ const APPLY_VERBS: [&str; 2] = ["create", "patch"];
 pub const MAX_REVIEWS: usize = 5_000;
 
 /// `Android`: new content is approved by the policy when it asks for
-/// nothing ([`Rights`]: RBAC rules, bindings, CRDs, webhooks, APIServices)
-/// beyond what the content the Instance runs now asks for, like an app
-/// update that wants no new permission. A first install, or content that
+/// nothing ([`Rights`]: RBAC rules, bindings, CRDs, webhooks, APIServices;
+/// and of the [`Effects`]: workload identities and host access, admission
+/// policies) beyond what the content the Instance runs now asks for, like
+/// an app update that wants no new permission. What runs as Pakket or in
+/// Pakket's namespace always waits for a person ([`needs_a_person`]). A first install, or content that
 /// asks for more, waits for a person, the message naming what it asks for.
 pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
     let name = request.instance.name_any();
     let class = request.class.name_any();
+    if let Some(refused) = only_a_person(request).await {
+        return refused;
+    }
     let aggregators = match cluster_aggregators(
         request.client,
         request.objects,
@@ -142,6 +148,30 @@ pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
         });
     };
     let beyond = wanted.beyond(&Rights::of_in(running, &aggregators));
+    // What the rights above do not hold: a workload identity or host
+    // access, an admission policy (webhooks are rights already).
+    let effects = Effects::of(request.objects, Some(running), &landing_of(request).await);
+    let mut more: Vec<String> = effects
+        .new
+        .workloads
+        .iter()
+        .map(|workload| workload.sentence.clone())
+        .collect();
+    more.extend(
+        effects
+            .new
+            .admission
+            .iter()
+            .filter(|admission| admission.webhook.is_empty())
+            .map(|admission| admission.sentence.clone()),
+    );
+    if !more.is_empty() {
+        return pending(format!(
+            "the new content does {} thing(s) the content it replaces did not: {}",
+            more.len(),
+            more.join("; ")
+        ));
+    }
     if beyond.is_empty() {
         return Approval::Approved(format!(
             "approved by policy Android: the new content asks for no right beyond the content it replaces ({} RBAC rules, bindings, CRDs and webhooks, all held already)",
@@ -189,6 +219,72 @@ pub async fn rights_all_and_beyond(
     Ok((
         words(wanted.beyond(&Rights::default())),
         words(wanted.beyond(&held)),
+    ))
+}
+
+/// Where `request`'s objects land: a namespaced object naming no namespace
+/// in the client's default namespace (in a cluster, the provisioner's
+/// own); whether a kind is cluster-scoped as the cluster serves it (a kind
+/// it does not serve is taken as namespaced, unless the content's CRD
+/// says otherwise); Pakket's namespace is `pakket-system`.
+async fn landing_of(request: &ApprovalRequest<'_>) -> Landing {
+    let mut landing = Landing::new(request.client.default_namespace(), None);
+    let mut kinds = request.kinds.clone();
+    for object in request
+        .objects
+        .iter()
+        .chain(request.running.unwrap_or_default())
+    {
+        let reference = apply::reference_of(object);
+        if reference.namespace.is_some() {
+            continue;
+        }
+        if let Ok((_, false)) = kinds.resource(&reference).await {
+            landing
+                .cluster_scoped
+                .insert((group_of(&reference.api_version), reference.kind));
+        }
+    }
+    landing
+}
+
+/// A change no policy approves by itself ([`needs_a_person`]: it runs a
+/// workload as Pakket or in Pakket's namespace, or writes into that
+/// namespace): waiting for a person, naming what it would do.
+async fn only_a_person(request: &ApprovalRequest<'_>) -> Option<Approval> {
+    let effects = Effects::of(request.objects, request.running, &landing_of(request).await);
+    let why = needs_a_person(&effects)?;
+    let name = request.instance.name_any();
+    Some(Approval::Pending {
+        message: format!(
+            "waiting for approval (ProvisionerClass {} has approval: {}): {why}; review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}` or `kubectl instance deny {name}`",
+            request.class.name_any(),
+            request.policy,
+        ),
+        retry: None,
+    })
+}
+
+/// What an `ApprovalPolicy`'s rules read of a change: every right `new`
+/// asks for and those beyond what `running` holds, in words (`rights.all`,
+/// `rights.new`), and its typed [`Effects`] (`effects`); `running` is
+/// `None` when nothing runs to compare with. `landing` says where objects
+/// land; the cluster's aggregating roles are read here, once for both.
+pub async fn rights_and_effects(
+    client: &Client,
+    new: &[Value],
+    running: Option<&[Value]>,
+    mut landing: Landing,
+) -> Result<(Vec<String>, Vec<String>, Effects), kube::Error> {
+    landing.aggregators = cluster_aggregators(client, new, running.unwrap_or_default()).await?;
+    let placed = landing.place(new);
+    let held = landing.place(running.unwrap_or_default());
+    let wanted = Rights::of_in(&placed, &landing.aggregators);
+    let words = |rights: Vec<&Right>| rights.iter().map(ToString::to_string).collect();
+    Ok((
+        words(wanted.beyond(&Rights::default())),
+        words(wanted.beyond(&Rights::of_in(&held, &landing.aggregators))),
+        Effects::of(new, running, &landing),
     ))
 }
 
@@ -246,9 +342,14 @@ pub async fn standard(request: &ApprovalRequest<'_>) -> Approval {
 /// - `delete` on every object the Instance installed that the new content
 ///   lacks (what the prune after the apply deletes).
 ///
-/// Otherwise it waits, naming the first missing right.
+/// Otherwise it waits, naming the first missing right. Whatever the
+/// requester holds, what runs as Pakket or in Pakket's namespace waits for
+/// a person ([`needs_a_person`]).
 pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
     let name = request.instance.name_any();
+    if let Some(refused) = only_a_person(request).await {
+        return refused;
+    }
     let pending = |message: String| Approval::Pending {
         message: format!(
             "{message}; an admin can grant it, or run `kubectl instance approve {name}`"

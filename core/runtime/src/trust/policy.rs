@@ -4,6 +4,14 @@
 //! function of the rules and those inputs, which `kubectl instance policy
 //! test` calls too.
 //!
+//! Rules read `effects` ([`crate::trust::effects`]): what the change does
+//! as typed data (objects created, changed, deleted; RBAC per subject;
+//! workloads with their ServiceAccount and host access; admission; CRDs;
+//! APIServices). `noNewRights()` is true only when none of it is new and
+//! nothing is deleted. A change that runs a workload as Pakket or writes
+//! into Pakket's namespace is never approved by a rule
+//! ([`needs_a_person`]): a rule that would approve it asks a person.
+//!
 //! The first rule whose expression is true decides; none true asks a
 //! person. A rule that cannot be evaluated (an error, past the cost limit)
 //! stops the walk and asks a person, naming the rule and why: skipping it
@@ -23,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::apply::probes::widest_collection;
+use crate::trust::effects::{Effects, needs_a_person};
 
 /// The class parameter that names the policy.
 pub const PARAMETER: &str = "approvalPolicy";
@@ -38,8 +47,14 @@ pub struct Inputs {
     pub requester: Requester,
     /// The content, as the provisioner read it from the pinned content.
     pub bundle: BundleInputs,
-    /// The rights the content asks for (as `Android` compares them).
+    /// The rights the content asks for (as `Android` compares them), in
+    /// words: kept for rules written before `effects`; rules read
+    /// `effects`.
     pub rights: RightsInputs,
+    /// Everything the change does, typed: objects created, changed and
+    /// deleted, RBAC per subject, workloads and their identity and host
+    /// access, admission, CRDs, APIServices ([`Effects`]).
+    pub effects: Effects,
     /// The objects it installs.
     pub objects: Vec<ObjectInput>,
     /// The Instance.
@@ -158,6 +173,7 @@ impl Inputs {
             self.rights.all.len(),
             self.rights.new.len(),
             self.objects.len(),
+            self.effects.widest_collection(),
             widest_collection(&self.instance.config),
         ]
         .into_iter()
@@ -348,6 +364,13 @@ pub fn decide(rules: &[ApprovalRule], inputs: &Inputs) -> Decision {
         };
         match outcome {
             Ok(true) => {
+                // No rule approves what only a person may: it runs as
+                // Pakket, or writes into Pakket's own namespace.
+                if rule.outcome == RuleOutcome::Approve
+                    && let Some(why) = needs_a_person(&inputs.effects)
+                {
+                    return ask(Some(index), format!("{label} would approve, but {why}"));
+                }
                 let message = if rule.message.is_empty() {
                     format!("`{}` is true", rule.cel)
                 } else {
@@ -428,6 +451,7 @@ fn context_of(inputs: &Inputs) -> Result<Context<'static, 'static>, String> {
         ("rights", cel::to_value(&inputs.rights)),
         ("objects", cel::to_value(&inputs.objects)),
         ("instance", cel::to_value(&inputs.instance)),
+        ("effects", cel::to_value(&inputs.effects)),
     ];
     for (name, value) in variables {
         let value = value.map_err(|error| error.to_string())?;
@@ -435,7 +459,10 @@ fn context_of(inputs: &Inputs) -> Result<Context<'static, 'static>, String> {
             .add_variable(name, value)
             .map_err(|error| error.to_string())?;
     }
-    let no_new_rights = inputs.rights.new.is_empty();
+    // Nothing new of any kind: no right in words, no new RBAC, workload
+    // identity or host access, admission, CRD or APIService, and nothing
+    // deleted.
+    let no_new_rights = inputs.rights.new.is_empty() && inputs.effects.nothing_new();
     context
         .add_function("noNewRights", move || no_new_rights)
         .map_err(|error| error.to_string())?;
@@ -454,6 +481,9 @@ fn context_of(inputs: &Inputs) -> Result<Context<'static, 'static>, String> {
     .map_err(|error| error.to_string())?;
     Ok(context)
 }
+
+#[cfg(test)]
+mod attacks;
 
 #[cfg(test)]
 mod tests {
@@ -491,6 +521,7 @@ mod tests {
             objects: Inputs::objects_of(&[
                 json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "etcd", "namespace": "team-a"}}),
             ]),
+            effects: Effects::default(),
             instance: InstanceInputs {
                 name: "etcd".into(),
                 class: "operators".into(),

@@ -328,3 +328,101 @@ async fn a_policy_approves_what_its_rules_allow_and_nothing_a_requester_writes_c
     // The policy goes with the stage's cleanup (it carries its labels).
     stage.cleanup().await;
 }
+
+/// Issue 39, "nobody runs as the provisioner": under an admin's policy
+/// that approves everything, content that runs a Deployment in
+/// pakket-system as pakket-plain (which holds `*`, `escalate`, `bind`)
+/// waits for a person, the condition naming the Deployment and the
+/// ServiceAccount, and nothing is written. The same policy approves
+/// harmless content (so it is the guard that stops the attack).
+#[tokio::test]
+async fn no_rule_lets_content_run_as_the_provisioner() {
+    let stage = Stage::shipped("trust-policy-pakket", "Policy", Webhooks::On).await;
+    let policies: Api<ApprovalPolicy> = Api::all(stage.admin());
+    let mut everything = policy(&stage);
+    everything.spec.rules = vec![ApprovalRule {
+        name: Some("everything".into()),
+        cel: "true".into(),
+        outcome: RuleOutcome::Approve,
+        message: "the admin approves everything".into(),
+    }];
+    policies
+        .create(&PostParams::default(), &everything)
+        .await
+        .unwrap();
+    let classes: Api<ProvisionerClass> = Api::all(stage.admin());
+    classes
+        .patch(
+            &stage.class(),
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({ "spec": { "parameters": { "approvalPolicy": stage.scope.name("policy") } } }),
+            ),
+        )
+        .await
+        .unwrap();
+    stage.grant_requester("alice").await;
+    stage
+        .grant(
+            "alice-content",
+            "alice",
+            vec![rule("", "configmaps", &["get"], &["harmless", "attack"])],
+        )
+        .await;
+    let alice = stage.client_as("alice").await;
+    let deployment = stage.scope.name("innocent");
+    stage
+        .config_map_content("harmless", &[("marker", "v1")])
+        .await;
+    stage
+        .content(
+            "attack",
+            &[(
+                "deployment.yaml",
+                format!(
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {deployment}\n  namespace: {NAMESPACE}\nspec:\n  selector:\n    matchLabels: {{app: innocent}}\n  template:\n    metadata:\n      labels: {{app: innocent}}\n    spec:\n      serviceAccountName: pakket-plain\n      containers:\n      - name: c\n        image: registry.example.com/evil\n"
+                ),
+            )],
+        )
+        .await;
+
+    stage
+        .create(&alice, stage.instance("attack", "attack-v1", "attack"))
+        .await
+        .unwrap();
+    let waiting = stage
+        .wait("attack", "the attack waiting for a person", |i| {
+            reason_is(i, ConditionType::Approved, "ApprovalPending")
+                && i.condition(ConditionType::Approved)
+                    .is_some_and(|c| c.message.contains("ServiceAccount"))
+        })
+        .await;
+    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains("asks a person")
+            && message.contains(&format!("Deployment {NAMESPACE}/{deployment}"))
+            && message.contains(&format!("ServiceAccount {NAMESPACE}/pakket-plain")),
+        "{message}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(stage.admin(), NAMESPACE);
+    assert!(
+        deployments.get_opt(&deployment).await.unwrap().is_none(),
+        "nothing runs as the provisioner"
+    );
+
+    // The same policy lets harmless content in.
+    stage
+        .create(
+            &alice,
+            stage.instance("harmless", "harmless-v1", "harmless"),
+        )
+        .await
+        .unwrap();
+    stage.installed("harmless").await;
+
+    stage.delete_instance("attack").await;
+    stage.delete_instance("harmless").await;
+    stage.cleanup().await;
+}

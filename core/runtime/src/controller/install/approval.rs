@@ -214,6 +214,20 @@ async fn approve<P: Provisioner>(
             .await;
     }
     if policy == "AllowAll" {
+        // Approving everything never extends to running as Pakket: what
+        // would run as a Pakket ServiceAccount or in its namespace waits
+        // for a person, who sees it named.
+        let landing = super::policy::landing(context).await;
+        let effects = crate::trust::effects::Effects::of(proposed.objects, None, &landing);
+        if let Some(why) = crate::trust::effects::needs_a_person(&effects) {
+            set_pending(
+                report,
+                format!(
+                    "ProvisionerClass {class_name} approves every Instance (approval: AllowAll), but not this: {why}; a person decides: review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}`"
+                ),
+            );
+            return Some((waiting, None));
+        }
         approved(
             report,
             format!("ProvisionerClass {class_name} approves every Instance (approval: AllowAll)"),

@@ -2,7 +2,9 @@
 //! decides ([`crate::trust::policy`]), over inputs gathered and verified
 //! here: the requester from the sealed record, the Bundle's properties as
 //! the provisioner reads them from the pinned content (never from a status
-//! someone could write), the rights and objects as rendered.
+//! someone could write), the rights and objects as rendered, and the
+//! effects ([`crate::trust::effects`]) of the rendered objects against the
+//! running ones, deletions included.
 //!
 //! What a rule approved holds for exactly that request (the decision key,
 //! [`crate::trust::decision_key`]) with the policy at the generation that
@@ -29,6 +31,7 @@ use crate::approval::{Approval, ApprovalRequest, user_permission};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
 use crate::trust::decision_key;
+use crate::trust::effects::Landing;
 use crate::trust::policy::{self, BundleInputs, Inputs, InstanceInputs, Requester, RightsInputs};
 
 /// How soon a decision that waits is asked again.
@@ -205,15 +208,19 @@ async fn inputs<P: Provisioner>(
 ) -> Result<Inputs, String> {
     let (requester, _) = pakket_api::requester(instance, context.record_key.as_ref())
         .map_err(|error| format!("the requester record is not trusted ({error})"))?;
-    // What runs now, rendered again from the store: the rights the new
-    // content asks beyond it are `rights.new`.
-    let running = running_revision(instance, proposed.request, context)
-        .map(|(_, objects)| objects)
-        .unwrap_or_default();
-    let (all, new) =
-        crate::approval::rights_all_and_beyond(&context.client, proposed.objects, &running)
-            .await
-            .map_err(|error| format!("reading the cluster's aggregated roles failed ({error})"))?;
+    // What runs now, rendered again from the store: what the new content
+    // does beyond it is `rights.new` and `effects.new`, what it lacks of it
+    // `effects.deleted`. Nothing stored to compare with: all of it is new.
+    let running = running_revision(instance, proposed.request, context).map(|(_, objects)| objects);
+    let (all, new, effects) = crate::approval::rights_and_effects(
+        &context.client,
+        proposed.objects,
+        running.as_deref(),
+        landing(context).await,
+    )
+    .await
+    .map_err(|error| format!("reading the cluster's aggregated roles failed ({error})"))?;
+    let running = running.unwrap_or_default();
     let user_permission = if policy::needs_user_permission(rules) {
         let request = ApprovalRequest {
             client: &context.client,
@@ -245,6 +252,7 @@ async fn inputs<P: Provisioner>(
             ..BundleInputs::default()
         },
         rights: RightsInputs { all, new },
+        effects,
         objects: Inputs::objects_of(proposed.objects),
         instance: InstanceInputs {
             name: instance.name_any(),
@@ -259,6 +267,27 @@ async fn inputs<P: Provisioner>(
         user_permission,
     }
     .with_package_from_properties())
+}
+
+/// Where the objects of this provisioner land: a namespaced object naming
+/// no namespace in its client's default one, kinds as the cluster serves
+/// them, Pakket's namespaces (`pakket-system` and the provisioner's own).
+pub(super) async fn landing<P>(context: &Context<P>) -> Landing {
+    let mut landing = Landing::new(
+        context.client.default_namespace(),
+        context.decision_records.as_deref(),
+    );
+    landing.cluster_scoped = context
+        .cluster_facts()
+        .await
+        .cluster_scoped
+        .iter()
+        .map(|(api_version, kind)| {
+            let group = api_version.split_once('/').map_or("", |(group, _)| group);
+            (group.to_owned(), kind.clone())
+        })
+        .collect();
+    landing
 }
 
 /// The largest record kept: a ConfigMap holds at most 1 MiB.
