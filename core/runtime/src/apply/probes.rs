@@ -497,22 +497,35 @@ mod tests {
 
     #[test]
     fn loops_over_list_literals_or_spelled_with_spaces_are_not_run_past_the_cost_limit() {
+        // Four loops of 100 on an object with no wide list (which the old
+        // bound, counting only the object, let run), and loops over 200
+        // keys spelled `.all (` (which it did not count at all).
         let hundred = (0..100)
             .map(|n| n.to_string())
             .collect::<Vec<_>>()
             .join(",");
-        for hostile in [
-            format!("[{hundred}].all(a, [{hundred}].all(b, [{hundred}].all(c, a + b != c)))"),
-            "self.data.all (a, self.data.all (b, self.data.all (c, a != b || b == c)))".to_owned(),
+        let data: serde_json::Map<String, Value> =
+            (0..200).map(|n| (format!("k{n}"), json!("v"))).collect();
+        let wide = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wide"}, "data": data});
+        let small = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "small"}});
+        for (hostile, object) in [
+            (
+                format!(
+                    "[{hundred}].all(a, [{hundred}].all(b, [{hundred}].all(c, [{hundred}].all(d, a + b + c + d >= 0))))"
+                ),
+                small,
+            ),
+            (
+                "self.data.all (a, self.data.all (b, self.data.all (c, size(a + b + c) > 0)))"
+                    .to_owned(),
+                wide,
+            ),
         ] {
             let probes = probes(json!({"progressionProbes": [{
                 "selector": {"group": "", "kind": "ConfigMap"},
                 "assertions": [{"cel": hostile}],
             }]}))
             .unwrap();
-            let data: serde_json::Map<String, Value> =
-                (0..200).map(|n| (format!("k{n}"), json!("v"))).collect();
-            let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wide"}, "data": data});
             let reference = super::super::reference_of(&object);
             let started = std::time::Instant::now();
             let held = probes.holding(&reference, &object).unwrap();

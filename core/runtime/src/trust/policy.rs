@@ -686,23 +686,35 @@ mod tests {
 
     #[test]
     fn loops_over_list_literals_or_spelled_with_spaces_are_past_the_cost_limit() {
+        // Four loops of 100 over inputs with no wide list (which the old
+        // bound, counting only the inputs, let run), and loops over 2,000
+        // objects spelled `.all (` (which it did not count at all).
         let hundred = (0..100)
             .map(|n| n.to_string())
             .collect::<Vec<_>>()
             .join(",");
-        for hostile in [
-            format!("[{hundred}].all(a, [{hundred}].all(b, [{hundred}].all(c, a + b != c)))"),
-            "objects.all (a, objects.all (b, a.name != b.name || a == b))".to_owned(),
-            "objects.all\n(a, objects.exists\t(b, a.name != b.name))".to_owned(),
+        let literals = format!(
+            "[{hundred}].all(a, [{hundred}].all(b, [{hundred}].all(c, [{hundred}].all(d, a + b + c + d >= 0))))"
+        );
+        let mut wide = etcd_for("alice", &[]);
+        wide.objects = (0..2_000)
+            .map(|n| ObjectInput {
+                name: format!("c{n}"),
+                ..ObjectInput::default()
+            })
+            .collect();
+        for (hostile, inputs) in [
+            (literals.as_str(), etcd_for("alice", &[])),
+            (
+                "objects.all (a, objects.all (b, a.name != b.name || a == b))",
+                wide.clone(),
+            ),
+            (
+                "objects.all\n(a, !objects.exists\t(b, b.name == 'none'))",
+                wide,
+            ),
         ] {
-            let mut inputs = etcd_for("alice", &[]);
-            inputs.objects = (0..2_000)
-                .map(|n| ObjectInput {
-                    name: format!("c{n}"),
-                    ..ObjectInput::default()
-                })
-                .collect();
-            let rules = vec![rule(&hostile, RuleOutcome::Approve)];
+            let rules = vec![rule(hostile, RuleOutcome::Approve)];
             assert!(problems(&rules).is_empty(), "valid CEL: {hostile}");
             let started = std::time::Instant::now();
             let decided = decide(&rules, &inputs);
