@@ -8,9 +8,9 @@
 //!
 //! - **Parsing recurses.** cel 0.15 parses with an ANTLR parser that
 //!   descends about eight grammar rules per bracket (about 7 KiB of stack
-//!   each, optimized), so 40 nested parentheses overflow a 256 KiB stack
-//!   and a few hundred a 2 MiB one (tokio's worker threads); its own
-//!   recursion limit (96) is past what a small stack survives. So the
+//!   each, optimized): 34 nested parentheses overflowed a 256 KiB thread
+//!   and 80 a 512 KiB one, and its own recursion limit (96) is past what
+//!   a small stack survives (unoptimized, 12 overflowed 2 MiB). So the
 //!   source is scanned *before* it is parsed: its size ([`MAX_LENGTH`]),
 //!   how deep brackets nest ([`MAX_NESTING`], strings and comments aside)
 //!   and how many operators it holds ([`MAX_OPERATORS`]: a chain such as
@@ -172,6 +172,14 @@ fn one_line(text: &str) -> String {
 /// `max_length` (and [`MAX_LENGTH`]) bytes, brackets nested at most
 /// [`MAX_NESTING`] deep and at most [`MAX_OPERATORS`] operators, string
 /// literals and `//` comments aside.
+///
+/// Strings are found as cel's lexer finds them (its grammar, `CEL.g4`):
+/// a bracket this scan took for part of a string while the lexer read it
+/// as code would reach the parser uncounted. So raw strings (`r'...'`,
+/// `br'...'`) are told from an identifier ending in `r`, and a string
+/// that does not end (a newline in a one-line string, a bad escape, the
+/// end of the text) is skipped as the lexer skips it: up to and with the
+/// character it failed at, the rest read as code.
 pub fn check_source(source: &str, max_length: usize) -> Result<(), CelLimitError> {
     let limit = max_length.min(MAX_LENGTH);
     if source.len() > limit {
@@ -186,6 +194,27 @@ pub fn check_source(source: &str, max_length: usize) -> Result<(), CelLimitError
     while at < bytes.len() {
         let byte = bytes[at];
         match byte {
+            _ if is_word(byte) => {
+                let start = at;
+                while at < bytes.len() && is_word(bytes[at]) {
+                    at += 1;
+                }
+                let word = &bytes[start..at];
+                if word == b"in" {
+                    operators += 1;
+                }
+                if matches!(bytes.get(at), Some(b'\'' | b'"')) {
+                    let after_dot = start > 0 && bytes[start - 1] == b'.';
+                    let raw = raw_prefix(word, after_dot)
+                        .then(|| string_end(bytes, at, true))
+                        .and_then(Result::ok);
+                    at = match raw {
+                        Some(end) => end,
+                        None => past_string(bytes, at),
+                    };
+                }
+                continue;
+            }
             b'\'' | b'"' => {
                 at = past_string(bytes, at);
                 continue;
@@ -213,12 +242,6 @@ pub fn check_source(source: &str, max_length: usize) -> Result<(), CelLimitError
             {
                 operators += 1;
             }
-            b'i' if bytes.get(at + 1) == Some(&b'n')
-                && !(at > 0 && is_word(bytes[at - 1]))
-                && !bytes.get(at + 2).copied().is_some_and(is_word) =>
-            {
-                operators += 1;
-            }
             _ => {}
         }
         at += 1;
@@ -236,31 +259,113 @@ fn is_word(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_'
 }
 
-/// The index just past the string literal opening at `start` (`'`, `"`,
-/// or tripled), escapes skipped but in raw strings (`r'...'`, `br'...'`).
-fn past_string(bytes: &[u8], start: usize) -> usize {
-    let quote = bytes[start];
-    let raw = start > 0
-        && matches!(bytes[start - 1], b'r' | b'R')
-        && !(start > 1 && is_word(bytes[start - 2]) && !matches!(bytes[start - 2], b'b' | b'B'));
-    let triple = bytes.get(start + 1) == Some(&quote) && bytes.get(start + 2) == Some(&quote);
-    let mut at = start + if triple { 3 } else { 1 };
-    while at < bytes.len() {
-        match bytes[at] {
-            b'\\' if !raw => at += 2,
-            byte if byte == quote => {
-                if !triple {
-                    return at + 1;
-                }
-                if bytes.get(at + 1) == Some(&quote) && bytes.get(at + 2) == Some(&quote) {
-                    return at + 3;
-                }
-                at += 1;
+/// Whether `word`, just before a quote, ends in the lexer's raw-string
+/// prefix: `r`, `br` (any case) as a token of their own, not the end of an
+/// identifier (`for'x'` is `for` then a string). A word opening with a
+/// digit is a number first (`0x1f`, `1u`, `1e5`; `5` after a dot, a
+/// fraction, takes no `u`), then whatever follows it.
+fn raw_prefix(word: &[u8], after_dot: bool) -> bool {
+    let rest = if word[0].is_ascii_digit() {
+        let digits = |from: usize, hex: bool| {
+            word[from..]
+                .iter()
+                .take_while(|b| {
+                    if hex {
+                        b.is_ascii_hexdigit()
+                    } else {
+                        b.is_ascii_digit()
+                    }
+                })
+                .count()
+        };
+        let mut end;
+        if !after_dot && word.starts_with(b"0x") && digits(2, true) > 0 {
+            end = 2 + digits(2, true);
+            end += usize::from(matches!(word.get(end), Some(b'u' | b'U')));
+        } else {
+            end = digits(0, false);
+            if !after_dot && matches!(word.get(end), Some(b'u' | b'U')) {
+                end += 1;
+            } else if matches!(word.get(end), Some(b'e' | b'E')) && digits(end + 1, false) > 0 {
+                end += 1 + digits(end + 1, false);
             }
-            _ => at += 1,
+        }
+        &word[end..]
+    } else {
+        word
+    };
+    matches!(rest, b"r" | b"R" | b"br" | b"bR" | b"Br" | b"BR")
+}
+
+/// Where the lexer reads on after the quote at `at`: past the string it
+/// opens, else (no string ends there) past the character it failed at.
+fn past_string(bytes: &[u8], at: usize) -> usize {
+    match string_end(bytes, at, false) {
+        Ok(end) => end,
+        Err(failed) => (failed + 1).min(bytes.len()),
+    }
+}
+
+/// The end of the string opening with the quote at `at`, tripled or not
+/// (the longer when both are strings, as the lexer prefers), escapes read
+/// unless `raw`; else where reading it failed.
+fn string_end(bytes: &[u8], at: usize, raw: bool) -> Result<usize, usize> {
+    let quote = bytes[at];
+    let tripled = bytes.get(at + 1) == Some(&quote) && bytes.get(at + 2) == Some(&quote);
+    if tripled {
+        let mut i = at + 3;
+        let triple_end = loop {
+            match bytes.get(i) {
+                None => break None,
+                Some(&byte)
+                    if byte == quote
+                        && bytes.get(i + 1) == Some(&quote)
+                        && bytes.get(i + 2) == Some(&quote) =>
+                {
+                    break Some(i + 3);
+                }
+                Some(b'\\') if !raw => match escape_length(bytes, i) {
+                    Ok(length) => i += length,
+                    Err(_) => break None,
+                },
+                Some(_) => i += 1,
+            }
+        };
+        if let Some(end) = triple_end {
+            return Ok(end);
         }
     }
-    bytes.len()
+    let mut i = at + 1;
+    loop {
+        match bytes.get(i) {
+            None => return Err(i),
+            Some(&byte) if byte == quote => return Ok(i + 1),
+            Some(b'\n' | b'\r') => return Err(i),
+            Some(b'\\') if !raw => i += escape_length(bytes, i)?,
+            Some(_) => i += 1,
+        }
+    }
+}
+
+/// The length of the escape at `at` (a backslash), or where it stops
+/// being one.
+fn escape_length(bytes: &[u8], at: usize) -> Result<usize, usize> {
+    let within = |from: usize, count: usize, test: fn(&u8) -> bool| match (from..from + count)
+        .find(|&i| !bytes.get(i).is_some_and(test))
+    {
+        Some(failed) => Err(failed),
+        None => Ok(from + count - at),
+    };
+    match bytes.get(at + 1) {
+        Some(
+            b'a' | b'b' | b'f' | b'n' | b'r' | b't' | b'v' | b'"' | b'\'' | b'\\' | b'?' | b'`',
+        ) => Ok(2),
+        Some(b'0'..=b'3') => within(at + 2, 2, |b| (b'0'..=b'7').contains(b)),
+        Some(b'x' | b'X') => within(at + 2, 2, u8::is_ascii_hexdigit),
+        Some(b'u') => within(at + 2, 4, u8::is_ascii_hexdigit),
+        Some(b'U') => within(at + 2, 8, u8::is_ascii_hexdigit),
+        _ => Err(at + 1),
+    }
 }
 
 /// The tree's shape, walked without recursion (its depth is not known to

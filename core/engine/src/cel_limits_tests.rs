@@ -43,6 +43,28 @@ fn hostile() -> Vec<(&'static str, String)> {
         ("addition chain", format!("a{}", "+a".repeat(1_500))),
         ("in chain", format!("a{}", " in a".repeat(700))),
         ("long", format!("a{}", " && a".repeat(1_000))),
+        // Strings the lexer does not read as strings: the brackets after
+        // them reach the parser, so they must be counted.
+        (
+            "after a newline in a string",
+            format!("'x\n{}", nested("(", "x", ")", 1_000)),
+        ),
+        (
+            "after a bad escape",
+            format!("'\\q{}'", nested("(", "x", ")", 1_000)),
+        ),
+        (
+            "after a failed string holding a triple quote",
+            format!("'a\"\"\"\n{}\"\"\"", nested("(", "x", ")", 1_000)),
+        ),
+        (
+            "after a raw string after a number",
+            format!("1r'\\' + {}", nested("(", "x", ")", 1_000)),
+        ),
+        (
+            "after raw bytes",
+            format!("br'\\' + {}", nested("(", "x", ")", 1_000)),
+        ),
     ]
 }
 
