@@ -9,8 +9,11 @@
 //!   several at once with priorities, and each channel's update graph.
 //! - [`resolve`]: OLM-grade resolution with explanations (resolvo underneath).
 //! - [`glasskube`]: Glasskube's per-dependency decision tree.
+//! - [`cel_limits`]: the limits every CEL expression Pakket reads is held to
+//!   (policies, progression probes, catalog constraints).
 
 pub mod catalog;
+pub mod cel_limits;
 pub mod glasskube;
 pub mod range;
 pub mod resolve;

@@ -22,6 +22,11 @@
 //! other than `properties` (cel-go's checker refuses it at compile time;
 //! cel-rust has no checker and would only fail while evaluating).
 //!
+//! CEL rules are held to [`crate::cel_limits`] (cel-go's parser survives
+//! deep nesting on Go's growing stacks; cel-rust's does not), and a rule
+//! whose cost over a bundle's properties is past the limit is not run: it
+//! is false for that bundle, and says why.
+//!
 //! CEL rules see `properties` as OLM binds it: a list of `{type, value}`
 //! maps, values as `encoding/json` decodes them (numbers are doubles). The
 //! function `semver_compare(a, b)` compares two versions as blang/semver's
@@ -34,10 +39,11 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use cel::objects::Key;
-use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
+use cel::{Context, Env, ExecutionError, Value as CelValue};
 use serde_json::{Map, Value};
 
 use super::model::{Gvk, PackageRequirement};
+use crate::cel_limits::{self, BoundedProgram, CelLimitError};
 use crate::{Range, Version};
 
 /// `olm.constraint` values past this many bytes are refused, as in OLM
@@ -357,7 +363,7 @@ impl Formula {
 #[derive(Clone)]
 pub struct CelRule {
     rule: String,
-    program: Arc<Program>,
+    program: Arc<BoundedProgram>,
 }
 
 impl fmt::Debug for CelRule {
@@ -388,22 +394,14 @@ impl CelRule {
                 "the CEL rule is empty; write a boolean expression over `properties`".into(),
             );
         }
-        let program =
-            environment()
-                .compile(rule)
-                .map_err(|errors| match errors.errors.first() {
-                    Some(first) => format!(
-                        "the CEL rule does not parse at line {}, column {}: {}",
-                        first.pos.0,
-                        first.pos.1,
-                        one_line(&first.msg)
-                    ),
-                    None => format!(
-                        "the CEL rule does not parse: {}",
-                        one_line(&errors.to_string())
-                    ),
-                })?;
-        let mut unknown = free_variables(program.expression());
+        // Catalogs are written by anyone who publishes one: the rule is
+        // held to the limits every CEL expression is.
+        let program = cel_limits::compile_with(environment(), rule, cel_limits::MAX_LENGTH)
+            .map_err(|error| match error {
+                CelLimitError::Invalid(why) => format!("the CEL rule does not parse {why}"),
+                limit => format!("the CEL rule {limit}"),
+            })?;
+        let mut unknown = free_variables(program.program().expression());
         // Type names (`string`, `int`, ...) read as identifiers too.
         unknown
             .retain(|name| name != PROPERTIES && environment().types().find_type(name).is_none());
@@ -429,9 +427,17 @@ impl CelRule {
         context
             .add_function("semver_compare", semver_compare)
             .map_err(|e| e.to_string())?;
+        let widest = properties
+            .iter()
+            .map(cel_limits::widest_collection)
+            .fold(properties.len(), usize::max);
+        let program = self
+            .program
+            .within_cost(widest)
+            .map_err(|error| format!("the CEL rule is not run: {error}"))?;
         let list: Vec<CelValue> = properties.iter().map(cel_value).collect();
         context.add_variable_from_value(PROPERTIES, CelValue::List(Arc::new(list)));
-        match self.program.execute(&context) {
+        match program.execute(&context) {
             Ok(CelValue::Bool(result)) => Ok(result),
             Ok(other) => Err(format!(
                 "the CEL rule gave {:?}, not true or false",

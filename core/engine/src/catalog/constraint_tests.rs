@@ -169,3 +169,36 @@ fn catalogs_holding_constraints_can_be_shared_between_threads() {
     shareable::<Constraint>();
     shareable::<crate::catalog::Catalog>();
 }
+
+#[test]
+fn a_hostile_cel_rule_is_refused_naming_the_limit_not_crashing_the_resolver() {
+    // 2,000 nested parentheses overflow the parser's stack; the rule is
+    // refused from its text, on a thread smaller than tokio's.
+    let deep = format!("{}true{}", "(".repeat(2_000), ")".repeat(2_000));
+    let constraint = json!({"cel": {"rule": deep}}).to_string();
+    let refused = std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(move || refusal(&constraint))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(
+        refused.starts_with("value.cel.rule: the CEL rule nests brackets 2000 deep")
+            && refused.contains("the nesting limit"),
+        "{refused}"
+    );
+    // Loops over list literals (and `.all (` with a space) are counted from
+    // the parsed rule: past the cost limit, it is not run, and is false.
+    let hundred = (0..100)
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let rule = format!(
+        "[{hundred}].all (a, [{hundred}].all (b, [{hundred}].exists (c, properties.size() < 0)))"
+    );
+    let error = holds(&json!({"cel": {"rule": rule}}).to_string(), &etcd("0.9.4")).unwrap_err();
+    assert!(
+        error.contains("is not run") && error.contains("the cost limit"),
+        "{error}"
+    );
+}

@@ -14,16 +14,18 @@
 //!       message: every replica ready
 //! ```
 //!
-//! CEL has no loops, but its macros (`all`, `exists`, `map`, `filter`)
-//! iterate, and nest: the cost of an expression is bounded before it runs
-//! by its length times the longest list or map in the object, raised to
-//! the number of macros it holds (a bound on their nesting). An
-//! expression past [`COST_LIMIT`] on an object is not run; the probe says
-//! so and holds, like one that fails.
+//! Content's probes are written by whoever wrote the content, before any
+//! approval: every expression is held to [`cel_limits`] (size, nesting,
+//! depth) as it is read, so a hostile one is refused naming its field
+//! rather than crashing the provisioner. CEL has no loops, but its macros
+//! iterate, and nest: an expression whose cost bound over an object is
+//! past [`cel_limits::COST_LIMIT`] is not run on it; the probe says so and
+//! holds, like one that fails.
 
 use std::collections::BTreeMap;
 
-use cel::{Context, Program};
+use cel::Context;
+use pakket_engine::cel_limits::{self, BoundedProgram};
 use serde_json::Value;
 
 use crate::class_parameters::ParameterError;
@@ -36,15 +38,10 @@ pub const PARAMETER: &str = "progressionProbes";
 /// (which provisioners reading manifests skip; a ConfigMap key can name
 /// it, a folder it could not).
 pub const CONTENT_FILE: &str = ".progression-probes.yaml";
-/// The largest cost an expression may have on one object (as
-/// Kubernetes' per-expression limit for CRD validation rules).
-pub const COST_LIMIT: u128 = 1_000_000;
 /// The longest expression accepted.
 const MAX_EXPRESSION: usize = 2048;
 /// The most probes, and assertions per probe, a class may hold.
 const MAX_PROBES: usize = 32;
-/// The macros that iterate.
-const ITERATING_MACROS: &[&str] = &[".all(", ".exists(", ".exists_one(", ".map(", ".filter("];
 
 /// A class's progression probes.
 #[derive(Default)]
@@ -64,9 +61,8 @@ struct Probe {
 
 struct Assertion {
     source: String,
-    program: Program,
+    program: BoundedProgram,
     message: String,
-    macros: u32,
 }
 
 impl std::fmt::Debug for ProgressionProbes {
@@ -219,17 +215,10 @@ impl ProgressionProbes {
                 ));
             }
         };
-        let widest = widest_collection(object) as u128;
+        let widest = cel_limits::widest_collection(object);
         for probe in selected {
             for assertion in &probe.assertions {
-                let cost = assertion.cost(widest);
-                let outcome = if cost > COST_LIMIT {
-                    Err(format!(
-                        "its cost on this object ({cost}) is past the limit of {COST_LIMIT}; simplify the expression"
-                    ))
-                } else {
-                    assertion.evaluate(&context)
-                };
+                let outcome = assertion.evaluate(&context, widest);
                 match outcome {
                     Ok(true) => {}
                     Ok(false) => {
@@ -265,34 +254,29 @@ impl Assertion {
                 format!("is {} bytes; at most {MAX_EXPRESSION}", source.len()),
             ));
         }
-        let program = Program::compile(source).map_err(|error| {
-            let first = error.to_string();
-            let first = first.lines().next().unwrap_or_default().to_owned();
-            wrong(format!("{at}.cel"), format!("is not valid CEL: {first}"))
-        })?;
+        let program = cel_limits::compile(source)
+            .map_err(|error| wrong(format!("{at}.cel"), error.to_string()))?;
         let message = assertion
             .get("message")
             .and_then(Value::as_str)
             .map_or_else(|| format!("`{source}` is not true yet"), str::to_owned);
-        let macros = iterating_macros(source);
         Ok(Self {
             source: source.to_owned(),
             program,
             message,
-            macros,
         })
     }
 
-    /// The bound on this expression's cost over an object whose longest
-    /// list or map has `widest` entries.
-    fn cost(&self, widest: u128) -> u128 {
-        cost_bound(self.source.len(), self.macros, widest)
-    }
-
-    /// True, false, or why it could not be evaluated (a field the object
-    /// lacks, a value of another type: use `has()` for optional fields).
-    fn evaluate(&self, context: &Context) -> Result<bool, String> {
-        match self.program.execute(context) {
+    /// True, false, or why it could not be evaluated (past the cost limit
+    /// on an object whose longest list or map has `widest` entries, a
+    /// field the object lacks, a value of another type: use `has()` for
+    /// optional fields).
+    fn evaluate(&self, context: &Context, widest: usize) -> Result<bool, String> {
+        let program = self
+            .program
+            .within_cost(widest)
+            .map_err(|error| error.to_string())?;
+        match program.execute(context) {
             Ok(cel::Value::Bool(outcome)) => Ok(outcome),
             Ok(_) => Err("it gives a value that is not true or false; write a condition".into()),
             Err(error) => Err(error.to_string()),
@@ -315,40 +299,6 @@ fn wrong(field: String, problem: String) -> ParameterError {
     ParameterError {
         name: field,
         problem,
-    }
-}
-
-/// How many iterating macros (`all`, `exists`, `map`, ...) `source` holds.
-pub(crate) fn iterating_macros(source: &str) -> u32 {
-    ITERATING_MACROS
-        .iter()
-        .map(|name| source.matches(name).count() as u32)
-        .sum()
-}
-
-/// The bound on the cost of an expression `length` bytes long holding
-/// `macros` iterating macros, over values whose longest list or map has
-/// `widest` entries: shared by progression probes and approval policies.
-pub(crate) fn cost_bound(length: usize, macros: u32, widest: u128) -> u128 {
-    (0..macros).fold(length as u128, |cost, _| cost.saturating_mul(widest.max(1)))
-}
-
-/// The number of entries of the longest list or map in `value`.
-pub(crate) fn widest_collection(value: &Value) -> usize {
-    match value {
-        Value::Array(items) => items
-            .iter()
-            .map(widest_collection)
-            .max()
-            .unwrap_or(0)
-            .max(items.len()),
-        Value::Object(fields) => fields
-            .values()
-            .map(widest_collection)
-            .max()
-            .unwrap_or(0)
-            .max(fields.len()),
-        _ => 0,
     }
 }
 
@@ -505,5 +455,82 @@ mod tests {
                 .contains("progressionProbes[0].assertions")
         );
         assert!(error(json!({"progressionProbes": "all"})).contains("progressionProbes"));
+    }
+
+    #[test]
+    fn a_content_probe_with_a_thousand_parentheses_is_refused_naming_its_file_without_crashing() {
+        let content = tempfile::tempdir().unwrap();
+        // 1,020 parentheses fit under the 2 KiB expression limit, and
+        // overflowed the provisioner's stack before any approval.
+        let deep = format!("{}true{}", "(".repeat(1_020), ")".repeat(1_020));
+        std::fs::write(
+            content.path().join(CONTENT_FILE),
+            format!(
+                "- selector: {{group: apps, kind: Deployment}}\n  assertions:\n  - cel: '{deep}'\n"
+            ),
+        )
+        .unwrap();
+        let root = content.path().to_owned();
+        let refused = std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(move || ProgressionProbes::from_content(&root, 1 << 20).unwrap_err())
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(
+            refused,
+            ".progression-probes.yaml[0].assertions[0].cel: nests brackets 1020 deep; at most 32 (the nesting limit): flatten it"
+        );
+        // The class's own probes are held to the same limits.
+        let error = probes(json!({"progressionProbes": [{
+            "selector": {"kind": "Deployment"},
+            "assertions": [{"cel": format!("self{}", ".a".repeat(300))}],
+        }]}))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("progressionProbes[0].assertions[0].cel")
+                && error.contains("the operator limit"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn loops_over_list_literals_or_spelled_with_spaces_are_not_run_past_the_cost_limit() {
+        // Four loops of 100 on an object with no wide list (which the old
+        // bound, counting only the object, let run), and loops over 200
+        // keys spelled `.all (` (which it did not count at all).
+        let hundred = (0..100)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let data: serde_json::Map<String, Value> =
+            (0..200).map(|n| (format!("k{n}"), json!("v"))).collect();
+        let wide = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wide"}, "data": data});
+        let small = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "small"}});
+        for (hostile, object) in [
+            (
+                format!(
+                    "[{hundred}].all(a, [{hundred}].all(b, [{hundred}].all(c, [{hundred}].all(d, a + b + c + d >= 0))))"
+                ),
+                small,
+            ),
+            (
+                "self.data.all (a, self.data.all (b, self.data.all (c, size(a + b + c) > 0)))"
+                    .to_owned(),
+                wide,
+            ),
+        ] {
+            let probes = probes(json!({"progressionProbes": [{
+                "selector": {"group": "", "kind": "ConfigMap"},
+                "assertions": [{"cel": hostile}],
+            }]}))
+            .unwrap();
+            let reference = super::super::reference_of(&object);
+            let started = std::time::Instant::now();
+            let held = probes.holding(&reference, &object).unwrap();
+            assert!(started.elapsed() < std::time::Duration::from_secs(1));
+            assert!(held.contains("past the limit"), "{held}");
+        }
     }
 }

@@ -17,27 +17,28 @@
 //! stops the walk and asks a person, naming the rule and why: skipping it
 //! could let a later `Approve` pass what it would have caught.
 //!
-//! CEL has no loops, but its macros iterate and nest: as for progression
-//! probes, an expression's cost is bounded before it runs by its length
-//! times the largest list or map among the inputs, raised to the number of
-//! macros it holds, and one past [`COST_LIMIT`] is not run.
+//! Every rule is held to [`cel_limits`] (size, nesting, depth) when the
+//! webhook admits the policy ([`problems`]) and again before it is
+//! compiled here: a rule the parser would crash on is never parsed. CEL
+//! has no loops, but its macros iterate and nest: a rule whose cost bound
+//! over the inputs is past [`COST_LIMIT`] is not run.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cel::{Context, Program};
+use cel::Context;
 use pakket_api::{ApprovalRule, BundleProperty, RuleOutcome};
+use pakket_engine::cel_limits::{self, BoundedProgram, CelLimitError, widest_collection};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::apply::probes::widest_collection;
 use crate::trust::effects::{Effects, needs_a_person};
 
 /// The class parameter that names the policy.
 pub const PARAMETER: &str = "approvalPolicy";
-/// The largest cost a rule may have: progression probes' limit (as
+/// The largest cost a rule may have: every CEL expression's (as
 /// Kubernetes' per-expression limit for CRD validation rules).
-pub const COST_LIMIT: u128 = crate::apply::probes::COST_LIMIT;
+pub const COST_LIMIT: u128 = cel_limits::COST_LIMIT;
 
 /// Everything a rule may look at, verified by the runtime.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -244,17 +245,24 @@ pub const DECISION_RECORD_KEY: &str = "record.json";
 /// The annotation on that ConfigMap naming its Instance.
 pub const DECISION_RECORD_INSTANCE: &str = "core.pakket.dev/instance";
 
-/// Whether any rule calls `userPermission()`: its answer costs
-/// SubjectAccessReviews, asked only then.
+/// Whether any rule calls `userPermission()` (read from the parsed rule,
+/// however it is spaced): its answer costs SubjectAccessReviews, asked
+/// only then.
 pub fn needs_user_permission(rules: &[ApprovalRule]) -> bool {
-    rules
-        .iter()
-        .any(|rule| rule.cel.contains("userPermission("))
+    rules.iter().any(|rule| {
+        compiled(&rule.cel).is_ok_and(|program| {
+            program
+                .program()
+                .references()
+                .has_function("userPermission")
+        })
+    })
 }
 
 /// Problems with `rules` that are wrong whatever the inputs, each naming
-/// its field (`spec.rules[1].cel: ...`): an expression that is not CEL or
-/// is too long, an outcome-less message. What the admission webhook
+/// its field (`spec.rules[1].cel: ...`): an expression that is not CEL, is
+/// too long or past another of [`cel_limits`] (checked on the text before
+/// it is parsed), an outcome-less message. What the admission webhook
 /// refuses when an admin writes the policy, so a typo is seen at `kubectl
 /// apply` rather than as Instances waiting for a person.
 pub fn problems(rules: &[ApprovalRule]) -> Vec<String> {
@@ -276,12 +284,8 @@ pub fn problems(rules: &[ApprovalRule]) -> Vec<String> {
             ));
             continue;
         }
-        if let Err(error) = Program::compile(&rule.cel) {
-            let text = error.to_string();
-            problems.push(format!(
-                "{field}: not valid CEL: {}",
-                text.lines().next().unwrap_or_default()
-            ));
+        if let Err(error) = cel_limits::compile(&rule.cel) {
+            problems.push(format!("{field}: {}", words(&error)));
         }
     }
     problems
@@ -355,7 +359,7 @@ pub fn decide(rules: &[ApprovalRule], inputs: &Inputs) -> Decision {
             }
         }
         let context = context.as_ref().expect("built just above");
-        let outcome = match program.execute(context) {
+        let outcome = match program.program().execute(context) {
             Ok(cel::Value::Bool(outcome)) => Ok(outcome),
             Ok(_) => {
                 Err("it gives a value that is not true or false; write a condition".to_owned())
@@ -396,10 +400,10 @@ pub fn decide(rules: &[ApprovalRule], inputs: &Inputs) -> Decision {
     ask(None, "no rule matched, so a person decides".to_owned())
 }
 
-/// `rule`'s program, once it is known to be short enough, within the cost
-/// limit over inputs whose widest collection has `widest` entries, and
-/// valid CEL.
-fn checked(rule: &ApprovalRule, widest: usize) -> Result<Arc<Program>, String> {
+/// `rule`'s program, once it is known to be short enough, within the
+/// limits (before it is parsed) and valid CEL, and within the cost limit
+/// over inputs whose widest collection has `widest` entries.
+fn checked(rule: &ApprovalRule, widest: usize) -> Result<Arc<BoundedProgram>, String> {
     if rule.cel.len() > pakket_api::approval_policy::MAX_RULE_EXPRESSION {
         return Err(format!(
             "the expression is {} bytes; at most {}",
@@ -407,32 +411,35 @@ fn checked(rule: &ApprovalRule, widest: usize) -> Result<Arc<Program>, String> {
             pakket_api::approval_policy::MAX_RULE_EXPRESSION
         ));
     }
-    let cost = crate::apply::probes::cost_bound(
-        rule.cel.len(),
-        crate::apply::probes::iterating_macros(&rule.cel),
-        widest as u128,
-    );
-    if cost > COST_LIMIT {
-        return Err(format!(
-            "its cost over these inputs ({cost}) is past the limit of {COST_LIMIT}; nest fewer macros"
-        ));
-    }
-    compiled(&rule.cel)
+    let program = compiled(&rule.cel).map_err(|error| match error {
+        CelLimitError::Invalid(_) => words(&error),
+        limit => format!("it {limit}"),
+    })?;
+    program
+        .within_cost(widest)
+        .map_err(|error| error.to_string())?;
+    Ok(program)
 }
 
-/// Compiled programs by expression: a policy's rules are compiled once
-/// per process, not at every decision. Bounded: emptied when full.
-fn compiled(source: &str) -> Result<Arc<Program>, String> {
-    static PROGRAMS: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Arc<Program>>>> =
+/// A refusal in the words rules have always used (`not valid CEL: ...`).
+fn words(error: &CelLimitError) -> String {
+    match error {
+        CelLimitError::Invalid(why) => format!("not valid CEL: {why}"),
+        limit => limit.to_string(),
+    }
+}
+
+/// Compiled programs by expression, each held to [`cel_limits`]: a
+/// policy's rules are compiled once per process, not at every decision.
+/// Bounded: emptied when full.
+fn compiled(source: &str) -> Result<Arc<BoundedProgram>, CelLimitError> {
+    static PROGRAMS: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Arc<BoundedProgram>>>> =
         std::sync::LazyLock::new(Default::default);
     const KEPT: usize = 1024;
     if let Some(program) = PROGRAMS.lock().expect("not poisoned").get(source) {
         return Ok(program.clone());
     }
-    let program = Arc::new(Program::compile(source).map_err(|error| {
-        let text = error.to_string();
-        format!("not valid CEL: {}", text.lines().next().unwrap_or_default())
-    })?);
+    let program = Arc::new(cel_limits::compile(source)?);
     let mut programs = PROGRAMS.lock().expect("not poisoned");
     if programs.len() >= KEPT {
         programs.clear();
@@ -665,5 +672,128 @@ mod tests {
             RuleOutcome::Approve,
         )];
         assert_eq!(decide(&rules, &inputs).outcome, RuleOutcome::Approve);
+    }
+
+    /// A thread with a quarter of a tokio worker's stack: what a hostile
+    /// rule must be refused on without crashing.
+    fn on_small_stack<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(work)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_rule_with_two_thousand_parentheses_is_refused_at_admission_without_crashing() {
+        let deep = format!("{}true{}", "(".repeat(2_000), ")".repeat(2_000));
+        let rules = vec![rule(&deep, RuleOutcome::Approve)];
+        let started = std::time::Instant::now();
+        let (found, decided) = on_small_stack(move || {
+            let found = problems(&rules);
+            let decided = decide(&rules, &etcd_for("alice", &[]));
+            (found, decided)
+        });
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(
+            found,
+            vec![
+                "spec.rules[0].cel: nests brackets 2000 deep; at most 32 (the nesting limit): flatten it"
+                    .to_owned()
+            ]
+        );
+        // A policy stored before the webhook checked it is not parsed
+        // either: a person decides.
+        assert_eq!(
+            (decided.outcome, decided.rule),
+            (RuleOutcome::AskAPerson, Some(0))
+        );
+        assert!(
+            decided.message.contains("the nesting limit"),
+            "{}",
+            decided.message
+        );
+    }
+
+    #[test]
+    fn loops_over_list_literals_or_spelled_with_spaces_are_past_the_cost_limit() {
+        // Four loops of 100 over inputs with no wide list (which the old
+        // bound, counting only the inputs, let run), and loops over 2,000
+        // objects spelled `.all (` (which it did not count at all).
+        let hundred = (0..100)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let literals = format!(
+            "[{hundred}].all(a, [{hundred}].all(b, [{hundred}].all(c, [{hundred}].all(d, a + b + c + d >= 0))))"
+        );
+        let mut wide = etcd_for("alice", &[]);
+        wide.objects = (0..2_000)
+            .map(|n| ObjectInput {
+                name: format!("c{n}"),
+                ..ObjectInput::default()
+            })
+            .collect();
+        for (hostile, inputs) in [
+            (literals.as_str(), etcd_for("alice", &[])),
+            (
+                "objects.all (a, objects.all (b, a.name != b.name || a == b))",
+                wide.clone(),
+            ),
+            (
+                "objects.all\n(a, !objects.exists\t(b, b.name == 'none'))",
+                wide,
+            ),
+        ] {
+            let rules = vec![rule(hostile, RuleOutcome::Approve)];
+            assert!(problems(&rules).is_empty(), "valid CEL: {hostile}");
+            let started = std::time::Instant::now();
+            let decided = decide(&rules, &inputs);
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(1),
+                "{hostile}"
+            );
+            assert_eq!(decided.outcome, RuleOutcome::AskAPerson, "{hostile}");
+            assert!(
+                decided.message.contains("past the limit"),
+                "{}",
+                decided.message
+            );
+        }
+    }
+
+    #[test]
+    fn user_permission_is_found_in_the_parsed_rule_however_it_is_spaced() {
+        let rules = vec![rule("userPermission () && true", RuleOutcome::Approve)];
+        assert!(needs_user_permission(&rules));
+        let rules = vec![rule(
+            "'userPermission(' == bundle.name",
+            RuleOutcome::Approve,
+        )];
+        assert!(!needs_user_permission(&rules));
+    }
+
+    #[test]
+    fn the_shipped_policies_are_within_every_limit() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/policies");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|extension| extension != "yaml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let policy: pakket_api::ApprovalPolicy = serde_saphyr::from_str(&text)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            assert_eq!(
+                problems(&policy.spec.rules),
+                Vec::<String>::new(),
+                "{}",
+                path.display()
+            );
+            read += 1;
+        }
+        assert!(read >= 4, "read {read} policies");
     }
 }
