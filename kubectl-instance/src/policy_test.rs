@@ -136,6 +136,7 @@ pub fn test(
 ) -> Tested {
     let mut inputs = record.inputs;
     inputs.user_permission = record.user_permission;
+    inputs.requester_owns = record.requester_owns;
     if let Some(user) = &args.as_user {
         let same = *user == inputs.requester.name && args.groups == inputs.requester.groups;
         inputs.requester = policy::Requester {
@@ -145,6 +146,7 @@ pub fn test(
         if !same {
             // The runtime asked the apiserver about the real requester only.
             inputs.user_permission = None;
+            inputs.requester_owns = None;
         }
     }
     let decision = policy::decide(rules, &inputs);
@@ -357,6 +359,7 @@ mod tests {
         DecisionRecord {
             inputs,
             user_permission: Some(true),
+            requester_owns: None,
             decided_by: "policy live rule 1".into(),
             outcome: "AskAPerson".into(),
         }

@@ -49,8 +49,9 @@ pub struct ApprovalRule {
     /// `package`, `version`, `properties`: `[{type, value}]`), `rights`
     /// (`all` the content asks for, `new` beyond what runs), `objects`
     /// (`[{group, version, kind, namespace, name}]`), `instance` (`name`,
-    /// `class`, `config`), and the functions `userPermission()` and
-    /// `noNewRights()` (the built-in policies' verdicts).
+    /// `class`, `config`), `effects` (what the change does, typed), and the
+    /// functions `userPermission()`, `noNewRights()`, `requesterOwns(ns)`
+    /// and `semverSatisfies(version, range)`.
     #[schemars(length(min = 1, max = 4096))]
     pub cel: String,
     /// What the rule decides.

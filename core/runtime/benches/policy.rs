@@ -52,6 +52,7 @@ fn inputs(objects: usize) -> Inputs {
             config: json!({"installNamespace": "team-a"}),
         },
         user_permission: Some(false),
+        requester_owns: None,
     }
     .with_package_from_properties()
 }

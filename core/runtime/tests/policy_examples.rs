@@ -103,6 +103,7 @@ impl Request<'_> {
                 config: json!({ "installNamespace": self.namespace }),
             },
             user_permission: Some(self.user_permission),
+            requester_owns: None,
         }
         .with_package_from_properties()
     }

@@ -59,6 +59,7 @@ async fn keep_record(scope: &Scope, name: &str, bundle: &str) -> ConfigMap {
     let record = DecisionRecord {
         inputs,
         user_permission: Some(true),
+        requester_owns: None,
         decided_by: "policy live".into(),
         outcome: "AskAPerson".into(),
     };

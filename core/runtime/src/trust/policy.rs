@@ -23,7 +23,7 @@
 //! has no loops, but its macros iterate and nest: a rule whose cost bound
 //! over the inputs is past [`COST_LIMIT`] is not run.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cel::Context;
@@ -64,6 +64,12 @@ pub struct Inputs {
     /// apply does (`UserPermission`'s verdict); `None` when not computed.
     #[serde(skip)]
     pub user_permission: Option<bool>,
+    /// `requesterOwns(ns)`: for each namespace the change writes into
+    /// (`effects.all.namespaces`), whether the requester may create
+    /// RoleBindings there, asked of the apiserver as her (the ownership
+    /// OperatorRequests are judged by); `None` when not computed.
+    #[serde(skip)]
+    pub requester_owns: Option<BTreeMap<String, bool>>,
 }
 
 /// `requester`.
@@ -223,6 +229,8 @@ pub struct DecisionRecord {
     pub inputs: Inputs,
     /// `userPermission()` for that requester, when a rule asked for it.
     pub user_permission: Option<bool>,
+    /// `requesterOwns(ns)` for that requester, when a rule asked for it.
+    pub requester_owns: Option<BTreeMap<String, bool>>,
     /// The policy that decided, and what (`policy NAME rule N`, the
     /// outcome).
     pub decided_by: String,
@@ -256,6 +264,15 @@ pub fn needs_user_permission(rules: &[ApprovalRule]) -> bool {
                 .references()
                 .has_function("userPermission")
         })
+    })
+}
+
+/// Whether any rule calls `requesterOwns()`: each answer is a
+/// SubjectAccessReview, asked only then.
+pub fn needs_requester_owns(rules: &[ApprovalRule]) -> bool {
+    rules.iter().any(|rule| {
+        compiled(&rule.cel)
+            .is_ok_and(|program| program.program().references().has_function("requesterOwns"))
     })
 }
 
@@ -486,7 +503,60 @@ fn context_of(inputs: &Inputs) -> Result<Context<'static, 'static>, String> {
         },
     )
     .map_err(|error| error.to_string())?;
+    let owns = Arc::new(inputs.requester_owns.clone());
+    context
+        .add_function(
+            "requesterOwns",
+            move |namespace: Arc<String>| -> Result<bool, cel::ExecutionError> {
+                requester_owns(owns.as_ref().as_ref(), &namespace)
+            },
+        )
+        .map_err(|error| error.to_string())?;
+    context
+        .add_function(
+            "semverSatisfies",
+            |version: Arc<String>, range: Arc<String>| -> Result<bool, cel::ExecutionError> {
+                semver_satisfies(&version, &range)
+                    .map_err(|why| cel::ExecutionError::function_error("semverSatisfies", why))
+            },
+        )
+        .map_err(|error| error.to_string())?;
     Ok(context)
+}
+
+/// `requesterOwns(namespace)`: the apiserver's answer for a namespace the
+/// change writes into. Any other namespace is an error, not `false`: a
+/// rule must not pass because it asked about the wrong thing.
+fn requester_owns(
+    owns: Option<&BTreeMap<String, bool>>,
+    namespace: &str,
+) -> Result<bool, cel::ExecutionError> {
+    let owns = owns.ok_or_else(|| {
+        cel::ExecutionError::function_error(
+            "requesterOwns",
+            "not known here (the runtime asks the apiserver; a policy test without --as cannot)",
+        )
+    })?;
+    owns.get(namespace).copied().ok_or_else(|| {
+        cel::ExecutionError::function_error(
+            "requesterOwns",
+            format!(
+                "asked about namespace {namespace:?}, which the change does not write into; ask only about effects.all.namespaces"
+            ),
+        )
+    })
+}
+
+/// `semverSatisfies(version, range)`: whether `version` is in `range`
+/// (OLM's syntax: `>=1.2.0 <2.0.0`, `1.x`, `||`), as the resolver reads
+/// ranges; a version or range that does not parse is an error, so the
+/// rule asks a person rather than pass or fail by accident.
+pub fn semver_satisfies(version: &str, range: &str) -> Result<bool, String> {
+    let version = pakket_engine::Version::parse(version)
+        .map_err(|error| format!("version {version:?}: {error}"))?;
+    let range =
+        pakket_engine::Range::parse(range).map_err(|error| format!("range {range:?}: {error}"))?;
+    Ok(range.contains(&version))
 }
 
 #[cfg(test)]
@@ -535,6 +605,7 @@ mod tests {
                 config: json!({"installNamespace": "team-a"}),
             },
             user_permission: Some(false),
+            requester_owns: None,
         }
         .with_package_from_properties()
     }
@@ -643,6 +714,69 @@ mod tests {
             decided.message
         );
         assert!(needs_user_permission(&rules));
+    }
+
+    #[test]
+    fn requester_owns_answers_for_the_namespaces_written_and_errs_for_any_other() {
+        let mut inputs = etcd_for("alice", &[]);
+        inputs.requester_owns = Some(BTreeMap::from([
+            ("team-a".to_owned(), true),
+            ("team-b".to_owned(), false),
+        ]));
+        let rules = |cel: &str| vec![rule(cel, RuleOutcome::Approve)];
+        let outcome = |cel: &str| decide(&rules(cel), &inputs);
+        assert_eq!(
+            outcome("requesterOwns('team-a')").outcome,
+            RuleOutcome::Approve
+        );
+        assert_eq!(
+            outcome("requesterOwns('team-b')").outcome,
+            RuleOutcome::AskAPerson,
+            "no rule matched"
+        );
+        // A namespace the change does not write into is not `false` (a
+        // negated rule would pass): it cannot be evaluated.
+        let stray = outcome("!requesterOwns('kube-system')");
+        assert_eq!(stray.outcome, RuleOutcome::AskAPerson);
+        assert!(
+            stray.message.contains("does not write into"),
+            "{}",
+            stray.message
+        );
+        assert!(needs_requester_owns(&rules("requesterOwns('x')")));
+        assert!(!needs_requester_owns(&rules("userPermission()")));
+        inputs.requester_owns = None;
+        let unknown = decide(&rules("requesterOwns('team-a')"), &inputs);
+        assert!(
+            unknown.message.contains("not known here"),
+            "{}",
+            unknown.message
+        );
+    }
+
+    #[test]
+    fn semver_ranges_are_read_as_the_resolver_reads_them() {
+        let inputs = etcd_for("alice", &[]);
+        let outcome = |cel: &str| decide(&[rule(cel, RuleOutcome::Approve)], &inputs).outcome;
+        assert_eq!(
+            outcome("semverSatisfies(bundle.version, '>=0.9.0 <0.10.0')"),
+            RuleOutcome::Approve
+        );
+        assert_eq!(
+            outcome("semverSatisfies(bundle.version, '>=1.0.0')"),
+            RuleOutcome::AskAPerson
+        );
+        // "0.9.40" starts with "0.9.4": a prefix test would pass it.
+        assert_eq!(semver_satisfies("0.9.40", "0.9.4"), Ok(false));
+        let bad = decide(
+            &[rule(
+                "semverSatisfies(bundle.version, '>>1')",
+                RuleOutcome::Approve,
+            )],
+            &inputs,
+        );
+        assert_eq!(bad.outcome, RuleOutcome::AskAPerson);
+        assert!(bad.message.contains("range"), "{}", bad.message);
     }
 
     #[test]

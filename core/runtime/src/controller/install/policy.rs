@@ -239,6 +239,11 @@ async fn inputs<P: Provisioner>(
     } else {
         None
     };
+    let requester_owns = if policy::needs_requester_owns(rules) {
+        Some(owned_namespaces(context, &requester, &effects.all.namespaces).await?)
+    } else {
+        None
+    };
     Ok(Inputs {
         requester: Requester {
             name: requester.username,
@@ -265,8 +270,38 @@ async fn inputs<P: Provisioner>(
                 .unwrap_or_else(|| serde_json::json!({})),
         },
         user_permission,
+        requester_owns,
     }
     .with_package_from_properties())
+}
+
+/// For each of `namespaces`, whether `requester` owns it: she may create
+/// RoleBindings there, asked of the apiserver as her (what an
+/// OperatorRequest's namespace is judged by).
+async fn owned_namespaces<P>(
+    context: &Context<P>,
+    requester: &pakket_api::CreatorRecord,
+    namespaces: &[String],
+) -> Result<std::collections::BTreeMap<String, bool>, String> {
+    let reviews = Api::all(context.client.clone());
+    let mut owns = std::collections::BTreeMap::new();
+    for namespace in namespaces {
+        let access = crate::rbac::Access::Resource {
+            group: "rbac.authorization.k8s.io".into(),
+            resource: "rolebindings".into(),
+            subresource: String::new(),
+            verb: "create".into(),
+            namespace: Some(namespace.clone()),
+            name: None,
+        };
+        let owned = crate::approval::review(&reviews, requester, &access)
+            .await
+            .map_err(|error| {
+                format!("asking whether the requester owns namespace {namespace} failed ({error})")
+            })?;
+        owns.insert(namespace.clone(), owned);
+    }
+    Ok(owns)
 }
 
 /// Where the objects of this provisioner land: a namespaced object naming
@@ -311,6 +346,7 @@ async fn record<P>(
     let record = policy::DecisionRecord {
         inputs: inputs.clone(),
         user_permission: inputs.user_permission,
+        requester_owns: inputs.requester_owns.clone(),
         decided_by: decided_by.to_owned(),
         outcome: serde_json::to_value(outcome)
             .ok()

@@ -63,6 +63,14 @@ fn etcd_in(namespace: &str) -> Vec<Value> {
 /// team-a's requester asking for etcd 0.9.4 from a signed-off registry,
 /// config naming team-a, with the effects of `proposed` over `running`.
 fn request(proposed: &[Value], running: &[Value]) -> Inputs {
+    let effects = Effects::of(proposed, Some(running), &landing());
+    // She owns team-a, and no other namespace, as the apiserver says.
+    let requester_owns = effects
+        .all
+        .namespaces
+        .iter()
+        .map(|namespace| (namespace.clone(), namespace == "team-a"))
+        .collect();
     Inputs {
         requester: Requester {
             name: "mallory".into(),
@@ -79,13 +87,14 @@ fn request(proposed: &[Value], running: &[Value]) -> Inputs {
             ..BundleInputs::default()
         },
         objects: Inputs::objects_of(proposed),
-        effects: Effects::of(proposed, Some(running), &landing()),
+        effects,
         instance: InstanceInputs {
             name: "etcd".into(),
             class: "operators".into(),
             config: json!({ "installNamespace": "team-a", "watchNamespaces": ["team-a"] }),
         },
         user_permission: Some(false),
+        requester_owns: Some(requester_owns),
         ..Inputs::default()
     }
     .with_package_from_properties()
@@ -255,6 +264,8 @@ fn each_attack_is_in_the_effects_and_blind_effects_would_let_it_through() {
         let operator = etcd_in("team-a");
         let blind = Inputs {
             effects: Effects::of(&operator, Some(&operator), &landing()),
+            // The apiserver, asked about what the blind effects show.
+            requester_owns: Some(BTreeMap::from([("team-a".to_owned(), true)])),
             ..inputs
         };
         for file in SHIPPED {
@@ -365,4 +376,23 @@ fn the_shipped_policies_stay_within_the_cost_limit_over_a_large_operator() {
         let decided = decide(&shipped(file).spec.rules, &inputs);
         assert_eq!(decided.outcome, RuleOutcome::Approve, "{file}: {decided:?}");
     }
+}
+
+#[test]
+fn namespace_operators_asks_the_apiserver_whose_namespace_it_is_not_the_config() {
+    // Everything lands in team-b, and the config names team-b: the config
+    // agrees with the effects, but she does not own team-b.
+    let mut inputs = request(&etcd_in("team-b"), &etcd_in("team-b"));
+    inputs.instance.config = json!({ "installNamespace": "team-b", "watchNamespaces": ["team-b"] });
+    let policy = shipped("namespace-operators.yaml");
+    let decided = decide(&policy.spec.rules, &inputs);
+    assert_ne!(decided.outcome, RuleOutcome::Approve, "{decided:?}");
+    // The apiserver says she owns it: then, and only then, it is hers.
+    inputs.requester_owns = Some(BTreeMap::from([("team-b".to_owned(), true)]));
+    let decided = decide(&policy.spec.rules, &inputs);
+    assert_eq!(decided.outcome, RuleOutcome::Approve, "{decided:?}");
+    // Nothing asked (a policy test for another user): a person decides.
+    inputs.requester_owns = None;
+    let decided = decide(&policy.spec.rules, &inputs);
+    assert_eq!(decided.outcome, RuleOutcome::AskAPerson, "{decided:?}");
 }
