@@ -160,7 +160,9 @@ pub async fn run(
                     // The spec this caller read: a later change to it is
                     // a new request, which this approval does not cover.
                     generation: current.metadata.generation,
-                    judged: None,
+                    // And what the runtime showed waiting for this very
+                    // spec: the approval covers exactly that.
+                    judged: shown_request(&current),
                 },
             },
         });
@@ -244,6 +246,17 @@ fn already_decided(instance: &Instance, decision: Decision, digest: &str) -> Opt
             existing.message
         )
     })
+}
+
+/// The request the runtime says waits for a decision, when its status
+/// describes the spec the caller read (else the runtime records what the
+/// approval covers when it first installs under it).
+fn shown_request(current: &Instance) -> Option<pakket_api::Judged> {
+    let status = current.status.as_ref()?;
+    (status.observed_generation.is_some()
+        && status.observed_generation == current.metadata.generation)
+        .then(|| status.pending_request.clone())
+        .flatten()
 }
 
 /// The `Approved` condition recording `decision`; its transition time

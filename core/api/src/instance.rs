@@ -139,6 +139,14 @@ pub struct InstanceStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-map-type" = "atomic"))]
     pub approval: Option<ApprovedContent>,
+    /// The request that waits for a decision, as the runtime judged it
+    /// (the decision key's parts, [`crate::Judged`]): `kubectl instance
+    /// approve` copies it into the approval with the generation it
+    /// describes, so a person's approval covers exactly what the runtime
+    /// showed. Not authority: an approval covers a request only while the
+    /// runtime, judging it again, finds the same parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_request: Option<crate::Judged>,
     /// Which person's decision (approval or denial) the provisioner last
     /// published an Event for (a digest of it and when it was made), so a
     /// restarted provisioner does not tell it again.

@@ -233,8 +233,10 @@ async fn objects_round_trip_with_their_status_subresources() {
             approved_by: "alice".into(),
             rendered: None,
             generation: Some(1),
-            judged: None,
+            judged: Some(judged()),
         }),
+        // The request waiting for a decision round-trips too.
+        pending_request: Some(judged()),
         decision_told: Some("0123456789abcdef".into()),
         // An embedded Bundle's status, as a Bundle object would carry it.
         embedded_bundle: Some(pakket_api::EmbeddedBundleStatus {
@@ -578,4 +580,16 @@ async fn an_instance_points_at_new_content_only_under_a_new_bundle_name() {
         .unwrap();
     assert_eq!(pivoted.spec.bundle.name, scope.name("bundle-v2"));
     scope.cleanup().await;
+}
+
+/// A decision key with every part set.
+fn judged() -> pakket_api::Judged {
+    pakket_api::Judged {
+        class: "registry-v1 provisioner pakket.dev/registry-v1 parameters sha256:01".into(),
+        policy: "team-allow-list generation 3".into(),
+        requester: "alice groups sha256:02".into(),
+        config: "sha256:03".into(),
+        effects: "sha256:04".into(),
+        deletes: vec!["0123456789abcdef".into()],
+    }
 }

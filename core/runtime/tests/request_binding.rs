@@ -243,16 +243,26 @@ async fn a_persons_approval_covers_the_config_it_was_given_and_a_new_config_wait
     let stage = Stage::new("request-person", |_| json!({ "approval": "Manual" })).await;
     let instances = stage.instances();
     let name = stage.name();
-    wait_for_instance(&instances, &name, "waiting for a person", |i| {
+    let waiting = wait_for_instance(&instances, &name, "waiting for a person", |i| {
         reason_is(i, ConditionType::Approved, "ApprovalPending")
             && condition_is(i, ConditionType::Unpacked, "True")
     })
     .await;
+    let shown = waiting.status.unwrap().pending_request;
+    assert!(
+        shown.as_ref().is_some_and(|shown| !shown.config.is_empty()),
+        "the status shows what a person would approve: {shown:?}"
+    );
     plain_fixture::set_approval(&instances, &name, "True", "ApprovedByUser").await;
     let installed = wait_for_instance(&instances, &name, "installed where approved", |i| {
         condition_is(i, ConditionType::Installed, "True")
     })
     .await;
+    assert_eq!(
+        installed.status.as_ref().unwrap().pending_request,
+        None,
+        "nothing waits once approved"
+    );
     let judged = installed.status.unwrap().approval.unwrap().judged;
     assert!(
         judged.is_some_and(|judged| !judged.config.is_empty() && !judged.effects.is_empty()),

@@ -43,6 +43,8 @@ async fn an_approver_approves_and_denies_leaving_the_other_conditions_alone() {
         ),
         (bundle.as_str(), PENDING_DIGEST, "alice")
     );
+    // And the spec it was given on: a later change is a new request.
+    assert_eq!(content.generation, after.metadata.generation);
     let approved = after.condition(ConditionType::Approved).unwrap();
     assert_eq!(approved.status, "True");
     assert_eq!(approved.reason, "ApprovedByUser");

@@ -358,25 +358,8 @@ impl Effects {
 /// Pakket namespace. Such a change is only a person's to approve, with
 /// this sentence shown. `None` when nothing of the kind is in it.
 pub fn needs_a_person(effects: &Effects) -> Option<String> {
-    if let Some(workload) = effects
-        .all
-        .workloads
-        .iter()
-        .find(|w| w.pakket_service_account || w.pakket_namespace)
-    {
-        return Some(format!(
-            "{} {}/{} would run as ServiceAccount {}/{}, {}; only a person approves that",
-            workload.kind,
-            workload.namespace,
-            workload.name,
-            workload.namespace,
-            workload.service_account,
-            if workload.pakket_service_account {
-                "a Pakket provisioner's or webhook's own identity (it holds *, escalate and bind)"
-            } else {
-                "in Pakket's own namespace (where the key that seals requester records is)"
-            }
-        ));
+    if let Some(why) = runs_as_pakket(effects) {
+        return Some(why);
     }
     let written = effects
         .created
@@ -387,6 +370,31 @@ pub fn needs_a_person(effects: &Effects) -> Option<String> {
         "{} would be written into {}, Pakket's own namespace (where its identities and the key that seals requester records are); only a person approves that",
         describe(written),
         written.namespace
+    ))
+}
+
+/// Why even a class that approves everything (`AllowAll`) may not let
+/// this change in by itself: it runs a workload in a Pakket namespace or
+/// as a Pakket ServiceAccount, whose rights (`*`, `escalate`, `bind`)
+/// would be the content's. `None` when it runs nothing of the kind.
+pub fn runs_as_pakket(effects: &Effects) -> Option<String> {
+    let workload = effects
+        .all
+        .workloads
+        .iter()
+        .find(|w| w.pakket_service_account || w.pakket_namespace)?;
+    Some(format!(
+        "{} {}/{} would run as ServiceAccount {}/{}, {}; only a person approves that",
+        workload.kind,
+        workload.namespace,
+        workload.name,
+        workload.namespace,
+        workload.service_account,
+        if workload.pakket_service_account {
+            "a Pakket provisioner's or webhook's own identity (it holds *, escalate and bind)"
+        } else {
+            "in Pakket's own namespace (where the key that seals requester records is)"
+        }
     ))
 }
 

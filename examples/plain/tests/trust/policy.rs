@@ -426,3 +426,59 @@ async fn no_rule_lets_content_run_as_the_provisioner() {
     stage.delete_instance("harmless").await;
     stage.cleanup().await;
 }
+
+/// Issue 39, item 4: a class that approves everything (`AllowAll`) still
+/// never lets content run as a Pakket provisioner: it waits for a person,
+/// naming the workload and the ServiceAccount, and nothing runs.
+#[tokio::test]
+async fn allow_all_does_not_let_content_run_as_the_provisioner() {
+    let stage = Stage::shipped("trust-allowall-pakket", "AllowAll", Webhooks::On).await;
+    stage.grant_requester("alice").await;
+    stage
+        .grant(
+            "alice-content",
+            "alice",
+            vec![rule("", "configmaps", &["get"], &["attack"])],
+        )
+        .await;
+    let alice = stage.client_as("alice").await;
+    let deployment = stage.scope.name("innocent");
+    stage
+        .content(
+            "attack",
+            &[(
+                "deployment.yaml",
+                format!(
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {deployment}\n  namespace: {NAMESPACE}\nspec:\n  selector:\n    matchLabels: {{app: innocent}}\n  template:\n    metadata:\n      labels: {{app: innocent}}\n    spec:\n      serviceAccountName: pakket-plain\n      containers:\n      - name: c\n        image: registry.example.com/evil\n"
+                ),
+            )],
+        )
+        .await;
+    stage
+        .create(&alice, stage.instance("attack", "attack-v1", "attack"))
+        .await
+        .unwrap();
+    let waiting = stage
+        .wait("attack", "the attack waiting for a person", |i| {
+            reason_is(i, ConditionType::Approved, "ApprovalPending")
+                && i.condition(ConditionType::Approved)
+                    .is_some_and(|c| c.message.contains("ServiceAccount"))
+        })
+        .await;
+    let message = &waiting.condition(ConditionType::Approved).unwrap().message;
+    assert!(
+        message.contains("approval: AllowAll")
+            && message.contains(&format!("Deployment {NAMESPACE}/{deployment}"))
+            && message.contains(&format!("ServiceAccount {NAMESPACE}/pakket-plain")),
+        "{message}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(stage.admin(), NAMESPACE);
+    assert!(
+        deployments.get_opt(&deployment).await.unwrap().is_none(),
+        "nothing runs as the provisioner"
+    );
+    stage.delete_instance("attack").await;
+    stage.cleanup().await;
+}

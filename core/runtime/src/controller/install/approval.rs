@@ -39,6 +39,7 @@ pub(super) async fn step<P: Provisioner>(
         report.set(Reason::InstallPending, ConditionStatus::False, waiting);
         return Flow::Stop(retry.map_or_else(Action::await_change, Action::requeue));
     }
+    report.status.pending_request = None;
     Flow::Next(())
 }
 
@@ -122,6 +123,9 @@ async fn approve<P: Provisioner>(
             return Some((waiting, Some(AFTER_INSTALL_FAILURE)));
         }
     };
+    // What a person who approves now approves (`kubectl instance approve`
+    // copies it); cleared once the request is approved.
+    report.status.pending_request = Some(judged.clone());
     let generation = instance.metadata.generation.unwrap_or_default();
     let cover = |state: &ApprovalState| {
         state.content.as_ref().map(|approved| {
@@ -219,7 +223,7 @@ async fn approve<P: Provisioner>(
         // for a person, who sees it named.
         let landing = super::policy::landing(context).await;
         let effects = crate::trust::effects::Effects::of(proposed.objects, None, &landing);
-        if let Some(why) = crate::trust::effects::needs_a_person(&effects) {
+        if let Some(why) = crate::trust::effects::runs_as_pakket(&effects) {
             set_pending(
                 report,
                 format!(
