@@ -109,6 +109,20 @@ pub enum RepositoryError {
     /// The PackageRepository cannot be used.
     #[error("{0}")]
     Repository(String),
+    /// Its credentials cannot be used: their Secret is missing, not
+    /// offered to it, or offered for another URL than its `spec.url`.
+    #[error("{0}")]
+    Credentials(String),
+}
+
+impl RepositoryError {
+    /// The condition reason a status says this with.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Credentials(_) => "CredentialsUnavailable",
+            Self::Fetch(_) | Self::Parse { .. } | Self::Repository(_) => "SyncFailed",
+        }
+    }
 }
 
 /// Reads repositories.

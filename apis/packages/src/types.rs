@@ -41,7 +41,8 @@ pub struct PackageRepositorySpec {
     #[schemars(length(min = 1, max = 2048))]
     pub url: String,
     /// Credentials sent with every request to the repository (and to
-    /// manifests it serves under its own URL).
+    /// manifests it serves under its own URL), from Secrets offered to
+    /// this repository for a URL covering `spec.url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<RepositoryAuth>,
 }
@@ -49,7 +50,11 @@ pub struct PackageRepositorySpec {
 /// Basic or bearer credentials, each read from a Secret in the namespace
 /// the provisioner runs in (never another: whoever may write a repository
 /// must not be able to send any Secret of the cluster to a server of
-/// theirs).
+/// theirs), and only from a Secret its owner offered to this repository
+/// (label `packages.pakket.dev/credentials-for: <repository>`) for a URL
+/// covering `spec.url` (annotation `packages.pakket.dev/credentials-url:
+/// https://HOST[:PORT]/PATH/`). A `spec.url` outside that URL, or an
+/// offer naming none, gets no credentials until the owner offers them.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RepositoryAuth {

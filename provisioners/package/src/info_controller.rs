@@ -97,7 +97,7 @@ async fn reconcile(info: Arc<PackageInfo>, context: Arc<Context>) -> Result<Acti
             conditions::set_readiness(
                 &mut status.conditions,
                 Readiness::Failed,
-                "SyncFailed",
+                error.reason(),
                 error.to_string(),
                 info.metadata.generation,
             );

@@ -377,7 +377,7 @@ async fn install<K: PackageObject>(
         &context.info.namespace,
     )
     .await
-    .map_err(|error| Step::Failed("SyncFailed", error.to_string()))?;
+    .map_err(|error| Step::Failed(error.reason(), error.to_string()))?;
     // Pinned, or the repository's latest (looked up again at each pass).
     let version = match &wanted.version {
         Some(version) => version.clone(),

@@ -1,7 +1,8 @@
 //! The PackageRepository controller: reads each repository's `index.yaml`
 //! when it changes and every few minutes, and says in its status whether
 //! it answers (`Ready`/`SyncCompleted` with how many packages it offers,
-//! or `Failed`/`SyncFailed` with why), so an admin sees a broken URL or
+//! or `Failed` with why: `CredentialsUnavailable` when its credentials
+//! cannot be used, `SyncFailed` otherwise), so an admin sees a broken URL or
 //! credential before any package does.
 
 use std::sync::Arc;
@@ -71,7 +72,7 @@ async fn reconcile(
         Err(error) => conditions::set_readiness(
             &mut status.conditions,
             Readiness::Failed,
-            "SyncFailed",
+            error.reason(),
             error.to_string(),
             repository.metadata.generation,
         ),
