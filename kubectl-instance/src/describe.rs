@@ -279,15 +279,25 @@ pub fn render(description: &Description, now: Timestamp) -> String {
     if let Some(content) = &status.approval {
         let _ = writeln!(
             text,
-            "Approval:      covers Bundle {} at {} (by {})",
+            "Approval:      covers Bundle {} at {}{} (by {})",
             content.bundle,
             content.digest,
+            content
+                .generation
+                .map(|generation| format!(", generation {generation}"))
+                .unwrap_or_default(),
             if content.approved_by.is_empty() {
                 "unknown"
             } else {
                 &content.approved_by
             }
         );
+        if let Some(judged) = &content.judged {
+            text.push_str(&judged_lines("  judged on", judged));
+        }
+    }
+    if let Some(pending) = &status.pending_request {
+        text.push_str(&judged_lines("Waiting request", pending));
     }
     if let Some(pending) = &description.pending {
         text.push_str(&pending_section(pending));
@@ -360,6 +370,29 @@ fn listed_of(listed: usize, count: u64, kinds: &[pakket_api::KindCount]) -> Stri
         .map(|k| format!("{} {} ({})", k.count, k.kind, k.api_version))
         .collect();
     format!("{listed} listed of {count}: {}", per_kind.join(", "))
+}
+
+/// What a decision was (or would be) judged on, part by part: what an
+/// approval covers besides the content, and any change to which is a new
+/// request.
+fn judged_lines(title: &str, judged: &pakket_api::Judged) -> String {
+    let or_none = |part: &str| {
+        if part.is_empty() {
+            "none".to_owned()
+        } else {
+            part.to_owned()
+        }
+    };
+    let mut text = format!("{title}:\n");
+    let _ = writeln!(text, "    class:     {}", judged.class);
+    if !judged.policy.is_empty() {
+        let _ = writeln!(text, "    policy:    {}", judged.policy);
+    }
+    let _ = writeln!(text, "    requester: {}", or_none(&judged.requester));
+    let _ = writeln!(text, "    config:    {}", or_none(&judged.config));
+    let _ = writeln!(text, "    objects:   {}", judged.effects);
+    let _ = writeln!(text, "    deletes:   {} object(s)", judged.deletes.len());
+    text
 }
 
 /// What approving the pending content would do, for the reader.
@@ -604,6 +637,22 @@ mod tests {
 
     fn at(second: i64) -> Timestamp {
         Timestamp::from_second(second).unwrap()
+    }
+
+    #[test]
+    fn what_an_approval_was_judged_on_is_shown_part_by_part() {
+        let judged = pakket_api::Judged {
+            class: "plain provisioner pakket.dev/plain parameters sha256:01".into(),
+            policy: String::new(),
+            requester: "alice groups sha256:02".into(),
+            config: String::new(),
+            effects: "sha256:03".into(),
+            deletes: vec!["00".into(), "01".into()],
+        };
+        assert_eq!(
+            judged_lines("Waiting request", &judged),
+            "Waiting request:\n    class:     plain provisioner pakket.dev/plain parameters sha256:01\n    requester: alice groups sha256:02\n    config:    none\n    objects:   sha256:03\n    deletes:   2 object(s)\n"
+        );
     }
 
     #[test]
