@@ -59,7 +59,8 @@ pub async fn instance_of(client: &kube::Client, named: &str) -> Result<String, E
             said("Accepted")
         )));
     }
-    let operator = operator_name(namespace, name);
+    let uid = request.metadata.uid.as_deref().unwrap_or_default();
+    let operator = operator_name(namespace, name, uid);
     let written = Api::<Operator>::all(client.clone())
         .get_opt(&operator)
         .await

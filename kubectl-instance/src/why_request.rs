@@ -109,15 +109,24 @@ fn refused(accepted: &Condition) -> (String, Option<String>) {
         "NoRequester" => {
             "create the request again while Pakket's webhooks run (they record who asked)".to_owned()
         }
-        "NameTaken" | "NoInputClass" | "NoRecordKey" => {
+        "Withdrawn" => {
+            "what was written for it was deleted when you lost a namespace it runs in or watches; its admin gives you back the right to create RoleBindings there, or delete the request".to_owned()
+        }
+        "NameTaken" => format!(
+            "another object holds the name; its owner or a cluster admin removes it, or make the request again under a new name: {}",
+            accepted.message
+        ),
+        "NoInputClass" | "NoRecordKey" => {
             format!("a cluster admin acts: {}", accepted.message)
         }
         _ => accepted.message.clone(),
     };
-    (
-        format!("refused ({}): nothing was written for it", accepted.reason),
-        Some(next),
-    )
+    let what = if accepted.reason == "Withdrawn" {
+        "what was written for it was withdrawn"
+    } else {
+        "nothing was written for it"
+    };
+    (format!("refused ({}): {what}", accepted.reason), Some(next))
 }
 
 /// An accepted request: where its operator's install stands.
@@ -240,13 +249,28 @@ mod tests {
                 "Accepted",
                 "False",
                 "NameTaken",
-                "Operator request-1 exists"
+                "Operator/request-1 exists"
+            )]),
+            json!({}),
+        ));
+        let taken = admins.next.unwrap();
+        assert!(
+            taken.starts_with("another object holds the name")
+                && taken.ends_with("Operator/request-1 exists"),
+            "{taken}"
+        );
+        let withdrawn = diagnose(&request(
+            json!([condition(
+                "Accepted",
+                "False",
+                "Withdrawn",
+                "alice may not create RoleBindings in namespace team-a; so Operator/request-1 and Input/request-1 written for this request were deleted"
             )]),
             json!({}),
         ));
         assert_eq!(
-            admins.next.as_deref(),
-            Some("a cluster admin acts: Operator request-1 exists")
+            withdrawn.summary,
+            "refused (Withdrawn): what was written for it was withdrawn"
         );
     }
 

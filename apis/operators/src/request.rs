@@ -90,12 +90,78 @@ pub const REQUEST_ANNOTATION: &str = "operators.pakket.dev/request";
 /// an Operator carrying it is one the controller wrote, and deletes.
 pub const REQUEST_SEAL_ANNOTATION: &str = "operators.pakket.dev/request-seal";
 
-/// The Operator written for request `namespace/name`: a digest of both,
-/// so no two requests share one and none is longer than a name may be.
-pub fn operator_name(namespace: &str, name: &str) -> String {
+/// The Operator (and Input) written for the request `namespace/name` of
+/// UID `uid`: a digest of all three. The UID is random and only those who
+/// may read the request see it, so nobody can take the name before the
+/// request exists, and a request made again under the same name gets
+/// other objects than the one before.
+pub fn operator_name(namespace: &str, name: &str, uid: &str) -> String {
     use sha2::{Digest as _, Sha256};
-    let digest = hex::encode(Sha256::digest(format!("{namespace}/{name}").as_bytes()));
+    let digest = hex::encode(Sha256::digest(
+        format!("{namespace}/{name}/{uid}").as_bytes(),
+    ));
     format!("request-{}", &digest[..20])
+}
+
+/// Every reason the `Accepted` condition of an OperatorRequest carries
+/// (the other conditions are the installing Instance's, mirrored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// True: an Operator asks for it on the requester's behalf.
+    OperatorWritten,
+    /// False: a namespace the operator would run in or watch is not the
+    /// requester's (she may not create RoleBindings there); nothing is
+    /// written. The message names the namespace.
+    NotYourNamespace,
+    /// False: the requester lost a namespace the operator runs in or
+    /// watches; the Operator and Input written for her were deleted. The
+    /// message names the namespace and what was deleted.
+    Withdrawn,
+    /// False: an object the controller did not write for this request
+    /// holds the name it would use; it is neither adopted nor deleted. The
+    /// message names it (`Kind/name`).
+    NameTaken,
+    /// False: `installMode` and `installNamespace` do not agree.
+    InvalidInstallMode,
+    /// False: no (or more than one) InputClass is labelled for requests.
+    NoInputClass,
+    /// False: the controller runs without the record key.
+    NoRecordKey,
+    /// False: no requester record that verifies for the request's spec.
+    NoRequester,
+}
+
+impl Reason {
+    /// Every reason, so tests can check that lists stay complete.
+    pub const ALL: [Reason; 8] = [
+        Self::OperatorWritten,
+        Self::NotYourNamespace,
+        Self::Withdrawn,
+        Self::NameTaken,
+        Self::InvalidInstallMode,
+        Self::NoInputClass,
+        Self::NoRecordKey,
+        Self::NoRequester,
+    ];
+
+    /// The reason as written in status.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::OperatorWritten => "OperatorWritten",
+            Self::NotYourNamespace => "NotYourNamespace",
+            Self::Withdrawn => "Withdrawn",
+            Self::NameTaken => "NameTaken",
+            Self::InvalidInstallMode => "InvalidInstallMode",
+            Self::NoInputClass => "NoInputClass",
+            Self::NoRecordKey => "NoRecordKey",
+            Self::NoRequester => "NoRequester",
+        }
+    }
+
+    /// Whether `Accepted` is True with this reason.
+    pub const fn accepts(self) -> bool {
+        matches!(self, Self::OperatorWritten)
+    }
 }
 
 impl OperatorRequest {
@@ -112,11 +178,33 @@ mod tests {
 
     #[test]
     fn each_request_has_its_own_operator_name() {
-        assert_ne!(operator_name("a-b", "c"), operator_name("a", "b-c"));
-        assert_eq!(
-            operator_name("team-a", "etcd"),
-            operator_name("team-a", "etcd")
+        let uid = "6f1c1f4e-8a7b-4d0e-9a37-2b1f0c2d5e10";
+        assert_ne!(
+            operator_name("a-b", "c", uid),
+            operator_name("a", "b-c", uid)
         );
-        assert!(operator_name("team-a", &"x".repeat(253)).len() <= 63);
+        assert_eq!(
+            operator_name("team-a", "etcd", uid),
+            operator_name("team-a", "etcd", uid)
+        );
+        // The same request made again is another request, with other names.
+        assert_ne!(
+            operator_name("team-a", "etcd", uid),
+            operator_name("team-a", "etcd", "0b8d2c55-2a8e-4f4e-8f0c-6f0a1d9e3b21")
+        );
+        assert!(operator_name("team-a", &"x".repeat(253), uid).len() <= 63);
+    }
+
+    #[test]
+    fn every_reason_is_listed_once_and_only_one_accepts() {
+        let mut names: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Reason::ALL.len());
+        assert_eq!(
+            Reason::ALL.iter().filter(|r| r.accepts()).count(),
+            1,
+            "only OperatorWritten accepts"
+        );
     }
 }

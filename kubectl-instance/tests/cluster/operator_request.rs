@@ -43,10 +43,18 @@ async fn request(scope: &Scope, name: &str, accepted: &str) {
         .unwrap();
 }
 
+/// The name of the Operator written for request `name` (it carries the
+/// request's UID).
+async fn written_name(scope: &Scope, name: &str) -> String {
+    let requests: Api<OperatorRequest> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let uid = requests.get(name).await.unwrap().metadata.uid.unwrap();
+    operator_name(&scope.namespace, name, &uid)
+}
+
 /// The Operator written for request `name`, its status listing `instance`.
 async fn operator(scope: &Scope, name: &str, instance: Option<&str>) {
     let operators: Api<Operator> = Api::all(scope.client.clone());
-    let written = operator_name(&scope.namespace, name);
+    let written = written_name(scope, name).await;
     let operator: Operator = serde_json::from_value(json!({
         "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
         "metadata": { "name": written, "labels": scope.labels() },
@@ -138,7 +146,7 @@ async fn an_operator_request_is_approved_through_the_instance_its_operator_insta
     );
     for name in ["etcd", "early"] {
         let _ = Api::<Operator>::all(scope.client.clone())
-            .delete(&operator_name(&scope.namespace, name), &Default::default())
+            .delete(&written_name(&scope, name).await, &Default::default())
             .await;
     }
     scope.cleanup().await;
@@ -156,7 +164,7 @@ async fn why_an_operator_request_says_where_it_stands_and_its_next_step_works() 
     operator(&scope, "etcd", Some(&instance)).await;
     // The status as pakket-resolveset mirrors it: accepted, the Instance
     // installing it waiting for a person.
-    let written = operator_name(&scope.namespace, "etcd");
+    let written = written_name(&scope, "etcd").await;
     Api::<OperatorRequest>::namespaced(scope.client.clone(), &scope.namespace)
         .patch_status(
             "etcd",

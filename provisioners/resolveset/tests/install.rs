@@ -1975,7 +1975,7 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
     .await;
     let accepted = request_says(&requests, "etcd", "Accepted", "OperatorWritten").await;
     assert_eq!(accepted.status, "True");
-    let etcd_operator = operator_name(&scope.namespace, "etcd");
+    let etcd_operator = request_operator_name(&requests, "etcd").await;
     let operator = operators.get(&etcd_operator).await.unwrap();
     let config = operator.spec.config.clone().unwrap();
     assert_eq!(
@@ -2083,7 +2083,7 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
     );
     assert!(
         operators
-            .get_opt(&operator_name(&scope.namespace, "mine"))
+            .get_opt(&request_operator_name(&requests, "mine").await)
             .await
             .unwrap()
             .is_none()
@@ -2127,39 +2127,12 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
         mallorys.create(&PostParams::default(), &forged).await
     ));
 
-    // An Operator of a request's name the controller did not write is
-    // neither taken over nor deleted with the request.
-    let taken = operator_name(&scope.namespace, "taken");
-    let admins: Operator = serde_json::from_value(json!({
-        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
-        "metadata": { "name": taken, "labels": scope.labels(), "annotations": {
-            pakket_operators_api::request::REQUEST_ANNOTATION: format!("{}/taken", scope.namespace),
-        } },
-        "spec": { "inputClass": scope.name("subscription"), "catalog": {"name": scope.name("etcd-catalog"), "package": "etcd"} },
-    }))
-    .unwrap();
-    operators
-        .create(&PostParams::default(), &admins)
-        .await
-        .unwrap();
-    alices
-        .create(
-            &PostParams::default(),
-            &etcd_request(&scope, "taken", json!({})),
-        )
-        .await
-        .unwrap();
-    request_says(&requests, "taken", "Accepted", "NameTaken").await;
-    let untouched = operators.get(&taken).await.unwrap();
-    assert!(
-        !untouched
-            .annotations()
-            .contains_key(pakket_operators_api::request::REQUEST_SEAL_ANNOTATION)
-    );
-    assert_eq!(untouched.spec.config, None);
+    // An Operator or Input at a request's name that the controller did
+    // not write is neither taken over nor deleted: see
+    // `a_request_stands_only_while_every_namespace_is_the_requesters_and_names_are_hers`.
 
     // Deleting a request removes the Operator written for it, and only it.
-    for name in ["etcd", "taken", "mine", "elsewhere"] {
+    for name in ["etcd", "mine", "elsewhere"] {
         requests
             .delete(name, &DeleteParams::default())
             .await
@@ -2175,13 +2148,345 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
     })
     .await;
     assert!(operators.get_opt(&etcd_operator).await.unwrap().is_none());
-    assert!(operators.get_opt(&taken).await.unwrap().is_some());
-    operators
-        .delete(&taken, &DeleteParams::default())
-        .await
-        .unwrap();
     let _ = instances.delete(&set, &DeleteParams::default()).await;
     for user in ["alice", "mallory"] {
+        support::revoke(&scope, user).await;
+    }
+    children_hooks.stop().await.unwrap();
+    inputs_hooks.stop().await.unwrap();
+    support::cleanup(scope).await;
+}
+
+/// The name the controller gave a request's Operator and Input before it
+/// carried the request's UID: anyone could compute it from the namespace
+/// and the request's name.
+fn predictable_name(namespace: &str, name: &str) -> String {
+    use sha2::Digest as _;
+    let digest = hex::encode(sha2::Sha256::digest(
+        format!("{namespace}/{name}").as_bytes(),
+    ));
+    format!("request-{}", &digest[..20])
+}
+
+/// The name the controller uses for request `name` in `namespace`, from
+/// its UID.
+async fn request_operator_name(requests: &Api<OperatorRequest>, name: &str) -> String {
+    let request = requests.get(name).await.unwrap();
+    operator_name(
+        &request.namespace().unwrap(),
+        name,
+        &request.metadata.uid.unwrap(),
+    )
+}
+
+/// An Input of the scope asking for etcd, named `name`.
+fn squatting_input(scope: &Scope, name: &str) -> Input {
+    let mut input = Input::new(
+        name,
+        InputSpec {
+            config: None,
+            input_class: scope.name("subscription"),
+            constraints: serde_json::from_value(json!([
+                {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd"}},
+            ]))
+            .unwrap(),
+        },
+    );
+    input.metadata.labels = Some(scope.labels());
+    input
+}
+
+/// `user` is `admin` in `namespace` (she owns it).
+async fn own_namespace(scope: &Scope, user: &str, namespace: &str) {
+    let owner: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": scope.name(&format!("{user}-admin")), "namespace": namespace, "labels": scope.labels() },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(scope.client.clone(), namespace)
+        .create(&PostParams::default(), &owner)
+        .await
+        .unwrap();
+}
+
+/// Whether an Input someone else wrote is as she wrote it: no owner
+/// added, nothing of pakket-resolveset's in it (its status aside: the
+/// Input controller reports on every Input).
+fn untouched_input(input: &Input) -> bool {
+    input.owner_references().is_empty()
+        && !input
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter(|entry| entry.subresource.is_none())
+            .any(|entry| {
+                entry
+                    .manager
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("pakket-resolveset"))
+            })
+}
+
+#[tokio::test]
+async fn a_request_stands_only_while_every_namespace_is_the_requesters_and_names_are_hers() {
+    // Attacks on OperatorRequest, with pakket-resolveset and the webhooks
+    // as their ServiceAccounts on the shipped RBAC. Erin owns namespace
+    // `<scope>-erin`; the scope's namespace is another team's, where she
+    // may write OperatorRequests but not RoleBindings. Mallory may write
+    // Inputs. (a) Erin's request in the other team's namespace, running
+    // the operator in hers, would have it watch theirs: refused, naming
+    // it, nothing written. (c) Inputs and Operators at the names anyone
+    // could compute are ignored: her request writes its own under names
+    // carrying its UID. (b) She loses her namespace: the Operator and the
+    // Input written for her are deleted, and the request says so. (c) An
+    // Input squatted at her request's name (once its UID is known) is
+    // named on the request, neither adopted nor deleted.
+    let scope = Scope::new("resolveset-request-ownership").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let shipped = Shipped::new(&scope).await;
+    let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
+    let key = inputs_hooks.record_key();
+    let _running = shipped.start_controllers(&scope, Some(key)).await;
+    subscription_class(&scope).await;
+    Api::<InputClass>::all(scope.client.clone())
+        .patch(
+            &scope.name("subscription"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": {
+                pakket_resolveset::operators::request_controller::FOR_REQUESTS_LABEL: "true",
+            } } })),
+        )
+        .await
+        .unwrap();
+    let hers = scope.name("erin");
+    let namespace: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(json!({
+        "metadata": { "name": hers, "labels": scope.labels() },
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(scope.client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    support::grant(
+        &scope,
+        "erin",
+        json!([
+            {"apiGroups": ["operators.pakket.dev"], "resources": ["operatorrequests"], "verbs": ["get", "list", "create", "delete"]},
+        ]),
+    )
+    .await;
+    grant_inputs(&scope, "mallory").await;
+    own_namespace(&scope, "erin", &hers).await;
+    let erin = scope.cluster.client_as("erin").await;
+    let mallory = scope.cluster.client_as("mallory").await;
+    let operators: Api<Operator> = Api::all(scope.client.clone());
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    let theirs: Api<OperatorRequest> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let in_hers: Api<OperatorRequest> = Api::namespaced(scope.client.clone(), &hers);
+
+    // (a) Watching another team's namespace is refused, naming it.
+    let watching = etcd_request(
+        &scope,
+        "watching",
+        json!({ "spec": { "installMode": "SingleNamespace", "installNamespace": hers } }),
+    );
+    eventually("erin may write requests", || async {
+        Api::<OperatorRequest>::namespaced(erin.clone(), &scope.namespace)
+            .create(&PostParams::default(), &watching)
+            .await
+            .is_ok()
+    })
+    .await;
+    let refused = request_says(&theirs, "watching", "Accepted", "NotYourNamespace").await;
+    assert!(
+        refused.status == "False"
+            && refused.message.contains(&format!(
+                "erin may not create RoleBindings in namespace {}",
+                scope.namespace
+            ))
+            && refused.message.contains("watch")
+            && refused.message.contains("nothing was written"),
+        "{refused:?}"
+    );
+    let watching_name = request_operator_name(&theirs, "watching").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(operators.get_opt(&watching_name).await.unwrap().is_none());
+    assert!(inputs.get_opt(&watching_name).await.unwrap().is_none());
+
+    // (c) The names anyone could compute are taken beforehand, an Input by
+    // mallory and an Operator by an admin: her request goes on under its own.
+    let predictable = predictable_name(&hers, "etcd");
+    eventually("mallory may write Inputs", || async {
+        Api::<Input>::all(mallory.clone())
+            .create(
+                &PostParams::default(),
+                &squatting_input(&scope, &predictable),
+            )
+            .await
+            .is_ok()
+    })
+    .await;
+    let admins: Operator = serde_json::from_value(json!({
+        "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+        "metadata": { "name": predictable, "labels": scope.labels(), "annotations": {
+            pakket_operators_api::request::REQUEST_ANNOTATION: format!("{hers}/etcd"),
+        } },
+        "spec": { "inputClass": scope.name("subscription"), "catalog": {"name": scope.name("etcd-catalog"), "package": "etcd"} },
+    }))
+    .unwrap();
+    operators
+        .create(&PostParams::default(), &admins)
+        .await
+        .unwrap();
+    Api::<OperatorRequest>::namespaced(erin.clone(), &hers)
+        .create(
+            &PostParams::default(),
+            &etcd_request(&scope, "etcd", json!({ "metadata": { "namespace": hers } })),
+        )
+        .await
+        .unwrap();
+    let accepted = request_says(&in_hers, "etcd", "Accepted", "OperatorWritten").await;
+    assert_eq!(accepted.status, "True");
+    let written = request_operator_name(&in_hers, "etcd").await;
+    assert_ne!(written, predictable);
+    let operator = operators.get(&written).await.unwrap();
+    assert_eq!(
+        operator.spec.config.unwrap().watch_namespaces,
+        Some(vec![hers.clone()])
+    );
+    let input = eventually_some("the Input written for erin", || async {
+        inputs.get_opt(&written).await.unwrap()
+    })
+    .await;
+    assert!(
+        input
+            .owner_references()
+            .iter()
+            .any(|o| Some(&o.uid) == operator.metadata.uid.as_ref())
+    );
+    let squatted = inputs.get(&predictable).await.unwrap();
+    assert!(untouched_input(&squatted), "{:?}", squatted.metadata);
+    let kept = operators.get(&predictable).await.unwrap();
+    assert!(
+        kept.spec.config.is_none()
+            && !kept
+                .annotations()
+                .contains_key(pakket_operators_api::request::REQUEST_SEAL_ANNOTATION)
+    );
+
+    // (b) Erin loses her namespace: what was written for her goes, and
+    // the request says why; what others wrote stays.
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(scope.client.clone(), &hers)
+        .delete(&scope.name("erin-admin"), &DeleteParams::default())
+        .await
+        .unwrap();
+    let withdrawn = request_says(&in_hers, "etcd", "Accepted", "Withdrawn").await;
+    assert!(
+        withdrawn.status == "False"
+            && withdrawn.message.contains(&format!(
+                "erin may not create RoleBindings in namespace {hers}"
+            ))
+            && withdrawn.message.contains(&format!("Operator/{written}"))
+            && withdrawn.message.contains(&format!("Input/{written}")),
+        "{withdrawn:?}"
+    );
+    eventually(
+        "the Operator and Input written for erin are gone",
+        || async {
+            operators.get_opt(&written).await.unwrap().is_none()
+                && inputs.get_opt(&written).await.unwrap().is_none()
+        },
+    )
+    .await;
+    assert!(inputs.get_opt(&predictable).await.unwrap().is_some());
+    assert!(operators.get_opt(&predictable).await.unwrap().is_some());
+    // It keeps saying so while she has no rights there.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let still = in_hers.get("etcd").await.unwrap();
+    assert_eq!(still.condition("Accepted").unwrap().reason, "Withdrawn");
+    assert!(operators.get_opt(&written).await.unwrap().is_none());
+
+    // (c) A request's own name, once its UID is known, squatted by mallory
+    // while the request waits: named on the request, never adopted, never
+    // deleted, and no Operator written.
+    // An Operator squatted the same way (by an admin) is named too.
+    for name in ["again", "more"] {
+        Api::<OperatorRequest>::namespaced(erin.clone(), &hers)
+            .create(
+                &PostParams::default(),
+                &etcd_request(&scope, name, json!({ "metadata": { "namespace": hers } })),
+            )
+            .await
+            .unwrap();
+        request_says(&in_hers, name, "Accepted", "NotYourNamespace").await;
+    }
+    let again = request_operator_name(&in_hers, "again").await;
+    Api::<Input>::all(mallory.clone())
+        .create(&PostParams::default(), &squatting_input(&scope, &again))
+        .await
+        .unwrap();
+    let more = request_operator_name(&in_hers, "more").await;
+    let mut admins_too = admins.clone();
+    admins_too.metadata.name = Some(more.clone());
+    admins_too.metadata.annotations = Some(BTreeMap::from([(
+        pakket_operators_api::request::REQUEST_ANNOTATION.to_owned(),
+        format!("{hers}/more"),
+    )]));
+    operators
+        .create(&PostParams::default(), &admins_too)
+        .await
+        .unwrap();
+    own_namespace(&scope, "erin", &hers).await;
+    let taken = request_says(&in_hers, "again", "Accepted", "NameTaken").await;
+    assert!(
+        taken.status == "False" && taken.message.contains(&format!("Input/{again}")),
+        "{taken:?}"
+    );
+    let taken = request_says(&in_hers, "more", "Accepted", "NameTaken").await;
+    assert!(
+        taken.status == "False" && taken.message.contains(&format!("Operator/{more}")),
+        "{taken:?}"
+    );
+    assert!(operators.get_opt(&again).await.unwrap().is_none());
+    let squatted = inputs.get(&again).await.unwrap();
+    assert!(untouched_input(&squatted), "{:?}", squatted.metadata);
+    for name in ["again", "more"] {
+        in_hers
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    eventually("the squatted requests are gone", || async {
+        in_hers.get_opt("again").await.unwrap().is_none()
+            && in_hers.get_opt("more").await.unwrap().is_none()
+    })
+    .await;
+    assert!(untouched_input(&inputs.get(&again).await.unwrap()));
+    let kept = operators.get(&more).await.unwrap();
+    assert!(
+        kept.spec.config.is_none()
+            && !kept
+                .annotations()
+                .contains_key(pakket_operators_api::request::REQUEST_SEAL_ANNOTATION)
+    );
+
+    for request in [(&theirs, "watching"), (&in_hers, "etcd")] {
+        let _ = request.0.delete(request.1, &DeleteParams::default()).await;
+    }
+    eventually("the requests are gone", || async {
+        theirs.get_opt("watching").await.unwrap().is_none()
+            && in_hers.get_opt("etcd").await.unwrap().is_none()
+    })
+    .await;
+    for name in [&predictable, &more] {
+        let _ = operators.delete(name, &DeleteParams::default()).await;
+    }
+    let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(scope.client.clone())
+        .delete(&hers, &DeleteParams::default())
+        .await;
+    for user in ["erin", "mallory"] {
         support::revoke(&scope, user).await;
     }
     children_hooks.stop().await.unwrap();

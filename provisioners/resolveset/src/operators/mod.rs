@@ -4,3 +4,4 @@
 pub mod operator;
 pub mod operator_controller;
 pub mod request_controller;
+pub mod request_objects;

@@ -6,12 +6,19 @@
 //! person. The request's status mirrors that Instance's approval, install
 //! and health.
 //!
-//! What a request may ask is checked here, as the requester: the operator
-//! watches the request's namespace only, and runs there (`OwnNamespace`)
-//! or in another namespace she owns (`SingleNamespace`: she may create
-//! RoleBindings there). Nothing is adopted: an Operator of the request's
-//! name that this controller did not write (its seal says so) is left as
-//! it is, and only a sealed one is deleted with the request.
+//! What a request may ask is checked here, as the requester, on every
+//! reconcile: every namespace the operator runs in or watches must be
+//! hers (she may create RoleBindings there, asked of the apiserver with a
+//! SubjectAccessReview for her sealed record). The operator watches the
+//! request's namespace only, and runs there (`OwnNamespace`) or in
+//! another namespace (`SingleNamespace`); both are asked. When she loses
+//! one, what was written for her is withdrawn (the Operator and its
+//! Input deleted) and the request says so (`Withdrawn`).
+//!
+//! Nothing is adopted nor deleted by name (see [`super::request_objects`]):
+//! the names carry the request's UID, what was generated is recognised by
+//! the seal and the owner reference, and anything else at the name is
+//! named on the request (`NameTaken`) and left as it is.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,13 +26,15 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Client, ResourceExt as _};
 use pakket_api::{CreatorRecord, Instance};
-use pakket_operators_api::request::{REQUEST_ANNOTATION, REQUEST_SEAL_ANNOTATION, operator_name};
+use pakket_operators_api::request::{
+    REQUEST_ANNOTATION, REQUEST_SEAL_ANNOTATION, Reason, operator_name,
+};
 use pakket_operators_api::{
     InstallMode, Operator, OperatorConfig, OperatorRequest, OperatorRequestStatus, OperatorSpec,
 };
@@ -35,12 +44,12 @@ use pakket_runtime::trust::approval::review;
 use pakket_runtime::trust::rbac::Access;
 use serde_json::json;
 
+use super::request_objects::{Found, RequestId, seal};
+
 /// The field manager of the Operators and statuses it writes.
 pub const MANAGER: &str = "pakket-resolveset-operator-requests";
 /// Kept on a request until the Operator written for it is gone.
 pub const FINALIZER: &str = "operators.pakket.dev/operator-request";
-/// Who seals [`REQUEST_SEAL_ANNOTATION`].
-const WRITER: &str = "pakket-resolveset/operator-requests";
 /// How often a request's status is looked at again (its Instance moves on
 /// its own).
 const RESYNC: Duration = Duration::from_secs(15);
@@ -129,11 +138,20 @@ async fn reconcile(
     }
     let namespace = request.namespace().unwrap_or_default();
     let name = request.name_any();
-    let operator = operator_name(&namespace, &name);
+    let id = RequestId {
+        written_for: format!("{namespace}/{name}"),
+        uid: request.uid().unwrap_or_default(),
+    };
+    let operator = operator_name(&namespace, &name, &id.uid);
     let requests: Api<OperatorRequest> = Api::namespaced(context.client.clone(), &namespace);
     if request.metadata.deletion_timestamp.is_some() {
         if request.finalizers().iter().any(|f| f == FINALIZER) {
-            delete_ours(&context, &operator, &namespace, &name).await?;
+            if let Some(key) = &context.record_key {
+                Found::read(&context.client, key, &operator, &id)
+                    .await?
+                    .withdraw(&context.client)
+                    .await?;
+            }
             let kept: Vec<&str> = request
                 .finalizers()
                 .iter()
@@ -155,20 +173,16 @@ async fn reconcile(
         )
         .await;
     }
-    let status = match accepted(&request, &context, &operator).await? {
+    let status = match accepted(&request, &context, &operator, &id).await? {
         Ok(written) => mirrored(&request, &context, &written).await?,
-        Err(mut refusal) => {
-            if refusal.reason != "NameTaken"
-                && let Some(key) = &context.record_key
-                && let Some(existing) = Api::<Operator>::all(context.client.clone())
-                    .get_opt(&operator)
-                    .await?
-                && sealed_for(&existing, key, &operator, &format!("{namespace}/{name}"))
-            {
-                refusal.message.push_str(&format!(
-                    "; Operator {operator}, written for the request before, is left as it was (delete the request to remove it)"
-                ));
-            }
+        Err(refusal) => {
+            let refusal = match &context.record_key {
+                Some(key) if refusal.reason != Reason::NameTaken => {
+                    let found = Found::read(&context.client, key, &operator, &id).await?;
+                    settled(refusal, &found, &request, &context.client).await?
+                }
+                _ => refusal,
+            };
             refusal.status(&request)
         }
     };
@@ -191,8 +205,53 @@ async fn reconcile(
 
 /// Why a request has no Operator: `Accepted=False` with this reason.
 struct Refusal {
-    reason: &'static str,
+    reason: Reason,
     message: String,
+}
+
+/// What a refusal does to what was written for the request before: a
+/// namespace she lost withdraws it (and the request says what went); any
+/// other refusal (a missing class, a record that does not verify yet)
+/// leaves what runs as it is, and says so.
+async fn settled(
+    mut refusal: Refusal,
+    found: &Found,
+    request: &OperatorRequest,
+    client: &Client,
+) -> Result<Refusal, kube::Error> {
+    if refusal.reason == Reason::NotYourNamespace {
+        if found.is_written() {
+            found.withdraw(client).await?;
+        }
+        // Once said, what went is kept on the request while the loss lasts
+        // (an Operator deleted in the foreground is seen again meanwhile).
+        let said = request
+            .condition("Accepted")
+            .filter(|c| c.reason == Reason::Withdrawn.as_str());
+        match (said, found.is_written()) {
+            (Some(before), _) => {
+                refusal.reason = Reason::Withdrawn;
+                refusal.message = before.message.clone();
+            }
+            (None, true) => {
+                refusal.reason = Reason::Withdrawn;
+                refusal.message = format!(
+                    "{}; so {} written for this request were deleted",
+                    refusal.message,
+                    found.written().join(" and ")
+                );
+            }
+            (None, false) => refusal
+                .message
+                .push_str("; nothing was written. Ask for a namespace you own"),
+        }
+    } else if let Some(operator) = &found.operator {
+        refusal.message.push_str(&format!(
+            "; Operator {}, written for the request before, is left as it was (delete the request to remove it)",
+            operator.name_any()
+        ));
+    }
+    Ok(refusal)
 }
 
 impl Refusal {
@@ -203,7 +262,7 @@ impl Refusal {
             request,
             "Accepted",
             "False",
-            self.reason,
+            self.reason.as_str(),
             self.message.clone(),
         );
         status.conditions.retain(|c| c.type_ == "Accepted");
@@ -220,12 +279,13 @@ async fn accepted(
     request: &OperatorRequest,
     context: &RequestContext,
     operator: &str,
+    id: &RequestId,
 ) -> Result<Result<Operator, Refusal>, kube::Error> {
     let namespace = request.namespace().unwrap_or_default();
     let name = request.name_any();
     let Some(key) = &context.record_key else {
         return Ok(Err(Refusal {
-            reason: "NoRecordKey",
+            reason: Reason::NoRecordKey,
             message: "pakket-resolveset runs without --record-key-file, so it cannot tell who asked; an admin starts it with the webhooks' record key".into(),
         }));
     };
@@ -239,7 +299,7 @@ async fn accepted(
         Ok((requester, _)) => requester,
         Err(error) => {
             return Ok(Err(Refusal {
-                reason: "NoRequester",
+                reason: Reason::NoRequester,
                 message: format!(
                     "no requester record that verifies ({error}); Pakket's webhooks write it when the request is created or changed, so create it again while they run"
                 ),
@@ -250,42 +310,44 @@ async fn accepted(
         (InstallMode::OwnNamespace, None) => namespace.clone(),
         (InstallMode::OwnNamespace, Some(_)) => {
             return Ok(Err(Refusal {
-                reason: "InvalidInstallMode",
+                reason: Reason::InvalidInstallMode,
                 message: "spec.installNamespace: OwnNamespace runs the operator in this namespace; remove installNamespace, or ask for installMode: SingleNamespace".into(),
             }));
         }
         (InstallMode::SingleNamespace, Some(other)) if *other != namespace => other.clone(),
         (InstallMode::SingleNamespace, _) => {
             return Ok(Err(Refusal {
-                reason: "InvalidInstallMode",
+                reason: Reason::InvalidInstallMode,
                 message: format!(
                     "spec.installNamespace: SingleNamespace runs the operator in another namespace you own, watching {namespace}; name it, or ask for installMode: OwnNamespace"
                 ),
             }));
         }
     };
-    if !owns(context, &requester, &install_namespace).await? {
-        return Ok(Err(Refusal {
-            reason: "NotYourNamespace",
-            message: format!(
-                "{} may not create RoleBindings in namespace {install_namespace}, so it is not theirs to run an operator in; nothing was written. Ask for a namespace you own",
-                requester.username
-            ),
-        }));
+    let watched = vec![namespace.clone()];
+    for (asked, does) in asked_namespaces(&install_namespace, &watched) {
+        if !owns(context, &requester, asked).await? {
+            return Ok(Err(Refusal {
+                reason: Reason::NotYourNamespace,
+                message: format!(
+                    "{} may not create RoleBindings in namespace {asked}, so it is not theirs to {does} an operator in",
+                    requester.username
+                ),
+            }));
+        }
     }
     let input_class = match input_class(context).await? {
         Ok(input_class) => input_class,
         Err(refusal) => return Ok(Err(refusal)),
     };
     let operators: Api<Operator> = Api::all(context.client.clone());
-    let written_for = format!("{namespace}/{name}");
-    if let Some(existing) = operators.get_opt(operator).await?
-        && !sealed_for(&existing, key, operator, &written_for)
-    {
+    let written_for = id.written_for.clone();
+    let found = Found::read(&context.client, key, operator, id).await?;
+    if let Some(taken) = &found.taken {
         return Ok(Err(Refusal {
-            reason: "NameTaken",
+            reason: Reason::NameTaken,
             message: format!(
-                "Operator {operator} exists and was not written for this request, so it is left as it is (nothing is adopted); an admin removes or renames it"
+                "{taken} exists and was not written for this request, so it is left as it is (nothing is adopted, nothing deleted); its owner or an admin removes it, or delete and make the request again (a new request gets a new name)"
             ),
         }));
     }
@@ -296,20 +358,14 @@ async fn accepted(
         constraints: Vec::new(),
         config: Some(OperatorConfig {
             install_namespace: Some(install_namespace),
-            watch_namespaces: Some(vec![namespace.clone()]),
+            watch_namespaces: Some(watched),
             deployment_config: None,
             namespace_template: None,
         }),
     };
     let spec_value = serde_json::to_value(&spec).unwrap_or_default();
     let on_behalf = on_behalf_of(&requester, key, operator, &spec_value);
-    let seal = pakket_api::generated_seal(
-        key,
-        REQUEST_SEAL_ANNOTATION,
-        WRITER,
-        &pakket_api::record_object("Operator", operator),
-        pakket_api::value_digest(&json!(written_for)),
-    );
+    let seal = seal(key, operator, id);
     // No label of the request's (a user's words) reaches the Operator:
     // only those the process's own selector names, so that it sees what it
     // wrote (none in deploy/, which runs without one).
@@ -351,13 +407,13 @@ async fn input_class(context: &RequestContext) -> Result<Result<String, Refusal>
     Ok(match classes.as_slice() {
         [class] => Ok(class.name_any()),
         [] => Err(Refusal {
-            reason: "NoInputClass",
+            reason: Reason::NoInputClass,
             message: format!(
                 "no InputClass is labelled {FOR_REQUESTS_LABEL}=true, so requests have no class; an admin labels the one they use"
             ),
         }),
         more => Err(Refusal {
-            reason: "NoInputClass",
+            reason: Reason::NoInputClass,
             message: format!(
                 "{} InputClasses are labelled {FOR_REQUESTS_LABEL}=true ({}); an admin keeps the label on one",
                 more.len(),
@@ -387,52 +443,18 @@ fn on_behalf_of(
     )
 }
 
-/// Whether `operator` carries this controller's seal for request
-/// `written_for`: an annotation anyone who may write Operators could copy,
-/// sealed for this Operator's name and that request only.
-fn sealed_for(
-    operator: &Operator,
-    key: &pakket_api::RecordKey,
-    name: &str,
-    written_for: &str,
-) -> bool {
-    operator
-        .annotations()
-        .get(REQUEST_ANNOTATION)
-        .map(String::as_str)
-        == Some(written_for)
-        && pakket_api::is_generated_by(
-            operator.annotations(),
-            key,
-            REQUEST_SEAL_ANNOTATION,
-            WRITER,
-            &pakket_api::record_object("Operator", name),
-            &pakket_api::value_digest(&json!(written_for)),
-        )
-}
-
-/// Deletes the Operator written for request `namespace/name`, if this
-/// controller wrote it.
-async fn delete_ours(
-    context: &RequestContext,
-    operator: &str,
-    namespace: &str,
-    name: &str,
-) -> Result<(), kube::Error> {
-    let Some(key) = &context.record_key else {
-        return Ok(());
-    };
-    let operators: Api<Operator> = Api::all(context.client.clone());
-    if let Some(existing) = operators.get_opt(operator).await?
-        && sealed_for(&existing, key, operator, &format!("{namespace}/{name}"))
-    {
-        match operators.delete(operator, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(error) => return Err(error),
+/// The namespaces a request asks for, each once, with what the operator
+/// does there: runs in `install`, and watches `watched`. Every one is asked
+/// as the requester.
+fn asked_namespaces<'a>(install: &'a str, watched: &'a [String]) -> Vec<(&'a str, &'static str)> {
+    let mut asked = vec![(install, "run")];
+    for namespace in watched {
+        match asked.iter_mut().find(|(n, _)| *n == namespace.as_str()) {
+            Some((_, does)) => *does = "run and watch",
+            None => asked.push((namespace.as_str(), "watch")),
         }
     }
-    Ok(())
+    asked
 }
 
 /// Whether `requester` owns `namespace`: she may create RoleBindings there
@@ -470,7 +492,7 @@ async fn mirrored(
         request,
         "Accepted",
         "True",
-        "OperatorWritten",
+        Reason::OperatorWritten.as_str(),
         format!("Operator {operator_name} asks for it on your behalf"),
     );
     let operator_status = operator.status.clone().unwrap_or_default();
@@ -564,4 +586,22 @@ fn set(
             last_transition_time: Time(Timestamp::now()),
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_namespace_the_operator_runs_in_or_watches_is_asked_once() {
+        let own = vec!["team-a".to_owned()];
+        assert_eq!(
+            asked_namespaces("team-a", &own),
+            [("team-a", "run and watch")]
+        );
+        assert_eq!(
+            asked_namespaces("team-a-ops", &own),
+            [("team-a-ops", "run"), ("team-a", "watch")]
+        );
+    }
 }
