@@ -103,7 +103,12 @@ impl Request<'_> {
                 config: json!({ "installNamespace": self.namespace }),
             },
             user_permission: Some(self.user_permission),
-            requester_owns: None,
+            // The apiserver says the requester owns the namespace the
+            // request is for (an admin gave her `admin` there).
+            requester_owns: Some(std::collections::BTreeMap::from([(
+                self.namespace.to_owned(),
+                true,
+            )])),
         }
         .with_package_from_properties()
     }
@@ -318,6 +323,19 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
     assert_eq!(
         label(&policy, &own),
         "policy namespace-operators rule 3 (self-service)"
+    );
+    // The same request from someone the apiserver says does not own the
+    // namespace: the config naming it proves nothing.
+    let mut not_hers = ETCD_FOR_TEAM_A.inputs();
+    not_hers.instance.config =
+        json!({ "installNamespace": "team-a", "watchNamespaces": ["team-a"] });
+    not_hers.requester_owns = Some(std::collections::BTreeMap::from([(
+        "team-a".to_owned(),
+        false,
+    )]));
+    assert_ne!(
+        decide(&policy.spec.rules, &not_hers).outcome,
+        RuleOutcome::Approve
     );
     // Watching every namespace, or two: refused with the rule's words.
     for watching in [json!([]), json!(["team-a", "team-b"])] {
