@@ -159,7 +159,7 @@ if [[ $(condition hello Installed status) != True ]]; then
   say "kubectl instance describe hello: what the pending content holds, before anyone approves it"
   kubectl instance describe hello
 
-  say "kubectl instance approve hello (as admin; approving needs the 'approve' verb on instances, and covers exactly the digest shown)"
+  say "kubectl instance approve hello (as admin; approving needs the 'approve' verb on instances, and covers exactly the request shown: its digest, the spec read and what the runtime judged)"
   kubectl instance approve hello
 fi
 wait_for hello Installed status True
@@ -207,7 +207,7 @@ YAML
 say "Who created 'hello' is recorded (and sealed) by the webhook, not by the client:"
 kubectl get instance hello -o jsonpath='{.metadata.annotations.core\.pakket\.dev/created-by}'; echo
 
-say "The approval names the content it covers (a new digest needs a new approval):"
+say "The approval names the request it covers (a new digest, config, class or requester needs a new approval):"
 kubectl get instance hello -o jsonpath='{.status.approval}'; echo
 
 etcd_bundle=../shared/data/bundles/etcd/0.9.4
