@@ -118,7 +118,7 @@ pub struct Landing {
     /// provisioner's client's default namespace (in a cluster, its own).
     pub default_namespace: String,
     /// Kinds the cluster serves cluster-scoped, as (group, kind), beyond
-    /// [`CLUSTER_SCOPED`] and the content's own CRDs.
+    /// the built-in cluster-scoped kinds (`CLUSTER_SCOPED`) and the content's own CRDs.
     pub cluster_scoped: BTreeSet<(String, String)>,
     /// The cluster's aggregating ClusterRoles.
     pub aggregators: Vec<Aggregator>,

@@ -2,7 +2,7 @@
 //! from what someone else put under the same name, and how it goes.
 //!
 //! The Operator and its Input are named from the request's namespace,
-//! name and UID ([`operator_name`]), so nobody who cannot read the
+//! name and UID ([`pakket_operators_api::request::operator_name`]), so nobody who cannot read the
 //! request can take the name first. Still, nothing is recognised by its
 //! name or a label: the Operator is the request's when it carries the
 //! controller's seal for this request *and its UID*; the Input is when it
