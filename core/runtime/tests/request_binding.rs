@@ -222,6 +222,28 @@ impl Stage {
         .await
     }
 
+    /// `user` points the approved Instance elsewhere; waits until that
+    /// new request waits for a decision, checks that nothing was written
+    /// where it points and what runs stays, and returns the new generation
+    /// and the `Approved` message.
+    async fn pointed_elsewhere_waits(&self, user: &str, what: &str) -> (i64, String) {
+        let generation = self.point_elsewhere_as(user).await;
+        let waiting = self
+            .approval_of(generation, what, |i| {
+                reason_is(i, ConditionType::Approved, "ApprovalPending")
+            })
+            .await;
+        assert!(
+            self.app_in(&self.other).await.is_none(),
+            "nothing is written where the new config points"
+        );
+        assert!(
+            self.app_in(&self.scope.namespace).await.is_some(),
+            "what runs stays"
+        );
+        (generation, approval_message(&waiting))
+    }
+
     async fn cleanup(self) {
         self.running.abort();
         let _ = Api::<Namespace>::all(self.scope.client.clone())
@@ -271,25 +293,13 @@ async fn a_persons_approval_covers_the_config_it_was_given_and_a_new_config_wait
     assert!(stage.app_in(&stage.scope.namespace).await.is_some());
 
     // The requester points the approved Instance elsewhere: a new request.
-    let generation = stage.point_elsewhere_as("alice").await;
-    let waiting = stage
-        .approval_of(generation, "the new config waits for a person", |i| {
-            reason_is(i, ConditionType::Approved, "ApprovalPending")
-        })
+    let (generation, message) = stage
+        .pointed_elsewhere_waits("alice", "the new config waits for a person")
         .await;
-    let message = approval_message(&waiting);
     assert!(
         message.contains("covered an earlier request")
             && message.contains("the Instance's spec changed since"),
         "says what changed since the approval: {message}"
-    );
-    assert!(
-        stage.app_in(&stage.other).await.is_none(),
-        "nothing is written where the new config points"
-    );
-    assert!(
-        stage.app_in(&stage.scope.namespace).await.is_some(),
-        "what runs stays"
     );
 
     // A person approves the new request: it installs there, and what it
@@ -351,24 +361,12 @@ async fn a_config_change_after_a_policy_approved_is_judged_anew_with_its_author_
     assert!(stage.app_in(&stage.scope.namespace).await.is_some());
 
     // mallory, who may edit the Instance, points it elsewhere.
-    let generation = stage.point_elsewhere_as("mallory").await;
-    let waiting = stage
-        .approval_of(generation, "the change judged anew", |i| {
-            reason_is(i, ConditionType::Approved, "ApprovalPending")
-        })
+    let (_, message) = stage
+        .pointed_elsewhere_waits("mallory", "the change judged anew")
         .await;
-    let message = approval_message(&waiting);
     assert!(
         message.contains("no rule matched") && message.contains("covered an earlier request"),
         "the policy judged the new request and said why it asked again: {message}"
-    );
-    assert!(
-        stage.app_in(&stage.other).await.is_none(),
-        "nothing is written where the new config points"
-    );
-    assert!(
-        stage.app_in(&stage.scope.namespace).await.is_some(),
-        "what runs stays"
     );
     let _ = Api::<ApprovalPolicy>::all(stage.scope.client.clone())
         .delete(&policy_name, &DeleteParams::default())

@@ -374,29 +374,13 @@ async fn no_rule_lets_content_run_as_the_provisioner() {
     stage
         .config_map_content("harmless", &[("marker", "v1")])
         .await;
-    stage
-        .content(
-            "attack",
-            &[(
-                "deployment.yaml",
-                format!(
-                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {deployment}\n  namespace: {NAMESPACE}\nspec:\n  selector:\n    matchLabels: {{app: innocent}}\n  template:\n    metadata:\n      labels: {{app: innocent}}\n    spec:\n      serviceAccountName: pakket-plain\n      containers:\n      - name: c\n        image: registry.example.com/evil\n"
-                ),
-            )],
-        )
-        .await;
+    as_the_provisioner_content(&stage, &deployment).await;
 
     stage
         .create(&alice, stage.instance("attack", "attack-v1", "attack"))
         .await
         .unwrap();
-    let waiting = stage
-        .wait("attack", "the attack waiting for a person", |i| {
-            reason_is(i, ConditionType::Approved, "ApprovalPending")
-                && i.condition(ConditionType::Approved)
-                    .is_some_and(|c| c.message.contains("ServiceAccount"))
-        })
-        .await;
+    let waiting = waits_for_a_person(&stage).await;
     let message = &waiting.condition(ConditionType::Approved).unwrap().message;
     assert!(
         message.contains("asks a person")
@@ -404,13 +388,7 @@ async fn no_rule_lets_content_run_as_the_provisioner() {
             && message.contains(&format!("ServiceAccount {NAMESPACE}/pakket-plain")),
         "{message}"
     );
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
-        Api::namespaced(stage.admin(), NAMESPACE);
-    assert!(
-        deployments.get_opt(&deployment).await.unwrap().is_none(),
-        "nothing runs as the provisioner"
-    );
+    nothing_runs_as_the_provisioner(&stage, &deployment).await;
 
     // The same policy lets harmless content in.
     stage
@@ -443,28 +421,12 @@ async fn allow_all_does_not_let_content_run_as_the_provisioner() {
         .await;
     let alice = stage.client_as("alice").await;
     let deployment = stage.scope.name("innocent");
-    stage
-        .content(
-            "attack",
-            &[(
-                "deployment.yaml",
-                format!(
-                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {deployment}\n  namespace: {NAMESPACE}\nspec:\n  selector:\n    matchLabels: {{app: innocent}}\n  template:\n    metadata:\n      labels: {{app: innocent}}\n    spec:\n      serviceAccountName: pakket-plain\n      containers:\n      - name: c\n        image: registry.example.com/evil\n"
-                ),
-            )],
-        )
-        .await;
+    as_the_provisioner_content(&stage, &deployment).await;
     stage
         .create(&alice, stage.instance("attack", "attack-v1", "attack"))
         .await
         .unwrap();
-    let waiting = stage
-        .wait("attack", "the attack waiting for a person", |i| {
-            reason_is(i, ConditionType::Approved, "ApprovalPending")
-                && i.condition(ConditionType::Approved)
-                    .is_some_and(|c| c.message.contains("ServiceAccount"))
-        })
-        .await;
+    let waiting = waits_for_a_person(&stage).await;
     let message = &waiting.condition(ConditionType::Approved).unwrap().message;
     assert!(
         message.contains("approval: AllowAll")
@@ -472,13 +434,47 @@ async fn allow_all_does_not_let_content_run_as_the_provisioner() {
             && message.contains(&format!("ServiceAccount {NAMESPACE}/pakket-plain")),
         "{message}"
     );
+    nothing_runs_as_the_provisioner(&stage, &deployment).await;
+    stage.delete_instance("attack").await;
+    stage.cleanup().await;
+}
+
+/// Content ConfigMap `attack`: a Deployment `name` in pakket-system that
+/// runs as pakket-plain.
+async fn as_the_provisioner_content(stage: &Stage, name: &str) {
+    stage
+        .content(
+            "attack",
+            &[(
+                "deployment.yaml",
+                format!(
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\nspec:\n  selector:\n    matchLabels: {{app: innocent}}\n  template:\n    metadata:\n      labels: {{app: innocent}}\n    spec:\n      serviceAccountName: pakket-plain\n      containers:\n      - name: c\n        image: registry.example.com/evil\n"
+                ),
+            )],
+        )
+        .await;
+}
+
+/// Waits until Instance `attack` waits for a person, naming a
+/// ServiceAccount.
+async fn waits_for_a_person(stage: &Stage) -> Instance {
+    stage
+        .wait("attack", "the attack waiting for a person", |i| {
+            reason_is(i, ConditionType::Approved, "ApprovalPending")
+                && i.condition(ConditionType::Approved)
+                    .is_some_and(|c| c.message.contains("ServiceAccount"))
+        })
+        .await
+}
+
+/// Deployment `name` was never created in pakket-system (given the
+/// provisioner two seconds more to do it, if it were going to).
+async fn nothing_runs_as_the_provisioner(stage: &Stage, name: &str) {
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(stage.admin(), NAMESPACE);
     assert!(
-        deployments.get_opt(&deployment).await.unwrap().is_none(),
+        deployments.get_opt(name).await.unwrap().is_none(),
         "nothing runs as the provisioner"
     );
-    stage.delete_instance("attack").await;
-    stage.cleanup().await;
 }
