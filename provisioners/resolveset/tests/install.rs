@@ -2149,7 +2149,12 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
             .is_empty()
     })
     .await;
-    assert!(operators.get_opt(&etcd_operator).await.unwrap().is_none());
+    // The Operator is deleted in the foreground, so it may outlive its
+    // request for as long as its own dependents take to go.
+    eventually("the request's Operator is gone", || async {
+        operators.get_opt(&etcd_operator).await.unwrap().is_none()
+    })
+    .await;
     let _ = instances.delete(&set, &DeleteParams::default()).await;
     for user in ["alice", "mallory"] {
         support::revoke(&scope, user).await;
