@@ -88,6 +88,67 @@ pub struct InputStatus {
     /// The generation the status answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Why it waits though it resolves alone: other Inputs it conflicts
+    /// with. Written by the Input controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<InputConflict>,
+    /// A person's choice of this Input over others it conflicts with
+    /// (`kubectl instance decide input/NAME`). Only a user with `approve`
+    /// on the Input may write it, in her own name; the controller never
+    /// does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<ConflictDecision>,
+}
+
+/// Other Inputs an Input conflicts with, and where it stands.
+///
+/// They are named by UID, not by name, namespace or requester: who else
+/// asked is shown by `kubectl instance why input/NAME` only as far as its
+/// reader may read those Inputs.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InputConflict {
+    /// `Installed` (it conflicts with what installed Inputs asked for,
+    /// which keeps running), `Waiting` (with other new Inputs: all of them
+    /// wait for a person to choose) or `NotChosen` (a person chose another).
+    #[schemars(length(max = 32))]
+    pub standing: String,
+    /// The UIDs of the Inputs it conflicts with (empty: what is installed
+    /// as a whole).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub with: Vec<String>,
+}
+
+/// A person's choice between conflicting Inputs, on the Input chosen.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConflictDecision {
+    /// Who chose: the user the apiserver authenticated for the write (the
+    /// webhooks refuse any other name).
+    #[schemars(length(min = 1, max = 512))]
+    pub chosen_by: String,
+    /// The Input's generation chosen: a spec changed since is a new
+    /// request, not covered.
+    pub generation: i64,
+    /// The UIDs of the Inputs it was chosen over: the decision covers
+    /// exactly these.
+    #[schemars(length(min = 1, max = 64))]
+    pub over: Vec<String>,
+}
+
+impl ConflictDecision {
+    /// The Inputs (UIDs) `input` was chosen over, if its decision covers
+    /// its current generation.
+    pub fn covering(input: &Input) -> Vec<String> {
+        input
+            .status
+            .as_ref()
+            .and_then(|status| status.decision.as_ref())
+            .filter(|decision| Some(decision.generation) == input.metadata.generation)
+            .map(|decision| decision.over.clone())
+            .unwrap_or_default()
+    }
 }
 
 /// One chosen bundle, as the Instance that installs it.

@@ -72,6 +72,8 @@ fn main() {
                 force: false,
                 filters: Default::default(),
                 seniority: Default::default(),
+                uid: String::new(),
+                chosen_over: Default::default(),
                 held: None,
             }],
             &[],
@@ -85,6 +87,8 @@ fn main() {
                 force: false,
                 filters: Default::default(),
                 seniority: Default::default(),
+                uid: String::new(),
+                chosen_over: Default::default(),
                 held: None,
             });
         }
@@ -124,6 +128,8 @@ fn main() {
         force: false,
         filters: Default::default(),
         seniority: Default::default(),
+        uid: String::new(),
+        chosen_over: Default::default(),
         held: None,
     });
     let started = Instant::now();

@@ -126,6 +126,8 @@ async fn main() {
                 force: false,
                 filters: Default::default(),
                 seniority: Default::default(),
+                uid: String::new(),
+                chosen_over: Default::default(),
                 held: None,
             }],
             &[],

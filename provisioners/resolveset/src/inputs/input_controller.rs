@@ -29,7 +29,10 @@ use pakket_runtime::leader::LeaderState;
 use serde_json::json;
 
 use crate::catalogs::serving::Catalogs;
-use crate::inputs::input::{Input, InputClass, InputStatus, ResolvedInstance};
+use crate::inputs::conflict;
+use crate::inputs::input::{
+    ConflictDecision, Input, InputClass, InputConflict, InputStatus, ResolvedInstance,
+};
 use crate::inputs::input_resolve::{self, Answer, Asked, Seniority};
 use crate::inputs::kept_installed::{self, Offer};
 use crate::protocol::plan::PlannedInput;
@@ -312,7 +315,20 @@ async fn reconcile_all(
             .find(|(name, _)| *name == asked.name)
             .map(|(_, installed)| *installed);
         let conflict = owners.conflicts.get(&asked.name);
-        write_status(context, input, asked.dry_run, &answer, kept, conflict).await?;
+        let clash = match &answer {
+            Answer::Conflict(clash) => Some(conflict_status(clash, &inputs)),
+            _ => None,
+        };
+        write_status(
+            context,
+            input,
+            asked.dry_run,
+            &answer,
+            kept,
+            conflict,
+            clash,
+        )
+        .await?;
     }
     // What a failing Input keeps counts as what it gets, for the
     // dependency Inputs generated for it.
@@ -596,11 +612,15 @@ fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
             force: false,
             filters: Default::default(),
             seniority: Default::default(),
+            uid: String::new(),
+            chosen_over: Default::default(),
             held: None,
         };
     };
     let mut asked = crate::protocol::plan::asked(&PlannedInput::of(input, &class.spec.parameters));
     asked.seniority = Seniority::of(input);
+    asked.uid = input.uid().unwrap_or_default();
+    asked.chosen_over = ConflictDecision::covering(input).into_iter().collect();
     asked
 }
 
@@ -722,6 +742,26 @@ async fn collect_old_sets(
 }
 
 /// The Input's status for `answer`; written only when it changed.
+/// A conflict as the status says it: the other Inputs by UID, never by
+/// name ([`InputConflict`]).
+fn conflict_status(clash: &conflict::Conflict, inputs: &[Arc<Input>]) -> InputConflict {
+    let mut with: Vec<String> = clash
+        .with
+        .iter()
+        .filter_map(|name| {
+            inputs
+                .iter()
+                .find(|input| input.metadata.name.as_deref() == Some(name.as_str()))?
+                .uid()
+        })
+        .collect();
+    with.sort();
+    InputConflict {
+        standing: clash.standing.as_str().to_owned(),
+        with,
+    }
+}
+
 async fn write_status(
     context: &InputContext,
     input: &Input,
@@ -729,6 +769,7 @@ async fn write_status(
     answer: &Answer,
     kept: Option<&[ResolvedInstance]>,
     conflict: Option<&(String, String)>,
+    clash: Option<InputConflict>,
 ) -> Result<(), kube::Error> {
     let generation = input.metadata.generation;
     let now = Timestamp::now();
@@ -754,7 +795,11 @@ async fn write_status(
                     "ResolutionFailed",
                     "False",
                     "Resolved",
-                    format!("{verb} {}", chosen.join(", ")),
+                    format!(
+                        "{verb} {}{}",
+                        chosen.join(", "),
+                        conflict::chosen_note(input)
+                    ),
                 ),
                 condition(
                     "DependenciesMissing",
@@ -796,6 +841,19 @@ async fn write_status(
             ),
             Vec::new(),
         ),
+        Answer::Conflict(clash) => {
+            let (reason, words) = conflict::in_words(clash, &input.name_any());
+            (
+                condition("ResolutionFailed", "True", reason, words),
+                condition(
+                    "DependenciesMissing",
+                    "Unknown",
+                    reason,
+                    "not resolved: it waits for the conflict to be settled".into(),
+                ),
+                Vec::new(),
+            )
+        }
         Answer::Held(why) => (
             condition(
                 "ResolutionFailed",
@@ -859,13 +917,22 @@ async fn write_status(
     {
         pakket_api::condition::set(&mut conditions, new);
     }
+    // A person's decision is hers: the controller never writes it (its
+    // server-side apply leaves a field it does not set alone).
     let status = InputStatus {
         conditions,
         instances,
         dry_run,
         observed_generation: generation,
+        conflict: clash,
+        decision: None,
     };
-    if status == old {
+    if status
+        == (InputStatus {
+            decision: None,
+            ..old.clone()
+        })
+    {
         return Ok(());
     }
     announce(context, input, &old, &status).await;

@@ -5,10 +5,9 @@
 //!
 //! Inputs that cannot be resolved do not block the others: when the whole
 //! set has no solution, each Input is tried alone, and those that fail
-//! alone get their own explanation; if the rest still conflict, they join
-//! one by one by [`Seniority`] (what is installed first, then the oldest,
-//! never the name a writer picks), and one that would break the set is told
-//! why (the engine's explanation with the Inputs before it).
+//! alone get their own explanation; if the rest still conflict, the rule
+//! of [`crate::inputs::conflict`] settles them (what is installed keeps
+//! running; between new requests, a person chooses).
 //! A dry-run Input is resolved with the live set, as if it joined it, and
 //! reports that plan without changing the set.
 
@@ -36,15 +35,21 @@ pub struct Asked {
     pub filters: crate::inputs::input_filter::Filters,
     /// Its place when Inputs conflict.
     pub seniority: Seniority,
+    /// Its UID, which a person's decision names.
+    pub uid: String,
+    /// The UIDs of the Inputs a person chose it over, for its current
+    /// generation (`status.decision`; empty when none, or when the spec
+    /// changed since).
+    pub chosen_over: BTreeSet<String>,
     /// Why it is not resolved now though its request is fine: what it
     /// installed cannot be resolved again (see [`crate::inputs::kept_installed`]).
     pub held: Option<String>,
 }
 
-/// Which of two conflicting Inputs keeps its place: one whose bundles are
-/// installed before one that is new, then the one created first. Nothing a
-/// writer chooses (a name sorting first) decides it; the name only breaks
-/// a tie of equal creation times, so the answer stays deterministic.
+/// The order Inputs are resolved in: those whose bundles are installed
+/// before those that are new, then the one created first, then the name,
+/// so the answer stays deterministic. Between new Inputs that conflict the
+/// order decides nothing ([`crate::inputs::conflict`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Seniority {
     /// `false` when the Input's bundles are in the installed set (sorts
@@ -114,6 +119,9 @@ pub enum Answer {
     /// Not resolved now: what it installed cannot be resolved again (its
     /// catalog is gone or no longer offers it); why, in words.
     Held(String),
+    /// It resolves alone, but conflicts with other Inputs
+    /// ([`crate::inputs::conflict`]).
+    Conflict(crate::inputs::conflict::Conflict),
     /// No set satisfies it: the one-line summary and the engine's chain.
     Unsatisfiable {
         /// One line.
@@ -184,11 +192,11 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
     // Seniority, then name: the same Inputs give the same answer however
     // they came, and an Input that runs is never displaced by a newcomer.
     live.sort_by(|(a, _), (b, _)| (a.seniority.key(), &a.name).cmp(&(b.seniority.key(), &b.name)));
-    let mut live: Vec<(&str, &Request)> = live
+    let chosen = resolve_live(universe, &mut live, installed, &mut answers);
+    let live: Vec<(&str, &Request)> = live
         .into_iter()
         .map(|(input, request)| (input.name.as_str(), request))
         .collect();
-    let chosen = resolve_live(universe, &mut live, installed, &mut answers);
     // The set's "needs" edges, once for every Input that resolved into it.
     let needs = needs_in(universe, &chosen);
     for (name, request) in &live {
@@ -303,14 +311,14 @@ fn displaced_by_force(asked: &[Asked], answers: &mut BTreeMap<String, Answer>) {
 }
 
 /// Resolves the live Inputs together; drops from `live` (with an answer)
-/// those that fail alone, then those that still conflict. The set.
-fn resolve_live(
+/// those that fail alone, then those the conflict rule refuses. The set.
+fn resolve_live<'a>(
     universe: &Universe,
-    live: &mut Vec<(&str, &Request)>,
+    live: &mut Vec<(&'a Asked, &'a Request)>,
     installed: &[Installed],
     answers: &mut BTreeMap<String, Answer>,
 ) -> Vec<Selection> {
-    let together = |live: &[(&str, &Request)]| {
+    let together = |live: &[(&Asked, &Request)]| {
         let requests: Vec<Request> = live.iter().map(|(_, r)| (*r).clone()).collect();
         resolve(universe, &requests, installed)
     };
@@ -319,15 +327,15 @@ fn resolve_live(
         Outcome::BadInput(_) | Outcome::NoSolution(_) => {}
     }
     // Each alone: who fails on its own?
-    live.retain(|(name, request)| {
+    live.retain(|(asked, request)| {
         match resolve(universe, std::slice::from_ref(*request), installed) {
             Outcome::Resolved(_) => true,
             Outcome::NoSolution(failed) => {
-                answers.insert((*name).to_owned(), unsatisfiable(&failed));
+                answers.insert(asked.name.clone(), unsatisfiable(&failed));
                 false
             }
             Outcome::BadInput(message) => {
-                answers.insert((*name).to_owned(), Answer::Invalid(message));
+                answers.insert(asked.name.clone(), Answer::Invalid(message));
                 false
             }
         }
@@ -335,30 +343,17 @@ fn resolve_live(
     if let Outcome::Resolved(resolved) = together(live) {
         return resolved.resolved;
     }
-    // They work alone but not all together: taken one by one in seniority
-    // order, each joins if the set still resolves with it, and is told why
-    // not otherwise. The senior one keeps its place, every time.
-    let mut accepted: Vec<(&str, &Request)> = Vec::new();
-    let mut set = Vec::new();
-    for (name, request) in live.drain(..) {
-        accepted.push((name, request));
-        match together(&accepted) {
-            Outcome::Resolved(resolved) => set = resolved.resolved,
-            Outcome::NoSolution(failed) => {
-                accepted.pop();
-                answers.insert(name.to_owned(), unsatisfiable(&failed));
-            }
-            Outcome::BadInput(message) => {
-                accepted.pop();
-                answers.insert(name.to_owned(), Answer::Invalid(message));
-            }
-        }
-    }
-    *live = accepted;
-    set
+    // They work alone but not all together.
+    let settled = crate::inputs::conflict::settle(std::mem::take(live), |requests| {
+        resolve(universe, requests, installed)
+    });
+    answers.extend(settled.refused);
+    *live = settled.accepted;
+    settled.set
 }
 
-fn unsatisfiable(failed: &Failed) -> Answer {
+/// A failed resolution as an answer: the engine's one line and its chain.
+pub(crate) fn unsatisfiable(failed: &Failed) -> Answer {
     Answer::Unsatisfiable {
         summary: failed.error.message.clone(),
         explanation: failed
@@ -538,17 +533,21 @@ mod tests {
     use super::*;
     use pakket_engine::catalog::{Catalog, CatalogSet, Format};
 
-    /// `app` 1.0.0 and 2.0.0 need `dep` (any); `dep` 1.0.0; `lonely` needs
-    /// `missing`, which no catalog has; `old` 1.x conflicts with `app` 2
-    /// (`app` 2 needs `dep` >=2, which does not exist).
+    /// `app` 1.0.0 and 2.0.0 need `dep` >=1.0.0; `dep` 0.5.0 and 1.0.0;
+    /// `legacy` needs `dep` <1.0.0, so it and `app` conflict only through
+    /// what they need; `lonely` needs `missing`, which no catalog has.
     const CATALOG: &str = r#"
 {"schema":"olm.package","name":"app","defaultChannel":"stable"}
 {"schema":"olm.channel","package":"app","name":"stable","entries":[{"name":"app.v1.0.0"},{"name":"app.v2.0.0","replaces":"app.v1.0.0"}]}
 {"schema":"olm.bundle","name":"app.v1.0.0","package":"app","image":"r/app:1","properties":[{"type":"olm.package","value":{"packageName":"app","version":"1.0.0"}},{"type":"olm.package.required","value":{"packageName":"dep","versionRange":">=1.0.0"}}]}
 {"schema":"olm.bundle","name":"app.v2.0.0","package":"app","image":"r/app:2","properties":[{"type":"olm.package","value":{"packageName":"app","version":"2.0.0"}},{"type":"olm.package.required","value":{"packageName":"dep","versionRange":">=1.0.0"}}]}
 {"schema":"olm.package","name":"dep","defaultChannel":"stable"}
-{"schema":"olm.channel","package":"dep","name":"stable","entries":[{"name":"dep.v1.0.0"}]}
+{"schema":"olm.channel","package":"dep","name":"stable","entries":[{"name":"dep.v0.5.0"},{"name":"dep.v1.0.0","replaces":"dep.v0.5.0"}]}
+{"schema":"olm.bundle","name":"dep.v0.5.0","package":"dep","image":"r/dep:0","properties":[{"type":"olm.package","value":{"packageName":"dep","version":"0.5.0"}}]}
 {"schema":"olm.bundle","name":"dep.v1.0.0","package":"dep","image":"r/dep:1","properties":[{"type":"olm.package","value":{"packageName":"dep","version":"1.0.0"}}]}
+{"schema":"olm.package","name":"legacy","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"legacy","name":"stable","entries":[{"name":"legacy.v1.0.0"}]}
+{"schema":"olm.bundle","name":"legacy.v1.0.0","package":"legacy","image":"r/legacy:1","properties":[{"type":"olm.package","value":{"packageName":"legacy","version":"1.0.0"}},{"type":"olm.package.required","value":{"packageName":"dep","versionRange":"<1.0.0"}}]}
 {"schema":"olm.package","name":"lonely","defaultChannel":"stable"}
 {"schema":"olm.channel","package":"lonely","name":"stable","entries":[{"name":"lonely.v1.0.0"}]}
 {"schema":"olm.bundle","name":"lonely.v1.0.0","package":"lonely","image":"r/lonely:1","properties":[{"type":"olm.package","value":{"packageName":"lonely","version":"1.0.0"}},{"type":"olm.package.required","value":{"packageName":"missing","versionRange":">=1.0.0"}}]}
@@ -567,6 +566,8 @@ mod tests {
             force: false,
             filters: Default::default(),
             seniority: Default::default(),
+            uid: String::new(),
+            chosen_over: Default::default(),
             held: None,
         }
     }
@@ -693,31 +694,61 @@ mod tests {
         app.version.as_str()
     }
 
-    #[test]
-    fn inputs_that_conflict_only_together_keep_the_older_and_tell_the_newer_why() {
-        // "a" sorts first by name but was created after "b": the older one
-        // keeps its place, whatever names its writer picked.
-        let plan = plan(
-            &universe(),
-            &[
-                aged("b", "app=2.0.0", false, 100),
-                aged("a", "app=1.0.0", false, 200),
-                aged("d", "dep", false, 50),
-            ],
-            &[],
-            "rs",
-        );
-        assert!(matches!(plan.answers["b"], Answer::Resolved(_)));
-        assert!(matches!(plan.answers["d"], Answer::Resolved(_)));
-        let Answer::Unsatisfiable { explanation, .. } = &plan.answers["a"] else {
-            panic!("{:?}", plan.answers["a"])
-        };
-        assert!(explanation.contains("app"), "{explanation}");
-        assert_eq!(app_version(&plan), "2.0.0");
+    fn conflict(plan: &Plan, name: &str) -> crate::inputs::conflict::Conflict {
+        match &plan.answers[name] {
+            Answer::Conflict(conflict) => conflict.clone(),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    fn waiting(with: &[&str]) -> crate::inputs::conflict::Conflict {
+        crate::inputs::conflict::Conflict {
+            with: with.iter().map(|w| (*w).to_owned()).collect(),
+            standing: crate::inputs::conflict::Standing::Waiting,
+        }
     }
 
     #[test]
-    fn an_installed_input_keeps_its_place_against_an_older_new_one() {
+    fn new_inputs_that_conflict_all_wait_whatever_their_writers_name_or_time_them() {
+        // Neither is installed: whichever name sorts first, whichever was
+        // written first, neither vetoes the other; an Input beside them
+        // that conflicts with nobody installs.
+        for (first, second) in [(100, 200), (200, 100), (100, 100)] {
+            for (one, two) in [("a", "b"), ("b", "a")] {
+                let plan = plan(
+                    &universe(),
+                    &[
+                        aged(one, "app=2.0.0", false, first),
+                        aged(two, "app=1.0.0", false, second),
+                        aged("d", "dep", false, 50),
+                    ],
+                    &[],
+                    "rs",
+                );
+                assert_eq!(conflict(&plan, one), waiting(&[two]));
+                assert_eq!(conflict(&plan, two), waiting(&[one]));
+                assert!(matches!(plan.answers["d"], Answer::Resolved(_)));
+                let packages: Vec<&str> = plan.set.iter().map(|s| s.package.as_str()).collect();
+                assert_eq!(packages, ["dep"], "nothing of app is chosen");
+            }
+        }
+    }
+
+    #[test]
+    fn a_conflict_through_dependencies_counts_as_the_requests_that_bring_them() {
+        let plan = plan(
+            &universe(),
+            &[aged("a", "app", false, 1), aged("l", "legacy", false, 2)],
+            &[],
+            "rs",
+        );
+        assert_eq!(conflict(&plan, "a"), waiting(&["l"]));
+        assert_eq!(conflict(&plan, "l"), waiting(&["a"]));
+        assert!(plan.set.is_empty(), "{:?}", plan.set);
+    }
+
+    #[test]
+    fn an_installed_input_keeps_its_place_and_the_new_one_is_told_it_conflicts_with_it() {
         // "z" runs (its bundles are in the set); "a", older and first by
         // name, is new: it may not displace what runs.
         let inputs = [
@@ -726,21 +757,102 @@ mod tests {
         ];
         let plan = plan(&universe(), &inputs, &[], "rs");
         assert!(matches!(plan.answers["z"], Answer::Resolved(_)));
-        assert!(matches!(plan.answers["a"], Answer::Unsatisfiable { .. }));
+        assert_eq!(
+            conflict(&plan, "a"),
+            crate::inputs::conflict::Conflict {
+                with: vec!["z".into()],
+                standing: crate::inputs::conflict::Standing::Installed,
+            }
+        );
         assert_eq!(app_version(&plan), "1.0.0");
     }
 
+    fn chosen(mut asked: Asked, over: &[&str]) -> Asked {
+        asked.chosen_over = over.iter().map(|uid| format!("uid-{uid}")).collect();
+        asked
+    }
+
+    fn with_uid(mut asked: Asked) -> Asked {
+        asked.uid = format!("uid-{}", asked.name);
+        asked
+    }
+
     #[test]
-    fn equal_seniority_falls_back_to_name_order_so_the_answer_is_stable() {
-        let inputs = [
-            aged("b", "app=2.0.0", false, 100),
-            aged("a", "app=1.0.0", false, 100),
-        ];
-        let first = plan(&universe(), &inputs, &[], "rs");
-        assert_eq!(app_version(&first), "1.0.0");
-        let reversed = [inputs[1].clone(), inputs[0].clone()];
-        let again = plan(&universe(), &reversed, &[], "rs");
-        assert_eq!(first.answers, again.answers);
+    fn a_persons_choice_settles_exactly_the_conflict_it_names() {
+        let a = || with_uid(aged("a", "app=1.0.0", false, 100));
+        let b = || with_uid(aged("b", "app=2.0.0", false, 200));
+        let c = || with_uid(aged("c", "app=1.0.0", false, 300));
+        // Chosen over a: b installs, a is told another was chosen.
+        let plan1 = plan(&universe(), &[a(), chosen(b(), &["a"])], &[], "rs");
+        assert!(matches!(plan1.answers["b"], Answer::Resolved(_)));
+        assert_eq!(
+            conflict(&plan1, "a"),
+            crate::inputs::conflict::Conflict {
+                with: vec!["b".into()],
+                standing: crate::inputs::conflict::Standing::NotChosen,
+            }
+        );
+        assert_eq!(app_version(&plan1), "2.0.0");
+        // A request that came later is not covered: b and c wait again.
+        let plan2 = plan(&universe(), &[a(), chosen(b(), &["a"]), c()], &[], "rs");
+        assert_eq!(conflict(&plan2, "b"), waiting(&["c"]));
+        assert_eq!(conflict(&plan2, "c"), waiting(&["b"]));
+        assert_eq!(
+            conflict(&plan2, "a").standing,
+            crate::inputs::conflict::Standing::NotChosen
+        );
+        assert!(plan2.set.iter().all(|s| s.package != "app"));
+        // Two choices that contradict each other settle nothing.
+        let plan3 = plan(
+            &universe(),
+            &[chosen(a(), &["b"]), chosen(b(), &["a"])],
+            &[],
+            "rs",
+        );
+        assert_eq!(conflict(&plan3, "a"), waiting(&["b"]));
+        assert_eq!(conflict(&plan3, "b"), waiting(&["a"]));
+        // A choice naming an Input it does not conflict with changes nothing.
+        let plan4 = plan(
+            &universe(),
+            &[chosen(with_uid(aged("d", "dep", false, 1)), &["a"]), a()],
+            &[],
+            "rs",
+        );
+        assert!(matches!(plan4.answers["a"], Answer::Resolved(_)));
+        assert!(matches!(plan4.answers["d"], Answer::Resolved(_)));
+    }
+
+    #[test]
+    fn conflict_words_name_no_other_request_and_say_what_settles_it() {
+        use crate::inputs::conflict::{Conflict, Standing, in_words};
+        for (standing, reason, settles) in [
+            (
+                Standing::Installed,
+                "ConflictsWithInstalled",
+                "keeps running",
+            ),
+            (
+                Standing::Waiting,
+                "ConflictWaitsForDecision",
+                "kubectl instance decide",
+            ),
+            (
+                Standing::NotChosen,
+                "AnotherRequestChosen",
+                "chose the other",
+            ),
+        ] {
+            let conflict = Conflict {
+                with: vec!["secret-team-db".into()],
+                standing,
+            };
+            let (got, words) = in_words(&conflict, "mine");
+            assert_eq!(got, reason);
+            assert!(words.contains(settles), "{words}");
+            assert!(words.contains("1 other request"), "{words}");
+            assert!(words.contains("kubectl instance why input/mine"), "{words}");
+            assert!(!words.contains("secret-team-db"), "{words}");
+        }
     }
 
     #[test]
@@ -752,6 +864,8 @@ mod tests {
             force: false,
             filters: Default::default(),
             seniority: Default::default(),
+            uid: String::new(),
+            chosen_over: Default::default(),
             held: None,
         };
         let plan = plan(&universe(), &[bad, asked("a", "dep", false)], &[], "rs");

@@ -3,6 +3,7 @@
 //! told (held, kept, ambiguous, owned by another).
 
 pub mod ambiguity;
+pub mod conflict;
 pub mod dependency_inputs;
 pub mod force;
 pub use pakket_resolve_api::input;

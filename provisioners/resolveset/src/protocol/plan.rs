@@ -31,6 +31,8 @@ pub fn asked(planned: &PlannedInput) -> Asked {
         filters: filters.unwrap_or_default(),
         // The API's caller gives no history: name order decides.
         seniority: Default::default(),
+        uid: String::new(),
+        chosen_over: Default::default(),
         held: None,
     }
 }
@@ -40,6 +42,15 @@ fn answered(answer: Answer) -> PlanAnswer {
     match answer {
         Answer::Resolved(instances) => PlanAnswer::Resolved { instances },
         Answer::Invalid(message) => PlanAnswer::Invalid { message },
+        // The API's Inputs have no history, so none is new and this does
+        // not arise; said plainly if it ever does.
+        Answer::Conflict(conflict) => PlanAnswer::Unsatisfiable {
+            summary: format!("conflicts with {}", conflict.with.join(", ")),
+            explanation: format!(
+                "it resolves alone but conflicts with Inputs {}",
+                conflict.with.join(", ")
+            ),
+        },
         Answer::Held(message) => PlanAnswer::Unsatisfiable {
             summary: message.clone(),
             explanation: message,
