@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 mod age;
 mod approval;
 mod connect;
+mod decide;
 mod deps;
 mod describe;
 mod describe_request;
@@ -159,6 +160,20 @@ enum Command {
         /// The revision to return to (`kubectl instance history NAME`).
         #[arg(long = "to-revision", value_name = "N")]
         to_revision: Option<i64>,
+    },
+    /// Choose an Input over the requests it conflicts with (needs verb
+    /// `approve` on inputs and `patch` on inputs/status: the example
+    /// ClusterRole pakket-input-decider).
+    ///
+    /// Requests not installed yet that conflict all wait, each told so,
+    /// until a person chooses: this writes `status.decision` on the Input
+    /// chosen, as you, for its current generation and exactly the Inputs
+    /// its status names. The others are told another was chosen. What is
+    /// installed keeps running and is not chosen against. Review first with
+    /// `kubectl instance why input/NAME`.
+    Decide {
+        /// The Input: `input/NAME` or `NAME`.
+        name: String,
     },
     /// Refuse an Instance's approval (needs verb `approve` on instances).
     Deny {
@@ -389,6 +404,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Rollback { name, to_revision } => {
             let client = cli.cluster.client().await?;
             history::rollback(&client, &name, to_revision, &mut out).await
+        }
+        Command::Decide { name } => {
+            let client = cli.cluster.client().await?;
+            let name = name.strip_prefix("input/").unwrap_or(&name);
+            decide::run(&client, name, &mut out).await
         }
         Command::Deny { name, message } => {
             let client = cli.cluster.client().await?;

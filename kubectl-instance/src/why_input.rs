@@ -46,6 +46,98 @@ pub struct InputDiagnosis {
     /// Commands or actions that move things on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub next_steps: Vec<String>,
+    /// The requests it conflicts with, as far as the reader may read them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicting: Option<Conflicting>,
+}
+
+/// Another Input this one conflicts with, as far as the reader may read
+/// it: the status names them by UID only.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Conflicting {
+    /// The ones the reader could read: name, who asked last (the sealed
+    /// record's user, unverified here), and what it asks for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub readable: Vec<OtherRequest>,
+    /// How many the reader may not read.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unreadable: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One conflicting Input the reader may read.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OtherRequest {
+    /// Its name.
+    pub input: String,
+    /// Who asked for it last, when recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requester: Option<String>,
+    /// Its constraints, as `type value`.
+    pub asks: Vec<String>,
+    /// Whether what it asked for is installed.
+    pub installed: bool,
+    /// Who chose it over others, when a person did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<String>,
+}
+
+impl OtherRequest {
+    /// `input` as the reader sees it.
+    pub fn of(input: &Input) -> Self {
+        let annotations = input.metadata.annotations.as_ref();
+        let requester = [
+            pakket_api::LAST_CHANGED_BY_ANNOTATION,
+            pakket_api::CREATED_BY_ANNOTATION,
+        ]
+        .iter()
+        .find_map(|annotation| {
+            pakket_api::CreatorRecord::in_annotation(annotations, annotation)?.ok()
+        })
+        .map(|record| record.username);
+        let status = input.status.clone().unwrap_or_default();
+        Self {
+            input: input.metadata.name.clone().unwrap_or_default(),
+            requester,
+            asks: input
+                .spec
+                .constraints
+                .iter()
+                .map(|c| format!("{} {}", c.type_, c.value))
+                .collect(),
+            installed: !status.dry_run && !status.instances.is_empty(),
+            chosen_by: status.decision.map(|decision| decision.chosen_by),
+        }
+    }
+}
+
+/// What settles a conflict of standing `reason`, for Input `name`.
+fn conflict_steps(reason: &str, name: &str) -> Option<Vec<String>> {
+    let change = format!("or change this request (kubectl edit input {name}) or withdraw it");
+    match reason {
+        "ConflictWaitsForDecision" => Some(vec![
+            format!(
+                "an admin chooses one of the conflicting requests: kubectl instance decide input/{name} (needs approve on inputs: the example ClusterRole pakket-input-decider)"
+            ),
+            change,
+        ]),
+        "AnotherRequestChosen" => Some(vec![
+            format!(
+                "a person chose another request over this one; an admin may choose again: kubectl instance decide input/{name}"
+            ),
+            change,
+        ]),
+        "ConflictsWithInstalled" => Some(vec![
+            "what is installed and still asked for keeps running: the owner of the installed request changes or removes it".into(),
+            change,
+        ]),
+        _ => None,
+    }
 }
 
 /// Where one child Instance stands, in a word.
@@ -68,7 +160,13 @@ fn state_of(instance: Option<&Instance>) -> String {
 }
 
 /// Explains `input`, given the child Instances found by name.
-pub fn diagnose(input: &Input, children: &[Option<Instance>]) -> InputDiagnosis {
+/// `conflicting`: the other Inputs its status names, as far as the reader
+/// may read them.
+pub fn diagnose(
+    input: &Input,
+    children: &[Option<Instance>],
+    conflicting: Option<Conflicting>,
+) -> InputDiagnosis {
     let name = input.metadata.name.clone().unwrap_or_default();
     let status = input.status.clone().unwrap_or_default();
     let failed = input.condition("ResolutionFailed");
@@ -81,8 +179,24 @@ pub fn diagnose(input: &Input, children: &[Option<Instance>]) -> InputDiagnosis 
             next_steps: vec![
                 "check that pakket-resolveset runs (kubectl -n pakket-system get pods) and that the Input's class exists (kubectl get inputclasses)".into(),
             ],
+            conflicting: None,
         };
     };
+    if failed.status == "True"
+        && let Some(next_steps) = conflict_steps(&failed.reason, &name)
+    {
+        return InputDiagnosis {
+            input: name.clone(),
+            summary: format!(
+                "Input {name} waits: it resolves alone but conflicts with other requests ({}); nothing of it is installed or changed.",
+                failed.reason
+            ),
+            message: failed.message.clone(),
+            bundles: Vec::new(),
+            next_steps,
+            conflicting,
+        };
+    }
     if failed.status == "True" {
         let next_steps = match failed.reason.as_str() {
             "InvalidInput" => vec![format!(
@@ -102,6 +216,7 @@ pub fn diagnose(input: &Input, children: &[Option<Instance>]) -> InputDiagnosis 
             message: failed.message.clone(),
             bundles: Vec::new(),
             next_steps,
+            conflicting: None,
         };
     }
     let bundles: Vec<Brought> = status
@@ -154,6 +269,7 @@ pub fn diagnose(input: &Input, children: &[Option<Instance>]) -> InputDiagnosis 
         message: failed.message.clone(),
         bundles,
         next_steps,
+        conflicting: None,
     }
 }
 
@@ -201,6 +317,32 @@ pub fn render(diagnosis: &InputDiagnosis) -> String {
             text.push_str(&format!("    {line}\n"));
         }
     }
+    if let Some(conflicting) = &diagnosis.conflicting {
+        for other in &conflicting.readable {
+            text.push_str(&format!(
+                "  conflicts with Input {}{}{}{}: {}\n",
+                other.input,
+                other
+                    .requester
+                    .as_deref()
+                    .map(|by| format!(" (asked by {by})"))
+                    .unwrap_or_default(),
+                if other.installed { ", installed" } else { "" },
+                other
+                    .chosen_by
+                    .as_deref()
+                    .map(|by| format!(", chosen by {by}"))
+                    .unwrap_or_default(),
+                other.asks.join("; ")
+            ));
+        }
+        if conflicting.unreadable > 0 {
+            text.push_str(&format!(
+                "  and {} request(s) you may not read\n",
+                conflicting.unreadable
+            ));
+        }
+    }
     if !diagnosis.next_steps.is_empty() {
         text.push_str("  Next:\n");
         for step in &diagnosis.next_steps {
@@ -236,10 +378,98 @@ pub async fn run(
     for resolved in input.status.iter().flat_map(|s| &s.instances) {
         children.push(instances.get_opt(&resolved.name).await.ok().flatten());
     }
-    let diagnosis = diagnose(&input, &children);
+    let conflicting = match input.status.as_ref().and_then(|s| s.conflict.as_ref()) {
+        Some(conflict) => Some(conflicting(&inputs, &conflict.with).await),
+        None => None,
+    };
+    let diagnosis = diagnose(&input, &children, conflicting);
     match format {
         Some(format) => output::print(&diagnosis, format, out)?,
         None => out.write_all(render(&diagnosis).as_bytes())?,
     }
     Ok(Some(()))
+}
+
+/// The Inputs with these UIDs that the reader may list; the rest counted.
+async fn conflicting(inputs: &Api<Input>, uids: &[String]) -> Conflicting {
+    let listed = inputs
+        .list(&Default::default())
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default();
+    let readable: Vec<OtherRequest> = listed
+        .iter()
+        .filter(|input| {
+            input
+                .metadata
+                .uid
+                .as_ref()
+                .is_some_and(|uid| uids.contains(uid))
+        })
+        .map(OtherRequest::of)
+        .collect();
+    Conflicting {
+        unreadable: uids.len().saturating_sub(readable.len()),
+        readable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn waiting(reason: &str) -> Input {
+        serde_json::from_value(json!({
+            "apiVersion": "resolve.pakket.dev/v1alpha1", "kind": "Input",
+            "metadata": {"name": "b", "uid": "uid-b", "generation": 1},
+            "spec": {"inputClass": "subscription", "constraints": [
+                {"type": "olm.catalog", "value": {"name": "c", "package": "db"}}]},
+            "status": {
+                "conditions": [{"type": "ResolutionFailed", "status": "True", "reason": reason,
+                    "message": "it resolves alone but conflicts with 2 other requests",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "conflict": {"standing": "Waiting", "with": ["uid-a", "uid-x"]},
+            },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_conflict_is_read_by_its_reason_and_shows_only_what_the_reader_may_read() {
+        let mut other = waiting("ConflictWaitsForDecision");
+        other.metadata.name = Some("a".into());
+        let conflicting = Conflicting {
+            readable: vec![OtherRequest::of(&other)],
+            unreadable: 1,
+        };
+        let diagnosis = diagnose(&waiting("ConflictWaitsForDecision"), &[], Some(conflicting));
+        assert!(diagnosis.summary.contains("waits"), "{}", diagnosis.summary);
+        assert!(diagnosis.next_steps[0].contains("kubectl instance decide input/b"));
+        let text = render(&diagnosis);
+        assert!(
+            text.contains("conflicts with Input a: olm.catalog"),
+            "{text}"
+        );
+        assert!(text.contains("and 1 request(s) you may not read"), "{text}");
+        // The same words under a reason that is no conflict are not read
+        // as one.
+        let other_reason = diagnose(&waiting("Unsatisfiable"), &[], None);
+        assert!(
+            !other_reason.summary.contains("waits"),
+            "{}",
+            other_reason.summary
+        );
+        for (reason, step) in [
+            ("AnotherRequestChosen", "chose another request"),
+            ("ConflictsWithInstalled", "keeps running"),
+        ] {
+            let diagnosis = diagnose(&waiting(reason), &[], None);
+            assert!(
+                diagnosis.next_steps[0].contains(step),
+                "{reason}: {:?}",
+                diagnosis.next_steps
+            );
+        }
+    }
 }

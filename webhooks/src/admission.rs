@@ -17,7 +17,8 @@ use crate::review::{Request, Requester, Target, decode};
 use crate::rules::content::ConfigMapState;
 use crate::rules::use_verb::ClassUse;
 use crate::rules::{
-    Verdict, approval, bundle, content, creator, finalizer, instance_in_use, use_verb,
+    Verdict, approval, bundle, content, creator, finalizer, input_decision, instance_in_use,
+    use_verb,
 };
 
 /// Which of the two endpoints a review came to.
@@ -123,6 +124,23 @@ impl Admission {
                 if matches!(request.operation, Operation::Delete) =>
             {
                 self.validate_package_deletion(request, &mut verdict).await
+            }
+            (Webhook::Validate, Target::Recorded("Input"))
+                if writes && request.sub_resource.as_deref() == Some("status") =>
+            {
+                let delegate = self.is_delegate(&requester);
+                let recorded = records_of(
+                    Webhook::Validate,
+                    "Input",
+                    request,
+                    &requester,
+                    &self.key,
+                    delegate,
+                    &mut verdict,
+                );
+                self.check_input_decision(request, &requester, &mut verdict)
+                    .await;
+                recorded
             }
             (webhook, Target::Recorded(kind)) if writes => {
                 let delegate = self.is_delegate(&requester);
@@ -443,6 +461,35 @@ impl Admission {
                 },
             ),
             Err(error) => verdict.deny(503, unavailable(&error)),
+        }
+    }
+
+    /// Denies a change of an Input's `status.decision` unless the
+    /// requester may `approve` that Input and the record names her.
+    async fn check_input_decision(
+        &self,
+        request: &Request,
+        requester: &Requester,
+        verdict: &mut Verdict,
+    ) {
+        let data = |object: Option<&kube::core::DynamicObject>| {
+            object.and_then(|o| input_decision::decision_of(&o.data).cloned())
+        };
+        let old = data(request.old_object.as_ref());
+        let new = data(request.object.as_ref());
+        let name = request.name.clone();
+        match input_decision::check(requester, &name, old.as_ref(), new.as_ref()) {
+            Ok(false) => {}
+            Ok(true) => match self
+                .authorizer
+                .allows(requester, &input_decision::permission(&name))
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => verdict.deny(403, input_decision::denial(requester, &name)),
+                Err(error) => verdict.deny(503, unavailable(&error)),
+            },
+            Err(message) => verdict.deny(403, message),
         }
     }
 

@@ -170,6 +170,13 @@ fn rollback_record_of(object: &str) -> String {
     )
 }
 
+/// An Input's `status.decision` (`[]` when absent), as CEL.
+fn decision_of(object: &str) -> String {
+    format!(
+        "(has({object}.status) && has({object}.status.decision) ? [{object}.status.decision] : [])"
+    )
+}
+
 fn condition(name: &str, expression: String) -> MatchCondition {
     MatchCondition {
         name: name.to_owned(),
@@ -350,6 +357,23 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
         recorded_rules("status", &["UPDATE"]),
         vec![creator_changed()],
     );
+    // A person's choice between conflicting Inputs: `approve` on the Input,
+    // in her own name.
+    let input_decisions = validating_webhook(
+        options,
+        "input-decisions.validate",
+        vec![rule(
+            crate::review::RESOLVE_GROUP,
+            "*",
+            "inputs/status",
+            &["UPDATE"],
+            "Cluster",
+        )],
+        vec![condition(
+            "decision-changed",
+            format!("{} != {}", decision_of("object"), decision_of("oldObject")),
+        )],
+    );
     let mut config_maps = validating_webhook(
         options,
         "configmaps.validate",
@@ -428,6 +452,7 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
             approval,
             records,
             records_status,
+            input_decisions,
             package_deletion,
             approval_policies,
             config_maps,
@@ -535,7 +560,7 @@ mod tests {
         let options = Options::deployed();
         let validating = validating(&options).webhooks.unwrap();
         let mutating = mutating(&options).webhooks.unwrap();
-        assert_eq!(validating.len(), 9);
+        assert_eq!(validating.len(), 10);
         assert_eq!(mutating.len(), 3);
         for webhook in &validating {
             // The in-use override writes an Event, never on a dry run.

@@ -9,6 +9,7 @@ pub mod bundle;
 pub mod content;
 pub mod creator;
 pub mod finalizer;
+pub mod input_decision;
 pub mod instance_in_use;
 pub mod package_in_use;
 pub mod use_verb;
