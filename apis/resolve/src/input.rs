@@ -242,3 +242,25 @@ impl Input {
         crate::condition::find(status.map(|s| s.conditions.as_slice()), kind)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decision_covers_only_the_generation_it_names() {
+        let mut input: Input = serde_json::from_value(serde_json::json!({
+            "apiVersion": "resolve.pakket.dev/v1alpha1", "kind": "Input",
+            "metadata": {"name": "b", "generation": 2},
+            "spec": {"inputClass": "subscription", "constraints": []},
+            "status": {"decision": {"chosenBy": "carol", "generation": 2, "over": ["uid-a"]}},
+        }))
+        .unwrap();
+        assert_eq!(ConflictDecision::covering(&input), ["uid-a"]);
+        // The spec changed since: a new request, not covered.
+        input.metadata.generation = Some(3);
+        assert!(ConflictDecision::covering(&input).is_empty());
+        input.status = None;
+        assert!(ConflictDecision::covering(&input).is_empty());
+    }
+}

@@ -276,3 +276,16 @@ fn write_kubeconfig(admin_kubeconfig: &Path, to: &Path, account: &str, token: &s
 pub fn kubeconfig_for(shipped: Shipped, scope: &crate::Scope) -> PathBuf {
     scope.path(&format!("{}.kubeconfig", shipped.account))
 }
+
+/// The rules of ClusterRole `role` in `deploy/rbac/examples.yaml`, as
+/// shipped: what an admin binds to a person (an approver, a decider).
+pub fn example_rules(role: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/rbac/examples.yaml");
+    let text = std::fs::read_to_string(&path).expect("deploy/rbac/examples.yaml");
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text).expect("valid YAML");
+    documents
+        .into_iter()
+        .find(|document| document["kind"] == "ClusterRole" && document["metadata"]["name"] == role)
+        .map(|document| document["rules"].clone())
+        .unwrap_or_else(|| panic!("deploy/rbac/examples.yaml ships no ClusterRole {role}"))
+}

@@ -265,9 +265,11 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
             .starts_with("would install rabbitmq-cluster-operator 2.17.2")
     );
 
-    // The same conflict as a real Input, named to sort before the one that
-    // runs: the name is the writer's choice and decides nothing. The
-    // installed Input keeps its place; the newcomer is told why.
+    // The same conflict as a real Input, named to sort before the one in
+    // the set: the name is the writer's choice and decides nothing. Nothing
+    // is installed here (no provisioner runs the set), so neither request
+    // is: both wait, each told a conflicting request exists (by UID, not
+    // by name or what it asks for), and the set holds neither.
     let newcomer = input(
         &scope,
         "a",
@@ -276,14 +278,31 @@ async fn inputs_resolve_together_into_one_set_and_each_says_what_it_got_and_why(
     )
     .await;
     assert!(newcomer < topology, "{newcomer} sorts before {topology}");
-    let refused = resolved_as(&scope, &newcomer, "Unsatisfiable").await;
-    assert!(refused.status.unwrap().instances.is_empty());
-    let kept = resolved_as(&scope, &topology, "Resolved").await;
-    assert_eq!(kept.status.unwrap().instances[0].version, "1.15.0");
+    let refused = resolved_as(&scope, &newcomer, "ConflictWaitsForDecision").await;
+    let message = refused
+        .condition("ResolutionFailed")
+        .unwrap()
+        .message
+        .clone();
+    assert!(!message.contains(TOPOLOGY), "{message}");
+    let status = refused.status.unwrap();
+    assert!(status.instances.is_empty());
+    let waits = resolved_as(&scope, &topology, "ConflictWaitsForDecision").await;
+    let conflict = status.conflict.expect("the conflict is recorded");
+    assert_eq!(conflict.standing, "Waiting");
+    assert_eq!(conflict.with, [waits.metadata.uid.clone().unwrap()]);
+    eventually("the set holds neither", || async {
+        let (_, entries, _) = current_set(&scope).await.unwrap();
+        entries.iter().all(|e| e.package_name != TOPOLOGY)
+    })
+    .await;
     Api::<Input>::all(scope.client.clone())
         .delete(&newcomer, &Default::default())
         .await
         .unwrap();
+    // Alone again, it resolves as before.
+    let back = resolved_as(&scope, &topology, "Resolved").await;
+    assert_eq!(back.status.unwrap().instances[0].version, "1.15.0");
 
     // Mistakes name the field; an Input nothing can satisfy says why; the
     // set keeps what resolved.

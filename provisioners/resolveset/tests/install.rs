@@ -2500,3 +2500,298 @@ async fn a_request_stands_only_while_every_namespace_is_the_requesters_and_names
     inputs_hooks.stop().await.unwrap();
     support::cleanup(scope).await;
 }
+
+/// An Input for etcd at `version` (a version or a range), in the test's
+/// scope, as `client` writes it.
+async fn etcd_input_as(client: &kube::Client, scope: &Scope, name: &str, version: &str) -> Input {
+    let input: Input = serde_json::from_value(json!({
+        "apiVersion": "resolve.pakket.dev/v1alpha1", "kind": "Input",
+        "metadata": { "name": name, "labels": scope.labels() },
+        "spec": {
+            "inputClass": scope.name("subscription"),
+            "constraints": [
+                {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd"}},
+                {"type": "olm.packageVersion", "value": {"package": "etcd", "version": version}},
+            ],
+        },
+    }))
+    .unwrap();
+    Api::<Input>::all(client.clone())
+        .create(&PostParams::default(), &input)
+        .await
+        .unwrap()
+}
+
+/// Waits until Input `name` says `reason` for its current generation, and
+/// returns it.
+async fn input_says(inputs: &Api<Input>, name: &str, reason: &str) -> Input {
+    let mut last = None;
+    for _ in 0..600 {
+        let input = inputs.get(name).await.unwrap();
+        if input.condition("ResolutionFailed").is_some_and(|c| {
+            c.reason == reason && c.observed_generation == input.metadata.generation
+        }) {
+            return input;
+        }
+        last = input.status;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("Input {name} does not say {reason} within 60 s: {last:#?}");
+}
+
+/// The packages and versions of the set the Input controller wrote.
+async fn set_versions(scope: &Scope) -> Vec<(String, String)> {
+    let Some(instance) = Api::<Instance>::all(scope.client.clone())
+        .get_opt(&scope.name("resolveset"))
+        .await
+        .unwrap()
+    else {
+        return Vec::new();
+    };
+    let mount = instance.spec.bundle.spec.unwrap().volume_mounts[0].clone();
+    let Some(config_map) = Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .get_opt(&mount.config_map.name)
+        .await
+        .unwrap()
+    else {
+        return Vec::new();
+    };
+    let text = &config_map.data.unwrap()[pakket_resolveset::set::resolved_set::FILE];
+    pakket_resolveset::set::resolved_set::from_bytes(text.as_bytes())
+        .unwrap()
+        .into_iter()
+        .map(|entry| (entry.package_name, entry.version))
+        .collect()
+}
+
+#[tokio::test]
+async fn conflicting_requests_both_wait_until_a_person_chooses_and_no_writer_steers_it() {
+    // Alice and Bob may each write Inputs. Alice asks for etcd 0.9.2, Bob
+    // for >=0.9.4: alone each resolves, together they cannot. Alice names
+    // and times her Input every way she can; Bob is never refused silently
+    // and never shown what she asked for; she cannot choose herself, even
+    // with the status subresource; only a person an admin bound the
+    // shipped pakket-input-decider role to chooses, in her own name. The
+    // webhooks and pakket-resolveset run with deploy/'s rights.
+    // Data: the etcd package of fbc/community-operators-prod-derived
+    // (see `serve_etcd_catalog`).
+    let scope = Scope::new("resolveset-conflicts").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let shipped = Shipped::new(&scope).await;
+    let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
+    let _running = shipped
+        .start_controllers(&scope, Some(inputs_hooks.record_key()))
+        .await;
+    serve_etcd_catalog(&scope).await;
+    subscription_class(&scope).await;
+    let writer = json!([
+        {"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs"], "verbs": ["get", "list", "create", "update", "patch", "delete"]},
+    ]);
+    support::grant(&scope, "alice", writer.clone()).await;
+    support::grant(&scope, "bob", writer).await;
+    support::grant(
+        &scope,
+        "carol",
+        pakket_testkit::shipped::example_rules("pakket-input-decider"),
+    )
+    .await;
+    let (alice, bob, carol) = (
+        scope.cluster.client_as("alice").await,
+        scope.cluster.client_as("bob").await,
+        scope.cluster.client_as("carol").await,
+    );
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    let bobs = scope.name("zz-bob");
+    etcd_input_as(&bob, &scope, &bobs, ">=0.9.4").await;
+    // Alone, Bob's resolves.
+    input_says(&inputs, &bobs, "Resolved").await;
+    inputs
+        .delete(&bobs, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("Bob's first Input is gone", || async {
+        inputs.get_opt(&bobs).await.unwrap().is_none()
+    })
+    .await;
+    eventually("the set is empty again", || async {
+        set_versions(&scope).await.is_empty()
+    })
+    .await;
+
+    // Alice first by name and by time, then Bob; then Alice again, written
+    // after Bob. Every way round, both wait and each is told why.
+    let alices = scope.name("aa-alice");
+    etcd_input_as(&alice, &scope, &alices, "0.9.2").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let bob_input = etcd_input_as(&bob, &scope, &bobs, ">=0.9.4").await;
+    let bob_uid = bob_input.metadata.uid.clone().unwrap();
+    for round in ["alice first", "alice again, after bob"] {
+        let alice_now = input_says(&inputs, &alices, "ConflictWaitsForDecision").await;
+        let bob_now = input_says(&inputs, &bobs, "ConflictWaitsForDecision").await;
+        let alice_uid = alice_now.metadata.uid.clone().unwrap();
+        let told = bob_now
+            .condition("ResolutionFailed")
+            .unwrap()
+            .message
+            .clone();
+        assert!(told.contains("1 other request"), "{round}: {told}");
+        for secret in ["0.9.2", "aa-alice", "alice"] {
+            assert!(
+                !told.contains(secret),
+                "{round}: Bob is shown {secret:?}: {told}"
+            );
+        }
+        let conflict = bob_now.status.clone().unwrap().conflict.unwrap();
+        assert_eq!(
+            (conflict.standing.as_str(), conflict.with),
+            ("Waiting", vec![alice_uid])
+        );
+        assert!(
+            set_versions(&scope)
+                .await
+                .iter()
+                .all(|(package, _)| package != "etcd"),
+            "{round}: nothing of etcd is chosen while both wait"
+        );
+        if round == "alice first" {
+            Api::<Input>::all(alice.clone())
+                .delete(&alices, &DeleteParams::default())
+                .await
+                .unwrap();
+            eventually("Alice's first Input is gone", || async {
+                inputs.get_opt(&alices).await.unwrap().is_none()
+            })
+            .await;
+            etcd_input_as(&alice, &scope, &alices, "0.9.2").await;
+        }
+    }
+    let alice_uid = inputs.get(&alices).await.unwrap().metadata.uid.unwrap();
+
+    // Alice chooses herself: no right to the status; and with it (an admin
+    // who gave it by mistake), the webhooks still want `approve`.
+    let generation = inputs.get(&alices).await.unwrap().metadata.generation;
+    let choose = |by: &str, over: &str| json!({ "status": { "decision": { "chosenBy": by, "generation": generation, "over": [over] } } });
+    let as_alice: Api<Input> = Api::all(alice.clone());
+    assert!(refused(
+        as_alice
+            .patch_status(
+                &alices,
+                &PatchParams::default(),
+                &Patch::Merge(&choose("alice", &bob_uid))
+            )
+            .await
+    ));
+    support::grant(
+        &scope,
+        "alice-status",
+        json!([{"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs/status"], "verbs": ["get", "patch", "update"]}]),
+    )
+    .await;
+    let role_binding_for_alice = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": { "name": scope.name("alice-status-alice"), "labels": scope.labels() },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": scope.name("alice-status") },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice" }],
+    });
+    let binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding =
+        serde_json::from_value(role_binding_for_alice).unwrap();
+    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let with_status = eventually_some("Alice's status write reaches the webhooks", || async {
+        match as_alice
+            .patch_status(
+                &alices,
+                &PatchParams::default(),
+                &Patch::Merge(&choose("alice", &bob_uid)),
+            )
+            .await
+        {
+            Err(kube::Error::Api(status)) if status.message.contains("may not choose") => {
+                Some(status)
+            }
+            _ => None,
+        }
+    })
+    .await;
+    assert_eq!(with_status.code, 403, "{with_status:?}");
+    // Carol, the decider, may not write a decision in another's name.
+    let as_carol: Api<Input> = Api::all(carol.clone());
+    let bob_generation = inputs.get(&bobs).await.unwrap().metadata.generation;
+    let forged = json!({ "status": { "decision": { "chosenBy": "admin", "generation": bob_generation, "over": [alice_uid] } } });
+    let refusal = as_carol
+        .patch_status(&bobs, &PatchParams::default(), &Patch::Merge(&forged))
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{refusal}").contains("names the user who writes it"),
+        "{refusal}"
+    );
+    // Nothing of it reached the Inputs.
+    for name in [&alices, &bobs] {
+        assert!(
+            inputs
+                .get(name)
+                .await
+                .unwrap()
+                .status
+                .unwrap()
+                .decision
+                .is_none()
+        );
+    }
+
+    // Carol chooses Bob's, in her name: his installs, Alice's is told a
+    // person chose another.
+    let decided = json!({ "status": { "decision": { "chosenBy": "carol", "generation": bob_generation, "over": [alice_uid] } } });
+    as_carol
+        .patch_status(&bobs, &PatchParams::default(), &Patch::Merge(&decided))
+        .await
+        .unwrap();
+    let chosen = input_says(&inputs, &bobs, "Resolved").await;
+    let words = chosen
+        .condition("ResolutionFailed")
+        .unwrap()
+        .message
+        .clone();
+    assert!(
+        words.contains("chosen by carol over 1 conflicting request(s)"),
+        "{words}"
+    );
+    let lost = input_says(&inputs, &alices, "AnotherRequestChosen").await;
+    assert_eq!(lost.status.unwrap().conflict.unwrap().with, [bob_uid]);
+    eventually("the set holds Bob's etcd", || async {
+        set_versions(&scope)
+            .await
+            .iter()
+            .any(|(package, version)| package == "etcd" && version == "0.9.4")
+    })
+    .await;
+    // The decision stays Carol's: the controller never wrote over it.
+    let record = inputs
+        .get(&bobs)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .decision
+        .unwrap();
+    assert_eq!(record.chosen_by, "carol");
+
+    for name in [&alices, &bobs] {
+        let _ = inputs.delete(name, &DeleteParams::default()).await;
+    }
+    let _ = Api::<Instance>::all(scope.client.clone())
+        .delete(&scope.name("resolveset"), &DeleteParams::default())
+        .await;
+    for user in ["alice", "bob", "carol", "alice-status"] {
+        support::revoke(&scope, user).await;
+    }
+    let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
+        .delete(&scope.name("alice-status-alice"), &DeleteParams::default())
+        .await;
+    children_hooks.stop().await.unwrap();
+    inputs_hooks.stop().await.unwrap();
+    support::cleanup(scope).await;
+}

@@ -125,17 +125,19 @@ impl Wanted {
 /// The generated Inputs the resolution asks for: for each Input (senior
 /// first, then by name) whose class generates them and whose answer resolved, one per
 /// bundle it brings in as a dependency. `generates(input)` says whether
-/// the Input's class has the parameter (and the Input is not a dry run).
+/// the Input's class has the parameter (and the Input is not a dry run);
+/// `active`: the set's children and the bundles they run, for seniority.
 pub fn wanted(
     inputs: &[std::sync::Arc<Input>],
     answers: &BTreeMap<String, Answer>,
     generates: impl Fn(&Input) -> bool,
+    active: &BTreeMap<String, String>,
 ) -> BTreeMap<String, Wanted> {
     let mut wanted: BTreeMap<String, Wanted> = BTreeMap::new();
     let mut inputs: Vec<&Input> = inputs.iter().map(|input| &**input).collect();
     inputs.sort_by_cached_key(|input| {
         (
-            crate::inputs::input_resolve::Seniority::of(input).key(),
+            crate::inputs::input_resolve::Seniority::of(input, active).key(),
             input.name_any(),
         )
     });
@@ -373,7 +375,12 @@ mod tests {
                 Answer::Resolved(vec![resolved("x", "Input"), resolved("y", "Instance")]),
             ),
         ]);
-        let wanted = wanted(&inputs, &answers, |i| i.spec.input_class != "minimal");
+        let wanted = wanted(
+            &inputs,
+            &answers,
+            |i| i.spec.input_class != "minimal",
+            &BTreeMap::new(),
+        );
         assert_eq!(
             wanted.keys().collect::<Vec<_>>(),
             ["db"],
@@ -423,7 +430,7 @@ mod tests {
                 Answer::Resolved(vec![resolved("app", "Input"), resolved("db", "Instance")]),
             ),
         ]);
-        let wanted = wanted(&inputs, &answers, |_| true);
+        let wanted = wanted(&inputs, &answers, |_| true, &BTreeMap::new());
         assert_eq!(wanted["db"].class, "subscription");
         assert_eq!(
             wanted["db"].owners,

@@ -96,16 +96,20 @@ pub async fn run(context: Arc<InputContext>, selector: Option<String>) {
     let inputs_api: Api<Input> = Api::all(context.client.clone());
     let classes_api: Api<InputClass> = Api::all(context.client.clone());
     // Status writes by this controller change the Input too: only a new
-    // generation, a deletion or a (re)list wakes it.
-    let mut generations: BTreeMap<String, Option<i64>> = BTreeMap::new();
+    // generation, a person's decision, a deletion or a (re)list wakes it.
+    let mut generations: BTreeMap<String, (Option<i64>, Option<ConflictDecision>)> =
+        BTreeMap::new();
     let input_events = watcher(inputs_api, config.clone())
         .default_backoff()
         .reflect(input_writer)
         .filter_map(move |event| {
             let wake = match event {
                 Ok(watcher::Event::Apply(input) | watcher::Event::InitApply(input)) => {
-                    let generation = input.metadata.generation;
-                    generations.insert(input.name_any(), generation) != Some(generation)
+                    let seen = (
+                        input.metadata.generation,
+                        input.status.as_ref().and_then(|s| s.decision.clone()),
+                    );
+                    generations.insert(input.name_any(), seen.clone()) != Some(seen)
                 }
                 Ok(watcher::Event::Delete(input)) => {
                     generations.remove(&input.name_any());
@@ -197,7 +201,11 @@ async fn reconcile_all(
         .into_iter()
         .map(|class| (class.name_any(), class))
         .collect();
-    let mut asked: Vec<Asked> = inputs.iter().map(|input| ask(input, &classes)).collect();
+    let active = running_children(context).await?;
+    let mut asked: Vec<Asked> = inputs
+        .iter()
+        .map(|input| ask(input, &classes, &active))
+        .collect();
     let previous = current_set(context).await?;
     let served = context.catalogs.snapshot();
     // What is installed and cannot be resolved again (its catalog gone or
@@ -207,12 +215,23 @@ async fn reconcile_all(
     for (input, asked) in inputs.iter().zip(asked.iter_mut()) {
         asked.held = held(input, asked, &unavailable);
     }
+    // What runs is what the resolver keeps working (never downgraded):
+    // an entry of the set whose child runs content (the entry's version,
+    // or the one before while an upgrade rolls out). An entry whose child
+    // does not run yet (the set unapproved, not installed) pins nothing, or
+    // the request that merely came first would win.
     let previous_versions: Vec<(String, Version)> = previous
         .iter()
         .filter(|entry| {
             !unavailable
                 .iter()
                 .any(|gone| gone.package == entry.package_name)
+        })
+        .filter(|entry| {
+            active.contains_key(&input_resolve::instance_name(
+                &context.instance,
+                &entry.package_name,
+            ))
         })
         .filter_map(|entry| {
             Some((
@@ -239,12 +258,18 @@ async fn reconcile_all(
     }
     let mut pass = Pass::Settled;
     // Inputs that installed something and cannot be resolved now: what
-    // they installed stays.
+    // they installed stays. Not those waiting on a conflict: they are new
+    // by the rule, and keeping their bundles in the set would choose them.
     let failing: Vec<(&str, &[ResolvedInstance])> = inputs
         .iter()
         .zip(&asked)
         .filter(|(_, asked)| !asked.dry_run)
-        .filter(|(_, asked)| !matches!(plan.answers.get(&asked.name), Some(Answer::Resolved(_))))
+        .filter(|(_, asked)| {
+            !matches!(
+                plan.answers.get(&asked.name),
+                Some(Answer::Resolved(_) | Answer::Conflict(_))
+            )
+        })
         .filter_map(|(input, asked)| {
             let status = input.status.as_ref()?;
             (!status.dry_run && !status.instances.is_empty())
@@ -346,7 +371,7 @@ async fn reconcile_all(
                 .get(&input.spec.input_class)
                 .is_some_and(|class| class.spec.parameters.generate_inputs_for_dependencies)
     };
-    let wanted = dependency_inputs::wanted(&inputs, &answers, generates);
+    let wanted = dependency_inputs::wanted(&inputs, &answers, generates, &active);
     let taken = dependency_inputs::sync(
         &context.client,
         MANAGER,
@@ -599,7 +624,29 @@ fn held(
     ))
 }
 
-fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
+/// The set's child Instances that run content: name to the Bundle they
+/// run (`status.activeBundle`).
+async fn running_children(context: &InputContext) -> Result<BTreeMap<String, String>, kube::Error> {
+    let children = Api::<pakket_api::Instance>::all(context.client.clone())
+        .list(
+            &kube::api::ListParams::default().labels(&format!("{SET_LABEL}={}", context.instance)),
+        )
+        .await?;
+    Ok(children
+        .items
+        .into_iter()
+        .filter_map(|child| {
+            let active = child.status.as_ref()?.active_bundle.clone()?;
+            Some((child.name_any(), active))
+        })
+        .collect())
+}
+
+fn ask(
+    input: &Input,
+    classes: &BTreeMap<String, Arc<InputClass>>,
+    active: &BTreeMap<String, String>,
+) -> Asked {
     let name = input.name_any();
     let class_name = &input.spec.input_class;
     let Some(class) = classes.get(class_name) else {
@@ -618,7 +665,7 @@ fn ask(input: &Input, classes: &BTreeMap<String, Arc<InputClass>>) -> Asked {
         };
     };
     let mut asked = crate::protocol::plan::asked(&PlannedInput::of(input, &class.spec.parameters));
-    asked.seniority = Seniority::of(input);
+    asked.seniority = Seniority::of(input, active);
     asked.uid = input.uid().unwrap_or_default();
     asked.chosen_over = ConflictDecision::covering(input).into_iter().collect();
     asked

@@ -61,14 +61,28 @@ pub struct Seniority {
 }
 
 impl Seniority {
-    /// Where `input` stands: installed when its status lists bundles it
-    /// brought into the set (not as a plan); created when the apiserver
-    /// says it was.
-    pub fn of(input: &crate::Input) -> Self {
-        let installed = input
-            .status
-            .as_ref()
-            .is_some_and(|status| !status.dry_run && !status.instances.is_empty());
+    /// Where `input` stands: installed when its status (for its current
+    /// spec) names the set's child Instance for the bundle it asked for and
+    /// that child runs content (`active`: child name to the Bundle it runs;
+    /// an upgrade rolling out still runs the one before). Being in the set
+    /// is not enough: a set that waits for approval installs nothing, and a
+    /// request that merely came first must not win. Created when the
+    /// apiserver says it was.
+    pub fn of(input: &crate::Input, active: &BTreeMap<String, String>) -> Self {
+        let name = input.metadata.name.as_deref().unwrap_or_default();
+        let installed = input.status.as_ref().is_some_and(|status| {
+            let current = status.observed_generation == input.metadata.generation;
+            let own = status
+                .instances
+                .iter()
+                .find(|i| {
+                    i.satisfies
+                        .iter()
+                        .any(|r| r.kind == "Input" && r.name == name)
+                })
+                .or(status.instances.first());
+            current && !status.dry_run && own.is_some_and(|own| active.contains_key(&own.name))
+        });
         Self {
             not_installed: !installed,
             created: input
