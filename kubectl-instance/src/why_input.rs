@@ -10,8 +10,8 @@ use std::io::Write;
 
 use kube::api::Api;
 use pakket_api::{ConditionType, Instance};
-use pakket_resolve_api::Input;
 use pakket_resolve_api::input::ResolvedInstance;
+use pakket_resolve_api::{Input, InputConditionType, InputReason};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -117,22 +117,22 @@ impl OtherRequest {
 }
 
 /// What settles a conflict of standing `reason`, for Input `name`.
-fn conflict_steps(reason: &str, name: &str) -> Option<Vec<String>> {
+fn conflict_steps(reason: InputReason, name: &str) -> Option<Vec<String>> {
     let change = format!("or change this request (kubectl edit input {name}) or withdraw it");
     match reason {
-        "ConflictWaitsForDecision" => Some(vec![
+        InputReason::ConflictWaitsForDecision => Some(vec![
             format!(
                 "an admin chooses one of the conflicting requests: kubectl instance decide input/{name} (needs approve on inputs: the example ClusterRole pakket-input-decider)"
             ),
             change,
         ]),
-        "AnotherRequestChosen" => Some(vec![
+        InputReason::AnotherRequestChosen => Some(vec![
             format!(
                 "a person chose another request over this one; an admin may choose again: kubectl instance decide input/{name}"
             ),
             change,
         ]),
-        "ConflictsWithInstalled" => Some(vec![
+        InputReason::ConflictsWithInstalled => Some(vec![
             "what is installed and still asked for keeps running: the owner of the installed request changes or removes it".into(),
             change,
         ]),
@@ -169,7 +169,8 @@ pub fn diagnose(
 ) -> InputDiagnosis {
     let name = input.metadata.name.clone().unwrap_or_default();
     let status = input.status.clone().unwrap_or_default();
-    let failed = input.condition("ResolutionFailed");
+    let failed = input.condition(InputConditionType::ResolutionFailed.as_str());
+    let reason = failed.and_then(|failed| InputReason::parse(&failed.reason));
     let Some(failed) = failed else {
         return InputDiagnosis {
             input: name.clone(),
@@ -183,7 +184,7 @@ pub fn diagnose(
         };
     };
     if failed.status == "True"
-        && let Some(next_steps) = conflict_steps(&failed.reason, &name)
+        && let Some(next_steps) = reason.and_then(|reason| conflict_steps(reason, &name))
     {
         return InputDiagnosis {
             input: name.clone(),
@@ -198,8 +199,8 @@ pub fn diagnose(
         };
     }
     if failed.status == "True" {
-        let next_steps = match failed.reason.as_str() {
-            "InvalidInput" => vec![format!(
+        let next_steps = match reason {
+            Some(InputReason::InvalidInput) => vec![format!(
                 "fix the field the message names: kubectl edit input {name}"
             )],
             _ => vec![

@@ -17,9 +17,11 @@ pub mod catalog;
 pub mod client;
 pub mod condition;
 pub mod input;
+pub mod input_condition;
 pub mod protocol;
 pub mod resolved_set;
 
 pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
 pub use condition::{ConditionType, Reason};
 pub use input::{Input, InputClass, InputClassSpec, InputSpec, InputStatus};
+pub use input_condition::{InputConditionType, InputReason};

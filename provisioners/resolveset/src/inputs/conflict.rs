@@ -28,6 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pakket_engine::resolve::Request;
+use pakket_resolve_api::InputReason;
 
 use crate::inputs::input_resolve::{Answer, Asked, unsatisfiable};
 use crate::protocol::resolve::{Outcome, Selection};
@@ -56,11 +57,11 @@ impl Standing {
 
 impl Standing {
     /// The reason of the Input's `ResolutionFailed` condition.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> InputReason {
         match self {
-            Self::Installed => "ConflictsWithInstalled",
-            Self::Waiting => "ConflictWaitsForDecision",
-            Self::NotChosen => "AnotherRequestChosen",
+            Self::Installed => InputReason::ConflictsWithInstalled,
+            Self::Waiting => InputReason::ConflictWaitsForDecision,
+            Self::NotChosen => InputReason::AnotherRequestChosen,
         }
     }
 }
@@ -69,7 +70,7 @@ impl Standing {
 /// `name`: that conflicting requests exist and what settles it, never who
 /// made them or what they ask for (`kubectl instance why` shows the ones
 /// its reader may read).
-pub fn in_words(conflict: &Conflict, name: &str) -> (&'static str, String) {
+pub fn in_words(conflict: &Conflict, name: &str) -> (InputReason, String) {
     let (others, is) = match conflict.with.len() {
         0 => ("what is installed".to_owned(), "is"),
         1 => ("1 other request".to_owned(), "is"),

@@ -38,6 +38,7 @@ use crate::inputs::kept_installed::{self, Offer};
 use crate::protocol::plan::PlannedInput;
 use crate::set::resolved_set::{self, Entry};
 use crate::{inputs::dependency_inputs, inputs::package_owner, set::held_back, set::requested_by};
+use pakket_resolve_api::{InputConditionType as Type, InputReason as Reason};
 
 /// The field manager of everything this controller writes.
 pub const MANAGER: &str = "pakket-resolveset-inputs";
@@ -822,10 +823,10 @@ async fn write_status(
     let now = Timestamp::now();
     let old = input.status.clone().unwrap_or_default();
     let mut conditions = old.conditions.clone();
-    let condition = |type_: &str, status: &str, reason: &str, message: String| Condition {
-        type_: type_.into(),
+    let condition = |type_: Type, status: &str, reason: Reason, message: String| Condition {
+        type_: type_.as_str().into(),
         status: status.into(),
-        reason: reason.into(),
+        reason: reason.as_str().into(),
         message: message.chars().take(32 * 1024).collect(),
         observed_generation: generation,
         last_transition_time: Time(now),
@@ -839,9 +840,9 @@ async fn write_status(
             let verb = if dry_run { "would install" } else { "installs" };
             (
                 condition(
-                    "ResolutionFailed",
+                    Type::ResolutionFailed,
                     "False",
-                    "Resolved",
+                    Reason::Resolved,
                     format!(
                         "{verb} {}{}",
                         chosen.join(", "),
@@ -849,9 +850,9 @@ async fn write_status(
                     ),
                 ),
                 condition(
-                    "DependenciesMissing",
+                    Type::DependenciesMissing,
                     "False",
-                    "DependenciesResolved",
+                    Reason::DependenciesResolved,
                     format!(
                         "every dependency is in the set ({} bundles)",
                         instances.len()
@@ -861,11 +862,16 @@ async fn write_status(
             )
         }
         Answer::Invalid(problem) => (
-            condition("ResolutionFailed", "True", "InvalidInput", problem.clone()),
             condition(
-                "DependenciesMissing",
+                Type::ResolutionFailed,
+                "True",
+                Reason::InvalidInput,
+                problem.clone(),
+            ),
+            condition(
+                Type::DependenciesMissing,
                 "Unknown",
-                "InvalidInput",
+                Reason::InvalidInput,
                 "not resolved: fix the Input first".into(),
             ),
             Vec::new(),
@@ -875,15 +881,15 @@ async fn write_status(
             explanation,
         } => (
             condition(
-                "ResolutionFailed",
+                Type::ResolutionFailed,
                 "True",
-                "Unsatisfiable",
+                Reason::Unsatisfiable,
                 explanation.clone(),
             ),
             condition(
-                "DependenciesMissing",
+                Type::DependenciesMissing,
                 "True",
-                "Unsatisfiable",
+                Reason::Unsatisfiable,
                 summary.clone(),
             ),
             Vec::new(),
@@ -891,9 +897,9 @@ async fn write_status(
         Answer::Conflict(clash) => {
             let (reason, words) = conflict::in_words(clash, &input.name_any());
             (
-                condition("ResolutionFailed", "True", reason, words),
+                condition(Type::ResolutionFailed, "True", reason, words),
                 condition(
-                    "DependenciesMissing",
+                    Type::DependenciesMissing,
                     "Unknown",
                     reason,
                     "not resolved: it waits for the conflict to be settled".into(),
@@ -903,15 +909,15 @@ async fn write_status(
         }
         Answer::Held(why) => (
             condition(
-                "ResolutionFailed",
+                Type::ResolutionFailed,
                 "True",
-                "CatalogUnavailable",
+                Reason::CatalogUnavailable,
                 why.clone(),
             ),
             condition(
-                "DependenciesMissing",
+                Type::DependenciesMissing,
                 "False",
-                "Kept",
+                Reason::Kept,
                 "what it installed stays in the set, with its dependencies".into(),
             ),
             Vec::new(),
@@ -929,32 +935,42 @@ async fn write_status(
     }
     let unavailable = match answer {
         Answer::Held(why) => Some(condition(
-            "CatalogUnavailable",
+            Type::CatalogUnavailable,
             "True",
-            "CatalogUnavailable",
+            Reason::CatalogUnavailable,
             why.clone(),
         )),
-        _ if conditions.iter().any(|c| c.type_ == "CatalogUnavailable") => Some(condition(
-            "CatalogUnavailable",
-            "False",
-            "CatalogServed",
-            "the catalogs of what it installed are served".into(),
-        )),
+        _ if conditions
+            .iter()
+            .any(|c| c.type_ == Type::CatalogUnavailable.as_str()) =>
+        {
+            Some(condition(
+                Type::CatalogUnavailable,
+                "False",
+                Reason::CatalogServed,
+                "the catalogs of what it installed are served".into(),
+            ))
+        }
         _ => None,
     };
     let owned = match conflict {
         Some((package, owner)) => Some(condition(
-            "ConfigConflict",
+            Type::ConfigConflict,
             "True",
-            "PackageOwnedByAnother",
+            Reason::PackageOwnedByAnother,
             package_owner::conflict_words(package, owner),
         )),
-        None if conditions.iter().any(|c| c.type_ == "ConfigConflict") => Some(condition(
-            "ConfigConflict",
-            "False",
-            "ConfigApplied",
-            "its spec.config is the config of the package it asks for".into(),
-        )),
+        None if conditions
+            .iter()
+            .any(|c| c.type_ == Type::ConfigConflict.as_str()) =>
+        {
+            Some(condition(
+                Type::ConfigConflict,
+                "False",
+                Reason::ConfigApplied,
+                "its spec.config is the config of the package it asks for".into(),
+            ))
+        }
         None => None,
     };
     for new in [failed, missing]
@@ -1004,7 +1020,7 @@ async fn announce(context: &InputContext, input: &Input, old: &InputStatus, new:
         status
             .conditions
             .iter()
-            .find(|c| c.type_ == "ResolutionFailed")
+            .find(|c| c.type_ == Type::ResolutionFailed.as_str())
             .map(|c| (c.reason.clone(), c.message.clone()))
     };
     let (Some((reason, message)), before) = (reason_of(new), reason_of(old)) else {
@@ -1013,7 +1029,7 @@ async fn announce(context: &InputContext, input: &Input, old: &InputStatus, new:
     if before.as_ref() == Some(&(reason.clone(), message.clone())) {
         return;
     }
-    let type_ = if reason == "Resolved" {
+    let type_ = if reason == Reason::Resolved.as_str() {
         EventType::Normal
     } else {
         EventType::Warning

@@ -861,7 +861,7 @@ mod tests {
                 standing,
             };
             let (got, words) = in_words(&conflict, "mine");
-            assert_eq!(got, reason);
+            assert_eq!(got.as_str(), reason);
             assert!(words.contains(settles), "{words}");
             assert!(words.contains("1 other request"), "{words}");
             assert!(words.contains("kubectl instance why input/mine"), "{words}");
