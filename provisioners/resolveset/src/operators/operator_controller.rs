@@ -4,6 +4,7 @@
 //! in, and the served catalogs (`updates`, `UpdateAvailable`). Only the
 //! leader writes.
 
+use pakket_resolve_api::InputConditionType;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -200,7 +201,7 @@ async fn status_of(
         kind: "Input".into(),
         name: input.name_any(),
         state: input
-            .condition("ResolutionFailed")
+            .condition(InputConditionType::ResolutionFailed.as_str())
             .map_or_else(|| "NotResolved".into(), |c| c.reason.clone()),
     }];
     let instances: Api<Instance> = Api::all(context.client.clone());
@@ -247,8 +248,11 @@ async fn status_of(
     );
     // Whether what it installed waits for its catalog, and whether its
     // config is applied, as its Input says.
-    for type_ in ["CatalogUnavailable", "ConfigConflict"] {
-        if let Some(said) = input.condition(type_) {
+    for type_ in [
+        InputConditionType::CatalogUnavailable,
+        InputConditionType::ConfigConflict,
+    ] {
+        if let Some(said) = input.condition(type_.as_str()) {
             pakket_api::condition::set(
                 &mut conditions,
                 Condition {
