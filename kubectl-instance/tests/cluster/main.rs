@@ -6,6 +6,7 @@
 //! One test binary, so `cargo test` starts one control plane for all of them.
 
 mod approval;
+mod decide;
 mod deps;
 mod history;
 mod inspect;
