@@ -47,7 +47,7 @@ impl Shown {
         Self {
             kind: "ClusterPackage",
             namespace: None,
-            installed_as_dependency: pakket_packages_api::dependents::is_dependency(&package),
+            installed_as_dependency: pakket_packages_client::dependents::is_dependency(&package),
             created: package.creation_timestamp().map(|t| t.0),
             name: package.name_any(),
             status: package.status.unwrap_or_default(),

@@ -10,7 +10,7 @@
 use std::io::Write;
 
 use pakket_api::{ConditionType, Instance};
-use pakket_packages_api::dependents::{self, Dependent};
+use pakket_packages_client::dependents::{self, Dependent};
 use serde::Serialize;
 
 use crate::error::Error;

@@ -6,14 +6,12 @@
 //!   `ClusterPackage`, `Package`, `PackageInfo`.
 //! - [`manifest`]: a Glasskube package repository's files (`index.yaml`,
 //!   `versions.yaml`, `package.yaml`).
-//! - [`repository`]: reading them over HTTPS, with the runtime's limits.
-//! - [`dependents`]: which packages depend on which, and why a dependency
-//!   may not be deleted yet.
+//!
+//! Types only: reading a repository over HTTPS and asking a cluster which
+//! packages depend on which is `pakket-packages-client`.
 
 pub mod crd;
-pub mod dependents;
 pub mod manifest;
-pub mod repository;
 pub mod types;
 
 pub use types::*;

@@ -21,8 +21,8 @@ use futures::StreamExt as _;
 use kube::ResourceExt as _;
 use kube::api::Api;
 use pakket_engine::Version;
-use pakket_packages_api::repository::{Endpoint, RepositoryClient};
 use pakket_packages_api::{ClusterPackage, Package, PackageRepository};
+use pakket_packages_client::repository::{Endpoint, RepositoryClient};
 use reqwest::Url;
 use serde::Serialize;
 
@@ -128,7 +128,7 @@ async fn read(
             "the repository URL {base:?} is not a URL ({error}); write https://HOST/PATH"
         ))
     })?;
-    let base = pakket_packages_api::repository::as_folder(base);
+    let base = pakket_packages_client::repository::as_folder(base);
     let extra_roots = ca_files
         .iter()
         .map(|path| {

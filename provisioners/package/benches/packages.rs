@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use pakket_packages_api::manifest::{Index, parse};
-use pakket_packages_api::repository::{Endpoint, RepositoryClient};
 use pakket_packages_api::{
     ClusterPackage, ClusterPackageSpec, PackageInfo, PackageInfoSpec, PackageInfoTemplate,
 };
+use pakket_packages_client::repository::{Endpoint, RepositoryClient};
 use pakket_runtime::source::SourceOptions;
 use pakket_testkit::Scope;
 

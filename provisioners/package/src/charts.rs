@@ -16,7 +16,7 @@ use reqwest::Url;
 use serde::Deserialize;
 
 use pakket_packages_api::manifest::HelmChart;
-use pakket_packages_api::repository::{RepositoryClient, RepositoryError};
+use pakket_packages_client::repository::{RepositoryClient, RepositoryError};
 
 /// The largest chart repository index read. Real ones reach tens of
 /// megabytes (every version of every chart since the repository began).
@@ -118,7 +118,7 @@ fn index_url(repository: &str) -> Result<Url, String> {
             "helm.repositoryUrl: {trimmed} is not https://; pakket-package reads https:// chart repositories only"
         ));
     }
-    pakket_packages_api::repository::as_folder(url)
+    pakket_packages_client::repository::as_folder(url)
         .join("index.yaml")
         .map_err(|error| format!("helm.repositoryUrl: {error}"))
 }

@@ -19,11 +19,11 @@ use pakket_engine::{Range, Version};
 use crate::made_here;
 use crate::names;
 use pakket_packages_api::manifest::Component;
-use pakket_packages_api::repository::{Endpoint, RepositoryClient};
 use pakket_packages_api::{
     INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfoTemplate, PackageSpec,
     ValueConfiguration,
 };
+use pakket_packages_client::repository::{Endpoint, RepositoryClient};
 
 /// On component Packages: the parent's `<kind>.<namespace>.<name>`.
 pub const PARENT_LABEL: &str = "packages.pakket.dev/component-of";

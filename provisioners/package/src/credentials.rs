@@ -22,8 +22,8 @@
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use pakket_packages_api::repository::{Endpoint, RepositoryError, as_folder};
 use pakket_packages_api::{PackageRepository, SecretKey};
+use pakket_packages_client::repository::{Endpoint, RepositoryError, as_folder};
 use reqwest::Url;
 
 /// The repository `name` as an [`Endpoint`], its credentials read from

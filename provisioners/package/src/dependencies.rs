@@ -24,13 +24,13 @@ use kube::{Client, ResourceExt as _};
 use pakket_engine::glasskube::{self, ConflictResolution, DependencyCheck, Outcome};
 use pakket_engine::{Range, Version};
 
-use pakket_packages_api::dependents::{Dependent, dependents_of, everyone, is_dependency};
 use pakket_packages_api::manifest::{Dependency, PackageManifest};
-use pakket_packages_api::repository::{Endpoint, RepositoryClient};
 use pakket_packages_api::{
     ClusterPackage, ClusterPackageSpec, DEPENDENCY_SEAL_ANNOTATION,
     INSTALLED_AS_DEPENDENCY_ANNOTATION, PackageInfoTemplate, PackageRepository,
 };
+use pakket_packages_client::dependents::{Dependent, dependents_of, everyone, is_dependency};
+use pakket_packages_client::repository::{Endpoint, RepositoryClient};
 
 /// Where a package's dependencies stand.
 #[derive(Debug, PartialEq)]

@@ -17,8 +17,8 @@ use kube::{Client, ResourceExt as _};
 use serde_json::json;
 
 use crate::conditions::{self, Readiness};
-use pakket_packages_api::repository::{Endpoint, RepositoryClient, RepositoryError};
 use pakket_packages_api::{PackageInfo, PackageRepository};
+use pakket_packages_client::repository::{Endpoint, RepositoryClient, RepositoryError};
 
 /// The field manager of PackageInfo statuses.
 pub const MANAGER: &str = "pakket-package-info";

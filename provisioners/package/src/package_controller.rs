@@ -39,11 +39,11 @@ use crate::secret_values::{self, SecretValueRef, SecretValues};
 use crate::transformations;
 use crate::values;
 use pakket_packages_api::manifest::PackageManifest;
-use pakket_packages_api::repository;
 use pakket_packages_api::{
     ClusterPackage, ClusterPackageSpec, Package, PackageInfo, PackageInfoSpec, PackageStatus,
     ValueConfiguration,
 };
+use pakket_packages_client::repository;
 
 /// The field manager of what this controller writes.
 pub const MANAGER: &str = "pakket-package";
@@ -358,8 +358,9 @@ async fn install<K: PackageObject>(
             context.record_key.as_ref(),
         );
     if as_dependency {
-        let everyone = pakket_packages_api::dependents::everyone(client).await?;
-        if pakket_packages_api::dependents::dependents_of(&everyone, &wanted.name, &uid).is_empty()
+        let everyone = pakket_packages_client::dependents::everyone(client).await?;
+        if pakket_packages_client::dependents::dependents_of(&everyone, &wanted.name, &uid)
+            .is_empty()
         {
             K::api(client, package.namespace().as_deref())
                 .delete(&package.name_any(), &DeleteParams::default())
@@ -1155,9 +1156,9 @@ async fn finalize<K: PackageObject>(
     // A ClusterPackage others depend on stays until they are gone (the
     // webhooks refuse the delete first, but fail open).
     if package.namespace().is_none() {
-        let everyone = pakket_packages_api::dependents::everyone(&context.info.client).await?;
+        let everyone = pakket_packages_client::dependents::everyone(&context.info.client).await?;
         let name = package.name_any();
-        if let Some(words) = pakket_packages_api::dependents::deletion_refused(
+        if let Some(words) = pakket_packages_client::dependents::deletion_refused(
             &everyone,
             &name,
             &package.common_spec().package_info.name,

@@ -16,8 +16,8 @@ use crate::package_controller::{self, PackageContext};
 use crate::provisioner::PackageProvisioner;
 use crate::repository_controller;
 use crate::secret_values::SecretValues;
-use pakket_packages_api::repository::RepositoryClient;
 use pakket_packages_api::{ClusterPackage, Package};
+use pakket_packages_client::repository::RepositoryClient;
 
 /// How a replica is set up.
 pub struct Options {

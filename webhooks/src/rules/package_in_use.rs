@@ -10,7 +10,7 @@
 
 use kube::Client;
 use pakket_packages_api::ClusterPackage;
-use pakket_packages_api::dependents;
+use pakket_packages_client::dependents;
 
 /// Why deleting `package` must wait, if it must; an error when the
 /// packages cannot be listed (the caller lets the delete through).

@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::{Client, ResourceExt as _};
 
-use crate::manifest::PackageManifest;
-use crate::{
+use pakket_packages_api::manifest::PackageManifest;
+use pakket_packages_api::{
     ClusterPackage, INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfo, PackageStatus,
 };
 

@@ -16,7 +16,7 @@ use pakket_runtime::source::https::{HttpsSource, TarballRef};
 use reqwest::Url;
 use serde_json::Value;
 
-use crate::manifest::{self, Index, PackageManifest, Versions};
+use pakket_packages_api::manifest::{self, Index, PackageManifest, Versions};
 
 /// The most bytes one repository file may hold.
 pub const MAX_FILE: u64 = 4 * 1024 * 1024;
