@@ -7,7 +7,6 @@
 //! Pakket issues itself stays approved, and says so.
 
 use kube::ResourceExt;
-use kube::runtime::controller::Action;
 use pakket_api::condition::ConditionStatus;
 use pakket_api::{ApprovalState, ApprovedContent};
 use pakket_api::{Instance, ProvisionerClass, Reason};
@@ -23,8 +22,8 @@ use crate::provisioner::Provisioner;
 use crate::store::Digest;
 use crate::trust::decision_key::{self, Cover};
 
-/// Goes on when `content` may be installed; else the `Approved` condition
-/// says why it waits, and `Installed` that nothing is applied.
+/// Whether `content` may be installed: when it waits, the `Approved`
+/// condition says why (and the plan, that nothing is applied).
 pub(super) async fn step<P: Provisioner>(
     instance: &Instance,
     class: &ProvisionerClass,
@@ -32,15 +31,14 @@ pub(super) async fn step<P: Provisioner>(
     content: &ApprovedContent,
     context: &Context<P>,
     report: &mut Report,
-) -> Flow<()> {
-    if let Some((waiting, retry)) =
+) -> super::plan::Approval {
+    if let Some((message, retry)) =
         approve(instance, class, proposed, content, context, report).await
     {
-        report.set(Reason::InstallPending, ConditionStatus::False, waiting);
-        return Flow::Stop(retry.map_or_else(Action::await_change, Action::requeue));
+        return super::plan::Approval::Waiting { message, retry };
     }
     report.status.pending_request = None;
-    Flow::Next(())
+    super::plan::Approval::Approved
 }
 
 /// What an approval decides on: the objects the new content would install,

@@ -15,6 +15,7 @@ mod bundle;
 mod class;
 mod health;
 mod pivot;
+mod plan;
 mod policy;
 mod render;
 mod rollback;
@@ -25,7 +26,8 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use pakket_api::{ApprovedContent, Bundle, Instance, ProvisionerClass};
+use pakket_api::condition::ConditionStatus;
+use pakket_api::{ApprovedContent, Bundle, Instance, ProvisionerClass, Reason};
 
 use super::context::Context;
 use super::decision;
@@ -175,27 +177,64 @@ pub async fn install<P: Provisioner>(
         objects: &rendered.objects,
         request: &request,
     };
-    let approved_by = match &rolling_back {
+    let approval = match &rolling_back {
         // The earlier revision's approval covers exactly its objects.
-        Some(earlier) => {
-            let rendered = content.rendered.as_deref().unwrap_or_default();
-            if let Err(why) = rollback::render_unchanged(earlier, rendered) {
-                rollback::not_possible(&mut report, &why);
-                return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
-            }
-            rollback::approved_by(earlier)
+        Some(earlier) => plan::Approval::Rollback {
+            to: earlier.number,
+            render_unchanged: rollback::render_unchanged(
+                earlier,
+                content.rendered.as_deref().unwrap_or_default(),
+            ),
+        },
+        None => approval::step(requester, class, proposed, &content, context, &mut report).await,
+    };
+    let fingerprint = crate::drift::Fingerprint {
+        generation: instance.metadata.generation,
+        bundle: instance.spec.bundle.name.clone(),
+        digest: content.digest.clone(),
+        rendered: content.rendered.clone(),
+    };
+    let observed = plan::Observed {
+        bundle: instance.spec.bundle.name.clone(),
+        active_bundle: report.status.active_bundle.clone(),
+        installed_here: report.installed(&instance.spec.bundle.name) && report.observed_current(),
+        drift: settings.drift,
+        staleness: context.drift.staleness(
+            &instance.name_any(),
+            &fingerprint,
+            reapply_after(context.resync),
+        ),
+        failed_before: report.failed_before() || context.apply_failed_before(instance),
+        approval,
+    };
+    let planned = plan::plan(&observed);
+    let write = match &planned {
+        plan::Plan::RollbackNotPossible { why } => {
+            rollback::not_possible(&mut report, why);
+            return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
         }
-        None => {
-            next!(approval::step(requester, class, proposed, &content, context, &mut report).await);
-            // The revision this content is: what was applied, under whose
-            // approval.
-            report
-                .status
-                .approval
-                .as_ref()
-                .map(|approval| approval.approved_by.clone())
-                .unwrap_or_default()
+        plan::Plan::AwaitApproval { message, retry } => {
+            report.set(
+                Reason::InstallPending,
+                ConditionStatus::False,
+                message.clone(),
+            );
+            let action = retry.map_or_else(Action::await_change, Action::requeue);
+            return finish(report, context, action).await;
         }
+        plan::Plan::WarnOnly | plan::Plan::InSync => None,
+        plan::Plan::Write(write) => Some(write),
+    };
+    let approved_by = match &rolling_back {
+        Some(earlier) => rollback::approved_by(earlier),
+        // The revision this content is: what was applied, under whose
+        // approval.
+        None => report
+            .status
+            .approval
+            .as_ref()
+            .map(|approval| approval.approved_by.clone())
+            .unwrap_or_default(),
     };
     let revision_content = revision::Content {
         bundle: &instance.spec.bundle.name,
@@ -207,18 +246,35 @@ pub async fn install<P: Provisioner>(
     let proposal = pivot::Proposal {
         bundle: &bundle,
         home,
-        unpacked: &unpacked,
         objects: &rendered.objects,
         provides: rendered.provides,
         request: &request,
         options: &settings.unpack,
-        drift: settings.drift,
         ignored: &settings.ignored,
         revision: revision_content,
         rollout: settings.rollout,
         probes: &probes,
     };
-    let applied = next!(pivot::apply_and_prune(instance, proposal, context, &mut report).await?);
+    let applied = match &write {
+        Some(write) => {
+            next!(
+                pivot::apply_and_prune(
+                    instance,
+                    proposal,
+                    write,
+                    fingerprint,
+                    context,
+                    &mut report
+                )
+                .await?
+            )
+        }
+        None => pivot::Applied {
+            fresh_health: None,
+            kept_for_objects: false,
+            warn_only: planned == plan::Plan::WarnOnly,
+        },
+    };
     if let Some(earlier) = &rolling_back {
         rollback::report_rolled_back(requester, &mut report, earlier);
     }

@@ -20,9 +20,8 @@ use super::super::revision;
 use super::approval::running_revision;
 use super::*;
 use crate::apply;
-use crate::content::{UnpackOptions, Unpacked};
+use crate::content::UnpackOptions;
 use crate::drift::Fingerprint;
-use crate::drift_mode::DriftMode;
 use crate::ownership::Claimant;
 use crate::provisioner::ObjectsRequest;
 use crate::provisioner::Provisioner;
@@ -31,12 +30,10 @@ use crate::provisioner::Provisioner;
 pub(super) struct Proposal<'a> {
     pub bundle: &'a Bundle,
     pub home: bundle_status::Home<'a>,
-    pub unpacked: &'a Unpacked,
     pub objects: &'a [serde_json::Value],
     pub provides: Vec<String>,
     pub request: &'a ObjectsRequest<'a>,
     pub options: &'a UnpackOptions,
-    pub drift: DriftMode,
     pub ignored: &'a crate::drift_mode::Ignored,
     pub revision: revision::Content<'a>,
     pub rollout: revision::Settings,
@@ -58,18 +55,18 @@ pub(super) struct Applied {
 pub(super) async fn apply_and_prune<P: Provisioner>(
     instance: &Instance,
     proposal: Proposal<'_>,
+    write: &super::plan::Write,
+    fingerprint: Fingerprint,
     context: &Context<P>,
     report: &mut Report,
 ) -> Result<Flow<Applied>, kube::Error> {
     let Proposal {
         bundle,
         home,
-        unpacked,
         objects,
         provides,
         request,
         options,
-        drift: drift_mode,
         ignored,
         revision: revision_content,
         rollout: rollout_settings,
@@ -78,23 +75,9 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
     let name = instance.name_any();
     let bundle_name = &instance.spec.bundle.name;
     // Apply the new set, then delete what the old set had and this one lacks.
-    let fingerprint = Fingerprint {
-        generation: instance.metadata.generation,
-        bundle: bundle_name.clone(),
-        digest: unpacked.digest.as_str().to_owned(),
-        rendered: revision_content.rendered.map(str::to_owned),
-    };
-    let installed_here = report.installed(bundle_name) && report.observed_current();
-    // Under drift Warn, what is installed is not written again until new
-    // content or a new generation asks for it.
-    let warn_only = installed_here && drift_mode == crate::drift_mode::DriftMode::Warn;
+    let installed_here = !write.content_changed();
     let mut kept_for_objects = false;
-    let fresh_health = if !warn_only
-        && (!installed_here
-            || context
-                .drift
-                .needs_apply(&name, &fingerprint, reapply_after(context.resync)))
-    {
+    let fresh_health = {
         let mut kinds = context.kinds.clone();
         let uid = instance.uid().unwrap_or_default();
         let previous = match previous_objects(&mut kinds, &report.status, &uid).await {
@@ -111,11 +94,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         // A pivot does not take the CRDs the new content drops from their
         // users. (Once on this Bundle, the drop was accepted: CRDs kept for
         // their objects are the prune's to delete later.)
-        let pivoting = report
-            .status
-            .active_bundle
-            .as_ref()
-            .is_some_and(|active| active != bundle_name);
+        let pivoting = write.pivot_from.is_some();
         let guard = if pivoting {
             pivot_guard::judge(&context.client, instance, bundle_name, &previous, objects).await
         } else {
@@ -162,9 +141,7 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         // retry (and a reconcile that read the Instance before the failure
         // was written would do it at once, while the failure is already
         // visible).
-        let first_install = previous.is_empty()
-            && !report.failed_before()
-            && !context.apply_failed_before(instance);
+        let first_install = previous.is_empty() && !write.read_first;
         // Phase by phase: up to each gate, whose probes must pass before
         // the phases after it are written (none for most sets).
         let gates = apply::phase::gates(objects, probes);
@@ -371,14 +348,12 @@ pub(super) async fn apply_and_prune<P: Provisioner>(
         let mut unhealthy = applied.unhealthy;
         unhealthy.extend(apply::phase::probe_problems(&mut kinds, &applied.objects, probes).await);
         Some(unhealthy)
-    } else {
-        None
     };
 
     Ok(Flow::Next(Applied {
         fresh_health,
         kept_for_objects,
-        warn_only,
+        warn_only: false,
     }))
 }
 
