@@ -13,13 +13,12 @@ use pakket_api::{Instance, ProvisionerClass, Reason};
 
 use super::super::context::Context;
 use super::super::report::Report;
-use super::pivot::previous_objects;
+use super::installed::{live_running, previous_objects, running_revision};
 use super::*;
 use crate::apply;
 use crate::approval::{Approval, ApprovalRequest};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
-use crate::store::Digest;
 use crate::trust::decision_key::{self, Cover};
 
 /// Whether `content` may be installed: when it waits, the `Approved`
@@ -413,43 +412,6 @@ fn rerendered_issued_material<P>(
     );
 }
 
-/// What `instance` runs now, read back from the cluster: the objects it
-/// installed ([`previous_objects`]) as they are.
-async fn live_running<P>(
-    instance: &Instance,
-    context: &Context<P>,
-) -> Result<Vec<serde_json::Value>, apply::ApplyError> {
-    let mut kinds = context.kinds.clone();
-    let status = instance.status.clone().unwrap_or_default();
-    let uid = instance.uid().unwrap_or_default();
-    let refs = previous_objects(&mut kinds, &status, &uid).await?;
-    live_objects(&mut kinds, &refs).await
-}
-
-/// The objects `refs` as they are on the cluster now (those that exist).
-async fn live_objects(
-    kinds: &mut apply::Kinds,
-    refs: &[pakket_api::ObjectRef],
-) -> Result<Vec<serde_json::Value>, apply::ApplyError> {
-    let mut live = Vec::with_capacity(refs.len());
-    for reference in refs {
-        let api = kinds.api(reference).await?;
-        let found =
-            api.get_opt(&reference.name)
-                .await
-                .map_err(|error| apply::ApplyError::Refused {
-                    object: reference.to_string(),
-                    message: apply::api_message(&error),
-                })?;
-        if let Some(object) = found
-            && let Ok(value) = serde_json::to_value(object)
-        {
-            live.push(value);
-        }
-    }
-    Ok(live)
-}
-
 pub(super) fn set_pending(report: &mut Report, message: String) {
     let same = report
         .approval()
@@ -457,27 +419,4 @@ pub(super) fn set_pending(report: &mut Report, message: String) {
     if !same {
         report.set(Reason::ApprovalPending, ConditionStatus::False, message);
     }
-}
-
-/// The Bundle `instance` runs now and its objects, rendered again from the
-/// store the way they were installed (see [`running_objects`]); `None`
-/// when nothing is approved for the active Bundle or its content is no
-/// longer stored.
-pub(super) fn running_revision<P: Provisioner>(
-    instance: &Instance,
-    request: &crate::provisioner::ObjectsRequest<'_>,
-    context: &Context<P>,
-) -> Option<(String, Vec<serde_json::Value>)> {
-    let status = instance.status.as_ref()?;
-    let approved = status.approval.as_ref()?;
-    if status.active_bundle.as_deref() != Some(approved.bundle.as_str()) {
-        return None;
-    }
-    let dir = context.store.get(&Digest::parse(&approved.digest).ok()?)?;
-    let running = crate::provisioner::ObjectsRequest {
-        content: &dir,
-        ..*request
-    };
-    let objects = context.provisioner.objects(&running).ok()?;
-    Some((approved.bundle.clone(), objects))
 }

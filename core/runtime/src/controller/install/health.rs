@@ -11,7 +11,7 @@ use pakket_api::{Instance, Reason};
 use super::super::context::Context;
 use super::super::report::Report;
 use super::super::revision;
-use super::pivot::Applied;
+use super::act::Applied;
 use super::*;
 use crate::apply;
 
@@ -81,7 +81,7 @@ pub(super) async fn step<P>(
     };
     let past_deadline = progress
         .as_ref()
-        .is_some_and(|progress| tell_progress(report, progress));
+        .is_some_and(|progress| report.tell_progress(progress));
     let next = if past_deadline {
         RESYNC_UNHEALTHY
     } else if failing.is_empty() && settling.is_empty() {
@@ -118,26 +118,6 @@ pub(super) async fn step<P>(
     } else {
         next
     }
-}
-
-/// Writes `Progressing` as `progress` says (True only while rolling out)
-/// and, once the rollout passed its deadline,
-/// `Healthy=False/ProgressDeadlineExceeded`; returns whether it did.
-pub(super) fn tell_progress(report: &mut Report, progress: &revision::Progress) -> bool {
-    let status = if progress.reason == Reason::RollingOut {
-        ConditionStatus::True
-    } else {
-        ConditionStatus::False
-    };
-    report.set(progress.reason, status, progress.message.clone());
-    if progress.past_deadline {
-        report.set(
-            Reason::ProgressDeadlineExceeded,
-            ConditionStatus::False,
-            progress.message.clone(),
-        );
-    }
-    progress.past_deadline
 }
 
 /// The `Drifted` condition: under drift Warn, the objects someone else

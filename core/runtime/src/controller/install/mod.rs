@@ -10,11 +10,12 @@
 //! A step that cannot go on says why in the report and ends the reconcile
 //! with when to look again ([`Flow::Stop`]).
 
+mod act;
 mod approval;
 mod bundle;
 mod class;
 mod health;
-mod pivot;
+mod installed;
 mod plan;
 mod policy;
 mod render;
@@ -243,7 +244,7 @@ pub async fn install<P: Provisioner>(
         rendered: content.rendered.as_deref(),
         approved_by: &approved_by,
     };
-    let proposal = pivot::Proposal {
+    let proposal = act::Proposal {
         bundle: &bundle,
         home,
         objects: &rendered.objects,
@@ -257,19 +258,9 @@ pub async fn install<P: Provisioner>(
     };
     let applied = match &write {
         Some(write) => {
-            next!(
-                pivot::apply_and_prune(
-                    instance,
-                    proposal,
-                    write,
-                    fingerprint,
-                    context,
-                    &mut report
-                )
-                .await?
-            )
+            next!(act::write(instance, proposal, write, fingerprint, context, &mut report).await?)
         }
-        None => pivot::Applied {
+        None => act::Applied {
             fresh_health: None,
             kept_for_objects: false,
             warn_only: planned == plan::Plan::WarnOnly,

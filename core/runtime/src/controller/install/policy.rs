@@ -26,7 +26,8 @@ use pakket_api::{
 
 use super::super::context::Context;
 use super::super::report::Report;
-use super::approval::{Decided, Proposed, running_revision, set_pending};
+use super::approval::{Decided, Proposed, set_pending};
+use super::installed::running_revision;
 use crate::approval::{Approval, ApprovalRequest, user_permission};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
