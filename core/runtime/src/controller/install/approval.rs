@@ -90,23 +90,11 @@ async fn approve<P: Provisioner>(
     content: &ApprovedContent,
     context: &Context<P>,
     report: &mut Report,
-) -> Option<(String, Option<Duration>)> {
-    let name = instance.name_any();
-    let class_name = class.name_any();
+) -> Waits {
     let state = ApprovalState::of(instance);
-    let waiting = "nothing is applied before approval".to_owned();
     // A person's decision comes first, whatever the class says.
     if state.is_denied() {
-        let message = report
-            .approval()
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
-        return Some((
-            format!(
-                "approval was denied ({message}); nothing is applied. An approver can run `kubectl instance approve {name}`"
-            ),
-            None,
-        ));
+        return Some(denied(instance, report));
     }
     let judged = match judge(instance, class, proposed, context, report).await {
         Ok(judged) => judged,
@@ -117,165 +105,273 @@ async fn approve<P: Provisioner>(
                     "what the change would delete could not be read ({why}); nothing is applied, trying again"
                 ),
             );
-            return Some((waiting, Some(AFTER_INSTALL_FAILURE)));
+            return Some((WAITING.to_owned(), Some(AFTER_INSTALL_FAILURE)));
         }
     };
     // What a person who approves now approves (`kubectl instance approve`
     // copies it); cleared once the request is approved.
     report.status.pending_request = Some(judged.clone());
-    let generation = instance.metadata.generation.unwrap_or_default();
-    let cover = |state: &ApprovalState| {
-        state.content.as_ref().map(|approved| {
-            decision_key::cover(
-                approved,
-                &content.bundle,
-                &content.digest,
-                generation,
-                &judged,
-            )
-        })
+    let asking = Asking {
+        instance,
+        class,
+        proposed,
+        content,
+        context,
+        state,
+        judged,
+        generation: instance.metadata.generation.unwrap_or_default(),
     };
-    if state.by_person() {
-        match cover(&state) {
-            Some(Cover::Covered) => {
-                rerendered_issued_material(instance, content, context, report);
-                return None;
-            }
-            Some(Cover::Bind) => {
-                // The request the person reviewed (this generation, this
-                // content): recorded, so that any later change is seen.
-                if let Some(approval) = report.status.approval.as_mut() {
-                    approval.rendered = content.rendered.clone();
-                    approval.judged = Some(judged.clone());
-                }
-                return None;
-            }
-            Some(Cover::Changed(_)) | None => {}
-        }
-    }
-    // An `approval` that is not a string must not fall back to AllowAll:
-    // a class meant to be gated would install everything.
-    let policy = match class_parameters::string(class.spec.parameters.as_ref(), "approval") {
-        Ok(policy) => policy.unwrap_or("AllowAll"),
-        Err(error) => {
-            set_pending(
-                report,
-                format!(
-                    "ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"
-                ),
-            );
-            return Some((waiting, None));
-        }
-    };
-    let by_policy = format!("policy {policy}");
-    // A policy's approval holds for the request it approved, while the
-    // class keeps that policy.
-    if state.by_policy()
-        && state
-            .content
-            .as_ref()
-            .is_some_and(|approved| approved.approved_by == by_policy)
-        && cover(&state) == Some(Cover::Covered)
-    {
-        rerendered_issued_material(instance, content, context, report);
+    if asking.state.by_person() && asking.by_person(report) {
         return None;
     }
-    // With a record key (every deployment has one), a policy approves only
-    // content someone asked for through Pakket's webhooks: a record the
-    // webhook sealed for this very spec. Without it (webhooks removed, or
-    // bypassed while absent), only a person approves.
-    if let Some(key) = &context.record_key
-        && let Err(error) = pakket_api::requester(instance, Some(key))
-    {
+    match asking.policy(report) {
+        Ok(policy) => asking.by_policy(policy, report).await,
+        Err(waits) => waits,
+    }
+}
+
+/// Why an approval waits, and when to ask again (`None`: it does not).
+type Waits = Option<(String, Option<Duration>)>;
+
+/// What `Installed` says while approval waits.
+const WAITING: &str = "nothing is applied before approval";
+
+/// The words for a request a person denied: it stays denied until someone
+/// with `approve` changes that.
+fn denied(instance: &Instance, report: &Report) -> (String, Option<Duration>) {
+    let name = instance.name_any();
+    let message = report
+        .approval()
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    (
+        format!(
+            "approval was denied ({message}); nothing is applied. An approver can run `kubectl instance approve {name}`"
+        ),
+        None,
+    )
+}
+
+/// One request being decided: the content, as judged, for this generation.
+struct Asking<'a, P> {
+    instance: &'a Instance,
+    class: &'a ProvisionerClass,
+    proposed: Proposed<'a>,
+    content: &'a ApprovedContent,
+    context: &'a Context<P>,
+    state: ApprovalState,
+    judged: pakket_api::Judged,
+    generation: i64,
+}
+
+impl<P: Provisioner> Asking<'_, P> {
+    /// How the approval on record covers this request.
+    fn cover(&self) -> Option<Cover> {
+        self.state.content.as_ref().map(|approved| {
+            decision_key::cover(
+                approved,
+                &self.content.bundle,
+                &self.content.digest,
+                self.generation,
+                &self.judged,
+            )
+        })
+    }
+
+    /// Whether a person's approval holds for this request (the request the
+    /// person reviewed, this generation and content, is recorded at first
+    /// use, so that any later change is seen).
+    fn by_person(&self, report: &mut Report) -> bool {
+        match self.cover() {
+            Some(Cover::Covered) => {
+                rerendered_issued_material(self.instance, self.content, self.context, report);
+                true
+            }
+            Some(Cover::Bind) => {
+                if let Some(approval) = report.status.approval.as_mut() {
+                    approval.rendered = self.content.rendered.clone();
+                    approval.judged = Some(self.judged.clone());
+                }
+                true
+            }
+            Some(Cover::Changed(_)) | None => false,
+        }
+    }
+
+    /// The class's policy. An `approval` that is not a string must not
+    /// fall back to AllowAll: a class meant to be gated would install
+    /// everything.
+    fn policy(&self, report: &mut Report) -> Result<&'_ str, Waits> {
+        let parameters = self.class.spec.parameters.as_ref();
+        match class_parameters::string(parameters, "approval") {
+            Ok(policy) => Ok(policy.unwrap_or("AllowAll")),
+            Err(error) => {
+                let (class, name) = (self.class.name_any(), self.instance.name_any());
+                set_pending(
+                    report,
+                    format!(
+                        "ProvisionerClass {class}: {error}; fix the class, or run `kubectl instance approve {name}`"
+                    ),
+                );
+                Err(Some((WAITING.to_owned(), None)))
+            }
+        }
+    }
+
+    /// The class's `policy` decides, unless it approved this very request
+    /// before (while the class keeps that policy).
+    async fn by_policy(&self, policy: &str, report: &mut Report) -> Waits {
+        let by_policy = format!("policy {policy}");
+        if self.state.by_policy()
+            && self
+                .state
+                .content
+                .as_ref()
+                .is_some_and(|approved| approved.approved_by == by_policy)
+            && self.cover() == Some(Cover::Covered)
+        {
+            rerendered_issued_material(self.instance, self.content, self.context, report);
+            return None;
+        }
+        if let Some(waits) = self.unrecorded(policy, report) {
+            return waits;
+        }
+        let asked_again = asked_again(&self.state, self.content, self.generation, &self.judged);
+        match policy {
+            "Policy" => {
+                let decided = Decided {
+                    judged: &self.judged,
+                    generation: self.generation,
+                    asked_again: asked_again.as_deref(),
+                };
+                let (instance, class) = (self.instance, self.class);
+                let (proposed, content) = (self.proposed, self.content);
+                super::policy::decide(
+                    instance,
+                    class,
+                    proposed,
+                    content,
+                    decided,
+                    self.context,
+                    report,
+                )
+                .await
+            }
+            "AllowAll" => self.allow_all(&by_policy, report).await,
+            _ => {
+                self.by_provisioner(policy, &by_policy, asked_again, report)
+                    .await
+            }
+        }
+    }
+
+    /// With a record key (every deployment has one), a policy approves
+    /// only content someone asked for through Pakket's webhooks: a record
+    /// the webhook sealed for this very spec. Without it (webhooks removed,
+    /// or bypassed while absent), only a person approves.
+    fn unrecorded(&self, policy: &str, report: &mut Report) -> Option<Waits> {
+        let key = self.context.record_key.as_ref()?;
+        let error = pakket_api::requester(self.instance, Some(key)).err()?;
+        let (class, name) = (self.class.name_any(), self.instance.name_any());
         set_pending(
             report,
             format!(
-                "ProvisionerClass {class_name} (approval: {policy}) approves only Instances whose requester Pakket's admission webhook recorded, and {error}; a person must approve: run `kubectl instance approve {name}`"
+                "ProvisionerClass {class} (approval: {policy}) approves only Instances whose requester Pakket's admission webhook recorded, and {error}; a person must approve: run `kubectl instance approve {name}`"
             ),
         );
-        return Some((waiting, None));
+        Some(Some((WAITING.to_owned(), None)))
     }
-    let asked_again = asked_again(&state, content, generation, &judged);
-    let approved = |report: &mut Report, message: String| {
+
+    /// Records the policy's approval of this request.
+    fn approved(&self, by_policy: &str, report: &mut Report, message: String) {
         report.set(Reason::ApprovedByPolicy, ConditionStatus::True, message);
         report.status.approval = Some(ApprovedContent {
-            approved_by: by_policy.clone(),
-            generation: Some(generation),
-            judged: Some(judged.clone()),
-            ..content.clone()
+            approved_by: by_policy.to_owned(),
+            generation: Some(self.generation),
+            judged: Some(self.judged.clone()),
+            ..self.content.clone()
         });
-    };
-    if policy == "Policy" {
-        let decided = Decided {
-            judged: &judged,
-            generation,
-            asked_again: asked_again.as_deref(),
-        };
-        return super::policy::decide(instance, class, proposed, content, decided, context, report)
-            .await;
     }
-    if policy == "AllowAll" {
-        // Approving everything never extends to running as Pakket: what
-        // would run as a Pakket ServiceAccount or in its namespace waits
-        // for a person, who sees it named.
-        let landing = super::policy::landing(context).await;
-        let effects = crate::trust::effects::Effects::of(proposed.objects, None, &landing);
+
+    /// `AllowAll`: approving everything never extends to running as
+    /// Pakket: what would run as a Pakket ServiceAccount or in its
+    /// namespace waits for a person, who sees it named.
+    async fn allow_all(&self, by_policy: &str, report: &mut Report) -> Waits {
+        let (class, name) = (self.class.name_any(), self.instance.name_any());
+        let landing = super::policy::landing(self.context).await;
+        let effects = crate::trust::effects::Effects::of(self.proposed.objects, None, &landing);
         if let Some(why) = crate::trust::effects::runs_as_pakket(&effects) {
             set_pending(
                 report,
                 format!(
-                    "ProvisionerClass {class_name} approves every Instance (approval: AllowAll), but not this: {why}; a person decides: review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}`"
+                    "ProvisionerClass {class} approves every Instance (approval: AllowAll), but not this: {why}; a person decides: review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}`"
                 ),
             );
-            return Some((waiting, None));
+            return Some((WAITING.to_owned(), None));
         }
-        approved(
-            report,
-            format!("ProvisionerClass {class_name} approves every Instance (approval: AllowAll)"),
-        );
-        return None;
+        let message =
+            format!("ProvisionerClass {class} approves every Instance (approval: AllowAll)");
+        self.approved(by_policy, report, message);
+        None
     }
-    // Rendered here, past the early answers: an approval that already
-    // holds costs no second render on every reconcile. For the content
-    // that runs (rendered otherwise now, by a new provisioner version or a
-    // changed config), what runs is read back from the cluster: the old
-    // content rendered again by this provisioner would be the new render.
-    let same_content = report.status.active_bundle.as_deref() == Some(content.bundle.as_str())
-        && state.content.as_ref().is_some_and(|approved| {
-            approved.bundle == content.bundle && approved.digest == content.digest
-        });
-    let running = if same_content && policy == "Android" {
-        live_running(instance, context).await.ok()
-    } else {
-        running_objects(instance, proposed.request, context)
-    };
-    let request = ApprovalRequest {
-        client: &context.client,
-        instance,
-        class,
-        policy,
-        objects: proposed.objects,
-        running: running.as_deref(),
-        kinds: context.kinds.clone(),
-        record_key: context.record_key.as_ref(),
-    };
-    let (message, retry) = match context.provisioner.approve(&request).await {
-        Approval::Approved(message) => {
-            let message = match &asked_again {
-                Some(again) => format!("{message} ({again})"),
-                None => message,
-            };
-            approved(report, message);
-            return None;
+
+    /// Any other policy is the provisioner's (`DenyAll`, `UserPermission`,
+    /// `Android`, its own).
+    async fn by_provisioner(
+        &self,
+        policy: &str,
+        by_policy: &str,
+        asked_again: Option<String>,
+        report: &mut Report,
+    ) -> Waits {
+        let running = self.running(policy, report).await;
+        let request = ApprovalRequest {
+            client: &self.context.client,
+            instance: self.instance,
+            class: self.class,
+            policy,
+            objects: self.proposed.objects,
+            running: running.as_deref(),
+            kinds: self.context.kinds.clone(),
+            record_key: self.context.record_key.as_ref(),
+        };
+        let (message, retry) = match self.context.provisioner.approve(&request).await {
+            Approval::Approved(message) => {
+                let message = match &asked_again {
+                    Some(again) => format!("{message} ({again})"),
+                    None => message,
+                };
+                self.approved(by_policy, report, message);
+                return None;
+            }
+            Approval::Pending { message, retry } => (message, retry),
+        };
+        let message = match &asked_again {
+            Some(again) => format!("{message}; {again}"),
+            None => message,
+        };
+        set_pending(report, message);
+        Some((WAITING.to_owned(), retry))
+    }
+
+    /// What runs, for a policy that compares with it. Rendered here, past
+    /// the early answers: an approval that already holds costs no second
+    /// render on every reconcile. For the content that runs (rendered
+    /// otherwise now, by a new provisioner version or a changed config),
+    /// what runs is read back from the cluster: the old content rendered
+    /// again by this provisioner would be the new render.
+    async fn running(&self, policy: &str, report: &Report) -> Option<Vec<serde_json::Value>> {
+        let content = self.content;
+        let same_content = report.status.active_bundle.as_deref() == Some(content.bundle.as_str())
+            && self.state.content.as_ref().is_some_and(|approved| {
+                approved.bundle == content.bundle && approved.digest == content.digest
+            });
+        if same_content && policy == "Android" {
+            live_running(self.instance, self.context).await.ok()
+        } else {
+            running_objects(self.instance, self.proposed.request, self.context)
         }
-        Approval::Pending { message, retry } => (message, retry),
-    };
-    let message = match &asked_again {
-        Some(again) => format!("{message}; {again}"),
-        None => message,
-    };
-    set_pending(report, message);
-    Some((waiting, retry))
+    }
 }
 
 /// What the approval step passes on to the ApprovalPolicy step: the
