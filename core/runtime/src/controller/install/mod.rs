@@ -16,6 +16,7 @@ mod bundle;
 mod class;
 mod health;
 mod installed;
+mod observe;
 mod plan;
 mod policy;
 mod render;
@@ -24,11 +25,10 @@ mod unpack;
 
 use std::time::Duration;
 
-use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use pakket_api::condition::ConditionStatus;
-use pakket_api::{ApprovedContent, Bundle, Instance, ProvisionerClass, Reason};
+use pakket_api::{Bundle, Instance, ProvisionerClass, Reason};
 
 use super::context::Context;
 use super::decision;
@@ -75,7 +75,9 @@ async fn finish<P>(
     })
 }
 
-/// Brings `instance` to its desired state, as far as it can go now.
+/// Brings `instance` to its desired state, as far as it can go now:
+/// observe (every read once), plan (one pure decision), act (the one
+/// action), then health, and the report written once.
 pub async fn install<P: Provisioner>(
     instance: &Instance,
     class: Option<&ProvisionerClass>,
@@ -92,151 +94,30 @@ pub async fn install<P: Provisioner>(
             }
         };
     }
-    let mut settings = next!(class::settings(instance, class, &mut report));
-    let class = settings.class;
     let bundles: Api<Bundle> = Api::all(context.client.clone());
+    let read = next!(observe::content(instance, class, &bundles, context, &mut report).await?);
     let requester = instance;
-    // Under an automatic rollback the earlier revision's content, from the
-    // store, stands in for the spec's; else the spec's Bundle.
-    let rollback = rollback_in_force(instance, &bundles, context, &mut report).await;
-    let (instance, bundle, home, unpacked) = match rollback {
-        Some(target) => (
-            std::borrow::Cow::Owned(target.instance),
-            target.bundle,
-            target.home,
-            target.unpacked,
-        ),
-        None => {
-            let (bundle, home) =
-                next!(bundle::find(instance, &bundles, context, &mut report).await?);
-            let unpacked = next!(
-                unpack::unpack(
-                    instance,
-                    &bundle,
-                    home,
-                    &settings.unpack,
-                    context,
-                    &mut report
-                )
-                .await?
-            );
-            (std::borrow::Cow::Borrowed(instance), bundle, home, unpacked)
-        }
-    };
-    let rolling_back = revision::rollback_target(&report.status, generation(requester)).cloned();
-    let instance = instance.as_ref();
-    // Kept from the store's collection until the status written below
-    // pins it (and the watch caches have seen that).
-    let _held = context.in_flight.hold(&unpacked.digest);
-    next!(unpack::pin_holds(
-        instance,
-        &bundle,
-        &unpacked,
-        context,
-        &mut report
-    ));
-    // The class's probes and the content author's.
-    let class_probes = std::mem::take(&mut settings.probes);
-    let probes = next!(render::content_probes(
-        &bundle,
-        &unpacked,
-        class_probes,
-        &settings.unpack,
-        &mut report
-    ));
-    let rendered = next!(
-        render::render(
-            instance,
-            requester,
-            class,
-            &bundle,
-            home,
-            &unpacked,
-            &settings.unpack,
-            context,
-            &mut report
-        )
-        .await?
-    );
+    let instance = read.instance.as_ref();
+    let settings = &read.settings;
     let request = render::request(
         instance,
-        class,
-        &unpacked,
+        settings.class,
+        &read.unpacked,
         &settings.unpack,
-        &rendered.cluster,
+        &read.rendered.cluster,
     );
     let renders_again_at = context.provisioner.renders_again_at(&request);
-    let content = ApprovedContent {
-        bundle: instance.spec.bundle.name.clone(),
-        digest: unpacked.digest.as_str().to_owned(),
-        approved_by: String::new(),
-        rendered: Some(crate::trust::rerender::rendered_digest(&rendered.objects)),
-        generation: None,
-        judged: None,
-    };
-    let proposed = approval::Proposed {
-        objects: &rendered.objects,
-        request: &request,
-    };
-    let approval = match &rolling_back {
-        // The earlier revision's approval covers exactly its objects.
-        Some(earlier) => plan::Approval::Rollback {
-            to: earlier.number,
-            render_unchanged: rollback::render_unchanged(
-                earlier,
-                content.rendered.as_deref().unwrap_or_default(),
-            ),
-        },
-        None => approval::step(requester, class, proposed, &content, context, &mut report).await,
-    };
-    let fingerprint = crate::drift::Fingerprint {
-        generation: instance.metadata.generation,
-        bundle: instance.spec.bundle.name.clone(),
-        digest: content.digest.clone(),
-        rendered: content.rendered.clone(),
-    };
-    let observed = plan::Observed {
-        bundle: instance.spec.bundle.name.clone(),
-        active_bundle: report.status.active_bundle.clone(),
-        installed_here: report.installed(&instance.spec.bundle.name) && report.observed_current(),
-        drift: settings.drift,
-        staleness: context.drift.staleness(
-            &instance.name_any(),
-            &fingerprint,
-            reapply_after(context.resync),
-        ),
-        failed_before: report.failed_before() || context.apply_failed_before(instance),
-        approval,
-    };
+    let facts = observe::facts(requester, &read, &request, context, &mut report).await;
+    let observe::Facts {
+        content,
+        fingerprint,
+        observed,
+    } = facts;
     let planned = plan::plan(&observed);
-    let write = match &planned {
-        plan::Plan::RollbackNotPossible { why } => {
-            rollback::not_possible(&mut report, why);
-            return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
-        }
-        plan::Plan::AwaitApproval { message, retry } => {
-            report.set(
-                Reason::InstallPending,
-                ConditionStatus::False,
-                message.clone(),
-            );
-            let action = retry.map_or_else(Action::await_change, Action::requeue);
-            return finish(report, context, action).await;
-        }
-        plan::Plan::WarnOnly | plan::Plan::InSync => None,
-        plan::Plan::Write(write) => Some(write),
-    };
-    let approved_by = match &rolling_back {
-        Some(earlier) => rollback::approved_by(earlier),
-        // The revision this content is: what was applied, under whose
-        // approval.
-        None => report
-            .status
-            .approval
-            .as_ref()
-            .map(|approval| approval.approved_by.clone())
-            .unwrap_or_default(),
-    };
+    if let Some(action) = wait(&planned, &mut report) {
+        return finish(report, context, action).await;
+    }
+    let approved_by = approved_by(read.rolling_back.as_ref(), &report);
     let revision_content = revision::Content {
         bundle: &instance.spec.bundle.name,
         bundle_spec: instance.spec.bundle.spec.as_ref(),
@@ -244,66 +125,93 @@ pub async fn install<P: Provisioner>(
         rendered: content.rendered.as_deref(),
         approved_by: &approved_by,
     };
-    let proposal = act::Proposal {
-        bundle: &bundle,
-        home,
-        objects: &rendered.objects,
-        provides: rendered.provides,
-        request: &request,
-        options: &settings.unpack,
-        ignored: &settings.ignored,
-        revision: revision_content,
-        rollout: settings.rollout,
-        probes: &probes,
-    };
-    let applied = match &write {
-        Some(write) => {
+    let applied = match &planned {
+        plan::Plan::Write(write) => {
+            let proposal = proposal(&read, &request, revision_content);
             next!(act::write(instance, proposal, write, fingerprint, context, &mut report).await?)
         }
-        None => act::Applied {
+        _ => act::Applied {
             fresh_health: None,
             kept_for_objects: false,
             warn_only: planned == plan::Plan::WarnOnly,
         },
     };
-    if let Some(earlier) = &rolling_back {
+    if let Some(earlier) = &read.rolling_back {
         rollback::report_rolled_back(requester, &mut report, earlier);
     }
+    let (rollout, probes) = (settings.rollout, &read.probes);
     let next = health::step(
         instance,
         applied,
         revision_content,
-        settings.rollout,
-        &probes,
+        rollout,
+        probes,
         context,
         &mut report,
     )
     .await;
     // A revision that does not roll out gives way to the one before it,
     // when the class asks for that: the next reconcile applies it.
-    if let Some(decided) =
-        revision::decide_rollback(&report.status, settings.rollout, generation(requester))
-    {
-        tracing::warn!(instance = %requester.name_any(), why = %decided.message, "rolling back");
-        if let Some(newest) = report.status.revisions.last_mut() {
-            newest.message = decided.message.chars().take(1024).collect();
+    let next = if rollback::decide(requester, &mut report, rollout) {
+        AFTER_CONFLICT
+    } else {
+        sooner_for_render(next, renders_again_at)
+    };
+    finish(report, context, Action::requeue(next)).await
+}
+
+/// What a plan that writes nothing now leaves in the report, and when to
+/// look again; `None` for a plan that goes on.
+fn wait(planned: &plan::Plan, report: &mut Report) -> Option<Action> {
+    match planned {
+        plan::Plan::RollbackNotPossible { why } => {
+            rollback::not_possible(report, why);
+            Some(Action::requeue(AFTER_CONFLICT))
         }
-        report.after_write.push(kube::runtime::events::Event {
-            type_: kube::runtime::events::EventType::Warning,
-            reason: pakket_api::Reason::RolledBack.as_str().into(),
-            note: Some(decided.message.chars().take(1000).collect()),
-            action: "Rollback".into(),
-            secondary: None,
-        });
-        report.status.automatic_rollback = Some(decided);
-        return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
+        plan::Plan::AwaitApproval { message, retry } => {
+            report.set(
+                Reason::InstallPending,
+                ConditionStatus::False,
+                message.clone(),
+            );
+            Some(retry.map_or_else(Action::await_change, Action::requeue))
+        }
+        plan::Plan::WarnOnly | plan::Plan::InSync | plan::Plan::Write(_) => None,
     }
-    finish(
-        report,
-        context,
-        Action::requeue(sooner_for_render(next, renders_again_at)),
-    )
-    .await
+}
+
+/// Who approved the content to run, as its revision records it: the
+/// rollback's revision's approval, or the approval on record.
+fn approved_by(rolling_back: Option<&pakket_api::Revision>, report: &Report) -> String {
+    match rolling_back {
+        Some(earlier) => rollback::approved_by(earlier),
+        None => report
+            .status
+            .approval
+            .as_ref()
+            .map(|approval| approval.approved_by.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// What a write applies, and under which settings.
+fn proposal<'a>(
+    read: &'a observe::Content<'_>,
+    request: &'a crate::provisioner::ObjectsRequest<'a>,
+    revision: revision::Content<'a>,
+) -> act::Proposal<'a> {
+    act::Proposal {
+        bundle: &read.bundle,
+        home: read.home,
+        objects: &read.rendered.objects,
+        provides: &read.rendered.provides,
+        request,
+        options: &read.settings.unpack,
+        ignored: &read.settings.ignored,
+        revision,
+        rollout: read.settings.rollout,
+        probes: &read.probes,
+    }
 }
 
 /// `next`, or sooner when the provisioner said its render changes by
@@ -325,33 +233,4 @@ fn sooner_for_render(
 /// The Instance's generation (its spec's version).
 fn generation(instance: &Instance) -> i64 {
     instance.metadata.generation.unwrap_or_default()
-}
-
-/// The content of the automatic rollback in force for the Instance's
-/// current generation, if one is and its content is still there. A
-/// rollback decided for an earlier generation ended when the spec changed;
-/// one whose content is gone is recorded as not possible.
-async fn rollback_in_force<'a, P>(
-    instance: &Instance,
-    bundles: &'a Api<Bundle>,
-    context: &Context<P>,
-    report: &mut Report,
-) -> Option<rollback::Target<'a>> {
-    let generation = generation(instance);
-    if report
-        .status
-        .automatic_rollback
-        .as_ref()
-        .is_some_and(|rollback| rollback.generation != generation)
-    {
-        report.status.automatic_rollback = None;
-    }
-    let earlier = revision::rollback_target(&report.status, generation)?.clone();
-    match rollback::target(instance, &earlier, bundles, context).await {
-        Ok(target) => Some(target),
-        Err(why) => {
-            rollback::not_possible(report, &why);
-            None
-        }
-    }
 }

@@ -180,3 +180,30 @@ pub(super) fn not_possible(report: &mut Report, why: &str) {
     tracing::warn!(%why, "automatic rollback not possible");
     revision::rollback_not_possible(&mut report.status, why);
 }
+
+/// Once the newest revision does not roll out and the class asks for it,
+/// decides the automatic rollback (the next reconcile applies it): the
+/// revision's record and a Warning Event say why. Returns whether it did.
+pub(super) fn decide(
+    requester: &Instance,
+    report: &mut Report,
+    settings: revision::Settings,
+) -> bool {
+    let generation = requester.metadata.generation.unwrap_or_default();
+    let Some(decided) = revision::decide_rollback(&report.status, settings, generation) else {
+        return false;
+    };
+    tracing::warn!(instance = %requester.name_any(), why = %decided.message, "rolling back");
+    if let Some(newest) = report.status.revisions.last_mut() {
+        newest.message = decided.message.chars().take(1024).collect();
+    }
+    report.after_write.push(kube::runtime::events::Event {
+        type_: kube::runtime::events::EventType::Warning,
+        reason: Reason::RolledBack.as_str().into(),
+        note: Some(decided.message.chars().take(1000).collect()),
+        action: "Rollback".into(),
+        secondary: None,
+    });
+    report.status.automatic_rollback = Some(decided);
+    true
+}

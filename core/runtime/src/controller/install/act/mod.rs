@@ -32,7 +32,7 @@ pub(super) struct Proposal<'a> {
     pub bundle: &'a Bundle,
     pub home: bundle_status::Home<'a>,
     pub objects: &'a [serde_json::Value],
-    pub provides: Vec<String>,
+    pub provides: &'a [String],
     pub request: &'a ObjectsRequest<'a>,
     pub options: &'a UnpackOptions,
     pub ignored: &'a crate::drift_mode::Ignored,

@@ -113,7 +113,7 @@ async fn record<P>(
     let mut listed = written.applied.objects.clone();
     listed.extend(removed.kept_in_use.iter().map(|(kept, _)| kept.clone()));
     report.status.set_objects(&listed);
-    report.status.provides = proposal.provides.clone();
+    report.status.provides = proposal.provides.to_vec();
     report.status.active_bundle = Some(bundle_name.clone());
     let message = installed_message(instance, written, removed, pivot, context);
     if let Some(old) = pivot {
