@@ -15,6 +15,49 @@ use super::act::Applied;
 use super::*;
 use crate::apply;
 
+/// The installed objects' problems, read afresh (the built-in checks and
+/// the probes).
+async fn read_problems<P>(
+    installed: &[pakket_api::ObjectRef],
+    probes: &apply::probes::ProgressionProbes,
+    context: &Context<P>,
+) -> Vec<apply::HealthProblem> {
+    let mut kinds = context.kinds.clone();
+    let mut problems = apply::unhealthy(&mut kinds, installed).await;
+    problems.extend(apply::phase::probe_problems(&mut kinds, installed, probes).await);
+    problems
+}
+
+/// The problems' words, joined.
+fn texts(problems: &[apply::HealthProblem]) -> String {
+    problems
+        .iter()
+        .map(|problem| problem.text.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How the revision's objects stand, for its rollout: failing (past its
+/// deadline or not), settling, or healthy.
+fn revision_health(
+    failing: &[apply::HealthProblem],
+    settling: &[apply::HealthProblem],
+) -> revision::Health {
+    if !failing.is_empty() {
+        let mut all = failing.to_vec();
+        all.extend(settling.iter().cloned());
+        if failing.iter().any(|problem| problem.past_deadline) {
+            revision::Health::PastDeadline(texts(&all))
+        } else {
+            revision::Health::Failing(texts(&all))
+        }
+    } else if !settling.is_empty() {
+        revision::Health::Settling(texts(settling))
+    } else {
+        revision::Health::Healthy
+    }
+}
+
 /// Writes `Healthy`, `Drifted` and `Progressing`; returns when to look
 /// again.
 pub(super) async fn step<P>(
@@ -42,39 +85,15 @@ pub(super) async fn step<P>(
     let every_one = fresh_health.is_some() || report.status.lists_every_object();
     let problems = match fresh_health {
         Some(problems) => problems,
-        None => {
-            let mut kinds = context.kinds.clone();
-            let mut problems = apply::unhealthy(&mut kinds, &installed).await;
-            problems.extend(apply::phase::probe_problems(&mut kinds, &installed, probes).await);
-            problems
-        }
+        None => read_problems(&installed, probes, context).await,
     };
     let (settling, failing): (Vec<_>, Vec<_>) =
         problems.into_iter().partition(|problem| problem.settling);
-    let texts = |problems: &[apply::HealthProblem]| {
-        problems
-            .iter()
-            .map(|problem| problem.text.as_str())
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
     // The revision these objects are, and how its rollout stands.
     let progress = if report.installed(bundle_name) {
+        let health = revision_health(&failing, &settling);
         let now = jiff::Timestamp::now();
         revision::applied(&mut report.status, revision_content, rollout_settings, now);
-        let health = if !failing.is_empty() {
-            let mut all = failing.clone();
-            all.extend(settling.iter().cloned());
-            if failing.iter().any(|problem| problem.past_deadline) {
-                revision::Health::PastDeadline(texts(&all))
-            } else {
-                revision::Health::Failing(texts(&all))
-            }
-        } else if !settling.is_empty() {
-            revision::Health::Settling(texts(&settling))
-        } else {
-            revision::Health::Healthy
-        };
         revision::rollout(&mut report.status, &health, rollout_settings, now)
     } else {
         None

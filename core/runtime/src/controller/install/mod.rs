@@ -150,14 +150,26 @@ pub async fn install<P: Provisioner>(
         &mut report,
     )
     .await;
-    // A revision that does not roll out gives way to the one before it,
-    // when the class asks for that: the next reconcile applies it.
-    let next = if rollback::decide(requester, &mut report, rollout) {
+    let next = after_health(requester, &mut report, rollout, next, renders_again_at);
+    finish(report, context, Action::requeue(next)).await
+}
+
+/// When to look again after health: soon when the revision does not roll
+/// out and gives way to the one before it (when the class asks for that:
+/// the next reconcile applies it), else `next` or sooner for a render
+/// that changes by itself.
+fn after_health(
+    requester: &Instance,
+    report: &mut Report,
+    rollout: revision::Settings,
+    next: Duration,
+    renders_again_at: Option<std::time::SystemTime>,
+) -> Duration {
+    if rollback::decide(requester, report, rollout) {
         AFTER_CONFLICT
     } else {
         sooner_for_render(next, renders_again_at)
-    };
-    finish(report, context, Action::requeue(next)).await
+    }
 }
 
 /// What a plan that writes nothing now leaves in the report, and when to

@@ -229,34 +229,14 @@ mod tests {
         }
     }
 
+    /// Nothing is written before approval, installed or not.
     #[test]
-    fn each_arm_as_a_row() {
+    fn approval_rows() {
         let waiting = Approval::Waiting {
             message: "nothing is applied before approval".into(),
             retry: None,
         };
-        let rows: Vec<(&str, Observed, Plan)> = vec![
-            (
-                "first install",
-                observed(),
-                write(Why::Install, None, false),
-            ),
-            (
-                "failed before: retried, reading before creating",
-                Observed {
-                    failed_before: true,
-                    ..observed()
-                },
-                write(Why::Install, None, true),
-            ),
-            (
-                "held at a phase (Installed says Installing): written again through the gates",
-                Observed {
-                    active_bundle: Some("v2".into()),
-                    ..observed()
-                },
-                write(Why::Install, None, false),
-            ),
+        check(vec![
             (
                 "waiting for approval",
                 Observed {
@@ -282,6 +262,34 @@ mod tests {
                     retry: Some(Duration::from_secs(60)),
                 },
             ),
+        ]);
+    }
+
+    /// Content not installed is written: an install, a retry, a held install, a pivot.
+    #[test]
+    fn written_rows() {
+        check(vec![
+            (
+                "first install",
+                observed(),
+                write(Why::Install, None, false),
+            ),
+            (
+                "failed before: retried, reading before creating",
+                Observed {
+                    failed_before: true,
+                    ..observed()
+                },
+                write(Why::Install, None, true),
+            ),
+            (
+                "held at a phase (Installed says Installing): written again through the gates",
+                Observed {
+                    active_bundle: Some("v2".into()),
+                    ..observed()
+                },
+                write(Why::Install, None, false),
+            ),
             (
                 "pivot from another Bundle, guarded",
                 Observed {
@@ -299,6 +307,22 @@ mod tests {
                 },
                 write(Why::Pivot, Some("v1"), true),
             ),
+            (
+                "drift Warn does not hold back new content",
+                Observed {
+                    drift: DriftMode::Warn,
+                    active_bundle: Some("v1".into()),
+                    ..observed()
+                },
+                write(Why::Pivot, Some("v1"), false),
+            ),
+        ]);
+    }
+
+    /// Installed content: in sync, left alone under Warn, or written again (repair, re-render, resync).
+    #[test]
+    fn installed_rows() {
+        check(vec![
             ("in sync", installed(), Plan::InSync),
             (
                 "drift Warn on installed content: nothing written",
@@ -308,15 +332,6 @@ mod tests {
                     ..installed()
                 },
                 Plan::WarnOnly,
-            ),
-            (
-                "drift Warn does not hold back new content",
-                Observed {
-                    drift: DriftMode::Warn,
-                    active_bundle: Some("v1".into()),
-                    ..observed()
-                },
-                write(Why::Pivot, Some("v1"), false),
             ),
             (
                 "drift Repair puts back what others changed",
@@ -350,6 +365,13 @@ mod tests {
                 },
                 write(Why::Resync, None, false),
             ),
+        ]);
+    }
+
+    /// An automatic rollback: written under its revision's approval, in sync once done, or not possible.
+    #[test]
+    fn rollback_rows() {
+        check(vec![
             (
                 "roll back to revision 1 (same Bundle)",
                 Observed {
@@ -387,7 +409,10 @@ mod tests {
                     why: "renders otherwise".into(),
                 },
             ),
-        ];
+        ]);
+    }
+
+    fn check(rows: Vec<(&str, Observed, Plan)>) {
         for (row, observed, expected) in rows {
             assert_eq!(plan(&observed), expected, "{row}");
         }

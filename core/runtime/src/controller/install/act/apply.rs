@@ -65,13 +65,7 @@ pub(super) async fn phases<P: Provisioner>(
     // written would do it at once, while the failure is already visible).
     let first_install = previous.is_empty() && !write.read_first;
     let gates = apply::phase::gates(proposal.objects, proposal.probes);
-    // Fields someone else owns are written back as the apply reads them,
-    // and changes to them alone are no drift.
-    context.drift.ignore(name, proposal.ignored);
-    context.drift.writing(name);
-    // Set again below while a phase waits; a set written whole, or an
-    // apply that failed, is held at no phase.
-    report.status.progression = None;
+    begin(name, proposal, context, report);
     let mut passed = 0;
     loop {
         let gate = gates.get(passed);
@@ -116,6 +110,16 @@ pub(super) async fn phases<P: Provisioner>(
         }
         passed += 1;
     }
+}
+
+/// Marks the write's start: fields someone else owns are written back as
+/// the apply reads them, and changes to them alone are no drift; the
+/// phase held at is set again while a phase waits (a set written whole,
+/// or an apply that failed, is held at no phase).
+fn begin<P>(name: &str, proposal: &Proposal<'_>, context: &Context<P>, report: &mut Report) {
+    context.drift.ignore(name, proposal.ignored);
+    context.drift.writing(name);
+    report.status.progression = None;
 }
 
 /// One write of the set, through one gate's phase (or whole).
