@@ -11,7 +11,7 @@ use pakket_api::{Instance, Reason};
 use super::super::context::Context;
 use super::super::report::Report;
 use super::super::revision;
-use super::act::Applied;
+use super::Applied;
 use super::*;
 use crate::apply;
 

@@ -18,7 +18,6 @@ mod health;
 mod installed;
 mod observe;
 mod plan;
-mod policy;
 mod render;
 mod rollback;
 mod unpack;
@@ -59,6 +58,16 @@ const AFTER_INSTALL_FAILURE: Duration = Duration::from_secs(10);
 enum Flow<T> {
     Next(T),
     Stop(Action),
+}
+
+/// What the apply left for the health step.
+struct Applied {
+    /// The objects' health as the apply found it, when it ran.
+    fresh_health: Option<Vec<crate::apply::HealthProblem>>,
+    /// CRDs kept for their objects: look again soon.
+    kept_for_objects: bool,
+    /// Drift Warn on installed content: nothing was written.
+    warn_only: bool,
 }
 
 /// Writes the report and returns `action`, or an early retry if the write
@@ -130,7 +139,7 @@ pub async fn install<P: Provisioner>(
             let proposal = proposal(&read, &request, revision_content);
             next!(act::write(instance, proposal, write, fingerprint, context, &mut report).await?)
         }
-        _ => act::Applied {
+        _ => Applied {
             fresh_health: None,
             kept_for_objects: false,
             warn_only: planned == plan::Plan::WarnOnly,

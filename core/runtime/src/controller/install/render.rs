@@ -220,7 +220,7 @@ fn fetch_again<P>(
 ) {
     let name = instance.name_any();
     let bundle_name = &instance.spec.bundle.name;
-    let held = super::unpack::store_entry_state(&unpacked.dir);
+    let held = store_entry_state(&unpacked.dir);
     tracing::warn!(instance = %name, bundle = %bundle_name, %error, store = %held, "rendering the stored content failed; fetching it again before blaming the content");
     if let Err(error) = context.store.evict(&unpacked.digest) {
         tracing::warn!(%error, "dropping the stored content");
@@ -233,6 +233,15 @@ fn fetch_again<P>(
             unpacked.digest.as_str()
         ),
     );
+}
+
+/// What the store holds at `dir`, in words for a log line: a render that
+/// failed on missing files says whether the entry was there at all.
+fn store_entry_state(dir: &std::path::Path) -> String {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => format!("{} holds {} entries", dir.display(), entries.count()),
+        Err(error) => format!("{} cannot be listed ({error})", dir.display()),
+    }
 }
 
 /// Fetched and unpacked fine: the content itself is what the provisioner

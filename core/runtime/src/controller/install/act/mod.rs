@@ -18,9 +18,9 @@ use super::super::context::Context;
 use super::super::pivot_guard;
 use super::super::report::Report;
 use super::super::revision;
-use super::Flow;
 use super::installed::previous_objects;
 use super::plan::Write;
+use super::{Applied, Flow};
 use crate::apply as objects;
 use crate::content::UnpackOptions;
 use crate::drift::Fingerprint;
@@ -39,16 +39,6 @@ pub(super) struct Proposal<'a> {
     pub revision: revision::Content<'a>,
     pub rollout: revision::Settings,
     pub probes: &'a objects::probes::ProgressionProbes,
-}
-
-/// What the apply left for the health step.
-pub(super) struct Applied {
-    /// The objects' health as the apply found it, when it ran.
-    pub fresh_health: Option<Vec<objects::HealthProblem>>,
-    /// CRDs kept for their objects: look again soon.
-    pub kept_for_objects: bool,
-    /// Drift Warn on installed content: nothing was written.
-    pub warn_only: bool,
 }
 
 /// Writes `proposal` as `write` says, and prunes what the earlier revision

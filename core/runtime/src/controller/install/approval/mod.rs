@@ -6,6 +6,9 @@
 //! anew by the class's current policy; only a re-render of the material
 //! Pakket issues itself stays approved, and says so.
 
+mod policy;
+mod request;
+
 use kube::ResourceExt;
 use pakket_api::condition::ConditionStatus;
 use pakket_api::{ApprovalState, ApprovedContent};
@@ -20,6 +23,8 @@ use crate::approval::{Approval, ApprovalRequest};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
 use crate::trust::decision_key::{self, Cover};
+pub(super) use request::Proposed;
+use request::{Decided, WAITING, Waits, set_pending};
 
 /// Whether `content` may be installed: when it waits, the `Approved`
 /// condition says why (and the plan, that nothing is applied).
@@ -38,15 +43,6 @@ pub(super) async fn step<P: Provisioner>(
     }
     report.status.pending_request = None;
     super::plan::Approval::Approved
-}
-
-/// What an approval decides on: the objects the new content would install,
-/// and how they were made (to render the running content the same way,
-/// see [`running_objects`], only when a policy asks for it).
-#[derive(Clone, Copy)]
-pub(super) struct Proposed<'a> {
-    pub objects: &'a [serde_json::Value],
-    pub request: &'a crate::provisioner::ObjectsRequest<'a>,
 }
 
 /// The objects of the content `instance` runs now, rendered again from
@@ -129,12 +125,6 @@ async fn approve<P: Provisioner>(
         Err(waits) => waits,
     }
 }
-
-/// Why an approval waits, and when to ask again (`None`: it does not).
-type Waits = Option<(String, Option<Duration>)>;
-
-/// What `Installed` says while approval waits.
-const WAITING: &str = "nothing is applied before approval";
 
 /// The words for a request a person denied: it stays denied until someone
 /// with `approve` changes that.
@@ -246,7 +236,7 @@ impl<P: Provisioner> Asking<'_, P> {
                 };
                 let (instance, class) = (self.instance, self.class);
                 let (proposed, content) = (self.proposed, self.content);
-                super::policy::decide(
+                policy::decide(
                     instance,
                     class,
                     proposed,
@@ -298,7 +288,7 @@ impl<P: Provisioner> Asking<'_, P> {
     /// namespace waits for a person, who sees it named.
     async fn allow_all(&self, by_policy: &str, report: &mut Report) -> Waits {
         let (class, name) = (self.class.name_any(), self.instance.name_any());
-        let landing = super::policy::landing(self.context).await;
+        let landing = request::landing(self.context).await;
         let effects = crate::trust::effects::Effects::of(self.proposed.objects, None, &landing);
         if let Some(why) = crate::trust::effects::runs_as_pakket(&effects) {
             set_pending(
@@ -372,16 +362,6 @@ impl<P: Provisioner> Asking<'_, P> {
             running_objects(self.instance, self.proposed.request, self.context)
         }
     }
-}
-
-/// What the approval step passes on to the ApprovalPolicy step: the
-/// request as judged (its policy part is the ApprovalPolicy's), the
-/// generation it is of, and why it is asked again, if it is.
-#[derive(Clone, Copy)]
-pub(super) struct Decided<'a> {
-    pub judged: &'a pakket_api::Judged,
-    pub generation: i64,
-    pub asked_again: Option<&'a str>,
 }
 
 /// Everything [`decision_key`] judges about this request, but the
@@ -506,13 +486,4 @@ fn rerendered_issued_material<P>(
             secondary: None,
         },
     );
-}
-
-pub(super) fn set_pending(report: &mut Report, message: String) {
-    let same = report
-        .approval()
-        .is_some_and(|c| c.reason == Reason::ApprovalPending.as_str() && c.message == message);
-    if !same {
-        report.set(Reason::ApprovalPending, ConditionStatus::False, message);
-    }
 }

@@ -24,25 +24,18 @@ use pakket_api::{
     ApprovalPolicy, ApprovalState, ApprovedContent, Instance, ProvisionerClass, Reason, RuleOutcome,
 };
 
-use super::super::context::Context;
-use super::super::report::Report;
-use super::approval::{Decided, Proposed, set_pending};
-use super::installed::running_revision;
+use super::super::super::context::Context;
+use super::super::super::report::Report;
+use super::super::installed::running_revision;
+use super::request::{Decided, Proposed, WAITING, Waits, landing, set_pending};
 use crate::approval::{Approval, ApprovalRequest, user_permission};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
 use crate::trust::decision_key;
-use crate::trust::effects::Landing;
 use crate::trust::policy::{self, BundleInputs, Inputs, InstanceInputs, Requester, RightsInputs};
 
 /// How soon a decision that waits is asked again.
 pub const RECHECK: Duration = Duration::from_secs(60);
-
-/// Why an approval waits, and when to ask again (`None`: it does not).
-type Waits = Option<(String, Option<Duration>)>;
-
-/// What `Installed` says while approval waits.
-const WAITING: &str = "nothing is applied before approval";
 
 /// `None` when the policy approved `content` (or approved it before);
 /// otherwise why it waits and when to ask again.
@@ -340,27 +333,6 @@ async fn owned_namespaces<P>(
         owns.insert(namespace.clone(), owned);
     }
     Ok(owns)
-}
-
-/// Where the objects of this provisioner land: a namespaced object naming
-/// no namespace in its client's default one, kinds as the cluster serves
-/// them, Pakket's namespaces (`pakket-system` and the provisioner's own).
-pub(super) async fn landing<P>(context: &Context<P>) -> Landing {
-    let mut landing = Landing::new(
-        context.client.default_namespace(),
-        context.decision_records.as_deref(),
-    );
-    landing.cluster_scoped = context
-        .cluster_facts()
-        .await
-        .cluster_scoped
-        .iter()
-        .map(|(api_version, kind)| {
-            let group = api_version.split_once('/').map_or("", |(group, _)| group);
-            (group.to_owned(), kind.clone())
-        })
-        .collect();
-    landing
 }
 
 /// The largest record kept: a ConfigMap holds at most 1 MiB.
