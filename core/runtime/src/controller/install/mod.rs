@@ -1,14 +1,33 @@
-//! One reconcile of an Instance that should be installed, as its steps,
-//! each a module of its own that writes the condition it owns:
-//! [`class`] (the class and its parameters) → [`bundle`] (a Bundle object
-//! or the embedded spec) → [`unpack`] (content into the store by digest,
-//! and its pin) → [`render`] (the provisioner's objects, judged by the
-//! trust kernel) → [`approval`] (policy or person, for exactly this
-//! content) → [`pivot`] (dry run of the whole set, apply, rollback of a
-//! write that fails part-way, prune of what the earlier revision alone
-//! had) → [`health`] (the objects, drift, and the revision's rollout).
-//! A step that cannot go on says why in the report and ends the reconcile
-//! with when to look again ([`Flow::Stop`]).
+//! One reconcile of an Instance that should be installed, as observe,
+//! plan, act:
+//!
+//! - [`observe`]: every read once, each step writing the condition it
+//!   owns: [`class`] (the class and its parameters) → [`bundle`] (a Bundle
+//!   object or the embedded spec) → [`unpack`] (content into the store by
+//!   digest, and its pin), or under an automatic rollback [`rollback`]
+//!   (the earlier revision's content from the store) → [`render`] (the
+//!   provisioner's objects, judged by the trust kernel) → [`approval`]
+//!   (policy or person, for exactly this request) and what this process
+//!   last wrote;
+//! - [`plan`]: one pure function names the next action (wait for approval,
+//!   write: install, pivot, roll back, repair, re-render, resync; warn
+//!   only; in sync), a row of its table test each;
+//! - [`act`]: the write (dry run of the whole set, the phases with their
+//!   probes, rollback of a write that fails part-way, prune of what the
+//!   earlier revision alone had, and the one place a failure becomes
+//!   status);
+//! - [`health`]: the objects, drift, and the revision's rollout, after
+//!   which a revision that does not roll out may give way to the one
+//!   before it ([`rollback::decide`]).
+//!
+//! [`installed`] is what the running Instance has, read by approval and
+//! act alike. A step that cannot go on says why in the report and ends
+//! the reconcile with when to look again ([`Flow::Stop`]); the report is
+//! written at the end (and, while a long apply runs, how far it came).
+
+// A step is short enough to read at once: a new behaviour is a new plan
+// arm and its own function, not a longer one (threshold in clippy.toml).
+#![deny(clippy::too_many_lines)]
 
 mod act;
 mod approval;
