@@ -11,8 +11,8 @@ use pakket_api::{Instance, Reason};
 use super::super::context::Context;
 use super::super::report::Report;
 use super::super::revision;
-use super::Applied;
 use super::*;
+use super::{Applied, outcome};
 use crate::apply;
 
 /// The installed objects' problems, read afresh (the built-in checks and
@@ -93,8 +93,8 @@ pub(super) async fn step<P>(
     let progress = if report.installed(bundle_name) {
         let health = revision_health(&failing, &settling);
         let now = jiff::Timestamp::now();
-        revision::applied(&mut report.status, revision_content, rollout_settings, now);
-        revision::rollout(&mut report.status, &health, rollout_settings, now)
+        outcome::applied(report, revision_content, rollout_settings, now);
+        outcome::rollout(report, &health, rollout_settings, now)
     } else {
         None
     };

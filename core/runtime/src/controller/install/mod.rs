@@ -18,12 +18,13 @@
 //!   status);
 //! - [`health`]: the objects, drift, and the revision's rollout, after
 //!   which a revision that does not roll out may give way to the one
-//!   before it ([`rollback::decide`]).
+//!   before it ([`outcome::roll_back_if_due`]).
 //!
 //! [`installed`] is what the running Instance has, read by approval and
 //! act alike. A step that cannot go on says why in the report and ends
-//! the reconcile with when to look again ([`Flow::Stop`]); the report is
-//! written at the end (and, while a long apply runs, how far it came).
+//! the reconcile with when to look again ([`Flow::Stop`]); [`outcome`]
+//! writes the revision record and the report, once at the end (and,
+//! while a long apply runs, how far it came).
 
 // A step is short enough to read at once: a new behaviour is a new plan
 // arm and its own function, not a longer one (threshold in clippy.toml).
@@ -36,6 +37,7 @@ mod class;
 mod health;
 mod installed;
 mod observe;
+mod outcome;
 mod plan;
 mod render;
 mod rollback;
@@ -50,10 +52,11 @@ use pakket_api::{Bundle, Instance, ProvisionerClass, Reason};
 
 use super::context::Context;
 use super::decision;
-use super::report::{Report, StatusWrite};
+use super::report::Report;
 use super::revision;
 use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC_UNHEALTHY, reapply_after};
 use crate::provisioner::Provisioner;
+use outcome::finish;
 
 /// How soon a reconcile whose status write lost a race runs again.
 const AFTER_CONFLICT: Duration = Duration::from_millis(500);
@@ -87,20 +90,6 @@ struct Applied {
     kept_for_objects: bool,
     /// Drift Warn on installed content: nothing was written.
     warn_only: bool,
-}
-
-/// Writes the report and returns `action`, or an early retry if the write
-/// lost a race with another change to the Instance.
-async fn finish<P>(
-    report: Report,
-    context: &Context<P>,
-    action: Action,
-) -> Result<Action, kube::Error> {
-    let instances: Api<Instance> = Api::all(context.client.clone());
-    Ok(match report.write(&instances, &context.events).await? {
-        StatusWrite::Conflict => Action::requeue(AFTER_CONFLICT),
-        StatusWrite::Stored | StatusWrite::Unchanged => action,
-    })
 }
 
 /// Brings `instance` to its desired state, as far as it can go now:
@@ -193,7 +182,7 @@ fn after_health(
     next: Duration,
     renders_again_at: Option<std::time::SystemTime>,
 ) -> Duration {
-    if rollback::decide(requester, report, rollout) {
+    if outcome::roll_back_if_due(requester, report, rollout) {
         AFTER_CONFLICT
     } else {
         sooner_for_render(next, renders_again_at)
@@ -205,7 +194,7 @@ fn after_health(
 fn wait(planned: &plan::Plan, report: &mut Report) -> Option<Action> {
     match planned {
         plan::Plan::RollbackNotPossible { why } => {
-            rollback::not_possible(report, why);
+            outcome::rollback_not_possible(report, why);
             Some(Action::requeue(AFTER_CONFLICT))
         }
         plan::Plan::AwaitApproval { message, retry } => {

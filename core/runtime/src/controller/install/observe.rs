@@ -17,9 +17,9 @@ use super::super::context::Context;
 use super::super::report::Report;
 use super::super::revision;
 use super::super::store_gc;
-use super::plan;
 use super::{Flow, approval, bundle, class, render, rollback, unpack};
 use super::{generation, reapply_after};
+use super::{outcome, plan};
 use crate::apply::probes::ProgressionProbes;
 use crate::content::Unpacked;
 use crate::drift::Fingerprint;
@@ -125,19 +125,12 @@ async fn rollback_in_force<'a, P>(
     report: &mut Report,
 ) -> Option<rollback::Target<'a>> {
     let generation = generation(instance);
-    if report
-        .status
-        .automatic_rollback
-        .as_ref()
-        .is_some_and(|rollback| rollback.generation != generation)
-    {
-        report.status.automatic_rollback = None;
-    }
+    outcome::rollback_ended(report, generation);
     let earlier = revision::rollback_target(&report.status, generation)?.clone();
     match rollback::target(instance, &earlier, bundles, context).await {
         Ok(target) => Some(target),
         Err(why) => {
-            rollback::not_possible(report, &why);
+            outcome::rollback_not_possible(report, &why);
             None
         }
     }

@@ -22,7 +22,6 @@ use pakket_api::{
 use super::super::bundle_status;
 use super::super::context::Context;
 use super::super::report::Report;
-use super::super::revision;
 use crate::content::Unpacked;
 use crate::store::Digest;
 
@@ -184,38 +183,4 @@ pub(super) fn report_rolled_back(instance: &Instance, report: &mut Report, revis
             instance.spec.bundle.name, revision.number
         ),
     );
-}
-
-/// Records that the rollback is not possible, and says so in `Progressing`'s
-/// words: the Instance stays as it is.
-pub(super) fn not_possible(report: &mut Report, why: &str) {
-    tracing::warn!(%why, "automatic rollback not possible");
-    revision::rollback_not_possible(&mut report.status, why);
-}
-
-/// Once the newest revision does not roll out and the class asks for it,
-/// decides the automatic rollback (the next reconcile applies it): the
-/// revision's record and a Warning Event say why. Returns whether it did.
-pub(super) fn decide(
-    requester: &Instance,
-    report: &mut Report,
-    settings: revision::Settings,
-) -> bool {
-    let generation = requester.metadata.generation.unwrap_or_default();
-    let Some(decided) = revision::decide_rollback(&report.status, settings, generation) else {
-        return false;
-    };
-    tracing::warn!(instance = %requester.name_any(), why = %decided.message, "rolling back");
-    if let Some(newest) = report.status.revisions.last_mut() {
-        newest.message = decided.message.chars().take(1024).collect();
-    }
-    report.after_write.push(kube::runtime::events::Event {
-        type_: kube::runtime::events::EventType::Warning,
-        reason: Reason::RolledBack.as_str().into(),
-        note: Some(decided.message.chars().take(1000).collect()),
-        action: "Rollback".into(),
-        secondary: None,
-    });
-    report.status.automatic_rollback = Some(decided);
-    true
 }

@@ -14,7 +14,7 @@ use super::super::super::report::Report;
 use super::super::super::revision;
 use super::super::installed::running_revision;
 use super::super::plan::Write;
-use super::super::{AFTER_INSTALL_FAILURE, PROGRESS_EVERY};
+use super::super::{AFTER_INSTALL_FAILURE, PROGRESS_EVERY, outcome};
 use super::{Proposal, failure};
 use crate::apply;
 use crate::ownership::Claimant;
@@ -225,7 +225,7 @@ impl Held<'_> {
             ),
         );
         let now = jiff::Timestamp::now();
-        revision::applied(&mut report.status, content, settings, now);
+        outcome::applied(report, content, settings, now);
         let held_for = report
             .status
             .revisions
@@ -234,7 +234,7 @@ impl Held<'_> {
             .unwrap_or_default();
         let recheck = held_recheck(held_for);
         let health = revision::Health::Settling(waiting.clone());
-        let Some(progress) = revision::rollout(&mut report.status, &health, settings, now) else {
+        let Some(progress) = outcome::rollout(report, &health, settings, now) else {
             return recheck;
         };
         if !report.tell_progress(&progress) {

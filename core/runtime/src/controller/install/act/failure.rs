@@ -9,7 +9,7 @@ use pakket_api::condition::ConditionStatus;
 
 use super::super::super::report::Report;
 use super::super::super::revision;
-use super::super::{AFTER_INSTALL_FAILURE, Flow};
+use super::super::{AFTER_INSTALL_FAILURE, Flow, outcome};
 use crate::apply;
 
 /// Nothing was applied: `Installed` says why, and the apply is tried
@@ -57,7 +57,7 @@ pub(super) fn write_failed(
     };
     let (content, settings) = revision;
     let now = jiff::Timestamp::now();
-    let number = revision::failed(&mut report.status, content, settings, &message, now);
+    let number = outcome::failed(report, content, settings, &message, now);
     let retrying = revision::retrying(
         &report.status,
         number,
@@ -79,7 +79,7 @@ pub(super) fn prune_failed<T>(
 ) -> Flow<T> {
     let (content, settings) = revision;
     let now = jiff::Timestamp::now();
-    let number = revision::applied(&mut report.status, content, settings, now);
+    let number = outcome::applied(report, content, settings, now);
     let retrying = revision::retrying(
         &report.status,
         number,
