@@ -112,7 +112,10 @@ pub async fn install<P: Provisioner>(
         };
     }
     let bundles: Api<Bundle> = Api::all(context.client.clone());
-    let read = next!(observe::content(instance, class, &bundles, context, &mut report).await?);
+    // Dropped only once the report is written, whatever the step it ends at.
+    let mut held = None;
+    let read =
+        next!(observe::content(instance, class, &bundles, &mut held, context, &mut report).await?);
     let requester = instance;
     let instance = read.instance.as_ref();
     let settings = &read.settings;

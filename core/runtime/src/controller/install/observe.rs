@@ -36,19 +36,21 @@ pub(super) struct Content<'a> {
     pub bundle: Bundle,
     pub home: bundle_status::Home<'a>,
     pub unpacked: Unpacked,
-    /// Kept from the store's collection until the status written at the
-    /// end pins it (and the watch caches have seen that).
-    pub _held: store_gc::Held,
     /// The class's probes and the content author's.
     pub probes: ProgressionProbes,
     pub rendered: render::Rendered,
 }
 
-/// Reads the content `instance` is to run, and renders it.
+/// Reads the content `instance` is to run, and renders it. The content,
+/// once unpacked, is kept from the store's collection by `held` until the
+/// caller drops it: after the status written at the end of the reconcile
+/// pins it (and the watch caches have seen that), also when a step after
+/// the unpack stops the reconcile.
 pub(super) async fn content<'a, P: Provisioner>(
     instance: &'a Instance,
     class: Option<&'a ProvisionerClass>,
     bundles: &'a Api<Bundle>,
+    held: &mut Option<store_gc::Held>,
     context: &Context<P>,
     report: &mut Report,
 ) -> Result<Flow<Content<'a>>, kube::Error> {
@@ -81,7 +83,7 @@ pub(super) async fn content<'a, P: Provisioner>(
             }
         };
     let rolling_back = revision::rollback_target(&report.status, generation(requester)).cloned();
-    let held = context.in_flight.hold(&unpacked.digest);
+    *held = Some(context.in_flight.hold(&unpacked.digest));
     next!(unpack::pin_holds(
         &instance, &bundle, &unpacked, context, report
     ));
@@ -108,7 +110,6 @@ pub(super) async fn content<'a, P: Provisioner>(
         bundle,
         home,
         unpacked,
-        _held: held,
         probes,
         rendered,
     }))
