@@ -121,32 +121,68 @@ mod tests {
         "status.automatic_rollback =",
     ];
 
-    #[test]
-    fn only_the_outcome_writes_the_revision_record() {
+    /// Every source file of the Instance reconcile, with its path inside
+    /// `install/`.
+    fn sources() -> Vec<(String, String)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller/install");
-        let mut dirs = vec![root];
-        let mut read = 0;
+        let mut dirs = vec![root.clone()];
+        let mut files = Vec::new();
         while let Some(dir) = dirs.pop() {
             for entry in std::fs::read_dir(&dir).expect("the install folder is there") {
                 let path = entry.expect("listed").path();
                 if path.is_dir() {
                     dirs.push(path);
-                    continue;
-                }
-                if path.file_name().is_some_and(|name| name == "outcome.rs") {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).expect("readable");
-                read += 1;
-                for write in WRITES {
-                    assert!(
-                        !text.contains(write),
-                        "{} writes the revision record ({write}): only outcome.rs does",
-                        path.display()
-                    );
+                } else {
+                    let name = path.strip_prefix(&root).expect("inside").display();
+                    let text = std::fs::read_to_string(&path).expect("readable");
+                    files.push((name.to_string(), text));
                 }
             }
         }
-        assert!(read > 10, "the steps were read");
+        assert!(files.len() > 10, "the steps were read");
+        files
+    }
+
+    #[test]
+    fn only_the_outcome_writes_the_revision_record() {
+        for (path, text) in sources() {
+            if path == "outcome.rs" {
+                continue;
+            }
+            for write in WRITES {
+                assert!(
+                    !text.contains(write),
+                    "{path} writes the revision record ({write}): only outcome.rs does"
+                );
+            }
+        }
+    }
+
+    /// No step changes an Instance's spec or metadata: the reconcile holds
+    /// the Instance read-only (`&Instance`) and talks to the Instance API
+    /// only through the report, which writes the status subresource (the
+    /// end of the reconcile here, the progress of a long apply in
+    /// `act/apply.rs`).
+    #[test]
+    fn no_step_writes_an_instance_but_through_the_report() {
+        for (path, text) in sources() {
+            let talks = text.contains(&["Api<", "Instance>"].concat());
+            assert!(
+                !talks || path == "outcome.rs" || path == "act/apply.rs",
+                "{path} talks to the Instance API: only the report's writers do"
+            );
+            for verb in [
+                ".patch(",
+                ".replace(",
+                ".create(",
+                ".delete(",
+                ".patch_status(",
+            ] {
+                assert!(
+                    !text.contains(&["instances", verb].concat()),
+                    "{path} writes an Instance ({verb}): only the report does"
+                );
+            }
+        }
     }
 }
