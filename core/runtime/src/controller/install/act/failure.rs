@@ -116,3 +116,125 @@ fn taken_over(error: &apply::ApplyError, previous: &[pakket_api::ObjectRef]) -> 
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+    use pakket_api::{ObjectRef, Reason, RevisionOutcome};
+
+    use super::super::super::super::report::Report;
+    use super::super::super::super::revision;
+    use super::*;
+
+    fn object(name: &str) -> ObjectRef {
+        ObjectRef {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: name.into(),
+            namespace: Some("ns".into()),
+        }
+    }
+
+    fn content() -> revision::Content<'static> {
+        revision::Content {
+            bundle: "b",
+            bundle_spec: None,
+            digest: "sha256:a",
+            rendered: Some("sha256:r"),
+            approved_by: "alice",
+        }
+    }
+
+    fn report() -> Report {
+        Report::new(&crate::controller::tests::instance(1, None))
+    }
+
+    /// The condition that says `reason`, if one does.
+    fn saying(report: &Report, reason: Reason) -> Option<&Condition> {
+        report
+            .status
+            .conditions
+            .iter()
+            .find(|condition| condition.reason == reason.as_str())
+    }
+
+    #[test]
+    fn a_write_undone_part_way_is_mixed_retried_and_a_failed_revision() {
+        let mut report = report();
+        let refused = apply::ApplyError::Refused {
+            object: "ConfigMap ns/two".into(),
+            message: "forbidden".into(),
+        };
+        let error = apply::ApplyError::PartlyApplied {
+            cause: Box::new(refused),
+            restored: 1,
+            removed: 0,
+            left: vec![object("one")],
+            previous: Some("a".into()),
+        };
+        let revision = (content(), revision::Settings::default());
+        write_failed(&mut report, &error, &[object("one")], revision, "b");
+        let installed = saying(&report, Reason::InstallFailed).expect("InstallFailed");
+        assert_eq!(installed.message, error.to_string(), "its own words");
+        let mixed = saying(&report, Reason::MixedRevisions).expect("MixedRevisions");
+        assert_eq!(
+            mixed.message,
+            format!(
+                "1 objects are at Bundle b while the rest run the previous revision: {}",
+                object("one")
+            )
+        );
+        let retrying = saying(&report, Reason::Retrying).expect("Retrying");
+        assert_eq!(retrying.status, "True");
+        let newest = report.status.revisions.last().expect("a revision");
+        assert_eq!(newest.outcome, RevisionOutcome::Failed);
+        assert_eq!(newest.message, error.to_string());
+    }
+
+    #[test]
+    fn a_conflict_on_what_it_had_is_taken_over_and_the_rest_left_in_place() {
+        let mut report = report();
+        let conflicts = vec![(object("one"), "owned by Instance x".to_owned())];
+        let error = apply::ApplyError::Conflicts(conflicts);
+        let revision = (content(), revision::Settings::default());
+        write_failed(&mut report, &error, &[object("one")], revision, "b");
+        let lost = saying(&report, Reason::ObjectsUnhealthy).expect("ObjectsUnhealthy");
+        assert_eq!(
+            lost.message,
+            "1 objects this Instance installed are no longer its own: owned by Instance x"
+        );
+        let installed = saying(&report, Reason::InstallFailed).expect("InstallFailed");
+        assert_eq!(
+            installed.message,
+            format!("{error}; the previous objects were left in place")
+        );
+        assert!(saying(&report, Reason::MixedRevisions).is_none());
+    }
+
+    #[test]
+    fn a_conflict_on_what_it_never_had_takes_nothing_over() {
+        let conflicts = vec![(object("new"), "owned by Instance x".to_owned())];
+        let error = apply::ApplyError::Conflicts(conflicts);
+        assert_eq!(taken_over(&error, &[object("one")]), None);
+    }
+
+    #[test]
+    fn a_prune_that_failed_is_applied_retried_and_a_pivot_failure() {
+        let mut report = report();
+        let error = apply::ApplyError::Refused {
+            object: "ConfigMap ns/old".into(),
+            message: "forbidden".into(),
+        };
+        let revision = (content(), revision::Settings::default());
+        let _: Flow<()> = prune_failed(&mut report, &error, 2, revision);
+        let installed = saying(&report, Reason::InstallFailed).expect("InstallFailed");
+        assert_eq!(installed.message, format!("pivot: {error}"));
+        assert!(saying(&report, Reason::Retrying).is_some());
+        let newest = report.status.revisions.last().expect("a revision");
+        assert_ne!(
+            newest.outcome,
+            RevisionOutcome::Failed,
+            "its objects are applied"
+        );
+    }
+}
