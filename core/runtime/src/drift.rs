@@ -202,6 +202,17 @@ impl Drift {
         fingerprint: &Fingerprint,
         max_age: Duration,
     ) -> bool {
+        self.staleness(instance, fingerprint, max_age) != Staleness::Fresh
+    }
+
+    /// Why `instance` must be applied again, if it must (see
+    /// [`Self::needs_apply`]).
+    pub fn staleness(
+        &self,
+        instance: &str,
+        fingerprint: &Fingerprint,
+        max_age: Duration,
+    ) -> Staleness {
         let changed_at = self
             .drifted
             .lock()
@@ -209,7 +220,7 @@ impl Drift {
             .get(instance)
             .and_then(|objects| objects.values().map(|(at, _)| *at).max());
         let applied = self.applied.lock().expect("not poisoned");
-        stale(applied.get(instance), fingerprint, changed_at, max_age)
+        staleness(applied.get(instance), fingerprint, changed_at, max_age)
     }
 
     /// Notes that a prune is about to delete `objects`, so their deletion
@@ -422,19 +433,41 @@ fn missing(
 
 /// Whether an apply that began at `last.1` from `last.0` no longer holds:
 /// see [`Drift::needs_apply`].
-fn stale(
+/// Why an Instance's objects are to be written again, or that they are not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Staleness {
+    /// Written by this process from the same content, render and
+    /// generation, unchanged by anyone since, not long ago.
+    Fresh,
+    /// This process has not written them yet (it started since).
+    NotWrittenHere,
+    /// The content, its render or the Instance's generation differs from
+    /// what was written last.
+    Changed,
+    /// Someone else changed or deleted one of them since the last write
+    /// began.
+    Drifted,
+    /// The last write is older than the resync age.
+    Due,
+}
+
+fn staleness(
     last: Option<&(Fingerprint, Instant)>,
     fingerprint: &Fingerprint,
     changed_at: Option<Instant>,
     max_age: Duration,
-) -> bool {
-    match last {
-        Some((applied, began)) => {
-            applied != fingerprint
-                || began.elapsed() >= max_age
-                || changed_at.is_some_and(|changed| changed >= *began)
-        }
-        None => true,
+) -> Staleness {
+    let Some((applied, began)) = last else {
+        return Staleness::NotWrittenHere;
+    };
+    if applied != fingerprint {
+        Staleness::Changed
+    } else if changed_at.is_some_and(|changed| changed >= *began) {
+        Staleness::Drifted
+    } else if began.elapsed() >= max_age {
+        Staleness::Due
+    } else {
+        Staleness::Fresh
     }
 }
 
@@ -597,17 +630,34 @@ mod tests {
         let began = Instant::now();
         let changed_during = began + Duration::from_millis(5);
         let last = (fingerprint.clone(), began);
-        assert!(!stale(Some(&last), &fingerprint, None, hour));
-        assert!(stale(Some(&last), &fingerprint, Some(changed_during), hour));
+        let fresh = Staleness::Fresh;
+        assert_eq!(staleness(Some(&last), &fingerprint, None, hour), fresh);
+        assert_eq!(
+            staleness(Some(&last), &fingerprint, Some(changed_during), hour),
+            Staleness::Drifted
+        );
         let changed_before = began;
         let next = (fingerprint.clone(), began + Duration::from_millis(10));
-        assert!(!stale(
-            Some(&next),
-            &fingerprint,
-            Some(changed_before),
-            hour
-        ));
-        assert!(stale(None, &fingerprint, None, hour));
+        assert_eq!(
+            staleness(Some(&next), &fingerprint, Some(changed_before), hour),
+            fresh
+        );
+        assert_eq!(
+            staleness(None, &fingerprint, None, hour),
+            Staleness::NotWrittenHere
+        );
+        let rendered = Fingerprint {
+            rendered: Some("sha256:1".into()),
+            ..fingerprint.clone()
+        };
+        assert_eq!(
+            staleness(Some(&last), &rendered, None, hour),
+            Staleness::Changed
+        );
+        assert_eq!(
+            staleness(Some(&last), &fingerprint, None, Duration::ZERO),
+            Staleness::Due
+        );
     }
 
     #[test]

@@ -88,6 +88,26 @@ impl Report {
             )
     }
 
+    /// Writes `Progressing` as `progress` says (True only while rolling out)
+    /// and, once the rollout passed its deadline,
+    /// `Healthy=False/ProgressDeadlineExceeded`; returns whether it did.
+    pub fn tell_progress(&mut self, progress: &super::revision::Progress) -> bool {
+        let status = if progress.reason == Reason::RollingOut {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        };
+        self.set(progress.reason, status, progress.message.clone());
+        if progress.past_deadline {
+            self.set(
+                Reason::ProgressDeadlineExceeded,
+                ConditionStatus::False,
+                progress.message.clone(),
+            );
+        }
+        progress.past_deadline
+    }
+
     /// Whether an earlier apply of this Instance failed (its `Installed`
     /// condition, as read, says `InstallFailed`).
     pub fn failed_before(&self) -> bool {

@@ -85,20 +85,9 @@ pub(super) fn settings<'a>(
         }
     };
     // The Instance's own deadline wins over its class's.
-    if let Some(text) = &instance.spec.progress_deadline {
-        match crate::class_parameters::parse_duration(text) {
-            Some(deadline) => {
-                rollout.progress_deadline = deadline;
-                rollout.deadline_source = revision::INSTANCE_DEADLINE;
-            }
-            None => {
-                let message = format!(
-                    "spec.progressDeadline: {text:?} is not a duration of a second or more; write e.g. 90s, 10m or 1h30m in the Instance"
-                );
-                report.set(Reason::InvalidConfig, ConditionStatus::False, message);
-                return Flow::Stop(Action::await_change());
-            }
-        }
+    if let Err(message) = instance_deadline(instance, &mut rollout) {
+        report.set(Reason::InvalidConfig, ConditionStatus::False, message);
+        return Flow::Stop(Action::await_change());
     }
     Flow::Next(Settings {
         class,
@@ -108,6 +97,21 @@ pub(super) fn settings<'a>(
         rollout,
         probes,
     })
+}
+
+/// `spec.progressDeadline` in place of the class's deadline, where given.
+fn instance_deadline(instance: &Instance, rollout: &mut revision::Settings) -> Result<(), String> {
+    let Some(text) = &instance.spec.progress_deadline else {
+        return Ok(());
+    };
+    let deadline = crate::class_parameters::parse_duration(text).ok_or_else(|| {
+        format!(
+            "spec.progressDeadline: {text:?} is not a duration of a second or more; write e.g. 90s, 10m or 1h30m in the Instance"
+        )
+    })?;
+    rollout.progress_deadline = deadline;
+    rollout.deadline_source = revision::INSTANCE_DEADLINE;
+    Ok(())
 }
 
 /// The drift mode for `instance`: its `spec.drift.mode` where given,

@@ -11,9 +11,52 @@ use pakket_api::{Instance, Reason};
 use super::super::context::Context;
 use super::super::report::Report;
 use super::super::revision;
-use super::pivot::Applied;
 use super::*;
+use super::{Applied, outcome};
 use crate::apply;
+
+/// The installed objects' problems, read afresh (the built-in checks and
+/// the probes).
+async fn read_problems<P>(
+    installed: &[pakket_api::ObjectRef],
+    probes: &apply::probes::ProgressionProbes,
+    context: &Context<P>,
+) -> Vec<apply::HealthProblem> {
+    let mut kinds = context.kinds.clone();
+    let mut problems = apply::unhealthy(&mut kinds, installed).await;
+    problems.extend(apply::phase::probe_problems(&mut kinds, installed, probes).await);
+    problems
+}
+
+/// The problems' words, joined.
+fn texts(problems: &[apply::HealthProblem]) -> String {
+    problems
+        .iter()
+        .map(|problem| problem.text.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How the revision's objects stand, for its rollout: failing (past its
+/// deadline or not), settling, or healthy.
+fn revision_health(
+    failing: &[apply::HealthProblem],
+    settling: &[apply::HealthProblem],
+) -> revision::Health {
+    if !failing.is_empty() {
+        let mut all = failing.to_vec();
+        all.extend(settling.iter().cloned());
+        if failing.iter().any(|problem| problem.past_deadline) {
+            revision::Health::PastDeadline(texts(&all))
+        } else {
+            revision::Health::Failing(texts(&all))
+        }
+    } else if !settling.is_empty() {
+        revision::Health::Settling(texts(settling))
+    } else {
+        revision::Health::Healthy
+    }
+}
 
 /// Writes `Healthy`, `Drifted` and `Progressing`; returns when to look
 /// again.
@@ -42,46 +85,22 @@ pub(super) async fn step<P>(
     let every_one = fresh_health.is_some() || report.status.lists_every_object();
     let problems = match fresh_health {
         Some(problems) => problems,
-        None => {
-            let mut kinds = context.kinds.clone();
-            let mut problems = apply::unhealthy(&mut kinds, &installed).await;
-            problems.extend(apply::phase::probe_problems(&mut kinds, &installed, probes).await);
-            problems
-        }
+        None => read_problems(&installed, probes, context).await,
     };
     let (settling, failing): (Vec<_>, Vec<_>) =
         problems.into_iter().partition(|problem| problem.settling);
-    let texts = |problems: &[apply::HealthProblem]| {
-        problems
-            .iter()
-            .map(|problem| problem.text.as_str())
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
     // The revision these objects are, and how its rollout stands.
     let progress = if report.installed(bundle_name) {
+        let health = revision_health(&failing, &settling);
         let now = jiff::Timestamp::now();
-        revision::applied(&mut report.status, revision_content, rollout_settings, now);
-        let health = if !failing.is_empty() {
-            let mut all = failing.clone();
-            all.extend(settling.iter().cloned());
-            if failing.iter().any(|problem| problem.past_deadline) {
-                revision::Health::PastDeadline(texts(&all))
-            } else {
-                revision::Health::Failing(texts(&all))
-            }
-        } else if !settling.is_empty() {
-            revision::Health::Settling(texts(&settling))
-        } else {
-            revision::Health::Healthy
-        };
-        revision::rollout(&mut report.status, &health, rollout_settings, now)
+        outcome::applied(report, revision_content, rollout_settings, now);
+        outcome::rollout(report, &health, rollout_settings, now)
     } else {
         None
     };
     let past_deadline = progress
         .as_ref()
-        .is_some_and(|progress| tell_progress(report, progress));
+        .is_some_and(|progress| report.tell_progress(progress));
     let next = if past_deadline {
         RESYNC_UNHEALTHY
     } else if failing.is_empty() && settling.is_empty() {
@@ -118,26 +137,6 @@ pub(super) async fn step<P>(
     } else {
         next
     }
-}
-
-/// Writes `Progressing` as `progress` says (True only while rolling out)
-/// and, once the rollout passed its deadline,
-/// `Healthy=False/ProgressDeadlineExceeded`; returns whether it did.
-pub(super) fn tell_progress(report: &mut Report, progress: &revision::Progress) -> bool {
-    let status = if progress.reason == Reason::RollingOut {
-        ConditionStatus::True
-    } else {
-        ConditionStatus::False
-    };
-    report.set(progress.reason, status, progress.message.clone());
-    if progress.past_deadline {
-        report.set(
-            Reason::ProgressDeadlineExceeded,
-            ConditionStatus::False,
-            progress.message.clone(),
-        );
-    }
-    progress.past_deadline
 }
 
 /// The `Drifted` condition: under drift Warn, the objects someone else

@@ -1,38 +1,62 @@
-//! One reconcile of an Instance that should be installed, as its steps,
-//! each a module of its own that writes the condition it owns:
-//! [`class`] (the class and its parameters) → [`bundle`] (a Bundle object
-//! or the embedded spec) → [`unpack`] (content into the store by digest,
-//! and its pin) → [`render`] (the provisioner's objects, judged by the
-//! trust kernel) → [`approval`] (policy or person, for exactly this
-//! content) → [`pivot`] (dry run of the whole set, apply, rollback of a
-//! write that fails part-way, prune of what the earlier revision alone
-//! had) → [`health`] (the objects, drift, and the revision's rollout).
-//! A step that cannot go on says why in the report and ends the reconcile
-//! with when to look again ([`Flow::Stop`]).
+//! One reconcile of an Instance that should be installed, as observe,
+//! plan, act:
+//!
+//! - [`observe`]: every read once, each step writing the condition it
+//!   owns: [`class`] (the class and its parameters) → [`bundle`] (a Bundle
+//!   object or the embedded spec) → [`unpack`] (content into the store by
+//!   digest, and its pin), or under an automatic rollback [`rollback`]
+//!   (the earlier revision's content from the store) → [`render`] (the
+//!   provisioner's objects, judged by the trust kernel) → [`approval`]
+//!   (policy or person, for exactly this request) and what this process
+//!   last wrote;
+//! - [`plan`]: one pure function names the next action (wait for approval,
+//!   write: install, pivot, roll back, repair, re-render, resync; warn
+//!   only; in sync), a row of its table test each;
+//! - [`act`]: the write (dry run of the whole set, the phases with their
+//!   probes, rollback of a write that fails part-way, prune of what the
+//!   earlier revision alone had, and the one place a failure becomes
+//!   status);
+//! - [`health`]: the objects, drift, and the revision's rollout, after
+//!   which a revision that does not roll out may give way to the one
+//!   before it ([`outcome::roll_back_if_due`]).
+//!
+//! [`installed`] is what the running Instance has, read by approval and
+//! act alike. A step that cannot go on says why in the report and ends
+//! the reconcile with when to look again ([`Flow::Stop`]); [`outcome`]
+//! writes the revision record and the report, once at the end (and,
+//! while a long apply runs, how far it came).
 
+// A step is short enough to read at once: a new behaviour is a new plan
+// arm and its own function, not a longer one (threshold in clippy.toml).
+#![deny(clippy::too_many_lines)]
+
+mod act;
 mod approval;
 mod bundle;
 mod class;
 mod health;
-mod pivot;
-mod policy;
+mod installed;
+mod observe;
+mod outcome;
+mod plan;
 mod render;
 mod rollback;
 mod unpack;
 
 use std::time::Duration;
 
-use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use pakket_api::{ApprovedContent, Bundle, Instance, ProvisionerClass};
+use pakket_api::condition::ConditionStatus;
+use pakket_api::{Bundle, Instance, ProvisionerClass, Reason};
 
 use super::context::Context;
 use super::decision;
-use super::report::{Report, StatusWrite};
+use super::report::Report;
 use super::revision;
 use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC_UNHEALTHY, reapply_after};
 use crate::provisioner::Provisioner;
+use outcome::finish;
 
 /// How soon a reconcile whose status write lost a race runs again.
 const AFTER_CONFLICT: Duration = Duration::from_millis(500);
@@ -58,21 +82,19 @@ enum Flow<T> {
     Stop(Action),
 }
 
-/// Writes the report and returns `action`, or an early retry if the write
-/// lost a race with another change to the Instance.
-async fn finish<P>(
-    report: Report,
-    context: &Context<P>,
-    action: Action,
-) -> Result<Action, kube::Error> {
-    let instances: Api<Instance> = Api::all(context.client.clone());
-    Ok(match report.write(&instances, &context.events).await? {
-        StatusWrite::Conflict => Action::requeue(AFTER_CONFLICT),
-        StatusWrite::Stored | StatusWrite::Unchanged => action,
-    })
+/// What the apply left for the health step.
+struct Applied {
+    /// The objects' health as the apply found it, when it ran.
+    fresh_health: Option<Vec<crate::apply::HealthProblem>>,
+    /// CRDs kept for their objects: look again soon.
+    kept_for_objects: bool,
+    /// Drift Warn on installed content: nothing was written.
+    warn_only: bool,
 }
 
-/// Brings `instance` to its desired state, as far as it can go now.
+/// Brings `instance` to its desired state, as far as it can go now:
+/// observe (every read once), plan (one pure decision), act (the one
+/// action), then health, and the report written once.
 pub async fn install<P: Provisioner>(
     instance: &Instance,
     class: Option<&ProvisionerClass>,
@@ -89,114 +111,33 @@ pub async fn install<P: Provisioner>(
             }
         };
     }
-    let mut settings = next!(class::settings(instance, class, &mut report));
-    let class = settings.class;
     let bundles: Api<Bundle> = Api::all(context.client.clone());
+    // Dropped only once the report is written, whatever the step it ends at.
+    let mut held = None;
+    let read =
+        next!(observe::content(instance, class, &bundles, &mut held, context, &mut report).await?);
     let requester = instance;
-    // Under an automatic rollback the earlier revision's content, from the
-    // store, stands in for the spec's; else the spec's Bundle.
-    let rollback = rollback_in_force(instance, &bundles, context, &mut report).await;
-    let (instance, bundle, home, unpacked) = match rollback {
-        Some(target) => (
-            std::borrow::Cow::Owned(target.instance),
-            target.bundle,
-            target.home,
-            target.unpacked,
-        ),
-        None => {
-            let (bundle, home) =
-                next!(bundle::find(instance, &bundles, context, &mut report).await?);
-            let unpacked = next!(
-                unpack::unpack(
-                    instance,
-                    &bundle,
-                    home,
-                    &settings.unpack,
-                    context,
-                    &mut report
-                )
-                .await?
-            );
-            (std::borrow::Cow::Borrowed(instance), bundle, home, unpacked)
-        }
-    };
-    let rolling_back = revision::rollback_target(&report.status, generation(requester)).cloned();
-    let instance = instance.as_ref();
-    // Kept from the store's collection until the status written below
-    // pins it (and the watch caches have seen that).
-    let _held = context.in_flight.hold(&unpacked.digest);
-    next!(unpack::pin_holds(
-        instance,
-        &bundle,
-        &unpacked,
-        context,
-        &mut report
-    ));
-    // The class's probes and the content author's.
-    let class_probes = std::mem::take(&mut settings.probes);
-    let probes = next!(render::content_probes(
-        &bundle,
-        &unpacked,
-        class_probes,
-        &settings.unpack,
-        &mut report
-    ));
-    let rendered = next!(
-        render::render(
-            instance,
-            requester,
-            class,
-            &bundle,
-            home,
-            &unpacked,
-            &settings.unpack,
-            context,
-            &mut report
-        )
-        .await?
-    );
+    let instance = read.instance.as_ref();
+    let settings = &read.settings;
     let request = render::request(
         instance,
-        class,
-        &unpacked,
+        settings.class,
+        &read.unpacked,
         &settings.unpack,
-        &rendered.cluster,
+        &read.rendered.cluster,
     );
     let renders_again_at = context.provisioner.renders_again_at(&request);
-    let content = ApprovedContent {
-        bundle: instance.spec.bundle.name.clone(),
-        digest: unpacked.digest.as_str().to_owned(),
-        approved_by: String::new(),
-        rendered: Some(crate::trust::rerender::rendered_digest(&rendered.objects)),
-        generation: None,
-        judged: None,
-    };
-    let proposed = approval::Proposed {
-        objects: &rendered.objects,
-        request: &request,
-    };
-    let approved_by = match &rolling_back {
-        // The earlier revision's approval covers exactly its objects.
-        Some(earlier) => {
-            let rendered = content.rendered.as_deref().unwrap_or_default();
-            if let Err(why) = rollback::render_unchanged(earlier, rendered) {
-                rollback::not_possible(&mut report, &why);
-                return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
-            }
-            rollback::approved_by(earlier)
-        }
-        None => {
-            next!(approval::step(requester, class, proposed, &content, context, &mut report).await);
-            // The revision this content is: what was applied, under whose
-            // approval.
-            report
-                .status
-                .approval
-                .as_ref()
-                .map(|approval| approval.approved_by.clone())
-                .unwrap_or_default()
-        }
-    };
+    let facts = observe::facts(requester, &read, &request, context, &mut report).await;
+    let observe::Facts {
+        content,
+        fingerprint,
+        observed,
+    } = facts;
+    let planned = plan::plan(&observed);
+    if let Some(action) = wait(&planned, &mut report) {
+        return finish(report, context, action).await;
+    }
+    let approved_by = approved_by(read.rolling_back.as_ref(), &report);
     let revision_content = revision::Content {
         bundle: &instance.spec.bundle.name,
         bundle_spec: instance.spec.bundle.spec.as_ref(),
@@ -204,59 +145,105 @@ pub async fn install<P: Provisioner>(
         rendered: content.rendered.as_deref(),
         approved_by: &approved_by,
     };
-    let proposal = pivot::Proposal {
-        bundle: &bundle,
-        home,
-        unpacked: &unpacked,
-        objects: &rendered.objects,
-        provides: rendered.provides,
-        request: &request,
-        options: &settings.unpack,
-        drift: settings.drift,
-        ignored: &settings.ignored,
-        revision: revision_content,
-        rollout: settings.rollout,
-        probes: &probes,
+    let applied = match &planned {
+        plan::Plan::Write(write) => {
+            let proposal = proposal(&read, &request, revision_content);
+            next!(act::write(instance, proposal, write, fingerprint, context, &mut report).await?)
+        }
+        _ => Applied {
+            fresh_health: None,
+            kept_for_objects: false,
+            warn_only: planned == plan::Plan::WarnOnly,
+        },
     };
-    let applied = next!(pivot::apply_and_prune(instance, proposal, context, &mut report).await?);
-    if let Some(earlier) = &rolling_back {
+    if let Some(earlier) = &read.rolling_back {
         rollback::report_rolled_back(requester, &mut report, earlier);
     }
+    let (rollout, probes) = (settings.rollout, &read.probes);
     let next = health::step(
         instance,
         applied,
         revision_content,
-        settings.rollout,
-        &probes,
+        rollout,
+        probes,
         context,
         &mut report,
     )
     .await;
-    // A revision that does not roll out gives way to the one before it,
-    // when the class asks for that: the next reconcile applies it.
-    if let Some(decided) =
-        revision::decide_rollback(&report.status, settings.rollout, generation(requester))
-    {
-        tracing::warn!(instance = %requester.name_any(), why = %decided.message, "rolling back");
-        if let Some(newest) = report.status.revisions.last_mut() {
-            newest.message = decided.message.chars().take(1024).collect();
-        }
-        report.after_write.push(kube::runtime::events::Event {
-            type_: kube::runtime::events::EventType::Warning,
-            reason: pakket_api::Reason::RolledBack.as_str().into(),
-            note: Some(decided.message.chars().take(1000).collect()),
-            action: "Rollback".into(),
-            secondary: None,
-        });
-        report.status.automatic_rollback = Some(decided);
-        return finish(report, context, Action::requeue(AFTER_CONFLICT)).await;
+    let next = after_health(requester, &mut report, rollout, next, renders_again_at);
+    finish(report, context, Action::requeue(next)).await
+}
+
+/// When to look again after health: soon when the revision does not roll
+/// out and gives way to the one before it (when the class asks for that:
+/// the next reconcile applies it), else `next` or sooner for a render
+/// that changes by itself.
+fn after_health(
+    requester: &Instance,
+    report: &mut Report,
+    rollout: revision::Settings,
+    next: Duration,
+    renders_again_at: Option<std::time::SystemTime>,
+) -> Duration {
+    if outcome::roll_back_if_due(requester, report, rollout) {
+        AFTER_CONFLICT
+    } else {
+        sooner_for_render(next, renders_again_at)
     }
-    finish(
-        report,
-        context,
-        Action::requeue(sooner_for_render(next, renders_again_at)),
-    )
-    .await
+}
+
+/// What a plan that writes nothing now leaves in the report, and when to
+/// look again; `None` for a plan that goes on.
+fn wait(planned: &plan::Plan, report: &mut Report) -> Option<Action> {
+    match planned {
+        plan::Plan::RollbackNotPossible { why } => {
+            outcome::rollback_not_possible(report, why);
+            Some(Action::requeue(AFTER_CONFLICT))
+        }
+        plan::Plan::AwaitApproval { message, retry } => {
+            report.set(
+                Reason::InstallPending,
+                ConditionStatus::False,
+                message.clone(),
+            );
+            Some(retry.map_or_else(Action::await_change, Action::requeue))
+        }
+        plan::Plan::WarnOnly | plan::Plan::InSync | plan::Plan::Write(_) => None,
+    }
+}
+
+/// Who approved the content to run, as its revision records it: the
+/// rollback's revision's approval, or the approval on record.
+fn approved_by(rolling_back: Option<&pakket_api::Revision>, report: &Report) -> String {
+    match rolling_back {
+        Some(earlier) => rollback::approved_by(earlier),
+        None => report
+            .status
+            .approval
+            .as_ref()
+            .map(|approval| approval.approved_by.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// What a write applies, and under which settings.
+fn proposal<'a>(
+    read: &'a observe::Content<'_>,
+    request: &'a crate::provisioner::ObjectsRequest<'a>,
+    revision: revision::Content<'a>,
+) -> act::Proposal<'a> {
+    act::Proposal {
+        bundle: &read.bundle,
+        home: read.home,
+        objects: &read.rendered.objects,
+        provides: &read.rendered.provides,
+        request,
+        options: &read.settings.unpack,
+        ignored: &read.settings.ignored,
+        revision,
+        rollout: read.settings.rollout,
+        probes: &read.probes,
+    }
 }
 
 /// `next`, or sooner when the provisioner said its render changes by
@@ -278,33 +265,4 @@ fn sooner_for_render(
 /// The Instance's generation (its spec's version).
 fn generation(instance: &Instance) -> i64 {
     instance.metadata.generation.unwrap_or_default()
-}
-
-/// The content of the automatic rollback in force for the Instance's
-/// current generation, if one is and its content is still there. A
-/// rollback decided for an earlier generation ended when the spec changed;
-/// one whose content is gone is recorded as not possible.
-async fn rollback_in_force<'a, P>(
-    instance: &Instance,
-    bundles: &'a Api<Bundle>,
-    context: &Context<P>,
-    report: &mut Report,
-) -> Option<rollback::Target<'a>> {
-    let generation = generation(instance);
-    if report
-        .status
-        .automatic_rollback
-        .as_ref()
-        .is_some_and(|rollback| rollback.generation != generation)
-    {
-        report.status.automatic_rollback = None;
-    }
-    let earlier = revision::rollback_target(&report.status, generation)?.clone();
-    match rollback::target(instance, &earlier, bundles, context).await {
-        Ok(target) => Some(target),
-        Err(why) => {
-            rollback::not_possible(report, &why);
-            None
-        }
-    }
 }

@@ -59,8 +59,65 @@ pub(super) async fn render<P: Provisioner>(
     context: &Context<P>,
     report: &mut Report,
 ) -> Result<Flow<Rendered>, kube::Error> {
-    let name = instance.name_any();
-    let bundle_name = &instance.spec.bundle.name;
+    let (rendered, cluster) = objects(instance, requester, class, unpacked, options, context).await;
+    let request = request(instance, class, unpacked, options, &cluster);
+    let pinned = Pinned {
+        home,
+        bundle,
+        unpacked,
+    };
+    let objects = match rendered {
+        Ok(objects) => {
+            context.rendered(instance);
+            objects
+        }
+        Err(error) => return failed(error, instance, &pinned, &request, context, report).await,
+    };
+    if objects.len() as u64 > options.max_objects {
+        too_many(&objects, instance, class, &pinned, options, report).await?;
+        return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
+    }
+    let references: Vec<_> = objects.iter().map(apply::reference_of).collect();
+    let message = format!(
+        "unpacked {} objects from {}",
+        objects.len(),
+        unpacked.reference
+    );
+    let properties = pinned.properties(context, &request);
+    let provides = crate::inventory::summary(&objects, &properties);
+    let outcome = UnpackOutcome {
+        phase: UnpackPhase::Done,
+        unpacked: Some(unpacked),
+        objects: &references,
+        grants: crate::rbac::grants(&objects),
+        properties,
+        reason: Reason::UnpackSucceeded,
+        message: &message,
+    };
+    bundle_status::write(home, bundle, outcome, &mut report.status).await?;
+    report.set(
+        Reason::UnpackSucceeded,
+        ConditionStatus::True,
+        format!("Bundle {}: {message}", instance.spec.bundle.name),
+    );
+    Ok(Flow::Next(Rendered {
+        objects,
+        cluster,
+        provides,
+    }))
+}
+
+/// The provisioner's objects of `unpacked`, with Pakket's own kinds in
+/// them judged by the trust kernel before anything else sees them, and
+/// the cluster facts they were rendered with.
+async fn objects<P: Provisioner>(
+    instance: &Instance,
+    requester: &Instance,
+    class: &ProvisionerClass,
+    unpacked: &Unpacked,
+    options: &UnpackOptions,
+    context: &Context<P>,
+) -> (Result<Vec<serde_json::Value>, ObjectsError>, ClusterFacts) {
     let needs_facts = context.provisioner.needs_cluster_facts();
     let mut cluster = if needs_facts {
         context.cluster_facts_for(instance).await
@@ -89,18 +146,22 @@ pub(super) async fn render<P: Provisioner>(
         cluster = context.cluster_facts_for(instance).await;
         rendered = render(&cluster);
     }
-    let request = request(instance, class, unpacked, options, &cluster);
-    let pinned = Pinned {
-        home,
-        bundle,
-        unpacked,
-    };
-    let objects = match rendered {
-        Ok(objects) => {
-            context.rendered(instance);
-            objects
-        }
-        Err(ObjectsError::Config { field, problem }) => {
+    (rendered, cluster)
+}
+
+/// A render that failed: what the Instance and the Bundle say, and when
+/// to look again.
+async fn failed<P: Provisioner>(
+    error: ObjectsError,
+    instance: &Instance,
+    pinned: &Pinned<'_>,
+    request: &ObjectsRequest<'_>,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Result<Flow<Rendered>, kube::Error> {
+    let unpacked = pinned.unpacked;
+    match error {
+        ObjectsError::Config { field, problem } => {
             // The content is fine (and pinned); this Instance's settings
             // are not, and the objects depend on them.
             pinned
@@ -114,16 +175,16 @@ pub(super) async fn render<P: Provisioner>(
                 "{field}: {problem}; nothing is applied until the Instance's spec.config is fixed"
             );
             report.set(Reason::InvalidConfig, ConditionStatus::False, message);
-            return Ok(Flow::Stop(Action::await_change()));
+            Ok(Flow::Stop(Action::await_change()))
         }
-        Err(ObjectsError::DependenciesMissing(explanation)) => {
+        ObjectsError::DependenciesMissing(explanation) => {
             // The content is fine (and pinned); what it needs is not
             // installed. Another Instance installing it brings this one
             // back at the next look.
             pinned
                 .without_objects(
                     "it needs what is not installed",
-                    pinned.properties(context, &request),
+                    pinned.properties(context, request),
                     report,
                 )
                 .await?;
@@ -132,95 +193,111 @@ pub(super) async fn render<P: Provisioner>(
                 ConditionStatus::False,
                 format!("{explanation}; nothing is applied until what it needs is installed"),
             );
-            return Ok(Flow::Stop(Action::requeue(WAITING_FOR_DEPENDENCIES)));
+            Ok(Flow::Stop(Action::requeue(WAITING_FOR_DEPENDENCIES)))
         }
-        Err(ObjectsError::Content(error))
+        ObjectsError::Content(error)
             if context.first_render_failure(instance, unpacked.digest.as_str()) =>
         {
-            // Content in the store can be damaged (a disk, a crash, a
-            // hand in the pod): before the content is blamed, what the
-            // store held is dropped and fetched once more.
-            let held = super::unpack::store_entry_state(&unpacked.dir);
-            tracing::warn!(instance = %name, bundle = %bundle_name, %error, store = %held, "rendering the stored content failed; fetching it again before blaming the content");
-            if let Err(error) = context.store.evict(&unpacked.digest) {
-                tracing::warn!(%error, "dropping the stored content");
-            }
-            report.set(
-                Reason::Unpacking,
-                ConditionStatus::Unknown,
-                format!(
-                    "Bundle {bundle_name}: the stored content of {} could not be rendered ({error}); fetching it again once before the content is blamed",
-                    unpacked.digest.as_str()
-                ),
-            );
-            return Ok(Flow::Stop(Action::requeue(AFTER_CONFLICT)));
+            fetch_again(&error, instance, unpacked, context, report);
+            Ok(Flow::Stop(Action::requeue(AFTER_CONFLICT)))
         }
-        Err(ObjectsError::Content(error)) => {
-            // Fetched and unpacked fine: the content itself is what the
-            // provisioner cannot turn into objects. Said as a render
-            // failure, so nobody is sent to check a registry.
-            let message = format!(
-                "Bundle {bundle_name}: {error}; nothing is applied: the content was fetched and unpacked, but {} could not make objects of it, so the content needs fixing (new content is a new Bundle)",
-                context.provisioner.id()
-            );
-            tracing::warn!(instance = %name, bundle = %bundle_name, %error, "rendering the content failed");
-            let outcome = UnpackOutcome::failed(Some(unpacked), &message);
-            bundle_status::write(home, bundle, outcome, &mut report.status).await?;
-            report.set(
-                Reason::UnpackSucceeded,
-                ConditionStatus::True,
-                format!(
-                    "content unpacked at {}; its objects could not be rendered (see Installed)",
-                    unpacked.digest.as_str()
-                ),
-            );
-            report.set(Reason::RenderFailed, ConditionStatus::False, message);
-            return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
+        ObjectsError::Content(error) => {
+            content_failed(&error, instance, pinned, context, report).await?;
+            Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)))
         }
-    };
-    if objects.len() as u64 > options.max_objects {
-        let message = format!(
-            "Bundle {bundle_name}: the content holds {} objects and ProvisionerClass {} allows at most {} \
-             in one Bundle (its parameter maxObjects); nothing is applied. Split the content into \
-             several Bundles, each installed by its own Instance, or raise maxObjects in the class",
-            objects.len(),
-            class.name_any(),
-            options.max_objects
-        );
-        let outcome = UnpackOutcome::failed(Some(unpacked), &message);
-        bundle_status::write(home, bundle, outcome, &mut report.status).await?;
-        report.set(Reason::UnpackFailed, ConditionStatus::False, message);
-        return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
     }
-    let references: Vec<_> = objects.iter().map(apply::reference_of).collect();
-    let message = format!(
-        "unpacked {} objects from {}",
-        objects.len(),
-        unpacked.reference
+}
+
+/// Content in the store can be damaged (a disk, a crash, a hand in the
+/// pod): before the content is blamed, what the store held is dropped and
+/// fetched once more.
+fn fetch_again<P>(
+    error: &impl std::fmt::Display,
+    instance: &Instance,
+    unpacked: &Unpacked,
+    context: &Context<P>,
+    report: &mut Report,
+) {
+    let name = instance.name_any();
+    let bundle_name = &instance.spec.bundle.name;
+    let held = store_entry_state(&unpacked.dir);
+    tracing::warn!(instance = %name, bundle = %bundle_name, %error, store = %held, "rendering the stored content failed; fetching it again before blaming the content");
+    if let Err(error) = context.store.evict(&unpacked.digest) {
+        tracing::warn!(%error, "dropping the stored content");
+    }
+    report.set(
+        Reason::Unpacking,
+        ConditionStatus::Unknown,
+        format!(
+            "Bundle {bundle_name}: the stored content of {} could not be rendered ({error}); fetching it again once before the content is blamed",
+            unpacked.digest.as_str()
+        ),
     );
-    let properties = pinned.properties(context, &request);
-    let provides = crate::inventory::summary(&objects, &properties);
-    let outcome = UnpackOutcome {
-        phase: UnpackPhase::Done,
-        unpacked: Some(unpacked),
-        objects: &references,
-        grants: crate::rbac::grants(&objects),
-        properties,
-        reason: Reason::UnpackSucceeded,
-        message: &message,
-    };
-    bundle_status::write(home, bundle, outcome, &mut report.status).await?;
+}
+
+/// What the store holds at `dir`, in words for a log line: a render that
+/// failed on missing files says whether the entry was there at all.
+fn store_entry_state(dir: &std::path::Path) -> String {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => format!("{} holds {} entries", dir.display(), entries.count()),
+        Err(error) => format!("{} cannot be listed ({error})", dir.display()),
+    }
+}
+
+/// Fetched and unpacked fine: the content itself is what the provisioner
+/// cannot turn into objects. Said as a render failure, so nobody is sent
+/// to check a registry.
+async fn content_failed<P: Provisioner>(
+    error: &impl std::fmt::Display,
+    instance: &Instance,
+    pinned: &Pinned<'_>,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Result<(), kube::Error> {
+    let name = instance.name_any();
+    let bundle_name = &instance.spec.bundle.name;
+    let unpacked = pinned.unpacked;
+    let message = format!(
+        "Bundle {bundle_name}: {error}; nothing is applied: the content was fetched and unpacked, but {} could not make objects of it, so the content needs fixing (new content is a new Bundle)",
+        context.provisioner.id()
+    );
+    tracing::warn!(instance = %name, bundle = %bundle_name, %error, "rendering the content failed");
+    let outcome = UnpackOutcome::failed(Some(unpacked), &message);
+    bundle_status::write(pinned.home, pinned.bundle, outcome, &mut report.status).await?;
     report.set(
         Reason::UnpackSucceeded,
         ConditionStatus::True,
-        format!("Bundle {bundle_name}: {message}"),
+        format!(
+            "content unpacked at {}; its objects could not be rendered (see Installed)",
+            unpacked.digest.as_str()
+        ),
     );
+    report.set(Reason::RenderFailed, ConditionStatus::False, message);
+    Ok(())
+}
 
-    Ok(Flow::Next(Rendered {
-        objects,
-        cluster,
-        provides,
-    }))
+/// More objects than the class allows in one Bundle: nothing is applied.
+async fn too_many(
+    objects: &[serde_json::Value],
+    instance: &Instance,
+    class: &ProvisionerClass,
+    pinned: &Pinned<'_>,
+    options: &UnpackOptions,
+    report: &mut Report,
+) -> Result<(), kube::Error> {
+    let message = format!(
+        "Bundle {}: the content holds {} objects and ProvisionerClass {} allows at most {} \
+         in one Bundle (its parameter maxObjects); nothing is applied. Split the content into \
+         several Bundles, each installed by its own Instance, or raise maxObjects in the class",
+        instance.spec.bundle.name,
+        objects.len(),
+        class.name_any(),
+        options.max_objects
+    );
+    let outcome = UnpackOutcome::failed(Some(pinned.unpacked), &message);
+    bundle_status::write(pinned.home, pinned.bundle, outcome, &mut report.status).await?;
+    report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+    Ok(())
 }
 
 /// The probes that hold this content's phases: the class's, and those its

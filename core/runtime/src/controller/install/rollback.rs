@@ -22,7 +22,6 @@ use pakket_api::{
 use super::super::bundle_status;
 use super::super::context::Context;
 use super::super::report::Report;
-use super::super::revision;
 use crate::content::Unpacked;
 use crate::store::Digest;
 
@@ -62,34 +61,10 @@ pub(super) async fn target<'a, P>(
             });
             (bundle, bundle_status::Home::Embedded)
         }
-        None => {
-            let cached = context
-                .bundles
-                .get(&StoreKey::new(&revision.bundle))
-                .map(|bundle| (*bundle).clone());
-            let bundle = match cached {
-                Some(bundle) => bundle,
-                None => bundles
-                    .get_opt(&revision.bundle)
-                    .await
-                    .map_err(|error| format!("reading Bundle {}: {error}", revision.bundle))?
-                    .ok_or_else(|| format!("Bundle {} no longer exists", revision.bundle))?,
-            };
-            let pinned = bundle
-                .status
-                .as_ref()
-                .and_then(|status| status.source.as_ref())
-                .and_then(|source| source.digest.as_deref());
-            if pinned != Some(revision.digest.as_str()) {
-                return Err(format!(
-                    "Bundle {} now pins {} and revision {number} ran {}",
-                    revision.bundle,
-                    pinned.unwrap_or("no content"),
-                    revision.digest
-                ));
-            }
-            (bundle, bundle_status::Home::Object(bundles))
-        }
+        None => (
+            object_bundle(revision, bundles, context).await?,
+            bundle_status::Home::Object(bundles),
+        ),
     };
     let dir = context.store.get(&digest).ok_or_else(|| {
         format!(
@@ -119,6 +94,42 @@ pub(super) async fn target<'a, P>(
             commit: None,
         },
     })
+}
+
+/// The revision's Bundle object, while it still pins the revision's
+/// content.
+async fn object_bundle<P>(
+    revision: &Revision,
+    bundles: &kube::Api<Bundle>,
+    context: &Context<P>,
+) -> Result<Bundle, String> {
+    let number = revision.number;
+    let cached = context
+        .bundles
+        .get(&StoreKey::new(&revision.bundle))
+        .map(|bundle| (*bundle).clone());
+    let bundle = match cached {
+        Some(bundle) => bundle,
+        None => bundles
+            .get_opt(&revision.bundle)
+            .await
+            .map_err(|error| format!("reading Bundle {}: {error}", revision.bundle))?
+            .ok_or_else(|| format!("Bundle {} no longer exists", revision.bundle))?,
+    };
+    let pinned = bundle
+        .status
+        .as_ref()
+        .and_then(|status| status.source.as_ref())
+        .and_then(|source| source.digest.as_deref());
+    if pinned != Some(revision.digest.as_str()) {
+        return Err(format!(
+            "Bundle {} now pins {} and revision {number} ran {}",
+            revision.bundle,
+            pinned.unwrap_or("no content"),
+            revision.digest
+        ));
+    }
+    Ok(bundle)
 }
 
 /// Whether `rendered` (the render digest of the rollback's content today)
@@ -172,11 +183,4 @@ pub(super) fn report_rolled_back(instance: &Instance, report: &mut Report, revis
             instance.spec.bundle.name, revision.number
         ),
     );
-}
-
-/// Records that the rollback is not possible, and says so in `Progressing`'s
-/// words: the Instance stays as it is.
-pub(super) fn not_possible(report: &mut Report, why: &str) {
-    tracing::warn!(%why, "automatic rollback not possible");
-    revision::rollback_not_possible(&mut report.status, why);
 }

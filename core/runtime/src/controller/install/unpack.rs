@@ -111,15 +111,6 @@ fn pin_moved(bundle: &Bundle, unpacked: &Unpacked) -> Option<String> {
     })
 }
 
-/// What the store holds at `dir`, in words for a log line: a render that
-/// failed on missing files says whether the entry was there at all.
-pub(super) fn store_entry_state(dir: &std::path::Path) -> String {
-    match std::fs::read_dir(dir) {
-        Ok(entries) => format!("{} holds {} entries", dir.display(), entries.count()),
-        Err(error) => format!("{} cannot be listed ({error})", dir.display()),
-    }
-}
-
 /// The Bundle's content, if its status pins a digest the store holds: then
 /// nothing is fetched at all. A Bundle is immutable, so what it unpacked to
 /// once is what it unpacks to; this also keeps a moved tag from changing an

@@ -24,14 +24,14 @@ use pakket_api::{
     ApprovalPolicy, ApprovalState, ApprovedContent, Instance, ProvisionerClass, Reason, RuleOutcome,
 };
 
-use super::super::context::Context;
-use super::super::report::Report;
-use super::approval::{Decided, Proposed, running_revision, set_pending};
+use super::super::super::context::Context;
+use super::super::super::report::Report;
+use super::super::installed::running_revision;
+use super::request::{Decided, Proposed, WAITING, Waits, landing, set_pending};
 use crate::approval::{Approval, ApprovalRequest, user_permission};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
 use crate::trust::decision_key;
-use crate::trust::effects::Landing;
 use crate::trust::policy::{self, BundleInputs, Inputs, InstanceInputs, Requester, RightsInputs};
 
 /// How soon a decision that waits is asked again.
@@ -47,59 +47,15 @@ pub(super) async fn decide<P: Provisioner>(
     decided: Decided<'_>,
     context: &Context<P>,
     report: &mut Report,
-) -> Option<(String, Option<Duration>)> {
+) -> Waits {
     let name = instance.name_any();
-    let class_name = class.name_any();
-    let waiting = "nothing is applied before approval".to_owned();
-    let policy_name = match class_parameters::string(
-        class.spec.parameters.as_ref(),
-        policy::PARAMETER,
-    ) {
-        Ok(Some(policy_name)) => policy_name,
-        Ok(None) => {
-            set_pending(
-                report,
-                format!(
-                    "ProvisionerClass {class_name} has approval: Policy and names no ApprovalPolicy (parameter {}); an admin names one, or a person approves: `kubectl instance approve {name}`",
-                    policy::PARAMETER
-                ),
-            );
-            return Some((waiting, Some(RECHECK)));
-        }
-        Err(error) => {
-            set_pending(
-                report,
-                format!(
-                    "ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"
-                ),
-            );
-            return Some((waiting, Some(RECHECK)));
-        }
+    let policy_name = match named(class, &name, report) {
+        Ok(policy_name) => policy_name,
+        Err(waits) => return waits,
     };
-    let found = Api::<ApprovalPolicy>::all(context.client.clone())
-        .get_opt(policy_name)
-        .await;
-    let approval_policy = match found {
-        Ok(Some(found)) => found,
-        Ok(None) => {
-            set_pending(
-                report,
-                format!(
-                    "ProvisionerClass {class_name} names ApprovalPolicy {policy_name}, which does not exist; an admin creates it, or a person approves: `kubectl instance approve {name}`"
-                ),
-            );
-            return Some((waiting, Some(RECHECK)));
-        }
-        Err(error) => {
-            set_pending(
-                report,
-                format!(
-                    "reading ApprovalPolicy {policy_name} failed ({}); trying again",
-                    crate::apply::api_message(&error)
-                ),
-            );
-            return Some((waiting, Some(RECHECK)));
-        }
+    let approval_policy = match read(policy_name, class, &name, context, report).await {
+        Ok(found) => found,
+        Err(waits) => return waits,
     };
     // What this policy judges: the request, and the policy as it is now
     // (an edited policy judges every request again).
@@ -110,21 +66,7 @@ pub(super) async fn decide<P: Provisioner>(
         ),
         ..decided.judged.clone()
     };
-    // Approved before, by this policy, for exactly this request.
-    let state = ApprovalState::of(instance);
-    let by_this_policy = format!("policy {policy_name} rule ");
-    if state.by_policy()
-        && state.content.as_ref().is_some_and(|approved| {
-            approved.approved_by.starts_with(&by_this_policy)
-                && decision_key::cover(
-                    approved,
-                    &content.bundle,
-                    &content.digest,
-                    decided.generation,
-                    &judged,
-                ) == decision_key::Cover::Covered
-        })
-    {
+    if approved_before(instance, policy_name, content, decided.generation, &judged) {
         return None;
     }
     let rules = &approval_policy.spec.rules;
@@ -137,15 +79,114 @@ pub(super) async fn decide<P: Provisioner>(
                     "ApprovalPolicy {policy_name} cannot decide: {why}; a person decides: `kubectl instance approve {name}`"
                 ),
             );
-            return Some((waiting, Some(RECHECK)));
+            return Some((WAITING.to_owned(), Some(RECHECK)));
         }
     };
     let decision = policy::decide(rules, &inputs);
     let by = decision.by(policy_name, rules);
     record(context, instance, &inputs, &by, decision.outcome).await;
+    let approved = ApprovedContent {
+        approved_by: by,
+        generation: Some(decided.generation),
+        judged: Some(judged),
+        ..content.clone()
+    };
+    tell_decision(
+        instance,
+        &decision,
+        approved,
+        decided.asked_again,
+        context,
+        report,
+    )
+}
+
+/// The ApprovalPolicy the class names, or why there is none to ask.
+fn named<'a>(
+    class: &'a ProvisionerClass,
+    name: &str,
+    report: &mut Report,
+) -> Result<&'a str, Waits> {
+    let class_name = class.name_any();
+    let message = match class_parameters::string(class.spec.parameters.as_ref(), policy::PARAMETER)
+    {
+        Ok(Some(policy_name)) => return Ok(policy_name),
+        Ok(None) => format!(
+            "ProvisionerClass {class_name} has approval: Policy and names no ApprovalPolicy (parameter {}); an admin names one, or a person approves: `kubectl instance approve {name}`",
+            policy::PARAMETER
+        ),
+        Err(error) => format!(
+            "ProvisionerClass {class_name}: {error}; fix the class, or run `kubectl instance approve {name}`"
+        ),
+    };
+    set_pending(report, message);
+    Err(Some((WAITING.to_owned(), Some(RECHECK))))
+}
+
+/// The ApprovalPolicy `policy_name`, or why it cannot be read.
+async fn read<P>(
+    policy_name: &str,
+    class: &ProvisionerClass,
+    name: &str,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Result<ApprovalPolicy, Waits> {
+    let found = Api::<ApprovalPolicy>::all(context.client.clone())
+        .get_opt(policy_name)
+        .await;
+    let message = match found {
+        Ok(Some(found)) => return Ok(found),
+        Ok(None) => format!(
+            "ProvisionerClass {} names ApprovalPolicy {policy_name}, which does not exist; an admin creates it, or a person approves: `kubectl instance approve {name}`",
+            class.name_any()
+        ),
+        Err(error) => format!(
+            "reading ApprovalPolicy {policy_name} failed ({}); trying again",
+            crate::apply::api_message(&error)
+        ),
+    };
+    set_pending(report, message);
+    Err(Some((WAITING.to_owned(), Some(RECHECK))))
+}
+
+/// Whether this policy approved exactly this request before.
+fn approved_before(
+    instance: &Instance,
+    policy_name: &str,
+    content: &ApprovedContent,
+    generation: i64,
+    judged: &pakket_api::Judged,
+) -> bool {
+    let state = ApprovalState::of(instance);
+    let by_this_policy = format!("policy {policy_name} rule ");
+    state.by_policy()
+        && state.content.as_ref().is_some_and(|approved| {
+            approved.approved_by.starts_with(&by_this_policy)
+                && decision_key::cover(
+                    approved,
+                    &content.bundle,
+                    &content.digest,
+                    generation,
+                    judged,
+                ) == decision_key::Cover::Covered
+        })
+}
+
+/// Writes what the rules decided: the approval (`approved`, when they
+/// approve) or why it waits, and an Event when the decision is new.
+fn tell_decision<P>(
+    instance: &Instance,
+    decision: &policy::Decision,
+    approved: ApprovedContent,
+    asked_again: Option<&str>,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Waits {
+    let name = instance.name_any();
+    let by = &approved.approved_by;
     let message = match decision.outcome {
         RuleOutcome::Approve => {
-            let message = match decided.asked_again {
+            let message = match asked_again {
                 Some(again) => format!("approved by {by}: {} ({again})", decision.message),
                 None => format!("approved by {by}: {}", decision.message),
             };
@@ -154,19 +195,9 @@ pub(super) async fn decide<P: Provisioner>(
                 ConditionStatus::True,
                 message.clone(),
             );
-            report.status.approval = Some(ApprovedContent {
-                approved_by: by,
-                generation: Some(decided.generation),
-                judged: Some(judged),
-                ..content.clone()
-            });
-            tell(
-                context,
-                instance,
-                EventType::Normal,
-                "ApprovedByPolicyRule",
-                &message,
-            );
+            report.status.approval = Some(approved);
+            let normal = EventType::Normal;
+            tell(context, instance, normal, "ApprovedByPolicyRule", &message);
             return None;
         }
         RuleOutcome::Deny => format!(
@@ -178,7 +209,7 @@ pub(super) async fn decide<P: Provisioner>(
             decision.message
         ),
     };
-    let message = match decided.asked_again {
+    let message = match asked_again {
         Some(again) => format!("{message} ({again})"),
         None => message,
     };
@@ -194,7 +225,7 @@ pub(super) async fn decide<P: Provisioner>(
         tell(context, instance, kind, "PolicyDecided", &message);
     }
     set_pending(report, message);
-    Some((waiting, Some(RECHECK)))
+    Some((WAITING.to_owned(), Some(RECHECK)))
 }
 
 /// What the rules see, each part verified here.
@@ -302,27 +333,6 @@ async fn owned_namespaces<P>(
         owns.insert(namespace.clone(), owned);
     }
     Ok(owns)
-}
-
-/// Where the objects of this provisioner land: a namespaced object naming
-/// no namespace in its client's default one, kinds as the cluster serves
-/// them, Pakket's namespaces (`pakket-system` and the provisioner's own).
-pub(super) async fn landing<P>(context: &Context<P>) -> Landing {
-    let mut landing = Landing::new(
-        context.client.default_namespace(),
-        context.decision_records.as_deref(),
-    );
-    landing.cluster_scoped = context
-        .cluster_facts()
-        .await
-        .cluster_scoped
-        .iter()
-        .map(|(api_version, kind)| {
-            let group = api_version.split_once('/').map_or("", |(group, _)| group);
-            (group.to_owned(), kind.clone())
-        })
-        .collect();
-    landing
 }
 
 /// The largest record kept: a ConfigMap holds at most 1 MiB.
