@@ -294,5 +294,6 @@ mod tests {
     }
 }
 
+pub mod crd;
 pub mod request;
 pub use request::{InstallMode, OperatorRequest, OperatorRequestSpec, OperatorRequestStatus};

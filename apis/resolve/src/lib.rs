@@ -16,6 +16,7 @@
 pub mod catalog;
 pub mod client;
 pub mod condition;
+pub mod crd;
 pub mod input;
 pub mod input_condition;
 pub mod protocol;

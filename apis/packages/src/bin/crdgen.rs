@@ -1,24 +1,12 @@
 //! Writes the package CRDs into `crds/` from the Rust types.
 //!
-//! `crdgen [DIR]` writes one file per CRD into DIR (default `crds`, run from
-//! the workspace root); `crdgen --stdout` prints them as one stream.
-
-use std::path::PathBuf;
+//! `package-crdgen [DIR]` writes one file per CRD into DIR (default `crds`,
+//! run from the workspace root); `package-crdgen --stdout` prints them as
+//! one stream.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let arg = std::env::args().nth(1);
-    if arg.as_deref() == Some("--stdout") {
-        for crd in pakket_packages_api::crd::all() {
-            print!("---\n{}", pakket_packages_api::crd::to_yaml(&crd)?);
-        }
-        return Ok(());
-    }
-    let dir = PathBuf::from(arg.unwrap_or_else(|| "crds".to_owned()));
-    std::fs::create_dir_all(&dir)?;
-    for crd in pakket_packages_api::crd::all() {
-        let path = dir.join(pakket_packages_api::crd::file_name(&crd));
-        std::fs::write(&path, pakket_packages_api::crd::to_yaml(&crd)?)?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    pakket_api::crd::generate(
+        pakket_packages_api::crd::all(),
+        pakket_packages_api::crd::to_yaml,
+    )
 }

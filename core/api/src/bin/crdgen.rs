@@ -1,24 +1,8 @@
-//! Writes `crds/*.yaml` from the Rust types.
+//! Writes `crds/core.pakket.dev_*.yaml` from the Rust types.
 //!
 //! `crdgen [DIR]` writes one file per CRD into DIR (default `crds`);
 //! `crdgen --stdout` prints them as one multi-document stream.
 
-use std::path::PathBuf;
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let arg = std::env::args().nth(1);
-    if arg.as_deref() == Some("--stdout") {
-        for crd in pakket_api::crd::all() {
-            print!("---\n{}", pakket_api::crd::to_yaml(&crd)?);
-        }
-        return Ok(());
-    }
-    let dir = PathBuf::from(arg.unwrap_or_else(|| "crds".to_owned()));
-    std::fs::create_dir_all(&dir)?;
-    for crd in pakket_api::crd::all() {
-        let path = dir.join(pakket_api::crd::file_name(&crd));
-        std::fs::write(&path, pakket_api::crd::to_yaml(&crd)?)?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    pakket_api::crd::generate(pakket_api::crd::all(), pakket_api::crd::to_yaml)
 }
