@@ -17,8 +17,6 @@ use std::time::Duration;
 use kube::runtime::events::{Event, EventType};
 use pakket_api::{ApprovalState, ConditionType, Instance, InstanceStatus};
 
-use super::report::Report;
-
 /// A decision older than this, first seen after a restart, is not told.
 const RECENT: Duration = Duration::from_secs(120);
 
@@ -49,24 +47,22 @@ pub fn words(instance: &Instance) -> Option<String> {
     None
 }
 
-/// Readies an Event if `instance` carries a person's decision the
-/// provisioner has not told yet, and records it in `report`'s status; the
-/// Event goes out once that status is stored.
-pub fn tell(instance: &Instance, report: &mut Report) {
-    let Some(words) = words(instance) else {
-        return;
-    };
+/// The Event for a person's decision on `instance` the provisioner has not
+/// told yet, recorded in `status` (the status about to be written); the
+/// caller publishes it once that status is stored.
+pub fn tell(instance: &Instance, status: &mut InstanceStatus) -> Option<Event> {
+    let words = words(instance)?;
     let told = told_digest(instance, &words);
     let earlier = instance
         .status
         .as_ref()
         .and_then(|status| status.decision_told.clone());
     if earlier.as_deref() == Some(told.as_str()) {
-        return;
+        return None;
     }
-    report.status.decision_told = Some(told);
+    status.decision_told = Some(told);
     if earlier.is_none() && !recent(instance) {
-        return;
+        return None;
     }
     let denied = words.starts_with("approval denied");
     let event = Event {
@@ -93,8 +89,7 @@ pub fn tell(instance: &Instance, report: &mut Report) {
         action: "Decide".into(),
         secondary: None,
     };
-    // Published once the status recording it is stored.
-    report.after_write.push(event);
+    Some(event)
 }
 
 /// One decision, as recorded: its words and when the `Approved` condition
@@ -184,15 +179,16 @@ mod tests {
     #[test]
     fn a_decision_is_told_once() {
         let approved = decided(Reason::ApprovedByUser, ConditionStatus::True, None);
-        let mut report = Report::new(&approved);
-        tell(&approved, &mut report);
-        assert!(!report.after_write.is_empty(), "the first sight is told");
-        let told = report.status.decision_told.clone();
-        let again = decided(Reason::ApprovedByUser, ConditionStatus::True, told);
-        let mut report = Report::new(&again);
-        tell(&again, &mut report);
+        let mut status = approved.status.clone().unwrap();
         assert!(
-            report.after_write.is_empty(),
+            tell(&approved, &mut status).is_some(),
+            "the first sight is told"
+        );
+        let told = status.decision_told.clone();
+        let again = decided(Reason::ApprovedByUser, ConditionStatus::True, told);
+        let mut status = again.status.clone().unwrap();
+        assert!(
+            tell(&again, &mut status).is_none(),
             "the same decision is not told twice"
         );
     }
@@ -200,14 +196,14 @@ mod tests {
     #[test]
     fn a_second_decision_after_a_pending_state_is_told_even_within_the_same_second() {
         let approved = decided(Reason::ApprovedByUser, ConditionStatus::True, None);
-        let mut report = Report::new(&approved);
-        tell(&approved, &mut report);
+        let mut told = approved.status.clone().unwrap();
+        tell(&approved, &mut told);
         // The runtime asks again (new rights): its status write records
         // that no decision stands.
         let mut pending = decided(
             Reason::ApprovalPending,
             ConditionStatus::False,
-            report.status.decision_told.clone(),
+            told.decision_told.clone(),
         );
         let status = pending.status.as_mut().unwrap();
         settle(status);
@@ -219,10 +215,9 @@ mod tests {
             ConditionStatus::True,
             status.decision_told.clone(),
         );
-        let mut report = Report::new(&approved_again);
-        tell(&approved_again, &mut report);
+        let mut status = approved_again.status.clone().unwrap();
         assert!(
-            !report.after_write.is_empty(),
+            tell(&approved_again, &mut status).is_some(),
             "the second decision is told"
         );
     }

@@ -158,6 +158,15 @@ impl Report {
         }
     }
 
+    /// Readies the Event for a person's decision the provisioner has not
+    /// told yet ([`super::decision::tell`]), recorded in the status this
+    /// report writes and published once that status is stored.
+    pub fn tell_decision(&mut self, instance: &Instance) {
+        if let Some(event) = super::decision::tell(instance, &mut self.status) {
+            self.after_write.push(event);
+        }
+    }
+
     /// Writes the whole status, if it changed, but only over the Instance
     /// this reconcile read: if anyone changed it meanwhile (an approver
     /// setting `Approved`, say), the write is refused with a conflict and

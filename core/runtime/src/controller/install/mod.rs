@@ -51,7 +51,6 @@ use pakket_api::condition::ConditionStatus;
 use pakket_api::{Bundle, Instance, ProvisionerClass, Reason};
 
 use super::context::Context;
-use super::decision;
 use super::report::Report;
 use super::revision;
 use super::{DEFAULT_MAX_OBJECT_SIZE, RESYNC_UNHEALTHY, reapply_after};
@@ -101,7 +100,7 @@ pub async fn install<P: Provisioner>(
     context: &Context<P>,
 ) -> Result<Action, kube::Error> {
     let mut report = Report::new(instance);
-    decision::tell(instance, &mut report);
+    report.tell_decision(instance);
     // Each step goes on, or ends the reconcile with the report as it is.
     macro_rules! next {
         ($step:expr) => {
