@@ -34,7 +34,7 @@ pub use instance::{
     BundleTemplate, DeletionPolicy, EmbeddedBundleStatus, Instance, InstanceSpec, InstanceStatus,
     PhaseProgression,
 };
-pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary};
+pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary, group_of};
 pub use provisioner_class::{
     ClassClaim, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,
 };

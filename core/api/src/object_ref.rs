@@ -90,6 +90,12 @@ impl ObjectSummary {
     }
 }
 
+/// The API group of an `apiVersion` (`""` for the core group): an object
+/// moved to another version of its kind is the same object.
+pub fn group_of(api_version: &str) -> &str {
+    api_version.split_once('/').map_or("", |(group, _)| group)
+}
+
 /// Whether a status's list holds every object: no count was written (an
 /// older status), or the count is no more than the list.
 pub fn is_complete(listed: &[ObjectRef], count: Option<u64>) -> bool {

@@ -10,10 +10,7 @@ use serde_json::Value;
 
 use super::phase::Phase;
 
-/// The group of an `apiVersion` (`""` for the core group).
-pub fn group_of(api_version: &str) -> &str {
-    api_version.split_once('/').map_or("", |(group, _)| group)
-}
+pub use pakket_api::group_of;
 
 /// The apply rank of a kind: lower goes first (and is deleted last).
 pub fn rank(api_version: &str, kind: &str) -> u8 {

@@ -20,9 +20,9 @@ use serde_json::Value;
 
 use pakket_api::ObjectRef;
 
-use super::order::group_of;
 use super::probes::ProgressionProbes;
 use super::{HealthProblem, Kinds, condition_of as condition, health_problem, reference_of};
+use pakket_api::group_of;
 
 /// The phases, in the order they are applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -187,7 +187,7 @@ impl ProgressionProbes {
     /// the probe; `None` when every assertion of every probe selecting it
     /// is true.
     pub fn holding(&self, reference: &pakket_api::ObjectRef, object: &Value) -> Option<String> {
-        let group = super::order::group_of(&reference.api_version);
+        let group = pakket_api::group_of(&reference.api_version);
         let labels = object.pointer("/metadata/labels");
         let selected: Vec<&Probe> = self
             .probes

@@ -43,6 +43,7 @@ mod workload;
 
 use std::collections::BTreeSet;
 
+use pakket_api::group_of;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -405,11 +406,6 @@ fn describe(object: &ObjectEffect) -> String {
     } else {
         format!("{} {}/{}", object.kind, object.namespace, object.name)
     }
-}
-
-/// The API group of an `apiVersion` (`""` for the core group).
-fn group_of(api_version: &str) -> &str {
-    api_version.split_once('/').map_or("", |(group, _)| group)
 }
 
 fn object_effect(object: &Value, objects: &[Value], landing: &Landing) -> ObjectEffect {
