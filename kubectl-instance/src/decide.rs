@@ -8,7 +8,7 @@
 //!
 //! Choosing an Input that an earlier decision lost against takes that
 //! Input out of the earlier decision (two decisions that contradict each
-//! other would settle nothing).
+//! other would settle nothing), after the choice itself is written.
 
 use std::io::Write;
 
@@ -85,6 +85,20 @@ pub async fn run(client: &kube::Client, name: &str, out: &mut impl Write) -> Res
     let by = identity::whoami(client).await?;
     let decision = decision_for(&input, &by).map_err(Error::Changed)?;
     let uid = input.metadata.uid.clone().unwrap_or_default();
+    let count = decision.over.len();
+    // The choice first: refused, nothing else was written. Should giving
+    // up an earlier decision fail after it, the two contradict each other
+    // and settle nothing (both wait), which running again mends.
+    if let Err(source) = write(client, &input, Some(decision)).await {
+        return Err(identity::refused(
+            client,
+            source,
+            format!("choosing Input {name}"),
+            "choosing needs verb approve on inputs.resolve.pakket.dev and patch on inputs/status \
+             (the example ClusterRole pakket-input-decider); ask an admin to bind it",
+        )
+        .await);
+    }
     // Earlier decisions this Input lost against give it up.
     let all = inputs
         .list(&Default::default())
@@ -101,7 +115,7 @@ pub async fn run(client: &kube::Client, name: &str, out: &mut impl Write) -> Res
         write(client, other, without(earlier, &uid))
             .await
             .map_err(|source| Error::Api {
-                action: format!("taking Input {name} out of the decision on Input {other_name}"),
+                action: format!("taking Input {name} out of the decision on Input {other_name} (Input {name} is chosen; run again to finish)"),
                 source,
             })?;
         writeln!(
@@ -109,17 +123,6 @@ pub async fn run(client: &kube::Client, name: &str, out: &mut impl Write) -> Res
             "input/{other_name}: its decision (by {}) no longer covers input/{name}",
             earlier.chosen_by
         )?;
-    }
-    let count = decision.over.len();
-    if let Err(source) = write(client, &input, Some(decision)).await {
-        return Err(identity::refused(
-            client,
-            source,
-            format!("choosing Input {name}"),
-            "choosing needs verb approve on inputs.resolve.pakket.dev and patch on inputs/status \
-             (the example ClusterRole pakket-input-decider); ask an admin to bind it",
-        )
-        .await);
     }
     writeln!(
         out,

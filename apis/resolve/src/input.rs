@@ -141,13 +141,18 @@ impl ConflictDecision {
     /// The Inputs (UIDs) `input` was chosen over, if its decision covers
     /// its current generation.
     pub fn covering(input: &Input) -> Vec<String> {
+        Self::current(input)
+            .map(|decision| decision.over.clone())
+            .unwrap_or_default()
+    }
+
+    /// `input`'s decision, if it covers its current generation.
+    pub fn current(input: &Input) -> Option<&Self> {
         input
             .status
             .as_ref()
             .and_then(|status| status.decision.as_ref())
             .filter(|decision| Some(decision.generation) == input.metadata.generation)
-            .map(|decision| decision.over.clone())
-            .unwrap_or_default()
     }
 }
 

@@ -86,3 +86,39 @@ pub async fn wait_for_crds_gone(client: &kube::Client, names: &[String]) {
         .collect();
     panic!("CRDs still there after 120 s: {}", held.join("; "));
 }
+
+/// Asserts that the committed `crds/<group>_*.yaml` are exactly what
+/// `to_yaml` makes of `crds` (one API group's CRDs), and that no other
+/// file of that group sits there; `command` regenerates them.
+pub fn assert_committed(
+    group: &str,
+    crds: Vec<CustomResourceDefinition>,
+    to_yaml: impl Fn(&CustomResourceDefinition) -> Result<String, serde_saphyr::ser::Error>,
+    command: &str,
+) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crds");
+    let mut expected = Vec::new();
+    for crd in crds {
+        let file = pakket_api::crd::file_name(&crd);
+        let generated = to_yaml(&crd).unwrap();
+        let committed = std::fs::read_to_string(dir.join(&file))
+            .unwrap_or_else(|error| panic!("crds/{file} is missing ({error}); run `{command}`"));
+        assert!(
+            committed == generated,
+            "crds/{file} differs from the types; run `{command}` and commit the result"
+        );
+        expected.push(file);
+    }
+    let prefix = format!("{group}_");
+    let mut present: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&prefix) && name.ends_with(".yaml"))
+        .collect();
+    present.sort();
+    expected.sort();
+    assert_eq!(
+        present, expected,
+        "crds/ holds {prefix}* files no type generates"
+    );
+}

@@ -6,7 +6,7 @@
 //! creates carry that label and names from [`Scope::name`], so tests run in
 //! parallel without seeing each other, and [`Scope::cleanup`] removes them.
 
-mod crds;
+pub mod crds;
 mod data;
 mod events;
 pub mod https;

@@ -115,13 +115,48 @@ async fn a_decider_chooses_one_conflicting_input_and_an_earlier_choice_gives_it_
     let run = plugin("carol", &["decide", &name(&lone)]).await;
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("nothing to choose"), "{run:?}");
-    // Without the rights: told what to ask for.
+    // Bob may read Inputs, not choose: told what to ask for, and nothing
+    // written, not even the earlier decision a's (given back to it here)
+    // that his choice would take b out of.
+    set_status(
+        &scope,
+        &name(&a),
+        json!({ "decision": {"chosenBy": "admin", "generation": 1, "over": [uid(&b)]} }),
+    )
+    .await;
+    let reader: Vec<PolicyRule> = serde_json::from_value(json!([
+        {"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs"], "verbs": ["get", "list"]},
+    ]))
+    .unwrap();
+    let read_only = Grant::new(&scope, "reader", "bob", reader).await;
     let run = plugin("bob", &["decide", &target]).await;
-    assert_ne!(run.code, 0, "{run:?}");
-    assert!(
-        run.stderr.contains("pakket-input-decider") || run.stderr.contains("forbidden"),
-        "{run:?}"
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("pakket-input-decider"), "{run:?}");
+    let earlier = inputs
+        .get(&name(&a))
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .decision;
+    assert_eq!(
+        earlier.map(|d| d.over),
+        Some(vec![uid(&b)]),
+        "a refused choice takes nothing out of another decision"
     );
+    assert_eq!(
+        inputs
+            .get(&name(&b))
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .decision
+            .unwrap()
+            .chosen_by,
+        "carol"
+    );
+    read_only.revoke().await;
     grant.revoke().await;
     for input in [&a, &b, &lone] {
         let _ = inputs.delete(&name(input), &Default::default()).await;

@@ -96,13 +96,33 @@ pub fn in_words(conflict: &Conflict, name: &str) -> (InputReason, String) {
     (conflict.standing.reason(), words)
 }
 
+/// Whether the bundles an Input's status lists (`instances`) stay in the
+/// set though it is not resolved now (`answer`, none when it got none):
+/// what it installed keeps
+/// running while its request fails. An Input waiting on a conflict keeps
+/// only what its children run (`active`: child name to the Bundle it
+/// runs), e.g. after its spec changed to something that conflicts: what
+/// merely sat in a set waiting for approval is not kept, or keeping it
+/// would choose it.
+pub fn keeps(
+    answer: Option<&Answer>,
+    instances: &[crate::inputs::input::ResolvedInstance],
+    active: &BTreeMap<String, String>,
+) -> bool {
+    match answer {
+        Some(Answer::Resolved(_)) => false,
+        Some(Answer::Conflict(_)) => instances.iter().any(|i| active.contains_key(&i.name)),
+        _ => !instances.is_empty(),
+    }
+}
+
 /// For a resolved Input a person chose: who, and over how many others
 /// (empty when none covers its generation).
 pub fn chosen_note(input: &crate::Input) -> String {
-    let Some(decision) = input.status.as_ref().and_then(|s| s.decision.as_ref()) else {
+    let Some(decision) = pakket_resolve_api::input::ConflictDecision::current(input) else {
         return String::new();
     };
-    if Some(decision.generation) != input.metadata.generation || decision.over.is_empty() {
+    if decision.over.is_empty() {
         return String::new();
     }
     format!(
@@ -298,4 +318,40 @@ fn conflict(mut with: Vec<String>, standing: Standing) -> Answer {
     with.sort();
     with.dedup();
     Answer::Conflict(Conflict { with, standing })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inputs::input::ResolvedInstance;
+
+    #[test]
+    fn a_failing_input_keeps_what_runs_and_a_waiting_one_only_what_runs() {
+        let listed = [ResolvedInstance {
+            name: "rs-db".into(),
+            ..Default::default()
+        }];
+        let running = BTreeMap::from([("rs-db".to_owned(), "db.v1".to_owned())]);
+        let nothing_runs = BTreeMap::new();
+        let waiting = Answer::Conflict(Conflict {
+            with: vec!["other".into()],
+            standing: Standing::Waiting,
+        });
+        let failed = Answer::Unsatisfiable {
+            summary: "s".into(),
+            explanation: "e".into(),
+        };
+        // Its spec changed to one that conflicts: what runs stays.
+        assert!(keeps(Some(&waiting), &listed, &running));
+        // It only sat in a set waiting for approval: not kept.
+        assert!(!keeps(Some(&waiting), &listed, &nothing_runs));
+        // Failing for another reason, what it installed stays as before.
+        assert!(keeps(Some(&failed), &listed, &nothing_runs));
+        assert!(!keeps(Some(&failed), &[], &running));
+        assert!(!keeps(
+            Some(&Answer::Resolved(listed.to_vec())),
+            &listed,
+            &running
+        ));
+    }
 }

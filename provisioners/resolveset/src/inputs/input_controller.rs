@@ -259,21 +259,15 @@ async fn reconcile_all(
     }
     let mut pass = Pass::Settled;
     // Inputs that installed something and cannot be resolved now: what
-    // they installed stays. Not those waiting on a conflict: they are new
-    // by the rule, and keeping their bundles in the set would choose them.
+    // they installed stays ([`conflict::keeps`]).
     let failing: Vec<(&str, &[ResolvedInstance])> = inputs
         .iter()
         .zip(&asked)
         .filter(|(_, asked)| !asked.dry_run)
-        .filter(|(_, asked)| {
-            !matches!(
-                plan.answers.get(&asked.name),
-                Some(Answer::Resolved(_) | Answer::Conflict(_))
-            )
-        })
         .filter_map(|(input, asked)| {
             let status = input.status.as_ref()?;
-            (!status.dry_run && !status.instances.is_empty())
+            let answer = plan.answers.get(&asked.name);
+            (!status.dry_run && conflict::keeps(answer, &status.instances, &active))
                 .then_some((asked.name.as_str(), status.instances.as_slice()))
         })
         .collect();
