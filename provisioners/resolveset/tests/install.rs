@@ -2681,24 +2681,17 @@ async fn conflicting_requests_both_wait_until_a_person_chooses_and_no_writer_ste
             )
             .await
     ));
+    // Her Input writer's rights again, with the status subresource.
+    support::revoke(&scope, "alice").await;
     support::grant(
         &scope,
-        "alice-status",
-        json!([{"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs/status"], "verbs": ["get", "patch", "update"]}]),
+        "alice",
+        json!([
+            {"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs"], "verbs": ["get", "list", "create", "update", "patch", "delete"]},
+            {"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs/status"], "verbs": ["get", "patch", "update"]},
+        ]),
     )
     .await;
-    let role_binding_for_alice = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": { "name": scope.name("alice-status-alice"), "labels": scope.labels() },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": scope.name("alice-status") },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice" }],
-    });
-    let binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding =
-        serde_json::from_value(role_binding_for_alice).unwrap();
-    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
     let with_status = eventually_some("Alice's status write reaches the webhooks", || async {
         match as_alice
             .patch_status(
@@ -2785,12 +2778,9 @@ async fn conflicting_requests_both_wait_until_a_person_chooses_and_no_writer_ste
     let _ = Api::<Instance>::all(scope.client.clone())
         .delete(&scope.name("resolveset"), &DeleteParams::default())
         .await;
-    for user in ["alice", "bob", "carol", "alice-status"] {
+    for user in ["alice", "bob", "carol"] {
         support::revoke(&scope, user).await;
     }
-    let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(scope.client.clone())
-        .delete(&scope.name("alice-status-alice"), &DeleteParams::default())
-        .await;
     children_hooks.stop().await.unwrap();
     inputs_hooks.stop().await.unwrap();
     support::cleanup(scope).await;
