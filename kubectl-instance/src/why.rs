@@ -14,7 +14,9 @@ use std::io::Write;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
-use pakket_api::{Bundle, ConditionType, Instance, ProvisionerClass, Reason};
+use pakket_api::{
+    Bundle, Cause, CauseKind, CauseObject, ConditionType, Instance, ProvisionerClass, Reason,
+};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -211,21 +213,21 @@ fn known_reason(reason: &str) -> Option<Reason> {
         .find(|known| known.as_str() == reason)
 }
 
-/// Whether a message is a dependency engine explanation, whatever reason
-/// carries it: the engine's explanations start "cannot install".
+/// Whether a condition is another component's dependency explanation (a
+/// resolver's), told by its reason: Pakket's own reasons each have advice
+/// of their own (a missing dependency is `DependenciesMissing`).
 fn is_dependency_conflict(condition: &Condition) -> bool {
     let reason = condition.reason.as_str();
-    // Missing is not conflicting: it has advice of its own.
-    if reason == Reason::DependenciesMissing.as_str() {
-        return false;
-    }
-    reason.contains("Dependenc")
-        || reason.contains("Conflict")
-        || reason.contains("Resolution")
-        || condition
-            .message
-            .trim_start()
-            .starts_with("cannot install ")
+    known_reason(reason).is_none()
+        && (reason.contains("Dependenc")
+            || reason.contains("Conflict")
+            || reason.contains("Resolution"))
+}
+
+/// The cause the runtime wrote beside `condition`, if it still explains it.
+fn cause_of<'a>(instance: &'a Instance, condition: &Condition) -> Option<&'a Cause> {
+    let causes = &instance.status.as_ref()?.causes;
+    pakket_api::cause::cause_of(causes, &condition.type_, &condition.reason)
 }
 
 fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) -> Problem {
@@ -262,27 +264,28 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
         .status
         .as_ref()
         .and_then(|status| status.progression.as_ref());
+    let cause = cause_of(instance, condition);
     match known_reason(&condition.reason) {
         Some(Reason::ApprovalPending) => {
             problem.kind = Kind::WaitingForApproval;
             problem.summary =
                 format!("Instance {name} is waiting for approval to install Bundle {bundle}.");
-            problem.next_steps = trust_steps(&condition.message, &name).unwrap_or_default();
-            if let Some(decided) = policy_decision(&condition.message) {
+            problem.next_steps = trust_steps(cause, &name).unwrap_or_default();
+            if let Some(decided) = cause.and_then(|cause| cause.policy.as_ref()) {
                 problem.summary = if decided.refused {
                     format!(
                         "Instance {name}: Bundle {bundle} was refused by {}; nothing is installed.",
-                        decided.by
+                        decided.in_words()
                     )
                 } else {
                     format!(
                         "Instance {name} is waiting for a person: {} did not approve Bundle {bundle} by itself.",
-                        decided.by
+                        decided.in_words()
                     )
                 };
                 problem.next_steps.push(format!(
                     "read the rules: kubectl get approvalpolicy {} -o yaml (the message above says which rule decided and why)",
-                    decided.policy
+                    decided.name
                 ));
             }
             problem.bundle = Some(bundle);
@@ -311,8 +314,8 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.kind = Kind::UnpackFailed;
             problem.summary = format!("Bundle {bundle} of Instance {name} failed to unpack.");
             problem.refs = refs(instance, context.bundle);
-            problem.next_steps = trust_steps(&condition.message, &name)
-                .unwrap_or_else(|| unpack_steps(instance, context.bundle, &condition.message));
+            problem.next_steps = trust_steps(cause, &name)
+                .unwrap_or_else(|| unpack_steps(instance, context.bundle, cause));
             problem.bundle = Some(bundle);
         }
         Some(Reason::InstallPending) => {
@@ -387,7 +390,7 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.kind = Kind::InstallFailed;
             problem.summary = format!("Instance {name} failed to install Bundle {bundle}.");
             problem.bundle = Some(bundle);
-            if let Some(steps) = trust_steps(&condition.message, &name) {
+            if let Some(steps) = trust_steps(cause, &name) {
                 problem.next_steps = steps;
             }
             problem.next_steps.push(
@@ -416,7 +419,7 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
             problem.summary = format!(
                 "The content of Instance {name} was fetched and unpacked, but its provisioner could not make objects of it."
             );
-            match trust_steps(&condition.message, &name) {
+            match trust_steps(cause, &name) {
                 Some(steps) => problem.next_steps = steps,
                 None => problem.next_steps.push(
                     "the message names the file and what is wrong with it; fix the content and point the Instance at a new Bundle with it (its source and the registry are fine)"
@@ -430,20 +433,24 @@ fn problem(instance: &Instance, condition: &Condition, context: &Context<'_>) ->
         }
         Some(Reason::ObjectsUnhealthy) => {
             problem.kind = Kind::Unhealthy;
-            problem.objects = unhealthy_objects(&condition.message);
-            problem.summary = format!(
-                "Instance {name} is installed, but {} of its objects {} not healthy.",
-                problem.objects.len(),
-                if problem.objects.len() == 1 {
-                    "is"
-                } else {
-                    "are"
-                }
-            );
-            problem.next_steps = problem
-                .objects
+            let objects = cause
+                .map(|cause| cause.objects.as_slice())
+                .unwrap_or_default();
+            problem.objects = objects.iter().map(object_in_words).collect();
+            problem.summary = match objects.len() {
+                // A status from before causes were written: the message
+                // above names them.
+                0 => format!(
+                    "Instance {name} is installed, but some of its objects are not healthy."
+                ),
+                1 => format!("Instance {name} is installed, but 1 of its objects is not healthy."),
+                count => format!(
+                    "Instance {name} is installed, but {count} of its objects are not healthy."
+                ),
+            };
+            problem.next_steps = objects
                 .iter()
-                .filter_map(|object| describe_command(object))
+                .filter_map(|object| describe_command(&object.object))
                 .collect();
         }
         Some(Reason::MixedRevisions) => {
@@ -642,65 +649,44 @@ fn refs(instance: &Instance, bundle: Option<&Bundle>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Next steps for what the trust model refuses, recognised by the
-/// runtime's wording: conflicts over objects, a Bundle someone else's
-/// Instance owns, content that changed at its source, an internal address,
-/// an approval of other content, a requester record no webhook sealed.
-fn trust_steps(message: &str, instance: &str) -> Option<Vec<String>> {
-    let steps = if message.contains("is not managed by Pakket") {
-        vec![
-            "an object the Bundle holds already exists and Pakket never takes one over silently: someone who may write it hands it over with the `kubectl annotate` command above, or remove it from the Bundle".to_owned(),
-        ]
-    } else if message.contains("belongs to Instance") && message.contains("uid") {
-        vec!["an object can have one owner: remove it from one of the two Bundles, or delete the other Instance (deletionPolicy: Orphan keeps it running) and adopt it".to_owned()]
-    } else if message.contains("belongs to Instance")
-        || message.contains("was not created from this Instance's embedded spec")
-    {
-        vec![format!(
+/// Next steps for what the trust model refuses, by the cause the runtime
+/// wrote: an object that is someone else's, a Bundle another Instance owns,
+/// content that changed at its source, an internal address, an approval of
+/// other content, a requester record no webhook sealed.
+fn trust_steps(cause: Option<&Cause>, instance: &str) -> Option<Vec<String>> {
+    let step = match cause?.kind {
+        CauseKind::ObjectNotManaged => "an object the Bundle holds already exists and Pakket never takes one over silently: someone who may write it hands it over with the `kubectl annotate` command above, or remove it from the Bundle".to_owned(),
+        CauseKind::ObjectOfAnotherInstance => "an object can have one owner: remove it from one of the two Bundles, or delete the other Instance (deletionPolicy: Orphan keeps it running) and adopt it".to_owned(),
+        CauseKind::BundleOfAnotherInstance => format!(
             "name a Bundle of your own in spec.bundle.name of Instance {instance}"
-        )]
-    } else if message.contains("changed at its source") {
-        vec!["the source now serves other bytes than the Bundle pinned; create a new Bundle for the new content and have it approved".to_owned()]
-    } else if message.contains("allowInternalAddresses") {
-        vec!["the ref points at an internal address; publish the content where the provisioner may fetch it, or ask an admin to set allowInternalAddresses: true on the class".to_owned()]
-    } else if message.contains("the last approval covered") {
-        vec![format!(
+        ),
+        CauseKind::ContentChangedAtSource => "the source now serves other bytes than the Bundle pinned; create a new Bundle for the new content and have it approved".to_owned(),
+        CauseKind::InternalAddress => "the ref points at an internal address; publish the content where the provisioner may fetch it, or ask an admin to set allowInternalAddresses: true on the class".to_owned(),
+        CauseKind::ApprovalOfOtherContent => format!(
             "the approval covered other content; review the new content (kubectl instance describe {instance}) and approve it again"
-        )]
-    } else if message.contains("a person must approve")
-        || message.contains("on the requester's behalf")
-    {
-        vec!["no class policy approves an Instance whose requester record Pakket's webhook did not seal for its spec, and the provisioner reads none of its ConfigMaps; check that the webhooks run, then write the Instance again".to_owned()]
-    } else {
-        return None;
+        ),
+        CauseKind::RequesterUnsealed => "no class policy approves an Instance whose requester record Pakket's webhook did not seal for its spec, and the provisioner reads none of its ConfigMaps; check that the webhooks run, then write the Instance again".to_owned(),
+        CauseKind::ContentInvalid
+        | CauseKind::PolicyRefused
+        | CauseKind::PolicyAsksPerson
+        | CauseKind::ObjectsUnhealthy => return None,
     };
-    Some(steps)
+    Some(vec![step])
 }
 
-/// Words in an unpack failure that say the content itself is wrong (its
-/// files, its archive, its size), not the way to it.
-const CONTENT_PROBLEMS: [&str; 11] = [
-    "invalid YAML",
-    "invalid JSON",
-    "not UTF-8",
-    "not an object",
-    "the YAML holds",
-    "maxObjects",
-    "archive entry",
-    "archive has more",
-    "archive expands",
-    "not a valid tar",
-    "write each item as its own document",
-];
-
-fn unpack_steps(instance: &Instance, bundle: Option<&Bundle>, message: &str) -> Vec<String> {
+fn unpack_steps(
+    instance: &Instance,
+    bundle: Option<&Bundle>,
+    cause: Option<&Cause>,
+) -> Vec<String> {
     let name = &instance.spec.bundle.name;
     if bundle.is_none() && instance.spec.bundle.spec.is_none() {
         return vec![format!(
             "create Bundle {name}, or embed its spec in the Instance's spec.bundle.spec"
         )];
     }
-    let first = if CONTENT_PROBLEMS.iter().any(|words| message.contains(words)) {
+    let content_invalid = cause.is_some_and(|cause| cause.kind == CauseKind::ContentInvalid);
+    let first = if content_invalid {
         "the content was fetched, and it is the content that is wrong: fix it where it is built (the file and line are above), publish it under a new tag or digest, and install that as a new Bundle".to_owned()
     } else {
         "make each ref reachable from the provisioner (registry up, image pushed, credentials); it retries on its own, waiting up to a minute between tries".to_owned()
@@ -713,20 +699,16 @@ fn unpack_steps(instance: &Instance, bundle: Option<&Bundle>, message: &str) -> 
     ]
 }
 
-/// The objects a Healthy message names: the runtime joins one
-/// `Kind/namespace/name is …` clause per object with `; `.
-fn unhealthy_objects(message: &str) -> Vec<String> {
-    message
-        .split("; ")
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(str::to_owned)
-        .collect()
+/// One unhealthy object as people read it: `Kind/ns/name is not Available`.
+fn object_in_words(object: &CauseObject) -> String {
+    match &object.problem {
+        Some(problem) => format!("{} {problem}", object.object),
+        None => object.object.clone(),
+    }
 }
 
-/// `kubectl describe kind [-n namespace] name` for `Kind/ns/name is …`.
-fn describe_command(problem: &str) -> Option<String> {
-    let reference = problem.split_whitespace().next()?;
+/// `kubectl describe kind [-n namespace] name` for `Kind/ns/name`.
+fn describe_command(reference: &str) -> Option<String> {
     let parts: Vec<&str> = reference.split('/').collect();
     let command = match parts.as_slice() {
         [kind, namespace, name] => format!(
@@ -871,34 +853,3 @@ async fn ask_catalogs(
 #[cfg(test)]
 #[path = "why_tests.rs"]
 mod tests;
-
-/// What an `ApprovalPolicy` decided, read back from the Approved
-/// condition's message (`refused by policy P rule 2 (name): …`, `policy P
-/// rule 3 asks a person: …`, `policy P asks a person: no rule matched`).
-struct PolicyDecision {
-    /// The ApprovalPolicy's name.
-    policy: String,
-    /// `policy P rule N (NAME)`, or `policy P`.
-    by: String,
-    /// Refused (`Deny`), rather than handed to a person.
-    refused: bool,
-}
-
-fn policy_decision(message: &str) -> Option<PolicyDecision> {
-    let (refused, rest) = match message.strip_prefix("refused by policy ") {
-        Some(rest) => (true, rest),
-        None => (false, message.strip_prefix("policy ")?),
-    };
-    let end = if refused {
-        rest.find(": ")?
-    } else {
-        rest.find(" asks a person")?
-    };
-    let by = &rest[..end];
-    let policy = by.split_whitespace().next()?.to_owned();
-    Some(PolicyDecision {
-        policy,
-        by: format!("policy {by}"),
-        refused,
-    })
-}

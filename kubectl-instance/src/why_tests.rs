@@ -1,6 +1,6 @@
 use super::*;
 use pakket_api::condition::{self, ConditionStatus};
-use pakket_api::{BundleSpec, InstanceStatus};
+use pakket_api::{BundleSpec, InstanceStatus, PolicyVerdict};
 
 fn at(second: i64) -> Timestamp {
     Timestamp::from_second(second).unwrap()
@@ -21,6 +21,14 @@ fn instance(conditions: &[(Reason, ConditionStatus, &str)]) -> Instance {
         );
     }
     instance.status = Some(status);
+    instance
+}
+
+/// `instance` with `cause` written beside `reason`'s condition, as the
+/// runtime writes it.
+fn because(mut instance: Instance, reason: Reason, cause: Cause) -> Instance {
+    let status = instance.status.as_mut().expect("a status");
+    pakket_api::cause::set_cause(&mut status.causes, reason, cause);
     instance
 }
 
@@ -141,17 +149,22 @@ fn unpack_failure_comes_with_the_refs_and_hides_the_approval_placeholder() {
 }
 
 #[test]
-fn a_manifest_error_gets_advice_about_the_content_not_the_registry() {
+fn a_content_error_gets_advice_about_the_content_not_the_registry() {
     let web = instance(&[
         (Reason::ApprovalPending, False, "not evaluated yet"),
         (
             Reason::UnpackFailed,
             False,
-            "Bundle web.v2: manifests/web.yaml:3:7: invalid YAML: did not find expected key; fix the syntax",
+            "Bundle web.v2: spec.refs[0] docker://127.0.0.1:5000/web:v2: layer sha256:1: the archive expands past its limit",
         ),
         (Reason::InstallPending, False, "nothing applied yet"),
         (Reason::HealthUnknown, Unknown, "nothing installed yet"),
     ]);
+    let web = because(
+        web,
+        Reason::UnpackFailed,
+        Cause::new(CauseKind::ContentInvalid),
+    );
     let diagnosis = diagnose(&web, &known());
     let steps = diagnosis.problems[0].next_steps.join("\n");
     assert!(steps.contains("it is the content that is wrong"), "{steps}");
@@ -185,6 +198,20 @@ fn unhealthy_lists_each_object_with_a_describe_command() {
             "Deployment/web/server is not Available; CustomResourceDefinition/widgets.example.com is not Established; ConfigMap/web/settings is missing",
         ),
     ]);
+    let objects = [
+        ("Deployment/web/server", "is not Available"),
+        (
+            "CustomResourceDefinition/widgets.example.com",
+            "is not Established",
+        ),
+        ("ConfigMap/web/settings", "is missing"),
+    ]
+    .map(|(object, problem)| CauseObject {
+        object: object.into(),
+        problem: Some(problem.into()),
+    });
+    let cause = Cause::new(CauseKind::ObjectsUnhealthy).with_objects(objects);
+    let web = because(web, Reason::ObjectsUnhealthy, cause);
     let diagnosis = diagnose(&web, &known());
     assert_eq!(diagnosis.state, Kind::Unhealthy);
     let problem = &diagnosis.problems[0];
@@ -209,14 +236,21 @@ fn unhealthy_lists_each_object_with_a_describe_command() {
 }
 
 #[test]
-fn a_dependency_explanation_is_printed_verbatim() {
+fn a_resolvers_dependency_explanation_is_printed_verbatim() {
     let explanation = "cannot install eclipse-che >=7.100.0:\n  request eclipse-che >=7.100.0 needs package eclipse-che (>=7.100.0)\n      but nothing fits";
-    let web = instance(&[
+    let mut web = instance(&[
         (Reason::ApprovedByPolicy, True, "AllowAll"),
         (Reason::UnpackSucceeded, True, "unpacked"),
         (Reason::InstallFailed, False, explanation),
         (Reason::HealthUnknown, Unknown, "nothing installed yet"),
     ]);
+    // Another component's reason says what it is, not the message.
+    let conditions = &mut web.status.as_mut().unwrap().conditions;
+    let installed = conditions
+        .iter_mut()
+        .find(|c| c.type_ == "Installed")
+        .unwrap();
+    installed.reason = "ResolutionFailed".into();
     let diagnosis = diagnose(&web, &known());
     assert_eq!(diagnosis.state, Kind::DependencyConflict);
     let text = render(&diagnosis, at(1_000));
@@ -283,39 +317,50 @@ fn failures_come_before_an_earlier_wait() {
 #[test]
 fn what_the_trust_model_refuses_gets_its_own_next_step() {
     let cases = [
+        (CauseKind::ObjectNotManaged, "hands it over"),
+        (CauseKind::ObjectOfAnotherInstance, "one owner"),
         (
-            "ConfigMap/ns/x exists and is not managed by Pakket; Pakket never takes over an object silently",
-            "hands it over",
-        ),
-        (
-            "ConfigMap/ns/x belongs to Instance other (uid 1234); an object can have one owner",
-            "one owner",
-        ),
-        (
-            "Bundle b belongs to Instance other (it was created from that Instance's embedded spec)",
+            CauseKind::BundleOfAnotherInstance,
             "name a Bundle of your own",
         ),
-        (
-            "Bundle b: the content of file://x changed at its source: it was pinned at sha256:a",
-            "create a new Bundle",
-        ),
-        (
-            "https://127.0.0.1/x: host 127.0.0.1 is a loopback address; nothing was sent to it. ProvisionerClass p does not allow internal addresses (set its parameter allowInternalAddresses: true to allow them)",
-            "internal address",
-        ),
-        (
-            "waiting for approval; the last approval covered Bundle a at sha256:1, but the content to install is Bundle b at sha256:2",
-            "approve it again",
-        ),
+        (CauseKind::ContentChangedAtSource, "create a new Bundle"),
+        (CauseKind::InternalAddress, "internal address"),
+        (CauseKind::ApprovalOfOtherContent, "approve it again"),
+        (CauseKind::RequesterUnsealed, "webhooks run"),
     ];
-    for (message, expected) in cases {
-        let steps = trust_steps(message, "web").unwrap_or_else(|| panic!("{message}"));
+    for (kind, expected) in cases {
+        let cause = Cause::new(kind);
+        let steps = trust_steps(Some(&cause), "web").unwrap_or_else(|| panic!("{kind:?}"));
         assert!(
             steps.iter().any(|step| step.contains(expected)),
-            "{message}: {steps:?}"
+            "{kind:?}: {steps:?}"
         );
     }
-    assert!(trust_steps("registry down", "web").is_none());
+    // The words of a message decide nothing: without a cause there is no
+    // trust advice, whatever the message says.
+    assert!(trust_steps(None, "web").is_none());
+    let unmanaged = instance(&[
+        (Reason::ApprovedByPolicy, True, "AllowAll"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (
+            Reason::InstallFailed,
+            False,
+            "ConfigMap/ns/x exists and is not managed by Pakket; Pakket never takes over an object silently",
+        ),
+    ]);
+    let steps = diagnose(&unmanaged, &known()).problems[0]
+        .next_steps
+        .join("\n");
+    assert!(!steps.contains("hands it over"), "{steps}");
+    let unmanaged = because(
+        unmanaged,
+        Reason::InstallFailed,
+        Cause::new(CauseKind::ObjectNotManaged),
+    );
+    let steps = diagnose(&unmanaged, &known()).problems[0]
+        .next_steps
+        .join("\n");
+    assert!(steps.contains("hands it over"), "{steps}");
 }
 
 #[test]
@@ -554,6 +599,14 @@ fn a_policy_decision_names_the_policy_and_rule_and_where_to_read_it() {
             "nothing is applied before approval",
         ),
     ]);
+    let verdict = PolicyVerdict {
+        name: "teams".into(),
+        rule: Some(1),
+        rule_name: Some("no-cluster-admin".into()),
+        refused: true,
+    };
+    let cause = Cause::new(CauseKind::PolicyRefused).with_policy(verdict);
+    let refused = because(refused, Reason::ApprovalPending, cause);
     let text = render(&diagnose(&refused, &known()), at(1_030));
     assert!(
         text.contains("was refused by policy teams rule 1 (no-cluster-admin)"),
@@ -577,13 +630,24 @@ fn a_policy_decision_names_the_policy_and_rule_and_where_to_read_it() {
             "nothing is applied before approval",
         ),
     ]);
+    let unexplained = render(&diagnose(&asked, &known()), at(1_030));
+    let verdict = PolicyVerdict {
+        name: "teams".into(),
+        rule: None,
+        rule_name: None,
+        refused: false,
+    };
+    let cause = Cause::new(CauseKind::PolicyAsksPerson).with_policy(verdict);
+    let asked = because(asked, Reason::ApprovalPending, cause);
     let text = render(&diagnose(&asked, &known()), at(1_030));
     assert!(
         text.contains("waiting for a person: policy teams did not approve"),
         "{text}"
     );
-    // Other pending messages are not taken for a policy's.
+    // Without the cause the words of the message are not taken for a
+    // policy's decision.
     assert!(
-        policy_decision("waiting for approval (ProvisionerClass c has approval: Manual)").is_none()
+        !unexplained.contains("did not approve") && !unexplained.contains("approvalpolicy"),
+        "{unexplained}"
     );
 }

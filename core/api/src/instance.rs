@@ -114,6 +114,12 @@ pub struct InstanceStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
+    /// What the reasons of `conditions` alone do not say, for tools: the
+    /// kind of refusal, the objects, the policy rule, each beside the
+    /// condition and reason it explains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 6))]
+    pub causes: Vec<crate::Cause>,
     /// The Bundle whose objects are on the cluster now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_bundle: Option<String>,

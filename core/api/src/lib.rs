@@ -8,6 +8,7 @@
 pub mod approval;
 pub mod approval_policy;
 pub mod bundle;
+pub mod cause;
 pub mod condition;
 pub mod crd;
 pub mod creator;
@@ -24,6 +25,7 @@ pub use bundle::{
     Bundle, BundleProperty, BundleSpec, BundleStatus, ConfigMapSource, PinnedSource, RbacGrant,
     UnpackPhase, VolumeMount,
 };
+pub use cause::{Cause, CauseKind, CauseObject, PolicyVerdict};
 pub use condition::{ConditionStatus, ConditionType, Reason};
 pub use creator::{
     CREATED_BY_ANNOTATION, CreatorRecord, LAST_CHANGED_BY_ANNOTATION, RecordError, RecordKey,

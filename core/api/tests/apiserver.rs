@@ -223,6 +223,21 @@ async fn objects_round_trip_with_their_status_subresources() {
                 now,
             ),
         ],
+        // A cause round-trips with every field the schema has.
+        causes: vec![
+            pakket_api::Cause::new(pakket_api::CauseKind::PolicyRefused)
+                .with_objects([pakket_api::CauseObject {
+                    object: "ClusterRoleBinding/admin".into(),
+                    problem: Some("binds cluster-admin".into()),
+                }])
+                .with_owner("other")
+                .with_policy(pakket_api::PolicyVerdict {
+                    name: "teams".into(),
+                    rule: Some(2),
+                    rule_name: Some("no-cluster-admin".into()),
+                    refused: true,
+                }),
+        ],
         active_bundle: None,
         objects: Vec::new(),
         object_count: None,

@@ -57,7 +57,7 @@ pub enum ApplyError {
     /// Objects that exist and are not this Instance's (each with whose it
     /// is): nothing was applied.
     #[error("{} of the Bundle's objects already exist and are not this Instance's, so nothing was applied: {}", .0.len(), reasons(.0))]
-    Conflicts(Vec<(ObjectRef, String)>),
+    Conflicts(Vec<(ObjectRef, crate::trust::ownership::Conflict)>),
     /// The apiserver refused the object in the dry run of the whole set,
     /// before anything was written.
     #[error(
@@ -133,8 +133,8 @@ impl ApplyError {
 }
 
 /// Why each conflicting object is someone else's, in one line.
-fn reasons(conflicts: &[(ObjectRef, String)]) -> String {
-    let whys: Vec<&str> = conflicts.iter().map(|(_, why)| why.as_str()).collect();
+fn reasons(conflicts: &[(ObjectRef, crate::trust::ownership::Conflict)]) -> String {
+    let whys: Vec<&str> = conflicts.iter().map(|(_, why)| why.text.as_str()).collect();
     whys.join("; ")
 }
 
@@ -488,6 +488,8 @@ pub fn kinds_of<'a>(
 /// Why one object is not healthy (yet).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HealthProblem {
+    /// The object, as `Kind/namespace/name`.
+    pub object: String,
     /// In words, naming the object.
     pub text: String,
     /// Still converging (a Deployment rolling out within its progress
@@ -499,27 +501,41 @@ pub struct HealthProblem {
 }
 
 impl HealthProblem {
-    fn failing(text: String) -> Self {
+    fn failing(object: &ObjectRef, text: String) -> Self {
         Self {
+            object: object.to_string(),
             text,
             settling: false,
             past_deadline: false,
         }
     }
 
-    fn settling(text: String) -> Self {
+    fn settling(object: &ObjectRef, text: String) -> Self {
         Self {
-            text,
             settling: true,
-            past_deadline: false,
+            ..Self::failing(object, text)
         }
     }
 
-    fn past_deadline(text: String) -> Self {
+    fn past_deadline(object: &ObjectRef, text: String) -> Self {
         Self {
-            text,
-            settling: false,
             past_deadline: true,
+            ..Self::failing(object, text)
+        }
+    }
+
+    /// What tools read of it: the object, and what is wrong with it (the
+    /// words after the object's name).
+    pub fn cause_object(&self) -> pakket_api::CauseObject {
+        let problem = self
+            .text
+            .strip_prefix(self.object.as_str())
+            .unwrap_or(&self.text)
+            .trim_start_matches(':')
+            .trim();
+        pakket_api::CauseObject {
+            object: self.object.clone(),
+            problem: (!problem.is_empty()).then(|| problem.to_owned()),
         }
     }
 }
@@ -534,7 +550,10 @@ pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<HealthPr
             Err(_) => None,
         };
         let Some(object) = found else {
-            problems.push(HealthProblem::failing(format!("{reference} is missing")));
+            problems.push(HealthProblem::failing(
+                reference,
+                format!("{reference} is missing"),
+            ));
             continue;
         };
         if endpoints::wanted(&object) {
@@ -560,10 +579,13 @@ fn health_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<Healt
             let refused =
                 condition(object, "NamesAccepted").filter(|(status, _, _)| status == "False");
             Some(match refused {
-                Some((_, reason, message)) => HealthProblem::failing(format!(
-                    "{reference} is not Established ({reason}: {message})"
-                )),
-                None => HealthProblem::settling(format!("{reference} to be Established")),
+                Some((_, reason, message)) => HealthProblem::failing(
+                    reference,
+                    format!("{reference} is not Established ({reason}: {message})"),
+                ),
+                None => {
+                    HealthProblem::settling(reference, format!("{reference} to be Established"))
+                }
             })
         }
         _ => None,

@@ -358,6 +358,44 @@ pub enum ContentError {
 }
 
 impl ContentError {
+    /// What kind of problem it is, for tools, when it is one they advise
+    /// on by itself: an address the class does not allow, or content that
+    /// is wrong whatever the way to it (its archive, its size).
+    pub fn cause(&self) -> Option<pakket_api::CauseKind> {
+        use pakket_api::CauseKind::{ContentInvalid, InternalAddress};
+        let (internal, content) = match self {
+            Self::Image { source, .. } => (
+                false,
+                matches!(
+                    **source,
+                    SourceError::Unpack { .. } | SourceError::TooLarge { .. }
+                ),
+            ),
+            Self::Https { source, .. } => (
+                matches!(**source, HttpsError::Internal { .. }),
+                matches!(
+                    **source,
+                    HttpsError::Unpack { .. }
+                        | HttpsError::TooLarge { .. }
+                        | HttpsError::FileTooLarge { .. }
+                ),
+            ),
+            Self::Git { source, .. } => (
+                matches!(**source, GitError::Internal { .. }),
+                matches!(
+                    **source,
+                    GitError::Unpack { .. } | GitError::TooLarge { .. }
+                ),
+            ),
+            _ => (false, false),
+        };
+        if internal {
+            Some(InternalAddress)
+        } else {
+            content.then_some(ContentInvalid)
+        }
+    }
+
     /// Whether retrying the same Bundle cannot help.
     pub fn is_terminal(&self) -> bool {
         match self {

@@ -227,6 +227,16 @@ async fn an_object_taken_over_by_someone_else_is_reported_within_seconds() {
         "{}",
         healthy.message
     );
+    let causes = &reported.status.as_ref().unwrap().causes;
+    let cause = pakket_api::cause::cause_of(causes, "Healthy", "ObjectsUnhealthy")
+        .unwrap_or_else(|| panic!("a cause beside ObjectsUnhealthy: {causes:?}"));
+    assert!(
+        cause
+            .objects
+            .iter()
+            .any(|object| object.object.ends_with("/coveted")),
+        "the object taken over, for tools: {cause:?}"
+    );
     let labels = fixture.config_maps().get("coveted").await.unwrap();
     assert_eq!(
         labels

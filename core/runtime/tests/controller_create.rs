@@ -73,6 +73,20 @@ async fn a_conflict_found_while_creating_leaves_nothing_behind() {
         message.contains("not managed by Pakket"),
         "and whose it is: {message}"
     );
+    // Tools read the same from status.causes, not from the words.
+    let causes = &failed.status.as_ref().unwrap().causes;
+    let cause = pakket_api::cause::cause_of(causes, "Installed", "InstallFailed")
+        .unwrap_or_else(|| panic!("a cause beside InstallFailed: {causes:?}"));
+    assert_eq!(cause.kind, pakket_api::CauseKind::ObjectNotManaged);
+    assert_eq!(
+        cause
+            .objects
+            .iter()
+            .map(|object| object.object.as_str())
+            .collect::<Vec<_>>(),
+        [format!("ConfigMap/{namespace}/taken").as_str()],
+        "{cause:?}"
+    );
     for created_then_removed in ["early-1", "early-2", "late"] {
         assert!(
             fixture

@@ -368,6 +368,20 @@ async fn a_config_change_after_a_policy_approved_is_judged_anew_with_its_author_
         message.contains("no rule matched") && message.contains("covered an earlier request"),
         "the policy judged the new request and said why it asked again: {message}"
     );
+    // For tools, beside the words: which policy handed it to a person.
+    let waiting = instances.get(&name).await.unwrap();
+    let causes = waiting
+        .status
+        .map(|status| status.causes)
+        .unwrap_or_default();
+    let cause = pakket_api::cause::cause_of(&causes, "Approved", "ApprovalPending")
+        .unwrap_or_else(|| panic!("a cause beside ApprovalPending: {causes:?}"));
+    assert_eq!(cause.kind, pakket_api::CauseKind::PolicyAsksPerson);
+    let verdict = cause.policy.as_ref().expect("the policy's verdict");
+    assert_eq!(
+        (verdict.name.as_str(), verdict.rule, verdict.refused),
+        (policy_name.as_str(), None, false)
+    );
     let _ = Api::<ApprovalPolicy>::all(stage.scope.client.clone())
         .delete(&policy_name, &DeleteParams::default())
         .await;

@@ -118,7 +118,20 @@ async fn why_explains_approval_unpack_health_and_dependency_problems() {
         (InstallSucceeded, True, "applied 2 objects"),
         (ObjectsUnhealthy, False, &unhealthy),
     ];
-    set_status(&scope, &sick, json!({ "conditions": conditions(&list) })).await;
+    // What the runtime writes beside the message, and why reads.
+    let causes = json!([{
+        "type": "Healthy", "reason": "ObjectsUnhealthy", "kind": "ObjectsUnhealthy",
+        "objects": [
+            {"object": format!("Deployment/{}/server", scope.namespace), "problem": "is not Available"},
+            {"object": format!("ConfigMap/{}/settings", scope.namespace), "problem": "is missing"},
+        ],
+    }]);
+    set_status(
+        &scope,
+        &sick,
+        json!({ "conditions": conditions(&list), "causes": causes }),
+    )
+    .await;
     let run = plugin("admin", &["why", &sick]).await;
     assert!(
         run.stdout.starts_with(&format!(
@@ -150,7 +163,11 @@ async fn why_explains_approval_unpack_health_and_dependency_problems() {
         (InstallFailed, False, &explanation),
         (HealthUnknown, Unknown, "nothing installed yet"),
     ];
-    set_status(&scope, &stuck, json!({ "conditions": conditions(&list) })).await;
+    // A resolver's own reason says it is a dependency explanation.
+    let mut written = conditions(&list);
+    let installed = written.iter_mut().find(|c| c.type_ == "Installed").unwrap();
+    installed.reason = "ResolutionFailed".into();
+    set_status(&scope, &stuck, json!({ "conditions": written })).await;
     let run = plugin("admin", &["why", &stuck]).await;
     assert!(
         run.stdout.starts_with(&format!(

@@ -44,10 +44,13 @@ pub async fn problem(
     let ready = match slices.list(&ListParams::default().labels(&selector)).await {
         Ok(list) => list.items.iter().any(has_ready_endpoint),
         Err(error) => {
-            return Some(HealthProblem::failing(format!(
-                "{reference}: its endpoints cannot be read ({}); the provisioner needs list on endpointslices.discovery.k8s.io",
-                super::api_message(&error)
-            )));
+            return Some(HealthProblem::failing(
+                reference,
+                format!(
+                    "{reference}: its endpoints cannot be read ({}); the provisioner needs list on endpointslices.discovery.k8s.io",
+                    super::api_message(&error)
+                ),
+            ));
         }
     };
     if ready {
@@ -61,12 +64,15 @@ pub async fn problem(
         .and_then(|age| std::time::Duration::try_from(age).ok())
         .unwrap_or_default();
     Some(if age < GRACE {
-        HealthProblem::settling(format!("{reference} to have a ready endpoint"))
+        HealthProblem::settling(reference, format!("{reference} to have a ready endpoint"))
     } else {
-        HealthProblem::failing(format!(
-            "{reference} has no ready endpoint after {} minutes, so what calls it (an admission or conversion webhook) fails; check the Pods its selector matches",
-            GRACE.as_secs() / 60
-        ))
+        HealthProblem::failing(
+            reference,
+            format!(
+                "{reference} has no ready endpoint after {} minutes, so what calls it (an admission or conversion webhook) fails; check the Pods its selector matches",
+                GRACE.as_secs() / 60
+            ),
+        )
     })
 }
 

@@ -289,7 +289,7 @@ pub async fn probe_problems(
             continue;
         };
         if let Some(text) = user_verdict(probes, reference, &object) {
-            problems.push(HealthProblem::settling(text));
+            problems.push(HealthProblem::settling(reference, text));
         }
     }
     problems

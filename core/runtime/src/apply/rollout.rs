@@ -35,9 +35,12 @@ pub fn deployment_problem(
     if let Some((_, reason, message)) = &progressing
         && reason == "ProgressDeadlineExceeded"
     {
-        return Some(HealthProblem::past_deadline(format!(
-            "{reference} passed its progress deadline (ProgressDeadlineExceeded: {message}); its current revision does not roll out"
-        )));
+        return Some(HealthProblem::past_deadline(
+            reference,
+            format!(
+                "{reference} passed its progress deadline (ProgressDeadlineExceeded: {message}); its current revision does not roll out"
+            ),
+        ));
     }
     let available = condition_true(object, "Available");
     let why = condition(object, "Available")
@@ -48,11 +51,12 @@ pub fn deployment_problem(
             .as_ref()
             .is_some_and(|(status, _, _)| status != "True");
         return Some(if stuck && !available {
-            HealthProblem::failing(format!("{reference} is not Available{why}"))
+            HealthProblem::failing(reference, format!("{reference} is not Available{why}"))
         } else {
-            HealthProblem::settling(format!(
-                "{reference} to roll out its current revision ({rolling})"
-            ))
+            HealthProblem::settling(
+                reference,
+                format!("{reference} to roll out its current revision ({rolling})"),
+            )
         });
     }
     if available {
@@ -62,12 +66,18 @@ pub fn deployment_problem(
         .and_then(|since| now.duration_since(since).try_into().ok())
         .unwrap_or(std::time::Duration::ZERO);
     Some(if unavailable_for >= GRACE {
-        HealthProblem::failing(format!(
-            "{reference} lost availability {} s ago{why}",
-            unavailable_for.as_secs()
-        ))
+        HealthProblem::failing(
+            reference,
+            format!(
+                "{reference} lost availability {} s ago{why}",
+                unavailable_for.as_secs()
+            ),
+        )
     } else {
-        HealthProblem::settling(format!("{reference} to become Available again{why}"))
+        HealthProblem::settling(
+            reference,
+            format!("{reference} to become Available again{why}"),
+        )
     })
 }
 
@@ -106,9 +116,10 @@ pub fn stateful_set_problem(
     let number = |pointer: &str| object.data.pointer(pointer).and_then(Value::as_i64);
     let text = |pointer: &str| object.data.pointer(pointer).and_then(Value::as_str);
     let settling = |words: String| {
-        Some(HealthProblem::settling(format!(
-            "{reference} to roll out its current revision ({words})"
-        )))
+        Some(HealthProblem::settling(
+            reference,
+            format!("{reference} to roll out its current revision ({words})"),
+        ))
     };
     if number("/status/observedGeneration").unwrap_or(0) < object.metadata.generation.unwrap_or(0) {
         return settling("the controller has not seen its new spec yet".to_owned());
@@ -127,7 +138,7 @@ pub fn stateful_set_problem(
     if partition > 0 {
         let due = (wanted - partition).max(0);
         return (updated < due).then(|| {
-            HealthProblem::settling(format!(
+            HealthProblem::settling(reference, format!(
                 "{reference} to roll out its current revision ({updated} of {due} replicas above partition {partition} updated)"
             ))
         });
@@ -148,9 +159,10 @@ pub fn stateful_set_problem(
 pub fn daemon_set_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<HealthProblem> {
     let number = |pointer: &str| object.data.pointer(pointer).and_then(Value::as_i64);
     let settling = |words: String| {
-        Some(HealthProblem::settling(format!(
-            "{reference} to roll out its current revision ({words})"
-        )))
+        Some(HealthProblem::settling(
+            reference,
+            format!("{reference} to roll out its current revision ({words})"),
+        ))
     };
     if number("/status/observedGeneration").unwrap_or(0) < object.metadata.generation.unwrap_or(0) {
         return settling("the controller has not seen its new spec yet".to_owned());

@@ -37,7 +37,7 @@ use super::{
     Applied, ApplyError, BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INSTANCE_UID_LABEL, Kinds,
     api_message, crd_safety, health_problem, managed_fields, order, reference_of,
 };
-use crate::ownership::{self, Claimant, Standing};
+use crate::ownership::{self, Claimant, Conflict, Standing};
 
 /// How far an apply has come, for a status written while it runs: it is
 /// shared with whoever reports it, so it counts with atomics.
@@ -392,8 +392,8 @@ fn labelled_object(object: &Value, claimant: Claimant<'_>, bundle: &str) -> Valu
 /// What judging an existing (or absent) object decided.
 enum Judged {
     Plan(Plan),
-    /// Someone else's; the text says whose and what to do.
-    Conflict(String),
+    /// Someone else's: whose, and what to do.
+    Conflict(Conflict),
     /// The Instance's CRD, which the new one would replace unsafely.
     Unsafe(Vec<String>),
 }
@@ -475,7 +475,7 @@ async fn later_conflicts(
     objects: &[Value],
     rest: &[usize],
     claimant: Claimant<'_>,
-) -> Vec<(ObjectRef, String)> {
+) -> Vec<(ObjectRef, Conflict)> {
     let mut conflicts = Vec::new();
     for &index in rest {
         let reference = reference_of(&objects[index]);

@@ -6,8 +6,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event, EventType};
+use pakket_api::cause;
 use pakket_api::condition::{self, ConditionStatus};
-use pakket_api::{ConditionType, Instance, InstanceStatus, Reason};
+use pakket_api::{Cause, ConditionType, Instance, InstanceStatus, Reason};
 
 use crate::apply::FIELD_MANAGER;
 
@@ -68,10 +69,25 @@ impl Report {
         }
     }
 
-    /// Sets the condition `reason` belongs to.
+    /// Sets the condition `reason` belongs to, with no cause beside it.
     pub fn set(&mut self, reason: Reason, status: ConditionStatus, message: impl Into<String>) {
         let condition = condition::new(reason, status, message, self.generation, Timestamp::now());
         condition::set(&mut self.status.conditions, condition);
+        cause::clear_cause(&mut self.status.causes, reason);
+    }
+
+    /// Sets the condition `reason` belongs to, and beside it what tools
+    /// read instead of the message: the kind of refusal, its objects, the
+    /// policy rule.
+    pub fn set_because(
+        &mut self,
+        reason: Reason,
+        status: ConditionStatus,
+        message: impl Into<String>,
+        because: Cause,
+    ) {
+        self.set(reason, status, message);
+        cause::set_cause(&mut self.status.causes, reason, because);
     }
 
     /// The `Approved` condition as it stands.

@@ -46,8 +46,34 @@ pub enum Standing {
     Ours(String),
     /// Someone who may write it offered it to this Instance, at this resourceVersion.
     Offered(String),
-    /// It belongs to someone else; the text says whom and what to do.
-    Conflict(String),
+    /// It belongs to someone else: whom, and what to do.
+    Conflict(Conflict),
+}
+
+/// An object that is someone else's: another Instance's, or no Pakket
+/// Instance's at all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The Instance it belongs to; `None`: Pakket does not manage it.
+    pub owner: Option<String>,
+    /// Whose it is and what to do, in words.
+    pub text: String,
+}
+
+impl Conflict {
+    /// What tools read of it.
+    pub fn cause_kind(&self) -> pakket_api::CauseKind {
+        match self.owner {
+            Some(_) => pakket_api::CauseKind::ObjectOfAnotherInstance,
+            None => pakket_api::CauseKind::ObjectNotManaged,
+        }
+    }
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
 }
 
 /// The owners' managers of an object, from its managedFields.
@@ -81,26 +107,32 @@ pub fn standing_of(
                 .get(INSTANCE_LABEL)
                 .cloned()
                 .unwrap_or_else(|| "(unnamed)".into());
-            Standing::Conflict(format!(
-                "{reference} belongs to Instance {name} (uid {uid}); an object can have one owner: \
-                 remove it from one of the two Bundles, or delete Instance {name} with \
-                 deletionPolicy: Orphan and adopt it"
-            ))
+            Standing::Conflict(Conflict {
+                text: format!(
+                    "{reference} belongs to Instance {name} (uid {uid}); an object can have one owner: \
+                     remove it from one of the two Bundles, or delete Instance {name} with \
+                     deletionPolicy: Orphan and adopt it"
+                ),
+                owner: Some(name),
+            })
         }
         Owner::OfferedTo(instance) if instance == claimant.name => Standing::Offered(version),
-        Owner::OfferedTo(_) | Owner::Unmanaged => Standing::Conflict(format!(
-            "{reference} exists and is not managed by Pakket; Pakket never takes over an object \
+        Owner::OfferedTo(_) | Owner::Unmanaged => Standing::Conflict(Conflict {
+            owner: None,
+            text: format!(
+                "{reference} exists and is not managed by Pakket; Pakket never takes over an object \
              silently: to hand it to Instance {instance}, someone who may write it runs \
              `kubectl annotate {kind} {namespace}{name} {ADOPT_ANNOTATION}={instance}`",
-            instance = claimant.name,
-            kind = reference.kind.to_lowercase(),
-            namespace = reference
-                .namespace
-                .as_ref()
-                .map(|namespace| format!("-n {namespace} "))
-                .unwrap_or_default(),
-            name = reference.name,
-        )),
+                instance = claimant.name,
+                kind = reference.kind.to_lowercase(),
+                namespace = reference
+                    .namespace
+                    .as_ref()
+                    .map(|namespace| format!("-n {namespace} "))
+                    .unwrap_or_default(),
+                name = reference.name,
+            ),
+        }),
     }
 }
 
@@ -227,7 +259,7 @@ async fn remove_owned(
                     Err(error) => return Err(refused(error)),
                 }
             }
-            Standing::Conflict(why) => return Ok(Removal::NotOurs(why)),
+            Standing::Conflict(why) => return Ok(Removal::NotOurs(why.text)),
             Standing::Offered(_) => {
                 return Ok(Removal::NotOurs(format!(
                     "{reference} was offered to Instance {} but never adopted",
@@ -307,7 +339,7 @@ mod tests {
         // The same label written by hand (no Pakket apply) proves nothing.
         let forged = object(&[(INSTANCE_UID_LABEL, "u-hello")], &[], "kubectl-edit");
         assert!(
-            matches!(standing_of(&reference(), &forged, ME), Standing::Conflict(why) if why.contains("not managed by Pakket"))
+            matches!(standing_of(&reference(), &forged, ME), Standing::Conflict(why) if why.owner.is_none() && why.text.contains("not managed by Pakket"))
         );
     }
 
@@ -322,9 +354,12 @@ mod tests {
             panic!("a conflict");
         };
         assert!(
-            why.starts_with("ConfigMap/ns/x belongs to Instance other (uid u-other)"),
+            why.text
+                .starts_with("ConfigMap/ns/x belongs to Instance other (uid u-other)"),
             "{why}"
         );
+        // The owner is named for tools, as the label on the object says.
+        assert_eq!(why.owner.as_deref(), Some("other"));
     }
 
     #[test]
@@ -339,8 +374,10 @@ mod tests {
             panic!("a conflict");
         };
         assert!(
-            why.contains("kubectl annotate configmap -n ns x core.pakket.dev/adopt-into=hello"),
+            why.text
+                .contains("kubectl annotate configmap -n ns x core.pakket.dev/adopt-into=hello"),
             "{why}"
         );
+        assert_eq!(why.owner, None, "an offer to another is no Instance's yet");
     }
 }

@@ -7,7 +7,7 @@ use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef as StoreKey;
 use pakket_api::condition::ConditionStatus;
-use pakket_api::{Bundle, Instance, Reason};
+use pakket_api::{Bundle, Cause, CauseKind, Instance, Reason};
 
 use super::super::bundle_status;
 use super::super::context::Context;
@@ -35,8 +35,18 @@ pub(super) async fn find<'a, P: Provisioner>(
             report.set(Reason::UnpackFailed, ConditionStatus::False, message);
             return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
         }
-        Lookup::Refused(message) => {
-            report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+        Lookup::Refused { message, owner } => {
+            let because = Cause::new(CauseKind::BundleOfAnotherInstance);
+            let because = match owner {
+                Some(owner) => because.with_owner(owner),
+                None => because,
+            };
+            report.set_because(
+                Reason::UnpackFailed,
+                ConditionStatus::False,
+                message,
+                because,
+            );
             return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
         }
     };
@@ -53,8 +63,12 @@ enum Lookup {
     Embedded(Box<Bundle>),
     /// No such Bundle, and no embedded spec.
     Missing,
-    /// A Bundle this Instance may not install; the text says why.
-    Refused(String),
+    /// A Bundle this Instance may not install: why, and the Instance it
+    /// belongs to when it is another's.
+    Refused {
+        message: String,
+        owner: Option<String>,
+    },
 }
 
 /// The Instance's Bundle: the one it embeds, else the Bundle object it
@@ -77,10 +91,13 @@ async fn find_bundle<P>(
     let cached = context.bundles.get(&StoreKey::new(name));
     if let Some(embedded) = instance.embedded_bundle() {
         return Ok(match cached.filter(|object| !made_from(instance, object)) {
-            Some(_) => Lookup::Refused(format!(
-                "Bundle {name} already exists and was not created from this Instance's embedded spec; \
-                 choose another spec.bundle.name, or drop spec.bundle.spec to install the existing Bundle"
-            )),
+            Some(_) => Lookup::Refused {
+                message: format!(
+                    "Bundle {name} already exists and was not created from this Instance's embedded spec; \
+                     choose another spec.bundle.name, or drop spec.bundle.spec to install the existing Bundle"
+                ),
+                owner: None,
+            },
             None => Lookup::Embedded(Box::new(embedded)),
         });
     }
@@ -93,7 +110,10 @@ async fn find_bundle<P>(
     };
     Ok(match claim(instance, &bundle) {
         Ok(()) => Lookup::Found(Box::new(bundle)),
-        Err(why) => Lookup::Refused(why),
+        Err((message, owner)) => Lookup::Refused {
+            message,
+            owner: Some(owner),
+        },
     })
 }
 
@@ -109,7 +129,8 @@ fn made_from(instance: &Instance, bundle: &Bundle) -> bool {
 
 /// Whether `instance` (which names a Bundle object) may install `bundle`
 /// (see [`find_bundle`]).
-fn claim(instance: &Instance, bundle: &Bundle) -> Result<(), String> {
+/// `Err` says why not, and names the Instance whose it is.
+fn claim(instance: &Instance, bundle: &Bundle) -> Result<(), (String, String)> {
     let name = bundle.name_any();
     let owner = bundle
         .owner_references()
@@ -118,11 +139,12 @@ fn claim(instance: &Instance, bundle: &Bundle) -> Result<(), String> {
     if let Some(owner) = owner
         && owner.uid != instance.uid().unwrap_or_default()
     {
-        return Err(format!(
+        let message = format!(
             "Bundle {name} belongs to Instance {} (it was created from that Instance's embedded spec), \
              so this Instance may not install it; name a Bundle of your own in spec.bundle.name",
             owner.name
-        ));
+        );
+        return Err((message, owner.name.clone()));
     }
     Ok(())
 }

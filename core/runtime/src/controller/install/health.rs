@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use pakket_api::condition::ConditionStatus;
-use pakket_api::{Instance, Reason};
+use pakket_api::{Cause, CauseKind, Instance, Reason};
 
 use super::super::context::Context;
 use super::super::report::Report;
@@ -125,10 +125,13 @@ pub(super) async fn step<P>(
     } else {
         let mut all = failing;
         all.extend(settling);
-        report.set(
+        let objects = all.iter().map(apply::HealthProblem::cause_object);
+        let because = Cause::new(CauseKind::ObjectsUnhealthy).with_objects(objects);
+        report.set_because(
             Reason::ObjectsUnhealthy,
             ConditionStatus::False,
             texts(&all),
+            because,
         );
         RESYNC_UNHEALTHY
     };

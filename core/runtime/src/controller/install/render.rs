@@ -296,7 +296,13 @@ async fn too_many(
     );
     let outcome = UnpackOutcome::failed(Some(pinned.unpacked), &message);
     bundle_status::write(pinned.home, pinned.bundle, outcome, &mut report.status).await?;
-    report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+    let because = pakket_api::Cause::new(pakket_api::CauseKind::ContentInvalid);
+    report.set_because(
+        Reason::UnpackFailed,
+        ConditionStatus::False,
+        message,
+        because,
+    );
     Ok(())
 }
 

@@ -4,8 +4,8 @@
 
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use pakket_api::condition::ConditionStatus;
-use pakket_api::{Bundle, Instance, Reason, UnpackPhase};
+use pakket_api::condition::ConditionStatus::False;
+use pakket_api::{Bundle, Cause, CauseKind, Instance, Reason, UnpackPhase};
 
 use super::super::bundle_status::{self, UnpackOutcome};
 use super::super::context::Context;
@@ -14,6 +14,7 @@ use super::*;
 use crate::content::{self, UnpackOptions, Unpacked};
 use crate::provisioner::Provisioner;
 use crate::store::Digest;
+use crate::trust::behalf::{ReadRefused, refused_read};
 
 /// The Bundle's content, unpacked, or why not (the Bundle's status says
 /// how the unpack went).
@@ -27,16 +28,18 @@ pub(super) async fn unpack<P: Provisioner>(
 ) -> Result<Flow<Unpacked>, kube::Error> {
     let name = instance.name_any();
     let bundle_name = &instance.spec.bundle.name;
+    let key = context.record_key.as_ref();
     let unpacked = match already_unpacked(bundle, context) {
         Some(unpacked) => unpacked,
-        None if let Some(why) =
-            crate::trust::behalf::refused_read(instance, bundle, context).await =>
-        {
-            report.set(
-                Reason::UnpackFailed,
-                ConditionStatus::False,
-                format!("Bundle {bundle_name}: {why}"),
-            );
+        None if let Some(why) = refused_read(instance, bundle, &context.client, key).await => {
+            let message = format!("Bundle {bundle_name}: {}", why.message());
+            match why {
+                ReadRefused::Unsealed(_) => {
+                    let because = Cause::new(CauseKind::RequesterUnsealed);
+                    report.set_because(Reason::UnpackFailed, False, message, because);
+                }
+                ReadRefused::Denied(_) => report.set(Reason::UnpackFailed, False, message),
+            }
             return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
         }
         None => match async {
@@ -65,7 +68,13 @@ pub(super) async fn unpack<P: Provisioner>(
                 let message = format!("Bundle {bundle_name}: {error}");
                 let outcome = UnpackOutcome::failed(None, &message);
                 bundle_status::write(home, bundle, outcome, &mut report.status).await?;
-                report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+                match error.cause() {
+                    Some(kind) => {
+                        let because = Cause::new(kind);
+                        report.set_because(Reason::UnpackFailed, False, message, because);
+                    }
+                    None => report.set(Reason::UnpackFailed, False, message),
+                }
                 let delay = context.unpack_failed(instance);
                 tracing::info!(instance = %name, %error, retry_in = ?delay, "unpack failed");
                 return Ok(Flow::Stop(Action::requeue(delay)));
@@ -87,7 +96,8 @@ pub(super) fn pin_holds<P>(
     // is an error on the Bundle, not a new pin (and not new content under
     // an old approval).
     if let Some(message) = pin_moved(bundle, unpacked) {
-        report.set(Reason::UnpackFailed, ConditionStatus::False, message);
+        let because = Cause::new(CauseKind::ContentChangedAtSource);
+        report.set_because(Reason::UnpackFailed, False, message, because);
         return Flow::Stop(Action::requeue(WAITING_FOR_OBJECT));
     }
     context.unpack_succeeded(instance);

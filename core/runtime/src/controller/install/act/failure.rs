@@ -4,8 +4,8 @@
 //! run side by side, and objects someone took over.
 
 use kube::runtime::controller::Action;
-use pakket_api::Reason;
 use pakket_api::condition::ConditionStatus;
+use pakket_api::{Cause, CauseKind, CauseObject, Reason};
 
 use super::super::super::report::Report;
 use super::super::super::revision;
@@ -32,8 +32,14 @@ pub(super) fn write_failed(
 ) {
     // Objects this Instance had that someone took over are not its to
     // keep healthy any more: say so.
-    if let Some(message) = taken_over(error, previous) {
-        report.set(Reason::ObjectsUnhealthy, ConditionStatus::False, message);
+    if let Some((message, objects)) = taken_over(error, previous) {
+        let because = Cause::new(CauseKind::ObjectsUnhealthy).with_objects(objects);
+        report.set_because(
+            Reason::ObjectsUnhealthy,
+            ConditionStatus::False,
+            message,
+            because,
+        );
     }
     // Never healthy while two revisions run side by side.
     let left = error.left_at_new_revision();
@@ -65,7 +71,38 @@ pub(super) fn write_failed(
         left.len(),
     );
     report.set(Reason::Retrying, ConditionStatus::True, retrying);
-    report.set(Reason::InstallFailed, ConditionStatus::False, message);
+    match conflict_cause(error) {
+        Some(because) => {
+            report.set_because(
+                Reason::InstallFailed,
+                ConditionStatus::False,
+                message,
+                because,
+            );
+        }
+        None => report.set(Reason::InstallFailed, ConditionStatus::False, message),
+    }
+}
+
+/// What tools read of objects that are someone else's: that Pakket does
+/// not manage one of them (a person has to hand it over), else the other
+/// Instance the first belongs to; and which objects.
+fn conflict_cause(error: &apply::ApplyError) -> Option<Cause> {
+    let apply::ApplyError::Conflicts(conflicts) = error else {
+        return None;
+    };
+    let objects = conflicts.iter().map(|(object, _)| CauseObject {
+        object: object.to_string(),
+        problem: None,
+    });
+    let because = match conflicts.iter().find_map(|(_, why)| why.owner.as_ref()) {
+        _ if conflicts.iter().any(|(_, why)| why.owner.is_none()) => {
+            Cause::new(CauseKind::ObjectNotManaged)
+        }
+        Some(owner) => Cause::new(CauseKind::ObjectOfAnotherInstance).with_owner(owner.clone()),
+        None => return None,
+    };
+    Some(because.with_objects(objects))
 }
 
 /// The new objects are written; what the earlier revision alone had is
@@ -98,23 +135,39 @@ pub(super) fn prune_failed<T>(
 /// What an apply that found conflicts means for health: objects the
 /// Instance installed before that are now someone else's (their records
 /// changed: another Instance's UID, or no Pakket field manager).
-fn taken_over(error: &apply::ApplyError, previous: &[pakket_api::ObjectRef]) -> Option<String> {
+fn taken_over(
+    error: &apply::ApplyError,
+    previous: &[pakket_api::ObjectRef],
+) -> Option<(String, Vec<CauseObject>)> {
     let apply::ApplyError::Conflicts(conflicts) = error else {
         return None;
     };
     let had: std::collections::BTreeSet<_> = previous.iter().collect();
-    let lost: Vec<&str> = conflicts
+    let lost: Vec<_> = conflicts
         .iter()
         .filter(|(object, _)| had.contains(object))
-        .map(|(_, why)| why.as_str())
         .collect();
-    (!lost.is_empty()).then(|| {
-        format!(
-            "{} objects this Instance installed are no longer its own: {}",
-            lost.len(),
-            lost.join("; ")
-        )
-    })
+    if lost.is_empty() {
+        return None;
+    }
+    let texts: Vec<&str> = lost.iter().map(|(_, why)| why.text.as_str()).collect();
+    let message = format!(
+        "{} objects this Instance installed are no longer its own: {}",
+        lost.len(),
+        texts.join("; ")
+    );
+    let objects = lost
+        .iter()
+        .map(|(object, why)| {
+            let name = object.to_string();
+            let problem = why.text.strip_prefix(name.as_str()).unwrap_or(&why.text);
+            CauseObject {
+                object: name.clone(),
+                problem: Some(problem.trim().to_owned()),
+            }
+        })
+        .collect();
+    Some((message, objects))
 }
 
 #[cfg(test)]
@@ -133,6 +186,43 @@ mod tests {
             name: name.into(),
             namespace: Some("ns".into()),
         }
+    }
+
+    fn owned_by_x() -> crate::trust::ownership::Conflict {
+        crate::trust::ownership::Conflict {
+            owner: Some("x".into()),
+            text: "owned by Instance x".into(),
+        }
+    }
+
+    fn unmanaged() -> crate::trust::ownership::Conflict {
+        crate::trust::ownership::Conflict {
+            owner: None,
+            text: "exists and is not managed by Pakket".into(),
+        }
+    }
+
+    #[test]
+    fn objects_of_others_name_the_owner_and_an_unmanaged_one_asks_for_a_hand_over() {
+        let theirs = apply::ApplyError::Conflicts(vec![(object("one"), owned_by_x())]);
+        let because = conflict_cause(&theirs).expect("a cause");
+        assert_eq!(because.kind, CauseKind::ObjectOfAnotherInstance);
+        assert_eq!(because.owner.as_deref(), Some("x"));
+        assert_eq!(because.objects[0].object, object("one").to_string());
+        // One object nobody in Pakket manages decides the advice: only a
+        // person who may write it can hand it over.
+        let mixed = apply::ApplyError::Conflicts(vec![
+            (object("one"), owned_by_x()),
+            (object("two"), unmanaged()),
+        ]);
+        let because = conflict_cause(&mixed).expect("a cause");
+        assert_eq!(because.kind, CauseKind::ObjectNotManaged);
+        assert_eq!(because.objects.len(), 2);
+        let other = apply::ApplyError::DryRunRefused {
+            object: "ConfigMap ns/one".into(),
+            message: "no".into(),
+        };
+        assert_eq!(conflict_cause(&other), None);
     }
 
     fn content() -> revision::Content<'static> {
@@ -194,7 +284,7 @@ mod tests {
     #[test]
     fn a_conflict_on_what_it_had_is_taken_over_and_the_rest_left_in_place() {
         let mut report = report();
-        let conflicts = vec![(object("one"), "owned by Instance x".to_owned())];
+        let conflicts = vec![(object("one"), owned_by_x())];
         let error = apply::ApplyError::Conflicts(conflicts);
         let revision = (content(), revision::Settings::default());
         write_failed(&mut report, &error, &[object("one")], revision, "b");
@@ -213,9 +303,9 @@ mod tests {
 
     #[test]
     fn a_conflict_on_what_it_never_had_takes_nothing_over() {
-        let conflicts = vec![(object("new"), "owned by Instance x".to_owned())];
+        let conflicts = vec![(object("new"), owned_by_x())];
         let error = apply::ApplyError::Conflicts(conflicts);
-        assert_eq!(taken_over(&error, &[object("one")]), None);
+        assert!(taken_over(&error, &[object("one")]).is_none());
     }
 
     #[test]

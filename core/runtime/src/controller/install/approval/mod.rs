@@ -12,7 +12,7 @@ mod request;
 use kube::ResourceExt;
 use pakket_api::condition::ConditionStatus;
 use pakket_api::{ApprovalState, ApprovedContent};
-use pakket_api::{Instance, ProvisionerClass, Reason};
+use pakket_api::{Cause, CauseKind, Instance, ProvisionerClass, Reason};
 
 use super::super::context::Context;
 use super::super::report::Report;
@@ -24,7 +24,7 @@ use crate::class_parameters;
 use crate::provisioner::Provisioner;
 use crate::trust::decision_key::{self, Cover};
 pub(super) use request::Proposed;
-use request::{Decided, WAITING, Waits, set_pending};
+use request::{Decided, WAITING, Waits, set_pending, set_pending_because};
 
 /// Whether `content` may be installed: when it waits, the `Approved`
 /// condition says why (and the plan, that nothing is applied).
@@ -233,6 +233,7 @@ impl<P: Provisioner> Asking<'_, P> {
                     judged: &self.judged,
                     generation: self.generation,
                     asked_again: asked_again.as_deref(),
+                    other_content: other_content(&self.state, self.content),
                 };
                 let (instance, class) = (self.instance, self.class);
                 let (proposed, content) = (self.proposed, self.content);
@@ -263,11 +264,12 @@ impl<P: Provisioner> Asking<'_, P> {
         let key = self.context.record_key.as_ref()?;
         let error = pakket_api::requester(self.instance, Some(key)).err()?;
         let (class, name) = (self.class.name_any(), self.instance.name_any());
-        set_pending(
+        set_pending_because(
             report,
             format!(
                 "ProvisionerClass {class} (approval: {policy}) approves only Instances whose requester Pakket's admission webhook recorded, and {error}; a person must approve: run `kubectl instance approve {name}`"
             ),
+            Cause::new(CauseKind::RequesterUnsealed),
         );
         Some(Some((WAITING.to_owned(), None)))
     }
@@ -340,7 +342,17 @@ impl<P: Provisioner> Asking<'_, P> {
             Some(again) => format!("{message}; {again}"),
             None => message,
         };
-        set_pending(report, message);
+        let unsealed =
+            pakket_api::requester(self.instance, self.context.record_key.as_ref()).is_err();
+        if other_content(&self.state, self.content) {
+            let because = Cause::new(CauseKind::ApprovalOfOtherContent);
+            set_pending_because(report, message, because);
+        } else if unsealed {
+            let because = Cause::new(CauseKind::RequesterUnsealed);
+            set_pending_because(report, message, because);
+        } else {
+            set_pending(report, message);
+        }
         Some((WAITING.to_owned(), retry))
     }
 
@@ -421,6 +433,15 @@ async fn deletions<P>(
         .into_iter()
         .filter(|reference| !keep.contains(reference))
         .collect())
+}
+
+/// Whether the last approval covered other content than this request's
+/// (another Bundle, or other bytes).
+fn other_content(state: &ApprovalState, content: &ApprovedContent) -> bool {
+    state
+        .content
+        .as_ref()
+        .is_some_and(|earlier| earlier.bundle != content.bundle || earlier.digest != content.digest)
 }
 
 /// Why a request is judged again although something was approved for

@@ -21,13 +21,16 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use pakket_api::condition::ConditionStatus;
 use pakket_api::{
-    ApprovalPolicy, ApprovalState, ApprovedContent, Instance, ProvisionerClass, Reason, RuleOutcome,
+    ApprovalPolicy, ApprovalState, ApprovedContent, Cause, CauseKind, Instance, PolicyVerdict,
+    ProvisionerClass, Reason, RuleOutcome,
 };
 
 use super::super::super::context::Context;
 use super::super::super::report::Report;
 use super::super::installed::running_revision;
-use super::request::{Decided, Proposed, WAITING, Waits, landing, set_pending};
+use super::request::{
+    Decided, Proposed, WAITING, Waits, landing, set_pending, set_pending_because,
+};
 use crate::approval::{Approval, ApprovalRequest, user_permission};
 use crate::class_parameters;
 use crate::provisioner::Provisioner;
@@ -84,6 +87,7 @@ pub(super) async fn decide<P: Provisioner>(
     };
     let decision = policy::decide(rules, &inputs);
     let by = decision.by(policy_name, rules);
+    let because = cause_of(policy_name, rules, &decision, decided.other_content);
     record(context, instance, &inputs, &by, decision.outcome).await;
     let approved = ApprovedContent {
         approved_by: by,
@@ -96,6 +100,7 @@ pub(super) async fn decide<P: Provisioner>(
         &decision,
         approved,
         decided.asked_again,
+        because,
         context,
         report,
     )
@@ -179,6 +184,7 @@ fn tell_decision<P>(
     decision: &policy::Decision,
     approved: ApprovedContent,
     asked_again: Option<&str>,
+    because: Cause,
     context: &Context<P>,
     report: &mut Report,
 ) -> Waits {
@@ -224,8 +230,33 @@ fn tell_decision<P>(
         };
         tell(context, instance, kind, "PolicyDecided", &message);
     }
-    set_pending(report, message);
+    set_pending_because(report, message, because);
     Some((WAITING.to_owned(), Some(RECHECK)))
+}
+
+/// What tools read of a decision that waits: the policy and its rule,
+/// and whether the rule refused or asks a person (or, before either, that
+/// the approval on record covered other content).
+fn cause_of(
+    policy_name: &str,
+    rules: &[pakket_api::ApprovalRule],
+    decision: &policy::Decision,
+    other_content: bool,
+) -> Cause {
+    let refused = decision.outcome == RuleOutcome::Deny;
+    let kind = if other_content {
+        CauseKind::ApprovalOfOtherContent
+    } else if refused {
+        CauseKind::PolicyRefused
+    } else {
+        CauseKind::PolicyAsksPerson
+    };
+    Cause::new(kind).with_policy(PolicyVerdict {
+        name: policy_name.to_owned(),
+        rule: decision.rule.map(|index| index as u32 + 1),
+        rule_name: decision.rule.and_then(|index| rules[index].name.clone()),
+        refused,
+    })
 }
 
 /// What the rules see, each part verified here.

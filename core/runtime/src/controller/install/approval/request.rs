@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use pakket_api::Reason;
 use pakket_api::condition::ConditionStatus;
+use pakket_api::{Cause, Reason};
 
 use super::super::super::context::Context;
 use super::super::super::report::Report;
@@ -35,6 +35,9 @@ pub(super) struct Decided<'a> {
     pub judged: &'a pakket_api::Judged,
     pub generation: i64,
     pub asked_again: Option<&'a str>,
+    /// The last approval covered other content (another Bundle, or other
+    /// bytes) than this request's.
+    pub other_content: bool,
 }
 
 /// Where the objects of this provisioner land: a namespaced object naming
@@ -60,10 +63,35 @@ pub(super) async fn landing<P>(context: &Context<P>) -> Landing {
 
 /// Says in `Approved` why approval waits (unless it says so already).
 pub(super) fn set_pending(report: &mut Report, message: String) {
-    let same = report
-        .approval()
-        .is_some_and(|c| c.reason == Reason::ApprovalPending.as_str() && c.message == message);
-    if !same {
+    if !says_already(report, &message, None) {
         report.set(Reason::ApprovalPending, ConditionStatus::False, message);
     }
+}
+
+/// Says in `Approved` why approval waits, with its cause for tools.
+pub(super) fn set_pending_because(report: &mut Report, message: String, because: Cause) {
+    if !says_already(report, &message, Some(&because)) {
+        report.set_because(
+            Reason::ApprovalPending,
+            ConditionStatus::False,
+            message,
+            because,
+        );
+    }
+}
+
+/// Whether `Approved` already waits with `message` and this cause (so
+/// its transition time stays).
+fn says_already(report: &Report, message: &str, because: Option<&Cause>) -> bool {
+    let pending = Reason::ApprovalPending.as_str();
+    let condition = report
+        .approval()
+        .is_some_and(|c| c.reason == pending && c.message == message);
+    let cause = pakket_api::cause::cause_of(&report.status.causes, "Approved", pending);
+    let same_cause = match (cause, because) {
+        (Some(had), Some(wanted)) => had.kind == wanted.kind && had.policy == wanted.policy,
+        (None, None) => true,
+        _ => false,
+    };
+    condition && same_cause
 }
