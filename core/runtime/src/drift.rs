@@ -36,8 +36,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use pakket_api::{Instance, ObjectRef};
 
-use crate::apply::{FIELD_MANAGER, INSTANCE_LABEL};
 use crate::drift_mode::Ignored;
+use pakket_api::ownership::{FIELD_MANAGER, INSTANCE_LABEL};
 
 /// How long after a write of an Instance's objects began its uninstall
 /// lists them rather than trusting the watches, which see a new object a
@@ -365,7 +365,7 @@ impl Drift {
         let Some(ignored) = all.get(instance) else {
             return false;
         };
-        let group = crate::apply::group_of(&reference.api_version);
+        let group = pakket_api::group_of(&reference.api_version);
         ignored.covers_all(
             group,
             &reference.kind,

@@ -269,50 +269,76 @@ pub async fn users(
 ) -> Result<Users, kube::Error> {
     let mut users = Users::default();
     for kind in &provided.kinds {
-        let Some(resource) = kind.api_resource() else {
-            continue;
-        };
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-        let mut params = ListParams::default().limit(500);
-        let mut used = ResourcesInUse {
-            kind: format!("{}/{}", kind.group, kind.kind),
-            count: 0,
-            more: false,
-            namespaces: BTreeMap::new(),
-        };
-        loop {
-            let page = match api.list_metadata(&params).await {
-                Ok(page) => page,
-                // The CRD is not served (yet, or any more): nothing of it.
-                Err(kube::Error::Api(status)) if status.code == 404 => break,
-                Err(error) => return Err(error),
-            };
-            for item in &page.items {
-                if used.count == COUNT_BOUND {
-                    used.more = true;
-                    break;
-                }
-                used.count += 1;
-                *used
-                    .namespaces
-                    .entry(item.metadata.namespace.clone().unwrap_or_default())
-                    .or_default() += 1;
-            }
-            match page.metadata.continue_.filter(|token| !token.is_empty()) {
-                Some(token) if !used.more => params = params.continue_token(&token),
-                _ => break,
-            }
-        }
-        if used.count > 0 {
+        if let Some(used) = resources_of(client, kind).await?
+            && used.count > 0
+        {
             users.resources.push(used);
         }
     }
+    users.instances = dependents(client, instance, provided).await?;
+    if rbac && !provided.groups().is_empty() {
+        users.rbac = roles_naming(client, instance, provided).await?;
+    }
+    Ok(users)
+}
+
+/// How many objects of `kind` exist, and where (counted up to
+/// [`COUNT_BOUND`]); `None` for a kind that has no API resource.
+async fn resources_of(
+    client: &Client,
+    kind: &ProvidedKind,
+) -> Result<Option<ResourcesInUse>, kube::Error> {
+    let Some(resource) = kind.api_resource() else {
+        return Ok(None);
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let mut params = ListParams::default().limit(500);
+    let mut used = ResourcesInUse {
+        kind: format!("{}/{}", kind.group, kind.kind),
+        count: 0,
+        more: false,
+        namespaces: BTreeMap::new(),
+    };
+    loop {
+        let page = match api.list_metadata(&params).await {
+            Ok(page) => page,
+            // The CRD is not served (yet, or any more): nothing of it.
+            Err(kube::Error::Api(status)) if status.code == 404 => break,
+            Err(error) => return Err(error),
+        };
+        for item in &page.items {
+            if used.count == COUNT_BOUND {
+                used.more = true;
+                break;
+            }
+            used.count += 1;
+            *used
+                .namespaces
+                .entry(item.metadata.namespace.clone().unwrap_or_default())
+                .or_default() += 1;
+        }
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) if !used.more => params = params.continue_token(&token),
+            _ => break,
+        }
+    }
+    Ok(Some(used))
+}
+
+/// The other installed Instances whose active Bundles require what
+/// `instance` provides, each with what it requires.
+async fn dependents(
+    client: &Client,
+    instance: &Instance,
+    provided: &Provided,
+) -> Result<Vec<Dependent>, kube::Error> {
     let name = instance.name_any();
-    for other in Api::<Instance>::all(client.clone())
+    let mut found = Vec::new();
+    let others = Api::<Instance>::all(client.clone())
         .list(&ListParams::default())
         .await?
-        .items
-    {
+        .items;
+    for other in others {
         if other.name_any() == name
             || other.metadata.deletion_timestamp.is_some()
             || !is_installed(&other)
@@ -321,52 +347,61 @@ pub async fn users(
         }
         let properties = active_properties(client, &other).await?;
         for requires in requirements_met(&properties, provided) {
-            users.instances.push(Dependent {
+            found.push(Dependent {
                 instance: other.name_any(),
                 requires,
             });
         }
     }
-    users.instances.sort();
-    users.instances.dedup();
-    if rbac && !provided.groups().is_empty() {
-        let groups = provided.groups();
-        let names = |rules: Option<&Vec<k8s_openapi::api::rbac::v1::PolicyRule>>| {
-            rules.is_some_and(|rules| {
-                rules.iter().any(|rule| {
-                    rule.api_groups
-                        .iter()
-                        .flatten()
-                        .any(|group| groups.contains(group.as_str()))
-                })
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+/// The Roles and ClusterRoles not `instance`'s own whose rules name an API
+/// group it provides.
+async fn roles_naming(
+    client: &Client,
+    instance: &Instance,
+    provided: &Provided,
+) -> Result<Vec<String>, kube::Error> {
+    let groups = provided.groups();
+    let names = |rules: Option<&Vec<k8s_openapi::api::rbac::v1::PolicyRule>>| {
+        rules.is_some_and(|rules| {
+            rules.iter().any(|rule| {
+                rule.api_groups
+                    .iter()
+                    .flatten()
+                    .any(|group| groups.contains(group.as_str()))
             })
-        };
-        let uid = instance.metadata.uid.clone().unwrap_or_default();
-        let own = |labels: &BTreeMap<String, String>| labels.get(INSTANCE_UID_LABEL) == Some(&uid);
-        for role in Api::<ClusterRole>::all(client.clone())
-            .list(&ListParams::default())
-            .await?
-            .items
-        {
-            if names(role.rules.as_ref()) && !own(role.labels()) {
-                users.rbac.push(format!("ClusterRole {}", role.name_any()));
-            }
-        }
-        for role in Api::<Role>::all(client.clone())
-            .list(&ListParams::default())
-            .await?
-            .items
-        {
-            if names(role.rules.as_ref()) && !own(role.labels()) {
-                users.rbac.push(format!(
-                    "Role {}/{}",
-                    role.namespace().unwrap_or_default(),
-                    role.name_any()
-                ));
-            }
+        })
+    };
+    let uid = instance.metadata.uid.clone().unwrap_or_default();
+    let own = |labels: &BTreeMap<String, String>| labels.get(INSTANCE_UID_LABEL) == Some(&uid);
+    let mut found = Vec::new();
+    let cluster_roles = Api::<ClusterRole>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    for role in cluster_roles {
+        if names(role.rules.as_ref()) && !own(role.labels()) {
+            found.push(format!("ClusterRole {}", role.name_any()));
         }
     }
-    Ok(users)
+    let roles = Api::<Role>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    for role in roles {
+        if names(role.rules.as_ref()) && !own(role.labels()) {
+            found.push(format!(
+                "Role {}/{}",
+                role.namespace().unwrap_or_default(),
+                role.name_any()
+            ));
+        }
+    }
+    Ok(found)
 }
 
 /// One installed Instance, with its active Bundle's properties and what

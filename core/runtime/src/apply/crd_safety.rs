@@ -98,51 +98,66 @@ fn compare(version: &str, path: &str, old: &Value, new: &Value, found: &mut Vec<
             new_type.unwrap_or("any")
         )));
     }
-    // Enum: a value the old schema allowed and the new one does not (no
-    // enum in the new schema allows everything).
+    found.extend(enum_narrowed(old, new).map(at));
+    found.extend(default_changed(old, new).map(at));
+    found.extend(bounds_narrowed(old, new).into_iter().map(at));
+    fields(version, path, old, new, found);
+    if let (Some(old_items), Some(new_items)) = (old.get("items"), new.get("items")) {
+        compare(version, &format!("{path}[*]"), old_items, new_items, found);
+    }
+}
+
+/// An enum that refuses a value the old schema allowed (no enum in the
+/// new schema allows everything).
+fn enum_narrowed(old: &Value, new: &Value) -> Option<String> {
     let old_enum = old.get("enum").and_then(Value::as_array);
-    let new_enum = new.get("enum").and_then(Value::as_array);
-    match (old_enum, new_enum) {
-        (Some(old_enum), Some(new_enum)) => {
+    let new_enum = new.get("enum").and_then(Value::as_array)?;
+    match old_enum {
+        Some(old_enum) => {
             let removed: Vec<String> = old_enum
                 .iter()
                 .filter(|value| !new_enum.contains(value))
                 .map(Value::to_string)
                 .collect();
-            if !removed.is_empty() {
-                found.push(at(format!("enum values removed: {}", removed.join(", "))));
-            }
+            (!removed.is_empty()).then(|| format!("enum values removed: {}", removed.join(", ")))
         }
-        (None, Some(new_enum)) => {
+        None => {
             let values: Vec<String> = new_enum.iter().map(Value::to_string).collect();
-            found.push(at(format!(
+            Some(format!(
                 "an enum is added ({}), so other values stored now are refused",
                 values.join(", ")
-            )));
+            ))
         }
-        _ => {}
     }
-    // Defaults apply when a stored object is read: adding, changing or
-    // removing one on a field that exists changes what every stored object
-    // says without anyone writing it. (A new field with a default is a new
-    // field: it is not compared here.)
+}
+
+/// Defaults apply when a stored object is read: adding, changing or
+/// removing one on a field that exists changes what every stored object
+/// says without anyone writing it. (A new field with a default is a new
+/// field: it is not compared here.)
+fn default_changed(old: &Value, new: &Value) -> Option<String> {
     match (old.get("default"), new.get("default")) {
-        (None, Some(added)) => found.push(at(format!(
+        (None, Some(added)) => Some(format!(
             "a default ({added}) is added, which every stored object would show on its next read"
-        ))),
-        (Some(removed), None) => found.push(at(format!(
+        )),
+        (Some(removed), None) => Some(format!(
             "its default ({removed}) is removed, so stored objects that relied on it change"
-        ))),
-        (Some(was), Some(now)) if was != now => found.push(at(format!(
+        )),
+        (Some(was), Some(now)) if was != now => Some(format!(
             "its default changes from {was} to {now}, which changes what stored objects say"
-        ))),
-        _ => {}
+        )),
+        _ => None,
     }
+}
+
+/// Lower bounds that rise and upper bounds that fall (or appear).
+fn bounds_narrowed(old: &Value, new: &Value) -> Vec<String> {
+    let mut found = Vec::new();
     for bound in ["minimum", "minLength", "minItems", "minProperties"] {
         if let Some(new_bound) = new.get(bound).and_then(Value::as_f64) {
             let old_bound = old.get(bound).and_then(Value::as_f64);
             if old_bound.is_none_or(|old_bound| new_bound > old_bound) {
-                found.push(at(format!("{bound} rises to {new_bound}")));
+                found.push(format!("{bound} rises to {new_bound}"));
             }
         }
     }
@@ -150,10 +165,16 @@ fn compare(version: &str, path: &str, old: &Value, new: &Value, found: &mut Vec<
         if let Some(new_bound) = new.get(bound).and_then(Value::as_f64) {
             let old_bound = old.get(bound).and_then(Value::as_f64);
             if old_bound.is_none_or(|old_bound| new_bound < old_bound) {
-                found.push(at(format!("{bound} falls to {new_bound}")));
+                found.push(format!("{bound} falls to {new_bound}"));
             }
         }
     }
+    found
+}
+
+/// Fields removed (unless unknown fields are kept) or newly required, and
+/// each kept field compared in turn.
+fn fields(version: &str, path: &str, old: &Value, new: &Value, found: &mut Vec<String>) {
     let empty = Map::new();
     let old_properties = old
         .get("properties")
@@ -194,9 +215,6 @@ fn compare(version: &str, path: &str, old: &Value, new: &Value, found: &mut Vec<
                 "version {version}, {path}.{name}: the field becomes required"
             ));
         }
-    }
-    if let (Some(old_items), Some(new_items)) = (old.get("items"), new.get("items")) {
-        compare(version, &format!("{path}[*]"), old_items, new_items, found);
     }
 }
 

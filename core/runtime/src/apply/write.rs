@@ -109,35 +109,26 @@ enum Plan {
     UseAsFound,
 }
 
-/// Applies every object (labelled with its Instance, the Instance's UID and
-/// its Bundle), never writing over one that exists as someone else's: any
-/// conflict ends the apply with nothing written, naming every conflicting
-/// object and its owner; so does any refusal of the dry run. A write that
-/// fails after others were made is rolled back to `restore` (the running
-/// revision, when there is one). `progress` counts as it goes.
-#[allow(clippy::too_many_arguments)]
-pub async fn apply_all(
+/// How each object is to be written, in `sequence`: read first (unless
+/// this is a first install), its standing judged, fields others own kept
+/// as found. Any conflict, or a CRD the new one would replace unsafely,
+/// ends the apply here with nothing written.
+async fn plan_all(
     kinds: &mut Kinds,
-    objects: &[Value],
+    objects: &mut std::borrow::Cow<'_, [Value]>,
+    sequence: &[usize],
     claimant: Claimant<'_>,
-    bundle: &str,
-    progress: &Progress,
     settings: Settings,
     ignored: &crate::drift_mode::Ignored,
-    restore: Option<Restore<'_>>,
-) -> Result<(Applied, Adoptions), ApplyError> {
-    // Fields someone else owns (`drift.ignore`) are written as the read
-    // below finds them; the write is conditional on that read's
-    // resourceVersion, so a change after it is not written over.
-    let mut objects = std::borrow::Cow::Borrowed(objects);
-    let sequence = order::apply_order(&objects);
-    let defined = order::defined_kinds(&objects);
+    progress: &Progress,
+) -> Result<Vec<Plan>, ApplyError> {
+    let defined = order::defined_kinds(objects);
     // The CRD (from this bundle) a custom resource of a kind not yet served waits for.
     let awaited = |reference: &ObjectRef| order::crd_defining(&defined, reference);
     let mut plans = Vec::with_capacity(objects.len());
     let mut conflicts = Vec::new();
     let mut unsafe_crds = Vec::new();
-    for &index in &sequence {
+    for &index in sequence {
         if settings.first_install {
             plans.push(Plan::Create);
             continue;
@@ -182,6 +173,41 @@ pub async fn apply_all(
     if !unsafe_crds.is_empty() {
         return Err(ApplyError::UnsafeCrdUpgrade(unsafe_crds));
     }
+    Ok(plans)
+}
+
+/// Applies every object (labelled with its Instance, the Instance's UID and
+/// its Bundle), never writing over one that exists as someone else's: any
+/// conflict ends the apply with nothing written, naming every conflicting
+/// object and its owner; so does any refusal of the dry run. A write that
+/// fails after others were made is rolled back to `restore` (the running
+/// revision, when there is one). `progress` counts as it goes.
+#[allow(clippy::too_many_arguments)]
+pub async fn apply_all(
+    kinds: &mut Kinds,
+    objects: &[Value],
+    claimant: Claimant<'_>,
+    bundle: &str,
+    progress: &Progress,
+    settings: Settings,
+    ignored: &crate::drift_mode::Ignored,
+    restore: Option<Restore<'_>>,
+) -> Result<(Applied, Adoptions), ApplyError> {
+    // Fields someone else owns (`drift.ignore`) are written as the read
+    // below finds them; the write is conditional on that read's
+    // resourceVersion, so a change after it is not written over.
+    let mut objects = std::borrow::Cow::Borrowed(objects);
+    let sequence = order::apply_order(&objects);
+    let plans = plan_all(
+        kinds,
+        &mut objects,
+        &sequence,
+        claimant,
+        settings,
+        ignored,
+        progress,
+    )
+    .await?;
     let objects: &[Value] = &objects;
     dry_run_all(kinds, objects, &sequence, &plans, claimant, bundle).await?;
 

@@ -11,6 +11,45 @@ use crate::source::pull_secret::{self, FoundCredentials};
 use crate::source::{ImageRef, SourceError};
 use crate::store::{Digest, Store};
 
+/// The class's pull secret for `image`'s registry, when the class names
+/// pull secrets.
+async fn pull_secret_for(
+    client: &Client,
+    sources: &ImageSources,
+    options: &UnpackOptions,
+    image: &ImageRef,
+) -> Result<Option<FoundCredentials>, pull_secret::PullSecretError> {
+    if options.pull_secrets.is_empty() {
+        return Ok(None);
+    }
+    let found = pull_secret::find(
+        client,
+        sources.secret_namespace(),
+        &options.pull_secrets,
+        image.registry(),
+    )
+    .await?;
+    tracing::debug!(%image, secret = %found.secret, entry = %found.entry, "pulling with a pull secret");
+    Ok(Some(found))
+}
+
+/// The digest a registry resolved `image` to, if it is one the store can
+/// keep content under.
+fn digest_of(resolved: &str, image: &ImageRef) -> Result<Digest, SourceError> {
+    Digest::parse(resolved).map_err(|error| {
+        // The header is the registry's text: logged, not repeated.
+        tracing::debug!(%image, answered = %resolved, %error, "not a sha256 digest");
+        SourceError::Registry {
+            registry: image.registry().to_owned(),
+            action: "resolve",
+            image: image.to_string(),
+            registry_says: "it answered with a digest that is not sha256:<64 hex digits>, \
+                 which Pakket cannot store content under"
+                .into(),
+        }
+    })
+}
+
 /// An image ref: resolve, and pull and unpack only a digest the store lacks.
 pub(super) async fn unpack_image(
     client: &Client,
@@ -26,24 +65,13 @@ pub(super) async fn unpack_image(
         source: Box::new(source),
     };
     let image = ImageRef::parse(&reference).map_err(image_error)?;
-    let found = if options.pull_secrets.is_empty() {
-        None
-    } else {
-        let found = pull_secret::find(
-            client,
-            sources.secret_namespace(),
-            &options.pull_secrets,
-            image.registry(),
-        )
+    let found = pull_secret_for(client, sources, options, &image)
         .await
         .map_err(|source| ContentError::PullSecret {
             index,
             reference: reference.clone(),
             source: Box::new(source),
         })?;
-        tracing::debug!(%reference, secret = %found.secret, entry = %found.entry, "pulling with a pull secret");
-        Some(found)
-    };
     // A registry's refusal says which credentials were refused, or how to
     // give some.
     let pull_error = |source: SourceError| match source {
@@ -64,18 +92,7 @@ pub(super) async fn unpack_image(
         .resolve_as(&image, credentials)
         .await
         .map_err(pull_error)?;
-    let digest = Digest::parse(&resolved).map_err(|error| {
-        // The header is the registry's text: logged, not repeated.
-        tracing::debug!(%reference, answered = %resolved, %error, "not a sha256 digest");
-        image_error(SourceError::Registry {
-            registry: image.registry().to_owned(),
-            action: "resolve",
-            image: image.to_string(),
-            registry_says: "it answered with a digest that is not sha256:<64 hex digits>, \
-                 which Pakket cannot store content under"
-                .into(),
-        })
-    })?;
+    let digest = digest_of(&resolved, &image).map_err(image_error)?;
     if let Some(dir) = store.get(&digest) {
         tracing::debug!(%reference, digest = digest.as_str(), "already in the store; nothing to pull");
         return Ok(Unpacked {

@@ -199,7 +199,7 @@ pub async fn run_with<P: Provisioner>(
     provisioner: P,
     options: RunOptions,
 ) -> Result<(), crate::store::StoreError> {
-    let store = Store::open(options.store_dir)?;
+    let store = Store::open(options.store_dir.clone())?;
     let (drift, drift_triggers) = Drift::new(client.clone());
 
     // Instances: cached without managedFields (half their size), and only
@@ -227,61 +227,23 @@ pub async fn run_with<P: Provisioner>(
 
     // Classes and Bundles: cached for lookups, and a new generation (which
     // includes creation) reaches the Instances that name them.
-    let (classes, class_writer) = reflector::store::<ProvisionerClass>();
-    let class_changes = watcher(
-        Api::<ProvisionerClass>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .modify(|class| class.managed_fields_mut().clear())
-    .reflect(class_writer)
-    .applied_objects()
-    .predicate_filter(predicates::generation, PredicateConfig::default());
-    let (bundles, bundle_writer) = reflector::store::<Bundle>();
-    let bundle_changes = watcher(
-        Api::<Bundle>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .modify(|bundle| bundle.managed_fields_mut().clear())
-    .reflect(bundle_writer)
-    .applied_objects()
-    .predicate_filter(predicates::generation, PredicateConfig::default());
+    let (classes, class_changes) = generations::<ProvisionerClass>(&client);
+    let (bundles, bundle_changes) = generations::<Bundle>(&client);
 
-    let events = events::Events::new(context::recorder(client.clone(), provisioner.id()));
-    let store = Arc::new(store);
-    let in_flight = store_gc::InFlight::default();
-    tokio::spawn(store_gc::run(
-        Arc::clone(&store),
-        bundles.clone(),
-        instances.clone(),
-        in_flight.clone(),
-        Arc::clone(&options.metrics),
-        options.store_gc,
-    ));
-    let context = Arc::new(Context {
-        provisioner,
-        client: client.clone(),
-        store,
-        images: ImageSources::new(options.sources),
-        unpack_failures: Mutex::new(HashMap::new()),
-        install_failures: Mutex::new(Default::default()),
-        render_retries: Mutex::new(Default::default()),
-        metrics: options.metrics,
-        resync: options.resync,
-        kinds: Kinds::with_drift(client.clone(), drift.clone()),
+    let caches = Caches {
         classes,
         bundles,
         instances: instances.clone(),
+    };
+    let concurrency = options.concurrency;
+    let context = Arc::new(shared_context(
+        client.clone(),
+        provisioner,
+        store,
         drift,
-        events,
-        record_key: options.record_key,
-        decision_records: options.decision_records,
-        unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),
-        config_map_reads: tokio::sync::Semaphore::new(context::CONFIG_MAP_READS as usize),
-        cluster: tokio::sync::Mutex::new(None),
-        in_flight,
-    });
+        caches,
+        options,
+    ));
     let by_class = instances.clone();
     let by_bundle = instances.clone();
     let (claimer, id) = (client.clone(), context.provisioner.id().to_owned());
@@ -316,7 +278,7 @@ pub async fn run_with<P: Provisioner>(
         })
         .reconcile_on(drift_triggers)
         .reconcile_on(dependency_wakes)
-        .with_config(controller::Config::default().concurrency(options.concurrency))
+        .with_config(controller::Config::default().concurrency(concurrency))
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
             if let Err(error) = result {
@@ -325,6 +287,86 @@ pub async fn run_with<P: Provisioner>(
         })
         .await;
     Ok(())
+}
+
+/// A cache of every `K` (without managedFields), and the changes of its
+/// generation (which includes creation).
+fn generations<K>(
+    client: &Client,
+) -> (
+    reflector::Store<K>,
+    impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (cache, writer) = reflector::store::<K>();
+    let changes = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .modify(|object| object.managed_fields_mut().clear())
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, PredicateConfig::default());
+    (cache, changes)
+}
+
+/// The caches a controller reads from.
+struct Caches {
+    classes: reflector::Store<ProvisionerClass>,
+    bundles: reflector::Store<Bundle>,
+    instances: reflector::Store<Instance>,
+}
+
+/// What every reconcile shares; starts the store's collection of content
+/// nothing holds any more.
+fn shared_context<P: Provisioner>(
+    client: Client,
+    provisioner: P,
+    store: Store,
+    drift: Arc<Drift>,
+    caches: Caches,
+    options: RunOptions,
+) -> Context<P> {
+    let events = events::Events::new(context::recorder(client.clone(), provisioner.id()));
+    let store = Arc::new(store);
+    let in_flight = store_gc::InFlight::default();
+    tokio::spawn(store_gc::run(
+        Arc::clone(&store),
+        caches.bundles.clone(),
+        caches.instances.clone(),
+        in_flight.clone(),
+        Arc::clone(&options.metrics),
+        options.store_gc,
+    ));
+    Context {
+        provisioner,
+        client: client.clone(),
+        store,
+        images: ImageSources::new(options.sources),
+        unpack_failures: Mutex::new(HashMap::new()),
+        install_failures: Mutex::new(Default::default()),
+        render_retries: Mutex::new(Default::default()),
+        metrics: options.metrics,
+        resync: options.resync,
+        kinds: Kinds::with_drift(client, drift.clone()),
+        classes: caches.classes,
+        bundles: caches.bundles,
+        instances: caches.instances,
+        drift,
+        events,
+        record_key: options.record_key,
+        decision_records: options.decision_records,
+        unpacks: tokio::sync::Semaphore::new(options.max_concurrent_unpacks.max(1)),
+        config_map_reads: tokio::sync::Semaphore::new(context::CONFIG_MAP_READS as usize),
+        cluster: tokio::sync::Mutex::new(None),
+        in_flight,
+    }
 }
 
 /// What about an Instance starts a reconcile: its generation (the spec),

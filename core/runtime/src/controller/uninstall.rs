@@ -13,7 +13,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::events::{Event, EventType};
 use pakket_api::ownership::ACTIVE_FOR_LABEL;
-use pakket_api::{Bundle, DeletionPolicy, Instance};
+use pakket_api::{Bundle, DeletionPolicy, Instance, ObjectRef};
 
 use super::context::Context;
 use super::crd_finalizing;
@@ -45,32 +45,71 @@ pub async fn uninstall<P>(
         uid: &uid,
     };
     context.drift.forget_instance(&name);
+    let owned = candidates(instance, &uid, context).await?;
+    let orphan = instance.spec.deletion_policy == DeletionPolicy::Orphan;
+    let removed = remove_all(&owned, orphan, claimant, context).await;
+    if let Some(first) = removed.failed.first() {
+        // The finalizer stays until every object is gone or provably not
+        // this Instance's: dropping it now would leave objects behind,
+        // labelled with an Instance that no longer exists, and nothing
+        // would ever try again.
+        let note = format!(
+            "could not remove {} of the installed objects yet (first: {first}); the Instance stays \
+             until they are gone, retrying every few seconds",
+            removed.failed.len(),
+        );
+        tell(
+            context,
+            instance,
+            EventType::Warning,
+            "UninstallIncomplete",
+            &note,
+        );
+        return Err(kube::Error::Service(note.into()));
+    }
+    let finalizing = crd_finalizing::still_finalizing(&context.client, &removed.crds).await;
+    if !finalizing.is_empty() {
+        let listed: Vec<String> = finalizing.iter().map(ToString::to_string).collect();
+        let note = format!(
+            "deleted {} installed objects; the Instance stays until the API server has \
+             finished deleting {} of its CRDs and their custom resources: {}",
+            removed.done,
+            finalizing.len(),
+            listed.join("; ")
+        );
+        tracing::info!(instance = %name, crds = %listed.join("; "), "waiting for deleted CRDs to go");
+        tell(
+            context,
+            instance,
+            EventType::Normal,
+            "UninstallWaiting",
+            &note,
+        );
+        return Ok(Progress::WaitingForCrds);
+    }
+    tell_done(instance, orphan, &removed, context);
+    Ok(Progress::Finished)
+}
+
+/// Everything that may be the Instance's, in the order to remove it (the
+/// reverse of this: custom resources before their CRDs, everything before
+/// its Namespace). Candidates only: each object's own records decide.
+async fn candidates<P>(
+    instance: &Instance,
+    uid: &str,
+    context: &Context<P>,
+) -> Result<Vec<ObjectRef>, kube::Error> {
     let mut owned = instance
         .status
         .as_ref()
         .map(|status| status.objects.clone())
         .unwrap_or_default();
     // An apply cut short (an error, a killed provisioner) never reached the
-    // status: what the current Bundle holds is looked at too, and each
-    // object is removed only if its own records say it is this Instance's.
-    let cached = context
-        .bundles
-        .get(&kube::runtime::reflector::ObjectRef::new(
-            &instance.spec.bundle.name,
-        ))
-        .map(|bundle| (*bundle).clone());
-    let bundle = match (instance.embedded_bundle(), cached) {
-        // Embedded content's record is in the Instance's own status.
-        (Some(embedded), _) => Some(embedded),
-        (None, Some(bundle)) => Some(bundle),
-        // Not cached (a provisioner that just started): read it.
-        (None, None) => Api::<Bundle>::all(context.client.clone())
-            .get_opt(&instance.spec.bundle.name)
-            .await
-            .ok()
-            .flatten(),
-    };
-    let bundle_status = bundle.and_then(|bundle| bundle.status).unwrap_or_default();
+    // status: what the current Bundle holds is looked at too.
+    let bundle_status = current_bundle(instance, context)
+        .await
+        .and_then(|bundle| bundle.status)
+        .unwrap_or_default();
     owned.extend(bundle_status.objects.iter().cloned());
     // Whatever the lists say, every object of their kinds (and of the kinds
     // of every Bundle this Instance had active) that carries the Instance's
@@ -82,7 +121,7 @@ pub async fn uninstall<P>(
         .bundles
         .state()
         .into_iter()
-        .filter(|bundle| bundle.labels().get(ACTIVE_FOR_LABEL) == Some(&uid))
+        .filter(|bundle| bundle.labels().get(ACTIVE_FOR_LABEL).map(String::as_str) == Some(uid))
         .filter_map(|bundle| bundle.status.clone())
         .collect();
     let of = apply::kinds_of(
@@ -99,9 +138,10 @@ pub async fn uninstall<P>(
     );
     // From the drift watches where they have seen every object of a kind;
     // listed by label for the rest.
+    let name = instance.name_any();
     let (seen, to_list) = context.drift.labelled_with(&name, &of);
     owned.extend(seen);
-    match apply::labelled(&mut context.kinds.clone(), &to_list, &uid).await {
+    match apply::labelled(&mut context.kinds.clone(), &to_list, uid).await {
         Ok(found) => owned.extend(found),
         Err(error) => {
             // Nothing is deleted from a partial picture: the finalizer
@@ -112,14 +152,52 @@ pub async fn uninstall<P>(
     }
     owned.sort();
     owned.dedup();
-    // Custom resources before their CRDs, everything before its Namespace.
     owned.sort_by_key(|object| apply::rank(&object.api_version, &object.kind));
-    let orphan = instance.spec.deletion_policy == DeletionPolicy::Orphan;
+    Ok(owned)
+}
+
+/// The Bundle the Instance names: the one it embeds, else the Bundle
+/// object (from the cache, or read when a provisioner just started).
+async fn current_bundle<P>(instance: &Instance, context: &Context<P>) -> Option<Bundle> {
+    if let Some(embedded) = instance.embedded_bundle() {
+        // Embedded content's record is in the Instance's own status.
+        return Some(embedded);
+    }
+    let name = &instance.spec.bundle.name;
+    let key = kube::runtime::reflector::ObjectRef::new(name);
+    match context.bundles.get(&key) {
+        Some(bundle) => Some((*bundle).clone()),
+        None => Api::<Bundle>::all(context.client.clone())
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten(),
+    }
+}
+
+/// What removing the candidates did.
+#[derive(Default)]
+struct Removed {
+    /// Deleted (or released, under `Orphan`).
+    done: usize,
+    /// Left alone, each with why: not this Instance's.
+    not_ours: Vec<String>,
+    /// Could not be removed yet, each with why.
+    failed: Vec<String>,
+    /// The CRDs deleted, which the API server may still be finalizing.
+    crds: Vec<String>,
+}
+
+/// Removes (or releases) each candidate its records say is this
+/// Instance's, newest first.
+async fn remove_all<P>(
+    owned: &[ObjectRef],
+    orphan: bool,
+    claimant: Claimant<'_>,
+    context: &Context<P>,
+) -> Removed {
     let mut kinds = context.kinds.clone();
-    let mut done = 0;
-    let mut not_ours = Vec::new();
-    let mut failed = Vec::new();
-    let mut deleted_crds = Vec::new();
+    let mut removed = Removed::default();
     for reference in owned.iter().rev() {
         let result = if orphan {
             ownership::release_owned(&mut kinds, reference, claimant).await
@@ -128,67 +206,29 @@ pub async fn uninstall<P>(
         };
         match result {
             Ok(Removal::Done) => {
-                done += 1;
+                removed.done += 1;
                 if !orphan && is_crd(reference) {
-                    deleted_crds.push(reference.name.clone());
+                    removed.crds.push(reference.name.clone());
                 }
             }
             Ok(Removal::Gone) => {}
             Ok(Removal::NotOurs(why)) => {
-                tracing::warn!(instance = %name, %why, "left an object that is not this Instance's");
-                not_ours.push(why);
+                tracing::warn!(instance = %claimant.name, %why, "left an object that is not this Instance's");
+                removed.not_ours.push(why);
             }
             Err(error) => {
-                tracing::warn!(instance = %name, %error, "removing an installed object");
-                failed.push(error.to_string());
+                tracing::warn!(instance = %claimant.name, %error, "removing an installed object");
+                removed.failed.push(error.to_string());
             }
         }
     }
-    if !failed.is_empty() {
-        // The finalizer stays until every object is gone or provably not
-        // this Instance's: dropping it now would leave objects behind,
-        // labelled with an Instance that no longer exists, and nothing
-        // would ever try again.
-        let note = format!(
-            "could not remove {} of the installed objects yet (first: {}); the Instance stays \
-             until they are gone, retrying every few seconds",
-            failed.len(),
-            failed[0]
-        );
-        context.events.publish(
-            instance,
-            Event {
-                type_: EventType::Warning,
-                reason: "UninstallIncomplete".into(),
-                note: Some(note.chars().take(1000).collect()),
-                action: "Delete".into(),
-                secondary: None,
-            },
-        );
-        return Err(kube::Error::Service(note.into()));
-    }
-    let finalizing = crd_finalizing::still_finalizing(&context.client, &deleted_crds).await;
-    if !finalizing.is_empty() {
-        let listed: Vec<String> = finalizing.iter().map(ToString::to_string).collect();
-        let note = format!(
-            "deleted {done} installed objects; the Instance stays until the API server has \
-             finished deleting {} of its CRDs and their custom resources: {}",
-            finalizing.len(),
-            listed.join("; ")
-        );
-        tracing::info!(instance = %name, crds = %listed.join("; "), "waiting for deleted CRDs to go");
-        context.events.publish(
-            instance,
-            Event {
-                type_: EventType::Normal,
-                reason: "UninstallWaiting".into(),
-                note: Some(note.chars().take(1000).collect()),
-                action: "Delete".into(),
-                secondary: None,
-            },
-        );
-        return Ok(Progress::WaitingForCrds);
-    }
+    removed
+}
+
+/// Says the uninstall is done: `Uninstalled` (or `Orphaned`), a Warning
+/// when objects were left because they are not this Instance's.
+fn tell_done<P>(instance: &Instance, orphan: bool, removed: &Removed, context: &Context<P>) {
+    let done = removed.done;
     let (reason, mut note) = if orphan {
         (
             "Orphaned",
@@ -199,26 +239,31 @@ pub async fn uninstall<P>(
     } else {
         ("Uninstalled", format!("deleted {done} installed objects"))
     };
-    if !not_ours.is_empty() {
+    if let Some(first) = removed.not_ours.first() {
         note.push_str(&format!(
-            "; left {} listed objects alone because they are not this Instance's (first: {})",
-            not_ours.len(),
-            not_ours[0]
+            "; left {} listed objects alone because they are not this Instance's (first: {first})",
+            removed.not_ours.len(),
         ));
     }
+    let kind = if removed.not_ours.is_empty() {
+        EventType::Normal
+    } else {
+        EventType::Warning
+    };
+    tell(context, instance, kind, reason, &note);
+}
+
+/// Publishes an Event about the uninstall (its note cut to what the API
+/// server keeps).
+fn tell<P>(context: &Context<P>, instance: &Instance, kind: EventType, reason: &str, note: &str) {
     let event = Event {
-        type_: if not_ours.is_empty() {
-            EventType::Normal
-        } else {
-            EventType::Warning
-        },
+        type_: kind,
         reason: reason.into(),
         note: Some(note.chars().take(1000).collect()),
         action: "Delete".into(),
         secondary: None,
     };
     context.events.publish(instance, event);
-    Ok(Progress::Finished)
 }
 
 /// Whether `reference` names a CustomResourceDefinition.

@@ -218,6 +218,52 @@ impl SourceError {
         }
     }
 
+    /// What a registry's error envelope (the distribution spec's codes)
+    /// at `url` says: unauthorized, not found, or another refusal.
+    fn from_envelope(
+        envelope: &OciEnvelope,
+        url: &str,
+        action: &'static str,
+        image: &ImageRef,
+    ) -> Self {
+        let (registry, name) = (image.registry().to_owned(), image.to_string());
+        let codes = || envelope.errors.iter().map(|error| &error.code);
+        let says = codes().map(code_name).collect::<Vec<_>>().join(", ");
+        let registry_says = format!("it answered {says} at {}", without_query(url));
+        let refused =
+            codes().any(|code| matches!(code, OciErrorCode::Unauthorized | OciErrorCode::Denied));
+        let missing = codes().any(|code| {
+            matches!(
+                code,
+                OciErrorCode::ManifestUnknown
+                    | OciErrorCode::NameUnknown
+                    | OciErrorCode::NotFound
+                    | OciErrorCode::BlobUnknown
+            )
+        });
+        if refused {
+            Self::Unauthorized {
+                registry,
+                action,
+                image: name,
+                registry_says,
+            }
+        } else if missing {
+            Self::NotFound {
+                registry,
+                image: name,
+                registry_says,
+            }
+        } else {
+            Self::Registry {
+                registry,
+                action,
+                image: name,
+                registry_says,
+            }
+        }
+    }
+
     /// Describes an `oci_client` failure to `action` (`resolve`, `pull`,
     /// `push`) `image` by what the requester may know: the HTTP status and
     /// the distribution spec's error codes. The registry's own text (error
@@ -234,40 +280,7 @@ impl SourceError {
         let name = image.to_string();
         match error {
             OciDistributionError::RegistryError { envelope, url } => {
-                let codes = || envelope.errors.iter().map(|error| &error.code);
-                let says = codes().map(code_name).collect::<Vec<_>>().join(", ");
-                let registry_says = format!("it answered {says} at {}", without_query(&url));
-                if codes()
-                    .any(|code| matches!(code, OciErrorCode::Unauthorized | OciErrorCode::Denied))
-                {
-                    Self::Unauthorized {
-                        registry,
-                        action,
-                        image: name,
-                        registry_says,
-                    }
-                } else if codes().any(|code| {
-                    matches!(
-                        code,
-                        OciErrorCode::ManifestUnknown
-                            | OciErrorCode::NameUnknown
-                            | OciErrorCode::NotFound
-                            | OciErrorCode::BlobUnknown
-                    )
-                }) {
-                    Self::NotFound {
-                        registry,
-                        image: name,
-                        registry_says,
-                    }
-                } else {
-                    Self::Registry {
-                        registry,
-                        action,
-                        image: name,
-                        registry_says,
-                    }
-                }
+                Self::from_envelope(&envelope, &url, action, image)
             }
             OciDistributionError::UnauthorizedError { url } => Self::Unauthorized {
                 registry,

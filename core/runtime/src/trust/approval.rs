@@ -121,14 +121,6 @@ pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
         }
     };
     let wanted = Rights::of_in(request.objects, &aggregators);
-    let listed = |rights: &[&Right]| {
-        const SHOWN: usize = 8;
-        let mut text: Vec<String> = rights.iter().take(SHOWN).map(ToString::to_string).collect();
-        if rights.len() > SHOWN {
-            text.push(format!("and {} more", rights.len() - SHOWN));
-        }
-        text.join("; ")
-    };
     let pending = |why: String| Approval::Pending {
         message: format!(
             "waiting for approval (ProvisionerClass {class} has approval: Android): {why}; review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}` or `kubectl instance deny {name}`"
@@ -148,23 +140,7 @@ pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
         });
     };
     let beyond = wanted.beyond(&Rights::of_in(running, &aggregators));
-    // What the rights above do not hold: a workload identity or host
-    // access, an admission policy (webhooks are rights already).
-    let effects = Effects::of(request.objects, Some(running), &landing_of(request).await);
-    let mut more: Vec<String> = effects
-        .new
-        .workloads
-        .iter()
-        .map(|workload| workload.sentence.clone())
-        .collect();
-    more.extend(
-        effects
-            .new
-            .admission
-            .iter()
-            .filter(|admission| admission.webhook.is_empty())
-            .map(|admission| admission.sentence.clone()),
-    );
+    let more = new_effects(request, running).await;
     if !more.is_empty() {
         return pending(format!(
             "the new content does {} thing(s) the content it replaces did not: {}",
@@ -183,6 +159,35 @@ pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
         beyond.len(),
         listed(&beyond)
     ))
+}
+
+/// At most eight rights in words, then how many more.
+fn listed(rights: &[&Right]) -> String {
+    const SHOWN: usize = 8;
+    let mut text: Vec<String> = rights.iter().take(SHOWN).map(ToString::to_string).collect();
+    if rights.len() > SHOWN {
+        text.push(format!("and {} more", rights.len() - SHOWN));
+    }
+    text.join("; ")
+}
+
+/// What the rights do not hold and the new content does beyond what
+/// `running` did: a workload identity or host access, an admission policy
+/// (webhooks are rights already), each in words.
+async fn new_effects(request: &ApprovalRequest<'_>, running: &[Value]) -> Vec<String> {
+    let effects = Effects::of(request.objects, Some(running), &landing_of(request).await);
+    let workloads = effects
+        .new
+        .workloads
+        .iter()
+        .map(|workload| workload.sentence.clone());
+    let policies = effects
+        .new
+        .admission
+        .iter()
+        .filter(|admission| admission.webhook.is_empty())
+        .map(|admission| admission.sentence.clone());
+    workloads.chain(policies).collect()
 }
 
 /// The rights `new` asks for beyond what `running` holds, as `Android`
@@ -380,111 +385,22 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
         answers: HashMap::new(),
     };
     let mut kinds = request.kinds.clone();
+    let who = format!("{role} {}", requester.username);
     for object in request.objects {
-        let reference = apply::reference_of(object);
-        let (group, plural, namespaced) = match kinds.resource(&reference).await {
-            Ok((resource, namespaced)) => (resource.group, resource.plural, namespaced),
-            // A kind whose CRD comes with the bundle: asked as the CRD defines it.
-            Err(error) => {
-                let group = reference
-                    .api_version
-                    .split_once('/')
-                    .map_or("", |(group, _)| group);
-                match apply::defined_resource(request.objects, group, &reference.kind) {
-                    Some((plural, namespaced)) => (group.to_owned(), plural, namespaced),
-                    None => return pending(format!("cannot check {reference}: {error}")),
-                }
-            }
-        };
-        let namespace = namespaced.then(|| {
-            reference
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_owned())
-        });
-        for verb in APPLY_VERBS {
-            let access = Access::Resource {
-                group: group.clone(),
-                resource: plural.clone(),
-                subresource: String::new(),
-                verb: verb.into(),
-                namespace: namespace.clone(),
-                name: Some(reference.name.clone()),
-            };
-            match checker.allows(&access).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    return pending(format!(
-                        "approval: UserPermission: {role} {} may not {verb} {reference} (verb {verb:?} on {}{})",
-                        requester.username,
-                        plural,
-                        if group.is_empty() {
-                            String::new()
-                        } else {
-                            format!(".{group}")
-                        },
-                    ));
-                }
-                Err(error) => return pending(error),
-            }
-        }
-        for access in rbac::classes_used(object) {
-            match checker.allows(&access).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    return pending(format!(
-                        "approval: UserPermission: {role} {} may not {access}, which {reference} names",
-                        requester.username
-                    ));
-                }
-                Err(error) => return pending(error),
-            }
-        }
-        let need = match rbac::need_of(object, namespace.as_deref()) {
-            Ok(need) => need,
-            Err(error) => return pending(format!("cannot read {error}")),
-        };
-        if let Err(missing) = checker.meets(&need, request.objects).await {
-            return pending(format!(
-                "approval: UserPermission: {role} {} may not create {reference}: {missing}",
-                requester.username
-            ));
+        let checked = may_create(&mut checker, &mut kinds, object, request.objects, &who).await;
+        if let Err(why) = checked {
+            return pending(why);
         }
     }
     // What this spec removes is deleted on the requester's behalf too.
     let removed = removed_objects(request);
     for reference in &removed {
-        let (group, plural, namespaced) = match kinds.resource(reference).await {
-            Ok((resource, namespaced)) => (resource.group, resource.plural, namespaced),
-            // A kind no longer served: there is nothing of it to delete.
-            Err(_) => continue,
-        };
-        let access = Access::Resource {
-            group,
-            resource: plural,
-            subresource: String::new(),
-            verb: "delete".into(),
-            namespace: if namespaced {
-                reference.namespace.clone()
-            } else {
-                None
-            },
-            name: Some(reference.name.clone()),
-        };
-        match checker.allows(&access).await {
-            Ok(true) => {}
-            Ok(false) => {
-                return pending(format!(
-                    "approval: UserPermission: {role} {} may not delete {reference}, which this change removes ({access})",
-                    requester.username
-                ));
-            }
-            Err(error) => return pending(error),
+        if let Err(why) = may_delete(&mut checker, &mut kinds, reference, &who).await {
+            return pending(why);
         }
     }
     Approval::Approved(format!(
-        "approval: UserPermission: {role} {} may create all {} objects, RBAC included{}",
-        requester.username,
+        "approval: UserPermission: {who} may create all {} objects, RBAC included{}",
         request.objects.len(),
         if removed.is_empty() {
             String::new()
@@ -492,6 +408,101 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
             format!(", and delete the {} this change removes", removed.len())
         }
     ))
+}
+
+/// Whether `who` (the requester, as `the creator alice`) may create
+/// `object`: apply it, use the classes it names, and grant what it grants;
+/// `Err` names the first right missing.
+async fn may_create(
+    checker: &mut Checker<'_>,
+    kinds: &mut apply::Kinds,
+    object: &serde_json::Value,
+    objects: &[serde_json::Value],
+    who: &str,
+) -> Result<(), String> {
+    let reference = apply::reference_of(object);
+    let (group, plural, namespaced) = match kinds.resource(&reference).await {
+        Ok((resource, namespaced)) => (resource.group, resource.plural, namespaced),
+        // A kind whose CRD comes with the bundle: asked as the CRD defines it.
+        Err(error) => {
+            let group = pakket_api::group_of(&reference.api_version);
+            match apply::defined_resource(objects, group, &reference.kind) {
+                Some((plural, namespaced)) => (group.to_owned(), plural, namespaced),
+                None => return Err(format!("cannot check {reference}: {error}")),
+            }
+        }
+    };
+    let namespace = namespaced.then(|| {
+        reference
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned())
+    });
+    for verb in APPLY_VERBS {
+        let access = Access::Resource {
+            group: group.clone(),
+            resource: plural.clone(),
+            subresource: String::new(),
+            verb: verb.into(),
+            namespace: namespace.clone(),
+            name: Some(reference.name.clone()),
+        };
+        if !checker.allows(&access).await? {
+            let resource = if group.is_empty() {
+                plural.clone()
+            } else {
+                format!("{plural}.{group}")
+            };
+            return Err(format!(
+                "approval: UserPermission: {who} may not {verb} {reference} (verb {verb:?} on {resource})"
+            ));
+        }
+    }
+    for access in rbac::classes_used(object) {
+        if !checker.allows(&access).await? {
+            return Err(format!(
+                "approval: UserPermission: {who} may not {access}, which {reference} names"
+            ));
+        }
+    }
+    let need = rbac::need_of(object, namespace.as_deref())
+        .map_err(|error| format!("cannot read {error}"))?;
+    checker.meets(&need, objects).await.map_err(|missing| {
+        format!("approval: UserPermission: {who} may not create {reference}: {missing}")
+    })
+}
+
+/// Whether `who` may delete `reference`, which this change removes.
+async fn may_delete(
+    checker: &mut Checker<'_>,
+    kinds: &mut apply::Kinds,
+    reference: &pakket_api::ObjectRef,
+    who: &str,
+) -> Result<(), String> {
+    let (group, plural, namespaced) = match kinds.resource(reference).await {
+        Ok((resource, namespaced)) => (resource.group, resource.plural, namespaced),
+        // A kind no longer served: there is nothing of it to delete.
+        Err(_) => return Ok(()),
+    };
+    let access = Access::Resource {
+        group,
+        resource: plural,
+        subresource: String::new(),
+        verb: "delete".into(),
+        namespace: if namespaced {
+            reference.namespace.clone()
+        } else {
+            None
+        },
+        name: Some(reference.name.clone()),
+    };
+    if checker.allows(&access).await? {
+        Ok(())
+    } else {
+        Err(format!(
+            "approval: UserPermission: {who} may not delete {reference}, which this change removes ({access})"
+        ))
+    }
 }
 
 /// The objects the Instance has installed that the new content lacks:

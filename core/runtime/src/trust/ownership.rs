@@ -25,7 +25,8 @@ use pakket_api::ownership::{
 };
 use serde_json::json;
 
-use crate::apply::{ApplyError, BUNDLE_LABEL, Kinds};
+use crate::apply::{ApplyError, Kinds};
+use pakket_api::ownership::BUNDLE_LABEL;
 
 /// The Instance on whose behalf objects are written: its name (for labels
 /// and adoption offers) and its UID (the ownership record).

@@ -222,6 +222,120 @@ fn short(digest: &str) -> &str {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rights(BTreeSet<Right>);
 
+/// A Role or ClusterRole of the content: the object, its name, and the
+/// namespace its rules hold in (`None`: a ClusterRole's, everywhere).
+struct Role<'a> {
+    object: &'a Value,
+    name: &'a str,
+    scope: Option<&'a str>,
+}
+
+/// What a Role or ClusterRole gives: its rules, an aggregation it asks
+/// for, and its rules again for the holders of every ClusterRole it is
+/// aggregated into.
+fn role_rights(role: Role<'_>, aggregators: &[Aggregator], rights: &mut BTreeSet<Right>) {
+    let rules: Vec<PolicyRule> = role
+        .object
+        .get("rules")
+        .cloned()
+        .and_then(|rules| serde_json::from_value(rules).ok())
+        .unwrap_or_default();
+    for rule in &rules {
+        rights.extend(
+            rbac::rule_accesses(rule, role.scope)
+                .into_iter()
+                .map(Right::Rule),
+        );
+    }
+    if role
+        .object
+        .get("aggregationRule")
+        .is_some_and(|a| !a.is_null())
+    {
+        rights.insert(Right::Aggregation(role.name.to_owned()));
+    }
+    if role.scope.is_some() || !is_rbac_kind(role.object, "ClusterRole") {
+        return;
+    }
+    for holder in aggregated_into(role.object, aggregators) {
+        for rule in &rules {
+            rights.extend(
+                rbac::rule_accesses(rule, None)
+                    .into_iter()
+                    .map(|access| Right::Held {
+                        subject: format!("holders of ClusterRole {holder}"),
+                        access,
+                    }),
+            );
+        }
+    }
+}
+
+/// What a RoleBinding or ClusterRoleBinding gives each subject: the
+/// rules it binds, and the binding itself for a role from elsewhere.
+fn binding_rights(
+    object: &Value,
+    objects: &[Value],
+    scope: Option<String>,
+    rights: &mut BTreeSet<Right>,
+) {
+    let role = binding_role(object, objects, scope.as_deref());
+    let held = bound_rules(object, objects, scope.as_deref());
+    for subject in subjects(object, scope.as_deref()) {
+        rights.extend(held.iter().map(|access| Right::Held {
+            subject: subject.clone(),
+            access: access.clone(),
+        }));
+        // A role the content defines is counted by what it gives (above);
+        // one from elsewhere by its name.
+        if let Some(role) = &role {
+            rights.insert(Right::Binding {
+                namespace: scope.clone(),
+                subject,
+                role: role.clone(),
+            });
+        }
+    }
+}
+
+/// A CRD, and its conversion webhook's configuration when it has one.
+fn crd_rights(object: &Value, name: &str, rights: &mut BTreeSet<Right>) {
+    rights.insert(Right::Crd(name.to_owned()));
+    if let Some(conversion) = object.pointer("/spec/conversion")
+        && conversion
+            .get("strategy")
+            .and_then(Value::as_str)
+            .unwrap_or("None")
+            != "None"
+    {
+        rights.insert(Right::CrdConversion {
+            crd: name.to_owned(),
+            config: configuration_digest(conversion),
+        });
+    }
+}
+
+/// Each webhook of an admission webhook configuration, with what it is
+/// sent (its configuration, defaults filled in).
+fn webhook_rights(object: &Value, kind: &str, configuration: &str, rights: &mut BTreeSet<Right>) {
+    let webhooks = object.get("webhooks").and_then(Value::as_array);
+    for webhook in webhooks.into_iter().flatten() {
+        rights.insert(Right::Webhook {
+            kind: kind.to_owned(),
+            configuration: configuration.to_owned(),
+            webhook: webhook
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            config: configuration_digest(&with_webhook_defaults(
+                webhook,
+                kind == "MutatingWebhookConfiguration",
+            )),
+        });
+    }
+}
+
 impl Rights {
     /// What `objects` (rendered content) ask for, on a cluster without
     /// aggregating roles of its own.
@@ -244,103 +358,28 @@ impl Rights {
             let reference = reference_of(object);
             let group = reference.api_version.split('/').next().unwrap_or_default();
             let namespace = reference.namespace.clone().filter(|n| !n.is_empty());
-            match (group, reference.kind.as_str()) {
+            let kind = reference.kind.as_str();
+            match (group, kind) {
                 (rbac::RBAC_GROUP, "Role" | "ClusterRole") => {
-                    let scope = if reference.kind == "Role" {
-                        namespace.as_deref()
-                    } else {
-                        None
+                    let scope = (kind == "Role").then_some(namespace).flatten();
+                    let role = Role {
+                        object,
+                        name: &reference.name,
+                        scope: scope.as_deref(),
                     };
-                    let rules: Vec<PolicyRule> = object
-                        .get("rules")
-                        .cloned()
-                        .and_then(|rules| serde_json::from_value(rules).ok())
-                        .unwrap_or_default();
-                    for rule in &rules {
-                        rights.extend(
-                            rbac::rule_accesses(rule, scope)
-                                .into_iter()
-                                .map(Right::Rule),
-                        );
-                    }
-                    if object.get("aggregationRule").is_some_and(|a| !a.is_null()) {
-                        rights.insert(Right::Aggregation(reference.name.clone()));
-                    }
-                    if reference.kind == "ClusterRole" {
-                        for holder in aggregated_into(object, &aggregators) {
-                            for rule in &rules {
-                                rights.extend(rbac::rule_accesses(rule, None).into_iter().map(
-                                    |access| Right::Held {
-                                        subject: format!("holders of ClusterRole {holder}"),
-                                        access,
-                                    },
-                                ));
-                            }
-                        }
-                    }
+                    role_rights(role, &aggregators, &mut rights);
                 }
                 (rbac::RBAC_GROUP, "RoleBinding" | "ClusterRoleBinding") => {
-                    let scope = (reference.kind == "RoleBinding")
-                        .then(|| namespace.clone())
-                        .flatten();
-                    let role = binding_role(object, objects, scope.as_deref());
-                    let held = bound_rules(object, objects, scope.as_deref());
-                    for subject in subjects(object, scope.as_deref()) {
-                        rights.extend(held.iter().map(|access| Right::Held {
-                            subject: subject.clone(),
-                            access: access.clone(),
-                        }));
-                        // A role the content defines is counted by what
-                        // it gives (above); one from elsewhere by its name.
-                        if let Some(role) = &role {
-                            rights.insert(Right::Binding {
-                                namespace: scope.clone(),
-                                subject,
-                                role: role.clone(),
-                            });
-                        }
-                    }
+                    let scope = (kind == "RoleBinding").then_some(namespace).flatten();
+                    binding_rights(object, objects, scope, &mut rights);
                 }
                 ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-                    rights.insert(Right::Crd(reference.name.clone()));
-                    if let Some(conversion) = object.pointer("/spec/conversion")
-                        && conversion
-                            .get("strategy")
-                            .and_then(Value::as_str)
-                            .unwrap_or("None")
-                            != "None"
-                    {
-                        rights.insert(Right::CrdConversion {
-                            crd: reference.name.clone(),
-                            config: configuration_digest(conversion),
-                        });
-                    }
+                    crd_rights(object, &reference.name, &mut rights);
                 }
                 (
                     "admissionregistration.k8s.io",
                     "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
-                ) => {
-                    for webhook in object
-                        .get("webhooks")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
-                        rights.insert(Right::Webhook {
-                            kind: reference.kind.clone(),
-                            configuration: reference.name.clone(),
-                            webhook: webhook
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_owned(),
-                            config: configuration_digest(&with_webhook_defaults(
-                                webhook,
-                                reference.kind == "MutatingWebhookConfiguration",
-                            )),
-                        });
-                    }
-                }
+                ) => webhook_rights(object, kind, &reference.name, &mut rights),
                 ("apiregistration.k8s.io", "APIService") => {
                     rights.insert(Right::ApiService {
                         name: reference.name.clone(),

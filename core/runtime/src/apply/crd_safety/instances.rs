@@ -61,6 +61,42 @@ struct Found {
     capped: bool,
 }
 
+impl Found {
+    /// Counts `item` if the new schema of `check` breaks it (once, however
+    /// many versions see it), naming it while there is room.
+    fn judge(
+        &mut self,
+        item: DynamicObject,
+        check: &Check,
+        several: bool,
+        seen: &mut BTreeSet<(Option<String>, Option<String>)>,
+    ) {
+        let key = (item.metadata.namespace.clone(), item.metadata.name.clone());
+        if seen.contains(&key) {
+            return;
+        }
+        let object = serde_json::to_value(&item).unwrap_or_default();
+        let violations = worsened(&check.old, &check.new, &object);
+        if violations.is_empty() {
+            return;
+        }
+        seen.insert(key);
+        self.failing += 1;
+        if self.named.len() < NAMED_AT_MOST {
+            self.named.push(Broken {
+                namespace: item.metadata.namespace,
+                name: item.metadata.name.unwrap_or_default(),
+                version: if several {
+                    check.version.clone()
+                } else {
+                    String::new()
+                },
+                violations,
+            });
+        }
+    }
+}
+
 /// Why replacing `current` (the CRD on the cluster) with `desired` would
 /// break existing custom resources, one entry per object named, after a
 /// first that counts them; empty when none would break.
@@ -122,29 +158,7 @@ pub async fn breaking(
                     break 'versions;
                 }
                 checked += 1;
-                let key = (item.metadata.namespace.clone(), item.metadata.name.clone());
-                if seen.contains(&key) {
-                    continue;
-                }
-                let object = serde_json::to_value(&item).unwrap_or_default();
-                let violations = worsened(&check.old, &check.new, &object);
-                if violations.is_empty() {
-                    continue;
-                }
-                seen.insert(key);
-                found.failing += 1;
-                if found.named.len() < NAMED_AT_MOST {
-                    found.named.push(Broken {
-                        namespace: item.metadata.namespace,
-                        name: item.metadata.name.unwrap_or_default(),
-                        version: if several {
-                            check.version.clone()
-                        } else {
-                            String::new()
-                        },
-                        violations,
-                    });
-                }
+                found.judge(item, check, several, &mut seen);
             }
             match page.metadata.continue_.filter(|token| !token.is_empty()) {
                 Some(token) => params = params.continue_token(&token),

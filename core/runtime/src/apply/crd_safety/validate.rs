@@ -59,6 +59,83 @@ pub fn violations(schema: &Value, object: &Value) -> Vec<Violation> {
     found
 }
 
+/// Where a value is checked: its path, and whether it is a whole object.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    path: &'a str,
+    resource: bool,
+}
+
+/// Checks `value` against the schema's `allOf`, `anyOf`, `oneOf` and
+/// `not` (an int-or-string's `anyOf` is the flag's, already checked).
+fn junctors(
+    schema: &serde_json::Map<String, Value>,
+    value: &Value,
+    at: At<'_>,
+    int_or_string: bool,
+    found: &mut Vec<Violation>,
+) {
+    for junctor in ["allOf", "anyOf", "oneOf", "not"] {
+        let Some(inner) = schema.get(junctor) else {
+            continue;
+        };
+        // int-or-string is spelled `anyOf: [integer, string]` beside the flag.
+        if junctor == "anyOf" && int_or_string {
+            continue;
+        }
+        let fails = |sub: &Value| {
+            let mut inside = Vec::new();
+            check(sub, value, at.path, at.resource, &mut inside);
+            inside
+        };
+        let subs: Vec<&Value> = inner
+            .as_array()
+            .map(|subs| subs.iter().collect())
+            .unwrap_or_else(|| vec![inner]);
+        match junctor {
+            "allOf" => found.extend(subs.iter().flat_map(|sub| fails(sub))),
+            "anyOf" if !subs.iter().any(|sub| fails(sub).is_empty()) => {
+                // One alternative's reasons say more than a bare "none matched".
+                let mut reasons: Vec<String> = subs
+                    .iter()
+                    .flat_map(|sub| fails(sub))
+                    .map(|violation| {
+                        if violation.path == at.path {
+                            violation.problem
+                        } else {
+                            violation.to_string()
+                        }
+                    })
+                    .collect();
+                reasons.dedup();
+                found.push(Violation {
+                    path: at.path.to_owned(),
+                    problem: format!(
+                        "it matches none of the allowed forms ({})",
+                        reasons.join(", or ")
+                    ),
+                });
+            }
+            "oneOf" => {
+                let matching = subs.iter().filter(|sub| fails(sub).is_empty()).count();
+                if matching != 1 {
+                    found.push(Violation {
+                        path: at.path.to_owned(),
+                        problem: format!(
+                            "it matches {matching} of the forms where exactly one is allowed"
+                        ),
+                    });
+                }
+            }
+            "not" if fails(inner).is_empty() => found.push(Violation {
+                path: at.path.to_owned(),
+                problem: "it matches a form the schema forbids".into(),
+            }),
+            _ => {}
+        }
+    }
+}
+
 fn flag(schema: &Value, name: &str) -> bool {
     schema.get(name).and_then(Value::as_bool).unwrap_or(false)
 }
@@ -113,65 +190,8 @@ fn check(schema: &Value, value: &Value, path: &str, resource: bool, found: &mut 
         Value::String(text) => string(schema, text, &mut fail),
         _ => {}
     }
-    for junctor in ["allOf", "anyOf", "oneOf", "not"] {
-        let Some(inner) = schema.get(junctor) else {
-            continue;
-        };
-        // int-or-string is spelled `anyOf: [integer, string]` beside the flag.
-        if junctor == "anyOf" && int_or_string {
-            continue;
-        }
-        let fails = |sub: &Value| {
-            let mut inside = Vec::new();
-            check(sub, value, path, resource, &mut inside);
-            inside
-        };
-        let subs: Vec<&Value> = inner
-            .as_array()
-            .map(|subs| subs.iter().collect())
-            .unwrap_or_else(|| vec![inner]);
-        match junctor {
-            "allOf" => found.extend(subs.iter().flat_map(|sub| fails(sub))),
-            "anyOf" if !subs.iter().any(|sub| fails(sub).is_empty()) => {
-                // One alternative's reasons say more than a bare "none matched".
-                let mut reasons: Vec<String> = subs
-                    .iter()
-                    .flat_map(|sub| fails(sub))
-                    .map(|violation| {
-                        if violation.path == path {
-                            violation.problem
-                        } else {
-                            violation.to_string()
-                        }
-                    })
-                    .collect();
-                reasons.dedup();
-                found.push(Violation {
-                    path: path.to_owned(),
-                    problem: format!(
-                        "it matches none of the allowed forms ({})",
-                        reasons.join(", or ")
-                    ),
-                });
-            }
-            "oneOf" => {
-                let matching = subs.iter().filter(|sub| fails(sub).is_empty()).count();
-                if matching != 1 {
-                    found.push(Violation {
-                        path: path.to_owned(),
-                        problem: format!(
-                            "it matches {matching} of the forms where exactly one is allowed"
-                        ),
-                    });
-                }
-            }
-            "not" if fails(inner).is_empty() => found.push(Violation {
-                path: path.to_owned(),
-                problem: "it matches a form the schema forbids".into(),
-            }),
-            _ => {}
-        }
-    }
+    let at = At { path, resource };
+    junctors(schema, value, at, int_or_string, found);
     match value {
         Value::Object(fields) => object(&node, fields, path, resource, found),
         Value::Array(items) => array(&node, items, path, found),

@@ -231,30 +231,12 @@ pub(super) fn grants(objects: &[Value], rights: &[&Right], workloads: &[Workload
                 namespace,
                 subject,
                 role,
-            } => {
-                let (subject_kind, subject_namespace, subject_name) = parse_subject(subject);
-                let (role_kind, role_name) = role.split_once(' ').unwrap_or(("", role.as_str()));
-                grants.rbac.push(RbacEffect {
-                    type_: "Binding".into(),
-                    subject_kind,
-                    subject_namespace,
-                    subject_name,
-                    scope: if namespace.is_some() {
-                        "Namespace"
-                    } else {
-                        "Cluster"
-                    }
-                    .into(),
-                    namespace: namespace.clone().unwrap_or_default(),
-                    role_kind: role_kind.to_owned(),
-                    role_name: role_name.to_owned(),
-                    built_in_role: role_kind == "ClusterRole"
-                        && (BUILT_IN_ROLES.contains(&role_name)
-                            || role_name.starts_with("system:")),
-                    sentence,
-                    ..RbacEffect::default()
-                });
-            }
+            } => grants.rbac.push(binding_effect(
+                namespace.as_deref(),
+                subject,
+                role,
+                sentence,
+            )),
             Right::Aggregation(name) => grants.rbac.push(RbacEffect {
                 type_: "Aggregation".into(),
                 scope: "Cluster".into(),
@@ -295,8 +277,44 @@ pub(super) fn grants(objects: &[Value], rights: &[&Right], workloads: &[Workload
             }),
         }
     }
-    // Summaries a rule reads without a macro (each macro multiplies a
-    // rule's cost bound by the widest list).
+    summarize(&mut grants);
+    grants
+}
+
+/// A binding of `subject` to `role` (`ClusterRole NAME` or `Role NAME`),
+/// in `namespace` or cluster-wide.
+fn binding_effect(
+    namespace: Option<&str>,
+    subject: &str,
+    role: &str,
+    sentence: String,
+) -> RbacEffect {
+    let (subject_kind, subject_namespace, subject_name) = parse_subject(subject);
+    let (role_kind, role_name) = role.split_once(' ').unwrap_or(("", role));
+    RbacEffect {
+        type_: "Binding".into(),
+        subject_kind,
+        subject_namespace,
+        subject_name,
+        scope: if namespace.is_some() {
+            "Namespace"
+        } else {
+            "Cluster"
+        }
+        .into(),
+        namespace: namespace.unwrap_or_default().to_owned(),
+        role_kind: role_kind.to_owned(),
+        role_name: role_name.to_owned(),
+        built_in_role: role_kind == "ClusterRole"
+            && (BUILT_IN_ROLES.contains(&role_name) || role_name.starts_with("system:")),
+        sentence,
+        ..RbacEffect::default()
+    }
+}
+
+/// Summaries a rule reads without a macro (each macro multiplies a rule's
+/// cost bound by the widest list).
+fn summarize(grants: &mut Grants) {
     let distinct = |values: Vec<String>| -> Vec<String> {
         values
             .into_iter()
@@ -314,7 +332,6 @@ pub(super) fn grants(objects: &[Value], rights: &[&Right], workloads: &[Workload
             .map(|w| format!("{}/{}", w.namespace, w.service_account))
             .collect(),
     );
-    grants
 }
 
 /// The fields of an RBAC effect one access fills in.

@@ -113,26 +113,16 @@ fn pod_spec(object: &Value) -> Option<&Value> {
     })
 }
 
-fn workload(object: &Value, landing: &Landing) -> Option<Workload> {
-    let spec = pod_spec(object)?;
-    let reference = reference_of(object);
-    let flag = |field: &str| spec.get(field).and_then(Value::as_bool).unwrap_or(false);
-    let text = |value: &Value, field: &str| {
-        value
-            .get(field)
-            .and_then(Value::as_str)
-            .filter(|text| !text.is_empty())
-            .map(str::to_owned)
-    };
-    let service_account = text(spec, "serviceAccountName")
-        .or_else(|| text(spec, "serviceAccount"))
-        .unwrap_or_else(|| "default".to_owned());
-    let namespace = reference.namespace.clone().unwrap_or_default();
-    let containers: Vec<&Value> = ["containers", "initContainers", "ephemeralContainers"]
-        .into_iter()
-        .filter_map(|field| spec.get(field).and_then(Value::as_array))
-        .flatten()
-        .collect();
+/// What of the host a Pod spec's containers reach beyond the host
+/// namespaces: privilege, capabilities, host paths and host ports.
+struct HostAccess {
+    privileged: bool,
+    added_capabilities: Vec<String>,
+    host_paths: Vec<String>,
+    host_ports: Vec<i64>,
+}
+
+fn host_access(spec: &Value, containers: &[&Value]) -> HostAccess {
     let security = |container: &Value, pointer: &str| {
         container
             .pointer(&format!("/securityContext{pointer}"))
@@ -171,6 +161,40 @@ fn workload(object: &Value, landing: &Landing) -> Option<Workload> {
         .collect();
     host_ports.sort_unstable();
     host_ports.dedup();
+    HostAccess {
+        privileged,
+        added_capabilities,
+        host_paths,
+        host_ports,
+    }
+}
+
+fn workload(object: &Value, landing: &Landing) -> Option<Workload> {
+    let spec = pod_spec(object)?;
+    let reference = reference_of(object);
+    let flag = |field: &str| spec.get(field).and_then(Value::as_bool).unwrap_or(false);
+    let text = |value: &Value, field: &str| {
+        value
+            .get(field)
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned)
+    };
+    let service_account = text(spec, "serviceAccountName")
+        .or_else(|| text(spec, "serviceAccount"))
+        .unwrap_or_else(|| "default".to_owned());
+    let namespace = reference.namespace.clone().unwrap_or_default();
+    let containers: Vec<&Value> = ["containers", "initContainers", "ephemeralContainers"]
+        .into_iter()
+        .filter_map(|field| spec.get(field).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let HostAccess {
+        privileged,
+        added_capabilities,
+        host_paths,
+        host_ports,
+    } = host_access(spec, &containers);
     let pakket_namespace = landing.pakket_namespaces.contains(&namespace);
     let mut made = Workload {
         group: group_of(&reference.api_version).to_owned(),
