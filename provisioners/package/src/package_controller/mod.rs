@@ -137,12 +137,20 @@ pub async fn run<K: PackageObject>(context: Arc<PackageContext>, selector: Optio
         .await;
 }
 
+/// What reaches here is an apiserver error (a stop with a reason is said
+/// on the package instead): logged with its label, looked at again soon.
 fn error_policy<K: PackageObject>(
     package: Arc<K>,
-    error: &kube::Error,
+    error: &Error,
     _: Arc<PackageContext>,
 ) -> Action {
-    tracing::warn!(kind = K::KIND, package = %package.name_any(), %error, "reconciling a package");
+    tracing::warn!(
+        kind = K::KIND,
+        package = %package.name_any(),
+        label = error.metric_label(),
+        %error,
+        "reconciling a package"
+    );
     Action::requeue(Duration::from_secs(5))
 }
 
@@ -150,7 +158,7 @@ fn error_policy<K: PackageObject>(
 async fn reconcile<K: PackageObject>(
     package: Arc<K>,
     context: Arc<PackageContext>,
-) -> Result<Action, kube::Error> {
+) -> Result<Action, Error> {
     let package = &*package;
     let mut status = status::base(package);
     let result = match observe::observe(package, &context).await {
@@ -161,7 +169,7 @@ async fn reconcile<K: PackageObject>(
         }
         Err(error) => Err(error),
     };
-    status::conclude(package, &context, status, result).await
+    Ok(status::conclude(package, &context, status, result).await?)
 }
 
 /// The key of `package` among its components' parents.
