@@ -14,18 +14,18 @@
 //! One reconcile is observe, plan, act, as the Instance kernel's
 //! (`core/runtime/src/controller/install/`):
 //!
-//! - [`observe`]: every read that decides what to do, once: the object,
+//! - `observe`: every read that decides what to do, once: the object,
 //!   whether a package it was installed for still needs it, the
 //!   repository and version, the PackageInfo, its package file and the
 //!   values; a read that cannot go on stops the pass with a typed reason
 //!   ([`Error`]);
-//! - [`plan`]: one pure function names the next action, a row of its table
+//! - `plan`: one pure function names the next action, a row of its table
 //!   test each;
-//! - [`act`]: the action, one file each (the finalizer, removal of an
+//! - `act`: the action, one file each (the finalizer, removal of an
 //!   unneeded dependency, the PackageInfo, the install with its
 //!   dependencies, Instance and components, the uninstall);
-//! - [`status`]: the one writer of the package's status, and of the
-//!   Warning Event a person must see; [`mirror`] turns the Instance's
+//! - `status`: the one writer of the package's status, and of the
+//!   Warning Event a person must see; `mirror` turns the Instance's
 //!   conditions into the package's, purely.
 
 // A step is short enough to read at once: a new behaviour is a new plan
