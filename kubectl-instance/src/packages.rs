@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use pakket_api::Instance;
+use pakket_packages_api::conditions::PackageConditionType;
 use pakket_packages_api::{ClusterPackage, ClusterPackageSpec, Package, PackageStatus};
 use serde::Serialize;
 
@@ -71,13 +72,19 @@ impl Shown {
         }
     }
 
-    fn condition(&self, kind: &str) -> Option<&Condition> {
-        self.status.conditions.iter().find(|c| c.type_ == kind)
+    fn condition(&self, kind: PackageConditionType) -> Option<&Condition> {
+        self.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == kind.as_str())
     }
 
     /// `Ready`'s reason, or `Failed`'s when that is true.
     fn state(&self) -> String {
-        match (self.condition("Failed"), self.condition("Ready")) {
+        match (
+            self.condition(PackageConditionType::Failed),
+            self.condition(PackageConditionType::Ready),
+        ) {
             (Some(failed), _) if failed.status == "True" => failed.reason.clone(),
             (_, Some(ready)) => ready.reason.clone(),
             _ => "NotReconciled".into(),

@@ -9,7 +9,8 @@
 
 use std::io::Write;
 
-use pakket_api::{ConditionType, Instance};
+use pakket_api::{ConditionType, Instance, Reason};
+use pakket_packages_api::conditions::{PackageConditionType, PackageReason};
 use pakket_packages_client::dependents::{self, Dependent};
 use serde::Serialize;
 
@@ -129,20 +130,26 @@ pub fn diagnose(
     if shown.spec.suspend {
         reasons.push("it is suspended (spec.suspend): nothing is reconciled".into());
     }
-    let condition = |kind: &str| shown.status.conditions.iter().find(|c| c.type_ == kind);
-    let failed = condition("Failed").filter(|c| c.status == "True");
-    let ready = condition("Ready");
+    let condition = |kind: PackageConditionType| {
+        shown
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == kind.as_str())
+    };
+    let failed = condition(PackageConditionType::Failed).filter(|c| c.status == "True");
+    let ready = condition(PackageConditionType::Ready);
     let approval = instance.and_then(|i| i.condition(ConditionType::Approved));
     let instance_name = shown.status.instance.clone();
     let (summary, next) = match (failed, ready) {
         (Some(failed), _) => {
             reasons.push(format!("{}: {}", failed.reason, failed.message));
-            let next = match failed.reason.as_str() {
-                "ValueConfigurationInvalid" => "fix spec.values as the message says".to_owned(),
-                "UnsupportedFormat" => {
+            let next = match PackageReason::parse(&failed.reason) {
+                Some(PackageReason::ValueConfigurationInvalid) => "fix spec.values as the message says".to_owned(),
+                Some(PackageReason::UnsupportedFormat) => {
                     "install another version (spec.packageInfo.version), or the package as the other kind (a ClusterPackage or a Package), as the message says".to_owned()
                 }
-                "SyncFailed" => "check the PackageRepository (kubectl get packagerepositories) and the package's name and version".to_owned(),
+                Some(PackageReason::SyncFailed) => "check the PackageRepository (kubectl get packagerepositories) and the package's name and version".to_owned(),
                 _ => match &instance_name {
                     Some(name) => format!("see `kubectl instance why {name}` for what the Instance says"),
                     None => "see the message".to_owned(),
@@ -160,7 +167,8 @@ pub fn diagnose(
             }
             match (approval, &instance_name) {
                 (Some(approved), Some(name))
-                    if approved.status != "True" && approved.reason == "ApprovalPending" =>
+                    if approved.status != "True"
+                        && approved.reason == Reason::ApprovalPending.as_str() =>
                 {
                     reasons.push(format!("its Instance {name} waits: {}", approved.message));
                     (

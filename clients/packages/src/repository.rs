@@ -16,6 +16,7 @@ use pakket_runtime::source::https::{HttpsSource, TarballRef};
 use reqwest::Url;
 use serde_json::Value;
 
+use pakket_packages_api::conditions::ReadFailure;
 use pakket_packages_api::manifest::{self, Index, PackageManifest, Versions};
 
 /// The most bytes one repository file may hold.
@@ -116,11 +117,12 @@ pub enum RepositoryError {
 }
 
 impl RepositoryError {
-    /// The condition reason a status says this with.
-    pub fn reason(&self) -> &'static str {
+    /// The condition reason a status says this with (on a
+    /// PackageRepository, a PackageInfo or a package alike).
+    pub fn reason(&self) -> ReadFailure {
         match self {
-            Self::Credentials(_) => "CredentialsUnavailable",
-            Self::Fetch(_) | Self::Parse { .. } | Self::Repository(_) => "SyncFailed",
+            Self::Credentials(_) => ReadFailure::CredentialsUnavailable,
+            Self::Fetch(_) | Self::Parse { .. } | Self::Repository(_) => ReadFailure::SyncFailed,
         }
     }
 }

@@ -18,6 +18,7 @@ use pakket_engine::{Range, Version};
 
 use crate::made_here;
 use crate::names;
+use pakket_packages_api::conditions::ReadinessType;
 use pakket_packages_api::manifest::Component;
 use pakket_packages_api::{
     INSTALLED_AS_DEPENDENCY_ANNOTATION, Package, PackageInfoTemplate, PackageSpec,
@@ -70,9 +71,8 @@ pub async fn ensure(
     labels: &BTreeMap<String, String>,
     sealing: Sealing<'_>,
 ) -> Result<Vec<String>, Problem> {
-    let Sealing { key, author } = sealing;
     let (parent_key, parent_name) = parent;
-    let (client, repositories) = (&context.client, &context.repositories);
+    let client = &context.client;
     if Api::<Namespace>::all(client.clone())
         .get_opt(namespace)
         .await
@@ -84,73 +84,18 @@ pub async fn ensure(
         )]);
     }
     let api: Api<Package> = Api::namespaced(client.clone(), namespace);
+    let parent = Parent {
+        key: parent_key,
+        namespace,
+        labels,
+        sealing,
+    };
     let mut waiting = Vec::new();
     for component in components {
-        let name = names::sanitized(
-            &format!(
-                "{parent_name}-{}",
-                component
-                    .installed_name
-                    .as_deref()
-                    .unwrap_or(&component.name)
-            ),
-            63,
-        );
-        let existing = api.get_opt(&name).await.map_err(|e| e.to_string())?;
-        let Some(existing) = existing else {
-            let version = version_for(repositories, repository, component).await?;
-            let values: BTreeMap<String, ValueConfiguration> = component
-                .values
-                .iter()
-                .map(|(key, value)| {
-                    serde_json::from_value(value.clone())
-                        .map(|value| (key.clone(), value))
-                        .map_err(|error| {
-                            format!("components[{}].values.{key}: {error}", component.name)
-                        })
-                })
-                .collect::<Result<_, _>>()?;
-            let mut package = Package::new(
-                &name,
-                PackageSpec {
-                    package_info: PackageInfoTemplate {
-                        name: component.name.clone(),
-                        version: Some(version),
-                        repository_name: Some(repository.name.clone()),
-                    },
-                    values,
-                    suspend: false,
-                },
-            );
-            let mut component_labels = labels.clone();
-            component_labels.insert(PARENT_LABEL.into(), parent_key.into());
-            package.metadata.labels = Some(component_labels);
-            let mut annotations = BTreeMap::from([(
-                INSTALLED_AS_DEPENDENCY_ANNOTATION.to_owned(),
-                "true".to_owned(),
-            )]);
-            if let Some(key) = key {
-                annotations.insert(
-                    made_here::COMPONENT_SEAL_ANNOTATION.to_owned(),
-                    made_here::component_seal(key, namespace, &name, parent_key),
-                );
-            }
-            // The parent's author asked for it: her record, sealed for this
-            // Package and spec (taken from this process, a delegate, only).
-            if let Some((key, person)) = key.zip(author) {
-                let spec = serde_json::to_value(&package.spec).map_err(|e| e.to_string())?;
-                let sealed = person.sealed_for(
-                    key,
-                    pakket_api::LAST_CHANGED_BY_ANNOTATION,
-                    &pakket_api::record_object("Package", &format!("{namespace}/{name}")),
-                    pakket_api::value_digest(&spec),
-                );
-                annotations.insert(
-                    pakket_api::LAST_CHANGED_BY_ANNOTATION.to_owned(),
-                    sealed.to_annotation(),
-                );
-            }
-            package.metadata.annotations = Some(annotations);
+        let name = component_name(parent_name, component);
+        let Some(existing) = api.get_opt(&name).await.map_err(|e| e.to_string())? else {
+            let version = version_for(&context.repositories, repository, component).await?;
+            let package = parent.component(component, &name, version, &repository.name)?;
             match api.create(&PostParams::default(), &package).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 409 => {}
@@ -159,23 +104,130 @@ pub async fn ensure(
             waiting.push(format!("Package {namespace}/{name} (being installed)"));
             continue;
         };
-        if !made_here::is_component_of(&existing, parent_key, key) {
+        if !made_here::is_component_of(&existing, parent_key, sealing.key) {
             return Err(Problem::NameTaken(taken_message(
                 &component.name,
                 namespace,
                 &name,
             )));
         }
-        let ready = existing.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        });
-        if !ready {
+        if !is_ready(&existing) {
             waiting.push(format!("Package {namespace}/{name}"));
         }
     }
     Ok(waiting)
+}
+
+/// A component's Package name: `<parent>-<installedName or name>`.
+fn component_name(parent_name: &str, component: &Component) -> String {
+    names::sanitized(
+        &format!(
+            "{parent_name}-{}",
+            component
+                .installed_name
+                .as_deref()
+                .unwrap_or(&component.name)
+        ),
+        63,
+    )
+}
+
+/// Whether a Package says `Ready`.
+fn is_ready(package: &Package) -> bool {
+    package.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == ReadinessType::Ready.as_str() && c.status == "True")
+    })
+}
+
+/// What a parent's components are made with.
+struct Parent<'a> {
+    /// Its key (the parent label's value).
+    key: &'a str,
+    /// Where its components go.
+    namespace: &'a str,
+    /// Its labels, which its components carry too.
+    labels: &'a BTreeMap<String, String>,
+    /// What new components are sealed with.
+    sealing: Sealing<'a>,
+}
+
+impl Parent<'_> {
+    /// The Package `name` of `component` at `version`, from `repository`.
+    fn component(
+        &self,
+        component: &Component,
+        name: &str,
+        version: String,
+        repository: &str,
+    ) -> Result<Package, Problem> {
+        let values: BTreeMap<String, ValueConfiguration> = component
+            .values
+            .iter()
+            .map(|(key, value)| {
+                serde_json::from_value(value.clone())
+                    .map(|value| (key.clone(), value))
+                    .map_err(|error| {
+                        format!("components[{}].values.{key}: {error}", component.name)
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        let mut package = Package::new(
+            name,
+            PackageSpec {
+                package_info: PackageInfoTemplate {
+                    name: component.name.clone(),
+                    version: Some(version),
+                    repository_name: Some(repository.to_owned()),
+                },
+                values,
+                suspend: false,
+            },
+        );
+        let mut component_labels = self.labels.clone();
+        component_labels.insert(PARENT_LABEL.into(), self.key.into());
+        package.metadata.labels = Some(component_labels);
+        package.metadata.annotations = Some(self.annotations(&package, name)?);
+        Ok(package)
+    }
+
+    /// A component's annotations: installed as a dependency, this
+    /// provisioner's seal, and the parent's author sealed as its requester.
+    fn annotations(
+        &self,
+        package: &Package,
+        name: &str,
+    ) -> Result<BTreeMap<String, String>, Problem> {
+        let Sealing { key, author } = self.sealing;
+        let namespace = self.namespace;
+        let mut annotations = BTreeMap::from([(
+            INSTALLED_AS_DEPENDENCY_ANNOTATION.to_owned(),
+            "true".to_owned(),
+        )]);
+        if let Some(key) = key {
+            annotations.insert(
+                made_here::COMPONENT_SEAL_ANNOTATION.to_owned(),
+                made_here::component_seal(key, namespace, name, self.key),
+            );
+        }
+        // The parent's author asked for it: her record, sealed for this
+        // Package and spec (taken from this process, a delegate, only).
+        if let Some((key, person)) = key.zip(author) {
+            let spec = serde_json::to_value(&package.spec).map_err(|e| e.to_string())?;
+            let sealed = person.sealed_for(
+                key,
+                pakket_api::LAST_CHANGED_BY_ANNOTATION,
+                &pakket_api::record_object("Package", &format!("{namespace}/{name}")),
+                pakket_api::value_digest(&spec),
+            );
+            annotations.insert(
+                pakket_api::LAST_CHANGED_BY_ANNOTATION.to_owned(),
+                sealed.to_annotation(),
+            );
+        }
+        Ok(annotations)
+    }
 }
 
 /// What the parent says when a component's name is held by a Package

@@ -1,6 +1,11 @@
-//! Glasskube's condition pair: `Ready` and `Failed`, always set together.
+//! Glasskube's condition pair: `Ready` and `Failed`, always set together,
+//! with a reason of the group's typed vocabulary
+//! (`pakket_packages_api::conditions`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use pakket_packages_api::conditions::{
+    PackageInfoReason, PackageReason, ReadinessType, RepositoryReason,
+};
 
 /// Where an object stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,12 +18,37 @@ pub enum Readiness {
     Pending,
 }
 
+/// A reason `Ready` and `Failed` are written with: one of the group's
+/// vocabularies, never free text.
+pub trait Reason: Copy {
+    /// The reason as written.
+    fn as_str(self) -> &'static str;
+}
+
+impl Reason for PackageReason {
+    fn as_str(self) -> &'static str {
+        PackageReason::as_str(self)
+    }
+}
+
+impl Reason for RepositoryReason {
+    fn as_str(self) -> &'static str {
+        RepositoryReason::as_str(self)
+    }
+}
+
+impl Reason for PackageInfoReason {
+    fn as_str(self) -> &'static str {
+        PackageInfoReason::as_str(self)
+    }
+}
+
 /// Sets `Ready` and `Failed` for `readiness`, with `reason` and `message`
 /// on both.
 pub fn set_readiness(
     conditions: &mut Vec<Condition>,
     readiness: Readiness,
-    reason: &str,
+    reason: impl Reason,
     message: String,
     generation: Option<i64>,
 ) {
@@ -27,13 +57,24 @@ pub fn set_readiness(
         Readiness::Failed => ("False", "True"),
         Readiness::Pending => ("False", "False"),
     };
-    for (kind, status) in [("Ready", ready), ("Failed", failed)] {
-        set(conditions, kind, status, reason, &message, generation);
+    for (kind, status) in [
+        (ReadinessType::Ready, ready),
+        (ReadinessType::Failed, failed),
+    ] {
+        set(
+            conditions,
+            kind.as_str(),
+            status,
+            reason.as_str(),
+            &message,
+            generation,
+        );
     }
 }
 
 /// Sets one condition (the transition time kept while status and reason
-/// stay: `pakket_api::condition::set`).
+/// stay: `pakket_api::condition::set`). `reason` is free text only where
+/// a condition is copied from another object with its own vocabulary.
 pub fn set(
     conditions: &mut Vec<Condition>,
     kind: &str,

@@ -24,7 +24,7 @@ use kube::{Client, ResourceExt as _};
 use pakket_engine::glasskube::{self, ConflictResolution, DependencyCheck, Outcome};
 use pakket_engine::{Range, Version};
 
-use pakket_packages_api::manifest::{Dependency, PackageManifest};
+use pakket_packages_api::manifest::{Dependency, PackageManifest, Versions};
 use pakket_packages_api::{
     ClusterPackage, ClusterPackageSpec, DEPENDENCY_SEAL_ANNOTATION,
     INSTALLED_AS_DEPENDENCY_ANNOTATION, PackageInfoTemplate, PackageRepository,
@@ -98,52 +98,21 @@ pub async fn resolve(
     if manifest.dependencies.is_empty() {
         return Ok(Verdict::Ready(Vec::new()));
     }
-    let (client, repositories, credentials_namespace) = (
-        &context.client,
-        &context.repositories,
-        context.namespace.as_str(),
-    );
+    let client = &context.client;
     let everyone = everyone(client).await.map_err(|e| e.to_string())?;
     let mut names = Vec::new();
     let mut waiting = Vec::new();
     for dependency in &manifest.dependencies {
         let (found_in, versions) = versions_of(
             client,
-            repositories,
+            &context.repositories,
             repository,
-            credentials_namespace,
+            context.namespace.as_str(),
             &dependency.name,
         )
         .await?;
-        let available: Vec<Version> = versions
-            .versions
-            .iter()
-            .filter_map(|v| Version::parse(&v.version).ok())
-            .collect();
-        let latest = versions
-            .latest_version
-            .as_deref()
-            .and_then(|v| Version::parse(v).ok());
-        let required = dependency
-            .version
-            .as_deref()
-            .map(|range| {
-                Range::parse_glasskube(range).map_err(|error| {
-                    format!(
-                        "dependency {}: version {range:?} is not a range: {error}",
-                        dependency.name
-                    )
-                })
-            })
-            .transpose()?;
-        // D as installed: a ClusterPackage of that package, the one named
-        // after it first.
-        let mut installed: Vec<&Dependent> = everyone
-            .iter()
-            .filter(|d| d.label.starts_with("ClusterPackage ") && d.package == dependency.name)
-            .collect();
-        installed.sort_by_key(|d| d.name != dependency.name);
-        let installed = installed.first().copied();
+        let required = required_range(dependency)?;
+        let installed = installed_of(&everyone, &dependency.name);
         if let Some(existing) = installed
             && existing.version.is_none()
         {
@@ -151,28 +120,14 @@ pub async fn resolve(
             names.push(existing.name.clone());
             continue;
         }
-        let installed_version = installed
-            .and_then(|d| d.version.as_deref())
-            .and_then(|v| Version::parse(v).ok());
-        let others: Vec<(String, Option<Range>)> = dependents_of(&everyone, &dependency.name, uid)
-            .into_iter()
-            .map(|d| {
-                let range = d.needs[&dependency.name]
-                    .as_deref()
-                    .and_then(|r| Range::parse_glasskube(r).ok());
-                (d.label.clone(), range)
-            })
-            .collect();
-        let check = DependencyCheck {
-            package: &manifest.name,
-            dependency: &dependency.name,
+        let known = Known {
+            everyone: &everyone,
+            uid,
+            versions: &versions,
             required: required.as_ref(),
-            installed: installed_version.as_ref(),
-            other_dependents: &others,
-            available: &available,
-            latest: latest.as_ref(),
+            installed,
         };
-        match glasskube::decide(&check) {
+        match decide(manifest, dependency, &known) {
             Outcome::Fulfilled => {
                 let existing = installed.expect("fulfilled means installed");
                 names.push(existing.name.clone());
@@ -181,47 +136,17 @@ pub async fn resolve(
                 }
             }
             Outcome::Install { version } => {
-                install(
-                    client,
-                    dependency,
-                    version.as_written(),
-                    &found_in,
-                    labels,
-                    key,
-                    author,
-                )
-                .await?;
+                let version = version.as_written();
+                install(client, dependency, version, &found_in, labels, key, author).await?;
                 names.push(dependency.name.clone());
                 waiting.push(format!(
-                    "ClusterPackage {} (installing {} {} as a dependency)",
-                    dependency.name,
-                    dependency.name,
-                    version.as_written()
+                    "ClusterPackage {} (installing {} {version} as a dependency)",
+                    dependency.name, dependency.name,
                 ));
             }
             conflict @ Outcome::Conflict { .. } => {
-                let hint = match &conflict {
-                    Outcome::Conflict {
-                        resolution: ConflictResolution::UpdateDependency { to },
-                    } => format!(
-                        "; update ClusterPackage {} to {}",
-                        installed
-                            .map(|d| d.name.as_str())
-                            .unwrap_or(&dependency.name),
-                        to.as_written()
-                    ),
-                    _ => String::new(),
-                };
-                return Ok(Verdict::Conflict(format!(
-                    "{} needs {}{}: {conflict}{hint}",
-                    manifest.name,
-                    dependency.name,
-                    dependency
-                        .version
-                        .as_deref()
-                        .map(|r| format!(" {r}"))
-                        .unwrap_or_default(),
-                )));
+                let words = conflict_words(manifest, dependency, installed, &conflict);
+                return Ok(Verdict::Conflict(words));
             }
         }
     }
@@ -233,6 +158,116 @@ pub async fn resolve(
             format!("waiting for its dependencies: {}", waiting.join(", ")),
         )
     })
+}
+
+/// D as installed: a ClusterPackage of that package, the one named after
+/// it first.
+fn installed_of<'a>(everyone: &'a [Dependent], dependency: &str) -> Option<&'a Dependent> {
+    let mut installed: Vec<&Dependent> = everyone
+        .iter()
+        .filter(|d| d.label.starts_with("ClusterPackage ") && d.package == dependency)
+        .collect();
+    installed.sort_by_key(|d| d.name != dependency);
+    installed.first().copied()
+}
+
+/// What is known about one dependency when it is decided.
+struct Known<'a> {
+    /// Every package and what it needs.
+    everyone: &'a [Dependent],
+    /// The dependent's UID (it is not one of the others).
+    uid: &'a str,
+    /// The dependency's published versions.
+    versions: &'a Versions,
+    /// The range the dependent needs, if it names one.
+    required: Option<&'a Range>,
+    /// The dependency as installed, if it is.
+    installed: Option<&'a Dependent>,
+}
+
+/// The range the dependent names for `dependency`, if any.
+fn required_range(dependency: &Dependency) -> Result<Option<Range>, String> {
+    dependency
+        .version
+        .as_deref()
+        .map(|range| {
+            Range::parse_glasskube(range).map_err(|error| {
+                format!(
+                    "dependency {}: version {range:?} is not a range: {error}",
+                    dependency.name
+                )
+            })
+        })
+        .transpose()
+}
+
+/// Seed 000's tree for one dependency.
+fn decide(manifest: &PackageManifest, dependency: &Dependency, known: &Known<'_>) -> Outcome {
+    let available: Vec<Version> = known
+        .versions
+        .versions
+        .iter()
+        .filter_map(|v| Version::parse(&v.version).ok())
+        .collect();
+    let latest = known
+        .versions
+        .latest_version
+        .as_deref()
+        .and_then(|v| Version::parse(v).ok());
+    let installed_version = known
+        .installed
+        .and_then(|d| d.version.as_deref())
+        .and_then(|v| Version::parse(v).ok());
+    let others: Vec<(String, Option<Range>)> =
+        dependents_of(known.everyone, &dependency.name, known.uid)
+            .into_iter()
+            .map(|d| {
+                let range = d.needs[&dependency.name]
+                    .as_deref()
+                    .and_then(|r| Range::parse_glasskube(r).ok());
+                (d.label.clone(), range)
+            })
+            .collect();
+    glasskube::decide(&DependencyCheck {
+        package: &manifest.name,
+        dependency: &dependency.name,
+        required: known.required,
+        installed: installed_version.as_ref(),
+        other_dependents: &others,
+        available: &available,
+        latest: latest.as_ref(),
+    })
+}
+
+/// The tree's words for a conflict, with how to resolve it when it can be.
+fn conflict_words(
+    manifest: &PackageManifest,
+    dependency: &Dependency,
+    installed: Option<&Dependent>,
+    conflict: &Outcome,
+) -> String {
+    let hint = match conflict {
+        Outcome::Conflict {
+            resolution: ConflictResolution::UpdateDependency { to },
+        } => format!(
+            "; update ClusterPackage {} to {}",
+            installed
+                .map(|d| d.name.as_str())
+                .unwrap_or(&dependency.name),
+            to.as_written()
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{} needs {}{}: {conflict}{hint}",
+        manifest.name,
+        dependency.name,
+        dependency
+            .version
+            .as_deref()
+            .map(|r| format!(" {r}"))
+            .unwrap_or_default(),
+    )
 }
 
 /// The repository that lists `package` (the dependent's own first, then

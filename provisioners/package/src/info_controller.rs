@@ -17,6 +17,7 @@ use kube::{Client, ResourceExt as _};
 use serde_json::json;
 
 use crate::conditions::{self, Readiness};
+use pakket_packages_api::conditions::PackageInfoReason;
 use pakket_packages_api::{PackageInfo, PackageRepository};
 use pakket_packages_client::repository::{Endpoint, RepositoryClient, RepositoryError};
 
@@ -70,14 +71,14 @@ async fn reconcile(info: Arc<PackageInfo>, context: Arc<Context>) -> Result<Acti
                 status.version = Some(version.clone());
                 status.last_update_timestamp = Some(jiff::Timestamp::now().to_string());
                 (
-                    "SyncCompleted",
+                    PackageInfoReason::SyncCompleted,
                     format!("read package {} version {version}", info.spec.name),
                 )
             } else {
                 // Read again and found as it was (Glasskube's UpToDate):
                 // one write the first time, none after.
                 (
-                    "UpToDate",
+                    PackageInfoReason::UpToDate,
                     format!(
                         "package {} version {version} is as read at {}",
                         info.spec.name,
@@ -97,7 +98,7 @@ async fn reconcile(info: Arc<PackageInfo>, context: Arc<Context>) -> Result<Acti
             conditions::set_readiness(
                 &mut status.conditions,
                 Readiness::Failed,
-                error.reason(),
+                PackageInfoReason::from(error.reason()),
                 error.to_string(),
                 info.metadata.generation,
             );

@@ -219,6 +219,44 @@ pub fn render(
         )));
     }
     // Values are checked first: a chart renders with them.
+    let values = checked_values(&package, config, renderer)?;
+    let (transformed, transformation_values) =
+        transformations::as_values(&package.transformations, &config.transformation_values)
+            .map_err(|problem| ObjectsError::Config {
+                field: "spec.config.transformationValues".into(),
+                problem,
+            })?;
+    let patches = [
+        (&package.value_definitions, &values),
+        (&transformed, &transformation_values),
+    ];
+    let objects = load(
+        content,
+        max_object_size,
+        config,
+        renderer,
+        &package,
+        &patches,
+    )?;
+    let (created_namespaces, mut placed) = place(objects, config, renderer, &package)?;
+    values::apply(&package.value_definitions, &values, &mut placed).map_err(|problem| {
+        ObjectsError::Config {
+            field: "spec.config.values".into(),
+            problem,
+        }
+    })?;
+    values::apply(&transformed, &transformation_values, &mut placed)
+        .map_err(|problem| ObjectsError::Content(format!("package {}: {problem}", package.name)))?;
+    Ok(with_namespaces(created_namespaces, placed))
+}
+
+/// The values (written, and from Secrets) with the defaults, if they fit
+/// the package's definitions; the first problem names its field.
+fn checked_values(
+    package: &PackageManifest,
+    config: &PackageConfig,
+    renderer: &Renderer<'_>,
+) -> Result<values::Values, ObjectsError> {
     let mut given = config.values.clone();
     given.extend(renderer.secrets.clone());
     let values = values::with_defaults(&package.value_definitions, &given);
@@ -230,12 +268,19 @@ pub fn render(
             problem: secret_values::masked(problem, renderer.secrets),
         });
     }
-    let (transformed, transformation_values) =
-        transformations::as_values(&package.transformations, &config.transformation_values)
-            .map_err(|problem| ObjectsError::Config {
-                field: "spec.config.transformationValues".into(),
-                problem,
-            })?;
+    Ok(values)
+}
+
+/// The chart's objects (in its release's namespace) and each manifest's
+/// (with its default namespace), not placed yet.
+fn load(
+    content: &Path,
+    max_object_size: u64,
+    config: &PackageConfig,
+    renderer: &Renderer<'_>,
+    package: &PackageManifest,
+    patches: &[(&values::Definitions, &values::Values)],
+) -> Result<Vec<(Value, Option<String>)>, ObjectsError> {
     let mut objects = Vec::new();
     let mut first_manifest = 1;
     if let Some(chart) = &package.helm {
@@ -250,18 +295,14 @@ pub fn render(
                     package.name
                 ))
             })?;
-        let patches = [
-            (&package.value_definitions, &values),
-            (&transformed, &transformation_values),
-        ];
         let rendered = render_chart(
             content,
             config,
             renderer,
-            &package,
+            package,
             chart,
             &namespace,
-            &patches,
+            patches,
             max_object_size,
         )?;
         objects.extend(
@@ -282,39 +323,22 @@ pub fn render(
             .or_else(|| package.default_namespace.clone());
         objects.extend(loaded.into_iter().map(|object| (object, default.clone())));
     }
+    Ok(objects)
+}
+
+/// Every object in its namespace (a cluster-scoped one as it is), and the
+/// default namespaces the package's objects go into (made with it).
+fn place(
+    objects: Vec<(Value, Option<String>)>,
+    config: &PackageConfig,
+    renderer: &Renderer<'_>,
+    package: &PackageManifest,
+) -> Result<(BTreeSet<String>, Vec<Value>), ObjectsError> {
     let everything: Vec<Value> = objects.iter().map(|(object, _)| object.clone()).collect();
     let mut created_namespaces = BTreeSet::new();
     let mut placed = Vec::with_capacity(objects.len());
     for (mut object, default) in objects {
-        // The scope is the cluster's answer (discovery), else the content's
-        // CRD's. A namespace owner's content waits while neither knows: the
-        // answer decides whether she stays in her namespace. The API is
-        // usually a dependency's CRD still being installed, so this is a
-        // missing dependency (woken when another Instance installs), not
-        // broken content. A ClusterPackage's admin-made content takes an
-        // unknown kind as namespaced (the apiserver refuses it at apply if
-        // it is not).
-        let namespaced = match renderer.cluster.namespaced(&object, &everything) {
-            Ok(namespaced) => namespaced,
-            Err(unknown) => match &config.namespace {
-                Some(namespace) => {
-                    return Err(ObjectsError::DependenciesMissing(format!(
-                        "{unknown}: a Package in namespace {namespace} installs only what is known to be namespaced"
-                    )));
-                }
-                None => true,
-            },
-        };
-        if !namespaced {
-            // A namespaced Package writes into its namespace only.
-            if let Some(namespace) = &config.namespace {
-                return Err(ObjectsError::Content(format!(
-                    "{} {} is cluster-scoped, and a Package in namespace {namespace} installs namespaced objects only; install package {} as a ClusterPackage",
-                    object["kind"].as_str().unwrap_or("object"),
-                    object["metadata"]["name"].as_str().unwrap_or("?"),
-                    package.name
-                )));
-            }
+        if !is_namespaced(&object, &everything, config, renderer, package)? {
             placed.push(object);
             continue;
         }
@@ -336,14 +360,52 @@ pub fn render(
         object["metadata"]["namespace"] = json!(namespace);
         placed.push(object);
     }
-    values::apply(&package.value_definitions, &values, &mut placed).map_err(|problem| {
-        ObjectsError::Config {
-            field: "spec.config.values".into(),
-            problem,
-        }
-    })?;
-    values::apply(&transformed, &transformation_values, &mut placed)
-        .map_err(|problem| ObjectsError::Content(format!("package {}: {problem}", package.name)))?;
+    Ok((created_namespaces, placed))
+}
+
+/// Whether `object` is namespaced; an error when a namespaced Package's
+/// content holds what it may not write.
+fn is_namespaced(
+    object: &Value,
+    everything: &[Value],
+    config: &PackageConfig,
+    renderer: &Renderer<'_>,
+    package: &PackageManifest,
+) -> Result<bool, ObjectsError> {
+    // The scope is the cluster's answer (discovery), else the content's
+    // CRD's. A namespace owner's content waits while neither knows: the
+    // answer decides whether she stays in her namespace. The API is
+    // usually a dependency's CRD still being installed, so this is a
+    // missing dependency (woken when another Instance installs), not
+    // broken content. A ClusterPackage's admin-made content takes an
+    // unknown kind as namespaced (the apiserver refuses it at apply if
+    // it is not).
+    let namespaced = match renderer.cluster.namespaced(object, everything) {
+        Ok(namespaced) => namespaced,
+        Err(unknown) => match &config.namespace {
+            Some(namespace) => {
+                return Err(ObjectsError::DependenciesMissing(format!(
+                    "{unknown}: a Package in namespace {namespace} installs only what is known to be namespaced"
+                )));
+            }
+            None => true,
+        },
+    };
+    // A namespaced Package writes into its namespace only.
+    if !namespaced && let Some(namespace) = &config.namespace {
+        return Err(ObjectsError::Content(format!(
+            "{} {} is cluster-scoped, and a Package in namespace {namespace} installs namespaced objects only; install package {} as a ClusterPackage",
+            object["kind"].as_str().unwrap_or("object"),
+            object["metadata"]["name"].as_str().unwrap_or("?"),
+            package.name
+        )));
+    }
+    Ok(namespaced)
+}
+
+/// The package's own default namespaces first (made with it and gone
+/// with it), then its objects.
+fn with_namespaces(created_namespaces: BTreeSet<String>, placed: Vec<Value>) -> Vec<Value> {
     let mut namespaces: Vec<Value> = created_namespaces
         .into_iter()
         .filter(|namespace| !is_system_namespace(namespace))
@@ -363,7 +425,7 @@ pub fn render(
         })
         .collect();
     namespaces.extend(placed);
-    Ok(namespaces)
+    namespaces
 }
 
 /// The objects the package's chart renders to, with its values (patched

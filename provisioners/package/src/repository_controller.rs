@@ -18,6 +18,7 @@ use serde_json::json;
 use crate::conditions::{self, Readiness};
 use crate::info_controller::Context;
 use pakket_packages_api::PackageRepository;
+use pakket_packages_api::conditions::RepositoryReason;
 
 /// The field manager of repository statuses.
 pub const MANAGER: &str = "pakket-package-repository";
@@ -65,14 +66,14 @@ async fn reconcile(
         Ok(count) => conditions::set_readiness(
             &mut status.conditions,
             Readiness::Ready,
-            "SyncCompleted",
+            RepositoryReason::SyncCompleted,
             format!("index.yaml lists {count} packages"),
             repository.metadata.generation,
         ),
         Err(error) => conditions::set_readiness(
             &mut status.conditions,
             Readiness::Failed,
-            error.reason(),
+            RepositoryReason::from(error.reason()),
             error.to_string(),
             repository.metadata.generation,
         ),
