@@ -7,29 +7,18 @@ fn at(second: i64) -> Timestamp {
 }
 
 fn instance(conditions: &[(Reason, ConditionStatus, &str)]) -> Instance {
-    let mut instance = crate::fixture::instance("web", "web.v2");
+    let mut instance = Instance::test("web").with_bundle("web.v2");
     instance.spec.bundle.spec = Some(BundleSpec {
         class: "plain".into(),
         refs: vec!["docker://127.0.0.1:5000/web:v2".into()],
         volume_mounts: Vec::new(),
     });
-    let mut status = InstanceStatus::default();
-    for (reason, state, message) in conditions {
-        condition::set(
-            &mut status.conditions,
-            condition::new(*reason, *state, *message, Some(1), at(1_000)),
-        );
-    }
-    instance.status = Some(status);
-    instance
-}
-
-/// `instance` with `cause` written beside `reason`'s condition, as the
-/// runtime writes it.
-fn because(mut instance: Instance, reason: Reason, cause: Cause) -> Instance {
-    let status = instance.status.as_mut().expect("a status");
-    pakket_api::cause::set_cause(&mut status.causes, reason, cause);
-    instance
+    conditions
+        .iter()
+        .fold(instance, |instance, (reason, state, message)| {
+            instance.saying(*reason, *state, message)
+        })
+        .changed_at(at(1_000))
 }
 
 fn known() -> Context<'static> {
@@ -160,11 +149,7 @@ fn a_content_error_gets_advice_about_the_content_not_the_registry() {
         (Reason::InstallPending, False, "nothing applied yet"),
         (Reason::HealthUnknown, Unknown, "nothing installed yet"),
     ]);
-    let web = because(
-        web,
-        Reason::UnpackFailed,
-        Cause::new(CauseKind::ContentInvalid),
-    );
+    let web = web.because(Reason::UnpackFailed, Cause::new(CauseKind::ContentInvalid));
     let diagnosis = diagnose(&web, &known());
     let steps = diagnosis.problems[0].next_steps.join("\n");
     assert!(steps.contains("it is the content that is wrong"), "{steps}");
@@ -211,7 +196,7 @@ fn unhealthy_lists_each_object_with_a_describe_command() {
         problem: Some(problem.into()),
     });
     let cause = Cause::new(CauseKind::ObjectsUnhealthy).with_objects(objects);
-    let web = because(web, Reason::ObjectsUnhealthy, cause);
+    let web = web.because(Reason::ObjectsUnhealthy, cause);
     let diagnosis = diagnose(&web, &known());
     assert_eq!(diagnosis.state, Kind::Unhealthy);
     let problem = &diagnosis.problems[0];
@@ -352,8 +337,7 @@ fn what_the_trust_model_refuses_gets_its_own_next_step() {
         .next_steps
         .join("\n");
     assert!(!steps.contains("hands it over"), "{steps}");
-    let unmanaged = because(
-        unmanaged,
+    let unmanaged = unmanaged.because(
         Reason::InstallFailed,
         Cause::new(CauseKind::ObjectNotManaged),
     );
@@ -606,7 +590,7 @@ fn a_policy_decision_names_the_policy_and_rule_and_where_to_read_it() {
         refused: true,
     };
     let cause = Cause::new(CauseKind::PolicyRefused).with_policy(verdict);
-    let refused = because(refused, Reason::ApprovalPending, cause);
+    let refused = refused.because(Reason::ApprovalPending, cause);
     let text = render(&diagnose(&refused, &known()), at(1_030));
     assert!(
         text.contains("was refused by policy teams rule 1 (no-cluster-admin)"),
@@ -638,7 +622,7 @@ fn a_policy_decision_names_the_policy_and_rule_and_where_to_read_it() {
         refused: false,
     };
     let cause = Cause::new(CauseKind::PolicyAsksPerson).with_policy(verdict);
-    let asked = because(asked, Reason::ApprovalPending, cause);
+    let asked = asked.because(Reason::ApprovalPending, cause);
     let text = render(&diagnose(&asked, &known()), at(1_030));
     assert!(
         text.contains("waiting for a person: policy teams did not approve"),

@@ -18,6 +18,8 @@ pub mod ownership;
 pub mod provisioner_class;
 pub mod revision;
 pub mod schema;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use approval::{ApprovalState, ApprovedContent, Judged};
 pub use approval_policy::{ApprovalPolicy, ApprovalPolicySpec, ApprovalRule, RuleOutcome};

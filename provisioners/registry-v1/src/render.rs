@@ -21,7 +21,7 @@ use crate::bundle::Bundle;
 use crate::cert_manager;
 use crate::certificates::Issuance;
 use crate::config::{CertificateProvider, Placement, Watch};
-use crate::csv::Permission;
+use crate::csv::{Csv, DeploymentSpec, Permission};
 use crate::webhooks::{self, Certificates, Webhooks};
 
 /// The annotation that asks the runtime to create an object only if it is
@@ -62,33 +62,85 @@ pub fn render(
     issuance: &Issuance<'_>,
 ) -> Result<Vec<Value>, Vec<String>> {
     let csv = &bundle.csv;
-    let name = &csv.metadata.name;
-    let namespace = &placement.install_namespace;
     let (webhooks, mut problems) = Webhooks::read(bundle);
     // No CA is made for a bundle without webhooks.
     let certificates = if webhooks.is_empty() {
         None
     } else {
-        match placement.certificate_provider {
-            CertificateProvider::Pakket => issuance
-                .authority()
-                .map_err(|error| problems.push(format!("cannot issue the webhook CA: {error}")))
-                .ok()
-                .map(|authority| Certificates::Pakket(Box::new(authority))),
-            CertificateProvider::CertManager if cert_manager::served(cluster) => {
-                Some(Certificates::CertManager)
-            }
-            CertificateProvider::CertManager => {
-                problems.push(format!(
-                    "ClusterServiceVersion {name} has webhooks and {} is CertManager, but this cluster does not serve {} Issuer and Certificate; install cert-manager first (Pakket sees it within a few minutes), or remove {} to let Pakket issue the certificates",
-                    CertificateProvider::FIELD,
-                    cert_manager::API_VERSION,
-                    CertificateProvider::FIELD,
-                ));
-                None
-            }
-        }
+        certificates_for(
+            &csv.metadata.name,
+            placement,
+            cluster,
+            issuance,
+            &mut problems,
+        )
     };
+    problems.extend(csv_problems(csv, cluster));
+    let mut objects = vec![namespace_object(placement)];
+    let mut accounts = BTreeSet::new();
+    for deployment in &csv.spec.install.spec.deployments {
+        match deployment_object(csv, deployment, placement, &webhooks) {
+            Ok((object, account)) => {
+                objects.push(object);
+                accounts.extend(account);
+            }
+            Err(problem) => problems.push(problem),
+        }
+    }
+    objects.extend(rbac_objects(bundle, placement, accounts));
+    let (manifests, wrong_kinds) =
+        placed_manifests(bundle, placement, &webhooks, certificates.as_ref());
+    objects.extend(manifests);
+    problems.extend(wrong_kinds);
+    if let Some(certificates) = &certificates {
+        match webhooks.objects(bundle, placement, certificates) {
+            Ok(webhook_objects) => objects.extend(webhook_objects),
+            Err(webhook_problems) => problems.extend(webhook_problems),
+        }
+    }
+    if problems.is_empty() {
+        Ok(objects)
+    } else {
+        problems.sort();
+        Err(problems)
+    }
+}
+
+/// Who issues the webhooks' certificates: Pakket (its CA, from
+/// `issuance`) or cert-manager, when the cluster serves it.
+fn certificates_for<'a>(
+    name: &str,
+    placement: &Placement,
+    cluster: &ClusterFacts,
+    issuance: &'a Issuance<'_>,
+    problems: &mut Vec<String>,
+) -> Option<Certificates<'a>> {
+    match placement.certificate_provider {
+        CertificateProvider::Pakket => issuance
+            .authority()
+            .map_err(|error| problems.push(format!("cannot issue the webhook CA: {error}")))
+            .ok()
+            .map(|authority| Certificates::Pakket(Box::new(authority))),
+        CertificateProvider::CertManager if cert_manager::served(cluster) => {
+            Some(Certificates::CertManager)
+        }
+        CertificateProvider::CertManager => {
+            problems.push(format!(
+                "ClusterServiceVersion {name} has webhooks and {} is CertManager, but this cluster does not serve {} Issuer and Certificate; install cert-manager first (Pakket sees it within a few minutes), or remove {} to let Pakket issue the certificates",
+                CertificateProvider::FIELD,
+                cert_manager::API_VERSION,
+                CertificateProvider::FIELD,
+            ));
+            None
+        }
+    }
+}
+
+/// What the CSV asks for that cannot be installed here: aggregated API
+/// servers, or a newer Kubernetes than the cluster's.
+fn csv_problems(csv: &Csv, cluster: &ClusterFacts) -> Vec<String> {
+    let name = &csv.metadata.name;
+    let mut problems = Vec::new();
     if csv
         .spec
         .apiservicedefinitions
@@ -102,109 +154,127 @@ pub fn render(
     if let Some(problem) = kube_version_problem(csv.spec.min_kube_version.as_deref(), cluster) {
         problems.push(format!("ClusterServiceVersion {name}: {problem}"));
     }
+    problems
+}
 
-    // Created only if absent: the template's labels and annotations are
-    // a new namespace's, never written over an existing one.
+/// The install namespace, created only if absent: the template's labels
+/// and annotations are a new namespace's, never written over an existing
+/// one.
+fn namespace_object(placement: &Placement) -> Value {
     let template = &placement.namespace_template;
     let mut namespace_annotations = template.annotations.clone();
     namespace_annotations.insert(CREATE_IF_ABSENT_ANNOTATION.into(), "true".into());
     let mut namespace_metadata = json!({
-        "name": namespace,
+        "name": placement.install_namespace,
         "annotations": namespace_annotations,
     });
     if !template.labels.is_empty() {
         namespace_metadata["labels"] = json!(template.labels);
     }
-    let mut objects = vec![json!({
+    json!({
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": namespace_metadata,
-    })];
-    let mut accounts = BTreeSet::new();
+    })
+}
+
+/// One of the CSV's Deployments as OLM places it, and the ServiceAccount
+/// it runs as (unless `default`); or why it cannot be.
+fn deployment_object(
+    csv: &Csv,
+    deployment: &DeploymentSpec,
+    placement: &Placement,
+    webhooks: &Webhooks,
+) -> Result<(Value, Option<String>), String> {
+    let namespace = &placement.install_namespace;
+    let mut spec = deployment.spec.clone();
+    let Some(template) = spec.pointer_mut("/template").and_then(Value::as_object_mut) else {
+        return Err(format!(
+            "ClusterServiceVersion {}: spec.install.spec.deployments[{}].spec has no template",
+            csv.metadata.name, deployment.name
+        ));
+    };
+    let metadata = template
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(metadata) = metadata {
+        // As OLM does: the CSV's annotations, then the template's own
+        // over them, then where the operator runs and what it watches.
+        let mut annotations = csv.metadata.annotations.clone();
+        if let Some(Value::Object(own)) = metadata.get("annotations") {
+            annotations.extend(own.clone());
+        }
+        annotations.insert(
+            "olm.targetNamespaces".into(),
+            Value::String(placement.watch.target_namespaces()),
+        );
+        annotations.insert(
+            "olm.operatorNamespace".into(),
+            Value::String(namespace.clone()),
+        );
+        metadata.insert("annotations".into(), Value::Object(annotations));
+    }
+    // OLM keeps one old ReplicaSet per operator Deployment.
+    if let Some(spec) = spec.as_object_mut() {
+        spec.insert("revisionHistoryLimit".into(), json!(1));
+    }
+    if webhooks.served_by(&deployment.name) {
+        webhooks::mount_certificates(&mut spec, &webhooks::secret_name(&deployment.name));
+    }
+    let account = spec
+        .pointer("/template/spec/serviceAccountName")
+        .and_then(Value::as_str)
+        .filter(|account| *account != "default")
+        .map(str::to_owned);
+    let mut metadata = json!({
+        "name": deployment.name,
+        "namespace": namespace,
+        "labels": deployment.label,
+    });
+    if let (Some(config), Value::Object(metadata)) = (&placement.deployment_config, &mut metadata) {
+        config.apply(metadata, &mut spec);
+    }
+    let object = json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": spec,
+    });
+    Ok((object, account))
+}
+
+/// The ServiceAccounts the bundle does not ship, and the Roles and
+/// ClusterRoles (with their bindings) of the CSV's permissions, where the
+/// operator watches.
+fn rbac_objects(
+    bundle: &Bundle,
+    placement: &Placement,
+    mut accounts: BTreeSet<String>,
+) -> Vec<Value> {
+    let csv = &bundle.csv;
+    let (name, namespace) = (&csv.metadata.name, &placement.install_namespace);
     let shipped_accounts: BTreeSet<&str> = bundle
         .manifests
         .iter()
         .filter(|object| object.get("kind").and_then(Value::as_str) == Some("ServiceAccount"))
         .filter_map(|object| object.pointer("/metadata/name").and_then(Value::as_str))
         .collect();
-
-    for deployment in &csv.spec.install.spec.deployments {
-        let mut spec = deployment.spec.clone();
-        let Some(template) = spec.pointer_mut("/template").and_then(Value::as_object_mut) else {
-            problems.push(format!(
-                "ClusterServiceVersion {name}: spec.install.spec.deployments[{}].spec has no template",
-                deployment.name
-            ));
-            continue;
-        };
-        let metadata = template
-            .entry("metadata")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(metadata) = metadata {
-            // As OLM does: the CSV's annotations, then the template's own
-            // over them, then where the operator runs and what it watches.
-            let mut annotations = csv.metadata.annotations.clone();
-            if let Some(Value::Object(own)) = metadata.get("annotations") {
-                annotations.extend(own.clone());
-            }
-            annotations.insert(
-                "olm.targetNamespaces".into(),
-                Value::String(placement.watch.target_namespaces()),
-            );
-            annotations.insert(
-                "olm.operatorNamespace".into(),
-                Value::String(namespace.clone()),
-            );
-            metadata.insert("annotations".into(), Value::Object(annotations));
-        }
-        // OLM keeps one old ReplicaSet per operator Deployment.
-        if let Some(spec) = spec.as_object_mut() {
-            spec.insert("revisionHistoryLimit".into(), json!(1));
-        }
-        if webhooks.served_by(&deployment.name) {
-            webhooks::mount_certificates(&mut spec, &webhooks::secret_name(&deployment.name));
-        }
-        let account = spec
-            .pointer("/template/spec/serviceAccountName")
-            .and_then(Value::as_str)
-            .unwrap_or("default")
-            .to_owned();
-        if account != "default" {
-            accounts.insert(account);
-        }
-        let mut metadata = json!({
-            "name": deployment.name,
-            "namespace": namespace,
-            "labels": deployment.label,
-        });
-        if let (Some(config), Value::Object(metadata)) =
-            (&placement.deployment_config, &mut metadata)
-        {
-            config.apply(metadata, &mut spec);
-        }
-        objects.push(json!({
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": metadata,
-            "spec": spec,
-        }));
-    }
-
     let permissions = &csv.spec.install.spec.permissions;
     let cluster_permissions = &csv.spec.install.spec.cluster_permissions;
     for permission in permissions.iter().chain(cluster_permissions) {
         accounts.insert(permission.service_account_name.clone());
     }
-    for account in &accounts {
-        if !shipped_accounts.contains(account.as_str()) {
-            objects.push(json!({
+    let mut objects: Vec<Value> = accounts
+        .iter()
+        .filter(|account| !shipped_accounts.contains(account.as_str()))
+        .map(|account| {
+            json!({
                 "apiVersion": "v1",
                 "kind": "ServiceAccount",
                 "metadata": { "name": account, "namespace": namespace },
-            }));
-        }
-    }
-
+            })
+        })
+        .collect();
     match &placement.watch {
         Watch::All => {
             // Watching every namespace, an operator also needs to see them.
@@ -215,12 +285,8 @@ pub fn render(
                     "resources": ["namespaces"],
                     "verbs": ["get", "list", "watch"],
                 }));
-                objects.extend(cluster_role(
-                    name,
-                    namespace,
-                    &permission.service_account_name,
-                    &rules,
-                ));
+                let account = &permission.service_account_name;
+                objects.extend(cluster_role(name, namespace, account, &rules));
             }
         }
         Watch::Namespaces(watched) => {
@@ -232,14 +298,23 @@ pub fn render(
         }
     }
     for permission in cluster_permissions {
-        objects.extend(cluster_role(
-            name,
-            namespace,
-            &permission.service_account_name,
-            &permission.rules,
-        ));
+        let account = &permission.service_account_name;
+        objects.extend(cluster_role(name, namespace, account, &permission.rules));
     }
+    objects
+}
 
+/// The bundle's manifests, placed: CRDs (with their conversion webhooks),
+/// namespaced kinds in the install namespace, cluster-scoped kinds with no
+/// namespace; and a problem for each kind a bundle may not carry.
+fn placed_manifests(
+    bundle: &Bundle,
+    placement: &Placement,
+    webhooks: &Webhooks,
+    certificates: Option<&Certificates<'_>>,
+) -> (Vec<Value>, Vec<String>) {
+    let namespace = &placement.install_namespace;
+    let (mut objects, mut problems) = (Vec::new(), Vec::new());
     for manifest in &bundle.manifests {
         let kind = manifest
             .get("kind")
@@ -251,45 +326,33 @@ pub fn render(
             .unwrap_or("(unnamed)");
         if kind == "CustomResourceDefinition" {
             let mut crd = manifest.clone();
-            if let Some(certificates) = &certificates {
+            if let Some(certificates) = certificates {
                 webhooks.convert(&mut crd, namespace, certificates);
             }
             objects.push(crd);
             continue;
         }
-        match SUPPORTED_KINDS.iter().find(|(supported, _)| *supported == kind) {
-            Some((_, true)) => {
-                let mut placed = manifest.clone();
-                if let Some(metadata) = placed.get_mut("metadata").and_then(Value::as_object_mut) {
-                    metadata.insert("namespace".into(), Value::String(namespace.clone()));
-                }
-                objects.push(placed);
-            }
-            Some((_, false)) => {
-                let mut placed = manifest.clone();
-                if let Some(metadata) = placed.get_mut("metadata").and_then(Value::as_object_mut) {
-                    metadata.remove("namespace");
-                }
-                objects.push(placed);
-            }
-            None => problems.push(format!(
+        let Some((_, namespaced)) = SUPPORTED_KINDS
+            .iter()
+            .find(|(supported, _)| *supported == kind)
+        else {
+            problems.push(format!(
                 "manifests/: {kind} {object_name} is not a kind registry+v1 bundles may carry (the CSV, CRDs, and {})",
                 SUPPORTED_KINDS.map(|(kind, _)| kind).join(", ")
-            )),
+            ));
+            continue;
+        };
+        let mut placed = manifest.clone();
+        if let Some(metadata) = placed.get_mut("metadata").and_then(Value::as_object_mut) {
+            if *namespaced {
+                metadata.insert("namespace".into(), Value::String(namespace.clone()));
+            } else {
+                metadata.remove("namespace");
+            }
         }
+        objects.push(placed);
     }
-    if let Some(certificates) = &certificates {
-        match webhooks.objects(bundle, placement, certificates) {
-            Ok(webhook_objects) => objects.extend(webhook_objects),
-            Err(webhook_problems) => problems.extend(webhook_problems),
-        }
-    }
-    if problems.is_empty() {
-        Ok(objects)
-    } else {
-        problems.sort();
-        Err(problems)
-    }
+    (objects, problems)
 }
 
 /// A Role with `permission`'s rules in `target` and its binding to the

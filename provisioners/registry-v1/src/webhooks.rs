@@ -218,24 +218,32 @@ impl Webhooks {
                     continue;
                 }
             };
-            match authority.serving(&deployment.name, &service, namespace) {
-                Ok(serving) => objects.push(json!({
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": { "name": secret, "namespace": namespace },
-                    "type": "kubernetes.io/tls",
-                    "data": {
-                        "tls.crt": STANDARD.encode(&serving.certificate),
-                        "tls.key": STANDARD.encode(&serving.key),
-                        "ca.crt": STANDARD.encode(authority.pem()),
-                    },
-                })),
-                Err(problem) => problems.push(format!(
-                    "cannot issue the serving certificate of Deployment {}: {problem}",
-                    deployment.name
-                )),
+            let secret = Served {
+                deployment: &deployment.name,
+                service: &service,
+                secret: &secret,
+                namespace,
+            };
+            match serving_secret(authority, secret) {
+                Ok(object) => objects.push(object),
+                Err(problem) => problems.push(problem),
             }
         }
+        objects.extend(self.configurations(placement, certificates));
+        if problems.is_empty() {
+            Ok(objects)
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+impl Webhooks {
+    /// The admission webhook configurations, one per validating or
+    /// mutating definition (conversion webhooks live in their CRDs).
+    fn configurations(&self, placement: &Placement, certificates: &Certificates<'_>) -> Vec<Value> {
+        let namespace = &placement.install_namespace;
+        let mut objects = Vec::new();
         for definition in &self.definitions {
             let kind = match definition.kind {
                 Kind::Validating => "ValidatingWebhookConfiguration",
@@ -253,12 +261,42 @@ impl Webhooks {
             }
             objects.push(configuration);
         }
-        if problems.is_empty() {
-            Ok(objects)
-        } else {
-            Err(problems)
-        }
+        objects
     }
+}
+
+/// Where one Deployment's webhooks are served: the Deployment, its
+/// Service, the Secret with its serving certificate, their namespace.
+#[derive(Clone, Copy)]
+struct Served<'a> {
+    deployment: &'a str,
+    service: &'a str,
+    secret: &'a str,
+    namespace: &'a str,
+}
+
+/// The Secret with the serving certificate Pakket's CA issues for the
+/// Service, or why it could not be issued.
+fn serving_secret(authority: &Authority<'_>, served: Served<'_>) -> Result<Value, String> {
+    let serving = authority
+        .serving(served.deployment, served.service, served.namespace)
+        .map_err(|problem| {
+            format!(
+                "cannot issue the serving certificate of Deployment {}: {problem}",
+                served.deployment
+            )
+        })?;
+    Ok(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": { "name": served.secret, "namespace": served.namespace },
+        "type": "kubernetes.io/tls",
+        "data": {
+            "tls.crt": STANDARD.encode(&serving.certificate),
+            "tls.key": STANDARD.encode(&serving.key),
+            "ca.crt": STANDARD.encode(authority.pem()),
+        },
+    }))
 }
 
 /// Mounts the Secret `secret` where OLM does, in every container of the

@@ -72,35 +72,17 @@ fn waits_for_dependencies(instance: &Instance) -> bool {
 mod tests {
     use super::*;
     use kube::runtime::{reflector, watcher};
-    use pakket_api::condition::{self, ConditionStatus};
-    use pakket_api::{BundleTemplate, InstanceSpec, InstanceStatus};
+    use pakket_api::condition::ConditionStatus;
 
     fn instance(name: &str, status: ConditionStatus, reason: Reason) -> Instance {
-        let mut instance = Instance::new(
-            name,
-            InstanceSpec {
-                class: "c".into(),
-                selector: None,
-                bundle: BundleTemplate {
-                    name: format!("{name}-bundle"),
-                    spec: None,
-                },
-                deletion_policy: Default::default(),
-                config: None,
-                progress_deadline: None,
-                drift: None,
-            },
-        );
-        instance.status = Some(InstanceStatus {
-            conditions: vec![condition::new(
-                reason,
-                status,
-                "m",
-                None,
-                jiff::Timestamp::UNIX_EPOCH,
-            )],
-            ..Default::default()
-        });
+        let mut instance = Instance::test(name)
+            .with_class("c")
+            .with_bundle(&format!("{name}-bundle"))
+            .saying(reason, status, "m");
+        // Conditions of no generation in particular.
+        for condition in &mut instance.status.as_mut().unwrap().conditions {
+            condition.observed_generation = None;
+        }
         instance
     }
 

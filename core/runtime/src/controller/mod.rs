@@ -464,9 +464,8 @@ async fn reconcile_instance<P: Provisioner>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jiff::Timestamp;
-    use pakket_api::condition::{self, ConditionStatus};
-    use pakket_api::{BundleTemplate, InstanceSpec, InstanceStatus, Reason};
+    use pakket_api::condition::ConditionStatus;
+    use pakket_api::{InstanceStatus, Reason};
 
     #[test]
     fn healthy_instances_come_back_spread_over_a_fifth_of_the_resync_and_each_re_applies() {
@@ -499,37 +498,16 @@ mod tests {
         generation: i64,
         approved: Option<(Reason, ConditionStatus)>,
     ) -> Instance {
-        let mut instance = Instance::new(
-            "a",
-            InstanceSpec {
-                class: "c".into(),
-                selector: None,
-                bundle: BundleTemplate {
-                    name: "b".into(),
-                    spec: None,
-                },
-                deletion_policy: Default::default(),
-                config: None,
-                progress_deadline: None,
-                drift: None,
-            },
-        );
-        instance.metadata.generation = Some(generation);
-        let conditions = approved
-            .map(|(reason, status)| {
-                vec![condition::new(
-                    reason,
-                    status,
-                    "m",
-                    Some(generation),
-                    Timestamp::UNIX_EPOCH,
-                )]
-            })
-            .unwrap_or_default();
-        instance.status = Some(InstanceStatus {
-            conditions,
-            ..InstanceStatus::default()
-        });
+        let instance = Instance::test("a")
+            .with_class("c")
+            .with_bundle("b")
+            .with_generation(generation);
+        let mut instance = match approved {
+            Some((reason, status)) => instance.saying(reason, status, "m"),
+            None => instance,
+        };
+        // A status, empty or not, as the runtime's first write leaves it.
+        instance.status.get_or_insert_with(InstanceStatus::default);
         instance
     }
 

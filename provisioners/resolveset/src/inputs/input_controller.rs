@@ -189,6 +189,153 @@ enum Pass {
     HoldingForOutside,
 }
 
+/// What runs, as the resolver keeps it working (never downgraded): each
+/// entry of the set whose child runs content and whose catalog still
+/// serves it, at the entry's version.
+fn running_versions(
+    context: &InputContext,
+    previous: &[Entry],
+    unavailable: &[kept_installed::Unavailable],
+    active: &BTreeMap<String, String>,
+) -> Vec<(String, Version)> {
+    previous
+        .iter()
+        .filter(|entry| {
+            !unavailable
+                .iter()
+                .any(|gone| gone.package == entry.package_name)
+        })
+        .filter(|entry| {
+            active.contains_key(&input_resolve::instance_name(
+                &context.instance,
+                &entry.package_name,
+            ))
+        })
+        .filter_map(|entry| {
+            Some((
+                entry.package_name.clone(),
+                Version::parse(&entry.version).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// What the set is made of besides the plan: the Inputs and what each
+/// asks, their classes, each package's owner and each Input's author.
+struct SetSources<'a> {
+    inputs: &'a [Arc<Input>],
+    asked: &'a [Asked],
+    classes: &'a BTreeMap<String, Arc<InputClass>>,
+    owners: &'a package_owner::Owners,
+    authors: &'a requested_by::Authors,
+}
+
+/// Writes the next set: the plan's entries (traced where a class asks),
+/// what failing Inputs keep, each package's config from its owner, who
+/// requested each, and what is held back while something still needs it.
+async fn write_next_set(
+    context: &InputContext,
+    plan: &input_resolve::Plan,
+    served: &crate::catalogs::serving::Served,
+    previous: &[Entry],
+    failing: &[(&str, &[ResolvedInstance])],
+    sources: SetSources<'_>,
+) -> Result<Pass, kube::Error> {
+    let SetSources {
+        inputs,
+        asked,
+        classes,
+        owners,
+        authors,
+    } = sources;
+    let mut pass = Pass::Settled;
+    let resolved: BTreeMap<String, Vec<_>> = plan
+        .answers
+        .iter()
+        .filter(|(name, _)| asked.iter().any(|a| &a.name == *name && !a.dry_run))
+        .filter_map(|(name, answer)| match answer {
+            Answer::Resolved(instances) => Some((name.clone(), instances.clone())),
+            _ => None,
+        })
+        .collect();
+    let mut entries = resolved_set::entries(&plan.set, served, &resolved, previous);
+    // Classes with `trace`: the set keeps why each of their bundles
+    // was chosen.
+    let traced: Vec<&str> = inputs
+        .iter()
+        .filter(|input| {
+            classes
+                .get(&input.spec.input_class)
+                .is_some_and(|class| class.spec.parameters.trace)
+        })
+        .map(|input| input.metadata.name.as_deref().unwrap_or_default())
+        .collect();
+    resolved_set::trace(&mut entries, &plan.set, &resolved, &traced);
+    let kept = kept_installed::kept(previous, &entries, failing);
+    if !kept.is_empty() {
+        entries.extend(kept);
+        entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
+    }
+    // Each package's config is its owner's, also while kept.
+    for entry in &mut entries {
+        if let Some((_, config)) = owners.configs.get(&entry.package_name) {
+            entry.config = config.clone();
+        }
+    }
+    requested_by::stamp(&mut entries, &context.instance, authors);
+    let (kept, for_children) = hold_back(context, previous, &entries).await?;
+    if !kept.is_empty() {
+        pass = if for_children {
+            Pass::HoldingBack
+        } else {
+            Pass::HoldingForOutside
+        };
+        entries.extend(kept);
+        entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
+    }
+    write_set(context, &entries).await?;
+    Ok(pass)
+}
+
+/// Writes each Input's status: its answer, what it keeps while it fails,
+/// the package it may not configure, the requests it conflicts with.
+async fn write_statuses(
+    context: &InputContext,
+    inputs: &[Arc<Input>],
+    asked: &[Asked],
+    plan: &input_resolve::Plan,
+    failing: &[(&str, &[ResolvedInstance])],
+    owners: &package_owner::Owners,
+) -> Result<(), kube::Error> {
+    for (input, asked) in inputs.iter().zip(asked) {
+        let answer = plan
+            .answers
+            .get(&asked.name)
+            .cloned()
+            .unwrap_or(Answer::Invalid("not resolved".into()));
+        let kept = failing
+            .iter()
+            .find(|(name, _)| *name == asked.name)
+            .map(|(_, installed)| *installed);
+        let conflict = owners.conflicts.get(&asked.name);
+        let clash = match &answer {
+            Answer::Conflict(clash) => Some(conflict_status(clash, inputs)),
+            _ => None,
+        };
+        write_status(
+            context,
+            input,
+            asked.dry_run,
+            &answer,
+            kept,
+            conflict,
+            clash,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// One pass: resolve, then (as leader) write statuses and the set.
 async fn reconcile_all(
     context: &InputContext,
@@ -221,26 +368,7 @@ async fn reconcile_all(
     // or the one before while an upgrade rolls out). An entry whose child
     // does not run yet (the set unapproved, not installed) pins nothing, or
     // the request that merely came first would win.
-    let previous_versions: Vec<(String, Version)> = previous
-        .iter()
-        .filter(|entry| {
-            !unavailable
-                .iter()
-                .any(|gone| gone.package == entry.package_name)
-        })
-        .filter(|entry| {
-            active.contains_key(&input_resolve::instance_name(
-                &context.instance,
-                &entry.package_name,
-            ))
-        })
-        .filter_map(|entry| {
-            Some((
-                entry.package_name.clone(),
-                Version::parse(&entry.version).ok()?,
-            ))
-        })
-        .collect();
+    let previous_versions = running_versions(context, &previous, &unavailable, &active);
     let installed = input_resolve::still_asked(&previous_versions, &asked);
     // `cel` and `minKubeVersion` narrow each Input's own request; the
     // apiserver's version is what a class without `minKubeVersion` plans for.
@@ -278,78 +406,16 @@ async fn reconcile_all(
         .collect();
     let live = asked.iter().any(|a| !a.dry_run && a.request.is_ok());
     if live || !previous.is_empty() {
-        let resolved: BTreeMap<String, Vec<_>> = plan
-            .answers
-            .iter()
-            .filter(|(name, _)| asked.iter().any(|a| &a.name == *name && !a.dry_run))
-            .filter_map(|(name, answer)| match answer {
-                Answer::Resolved(instances) => Some((name.clone(), instances.clone())),
-                _ => None,
-            })
-            .collect();
-        let mut entries = resolved_set::entries(&plan.set, &served, &resolved, &previous);
-        // Classes with `trace`: the set keeps why each of their bundles
-        // was chosen.
-        let traced: Vec<&str> = inputs
-            .iter()
-            .filter(|input| {
-                classes
-                    .get(&input.spec.input_class)
-                    .is_some_and(|class| class.spec.parameters.trace)
-            })
-            .map(|input| input.metadata.name.as_deref().unwrap_or_default())
-            .collect();
-        resolved_set::trace(&mut entries, &plan.set, &resolved, &traced);
-        let kept = kept_installed::kept(&previous, &entries, &failing);
-        if !kept.is_empty() {
-            entries.extend(kept);
-            entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
-        }
-        // Each package's config is its owner's, also while kept.
-        for entry in &mut entries {
-            if let Some((_, config)) = owners.configs.get(&entry.package_name) {
-                entry.config = config.clone();
-            }
-        }
-        requested_by::stamp(&mut entries, &context.instance, &authors);
-        let (kept, for_children) = hold_back(context, &previous, &entries).await?;
-        if !kept.is_empty() {
-            pass = if for_children {
-                Pass::HoldingBack
-            } else {
-                Pass::HoldingForOutside
-            };
-            entries.extend(kept);
-            entries.sort_by(|a, b| a.package_name.cmp(&b.package_name));
-        }
-        write_set(context, &entries).await?;
-    }
-    for (input, asked) in inputs.iter().zip(&asked) {
-        let answer = plan
-            .answers
-            .get(&asked.name)
-            .cloned()
-            .unwrap_or(Answer::Invalid("not resolved".into()));
-        let kept = failing
-            .iter()
-            .find(|(name, _)| *name == asked.name)
-            .map(|(_, installed)| *installed);
-        let conflict = owners.conflicts.get(&asked.name);
-        let clash = match &answer {
-            Answer::Conflict(clash) => Some(conflict_status(clash, &inputs)),
-            _ => None,
+        let sources = SetSources {
+            inputs: &inputs,
+            asked: &asked,
+            classes: &classes,
+            owners: &owners,
+            authors: &authors,
         };
-        write_status(
-            context,
-            input,
-            asked.dry_run,
-            &answer,
-            kept,
-            conflict,
-            clash,
-        )
-        .await?;
+        pass = write_next_set(context, &plan, &served, &previous, &failing, sources).await?;
     }
+    write_statuses(context, &inputs, &asked, &plan, &failing, &owners).await?;
     // What a failing Input keeps counts as what it gets, for the
     // dependency Inputs generated for it.
     let mut answers = plan.answers.clone();
@@ -804,6 +870,146 @@ fn conflict_status(clash: &conflict::Conflict, inputs: &[Arc<Input>]) -> InputCo
     }
 }
 
+/// One condition as the answer says it: its type, status, reason and
+/// message.
+type Said = (Type, &'static str, Reason, String);
+
+/// What an Input's answer says in `ResolutionFailed` and
+/// `DependenciesMissing`, and the bundles it gets.
+fn said_of(answer: &Answer, input: &Input, dry_run: bool) -> (Said, Said, Vec<ResolvedInstance>) {
+    match answer {
+        Answer::Resolved(instances) => {
+            let chosen: Vec<String> = instances
+                .iter()
+                .map(|i| format!("{} {}", i.package, i.version))
+                .collect();
+            let verb = if dry_run { "would install" } else { "installs" };
+            let note = conflict::chosen_note(input);
+            let every = format!(
+                "every dependency is in the set ({} bundles)",
+                instances.len()
+            );
+            (
+                (
+                    Type::ResolutionFailed,
+                    "False",
+                    Reason::Resolved,
+                    format!("{verb} {}{note}", chosen.join(", ")),
+                ),
+                (
+                    Type::DependenciesMissing,
+                    "False",
+                    Reason::DependenciesResolved,
+                    every,
+                ),
+                instances.clone(),
+            )
+        }
+        Answer::Invalid(problem) => (
+            (
+                Type::ResolutionFailed,
+                "True",
+                Reason::InvalidInput,
+                problem.clone(),
+            ),
+            (
+                Type::DependenciesMissing,
+                "Unknown",
+                Reason::InvalidInput,
+                "not resolved: fix the Input first".into(),
+            ),
+            Vec::new(),
+        ),
+        Answer::Unsatisfiable {
+            summary,
+            explanation,
+        } => (
+            (
+                Type::ResolutionFailed,
+                "True",
+                Reason::Unsatisfiable,
+                explanation.clone(),
+            ),
+            (
+                Type::DependenciesMissing,
+                "True",
+                Reason::Unsatisfiable,
+                summary.clone(),
+            ),
+            Vec::new(),
+        ),
+        Answer::Conflict(clash) => {
+            let (reason, words) = conflict::in_words(clash, &input.name_any());
+            let waits = "not resolved: it waits for the conflict to be settled".to_owned();
+            (
+                (Type::ResolutionFailed, "True", reason, words),
+                (Type::DependenciesMissing, "Unknown", reason, waits),
+                Vec::new(),
+            )
+        }
+        Answer::Held(why) => (
+            (
+                Type::ResolutionFailed,
+                "True",
+                Reason::CatalogUnavailable,
+                why.clone(),
+            ),
+            (
+                Type::DependenciesMissing,
+                "False",
+                Reason::Kept,
+                "what it installed stays in the set, with its dependencies".into(),
+            ),
+            Vec::new(),
+        ),
+    }
+}
+
+/// `CatalogUnavailable`: True while what it installed is held for a
+/// catalog not served; False once it is, if it was ever said.
+fn catalog_said(answer: &Answer, had: &[Condition]) -> Option<Said> {
+    match answer {
+        Answer::Held(why) => Some((
+            Type::CatalogUnavailable,
+            "True",
+            Reason::CatalogUnavailable,
+            why.clone(),
+        )),
+        _ if had
+            .iter()
+            .any(|c| c.type_ == Type::CatalogUnavailable.as_str()) =>
+        {
+            Some((
+                Type::CatalogUnavailable,
+                "False",
+                Reason::CatalogServed,
+                "the catalogs of what it installed are served".into(),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `ConfigConflict`: True while another Input owns the package's config;
+/// False once it is this Input's, if it was ever said.
+fn config_said(conflict: Option<&(String, String)>, had: &[Condition]) -> Option<Said> {
+    match conflict {
+        Some((package, owner)) => Some((
+            Type::ConfigConflict,
+            "True",
+            Reason::PackageOwnedByAnother,
+            package_owner::conflict_words(package, owner),
+        )),
+        None if had.iter().any(|c| c.type_ == Type::ConfigConflict.as_str()) => Some((
+            Type::ConfigConflict,
+            "False",
+            Reason::ConfigApplied,
+            "its spec.config is the config of the package it asks for".into(),
+        )),
+        None => None,
+    }
+}
+
 async fn write_status(
     context: &InputContext,
     input: &Input,
@@ -817,107 +1023,16 @@ async fn write_status(
     let now = Timestamp::now();
     let old = input.status.clone().unwrap_or_default();
     let mut conditions = old.conditions.clone();
-    let condition = |type_: Type, status: &str, reason: Reason, message: String| Condition {
-        type_: type_.as_str().into(),
-        status: status.into(),
-        reason: reason.as_str().into(),
-        message: message.chars().take(32 * 1024).collect(),
+    let condition = |said: Said| Condition {
+        type_: said.0.as_str().into(),
+        status: said.1.into(),
+        reason: said.2.as_str().into(),
+        message: said.3.chars().take(32 * 1024).collect(),
         observed_generation: generation,
         last_transition_time: Time(now),
     };
-    let (failed, missing, instances) = match answer {
-        Answer::Resolved(instances) => {
-            let chosen: Vec<String> = instances
-                .iter()
-                .map(|i| format!("{} {}", i.package, i.version))
-                .collect();
-            let verb = if dry_run { "would install" } else { "installs" };
-            (
-                condition(
-                    Type::ResolutionFailed,
-                    "False",
-                    Reason::Resolved,
-                    format!(
-                        "{verb} {}{}",
-                        chosen.join(", "),
-                        conflict::chosen_note(input)
-                    ),
-                ),
-                condition(
-                    Type::DependenciesMissing,
-                    "False",
-                    Reason::DependenciesResolved,
-                    format!(
-                        "every dependency is in the set ({} bundles)",
-                        instances.len()
-                    ),
-                ),
-                instances.clone(),
-            )
-        }
-        Answer::Invalid(problem) => (
-            condition(
-                Type::ResolutionFailed,
-                "True",
-                Reason::InvalidInput,
-                problem.clone(),
-            ),
-            condition(
-                Type::DependenciesMissing,
-                "Unknown",
-                Reason::InvalidInput,
-                "not resolved: fix the Input first".into(),
-            ),
-            Vec::new(),
-        ),
-        Answer::Unsatisfiable {
-            summary,
-            explanation,
-        } => (
-            condition(
-                Type::ResolutionFailed,
-                "True",
-                Reason::Unsatisfiable,
-                explanation.clone(),
-            ),
-            condition(
-                Type::DependenciesMissing,
-                "True",
-                Reason::Unsatisfiable,
-                summary.clone(),
-            ),
-            Vec::new(),
-        ),
-        Answer::Conflict(clash) => {
-            let (reason, words) = conflict::in_words(clash, &input.name_any());
-            (
-                condition(Type::ResolutionFailed, "True", reason, words),
-                condition(
-                    Type::DependenciesMissing,
-                    "Unknown",
-                    reason,
-                    "not resolved: it waits for the conflict to be settled".into(),
-                ),
-                Vec::new(),
-            )
-        }
-        Answer::Held(why) => (
-            condition(
-                Type::ResolutionFailed,
-                "True",
-                Reason::CatalogUnavailable,
-                why.clone(),
-            ),
-            condition(
-                Type::DependenciesMissing,
-                "False",
-                Reason::Kept,
-                "what it installed stays in the set, with its dependencies".into(),
-            ),
-            Vec::new(),
-        ),
-    };
-    let (mut failed, mut instances) = (failed, instances);
+    let (failed, missing, mut instances) = said_of(answer, input, dry_run);
+    let mut failed = condition(failed);
     // What a failing Input installed stays: its status keeps listing it,
     // and says so.
     if let Some(kept) = kept {
@@ -927,46 +1042,9 @@ async fn write_status(
             .collect();
         instances = kept.to_vec();
     }
-    let unavailable = match answer {
-        Answer::Held(why) => Some(condition(
-            Type::CatalogUnavailable,
-            "True",
-            Reason::CatalogUnavailable,
-            why.clone(),
-        )),
-        _ if conditions
-            .iter()
-            .any(|c| c.type_ == Type::CatalogUnavailable.as_str()) =>
-        {
-            Some(condition(
-                Type::CatalogUnavailable,
-                "False",
-                Reason::CatalogServed,
-                "the catalogs of what it installed are served".into(),
-            ))
-        }
-        _ => None,
-    };
-    let owned = match conflict {
-        Some((package, owner)) => Some(condition(
-            Type::ConfigConflict,
-            "True",
-            Reason::PackageOwnedByAnother,
-            package_owner::conflict_words(package, owner),
-        )),
-        None if conditions
-            .iter()
-            .any(|c| c.type_ == Type::ConfigConflict.as_str()) =>
-        {
-            Some(condition(
-                Type::ConfigConflict,
-                "False",
-                Reason::ConfigApplied,
-                "its spec.config is the config of the package it asks for".into(),
-            ))
-        }
-        None => None,
-    };
+    let missing = condition(missing);
+    let unavailable = catalog_said(answer, &conditions).map(condition);
+    let owned = config_said(conflict, &conditions).map(condition);
     for new in [failed, missing]
         .into_iter()
         .chain(unavailable)

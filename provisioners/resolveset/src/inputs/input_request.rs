@@ -81,38 +81,9 @@ fn version_or_range(text: &str, at: &str) -> Result<Range, InputError> {
 pub fn request_of(constraints: &[(String, &InputConstraint)]) -> Result<Request, InputError> {
     let mut subject: Option<(String, Request)> = None;
     let mut version: Option<(String, Range, String)> = None;
-    let mut set_subject = |at: &str, request: Request| match &subject {
-        Some((first, _)) => Err(error(
-            at,
-            format!(
-                "an Input names one of olm.catalog, olm.name, olm.gvk and olm.label, and {first} already does; write another Input for another bundle"
-            ),
-        )),
-        None => {
-            subject = Some((at.to_owned(), request));
-            Ok(())
-        }
-    };
     for (at, constraint) in constraints {
         let value = &constraint.value;
         match constraint.type_.as_str() {
-            "olm.catalog" => {
-                let package = text(value, at, "package")?.to_owned();
-                let name = text(value, at, "name")?.to_owned();
-                let channel = match value.get("channel") {
-                    None | Some(Value::Null) => None,
-                    Some(_) => Some(text(value, at, "channel")?.to_owned()),
-                };
-                set_subject(
-                    at,
-                    Request::Package {
-                        package,
-                        channel,
-                        range: None,
-                        catalog: Some(name),
-                    },
-                )?;
-            }
             "olm.packageVersion" => {
                 if version.is_some() {
                     return Err(error(
@@ -125,40 +96,76 @@ pub fn request_of(constraints: &[(String, &InputConstraint)]) -> Result<Request,
                 let range = version_or_range(written, at)?;
                 version = Some((at.clone(), range, package));
             }
-            "olm.name" => set_subject(
-                at,
-                Request::BundleName(scalar(value, at, "a bundle name")?.to_owned()),
-            )?,
-            "olm.label" => {
-                set_subject(at, Request::Label(scalar(value, at, "a label")?.to_owned()))?
-            }
-            "olm.gvk" => {
-                let group = match value.get("group") {
-                    Some(Value::String(group)) => group.trim(),
-                    None | Some(Value::Null) => "",
-                    Some(_) => {
-                        return Err(error(
-                            format!("{at}.value.group"),
-                            "must be a string (empty for the core group)",
-                        ));
-                    }
-                };
-                let api_version = text(value, at, "version")?;
-                let kind = text(value, at, "kind")?;
-                set_subject(at, Request::Gvk(format!("{group}/{api_version}/{kind}")))?;
-            }
             // They look at a bundle itself: `crate::inputs::input_filter`.
             "cel" | "minKubeVersion" => {}
             other => {
-                return Err(error(
-                    format!("{at}.type"),
-                    format!(
-                        "{other:?} is not a constraint type; use olm.catalog, olm.packageVersion, olm.name, olm.gvk or olm.label"
-                    ),
-                ));
+                let request = subject_of(other, value, at)?;
+                if let Some((first, _)) = &subject {
+                    return Err(error(
+                        at.as_str(),
+                        format!(
+                            "an Input names one of olm.catalog, olm.name, olm.gvk and olm.label, and {first} already does; write another Input for another bundle"
+                        ),
+                    ));
+                }
+                subject = Some((at.clone(), request));
             }
         }
     }
+    combined(subject, version)
+}
+
+/// The bundle one constraint of type `kind` names: a package in a
+/// catalog, a bundle name, a label or an API.
+fn subject_of(kind: &str, value: &Value, at: &str) -> Result<Request, InputError> {
+    match kind {
+        "olm.catalog" => {
+            let package = text(value, at, "package")?.to_owned();
+            let name = text(value, at, "name")?.to_owned();
+            let channel = match value.get("channel") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(text(value, at, "channel")?.to_owned()),
+            };
+            Ok(Request::Package {
+                package,
+                channel,
+                range: None,
+                catalog: Some(name),
+            })
+        }
+        "olm.name" => Ok(Request::BundleName(
+            scalar(value, at, "a bundle name")?.to_owned(),
+        )),
+        "olm.label" => Ok(Request::Label(scalar(value, at, "a label")?.to_owned())),
+        "olm.gvk" => {
+            let group = match value.get("group") {
+                Some(Value::String(group)) => group.trim(),
+                None | Some(Value::Null) => "",
+                Some(_) => {
+                    return Err(error(
+                        format!("{at}.value.group"),
+                        "must be a string (empty for the core group)",
+                    ));
+                }
+            };
+            let api_version = text(value, at, "version")?;
+            let kind = text(value, at, "kind")?;
+            Ok(Request::Gvk(format!("{group}/{api_version}/{kind}")))
+        }
+        other => Err(error(
+            format!("{at}.type"),
+            format!(
+                "{other:?} is not a constraint type; use olm.catalog, olm.packageVersion, olm.name, olm.gvk or olm.label"
+            ),
+        )),
+    }
+}
+
+/// The request the subject and the version range make together.
+fn combined(
+    subject: Option<(String, Request)>,
+    version: Option<(String, Range, String)>,
+) -> Result<Request, InputError> {
     match (subject, version) {
         (
             Some((

@@ -274,6 +274,49 @@ impl Refusal {
     }
 }
 
+/// The requester the webhooks' sealed record names for this very request,
+/// or the refusal that says there is none.
+fn verified_requester(
+    request: &OperatorRequest,
+    key: &pakket_api::RecordKey,
+) -> Result<pakket_api::CreatorRecord, Refusal> {
+    let (namespace, name) = (request.namespace().unwrap_or_default(), request.name_any());
+    let spec = serde_json::to_value(&request.spec).unwrap_or_default();
+    pakket_api::requester_of(
+        request.metadata.annotations.as_ref(),
+        Some(key),
+        &pakket_api::record_object("OperatorRequest", &format!("{namespace}/{name}")),
+        &pakket_api::value_digest(&spec),
+    )
+    .map(|(requester, _)| requester)
+    .map_err(|error| Refusal {
+        reason: Reason::NoRequester,
+        message: format!(
+            "no requester record that verifies ({error}); Pakket's webhooks write it when the request is created or changed, so create it again while they run"
+        ),
+    })
+}
+
+/// Where the operator runs: this namespace (`OwnNamespace`), or the other
+/// one the request names (`SingleNamespace`); or why the mode and the
+/// field do not go together.
+fn install_namespace_of(request: &OperatorRequest, namespace: &str) -> Result<String, Refusal> {
+    match (request.spec.install_mode, &request.spec.install_namespace) {
+        (InstallMode::OwnNamespace, None) => Ok(namespace.to_owned()),
+        (InstallMode::OwnNamespace, Some(_)) => Err(Refusal {
+            reason: Reason::InvalidInstallMode,
+            message: "spec.installNamespace: OwnNamespace runs the operator in this namespace; remove installNamespace, or ask for installMode: SingleNamespace".into(),
+        }),
+        (InstallMode::SingleNamespace, Some(other)) if *other != namespace => Ok(other.clone()),
+        (InstallMode::SingleNamespace, _) => Err(Refusal {
+            reason: Reason::InvalidInstallMode,
+            message: format!(
+                "spec.installNamespace: SingleNamespace runs the operator in another namespace you own, watching {namespace}; name it, or ask for installMode: OwnNamespace"
+            ),
+        }),
+    }
+}
+
 /// The Operator written (or kept) for the request, or why there is none.
 async fn accepted(
     request: &OperatorRequest,
@@ -282,47 +325,19 @@ async fn accepted(
     id: &RequestId,
 ) -> Result<Result<Operator, Refusal>, kube::Error> {
     let namespace = request.namespace().unwrap_or_default();
-    let name = request.name_any();
     let Some(key) = &context.record_key else {
         return Ok(Err(Refusal {
             reason: Reason::NoRecordKey,
             message: "pakket-resolveset runs without --record-key-file, so it cannot tell who asked; an admin starts it with the webhooks' record key".into(),
         }));
     };
-    let spec = serde_json::to_value(&request.spec).unwrap_or_default();
-    let requester = match pakket_api::requester_of(
-        request.metadata.annotations.as_ref(),
-        Some(key),
-        &pakket_api::record_object("OperatorRequest", &format!("{namespace}/{name}")),
-        &pakket_api::value_digest(&spec),
-    ) {
-        Ok((requester, _)) => requester,
-        Err(error) => {
-            return Ok(Err(Refusal {
-                reason: Reason::NoRequester,
-                message: format!(
-                    "no requester record that verifies ({error}); Pakket's webhooks write it when the request is created or changed, so create it again while they run"
-                ),
-            }));
-        }
+    let requester = match verified_requester(request, key) {
+        Ok(requester) => requester,
+        Err(refusal) => return Ok(Err(refusal)),
     };
-    let install_namespace = match (request.spec.install_mode, &request.spec.install_namespace) {
-        (InstallMode::OwnNamespace, None) => namespace.clone(),
-        (InstallMode::OwnNamespace, Some(_)) => {
-            return Ok(Err(Refusal {
-                reason: Reason::InvalidInstallMode,
-                message: "spec.installNamespace: OwnNamespace runs the operator in this namespace; remove installNamespace, or ask for installMode: SingleNamespace".into(),
-            }));
-        }
-        (InstallMode::SingleNamespace, Some(other)) if *other != namespace => other.clone(),
-        (InstallMode::SingleNamespace, _) => {
-            return Ok(Err(Refusal {
-                reason: Reason::InvalidInstallMode,
-                message: format!(
-                    "spec.installNamespace: SingleNamespace runs the operator in another namespace you own, watching {namespace}; name it, or ask for installMode: OwnNamespace"
-                ),
-            }));
-        }
+    let install_namespace = match install_namespace_of(request, &namespace) {
+        Ok(install_namespace) => install_namespace,
+        Err(refusal) => return Ok(Err(refusal)),
     };
     let watched = vec![namespace.clone()];
     for (asked, does) in asked_namespaces(&install_namespace, &watched) {
