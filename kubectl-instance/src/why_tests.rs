@@ -1,6 +1,6 @@
 use super::*;
-use pakket_api::condition::{self, ConditionStatus};
-use pakket_api::{BundleSpec, InstanceStatus, PolicyVerdict};
+use pakket_api::condition::ConditionStatus;
+use pakket_api::{BundleSpec, PolicyVerdict};
 
 fn at(second: i64) -> Timestamp {
     Timestamp::from_second(second).unwrap()
