@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pakket_api::BundleSpec;
-use pakket_runtime::content::{self, ImageSources, UnpackOptions};
-use pakket_runtime::store::Store;
+use pakket_runtime::kernel::content::{self, ImageSources, UnpackOptions};
+use pakket_runtime::kernel::store::Store;
 use registry::Registry;
 
 /// Manifests whose data does not compress (xorshift noise, base64), so the

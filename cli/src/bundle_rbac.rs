@@ -2,7 +2,7 @@
 //! this registry+v1 bundle installs under `approval: UserPermission`, as a
 //! ClusterRole (cluster-scoped objects, ClusterRoles' rules) and a Role per
 //! namespace (namespaced objects, Roles' rules), ready to apply and bind
-//! (see `pakket_registry_v1::install_rbac`). An image ref is pulled and
+//! (see `pakket_runtime::kernel::trust::install_rbac`). An image ref is pulled and
 //! unpacked the way a provisioner does it (`content::unpack`, the same
 //! archive checks and limits), into a store that is removed afterwards.
 
@@ -12,9 +12,9 @@ use std::sync::Arc;
 use clap::Args;
 use pakket_api::{BundleTemplate, Instance, InstanceSpec};
 use pakket_registry_v1::RegistryV1;
-use pakket_registry_v1::install_rbac::needed_roles;
-use pakket_runtime::content::{self, ImageSources, UnpackOptions};
-use pakket_runtime::store::Store;
+use pakket_runtime::kernel::content::{self, ImageSources, UnpackOptions};
+use pakket_runtime::kernel::store::Store;
+use pakket_runtime::kernel::trust::install_rbac::needed_roles;
 use pakket_runtime::{ClusterFacts, ObjectsRequest, Provisioner};
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 //!
 //! Transport: HTTPS unless `--plain-http` (loopback registries only) or
 //! `--insecure-plain-http` (any registry, an explicit opt-in). Pushes go
-//! through `pakket_runtime::source`, so they share the provisioners' plain
+//! through `pakket_runtime::kernel::source`, so they share the provisioners' plain
 //! HTTP policy, timeouts and error messages.
 
 use std::io::{IsTerminal as _, Write as _};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
-use pakket_runtime::source::{
+use pakket_runtime::kernel::source::{
     Credentials, ImageRef, ImageSource, PlainHttp, SourceError, SourceOptions,
 };
 

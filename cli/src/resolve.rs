@@ -10,10 +10,10 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use pakket_engine::catalog::{Catalog, CatalogArgument, CatalogSet};
 use pakket_engine::resolve::{Explanation, Installed, Request, Universe};
-use pakket_resolve_api::client::{ClientError, ResolverClient};
 use pakket_resolve_api::protocol::resolve::{
     self as shared, InstalledItem, Outcome, RequestItem, ResolveRequest, Resolved, SelectionReason,
 };
+use pakket_resolve_client::{ClientError, ResolverClient};
 
 /// Arguments of `pakket resolve`.
 #[derive(Args)]

@@ -15,8 +15,8 @@ use std::process::{Command, Output};
 use std::time::Instant;
 
 use oci_client::manifest::IMAGE_LAYER_GZIP_MEDIA_TYPE;
-use pakket_runtime::archive::Limits;
-use pakket_runtime::source::{ImageRef, ImageSource, SourceOptions};
+use pakket_runtime::kernel::archive::Limits;
+use pakket_runtime::kernel::source::{ImageRef, ImageSource, SourceOptions};
 use registry::Registry;
 
 /// The etcd bundle in the shared data: `$PAKKET_DATA`, else `../shared/data` beside the repository.

@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use pakket_runtime::source::{ImageRef, ImageSource, PlainHttp, SourceOptions};
+use pakket_runtime::kernel::source::{ImageRef, ImageSource, PlainHttp, SourceOptions};
 use registry::Registry;
 
 fn pakket(args: &[&str]) -> Output {

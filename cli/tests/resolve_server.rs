@@ -21,11 +21,11 @@ use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use pakket_resolve_api::catalog::{Catalog, CatalogSource, CatalogSpec, ImageCatalogSource};
-use pakket_resolve_api::client::ResolverClient;
 use pakket_resolve_api::protocol::browse::{PackageDetail, QueryResult};
+use pakket_resolve_client::ResolverClient;
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::process::{self, Options};
-use pakket_runtime::serve::Metrics;
+use pakket_runtime::kernel::serve::Metrics;
 use pakket_testkit::{Scope, data};
 use registry::Registry;
 

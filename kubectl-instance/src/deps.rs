@@ -1,7 +1,7 @@
 //! `kubectl instance deps NAME`: who an Instance needs and who needs it,
 //! as a tree (or Graphviz DOT with `--format dot`, JSON or YAML with `-o`).
 //!
-//! From the runtime's API inventory ([`pakket_runtime::inventory`]): what
+//! From the runtime's API inventory ([`pakket_runtime::kernel::inventory`]): what
 //! each installed Instance provides (its CRDs and APIServices, found by the
 //! label the runtime writes, and its Bundle's `olm.package`), and what its
 //! Bundle requires (`olm.gvk.required`, `olm.package.required`). An edge
@@ -15,7 +15,7 @@ use std::io::Write;
 
 use clap::ValueEnum;
 use kube::ResourceExt as _;
-use pakket_runtime::inventory::{self, Installed, Users};
+use pakket_runtime::kernel::inventory::{self, Installed, Users};
 use serde::Serialize;
 
 use crate::error::Error;

@@ -19,7 +19,7 @@ use std::path::Path;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use pakket_api::{ApprovalPolicy, Instance};
-use pakket_runtime::trust::policy::{self, DecisionRecord};
+use pakket_runtime::kernel::trust::policy::{self, DecisionRecord};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -324,7 +324,7 @@ fn same_as_the_cluster(written: &Instance, live: &Instance) -> Result<(), Error>
 mod tests {
     use super::*;
     use pakket_api::{ApprovalRule, RuleOutcome};
-    use pakket_runtime::trust::policy::{Inputs, Requester};
+    use pakket_runtime::kernel::trust::policy::{Inputs, Requester};
 
     fn rule(name: &str, cel: &str, outcome: RuleOutcome) -> ApprovalRule {
         serde_json::from_value(serde_json::json!({

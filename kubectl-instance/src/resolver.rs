@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use pakket_resolve_api::client::{ClientError, ResolverClient};
+use pakket_resolve_client::{ClientError, ResolverClient};
 
 /// The flags that point at a resolver API.
 #[derive(Args, Clone, Debug, Default)]

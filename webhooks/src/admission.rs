@@ -833,7 +833,7 @@ fn validate_approval_policy(request: &Request, verdict: &mut Verdict) -> Result<
     verdict.invalid(in_object(
         "ApprovalPolicy",
         &policy.name_any(),
-        pakket_runtime::trust::policy::problems(&policy.spec.rules),
+        pakket_runtime::kernel::trust::policy::problems(&policy.spec.rules),
     ));
     Ok(())
 }

@@ -6,7 +6,7 @@
 pub enum Error {
     /// The serving certificate's files cannot be served.
     #[error("the serving certificate (--cert, --key): {0}")]
-    Tls(#[from] pakket_runtime::tls::TlsError),
+    Tls(#[from] pakket_runtime::kernel::tls::TlsError),
     /// A SubjectAccessReview could not be made.
     #[error("asking the apiserver for a SubjectAccessReview failed: {0}")]
     SubjectAccessReview(#[source] kube::Error),

@@ -22,7 +22,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionResponse, AdmissionReview};
-use pakket_runtime::tls_accept::{self, AcceptLimits};
+use pakket_runtime::kernel::tls_accept::{self, AcceptLimits};
 use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -130,7 +130,7 @@ async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
 /// Serves `router` over TLS on `listener` until `shutdown` completes, then
 /// lets open connections finish (up to 10 s). The accept loop (handshake
 /// timeout, connection cap, rate-limited warnings) is the runtime's
-/// [`pakket_runtime::tls_accept`], shared with the resolver API.
+/// [`pakket_runtime::kernel::tls_accept`], shared with the resolver API.
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<ServerConfig>,

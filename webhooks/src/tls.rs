@@ -1,9 +1,9 @@
-//! The serving certificate: [`pakket_runtime::tls`] reads it from PEM files
+//! The serving certificate: [`pakket_runtime::kernel::tls`] reads it from PEM files
 //! (a mounted Secret, e.g. written by cert-manager) and swaps it in when the
 //! files change, without a restart and without dropping connections; each
 //! reload is counted in `pakket_webhook_certificate_reloads_total`.
 
-pub use pakket_runtime::tls::{CertFiles, ReloadingCert, TlsError, provider};
+pub use pakket_runtime::kernel::tls::{CertFiles, ReloadingCert, TlsError, provider};
 
 /// What the server offers in ALPN: it speaks both, and the apiserver takes
 /// HTTP/2 when offered.

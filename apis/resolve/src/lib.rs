@@ -10,11 +10,10 @@
 //! - [`resolved_set`]: `resolved.bundles.json`, the set the cluster
 //!   installs, as the resolveset provisioner reads it.
 //! - [`protocol`]: the resolver API's requests and answers (`/v1/catalogs`,
-//!   `/v1/packages`, `/v1/query`, `/v1/resolve`, `/v1/plan`);
-//!   [`client`]: a client for it.
+//!   `/v1/packages`, `/v1/query`, `/v1/resolve`, `/v1/plan`); the client
+//!   that calls it is `pakket-resolve-client` (this crate is types only).
 
 pub mod catalog;
-pub mod client;
 pub mod condition;
 pub mod crd;
 pub mod input;

@@ -9,10 +9,10 @@
 //! credentials (from Secrets in the provisioner's own namespace) are sent
 //! as the `Authorization` header, and only to the repository's host.
 
-use pakket_runtime::source::SourceOptions;
-use pakket_runtime::source::address::Reach;
-use pakket_runtime::source::authorizations::HttpsAuthorizations;
-use pakket_runtime::source::https::{HttpsSource, TarballRef};
+use pakket_runtime::kernel::source::SourceOptions;
+use pakket_runtime::kernel::source::address::Reach;
+use pakket_runtime::kernel::source::authorizations::HttpsAuthorizations;
+use pakket_runtime::kernel::source::https::{HttpsSource, TarballRef};
 use reqwest::Url;
 use serde_json::Value;
 

@@ -53,7 +53,7 @@ pub struct ApprovedContent {
 /// What a decision was judged on besides the Bundle, its digest and the
 /// Instance's generation: the decision key, kept part by part so that a
 /// change names what changed. Each part is a digest or a name; the runtime
-/// computes them (`pakket_runtime::trust::decision_key`), and an approval
+/// computes them (`pakket_runtime::kernel::trust::decision_key`), and an approval
 /// covers a request only while every part is the same.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "camelCase")]

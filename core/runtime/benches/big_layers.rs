@@ -17,8 +17,8 @@ mod registry;
 
 use std::time::Instant;
 
-use pakket_runtime::archive::Limits;
-use pakket_runtime::source::{ImageRef, ImageSource, PlainHttp, SourceOptions};
+use pakket_runtime::kernel::archive::Limits;
+use pakket_runtime::kernel::source::{ImageRef, ImageSource, PlainHttp, SourceOptions};
 use registry::Registry;
 
 /// Pulls at once.

@@ -1,6 +1,6 @@
 //! The accept loop under a connection flood (issue 26, item 7): a server
 //! process with a soft file limit of 1,024 serves `/healthz` over TLS
-//! through [`pakket_runtime::tls_accept`], as the webhooks and the resolver
+//! through [`pakket_runtime::kernel::tls_accept`], as the webhooks and the resolver
 //! API do; 2,000 clients keep connections open to it (half never start TLS,
 //! half finish the handshake and never ask; each reconnects when the server
 //! closes it); meanwhile a legitimate client makes a new connection and one
@@ -24,7 +24,7 @@ use axum::Router;
 use axum::routing::get;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use pakket_runtime::tls_accept::{self, AcceptLimits};
+use pakket_runtime::kernel::tls_accept::{self, AcceptLimits};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
@@ -61,15 +61,16 @@ async fn server() {
         .init();
     let cert = std::env::var("FLOOD_CERT").unwrap();
     let key = std::env::var("FLOOD_KEY").unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(pakket_runtime::tls::provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()],
-            PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
-        )
-        .unwrap();
+    let config =
+        rustls::ServerConfig::builder_with_provider(pakket_runtime::kernel::tls::provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()],
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     println!("{}", listener.local_addr().unwrap().port());
     let router = Router::new().route("/healthz", get(|| async { "ok" }));
@@ -127,7 +128,7 @@ async fn flood() {
         .add(CertificateDer::from_pem_slice(made.ca_pem.as_bytes()).unwrap())
         .unwrap();
     let connector = TlsConnector::from(Arc::new(
-        rustls::ClientConfig::builder_with_provider(pakket_runtime::tls::provider())
+        rustls::ClientConfig::builder_with_provider(pakket_runtime::kernel::tls::provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_root_certificates(roots)

@@ -27,8 +27,9 @@ use pakket_api::{
     BundleSpec, BundleTemplate, ConfigMapSource, Instance, InstanceSpec, ProvisionerClass,
     ProvisionerClassSpec, VolumeMount,
 };
-use pakket_runtime::serve::Metrics;
-use pakket_runtime::{Plain, controller};
+use pakket_runtime::Plain;
+use pakket_runtime::kernel::controller;
+use pakket_runtime::kernel::serve::Metrics;
 use pakket_testkit::{Scope, install_crds};
 
 /// The kubeconfig context with `system:masters`, as the test kit names it.

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use pakket_api::{ApprovalRule, BundleProperty, RuleOutcome};
-use pakket_runtime::trust::policy::{
+use pakket_runtime::kernel::trust::policy::{
     BundleInputs, Inputs, InstanceInputs, ObjectInput, Requester, RightsInputs, decide,
 };
 use serde_json::json;

@@ -90,7 +90,7 @@
 //!
 //! ## Testing it
 //!
-//! [`controller::run_with`](crate::controller::run_with) runs the
+//! [`controller::run_with`](crate::kernel::controller::run_with) runs the
 //! controller in your test, against the real control plane that
 //! `pakket-testkit` starts (or the one `PAKKET_TEST_KUBECONFIG` names);
 //! `examples/author/tests/install.rs` is such a test.

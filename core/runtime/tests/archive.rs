@@ -11,8 +11,10 @@ use std::path::Path;
 
 use flate2::Compression as Level;
 use flate2::write::GzEncoder;
-use pakket_runtime::archive::{self, ArchiveError, Compression, Extracted, Limits, PathProblem};
-use pakket_runtime::store::Digest;
+use pakket_runtime::kernel::archive::{
+    self, ArchiveError, Compression, Extracted, Limits, PathProblem,
+};
+use pakket_runtime::kernel::store::Digest;
 use tar::{EntryType, Header};
 
 /// Builds a tar in memory, entry by entry, with no checks on names.

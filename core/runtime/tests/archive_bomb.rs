@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use flate2::Compression as Level;
 use flate2::write::DeflateEncoder;
-use pakket_runtime::archive::{self, ArchiveError, Limits};
+use pakket_runtime::kernel::archive::{self, ArchiveError, Limits};
 
 const CHUNK: usize = 1 << 20;
 const TEN_GIB_OF_CHUNKS: u64 = 10 * 1024;

@@ -5,7 +5,7 @@
 use std::fs;
 use std::io::Write;
 
-use pakket_runtime::archive::{self, Limits};
+use pakket_runtime::kernel::archive::{self, Limits};
 use proptest::prelude::*;
 
 /// A small valid archive to mutate, so inputs get past the first header.

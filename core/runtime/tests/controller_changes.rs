@@ -16,8 +16,8 @@ use pakket_api::{
     Bundle, CREATED_BY_ANNOTATION, ConditionType, CreatorRecord, DeletionPolicy, Instance,
     ProvisionerClass,
 };
-use pakket_runtime::apply::{BUNDLE_LABEL, INSTANCE_LABEL};
-use pakket_runtime::controller;
+use pakket_runtime::kernel::apply::{BUNDLE_LABEL, INSTANCE_LABEL};
+use pakket_runtime::kernel::controller;
 use pakket_testkit::{
     condition_is, eventually, instance_events, reason_is, wait_for_instance as wait_for,
 };

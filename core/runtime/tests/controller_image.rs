@@ -22,9 +22,10 @@ use pakket_api::{
     BundleSpec, BundleTemplate, ConditionType, Instance, InstanceSpec, ProvisionerClass,
     ProvisionerClassSpec, UnpackPhase,
 };
-use pakket_runtime::source::{ImageRef, ImageSource, SourceOptions};
-use pakket_runtime::store::{Digest, Store};
-use pakket_runtime::{Plain, controller};
+use pakket_runtime::Plain;
+use pakket_runtime::kernel::controller;
+use pakket_runtime::kernel::source::{ImageRef, ImageSource, SourceOptions};
+use pakket_runtime::kernel::store::{Digest, Store};
 use pakket_testkit::{Scope, condition_is, install_crds, reason_is, wait_for_instance as wait_for};
 use registry::Registry;
 use serde_json::json;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use pakket_runtime::leader::{Elector, LeaderState, LeaseConfig, Role};
+use pakket_runtime::kernel::leader::{Elector, LeaderState, LeaseConfig, Role};
 use pakket_testkit::Scope;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

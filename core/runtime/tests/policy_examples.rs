@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use pakket_api::{ApprovalPolicy, BundleProperty, RuleOutcome};
-use pakket_runtime::trust::effects::{Effects, Landing};
-use pakket_runtime::trust::policy::{
+use pakket_runtime::kernel::trust::effects::{Effects, Landing};
+use pakket_runtime::kernel::trust::policy::{
     BundleInputs, Decision, Inputs, InstanceInputs, Requester, RightsInputs, decide,
 };
 use serde_json::{Value, json};

@@ -16,7 +16,7 @@ use pakket_api::{
     ApprovalPolicy, ConditionType, CreatorRecord, Instance, LAST_CHANGED_BY_ANNOTATION,
     ProvisionerClass,
 };
-use pakket_runtime::controller;
+use pakket_runtime::kernel::controller;
 use pakket_runtime::provisioner::{ObjectsError, ObjectsRequest, Provisioner};
 use pakket_testkit::{Scope, condition_is, install_crds, reason_is, wait_for_instance};
 use serde_json::{Value, json};

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
-use pakket_runtime::controller;
+use pakket_runtime::kernel::controller;
 use pakket_runtime::provisioner::{ObjectsError, ObjectsRequest, Provisioner};
 use pakket_testkit::{condition_is, eventually, install_crds, reason_is, wait_for_instance};
 use serde_json::{Value, json};

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pakket_runtime::leader::{Elector, LeaseConfig, Role};
-use pakket_runtime::serve::{self, Metrics};
+use pakket_runtime::kernel::leader::{Elector, LeaseConfig, Role};
+use pakket_runtime::kernel::serve::{self, Metrics};
 use pakket_testkit::Scope;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

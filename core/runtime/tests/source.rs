@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use images::{push, sha256};
 use oci_client::manifest::IMAGE_LAYER_GZIP_MEDIA_TYPE;
-use pakket_runtime::archive::Limits;
-use pakket_runtime::source::{
+use pakket_runtime::kernel::archive::Limits;
+use pakket_runtime::kernel::source::{
     Credentials, ImageRef, ImageSource, PlainHttp, SourceError, SourceOptions,
 };
 use pakket_testkit::{data, files};

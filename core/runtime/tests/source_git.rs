@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use pakket_api::{BundleSpec, ConditionType, UnpackPhase};
-use pakket_runtime::content::{self, ContentError, ImageSources, UnpackOptions};
-use pakket_runtime::source::SourceOptions;
-use pakket_runtime::source::git::GitRef;
-use pakket_runtime::store::Store;
+use pakket_runtime::kernel::content::{self, ContentError, ImageSources, UnpackOptions};
+use pakket_runtime::kernel::source::SourceOptions;
+use pakket_runtime::kernel::source::git::GitRef;
+use pakket_runtime::kernel::store::Store;
 use pakket_testkit::{condition_is, data, files};
 use serde_json::json;
 use support::{Controller, GitServer, HttpsServer, Repo, Scratch, config_map, git};

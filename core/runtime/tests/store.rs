@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
-use pakket_runtime::archive::{self, Compression, Limits};
-use pakket_runtime::store::{Digest, Store, StoreError};
+use pakket_runtime::kernel::archive::{self, Compression, Limits};
+use pakket_runtime::kernel::store::{Digest, Store, StoreError};
 
 fn digest(n: u8) -> Digest {
     Digest::of(&[n])

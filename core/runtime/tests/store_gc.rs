@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, PostParams};
 use pakket_api::{ConditionType, Instance};
-use pakket_runtime::controller::StoreGc;
-use pakket_runtime::store::gc::Policy;
+use pakket_runtime::kernel::controller::StoreGc;
+use pakket_runtime::kernel::store::gc::Policy;
 use pakket_testkit::{condition_is, eventually, pinned_digest, wait_for_instance as wait_for};
 
 mod plain_fixture;

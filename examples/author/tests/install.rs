@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass};
 use pakket_example_properties::Properties;
-use pakket_runtime::controller;
+use pakket_runtime::kernel::controller;
 use pakket_testkit::{Scope, install_crds, reason_is, wait_for_instance};
 use serde_json::json;
 

@@ -338,7 +338,7 @@ impl<'a> Churn<'a> {
         Self {
             stage,
             leases: Api::namespaced(stage.admin(), stage.namespace()),
-            lease_name: pakket_runtime::leader::LeaseConfig::name_for(&stage.id),
+            lease_name: pakket_runtime::kernel::leader::LeaseConfig::name_for(&stage.id),
             replicas: (0..2).map(|i| replica(stage, i)).collect(),
             started: 2,
             kills: 0,

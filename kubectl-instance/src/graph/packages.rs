@@ -138,7 +138,7 @@ async fn read(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let repositories = RepositoryClient::new(
-        pakket_runtime::source::SourceOptions {
+        pakket_runtime::kernel::source::SourceOptions {
             extra_roots,
             ..Default::default()
         },

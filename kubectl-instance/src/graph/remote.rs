@@ -7,8 +7,8 @@
 //! the graph shows a range covering the channel's own entries (as the file
 //! path does), so those are kept and put in the channel's order.
 
-use pakket_resolve_api::client::ClientError;
 use pakket_resolve_api::protocol::browse::{ChannelDetail, PackageDetail, PackageInCatalog};
+use pakket_resolve_client::ClientError;
 use std::collections::HashMap;
 
 use super::{ChannelGraph, Edge, EdgeKind, Entry};

@@ -8,7 +8,7 @@
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use pakket_api::{ApprovalPolicy, Instance};
-use pakket_runtime::trust::policy::{self, DecisionRecord, Inputs, ObjectInput, Requester};
+use pakket_runtime::kernel::trust::policy::{self, DecisionRecord, Inputs, ObjectInput, Requester};
 use pakket_testkit::{Scope, install_crds};
 use serde_json::json;
 

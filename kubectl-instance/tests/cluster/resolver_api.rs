@@ -128,7 +128,7 @@ async fn start_resolver(scope: &Scope) -> String {
 
 /// Waits until the API serves each of `packages`.
 async fn wait_served(server: &str, packages: &[&str]) {
-    let client = pakket_resolve_api::client::ResolverClient::new(server, None, None).unwrap();
+    let client = pakket_resolve_client::ResolverClient::new(server, None, None).unwrap();
     for _ in 0..600 {
         let mut all = true;
         for package in packages {

@@ -342,7 +342,7 @@ pub async fn start_resolveset(
                 .unwrap(),
             leader: None,
             selector: Some(scope.selector()),
-            metrics: std::sync::Arc::new(pakket_runtime::serve::Metrics::new()),
+            metrics: std::sync::Arc::new(pakket_runtime::kernel::serve::Metrics::new()),
             set,
             store_gc: Default::default(),
             record_key: None,

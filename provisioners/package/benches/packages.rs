@@ -28,7 +28,7 @@ use pakket_packages_api::{
     ClusterPackage, ClusterPackageSpec, PackageInfo, PackageInfoSpec, PackageInfoTemplate,
 };
 use pakket_packages_client::repository::{Endpoint, RepositoryClient};
-use pakket_runtime::source::SourceOptions;
+use pakket_runtime::kernel::source::SourceOptions;
 use pakket_testkit::Scope;
 
 #[tokio::main]

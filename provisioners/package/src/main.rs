@@ -9,9 +9,9 @@ use clap::Parser;
 use pakket_package::ID;
 use pakket_package::process::{self, Options};
 use pakket_runtime::cli::{self, ProvisionerArgs};
-use pakket_runtime::controller::RunOptions;
-use pakket_runtime::serve;
-use pakket_runtime::source::SourceOptions;
+use pakket_runtime::kernel::controller::RunOptions;
+use pakket_runtime::kernel::serve;
+use pakket_runtime::kernel::source::SourceOptions;
 
 #[derive(Parser)]
 #[command(

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use pakket_runtime::controller::{self, RunOptions};
-use pakket_runtime::source::SourceOptions;
+use pakket_runtime::kernel::controller::{self, RunOptions};
+use pakket_runtime::kernel::source::SourceOptions;
 
 use crate::charts::ChartLocator;
 use crate::helm::Helm;
@@ -47,7 +47,7 @@ pub struct Options {
 pub async fn run(
     client: Client,
     options: Options,
-) -> Result<(), pakket_runtime::store::StoreError> {
+) -> Result<(), pakket_runtime::kernel::store::StoreError> {
     let info = Arc::new(info_controller::Context {
         client: client.clone(),
         repositories: RepositoryClient::new(options.sources, options.allow_internal_addresses),
@@ -62,7 +62,7 @@ pub async fn run(
         record_key: options.runtime.record_key.clone(),
         charts: ChartLocator::default(),
         secret_values: Arc::clone(&secret_values),
-        recorder: pakket_runtime::controller::recorder(
+        recorder: pakket_runtime::kernel::controller::recorder(
             client.clone(),
             crate::package_controller::MANAGER,
         ),

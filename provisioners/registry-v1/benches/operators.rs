@@ -28,7 +28,7 @@ use futures::{StreamExt, stream};
 use kube::api::{Api, ListParams, PostParams};
 use pakket_api::{BundleTemplate, ConditionType, Instance, InstanceSpec};
 use pakket_registry_v1::RegistryV1;
-use pakket_runtime::controller::RunOptions;
+use pakket_runtime::kernel::controller::RunOptions;
 use pakket_runtime::{ClusterFacts, ObjectsRequest, Provisioner};
 use pakket_testkit::{Scope, install_crds};
 use serde_json::json;

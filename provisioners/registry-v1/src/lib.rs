@@ -20,7 +20,6 @@ pub mod csv;
 pub mod declared;
 pub mod dependencies;
 pub mod deployment_config;
-pub mod install_rbac;
 pub mod namespace_template;
 pub mod render;
 pub mod webhooks;

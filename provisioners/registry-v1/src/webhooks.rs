@@ -194,7 +194,7 @@ impl Webhooks {
                         "namespace": namespace,
                         "annotations": {
                             pakket_api::ownership::HEALTH_ANNOTATION:
-                                pakket_runtime::apply::endpoints::READY_ENDPOINTS,
+                                pakket_runtime::kernel::apply::endpoints::READY_ENDPOINTS,
                         },
                     },
                     "spec": { "ports": ports, "selector": selector },

@@ -20,8 +20,8 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams
 use kube::core::GroupVersionKind;
 use pakket_api::{CREATED_BY_ANNOTATION, ConditionType, CreatorRecord, Instance};
 use pakket_registry_v1::RegistryV1;
-use pakket_registry_v1::install_rbac::needed_roles;
-use pakket_runtime::controller::RunOptions;
+use pakket_runtime::kernel::controller::RunOptions;
+use pakket_runtime::kernel::trust::install_rbac::needed_roles;
 use pakket_runtime::{ClusterFacts, ObjectsRequest, Provisioner};
 use pakket_testkit::{
     Scope, condition_is, eventually, install_crds, reason_is, wait_for_instance as wait_for,

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pakket_resolveset::api::client::ResolverClient;
+use pakket_resolve_client::ResolverClient;
 use pakket_resolveset::api::listen::{self, Transport};
 use pakket_resolveset::api::{self, ApiState};
 use pakket_resolveset::catalogs::catalog::{CatalogSource, ImageCatalogSource};
@@ -374,7 +374,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, answer: &Result<(u16, String), pakket_resolveset::api::client::ClientError>) {
+    fn add(&mut self, answer: &Result<(u16, String), pakket_resolve_client::ClientError>) {
         match answer {
             Ok((200, text)) => match serde_json::from_str::<ResolveResponse>(text) {
                 Ok(ResolveResponse::Resolved(_)) => self.resolved += 1,

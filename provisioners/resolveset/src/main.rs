@@ -12,9 +12,9 @@ use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::process::{self, DEFAULT_MAX_CATALOG_FILE, Options};
 use pakket_resolveset::set::provisioner::ResolveSet;
 use pakket_runtime::cli::{self, ProvisionerArgs};
-use pakket_runtime::controller::{self, RunOptions};
-use pakket_runtime::serve;
-use pakket_runtime::source::SourceOptions;
+use pakket_runtime::kernel::controller::{self, RunOptions};
+use pakket_runtime::kernel::serve;
+use pakket_runtime::kernel::source::SourceOptions;
 
 /// jemalloc with its background thread, not the system allocator: a
 /// catalog swap frees a whole catalog's worth of small allocations, which

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use pakket_runtime::content::{ImageSources, UnpackOptions};
-use pakket_runtime::controller::StoreGc;
-use pakket_runtime::leader::LeaderState;
-use pakket_runtime::serve::Metrics;
-use pakket_runtime::source::SourceOptions;
-use pakket_runtime::store::Store;
+use pakket_runtime::kernel::content::{ImageSources, UnpackOptions};
+use pakket_runtime::kernel::controller::StoreGc;
+use pakket_runtime::kernel::leader::LeaderState;
+use pakket_runtime::kernel::serve::Metrics;
+use pakket_runtime::kernel::source::SourceOptions;
+use pakket_runtime::kernel::store::Store;
 
 use crate::api::auth::Authenticator;
 use crate::api::listen::{self, Transport};
@@ -129,7 +129,7 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         },
         catalogs: Arc::clone(&catalogs),
         loading,
-        recorder: pakket_runtime::controller::recorder(client.clone(), controller::MANAGER),
+        recorder: pakket_runtime::kernel::controller::recorder(client.clone(), controller::MANAGER),
         leader: options.leader,
         metrics: options.metrics,
     });

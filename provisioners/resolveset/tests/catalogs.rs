@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt as _;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use pakket_engine::catalog::Catalog as EngineCatalog;
-use pakket_resolveset::api::client::ResolverClient;
+use pakket_resolve_client::ResolverClient;
 use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalogs::catalog::{
     Catalog, CatalogCounts, CatalogSource, ConfigMapCatalogSource, HttpsCatalogSource,
@@ -412,8 +412,8 @@ async fn a_new_digest_is_picked_up_while_resolutions_stream_and_none_fails() {
     })
     .await;
     // The old digest leaves this process's store; the served one stays.
-    let store = pakket_runtime::store::Store::open(support::store_dir(&scope)).unwrap();
-    let digest = |d: &str| pakket_runtime::store::Digest::parse(d).unwrap();
+    let store = pakket_runtime::kernel::store::Store::open(support::store_dir(&scope)).unwrap();
+    let digest = |d: &str| pakket_runtime::kernel::store::Digest::parse(d).unwrap();
     pakket_testkit::eventually("the old digest is collected", || async {
         store.get(&digest(&first_digest)).is_none()
     })

@@ -39,7 +39,7 @@ use pakket_registry_v1::RegistryV1;
 use pakket_resolveset::inputs::input::{InputClassParameters, InputConstraint};
 use pakket_resolveset::set::provisioner::ResolveSet;
 use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
-use pakket_runtime::controller::{self, RunOptions};
+use pakket_runtime::kernel::controller::{self, RunOptions};
 use pakket_testkit::{
     Scope, bundle_crd_names, condition_is, data, eventually, wait_for_crds_gone, wait_for_instance,
 };

@@ -5,7 +5,7 @@
 //! and leave the Instances that need its APIs broken.
 //!
 //! What it provides and who uses it come from the runtime's inventory
-//! ([`pakket_runtime::inventory`]): its CRDs by the label the runtime
+//! ([`pakket_runtime::kernel::inventory`]): its CRDs by the label the runtime
 //! writes, the custom resources of their kinds, the installed Instances
 //! whose Bundles require them. Read at the request, so as current as the
 //! apiserver.
@@ -22,7 +22,7 @@
 use kube::Client;
 use kube::ResourceExt as _;
 use pakket_api::Instance;
-use pakket_runtime::inventory;
+use pakket_runtime::kernel::inventory;
 
 use super::Permission;
 

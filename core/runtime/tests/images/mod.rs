@@ -7,7 +7,7 @@ use oci_client::manifest::{
     IMAGE_CONFIG_MEDIA_TYPE, IMAGE_LAYER_GZIP_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor,
     OciImageManifest,
 };
-use pakket_runtime::source::{ImageRef, ImageSource};
+use pakket_runtime::kernel::source::{ImageRef, ImageSource};
 use sha2::Digest as _;
 
 /// `sha256:<hex>` of `bytes`.

@@ -9,7 +9,8 @@ use pakket_api::{
     BundleSpec, BundleTemplate, ConfigMapSource, Instance, InstanceSpec, ProvisionerClass,
     ProvisionerClassSpec, VolumeMount,
 };
-use pakket_runtime::{Plain, controller};
+use pakket_runtime::Plain;
+use pakket_runtime::kernel::controller;
 use pakket_testkit::{Scope, install_crds};
 use serde_json::json;
 
@@ -69,7 +70,7 @@ pub struct Fixture {
     /// Where its content store is.
     pub store: std::path::PathBuf,
     /// Its metrics.
-    pub metrics: std::sync::Arc<pakket_runtime::serve::Metrics>,
+    pub metrics: std::sync::Arc<pakket_runtime::kernel::serve::Metrics>,
 }
 
 impl Fixture {

@@ -33,8 +33,8 @@ impl Scratch {
     }
 
     /// A content store inside it.
-    pub fn store(&self) -> Arc<pakket_runtime::store::Store> {
-        Arc::new(pakket_runtime::store::Store::open(self.path.join("store")).unwrap())
+    pub fn store(&self) -> Arc<pakket_runtime::kernel::store::Store> {
+        Arc::new(pakket_runtime::kernel::store::Store::open(self.path.join("store")).unwrap())
     }
 }
 
@@ -307,7 +307,7 @@ impl Controller {
     pub async fn start(
         test: &str,
         parameters: serde_json::Value,
-        sources: impl FnOnce(&str) -> pakket_runtime::source::SourceOptions,
+        sources: impl FnOnce(&str) -> pakket_runtime::kernel::source::SourceOptions,
     ) -> Self {
         let scope = pakket_testkit::Scope::new(test).await;
         let sources = sources(&scope.namespace);
@@ -317,14 +317,14 @@ impl Controller {
             scope,
         };
         controller.class("class", parameters).await;
-        let options = pakket_runtime::controller::RunOptions {
+        let options = pakket_runtime::kernel::controller::RunOptions {
             sources,
-            ..pakket_runtime::controller::RunOptions::new(controller.store.clone())
+            ..pakket_runtime::kernel::controller::RunOptions::new(controller.store.clone())
         };
         let client = controller.scope.client.clone();
         let provisioner = pakket_runtime::Plain::new(controller.id());
         tokio::spawn(async move {
-            pakket_runtime::controller::run_with(client, provisioner, options).await
+            pakket_runtime::kernel::controller::run_with(client, provisioner, options).await
         });
         controller
     }

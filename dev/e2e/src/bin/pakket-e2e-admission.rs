@@ -27,7 +27,7 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
-use pakket_runtime::tls::{CertFiles, ReloadingCert};
+use pakket_runtime::kernel::tls::{CertFiles, ReloadingCert};
 use sha2::{Digest as _, Sha256};
 
 /// The label that makes `/validate` refuse a ConfigMap.

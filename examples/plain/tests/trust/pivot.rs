@@ -3,7 +3,7 @@
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pakket_api::Bundle;
-use pakket_runtime::controller::REPLACED_BY_LABEL;
+use pakket_runtime::kernel::controller::REPLACED_BY_LABEL;
 use pakket_testkit::eventually;
 use serde_json::json;
 

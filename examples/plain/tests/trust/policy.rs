@@ -15,7 +15,7 @@ use pakket_api::{
     ApprovalPolicy, ApprovalPolicySpec, ApprovalRule, ConditionType, Instance, ProvisionerClass,
     RuleOutcome,
 };
-use pakket_runtime::trust::policy::{self, DecisionRecord};
+use pakket_runtime::kernel::trust::policy::{self, DecisionRecord};
 use pakket_testkit::{eventually, reason_is};
 use serde_json::json;
 

@@ -12,7 +12,7 @@
 //! installed) is gone.
 //!
 //! One reconcile is observe, plan, act, as the Instance kernel's
-//! (`core/runtime/src/controller/install/`):
+//! (`core/runtime/src/kernel/controller/install/`):
 //!
 //! - `observe`: every read that decides what to do, once: the object,
 //!   whether a package it was installed for still needs it, the

@@ -246,7 +246,7 @@ impl Reader<'_> {
                 "{at}.valueFrom: the package has no verified author (the webhooks record who writes packages), so nothing is read on anyone's behalf; write the value"
             )
         })?;
-        let access = pakket_runtime::rbac::Access::Resource {
+        let access = pakket_runtime::kernel::trust::rbac::Access::Resource {
             group: group.to_owned(),
             resource: resource.to_owned(),
             subresource: String::new(),

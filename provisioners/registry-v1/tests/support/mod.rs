@@ -19,8 +19,8 @@ use pakket_api::{
     BundleSpec, BundleTemplate, Instance, InstanceSpec, ProvisionerClass, ProvisionerClassSpec,
 };
 use pakket_registry_v1::RegistryV1;
-use pakket_runtime::controller::{self, RunOptions};
-use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_runtime::kernel::controller::{self, RunOptions};
+use pakket_runtime::kernel::source::{ImageSource, PlainHttp, SourceOptions};
 use pakket_testkit::Scope;
 use registry::Registry;
 use serde_json::{Value, json};

@@ -94,7 +94,7 @@ impl Authenticator {
             .map_err(|error| {
                 Refusal::Unavailable(format!(
                     "cannot check the token with the cluster (TokenReview): {}; try again",
-                    pakket_runtime::apply::api_message(&error)
+                    pakket_runtime::kernel::apply::api_message(&error)
                 ))
             })?;
         let status = answer.status.unwrap_or_default();
@@ -134,7 +134,7 @@ impl Authenticator {
             .map_err(|error| {
                 Refusal::Unavailable(format!(
                     "cannot check permissions with the cluster (SubjectAccessReview): {}; try again",
-                    pakket_runtime::apply::api_message(&error)
+                    pakket_runtime::kernel::apply::api_message(&error)
                 ))
             })?;
         if answer.status.is_some_and(|status| status.allowed) {

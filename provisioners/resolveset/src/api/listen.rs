@@ -15,8 +15,8 @@ use std::time::Duration;
 use axum::Router;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use pakket_runtime::tls::{self, CertFiles, PemFile, ReloadingCert, TlsError};
-use pakket_runtime::tls_accept::{self, AcceptLimits};
+use pakket_runtime::kernel::tls::{self, CertFiles, PemFile, ReloadingCert, TlsError};
+use pakket_runtime::kernel::tls_accept::{self, AcceptLimits};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -140,7 +140,7 @@ pub async fn serve(
 /// A client that has not sent a request's headers by then is dropped.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The runtime's accept loop ([`pakket_runtime::tls_accept`]: handshake
+/// The runtime's accept loop ([`pakket_runtime::kernel::tls_accept`]: handshake
 /// timeout, connection cap below the file limit, rate-limited warnings),
 /// each connection served over HTTP/1.1.
 async fn accept(listener: TcpListener, acceptor: TlsAcceptor, router: Router) {

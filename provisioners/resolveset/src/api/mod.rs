@@ -14,7 +14,6 @@
 //! [`crate::catalogs::serving`]), so a reload never shows through half-done.
 
 pub mod auth;
-pub use pakket_resolve_api::client;
 pub mod listen;
 
 use std::sync::Arc;

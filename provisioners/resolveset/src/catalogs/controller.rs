@@ -24,9 +24,9 @@ use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{Controller, WatchStreamExt as _};
 use kube::{Api, Client, Resource as _, ResourceExt as _};
-use pakket_runtime::leader::LeaderState;
-use pakket_runtime::serve::Metrics;
-use pakket_runtime::store::Digest;
+use pakket_runtime::kernel::leader::LeaderState;
+use pakket_runtime::kernel::serve::Metrics;
+use pakket_runtime::kernel::store::Digest;
 
 use crate::catalogs::catalog::{Catalog, CatalogStatus, parse_interval};
 use crate::catalogs::condition::{self, ConditionType, Reason};

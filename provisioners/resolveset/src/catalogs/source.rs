@@ -12,8 +12,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client, ResourceExt as _};
 use pakket_api::{BundleSpec, ConfigMapSource, VolumeMount};
-use pakket_runtime::content::{self, ContentError, ImageSources, UnpackOptions};
-use pakket_runtime::store::{Digest, Store};
+use pakket_runtime::kernel::content::{self, ContentError, ImageSources, UnpackOptions};
+use pakket_runtime::kernel::store::{Digest, Store};
 
 use crate::Error;
 use crate::catalogs::catalog::{Catalog, CatalogSource};
@@ -119,7 +119,7 @@ impl Fetcher {
         let found = api.get_opt(name).await.map_err(|error| Error::Fetch {
             message: format!(
                 "spec.source.configMap: reading ConfigMap {namespace}/{name}: {}",
-                pakket_runtime::apply::api_message(&error)
+                pakket_runtime::kernel::apply::api_message(&error)
             ),
             terminal: false,
         })?;

@@ -9,9 +9,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use pakket_runtime::controller::StoreGc;
-use pakket_runtime::serve::Metrics;
-use pakket_runtime::store::{Digest, Store};
+use pakket_runtime::kernel::controller::StoreGc;
+use pakket_runtime::kernel::serve::Metrics;
+use pakket_runtime::kernel::store::{Digest, Store};
 
 use crate::catalogs::serving::Catalogs;
 
@@ -91,6 +91,6 @@ pub async fn run(
         // Walking and deleting directories is blocking file IO.
         let outcome =
             tokio::task::spawn_blocking(move || task_store.collect(&pins, gc.policy)).await;
-        pakket_runtime::controller::report_collection(outcome, gc, &metrics);
+        pakket_runtime::kernel::controller::report_collection(outcome, gc, &metrics);
     }
 }

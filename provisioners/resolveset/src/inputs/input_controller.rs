@@ -25,7 +25,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, Resource as _, ResourceExt as _};
 use pakket_engine::Version;
 use pakket_engine::resolve::Request;
-use pakket_runtime::leader::LeaderState;
+use pakket_runtime::kernel::leader::LeaderState;
 use serde_json::json;
 
 use crate::catalogs::serving::Catalogs;

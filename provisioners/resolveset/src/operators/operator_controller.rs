@@ -17,7 +17,7 @@ use kube::runtime::{Controller, watcher};
 use kube::{Client, Resource as _, ResourceExt as _};
 use pakket_api::{ConditionType, Instance};
 use pakket_engine::Version;
-use pakket_runtime::leader::LeaderState;
+use pakket_runtime::kernel::leader::LeaderState;
 use serde_json::json;
 
 use crate::catalogs::serving::Catalogs;

@@ -39,9 +39,9 @@ use pakket_operators_api::{
     InstallMode, Operator, OperatorConfig, OperatorRequest, OperatorRequestStatus, OperatorSpec,
 };
 use pakket_resolve_api::InputClass;
-use pakket_runtime::leader::LeaderState;
-use pakket_runtime::trust::approval::review;
-use pakket_runtime::trust::rbac::Access;
+use pakket_runtime::kernel::leader::LeaderState;
+use pakket_runtime::kernel::trust::approval::review;
+use pakket_runtime::kernel::trust::rbac::Access;
 use serde_json::json;
 
 use super::request_objects::{Found, RequestId, seal};

@@ -27,7 +27,7 @@ use kube::api::Api;
 use pakket_api::Instance;
 use pakket_engine::Version;
 use pakket_runtime::approval::{Approval, ApprovalRequest};
-use pakket_runtime::trust::children::PakketKind;
+use pakket_runtime::kernel::trust::children::PakketKind;
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
 use serde_json::{Map, Value, json};
 

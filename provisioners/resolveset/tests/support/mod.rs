@@ -21,9 +21,9 @@ use pakket_resolveset::api::listen::Transport;
 use pakket_resolveset::catalogs::catalog::{Catalog, CatalogSource, CatalogSpec};
 use pakket_resolveset::process::SetOptions;
 use pakket_resolveset::process::{self, Options, Running};
-use pakket_runtime::controller::StoreGc;
-use pakket_runtime::serve::Metrics;
-use pakket_runtime::source::{ImageSource, PlainHttp, SourceOptions};
+use pakket_runtime::kernel::controller::StoreGc;
+use pakket_runtime::kernel::serve::Metrics;
+use pakket_runtime::kernel::source::{ImageSource, PlainHttp, SourceOptions};
 use pakket_testkit::Scope;
 pub use registry::Registry;
 
@@ -128,7 +128,7 @@ pub async fn start_keyed_as(
             set,
             store_gc: StoreGc {
                 every: Duration::from_secs(1),
-                policy: pakket_runtime::store::gc::Policy {
+                policy: pakket_runtime::kernel::store::gc::Policy {
                     grace: Duration::from_secs(2),
                     ..StoreGc::default().policy
                 },

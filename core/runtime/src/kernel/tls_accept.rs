@@ -284,7 +284,7 @@ mod tests {
     /// `hi` and waits forever on anything else; and a client that trusts it.
     async fn server(limits: AcceptLimits) -> (SocketAddr, TlsConnector) {
         let made = pakket_testkit::https::TestCertificate::new();
-        let server = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
+        let server = rustls::ServerConfig::builder_with_provider(crate::kernel::tls::provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_no_client_auth()
@@ -297,7 +297,7 @@ mod tests {
         roots
             .add(CertificateDer::from_pem_slice(made.ca_pem.as_bytes()).unwrap())
             .unwrap();
-        let client = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
+        let client = rustls::ClientConfig::builder_with_provider(crate::kernel::tls::provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_root_certificates(roots)

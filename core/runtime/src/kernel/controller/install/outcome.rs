@@ -1,14 +1,17 @@
 //! What a reconcile leaves behind, written in one place: the revision
 //! record (in the Instance reconcile, only this module writes
 //! `status.revisions` and `status.automaticRollback`; a test below keeps
-//! it so) and the one write of the report at the end of the reconcile.
+//! it so) and the one write of the report at the end of the reconcile,
+//! the Bundle object's status (recorded by the unpack and render steps)
+//! included.
 
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use pakket_api::{Instance, Reason};
+use pakket_api::{Bundle, Instance, Reason};
 
+use super::super::bundle_status;
 use super::super::context::Context;
 use super::super::report::{Report, StatusWrite};
 use super::super::revision;
@@ -17,10 +20,15 @@ use super::AFTER_CONFLICT;
 /// Writes the report and returns `action`, or an early retry if the write
 /// lost a race with another change to the Instance.
 pub(super) async fn finish<P>(
-    report: Report,
+    mut report: Report,
     context: &Context<P>,
     action: Action,
 ) -> Result<Action, kube::Error> {
+    // The Bundle's status first: the Instance's status names its pin.
+    if let Some(pending) = report.bundle_status.take() {
+        let bundles: Api<Bundle> = Api::all(context.client.clone());
+        bundle_status::write_pending(&bundles, pending).await?;
+    }
     let instances: Api<Instance> = Api::all(context.client.clone());
     Ok(match report.write(&instances, &context.events).await? {
         StatusWrite::Conflict => Action::requeue(AFTER_CONFLICT),
@@ -124,7 +132,7 @@ mod tests {
     /// Every source file of the Instance reconcile, with its path inside
     /// `install/`.
     fn sources() -> Vec<(String, String)> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller/install");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernel/controller/install");
         let mut dirs = vec![root.clone()];
         let mut files = Vec::new();
         while let Some(dir) = dirs.pop() {
@@ -183,6 +191,20 @@ mod tests {
                     "{path} writes an Instance ({verb}): only the report does"
                 );
             }
+        }
+    }
+
+    /// The Bundle's status is recorded by the steps and written once, by
+    /// [`finish`] (`bundle_status::write_pending`), before the Instance's.
+    #[test]
+    fn no_step_writes_a_bundles_status_but_the_outcome() {
+        for (path, text) in sources() {
+            let writes = text.contains(&["bundle_status::", "write_pending"].concat())
+                || text.contains(&["bundles", ".patch_status("].concat());
+            assert!(
+                !writes || path == "outcome.rs",
+                "{path} writes a Bundle's status: only outcome.rs does"
+            );
         }
     }
 }

@@ -94,7 +94,7 @@ pub(super) async fn render<P: Provisioner>(
         reason: Reason::UnpackSucceeded,
         message: &message,
     };
-    bundle_status::write(home, bundle, outcome, &mut report.status).await?;
+    bundle_status::record(home, bundle, outcome, report);
     report.set(
         Reason::UnpackSucceeded,
         ConditionStatus::True,
@@ -263,7 +263,7 @@ async fn content_failed<P: Provisioner>(
     );
     tracing::warn!(instance = %name, bundle = %bundle_name, %error, "rendering the content failed");
     let outcome = UnpackOutcome::failed(Some(unpacked), &message);
-    bundle_status::write(pinned.home, pinned.bundle, outcome, &mut report.status).await?;
+    bundle_status::record(pinned.home, pinned.bundle, outcome, report);
     report.set(
         Reason::UnpackSucceeded,
         ConditionStatus::True,
@@ -295,7 +295,7 @@ async fn too_many(
         options.max_objects
     );
     let outcome = UnpackOutcome::failed(Some(pinned.unpacked), &message);
-    bundle_status::write(pinned.home, pinned.bundle, outcome, &mut report.status).await?;
+    bundle_status::record(pinned.home, pinned.bundle, outcome, report);
     let because = pakket_api::Cause::new(pakket_api::CauseKind::ContentInvalid);
     report.set_because(
         Reason::UnpackFailed,
@@ -380,7 +380,7 @@ impl Pinned<'_> {
             reason: Reason::UnpackSucceeded,
             message: &message,
         };
-        bundle_status::write(self.home, self.bundle, outcome, &mut report.status).await?;
+        bundle_status::record(self.home, self.bundle, outcome, report);
         report.set(
             Reason::UnpackSucceeded,
             ConditionStatus::True,

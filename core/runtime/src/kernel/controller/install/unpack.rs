@@ -67,7 +67,7 @@ pub(super) async fn unpack<P: Provisioner>(
             Err(error) => {
                 let message = format!("Bundle {bundle_name}: {error}");
                 let outcome = UnpackOutcome::failed(None, &message);
-                bundle_status::write(home, bundle, outcome, &mut report.status).await?;
+                bundle_status::record(home, bundle, outcome, report);
                 match error.cause() {
                     Some(kind) => {
                         let because = Cause::new(kind);

@@ -54,6 +54,19 @@ pub struct Report {
     /// rollback decided): told once, never again by a retry after a lost
     /// write.
     pub after_write: Vec<Event>,
+    /// The status of the Bundle object the content came from, when this
+    /// reconcile has news for it: written by the one writer, just before
+    /// the Instance's own status.
+    pub bundle_status: Option<PendingBundleStatus>,
+}
+
+/// A Bundle object's status to write (its name, and the whole status).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingBundleStatus {
+    /// The Bundle.
+    pub name: String,
+    /// Its new status.
+    pub status: pakket_api::BundleStatus,
 }
 
 impl Report {
@@ -66,6 +79,7 @@ impl Report {
             generation: instance.metadata.generation,
             instance: instance.clone(),
             after_write: Vec::new(),
+            bundle_status: None,
         }
     }
 

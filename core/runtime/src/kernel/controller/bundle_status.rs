@@ -7,11 +7,12 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pakket_api::condition::{self, ConditionStatus};
 use pakket_api::{
-    Bundle, BundleProperty, BundleStatus, EmbeddedBundleStatus, InstanceStatus, ObjectRef,
-    PinnedSource, RbacGrant, Reason, UnpackPhase,
+    Bundle, BundleProperty, BundleStatus, EmbeddedBundleStatus, ObjectRef, PinnedSource, RbacGrant,
+    Reason, UnpackPhase,
 };
 use serde_json::json;
 
+use super::report::{PendingBundleStatus, Report};
 use crate::apply::FIELD_MANAGER;
 use crate::content::Unpacked;
 
@@ -62,41 +63,48 @@ pub enum Home<'a> {
     Embedded,
 }
 
-/// Records how the unpack went, unless the status already says exactly
-/// this (every reconcile of every Instance using the Bundle comes here;
-/// most have nothing new to say). An embedded Bundle's status goes into
-/// `instance_status`, written with the Instance's own status.
-pub async fn write(
-    home: Home<'_>,
-    bundle: &Bundle,
-    outcome: UnpackOutcome<'_>,
-    instance_status: &mut InstanceStatus,
-) -> Result<(), kube::Error> {
+/// Records how the unpack went in the report, unless the status already
+/// says exactly this (every reconcile of every Instance using the Bundle
+/// comes here; most have nothing new to say). An embedded Bundle's status
+/// goes into the Instance's own status; a Bundle object's is written by
+/// the report's one writer at the end of the reconcile ([`write_pending`]).
+pub fn record(home: Home<'_>, bundle: &Bundle, outcome: UnpackOutcome<'_>, report: &mut Report) {
     let current = bundle.status.clone().unwrap_or_default();
     let status = updated(&current, bundle, outcome);
     match home {
         Home::Embedded => {
-            instance_status.embedded_bundle = Some(EmbeddedBundleStatus {
+            report.status.embedded_bundle = Some(EmbeddedBundleStatus {
                 name: bundle.name_any(),
                 status,
             });
         }
-        Home::Object(_) if status == current => {}
-        Home::Object(bundles) => {
-            let patch = json!({
-                "apiVersion": "core.pakket.dev/v1alpha1",
-                "kind": "Bundle",
-                "status": status,
+        Home::Object(_) if status == current => report.bundle_status = None,
+        Home::Object(_) => {
+            report.bundle_status = Some(PendingBundleStatus {
+                name: bundle.name_any(),
+                status,
             });
-            bundles
-                .patch_status(
-                    &bundle.name_any(),
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&patch),
-                )
-                .await?;
         }
     }
+}
+
+/// Writes a Bundle object's status the reconcile recorded.
+pub async fn write_pending(
+    bundles: &Api<Bundle>,
+    pending: PendingBundleStatus,
+) -> Result<(), kube::Error> {
+    let patch = json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": "Bundle",
+        "status": pending.status,
+    });
+    bundles
+        .patch_status(
+            &pending.name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
     Ok(())
 }
 

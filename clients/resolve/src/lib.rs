@@ -1,12 +1,13 @@
-//! Calling the resolver API: what `pakket resolve --server` and the tests
-//! use. The answer is read back into the same [`Outcome`] the file-based
+//! `pakket-resolve-client`: calling the resolver API, what `pakket
+//! resolve --server`, `kubectl instance` and the tests use. The protocol's
+//! types are `pakket-resolve-api`'s; this crate only carries them. The answer is read back into the same [`Outcome`] the file-based
 //! path produces, so both print alike.
 
 use std::path::Path;
 
-use crate::protocol::ErrorResponse;
-use crate::protocol::browse::PackageDetail;
-use crate::protocol::resolve::{Outcome, ResolveRequest, ResolveResponse};
+use pakket_resolve_api::protocol::ErrorResponse;
+use pakket_resolve_api::protocol::browse::PackageDetail;
+use pakket_resolve_api::protocol::resolve::{Outcome, ResolveRequest, ResolveResponse};
 
 /// Why the API gave no answer to print.
 #[derive(Debug, thiserror::Error)]
@@ -128,8 +129,8 @@ impl ResolverClient {
     /// `POST /v1/plan`: what the Input controller would make of `request`.
     pub async fn plan(
         &self,
-        request: &crate::protocol::plan::PlanRequest,
-    ) -> Result<crate::protocol::plan::PlanResponse, ClientError> {
+        request: &pakket_resolve_api::protocol::plan::PlanRequest,
+    ) -> Result<pakket_resolve_api::protocol::plan::PlanResponse, ClientError> {
         let body = serde_json::to_vec(request).expect("plain data serializes");
         let (status, text) = self
             .call(reqwest::Method::POST, "/v1/plan", Some(body))

@@ -1,8 +1,9 @@
 //! The RBAC a user needs so that an Instance of a bundle installs under
 //! `approval: UserPermission`: what `pakket bundle rbac` prints, and what a
-//! test grants.
+//! test grants. It reads rendered objects only, whichever provisioner
+//! rendered them, so the CLI and every provisioner's tests share it.
 //!
-//! It asks what `UserPermission` asks (`pakket_runtime::approval`):
+//! It asks what `UserPermission` asks ([`crate::approval`]):
 //! `create` and `patch` on every object where it lands, and every rule each
 //! Role or ClusterRole in the bundle grants, held where that role applies
 //! (the apiserver's own rule against granting what one does not hold).
@@ -79,33 +80,7 @@ struct Needs {
 /// bundle) under `UserPermission`: a ClusterRole first, then a Role per
 /// namespace, sorted.
 pub fn needed_roles(objects: &[Value], name: &str) -> Vec<NeededRole> {
-    // A CRD in the bundle tells the plural of its own kind.
-    let mut plurals: BTreeMap<(String, String), String> = PLURALS
-        .iter()
-        .map(|(kind, group, plural)| {
-            (
-                ((*group).to_owned(), (*kind).to_owned()),
-                (*plural).to_owned(),
-            )
-        })
-        .collect();
-    for object in objects {
-        if object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition") {
-            let text = |pointer: &str| {
-                object
-                    .pointer(pointer)
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            };
-            if let (Some(group), Some(kind), Some(plural)) = (
-                text("/spec/group"),
-                text("/spec/names/kind"),
-                text("/spec/names/plural"),
-            ) {
-                plurals.insert((group, kind), plural);
-            }
-        }
-    }
+    let plurals = plurals(objects);
     let mut scopes: BTreeMap<Option<String>, Needs> = BTreeMap::new();
     for object in objects {
         let text = |pointer: &str| {
@@ -148,32 +123,67 @@ pub fn needed_roles(objects: &[Value], name: &str) -> Vec<NeededRole> {
     }
     scopes
         .into_iter()
-        .map(|(namespace, needs)| {
-            let mut rules: Vec<Value> = needs
-                .verbs
-                .into_iter()
-                .map(|((group, resource), verbs)| {
-                    json!({ "apiGroups": [group], "resources": [resource], "verbs": verbs })
-                })
-                .collect();
-            rules.extend(needs.rules);
-            let mut metadata = json!({ "name": name });
-            let kind = match &namespace {
-                Some(namespace) => {
-                    metadata["namespace"] = json!(namespace);
-                    "Role"
-                }
-                None => "ClusterRole",
-            };
-            NeededRole {
-                role: json!({
-                    "apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": kind,
-                    "metadata": metadata,
-                    "rules": rules,
-                }),
-                guessed: needs.guessed.into_iter().collect(),
-            }
-        })
+        .map(|(namespace, needs)| needed_role(name, namespace, needs))
         .collect()
+}
+
+/// The plural of each kind: the table's, and each CRD of the bundle's own.
+fn plurals(objects: &[Value]) -> BTreeMap<(String, String), String> {
+    // A CRD in the bundle tells the plural of its own kind.
+    let mut plurals: BTreeMap<(String, String), String> = PLURALS
+        .iter()
+        .map(|(kind, group, plural)| {
+            (
+                ((*group).to_owned(), (*kind).to_owned()),
+                (*plural).to_owned(),
+            )
+        })
+        .collect();
+    for object in objects {
+        if object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition") {
+            let text = |pointer: &str| {
+                object
+                    .pointer(pointer)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            if let (Some(group), Some(kind), Some(plural)) = (
+                text("/spec/group"),
+                text("/spec/names/kind"),
+                text("/spec/names/plural"),
+            ) {
+                plurals.insert((group, kind), plural);
+            }
+        }
+    }
+    plurals
+}
+
+/// The role one scope needs: a ClusterRole (no namespace) or a Role.
+fn needed_role(name: &str, namespace: Option<String>, needs: Needs) -> NeededRole {
+    let mut rules: Vec<Value> = needs
+        .verbs
+        .into_iter()
+        .map(|((group, resource), verbs)| {
+            json!({ "apiGroups": [group], "resources": [resource], "verbs": verbs })
+        })
+        .collect();
+    rules.extend(needs.rules);
+    let mut metadata = json!({ "name": name });
+    let kind = match &namespace {
+        Some(namespace) => {
+            metadata["namespace"] = json!(namespace);
+            "Role"
+        }
+        None => "ClusterRole",
+    };
+    NeededRole {
+        role: json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": kind,
+            "metadata": metadata,
+            "rules": rules,
+        }),
+        guessed: needs.guessed.into_iter().collect(),
+    }
 }

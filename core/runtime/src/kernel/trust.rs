@@ -29,6 +29,7 @@ pub mod children;
 pub mod decision_key;
 pub mod effects;
 pub mod in_use_readers;
+pub mod install_rbac;
 pub mod ownership;
 pub mod policy;
 pub mod rbac;
