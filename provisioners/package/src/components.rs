@@ -26,8 +26,9 @@ use pakket_packages_api::{
 };
 use pakket_packages_client::repository::{Endpoint, RepositoryClient};
 
-/// On component Packages: the parent's `<kind>.<namespace>.<name>`.
-pub const PARENT_LABEL: &str = "packages.pakket.dev/component-of";
+/// On component Packages: the parent's `<kind>.<namespace>.<name>`
+/// (kept beside the seal that vouches for it, in [`crate::made_here`]).
+pub use crate::made_here::PARENT_LABEL;
 
 /// The parent label's value for a package.
 pub fn parent_key(kind: &str, namespace: Option<&str>, name: &str) -> String {

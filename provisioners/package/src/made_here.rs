@@ -11,9 +11,12 @@
 use kube::ResourceExt as _;
 use pakket_api::{Instance, RecordKey};
 
-use crate::components::PARENT_LABEL;
 use crate::names;
 use pakket_packages_api::Package;
+
+/// On component Packages: the parent's `<kind>.<namespace>.<name>`. A
+/// label anyone may write: only the seal beside it makes it true.
+pub const PARENT_LABEL: &str = "packages.pakket.dev/component-of";
 
 /// On a component Package: sealed for it and its parent's key.
 pub const COMPONENT_SEAL_ANNOTATION: &str = "packages.pakket.dev/component-seal";

@@ -8,7 +8,7 @@ use pakket_packages_api::conditions::PackageReason;
 
 use super::super::mirror::condition_true;
 use super::super::{Error, PackageContext, PackageObject, parent_key};
-use super::install::Install;
+use super::installing::Install;
 use crate::components::{self, Problem, Sealing};
 
 /// Makes or updates the components; the package waits for them once its

@@ -12,14 +12,12 @@ use kube::runtime::controller::Action;
 use pakket_api::ConditionType;
 use pakket_packages_api::PackageStatus;
 use pakket_packages_api::conditions::PackageReason;
-use pakket_packages_api::manifest::PackageManifest;
-use pakket_packages_client::repository::Endpoint;
 
 use super::super::mirror::{self, condition_true};
-use super::super::observe::{Content, Read, Source};
+use super::super::observe::Source;
 use super::super::status::{self, Next};
-use super::super::values_from::ResolvedValues;
 use super::super::{DEPENDENCY_RECHECK, Error, PackageContext, PackageObject, WAITING};
+use super::installing::Install;
 use super::{components, infos, instance, refs};
 use crate::dependencies;
 use crate::names;
@@ -27,57 +25,6 @@ use crate::names;
 /// How long an installed, pinned package is left before it is looked at
 /// again.
 const INSTALLED: Duration = Duration::from_secs(300);
-
-/// What the install takes on: the source read, its content and values.
-pub(super) struct Install {
-    /// The package's name in its repository.
-    pub package: String,
-    /// The repository it comes from.
-    pub repository: Endpoint,
-    /// The version to run.
-    pub version: String,
-    /// Whether the version is pinned.
-    pub pinned: bool,
-    /// Its PackageInfo.
-    pub info_name: String,
-    /// Installed by this provisioner as a dependency.
-    pub as_dependency: bool,
-    /// The package file.
-    pub manifest: PackageManifest,
-    /// Where the package file was read.
-    pub url: reqwest::Url,
-    /// Who wrote the package.
-    pub author: Option<pakket_api::CreatorRecord>,
-    /// Its values.
-    pub values: ResolvedValues,
-}
-
-impl Install {
-    /// The install of `source`, if what it needs was read (the plan asks
-    /// for an install only then).
-    fn of(source: Source) -> Option<Self> {
-        let Some(Read {
-            content: Ok(Content { manifest, url }),
-            author,
-            values: Ok(values),
-        }) = source.read
-        else {
-            return None;
-        };
-        Some(Self {
-            package: source.package,
-            repository: source.repository,
-            version: source.version,
-            pinned: source.pinned,
-            info_name: source.info_name,
-            as_dependency: source.as_dependency,
-            manifest,
-            url,
-            author,
-            values,
-        })
-    }
-}
 
 /// Installs `source`.
 pub(super) async fn run<K: PackageObject>(

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use super::super::{Error, MANAGER, PackageContext, PackageObject};
-use super::install::Install;
+use super::installing::Install;
 use crate::provisioner::PackageConfig;
 use crate::{made_here, names};
 

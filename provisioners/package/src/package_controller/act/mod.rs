@@ -11,6 +11,7 @@ mod finalize;
 mod finalizer;
 mod infos;
 mod install;
+mod installing;
 mod instance;
 mod refs;
 mod unneeded;

@@ -10,7 +10,7 @@ use pakket_packages_api::conditions::PackageReason::{
 use pakket_packages_client::repository;
 
 use super::super::{Error, PackageContext, PackageObject};
-use super::install::Install;
+use super::installing::Install;
 use crate::provisioner::PackageConfig;
 use crate::transformations;
 
