@@ -37,6 +37,10 @@ pub struct Context<P> {
     /// but a reconcile may read a status older than the runtime's own last
     /// write, and must not take a failed Instance for a first install.
     pub install_failures: Mutex<std::collections::HashSet<String>>,
+    /// The resourceVersion of the last status this process wrote, by
+    /// Instance UID: a cached Instance at another version may be older
+    /// than that write (see [`Context::behind`]).
+    pub status_written: Mutex<HashMap<String, String>>,
     /// Instances (by UID) and the digest whose stored content failed to
     /// render once and was fetched again (see [`Context::first_render_failure`]).
     pub render_retries: Mutex<std::collections::HashSet<(String, String)>>,
@@ -270,6 +274,10 @@ impl<P> Context<P> {
     pub fn forget(&self, instance: &Instance) {
         self.rendered(instance);
         let key = instance.uid().unwrap_or_else(|| instance.name_any());
+        self.status_written
+            .lock()
+            .expect("not poisoned")
+            .remove(&key);
         self.unpack_failures
             .lock()
             .expect("not poisoned")
@@ -278,6 +286,55 @@ impl<P> Context<P> {
             .lock()
             .expect("not poisoned")
             .remove(&key);
+    }
+}
+
+impl<P> Context<P> {
+    /// Records that this process wrote the status of the Instance `key`
+    /// ([`Report::key`](super::report::Report::key)), which the API server
+    /// stored at `resource_version` (`None`: forget it, another writer
+    /// came between).
+    pub fn wrote_status(&self, key: String, resource_version: Option<String>) {
+        let mut written = self.status_written.lock().expect("not poisoned");
+        match resource_version {
+            Some(version) => written.insert(key, version),
+            None => written.remove(&key),
+        };
+    }
+
+    /// Whether `cached` may be older than the last status this process
+    /// wrote for it: the watch cache lags the API server, and a reconcile
+    /// that took such a copy for the truth would act on what it already
+    /// changed (install again what is installed, write over a hand edit
+    /// drift Warn leaves alone). Any other version than the one written
+    /// counts: resourceVersions are not ordered, and a newer one (someone
+    /// else's change) costs only a read.
+    pub fn behind(&self, cached: &Instance) -> bool {
+        let key = cached.uid().unwrap_or_else(|| cached.name_any());
+        let written = self.status_written.lock().expect("not poisoned");
+        older_than_written(written.get(&key), cached.resource_version().as_ref())
+    }
+}
+
+/// Whether a cached copy at `cached` may be older than the status written
+/// at `written`: it is not that very version.
+fn older_than_written(written: Option<&String>, cached: Option<&String>) -> bool {
+    written.is_some_and(|written| cached != Some(written))
+}
+
+#[cfg(test)]
+mod behind_tests {
+    use super::older_than_written;
+
+    #[test]
+    fn a_copy_is_behind_unless_it_is_the_version_this_process_wrote() {
+        let wrote = "42".to_owned();
+        let older = "41".to_owned();
+        assert!(!older_than_written(Some(&wrote), Some(&wrote)));
+        assert!(older_than_written(Some(&wrote), Some(&older)));
+        assert!(older_than_written(Some(&wrote), None));
+        // Nothing written by this process: the cache is all there is.
+        assert!(!older_than_written(None, Some(&older)));
     }
 }
 

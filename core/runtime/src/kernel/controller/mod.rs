@@ -351,6 +351,7 @@ fn shared_context<P: Provisioner>(
         images: ImageSources::new(options.sources),
         unpack_failures: Mutex::new(HashMap::new()),
         install_failures: Mutex::new(Default::default()),
+        status_written: Mutex::new(HashMap::new()),
         render_retries: Mutex::new(Default::default()),
         metrics: options.metrics,
         resync: options.resync,
@@ -447,8 +448,18 @@ async fn reconcile_instance<P: Provisioner>(
         }
         return Ok(Action::await_change());
     }
-    let instance = if holds_finalizer {
+    let instance = if context.behind(&instance) {
+        // The cache has not caught up with this process's own last write:
+        // read the Instance as the API server has it.
+        match api.get_opt(&instance.name_any()).await? {
+            Some(fresh) => fresh,
+            None => return Ok(Action::await_change()),
+        }
+    } else {
         (*instance).clone()
+    };
+    let instance = if holds_finalizer {
+        instance
     } else {
         match finalizer::add(&api, &instance, finalizer_name).await {
             Ok(updated) => updated,

@@ -58,6 +58,9 @@ pub struct Report {
     /// reconcile has news for it: written by the one writer, just before
     /// the Instance's own status.
     pub bundle_status: Option<PendingBundleStatus>,
+    /// The resourceVersion of the last status this reconcile wrote (a
+    /// progress write's, until the final write).
+    written: Option<String>,
 }
 
 /// A Bundle object's status to write (its name, and the whole status).
@@ -80,6 +83,7 @@ impl Report {
             instance: instance.clone(),
             after_write: Vec::new(),
             bundle_status: None,
+            written: None,
         }
     }
 
@@ -207,13 +211,13 @@ impl Report {
         mut self,
         instances: &Api<Instance>,
         events: &super::events::Events,
-    ) -> Result<StatusWrite, kube::Error> {
+    ) -> Result<(StatusWrite, Option<String>), kube::Error> {
         let event = change_event(&self.found, &self.status.conditions);
         self.fill_missing();
         super::decision::settle(&mut self.status);
         self.status.observed_generation = self.generation;
         if self.instance.status.as_ref() == Some(&self.status) {
-            return Ok(StatusWrite::Unchanged);
+            return Ok((StatusWrite::Unchanged, self.written));
         }
         let after_write = std::mem::take(&mut self.after_write);
         let name = self.instance.name_any();
@@ -224,24 +228,31 @@ impl Report {
             field_manager: Some(FIELD_MANAGER.to_owned()),
             ..PostParams::default()
         };
-        match instances.replace_status(&name, &params, &updated).await {
-            Ok(_) => {}
+        let written = match instances.replace_status(&name, &params, &updated).await {
+            Ok(written) => written.resource_version(),
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 tracing::debug!(
                     instance = name,
                     "status changed meanwhile; reconciling again"
                 );
-                return Ok(StatusWrite::Conflict);
+                return Ok((StatusWrite::Conflict, None));
             }
             Err(error) => return Err(error),
-        }
+        };
         if let Some(event) = event {
             events.publish_change(&updated, event);
         }
         for event in after_write {
             events.publish(&updated, event);
         }
-        Ok(StatusWrite::Stored)
+        Ok((StatusWrite::Stored, written))
+    }
+
+    /// The Instance's key for what the context keeps about it (its UID).
+    pub fn key(&self) -> String {
+        self.instance
+            .uid()
+            .unwrap_or_else(|| self.instance.name_any())
     }
 }
 
@@ -269,6 +280,7 @@ impl Report {
             .await
         {
             Ok(written) => {
+                self.written = written.resource_version();
                 self.instance = written;
                 true
             }

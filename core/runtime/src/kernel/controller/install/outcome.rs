@@ -30,7 +30,16 @@ pub(super) async fn finish<P>(
         bundle_status::write_pending(&bundles, pending).await?;
     }
     let instances: Api<Instance> = Api::all(context.client.clone());
-    Ok(match report.write(&instances, &context.events).await? {
+    let key = report.key();
+    let (written, version) = report.write(&instances, &context.events).await?;
+    match (written, version) {
+        // Another writer came between: its change brings the next reconcile.
+        (StatusWrite::Conflict, _) => context.wrote_status(key, None),
+        (_, Some(version)) => context.wrote_status(key, Some(version)),
+        // Nothing written: the last write stands.
+        (_, None) => {}
+    }
+    Ok(match written {
         StatusWrite::Conflict => Action::requeue(AFTER_CONFLICT),
         StatusWrite::Stored | StatusWrite::Unchanged => action,
     })
@@ -132,7 +141,8 @@ mod tests {
     /// Every source file of the Instance reconcile, with its path inside
     /// `install/`.
     fn sources() -> Vec<(String, String)> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernel/controller/install");
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernel/controller/install");
         let mut dirs = vec![root.clone()];
         let mut files = Vec::new();
         while let Some(dir) = dirs.pop() {
