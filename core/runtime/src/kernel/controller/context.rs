@@ -291,7 +291,7 @@ impl<P> Context<P> {
 
 impl<P> Context<P> {
     /// Records that this process wrote the status of the Instance `key`
-    /// ([`Report::key`](super::report::Report::key)), which the API server
+    /// (the report's `key`: its UID), which the API server
     /// stored at `resource_version` (`None`: forget it, another writer
     /// came between).
     pub fn wrote_status(&self, key: String, resource_version: Option<String>) {
