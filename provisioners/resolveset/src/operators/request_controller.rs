@@ -176,14 +176,25 @@ async fn reconcile(
     let status = match accepted(&request, &context, &operator, &id).await? {
         Ok(written) => mirrored(&request, &context, &written).await?,
         Err(refusal) => {
+            // What a lost namespace withdrew is said once and kept: read
+            // what the request says now from the API server, not from a
+            // cache that may not have seen this controller's last write
+            // (it would then say "nothing was written" over "Withdrawn").
+            let fresh;
+            let said_now = if refusal.reason == Reason::NotYourNamespace {
+                fresh = requests.get(&name).await?;
+                &fresh
+            } else {
+                &*request
+            };
             let refusal = match &context.record_key {
                 Some(key) if refusal.reason != Reason::NameTaken => {
                     let found = Found::read(&context.client, key, &operator, &id).await?;
-                    settled(refusal, &found, &request, &context.client).await?
+                    settled(refusal, &found, said_now, &context.client).await?
                 }
                 _ => refusal,
             };
-            refusal.status(&request)
+            refusal.status(said_now)
         }
     };
     if request.status.as_ref() != Some(&status) {
