@@ -7,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::condition::{ConditionType, Reason};
+use crate::condition::Reason;
 
 /// Most objects one cause lists; the condition's message names them all.
 pub const CAUSE_OBJECTS_MAX: usize = 20;
@@ -86,24 +86,6 @@ impl CauseKind {
         Self::PolicyAsksPerson,
         Self::ObjectsUnhealthy,
     ];
-
-    /// The condition a cause of this kind explains.
-    pub const fn condition_type(self) -> ConditionType {
-        match self {
-            Self::ObjectNotManaged | Self::ObjectOfAnotherInstance => ConditionType::Installed,
-            Self::BundleOfAnotherInstance
-            | Self::ContentChangedAtSource
-            | Self::InternalAddress
-            | Self::ContentInvalid => ConditionType::Unpacked,
-            Self::ApprovalOfOtherContent | Self::PolicyRefused | Self::PolicyAsksPerson => {
-                ConditionType::Approved
-            }
-            // Unsealed records stop an approval, and a read of content on
-            // the requester's behalf.
-            Self::RequesterUnsealed => ConditionType::Approved,
-            Self::ObjectsUnhealthy => ConditionType::Healthy,
-        }
-    }
 }
 
 /// One object a cause concerns.
@@ -151,11 +133,12 @@ impl PolicyVerdict {
 }
 
 impl Cause {
-    /// A cause of `kind` with nothing more to say; the writer fills in
-    /// the condition and reason.
+    /// A cause of `kind` with nothing more to say; [`set_cause`] fills in
+    /// the condition and reason it is written beside (one kind can explain
+    /// several: an unsealed record stops an approval and a read).
     pub fn new(kind: CauseKind) -> Self {
         Self {
-            type_: kind.condition_type().as_str().to_owned(),
+            type_: String::new(),
             reason: String::new(),
             kind,
             objects: Vec::new(),
@@ -216,7 +199,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_kind_is_listed_once_and_explains_a_condition_pakket_writes() {
+    fn every_kind_is_listed_once_and_written_by_its_name() {
         let names: std::collections::BTreeSet<String> = CauseKind::ALL
             .iter()
             .map(|kind| format!("{kind:?}"))
@@ -225,10 +208,6 @@ mod tests {
         for kind in CauseKind::ALL {
             let written = serde_json::to_value(kind).unwrap();
             assert_eq!(written, format!("{kind:?}"), "wire name of {kind:?}");
-            assert!(
-                ConditionType::INSTANCE.contains(&kind.condition_type()),
-                "{kind:?}"
-            );
         }
     }
 

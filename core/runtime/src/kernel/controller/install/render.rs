@@ -71,10 +71,10 @@ pub(super) async fn render<P: Provisioner>(
             context.rendered(instance);
             objects
         }
-        Err(error) => return failed(error, instance, &pinned, &request, context, report).await,
+        Err(error) => return Ok(failed(error, instance, &pinned, &request, context, report)),
     };
     if objects.len() as u64 > options.max_objects {
-        too_many(&objects, instance, class, &pinned, options, report).await?;
+        too_many(&objects, instance, class, &pinned, options, report);
         return Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)));
     }
     let references: Vec<_> = objects.iter().map(apply::reference_of).collect();
@@ -151,59 +151,55 @@ async fn objects<P: Provisioner>(
 
 /// A render that failed: what the Instance and the Bundle say, and when
 /// to look again.
-async fn failed<P: Provisioner>(
+fn failed<P: Provisioner>(
     error: ObjectsError,
     instance: &Instance,
     pinned: &Pinned<'_>,
     request: &ObjectsRequest<'_>,
     context: &Context<P>,
     report: &mut Report,
-) -> Result<Flow<Rendered>, kube::Error> {
+) -> Flow<Rendered> {
     let unpacked = pinned.unpacked;
     match error {
         ObjectsError::Config { field, problem } => {
             // The content is fine (and pinned); this Instance's settings
             // are not, and the objects depend on them.
-            pinned
-                .without_objects(
-                    "its objects depend on the Instance's spec.config",
-                    Vec::new(),
-                    report,
-                )
-                .await?;
+            pinned.without_objects(
+                "its objects depend on the Instance's spec.config",
+                Vec::new(),
+                report,
+            );
             let message = format!(
                 "{field}: {problem}; nothing is applied until the Instance's spec.config is fixed"
             );
             report.set(Reason::InvalidConfig, ConditionStatus::False, message);
-            Ok(Flow::Stop(Action::await_change()))
+            Flow::Stop(Action::await_change())
         }
         ObjectsError::DependenciesMissing(explanation) => {
             // The content is fine (and pinned); what it needs is not
             // installed. Another Instance installing it brings this one
             // back at the next look.
-            pinned
-                .without_objects(
-                    "it needs what is not installed",
-                    pinned.properties(context, request),
-                    report,
-                )
-                .await?;
+            pinned.without_objects(
+                "it needs what is not installed",
+                pinned.properties(context, request),
+                report,
+            );
             report.set(
                 Reason::DependenciesMissing,
                 ConditionStatus::False,
                 format!("{explanation}; nothing is applied until what it needs is installed"),
             );
-            Ok(Flow::Stop(Action::requeue(WAITING_FOR_DEPENDENCIES)))
+            Flow::Stop(Action::requeue(WAITING_FOR_DEPENDENCIES))
         }
         ObjectsError::Content(error)
             if context.first_render_failure(instance, unpacked.digest.as_str()) =>
         {
             fetch_again(&error, instance, unpacked, context, report);
-            Ok(Flow::Stop(Action::requeue(AFTER_CONFLICT)))
+            Flow::Stop(Action::requeue(AFTER_CONFLICT))
         }
         ObjectsError::Content(error) => {
-            content_failed(&error, instance, pinned, context, report).await?;
-            Ok(Flow::Stop(Action::requeue(WAITING_FOR_OBJECT)))
+            content_failed(&error, instance, pinned, context, report);
+            Flow::Stop(Action::requeue(WAITING_FOR_OBJECT))
         }
     }
 }
@@ -247,13 +243,13 @@ fn store_entry_state(dir: &std::path::Path) -> String {
 /// Fetched and unpacked fine: the content itself is what the provisioner
 /// cannot turn into objects. Said as a render failure, so nobody is sent
 /// to check a registry.
-async fn content_failed<P: Provisioner>(
+fn content_failed<P: Provisioner>(
     error: &impl std::fmt::Display,
     instance: &Instance,
     pinned: &Pinned<'_>,
     context: &Context<P>,
     report: &mut Report,
-) -> Result<(), kube::Error> {
+) {
     let name = instance.name_any();
     let bundle_name = &instance.spec.bundle.name;
     let unpacked = pinned.unpacked;
@@ -273,18 +269,17 @@ async fn content_failed<P: Provisioner>(
         ),
     );
     report.set(Reason::RenderFailed, ConditionStatus::False, message);
-    Ok(())
 }
 
 /// More objects than the class allows in one Bundle: nothing is applied.
-async fn too_many(
+fn too_many(
     objects: &[serde_json::Value],
     instance: &Instance,
     class: &ProvisionerClass,
     pinned: &Pinned<'_>,
     options: &UnpackOptions,
     report: &mut Report,
-) -> Result<(), kube::Error> {
+) {
     let message = format!(
         "Bundle {}: the content holds {} objects and ProvisionerClass {} allows at most {} \
          in one Bundle (its parameter maxObjects); nothing is applied. Split the content into \
@@ -303,7 +298,6 @@ async fn too_many(
         message,
         because,
     );
-    Ok(())
 }
 
 /// The probes that hold this content's phases: the class's, and those its
@@ -364,12 +358,12 @@ impl Pinned<'_> {
 
     /// Records the pin on the Bundle (Done, no objects) and `Unpacked` on
     /// the Instance, both saying `why` nothing was rendered.
-    pub(super) async fn without_objects(
+    pub(super) fn without_objects(
         &self,
         why: &str,
         properties: Vec<pakket_api::BundleProperty>,
         report: &mut Report,
-    ) -> Result<(), kube::Error> {
+    ) {
         let message = format!("unpacked from {}; {why}", self.unpacked.reference);
         let outcome = UnpackOutcome {
             phase: UnpackPhase::Done,
@@ -386,6 +380,5 @@ impl Pinned<'_> {
             ConditionStatus::True,
             format!("Bundle {}: {message}", self.bundle.name_any()),
         );
-        Ok(())
     }
 }
