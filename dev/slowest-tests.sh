@@ -23,4 +23,6 @@ awk '
     }
     binary = ""
   }
-' "$1" | sort -rn | head -n "${2:-10}"
+' "$1" | sort -rn | sed -n "1,${2:-10}p"
+# (sed, not head: head leaves once it has its lines, and sort, still writing a
+# long log's list, would die of SIGPIPE and fail the run under pipefail.)

@@ -105,7 +105,7 @@ pid=$!
 echo "$pid" >"$dir/pid"
 
 for _ in $(seq 1 200); do
-  address=$(sed -n "s/.*msg=\"listening on \(${host//./\\.}:[0-9][0-9]*\)\".*/\1/p" "$dir/registry.log" | head -n 1)
+  address=$(sed -n "s/.*msg=\"listening on \(${host//./\\.}:[0-9][0-9]*\)\".*/\1/p" "$dir/registry.log" | sed -n 1p)
   if [[ -n $address ]]; then
     echo "$address" >"$dir/address"
     echo "$address"
