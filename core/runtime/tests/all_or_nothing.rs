@@ -4,11 +4,13 @@
 //! (refused only for real, not in the dry run: a race, played here by a
 //! ValidatingAdmissionPolicy that lets dry runs through) is rolled back to
 //! the running revision, so the Instance never runs a mix of two.
+//! Content whose objects the apiserver checks against each other (a Pod
+//! and the ServiceAccount it runs as) is not refused by that dry run.
 
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, PostParams};
 use pakket_api::{ConditionType, Instance, RevisionOutcome};
 use pakket_testkit::{condition_is, eventually, reason_is, wait_for_instance as wait_for};
@@ -383,5 +385,118 @@ async fn a_pivot_whose_prune_fails_says_the_new_revision_is_applied_and_not_done
     })
     .await;
     assert_eq!(fixture.value_of("stays").await, None);
+    fixture.scope.cleanup().await;
+}
+
+/// A Pod in the fixture's namespace that runs as `account`.
+fn pod_running_as(fixture: &Fixture, account: &str) -> (String, String) {
+    (
+        "pod.yaml".into(),
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\n  namespace: {}\nspec:\n  serviceAccountName: {account}\n  containers:\n  - name: app\n    image: registry.example/app:1\n",
+            fixture.scope.namespace
+        ),
+    )
+}
+
+#[tokio::test]
+async fn a_pod_running_as_a_service_account_of_the_same_content_installs() {
+    let fixture = Fixture::new("sa-pod", "AllowAll").await;
+    let account = (
+        "account.yaml".to_owned(),
+        format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: runner\n  namespace: {}\n",
+            fixture.scope.namespace
+        ),
+    );
+    // The Pod comes first in the files: apply order, not file order,
+    // decides what exists when it is written.
+    content(
+        &fixture,
+        "app",
+        &[pod_running_as(&fixture, "runner"), account],
+    )
+    .await;
+    let (instances, name) = fixture
+        .create_instance("app", fixture.bundle_spec("app", "file://content"))
+        .await;
+    let installed = wait_for(
+        &instances,
+        &name,
+        "installed, not refused by the dry run",
+        |i| {
+            condition_is(i, ConditionType::Installed, "True")
+                || reason_is(i, ConditionType::Installed, "InstallFailed")
+        },
+    )
+    .await;
+    assert!(
+        condition_is(&installed, ConditionType::Installed, "True"),
+        "the ServiceAccount the Pod runs as comes with it: {}",
+        installed_message(&installed)
+    );
+    let namespace = &fixture.scope.namespace;
+    let pod = Api::<Pod>::namespaced(fixture.scope.client.clone(), namespace)
+        .get("app")
+        .await
+        .unwrap();
+    assert_eq!(
+        pod.spec.unwrap().service_account_name.as_deref(),
+        Some("runner")
+    );
+    assert!(
+        Api::<ServiceAccount>::namespaced(fixture.scope.client.clone(), namespace)
+            .get_opt("runner")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    fixture.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_pod_running_as_an_account_nothing_brings_is_refused_and_leaves_nothing() {
+    let fixture = Fixture::new("sa-missing", "AllowAll").await;
+    // The ConfigMap is written before the Pod, so the Pod's refusal can
+    // only come from its own write: what came before is removed again.
+    content(
+        &fixture,
+        "app",
+        &[
+            config_map(&fixture, "settings", "one", false),
+            pod_running_as(&fixture, "nobody"),
+        ],
+    )
+    .await;
+    let (instances, name) = fixture
+        .create_instance("app", fixture.bundle_spec("app", "file://content"))
+        .await;
+    let refused = wait_for(&instances, &name, "the Pod refused", |i| {
+        reason_is(i, ConditionType::Installed, "InstallFailed")
+    })
+    .await;
+    let message = installed_message(&refused);
+    assert!(
+        message.contains("Pod") && message.contains("app") && message.contains("nobody"),
+        "names the Pod and the account it cannot find: {message}"
+    );
+    assert!(message.contains("rolled back"), "{message}");
+    let namespace = &fixture.scope.namespace;
+    assert!(
+        fixture
+            .config_maps()
+            .get_opt("settings")
+            .await
+            .unwrap()
+            .is_none(),
+        "what was written before the Pod is gone"
+    );
+    assert!(
+        Api::<Pod>::namespaced(fixture.scope.client.clone(), namespace)
+            .get_opt("app")
+            .await
+            .unwrap()
+            .is_none()
+    );
     fixture.scope.cleanup().await;
 }

@@ -12,6 +12,16 @@
 //! creates (it does not exist yet). Should such a write fail, the apply
 //! undoes what it wrote ([`super::write`]).
 //!
+//! Nor can an object be judged against objects of the same set that are
+//! not written yet: a Pod that runs as a ServiceAccount the content also
+//! brings is refused by the ServiceAccount admission ("serviceaccount not
+//! found") while nothing is stored. So a refusal that can come from a
+//! missing object (403 Forbidden, the admission plugins' answer, or 404
+//! Not Found) of an object that follows one this apply creates is left to
+//! the write too: by then the earlier objects exist, and a write that is
+//! still refused is rolled back like any. Refusals no other object can
+//! change (an invalid field, an immutable one) still end the apply here.
+//!
 //! The checks are independent reads of the apiserver's judgement, so they
 //! run a few at a time: the dry run adds requests, not their latency in
 //! series.
@@ -47,6 +57,9 @@ pub struct Check {
     pub object: Value,
     /// How.
     pub write: Write,
+    /// Objects before it in apply order are created by this apply, so a
+    /// check that looks one of them up cannot find it yet.
+    pub follows_new: bool,
 }
 
 /// The namespaces `objects` create (their `Namespace` objects).
@@ -86,6 +99,7 @@ async fn check_one(check: Check, created: &BTreeSet<String>) -> Result<(), Apply
         reference,
         mut object,
         write,
+        follows_new,
     } = check;
     let answer = match write {
         Write::Create => {
@@ -126,6 +140,10 @@ async fn check_one(check: Check, created: &BTreeSet<String>) -> Result<(), Apply
                     .as_ref()
                     .is_some_and(|namespace| created.contains(namespace)) =>
         {
+            Ok(())
+        }
+        // It may look up an object the set creates before it.
+        Err(kube::Error::Api(status)) if follows_new && may_name_a_missing_object(status.code) => {
             Ok(())
         }
         Err(error) => Err(ApplyError::DryRunRefused {

@@ -253,6 +253,8 @@ async fn dry_run_all(
     bundle: &str,
 ) -> Result<(), ApplyError> {
     let mut checks = Vec::with_capacity(objects.len());
+    // Whether an object before this one in apply order is created here.
+    let mut follows_new = false;
     for (&index, plan) in sequence.iter().zip(plans) {
         let write = match plan {
             Plan::UseAsFound | Plan::Read(Standing::Conflict(_)) => continue,
@@ -261,12 +263,16 @@ async fn dry_run_all(
                 Write::Apply(version.clone())
             }
         };
+        let creates = matches!(write, Write::Create);
         let object = labelled_object(&objects[index], claimant, bundle);
         let reference = reference_of(&object);
         let api = match kinds.api(&reference).await {
             Ok(api) => api,
             // Its CRD comes with the content: it cannot be checked yet.
-            Err(ApplyError::UnknownKind { .. }) => continue,
+            Err(ApplyError::UnknownKind { .. }) => {
+                follows_new = true;
+                continue;
+            }
             Err(error) => return Err(error),
         };
         checks.push(Check {
@@ -274,7 +280,9 @@ async fn dry_run_all(
             reference,
             object,
             write,
+            follows_new,
         });
+        follows_new |= creates;
     }
     dry_run::check_all(checks, &dry_run::created_namespaces(objects)).await
 }
