@@ -153,9 +153,26 @@ async fn check_one(check: Check, created: &BTreeSet<String>) -> Result<(), Apply
     }
 }
 
+/// Whether a refusal with this HTTP status can come from an object that
+/// does not exist yet: admission plugins that look one up answer 403
+/// ("serviceaccount not found", "no PriorityClass with name"), lookups
+/// 404. Validation (422), conflicts and malformed requests (400) cannot.
+fn may_name_a_missing_object(code: u16) -> bool {
+    matches!(code, 403 | 404)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_refusals_a_missing_object_can_cause_wait_for_the_write() {
+        let waits: Vec<u16> = [400, 403, 404, 409, 422, 500]
+            .into_iter()
+            .filter(|code| may_name_a_missing_object(*code))
+            .collect();
+        assert_eq!(waits, [403, 404]);
+    }
 
     #[test]
     fn the_namespaces_content_creates_are_its_namespace_objects() {
