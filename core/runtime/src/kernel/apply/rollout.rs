@@ -100,10 +100,21 @@ fn rolling_out(object: &DynamicObject) -> Option<String> {
     if replicas > updated {
         return Some(format!("{} old replicas still running", replicas - updated));
     }
-    if ready < updated {
+    // Fewer available than updated is a rollout only until the controller
+    // has once found the new ReplicaSet available: after that it is the
+    // workload losing Pods, judged by availability and its grace.
+    if ready < updated && !rolled_out_before(object) {
         return Some(format!("{ready} of {updated} updated replicas available"));
     }
     None
+}
+
+/// Whether the Deployment controller has found the current ReplicaSet
+/// available (`Progressing` reason `NewReplicaSetAvailable`, kept until a
+/// new rollout begins).
+fn rolled_out_before(object: &DynamicObject) -> bool {
+    condition(object, "Progressing")
+        .is_some_and(|(status, reason, _)| status == "True" && reason == "NewReplicaSetAvailable")
 }
 
 /// The StatefulSet's problem, if its current revision has not rolled out:
@@ -427,6 +438,61 @@ mod tests {
         assert!(!problem.settling);
         assert!(
             problem.text.contains("lost availability 120 s ago"),
+            "{}",
+            problem.text
+        );
+    }
+
+    #[test]
+    fn losing_pods_after_the_rollout_is_not_rolling_out_but_a_rollout_still_is() {
+        // As the Deployment controller writes it when the one Pod of a
+        // rolled-out Deployment stops being ready: no available replica,
+        // Progressing still NewReplicaSetAvailable.
+        let status = |progressing: &str, since: &str| {
+            serde_json::json!({
+                "observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 0, "unavailableReplicas": 1,
+                "conditions": [
+                    {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability.", "lastTransitionTime": since},
+                    {"type": "Progressing", "status": "True", "reason": progressing},
+                ],
+            })
+        };
+        let (reference, lost) = deployment(
+            2,
+            1,
+            status("NewReplicaSetAvailable", "2026-11-27T11:59:00Z"),
+        );
+        let problem = deployment_problem(&reference, &lost, now()).unwrap();
+        assert!(!problem.settling, "{}", problem.text);
+        assert!(
+            problem
+                .text
+                .contains("lost availability 60 s ago (MinimumReplicasUnavailable"),
+            "{}",
+            problem.text
+        );
+
+        let (reference, fresh) = deployment(
+            2,
+            1,
+            status("NewReplicaSetAvailable", "2026-11-27T11:59:55Z"),
+        );
+        let problem = deployment_problem(&reference, &fresh, now()).unwrap();
+        assert!(problem.settling);
+        assert!(
+            problem.text.contains("to become Available again"),
+            "{}",
+            problem.text
+        );
+
+        // A rollout under way (its new ReplicaSet not yet available) settles
+        // however long Available has been False: its deadline judges it.
+        let (reference, rolling) =
+            deployment(2, 1, status("ReplicaSetUpdated", "2026-11-27T11:50:00Z"));
+        let problem = deployment_problem(&reference, &rolling, now()).unwrap();
+        assert!(problem.settling);
+        assert!(
+            problem.text.contains("0 of 1 updated replicas available"),
             "{}",
             problem.text
         );
