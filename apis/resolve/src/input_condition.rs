@@ -50,6 +50,9 @@ pub enum InputReason {
     CatalogUnavailable,
     /// What it installed stays in the set while its catalog is away.
     Kept,
+    /// What it installed still meets its request while its catalog is
+    /// away: nothing fails; upgrades wait for the catalog.
+    InstalledSatisfies,
     /// The catalogs of what it installed are served again.
     CatalogServed,
     /// It resolves alone but conflicts with what installed Inputs asked
@@ -68,13 +71,14 @@ pub enum InputReason {
 
 impl InputReason {
     /// Every reason, so tests can check that lists stay complete.
-    pub const ALL: [InputReason; 12] = [
+    pub const ALL: [InputReason; 13] = [
         Self::Resolved,
         Self::DependenciesResolved,
         Self::InvalidInput,
         Self::Unsatisfiable,
         Self::CatalogUnavailable,
         Self::Kept,
+        Self::InstalledSatisfies,
         Self::CatalogServed,
         Self::ConflictsWithInstalled,
         Self::ConflictWaitsForDecision,
@@ -92,6 +96,7 @@ impl InputReason {
             Self::Unsatisfiable => "Unsatisfiable",
             Self::CatalogUnavailable => "CatalogUnavailable",
             Self::Kept => "Kept",
+            Self::InstalledSatisfies => "InstalledSatisfies",
             Self::CatalogServed => "CatalogServed",
             Self::ConflictsWithInstalled => "ConflictsWithInstalled",
             Self::ConflictWaitsForDecision => "ConflictWaitsForDecision",
@@ -110,7 +115,7 @@ impl InputReason {
     pub const fn written_on(self) -> &'static [InputConditionType] {
         use InputConditionType::*;
         match self {
-            Self::Resolved => &[ResolutionFailed],
+            Self::Resolved | Self::InstalledSatisfies => &[ResolutionFailed],
             Self::DependenciesResolved | Self::Kept => &[DependenciesMissing],
             Self::InvalidInput
             | Self::Unsatisfiable

@@ -1678,19 +1678,48 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
             .is_some_and(|c| c.status == "True")
     })
     .await;
+    // What runs still meets what the Operator asks for: nothing fails, as
+    // OLM says Succeeded; only upgrades wait for the catalog.
     let input = inputs.get(&scope.name("etcd")).await.unwrap();
     let failed = input.condition("ResolutionFailed").unwrap();
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("False", "InstalledSatisfies"),
+        "{}",
+        failed.message
+    );
     assert!(
-        failed.message.contains("etcd 0.9.2 stays installed"),
+        failed.message.contains("etcd 0.9.2 stays installed")
+            && failed.message.contains("meets the request")
+            && failed.message.contains(&catalog_name),
         "{}",
         failed.message
     );
     assert_eq!(input.status.as_ref().unwrap().instances.len(), 1);
 
-    // Asking for more while the catalog is gone: the upgrade waits.
+    // A spec change the installed version still meets: still satisfied.
     apply_etcd_operator(&scope, ">=0.9.2").await;
     // Several passes of the Input controller and the set's provisioner.
     tokio::time::sleep(Duration::from_secs(5)).await;
+    let failed = inputs.get(&scope.name("etcd")).await.unwrap();
+    let failed = failed.condition("ResolutionFailed").unwrap();
+    assert_eq!(failed.reason, "InstalledSatisfies", "{}", failed.message);
+
+    // Asking for what only the catalog has: that change waits, and says so.
+    apply_etcd_operator(&scope, ">=0.9.4").await;
+    eventually(
+        "the Input says the change waits for its catalog",
+        || async {
+            inputs
+                .get(&scope.name("etcd"))
+                .await
+                .unwrap()
+                .condition("ResolutionFailed")
+                .is_some_and(|c| c.status == "True" && c.reason == "CatalogUnavailable")
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let kept = instances.get(&child_name).await.unwrap();
     assert_eq!(
         kept.uid(),

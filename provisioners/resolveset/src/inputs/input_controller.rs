@@ -34,6 +34,7 @@ use crate::inputs::input::{
     ConflictDecision, Input, InputClass, InputConflict, InputStatus, ResolvedInstance,
 };
 use crate::inputs::input_resolve::{self, Answer, Asked, Seniority};
+use crate::inputs::kept_installed::Held;
 use crate::inputs::kept_installed::{self, Offer};
 use crate::protocol::plan::PlannedInput;
 use crate::set::resolved_set::{self, Entry};
@@ -664,25 +665,36 @@ fn offer(served: &crate::catalogs::serving::Served, catalog: &str, bundle: &str)
 }
 
 /// Why `input` is held at what it installed, if something it installed
-/// cannot be resolved again.
+/// cannot be resolved again, and whether what it installed still meets
+/// its request.
 fn held(
     input: &Input,
     asked: &Asked,
     unavailable: &[kept_installed::Unavailable],
-) -> Option<String> {
+) -> Option<kept_installed::Held> {
     let status = input.status.as_ref()?;
-    if asked.dry_run || status.dry_run || asked.request.is_err() {
+    if asked.dry_run || status.dry_run {
         return None;
     }
+    let request = asked.request.as_ref().ok()?;
     let held = kept_installed::held_by(&status.instances, unavailable);
     if held.is_empty() {
         return None;
     }
     let words: Vec<String> = held.iter().map(|gone| gone.words()).collect();
-    Some(format!(
-        "{}; upgrades and changes wait until the catalog serves it again (kubectl get catalogs)",
-        words.join("; ")
-    ))
+    let satisfied_by = kept_installed::satisfied_by(request, &status.instances).map(|bundle| {
+        format!(
+            "the installed {} {} (bundle {}) meets the request ({request})",
+            bundle.package, bundle.version, bundle.bundle
+        )
+    });
+    Some(kept_installed::Held {
+        why: format!(
+            "{}; upgrades, and changes that need another bundle, wait until the catalog serves it again (kubectl get catalogs)",
+            words.join("; ")
+        ),
+        satisfied_by,
+    })
 }
 
 /// The set's child Instances that run content: name to the Bundle they
@@ -947,7 +959,27 @@ fn said_of(answer: &Answer, input: &Input, dry_run: bool) -> (Said, Said, Vec<Re
                 Vec::new(),
             )
         }
-        Answer::Held(why) => (
+        // What it installed meets what it asks for now: nothing fails,
+        // only upgrades wait for the catalog.
+        Answer::Held(Held {
+            why,
+            satisfied_by: Some(met),
+        }) => (
+            (
+                Type::ResolutionFailed,
+                "False",
+                Reason::InstalledSatisfies,
+                format!("{met}; {why}"),
+            ),
+            (
+                Type::DependenciesMissing,
+                "False",
+                Reason::Kept,
+                "what it installed stays in the set, with its dependencies".into(),
+            ),
+            Vec::new(),
+        ),
+        Answer::Held(Held { why, .. }) => (
             (
                 Type::ResolutionFailed,
                 "True",
@@ -969,11 +1001,11 @@ fn said_of(answer: &Answer, input: &Input, dry_run: bool) -> (Said, Said, Vec<Re
 /// catalog not served; False once it is, if it was ever said.
 fn catalog_said(answer: &Answer, had: &[Condition]) -> Option<Said> {
     match answer {
-        Answer::Held(why) => Some((
+        Answer::Held(held) => Some((
             Type::CatalogUnavailable,
             "True",
             Reason::CatalogUnavailable,
-            why.clone(),
+            held.why.clone(),
         )),
         _ if had
             .iter()

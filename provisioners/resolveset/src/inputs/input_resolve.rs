@@ -43,7 +43,7 @@ pub struct Asked {
     pub chosen_over: BTreeSet<String>,
     /// Why it is not resolved now though its request is fine: what it
     /// installed cannot be resolved again (see [`crate::inputs::kept_installed`]).
-    pub held: Option<String>,
+    pub held: Option<crate::inputs::kept_installed::Held>,
 }
 
 /// The order Inputs are resolved in: those whose bundles are installed
@@ -131,8 +131,9 @@ pub enum Answer {
     /// Its constraints cannot be used: the field and why.
     Invalid(String),
     /// Not resolved now: what it installed cannot be resolved again (its
-    /// catalog is gone or no longer offers it); why, in words.
-    Held(String),
+    /// catalog is gone or no longer offers it); why, and whether what it
+    /// installed still meets its request.
+    Held(crate::inputs::kept_installed::Held),
     /// It resolves alone, but conflicts with other Inputs
     /// ([`crate::inputs::conflict`]).
     Conflict(crate::inputs::conflict::Conflict),
@@ -195,8 +196,8 @@ pub fn plan(universe: &Universe, asked: &[Asked], installed: &[Installed], set: 
             Err(problem) => {
                 answers.insert(input.name.clone(), Answer::Invalid(problem.clone()));
             }
-            Ok(_) if let Some(why) = &input.held => {
-                answers.insert(input.name.clone(), Answer::Held(why.clone()));
+            Ok(_) if let Some(held) = &input.held => {
+                answers.insert(input.name.clone(), Answer::Held(held.clone()));
             }
             Ok(_) if input.force => {}
             Ok(request) if !input.dry_run => live.push((input, request)),

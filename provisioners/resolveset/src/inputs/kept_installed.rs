@@ -9,7 +9,10 @@
 //! at all: the resolver would need its update graph, and would otherwise
 //! move the package to whatever another catalog offers. Its Inputs are
 //! held at what they installed until the catalog serves it again; upgrades
-//! wait, and the Input says which catalog they wait for.
+//! wait, and the Input says which catalog they wait for. Changes that need
+//! no catalog still land: a config edit is applied, and an Input whose
+//! request (edited or not) the installed bundle still meets is told it is
+//! satisfied, not that it fails ([`Held::satisfied_by`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -85,6 +88,48 @@ pub fn unavailable(previous: &[Entry], offer: impl Fn(&str, &str) -> Offer) -> V
             })
         })
         .collect()
+}
+
+/// An Input held at what it installed: why, and what of it still meets
+/// the Input's request as it is now, if something does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// What cannot be resolved again, and that upgrades wait for it.
+    pub why: String,
+    /// The installed bundle that meets the request now, in words.
+    pub satisfied_by: Option<String>,
+}
+
+/// The installed bundle that meets `request` without its catalog: the
+/// same package, in the range, channel and catalog the request names (a
+/// request by GVK or label needs the catalog to say, so it is not met).
+pub fn satisfied_by<'a>(
+    request: &pakket_engine::resolve::Request,
+    installed: &'a [ResolvedInstance],
+) -> Option<&'a ResolvedInstance> {
+    use pakket_engine::resolve::Request;
+    installed.iter().find(|bundle| match request {
+        Request::Package {
+            package,
+            channel,
+            range,
+            catalog,
+        } => {
+            bundle.package == *package
+                && channel
+                    .as_ref()
+                    .is_none_or(|channel| bundle.channel.as_ref() == Some(channel))
+                && catalog
+                    .as_ref()
+                    .is_none_or(|catalog| bundle.catalog == *catalog)
+                && range.as_ref().is_none_or(|range| {
+                    pakket_engine::Version::parse(&bundle.version)
+                        .is_ok_and(|version| range.contains(&version))
+                })
+        }
+        Request::BundleName(name) => bundle.bundle == *name,
+        Request::Gvk(_) | Request::Label(_) => false,
+    })
 }
 
 /// The unavailable bundles among what an Input installed (`installed`,
@@ -252,6 +297,42 @@ mod tests {
         );
         // A bundle the Input never installed is not kept.
         assert!(self::kept(&previous, &[], &[("x", &[installed("etcd", "etcd.v9")])]).is_empty());
+    }
+
+    #[test]
+    fn an_installed_bundle_meets_a_request_by_package_range_channel_and_catalog_without_its_catalog()
+     {
+        use pakket_engine::Range;
+        use pakket_engine::resolve::Request;
+        let mut etcd = installed("etcd", "etcd.v0.9.4");
+        etcd.version = "0.9.4".into();
+        etcd.channel = Some("alpha".into());
+        let installed = [etcd];
+        let package =
+            |channel: Option<&str>, range: Option<&str>, catalog: Option<&str>| Request::Package {
+                package: "etcd".into(),
+                channel: channel.map(Into::into),
+                range: range.map(|range| Range::parse(range).unwrap()),
+                catalog: catalog.map(Into::into),
+            };
+        let met = |request: &Request| satisfied_by(request, &installed).is_some();
+        assert!(met(&package(None, None, None)));
+        assert!(met(&package(Some("alpha"), Some(">=0.9.0 <1.0.0"), None)));
+        assert!(
+            !met(&package(None, Some(">=1.0.0"), None)),
+            "a range above it needs the catalog"
+        );
+        assert!(
+            !met(&package(Some("stable"), None, None)),
+            "another channel needs the catalog"
+        );
+        assert!(!met(&package(None, None, Some("other"))));
+        assert!(met(&package(None, None, Some(&installed[0].catalog))));
+        assert!(!met(&Request::package("redis")));
+        assert!(met(&Request::BundleName("etcd.v0.9.4".into())));
+        assert!(!met(&Request::Gvk(
+            "etcd.database.coreos.com/v1beta2/EtcdCluster".into()
+        )));
     }
 
     #[test]

@@ -51,9 +51,9 @@ fn answered(answer: Answer) -> PlanAnswer {
                 conflict.with.join(", ")
             ),
         },
-        Answer::Held(message) => PlanAnswer::Unsatisfiable {
-            summary: message.clone(),
-            explanation: message,
+        Answer::Held(held) => PlanAnswer::Unsatisfiable {
+            summary: held.why.clone(),
+            explanation: held.why,
         },
         Answer::Unsatisfiable {
             summary,
