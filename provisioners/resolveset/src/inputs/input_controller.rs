@@ -959,42 +959,35 @@ fn said_of(answer: &Answer, input: &Input, dry_run: bool) -> (Said, Said, Vec<Re
                 Vec::new(),
             )
         }
-        // What it installed meets what it asks for now: nothing fails,
-        // only upgrades wait for the catalog.
-        Answer::Held(Held {
-            why,
-            satisfied_by: Some(met),
-        }) => (
-            (
-                Type::ResolutionFailed,
-                "False",
-                Reason::InstalledSatisfies,
-                format!("{met}; {why}"),
-            ),
-            (
-                Type::DependenciesMissing,
-                "False",
-                Reason::Kept,
-                "what it installed stays in the set, with its dependencies".into(),
-            ),
-            Vec::new(),
-        ),
-        Answer::Held(Held { why, .. }) => (
-            (
-                Type::ResolutionFailed,
-                "True",
-                Reason::CatalogUnavailable,
-                why.clone(),
-            ),
-            (
-                Type::DependenciesMissing,
-                "False",
-                Reason::Kept,
-                "what it installed stays in the set, with its dependencies".into(),
-            ),
-            Vec::new(),
-        ),
+        Answer::Held(held) => held_said(held),
     }
+}
+
+/// What an Input held at what it installed says: satisfied when what it
+/// installed meets its request now (only upgrades wait for the catalog),
+/// failing otherwise.
+fn held_said(held: &Held) -> (Said, Said, Vec<ResolvedInstance>) {
+    let failed = match &held.satisfied_by {
+        Some(met) => (
+            Type::ResolutionFailed,
+            "False",
+            Reason::InstalledSatisfies,
+            format!("{met}; {}", held.why),
+        ),
+        None => (
+            Type::ResolutionFailed,
+            "True",
+            Reason::CatalogUnavailable,
+            held.why.clone(),
+        ),
+    };
+    let kept = (
+        Type::DependenciesMissing,
+        "False",
+        Reason::Kept,
+        "what it installed stays in the set, with its dependencies".into(),
+    );
+    (failed, kept, Vec::new())
 }
 
 /// `CatalogUnavailable`: True while what it installed is held for a
