@@ -203,6 +203,10 @@ pub fn diagnose(
             Some(InputReason::InvalidInput) => vec![format!(
                 "fix the field the message names: kubectl edit input {name}"
             )],
+            Some(InputReason::PackageOwnedByAnother) => vec![
+                "one Input installs a package: the message names the one that owns it (kubectl instance why input/OWNER)".into(),
+                format!("delete this request (kubectl delete input {name}, or its Operator) or the owner's, and the one left takes the package"),
+            ],
             _ => vec![
                 "the explanation names the chain of requirements that rules each candidate out; change the Input's constraints, what is installed, or the Catalogs".into(),
                 format!("try a change first with a dry-run Input, or `pakket resolve --server URL REQUEST`"),

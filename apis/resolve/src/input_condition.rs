@@ -63,7 +63,8 @@ pub enum InputReason {
     ConflictWaitsForDecision,
     /// A person chose another request it conflicts with.
     AnotherRequestChosen,
-    /// Another Input's `spec.config` is its package's.
+    /// Another Input owns the package it asks for (and its `spec.config`
+    /// is the package's): it installs nothing.
     PackageOwnedByAnother,
     /// Its `spec.config` is its package's.
     ConfigApplied,
@@ -124,7 +125,8 @@ impl InputReason {
             | Self::AnotherRequestChosen => &[ResolutionFailed, DependenciesMissing],
             Self::CatalogUnavailable => &[ResolutionFailed, CatalogUnavailable],
             Self::CatalogServed => &[CatalogUnavailable],
-            Self::PackageOwnedByAnother | Self::ConfigApplied => &[ConfigConflict],
+            Self::PackageOwnedByAnother => &[ResolutionFailed, DependenciesMissing, ConfigConflict],
+            Self::ConfigApplied => &[ConfigConflict],
         }
     }
 

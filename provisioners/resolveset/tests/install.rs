@@ -1785,7 +1785,7 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
 }
 
 #[tokio::test]
-async fn an_operators_config_reaches_its_deployment_and_a_second_config_for_the_package_is_told_the_owner()
+async fn an_operators_config_reaches_its_deployment_and_a_second_operator_for_the_package_is_refused_naming_the_owner()
  {
     let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-operator-config").await;
@@ -1857,6 +1857,57 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_config_for_the_
             .is_some_and(|c| c.status == "True" && c.message.contains(&scope.name("etcd")))
     })
     .await;
+    // It installs nothing and is not told it has what the first installed.
+    let inputs: Api<Input> = Api::all(scope.client.clone());
+    let refused = |suffix: &'static str| {
+        let (inputs, name, owner) = (inputs.clone(), scope.name(suffix), scope.name("etcd"));
+        async move {
+            let Some(input) = inputs.get_opt(&name).await.unwrap() else {
+                return false;
+            };
+            let said = input.condition("ResolutionFailed").cloned();
+            said.is_some_and(|c| {
+                c.status == "True"
+                    && c.reason == "PackageOwnedByAnother"
+                    && c.message.contains(&format!("Input {owner}"))
+            }) && input
+                .status
+                .as_ref()
+                .is_some_and(|s| s.instances.is_empty())
+        }
+    };
+    eventually(
+        "the second Operator's Input is refused, naming the first",
+        || refused("etcd-again"),
+    )
+    .await;
+    // So is a third with the very same config: one owner per package.
+    operators
+        .patch(
+            &scope.name("etcd-same"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(operator("etcd-same", &namespace)),
+        )
+        .await
+        .unwrap();
+    eventually("an Operator with the same config is refused too", || {
+        refused("etcd-same")
+    })
+    .await;
+    // Its Operator says so (it follows its Input a moment later).
+    eventually(
+        "the Operator shows its Input refused and nothing installed",
+        || async {
+            let same = operators.get(&scope.name("etcd-same")).await.unwrap();
+            let status = same.status.unwrap_or_default();
+            status.installed_version.is_none()
+                && status
+                    .components
+                    .iter()
+                    .any(|c| c.kind == "Input" && c.state == "PackageOwnedByAnother")
+        },
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let kept = instances.get(&child_name).await.unwrap();
     assert_eq!(kept.uid(), child.uid());
@@ -1865,7 +1916,7 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_config_for_the_
         json!(namespace)
     );
 
-    for suffix in ["etcd-again", "etcd"] {
+    for suffix in ["etcd-same", "etcd-again", "etcd"] {
         operators
             .delete(&scope.name(suffix), &DeleteParams::default())
             .await

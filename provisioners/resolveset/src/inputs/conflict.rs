@@ -110,7 +110,7 @@ pub fn keeps(
     active: &BTreeMap<String, String>,
 ) -> bool {
     match answer {
-        Some(Answer::Resolved(_)) => false,
+        Some(Answer::Resolved(_) | Answer::OwnedByAnother { .. }) => false,
         Some(Answer::Conflict(_)) => instances.iter().any(|i| active.contains_key(&i.name)),
         _ => !instances.is_empty(),
     }

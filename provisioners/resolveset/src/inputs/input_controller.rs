@@ -375,14 +375,25 @@ async fn reconcile_all(
     // apiserver's version is what a class without `minKubeVersion` plans for.
     let cluster = cluster_version(context).await;
     input_resolve::narrow(&served.set, &mut asked, cluster);
-    let plan = {
-        let (served, asked, set) = (Arc::clone(&served), asked.clone(), context.instance.clone());
+    // One owner per package: an Input refused for another's package is
+    // left out of the resolution, so it steers nothing.
+    let owners = package_owners(&inputs, &asked);
+    let mut plan = {
+        let owning: Vec<Asked> = asked
+            .iter()
+            .filter(|asked| !owners.refused.contains_key(&asked.name))
+            .cloned()
+            .collect();
+        let (served, set) = (Arc::clone(&served), context.instance.clone());
         tokio::task::spawn_blocking(move || {
-            input_resolve::plan(&served.universe, &asked, &installed, &set)
+            input_resolve::plan(&served.universe, &owning, &installed, &set)
         })
         .await
         .map_err(|error| kube::Error::Service(error.to_string().into()))?
     };
+    for (input, refusal) in &owners.refused {
+        plan.answers.insert(input.clone(), refused(refusal));
+    }
     if !context.leader.as_ref().is_none_or(LeaderState::is_leader) {
         return Ok(Pass::Settled);
     }
@@ -400,7 +411,6 @@ async fn reconcile_all(
                 .then_some((asked.name.as_str(), status.instances.as_slice()))
         })
         .collect();
-    let owners = package_owners(&inputs, &asked);
     let authors: requested_by::Authors = inputs
         .iter()
         .map(|input| (input.name_any(), author(input, context.record_key.as_ref())))
@@ -641,8 +651,11 @@ fn package_owners(inputs: &[Arc<Input>], asked: &[Asked]) -> package_owner::Owne
                 asked,
                 package_owner::Claim {
                     input: asked.name.as_str(),
+                    uid: asked.uid.as_str(),
                     package: package.as_str(),
                     config: input.spec.config.as_ref(),
+                    installed: !asked.seniority.not_installed,
+                    chosen_over: &asked.chosen_over,
                 },
             )),
             _ => None,
@@ -653,6 +666,26 @@ fn package_owners(inputs: &[Arc<Input>], asked: &[Asked]) -> package_owner::Owne
     let claims: Vec<package_owner::Claim<'_>> =
         claims.into_iter().map(|(_, claim)| claim).collect();
     package_owner::owners(&claims)
+}
+
+/// The answer for an Input refused its package ([`package_owner`]): a
+/// package another Input has, or a conflict a person settles.
+fn refused(refusal: &package_owner::Refusal) -> Answer {
+    use conflict::{Conflict, Standing};
+    match refusal {
+        package_owner::Refusal::OwnedBy { package, owner } => Answer::OwnedByAnother {
+            package: package.clone(),
+            owner: owner.clone(),
+        },
+        package_owner::Refusal::Waiting { with } => Answer::Conflict(Conflict {
+            with: with.clone(),
+            standing: Standing::Waiting,
+        }),
+        package_owner::Refusal::NotChosen { chosen } => Answer::Conflict(Conflict {
+            with: vec![chosen.clone()],
+            standing: Standing::NotChosen,
+        }),
+    }
 }
 
 /// Whether `catalog`, as served now, offers `bundle`.
@@ -960,6 +993,21 @@ fn said_of(answer: &Answer, input: &Input, dry_run: bool) -> (Said, Said, Vec<Re
             )
         }
         Answer::Held(held) => held_said(held),
+        Answer::OwnedByAnother { package, owner } => (
+            (
+                Type::ResolutionFailed,
+                "True",
+                Reason::PackageOwnedByAnother,
+                package_owner::refusal_words(package, owner),
+            ),
+            (
+                Type::DependenciesMissing,
+                "Unknown",
+                Reason::PackageOwnedByAnother,
+                format!("not resolved: Input {owner} owns package {package}"),
+            ),
+            Vec::new(),
+        ),
     }
 }
 

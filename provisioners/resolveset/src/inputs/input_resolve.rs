@@ -134,6 +134,14 @@ pub enum Answer {
     /// catalog is gone or no longer offers it); why, and whether what it
     /// installed still meets its request.
     Held(crate::inputs::kept_installed::Held),
+    /// Another Input owns the package it asks for by name
+    /// ([`crate::inputs::package_owner`]): the package and the owner.
+    OwnedByAnother {
+        /// The package.
+        package: String,
+        /// The Input that owns it.
+        owner: String,
+    },
     /// It resolves alone, but conflicts with other Inputs
     /// ([`crate::inputs::conflict`]).
     Conflict(crate::inputs::conflict::Conflict),

@@ -51,6 +51,13 @@ fn answered(answer: Answer) -> PlanAnswer {
                 conflict.with.join(", ")
             ),
         },
+        Answer::OwnedByAnother { package, owner } => {
+            let words = crate::inputs::package_owner::refusal_words(&package, &owner);
+            PlanAnswer::Unsatisfiable {
+                summary: words.clone(),
+                explanation: words,
+            }
+        }
         Answer::Held(held) => PlanAnswer::Unsatisfiable {
             summary: held.why.clone(),
             explanation: held.why,
