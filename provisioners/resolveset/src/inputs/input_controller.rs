@@ -378,22 +378,7 @@ async fn reconcile_all(
     // One owner per package: an Input refused for another's package is
     // left out of the resolution, so it steers nothing.
     let owners = package_owners(&inputs, &asked);
-    let mut plan = {
-        let owning: Vec<Asked> = asked
-            .iter()
-            .filter(|asked| !owners.refused.contains_key(&asked.name))
-            .cloned()
-            .collect();
-        let (served, set) = (Arc::clone(&served), context.instance.clone());
-        tokio::task::spawn_blocking(move || {
-            input_resolve::plan(&served.universe, &owning, &installed, &set)
-        })
-        .await
-        .map_err(|error| kube::Error::Service(error.to_string().into()))?
-    };
-    for (input, refusal) in &owners.refused {
-        plan.answers.insert(input.clone(), refused(refusal));
-    }
+    let plan = plan_owning(context, &served, &asked, installed, &owners).await?;
     if !context.leader.as_ref().is_none_or(LeaderState::is_leader) {
         return Ok(Pass::Settled);
     }
@@ -666,6 +651,33 @@ fn package_owners(inputs: &[Arc<Input>], asked: &[Asked]) -> package_owner::Owne
     let claims: Vec<package_owner::Claim<'_>> =
         claims.into_iter().map(|(_, claim)| claim).collect();
     package_owner::owners(&claims)
+}
+
+/// The resolution of every Input but those refused their package (off
+/// the async threads: it can take a while), with the refused ones'
+/// answers.
+async fn plan_owning(
+    context: &InputContext,
+    served: &Arc<crate::catalogs::serving::Served>,
+    asked: &[Asked],
+    installed: Vec<pakket_engine::resolve::Installed>,
+    owners: &package_owner::Owners,
+) -> Result<input_resolve::Plan, kube::Error> {
+    let owning: Vec<Asked> = asked
+        .iter()
+        .filter(|asked| !owners.refused.contains_key(&asked.name))
+        .cloned()
+        .collect();
+    let (served, set) = (Arc::clone(served), context.instance.clone());
+    let mut plan = tokio::task::spawn_blocking(move || {
+        input_resolve::plan(&served.universe, &owning, &installed, &set)
+    })
+    .await
+    .map_err(|error| kube::Error::Service(error.to_string().into()))?;
+    for (input, refusal) in &owners.refused {
+        plan.answers.insert(input.clone(), refused(refusal));
+    }
+    Ok(plan)
 }
 
 /// The answer for an Input refused its package ([`package_owner`]): a
