@@ -1785,6 +1785,75 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
 }
 
 #[tokio::test]
+async fn a_class_namespace_pattern_puts_each_package_in_its_own_namespace_with_the_class_labels() {
+    let _etcd = ETCD_CRDS.lock().await;
+    let scope = Scope::new("rs-ns-pattern").await;
+    let (_running, bundles) = operator_world(&scope).await;
+    // The admin's class: OLM's `<package>-system` (prefixed, so parallel
+    // tests never share it), created restricted by Pod Security.
+    let prefix = scope.name("ns");
+    Api::<ProvisionerClass>::all(scope.client.clone())
+        .patch(
+            &scope.name("resolveset"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "parameters": {
+                "installNamespace": format!("{prefix}-{{package}}-system"),
+                "namespaceTemplate": { "labels": {
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                    "test.pakket.dev/from": "class",
+                } },
+            } } })),
+        )
+        .await
+        .unwrap();
+    apply_etcd_operator(&scope, "0.9.2").await;
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    let child_name = format!("{set}-etcd");
+    let child = approved_child(&instances, &set, &child_name, &bundles[0].0).await;
+    let namespace = format!("{prefix}-etcd-system");
+    assert_eq!(
+        child.spec.config.as_ref().unwrap()["installNamespace"],
+        json!(namespace)
+    );
+    let made = Api::<k8s_openapi::api::core::v1::Namespace>::all(scope.client.clone())
+        .get(&namespace)
+        .await
+        .unwrap();
+    let labels = made.metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labels
+            .get("pod-security.kubernetes.io/enforce")
+            .map(String::as_str),
+        Some("baseline"),
+        "{labels:?}"
+    );
+    assert_eq!(
+        labels.get("test.pakket.dev/from").map(String::as_str),
+        Some("class")
+    );
+    Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(scope.client.clone(), &namespace)
+        .get("etcd-operator")
+        .await
+        .expect("the operator runs in the package's namespace");
+
+    Api::<pakket_resolveset::Operator>::all(scope.client.clone())
+        .delete(&scope.name("etcd"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the child Instance is gone", || async {
+        instances.get_opt(&child_name).await.unwrap().is_none()
+    })
+    .await;
+    let _ = instances.delete(&set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(&set).await.unwrap().is_none()
+    })
+    .await;
+    support::cleanup(scope).await;
+}
+
+#[tokio::test]
 async fn an_operators_config_reaches_its_deployment_and_a_second_operator_for_the_package_is_refused_naming_the_owner()
  {
     let _etcd = ETCD_CRDS.lock().await;

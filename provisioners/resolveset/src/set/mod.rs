@@ -4,6 +4,7 @@
 //! Instances.
 
 pub mod held_back;
+pub mod placement;
 pub mod provisioner;
 pub mod requested_by;
 pub mod resolved_set;

@@ -7,8 +7,11 @@
 //! a child whose bundle changed pivots.
 //!
 //! Class parameters: `matchSchema: [{schema, class}]` (required),
-//! `installNamespace` (every child's; default: a namespace named after its
-//! package), `approval: AllowAll | DenyAll | Android`.
+//! `installNamespace` (every child's: a name, or a pattern such as
+//! `{package}-system`; default: a namespace named after its package),
+//! `namespaceTemplate` (labels and annotations for a namespace registry-v1
+//! creates: [`crate::set::placement`]), `approval: AllowAll | DenyAll |
+//! Android`.
 //!
 //! `Android` approves a new set by itself only when it installs no package
 //! the set it replaces did not and moves none to an older version
@@ -32,6 +35,7 @@ use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
 use serde_json::{Map, Value, json};
 
 use crate::inputs::input_resolve::instance_name;
+use crate::set::placement;
 use crate::set::resolved_set::{self, Entry};
 
 /// The provisioner's id.
@@ -122,12 +126,17 @@ fn read_set(request: &ObjectsRequest<'_>) -> Result<Vec<Entry>, ObjectsError> {
         .map_err(|error| ObjectsError::Content(format!("{}: {error}", resolved_set::FILE)))
 }
 
-/// One child Instance for `entry` of the set whose Instance is `set`.
-fn child(set: &str, entry: &Entry, class: &str, namespace: &str) -> Value {
+/// One child Instance for `entry` of the set whose Instance is `set`,
+/// installed into `namespace` (the class's) with the class's `template`
+/// merged over the owner's.
+fn child(set: &str, entry: &Entry, class: &str, namespace: &str, template: Option<Value>) -> Value {
     // The class's namespace, under what the package's owner asked for.
     let mut config = Map::new();
     config.insert("installNamespace".into(), json!(namespace));
     config.extend(entry.config.clone().unwrap_or_default());
+    if let Some(template) = template {
+        config.insert("namespaceTemplate".into(), template);
+    }
     let reference = if entry.image.contains("://") {
         entry.image.clone()
     } else {
@@ -170,10 +179,7 @@ impl Provisioner for ResolveSet {
 
     fn objects(&self, request: &ObjectsRequest<'_>) -> Result<Vec<Value>, ObjectsError> {
         let entries = read_set(request)?;
-        let namespace = request
-            .class_parameters
-            .and_then(|p| p.get("installNamespace"))
-            .and_then(Value::as_str);
+        let parameters = request.class_parameters;
         entries
             .iter()
             .enumerate()
@@ -187,7 +193,10 @@ impl Provisioner for ResolveSet {
                 }
                 let class = class_for(request.class_parameters, &entry.schema)?;
                 let set = request.instance.name_any();
-                let made = child(&set, entry, class, namespace.unwrap_or(&entry.package_name));
+                let namespace = placement::install_namespace(parameters, &entry.package_name)?;
+                let own = entry.config.as_ref().and_then(|own| own.get("namespaceTemplate"));
+                let template = placement::namespace_template(parameters, own)?;
+                let made = child(&set, entry, class, &namespace, template);
                 Ok(on_behalf_of(made, entry, self.record_key.as_ref()))
             })
             .collect()
@@ -363,6 +372,7 @@ mod tests {
             &entry("etcd", "quay.io/etcd:1"),
             class,
             "etcd",
+            None,
         );
         assert_eq!(child["metadata"]["name"], "resolveset-etcd");
         assert_eq!(child["spec"]["class"], "registry-v1");
