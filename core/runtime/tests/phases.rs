@@ -8,12 +8,15 @@
 //! the revision rolls out. A pivot held that way keeps the revision
 //! before it whole, and deleting the Instance then leaves nothing; a
 //! class's progression probe (CEL) holds the same way, and so does one the
-//! content's author ships in `.progression-probes.yaml`.
+//! content's author ships in `.progression-probes.yaml`. Content that
+//! declares its own phases (`.phases.yaml`) is written in that order: a
+//! ConfigMap waits until a claim is Bound, and a phase's own probe holds
+//! the rest, named in `status.progression`.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolume, Secret};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::ConditionType;
@@ -417,5 +420,130 @@ async fn a_pivot_held_at_a_phase_keeps_the_revision_before_and_an_uninstall_then
         },
     )
     .await;
+    fixture.scope.cleanup().await;
+}
+
+/// Phases content declares: the claim, then the ConfigMap (whose probe
+/// waits for a person's check), then the rest (a Secret).
+const DECLARED_PHASES: &str = "\
+- name: storage
+  objects: [{kind: PersistentVolumeClaim, name: data}]
+- name: config
+  objects: [{kind: ConfigMap}]
+  probes:
+  - selector: {kind: ConfigMap}
+    assertions:
+    - cel: has(self.metadata.annotations) && 'example.com/checked' in self.metadata.annotations
+      message: the settings are not checked yet
+";
+
+#[tokio::test]
+async fn phases_the_content_declares_hold_a_config_map_until_its_claim_is_bound_and_its_probe_passes()
+ {
+    let fixture = Fixture::new("declared-phases", "AllowAll").await;
+    let namespace = fixture.scope.namespace.clone();
+    let claim = format!(
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: {namespace}\n\
+         spec:\n  storageClassName: \"\"\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 1Mi}}}}\n"
+    );
+    let settings = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {namespace}\ndata:\n  mode: fast\n"
+    );
+    let secret = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: after\n  namespace: {namespace}\nstringData:\n  token: x\n"
+    );
+    fixture
+        .files(
+            "app",
+            &[
+                ("claim.yaml", claim),
+                ("settings.yaml", settings),
+                ("secret.yaml", secret),
+                (".phases.yaml", DECLARED_PHASES.to_owned()),
+            ],
+        )
+        .await;
+    let (instances, name) = fixture
+        .create_instance("v1", fixture.bundle_spec("app", "file://content"))
+        .await;
+    // By kind the ConfigMap would come first; declared, it waits for the claim.
+    let held = wait_for(&instances, &name, "held at the claim", |i| {
+        i.status
+            .as_ref()
+            .and_then(|s| s.progression.as_ref())
+            .is_some_and(|p| p.reached == "storage/storage")
+    })
+    .await;
+    let progression = held.status.as_ref().unwrap().progression.clone().unwrap();
+    assert_eq!(progression.next, "config/configuration");
+    assert!(
+        progression.held_by.len() == 1
+            && progression.held_by[0].starts_with("PersistentVolumeClaim/")
+            && progression.held_by[0].contains("Bound"),
+        "{:?}",
+        progression.held_by
+    );
+    let config_maps: Api<ConfigMap> = fixture.config_maps();
+    assert!(config_maps.get_opt("settings").await.unwrap().is_none());
+
+    // A volume for the claim: it binds, and the next phase is written, up
+    // to the probe the content declared for it.
+    let volume: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": fixture.scope.name("data"), "labels": fixture.scope.labels()},
+        "spec": {
+            "capacity": {"storage": "1Mi"}, "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "", "hostPath": {"path": "/tmp/pakket-test-volume"},
+            "claimRef": {"namespace": namespace, "name": "data"},
+        },
+    }))
+    .unwrap();
+    let volumes: Api<PersistentVolume> = Api::all(fixture.scope.client.clone());
+    volumes
+        .create(&PostParams::default(), &volume)
+        .await
+        .unwrap();
+    let held = wait_for(&instances, &name, "held at the ConfigMap's probe", |i| {
+        i.status
+            .as_ref()
+            .and_then(|s| s.progression.as_ref())
+            .is_some_and(|p| p.reached == "config/configuration")
+    })
+    .await;
+    let progression = held.status.as_ref().unwrap().progression.clone().unwrap();
+    assert_eq!(progression.next, "the rest/configuration");
+    assert!(
+        progression
+            .held_by
+            .iter()
+            .any(|why| why.contains("the settings are not checked yet")
+                && why.contains(".phases.yaml[1].probes[0]")),
+        "{:?}",
+        progression.held_by
+    );
+    assert!(config_maps.get_opt("settings").await.unwrap().is_some());
+    let secrets: Api<Secret> = Api::namespaced(fixture.scope.client.clone(), &namespace);
+    assert!(
+        secrets.get_opt("after").await.unwrap().is_none(),
+        "the rest waits"
+    );
+
+    config_maps
+        .patch(
+            "settings",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"example.com/checked": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&instances, &name, "installed whole", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+            && i.status.as_ref().is_some_and(|s| s.progression.is_none())
+    })
+    .await;
+    assert!(secrets.get_opt("after").await.unwrap().is_some());
+    volumes
+        .delete(&fixture.scope.name("data"), &DeleteParams::default())
+        .await
+        .unwrap();
     fixture.scope.cleanup().await;
 }

@@ -18,6 +18,7 @@ pub use pakket_api::ownership::{BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INS
 use crate::ownership::{self, Claimant, Removal};
 
 mod crd_safety;
+pub mod declared_phases;
 mod dry_run;
 pub mod endpoints;
 mod managed_fields;

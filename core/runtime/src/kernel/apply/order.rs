@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::phase::Phase;
+use super::declared_phases::DeclaredPhases;
+use super::phase::Stage;
 
 pub use pakket_api::group_of;
 
@@ -29,11 +30,12 @@ pub fn rank(api_version: &str, kind: &str) -> u8 {
     }
 }
 
-/// The indices of `objects` in apply order: by [`Phase`], and within a
-/// phase in the bundle's own order.
-pub fn apply_order(objects: &[Value]) -> Vec<usize> {
+/// The indices of `objects` in apply order: by [`Stage`] (the phases
+/// content declares, then the kind's phase), and within a stage in the
+/// bundle's own order.
+pub fn apply_order(objects: &[Value], phases: &DeclaredPhases) -> Vec<usize> {
     let mut order: Vec<usize> = (0..objects.len()).collect();
-    order.sort_by_key(|&index| Phase::of_object(&objects[index]));
+    order.sort_by_key(|&index| Stage::of(&objects[index], phases));
     order
 }
 
@@ -106,7 +108,7 @@ mod tests {
             object("v1", "Namespace"),
             object("v1", "Secret"),
         ];
-        let kinds: Vec<String> = apply_order(&objects)
+        let kinds: Vec<String> = apply_order(&objects, &DeclaredPhases::default())
             .into_iter()
             .map(|index| objects[index]["kind"].as_str().unwrap().to_owned())
             .collect();
@@ -131,7 +133,7 @@ mod tests {
             object("v1", "ConfigMap"),
             object("example.com/v1", "Namespace"),
         ];
-        assert_eq!(apply_order(&objects), [0, 1]);
+        assert_eq!(apply_order(&objects, &DeclaredPhases::default()), [0, 1]);
     }
 
     fn crd_again() -> Value {

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use pakket_api::ObjectRef;
 
+use super::declared_phases::DeclaredPhases;
 use super::probes::ProgressionProbes;
 use super::{HealthProblem, Kinds, condition_of as condition, health_problem, reference_of};
 use pakket_api::group_of;
@@ -130,49 +131,93 @@ impl Phase {
     }
 }
 
+/// Where an object is applied: its declared phase (content's
+/// [`super::declared_phases`]; all in one when it declares none), then its
+/// kind's phase inside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stage {
+    /// The declared phase's index.
+    pub declared: usize,
+    /// The kind's phase.
+    pub phase: Phase,
+}
+
+impl Stage {
+    /// The stage of `object`. Namespaces and CRDs are written first
+    /// whatever a declared phase says: everything else may need them.
+    pub fn of(object: &Value, phases: &DeclaredPhases) -> Self {
+        let phase = Phase::of_object(object);
+        let declared = match phase {
+            Phase::Namespaces | Phase::Crds => 0,
+            _ => phases.index_of(object),
+        };
+        Self { declared, phase }
+    }
+
+    /// Its name in status: the kind's phase, after the declared phase's
+    /// name when content declares phases (`storage/configuration`).
+    pub fn name(self, phases: &DeclaredPhases) -> String {
+        if phases.is_empty() {
+            self.phase.name().to_owned()
+        } else {
+            format!("{}/{}", phases.name(self.declared), self.phase.name())
+        }
+    }
+}
+
 /// A point the apply waits at: everything up to `after` is written, and
-/// `probed` must pass before the phase `next` starts.
+/// `probed` must pass before the stage `next` starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Gate {
-    /// The last phase written before it.
-    pub after: Phase,
-    /// The first phase that waits for it.
-    pub next: Phase,
+    /// The last stage written before it.
+    pub after: Stage,
+    /// The first stage that waits for it.
+    pub next: Stage,
+    /// `after`'s name in status.
+    pub reached: String,
+    /// `next`'s name in status.
+    pub waits: String,
     /// The objects whose probes must pass.
     pub probed: Vec<ObjectRef>,
 }
 
-/// The gates of `objects`, in order: one after each phase that has
+/// The gates of `objects`, in order: one after each stage that has
 /// objects with a probe (built-in, after the gating phases; or one of
-/// `probes`, after any phase) and is followed by a phase with objects.
+/// `probes`, after any stage) and is followed by a stage with objects.
 pub fn gates(objects: &[Value], probes: &ProgressionProbes) -> Vec<Gate> {
-    let phases: Vec<Phase> = objects.iter().map(Phase::of_object).collect();
-    let probed_here = |object: &Value, phase: Phase| {
-        (phase.gates() && has_probe(object)) || user_may_probe(probes, object)
+    let declared = probes.phases();
+    let stages: Vec<Stage> = objects
+        .iter()
+        .map(|object| Stage::of(object, declared))
+        .collect();
+    let probed_here = |object: &Value, stage: Stage| {
+        (stage.phase.gates() && has_probe(object)) || user_may_probe(probes, object)
     };
     let mut gates = Vec::new();
-    let mut gating: Vec<Phase> = objects
+    let mut gating: Vec<Stage> = objects
         .iter()
-        .zip(&phases)
-        .filter(|(object, phase)| probed_here(object, **phase))
-        .map(|(_, phase)| *phase)
+        .zip(&stages)
+        .filter(|(object, stage)| probed_here(object, **stage))
+        .map(|(_, stage)| *stage)
         .collect();
     gating.sort();
     gating.dedup();
     for after in gating {
-        let Some(next) = phases.iter().copied().filter(|p| *p > after).min() else {
+        let Some(next) = stages.iter().copied().filter(|s| *s > after).min() else {
             continue;
         };
         let probed: Vec<ObjectRef> = objects
             .iter()
-            .zip(&phases)
-            .filter(|(object, phase)| **phase == after && probed_here(object, after))
+            .zip(&stages)
+            .filter(|(object, stage)| **stage == after && probed_here(object, after))
             .map(|(object, _)| reference_of(object))
             .collect();
         if !probed.is_empty() {
             gates.push(Gate {
                 after,
                 next,
+                reached: after.name(declared),
+                waits: next.name(declared),
                 probed,
             });
         }
@@ -417,8 +462,8 @@ mod tests {
         ];
         let found = gates(&objects, &ProgressionProbes::default());
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].after, Phase::Workloads);
-        assert_eq!(found[0].next, Phase::Publishing);
+        assert_eq!(found[0].after.phase, Phase::Workloads);
+        assert_eq!(found[0].next.phase, Phase::Publishing);
         let names: Vec<&str> = found[0].probed.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["d"]);
     }
@@ -432,8 +477,8 @@ mod tests {
         ];
         let found = gates(&objects, &ProgressionProbes::default());
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].after, Phase::Storage);
-        assert_eq!(found[0].next, Phase::Workloads);
+        assert_eq!(found[0].after.phase, Phase::Storage);
+        assert_eq!(found[0].next.phase, Phase::Workloads);
     }
 
     #[test]
@@ -452,9 +497,42 @@ mod tests {
         ];
         let found = gates(&objects, &probes);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].after, Phase::Configuration);
+        assert_eq!(found[0].after.phase, Phase::Configuration);
         assert_eq!(found[0].probed[0].name, "c");
         // Without the probe, the same set is written at once.
+        assert_eq!(gates(&objects, &ProgressionProbes::default()), vec![]);
+    }
+
+    #[test]
+    fn declared_phases_order_the_set_and_a_claim_gates_the_config_map_a_later_phase_holds() {
+        let content = tempfile::tempdir().unwrap();
+        std::fs::write(
+            content.path().join(super::super::declared_phases::CONTENT_FILE),
+            "- name: storage\n  objects: [{kind: PersistentVolumeClaim}]\n- name: config\n  objects: [{kind: ConfigMap}]\n",
+        )
+        .unwrap();
+        let probes = ProgressionProbes::from_content(content.path(), 1 << 20).unwrap();
+        let objects = [
+            object("v1", "ConfigMap", "c"),
+            object("v1", "PersistentVolumeClaim", "data"),
+            object("v1", "Namespace", "ns"),
+            object("v1", "Secret", "s"),
+        ];
+        let order: Vec<&str> = super::super::order::apply_order(&objects, probes.phases())
+            .into_iter()
+            .map(|index| objects[index]["metadata"]["name"].as_str().unwrap())
+            .collect();
+        // The namespace first whatever is declared; the claim before the
+        // ConfigMap (by kind it would come after); the rest last.
+        assert_eq!(order, ["ns", "data", "c", "s"]);
+        let found = gates(&objects, &probes);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            (found[0].reached.as_str(), found[0].waits.as_str()),
+            ("storage/storage", "config/configuration")
+        );
+        assert_eq!(found[0].probed[0].name, "data");
+        // Without the declared phases, nothing waits for the claim.
         assert_eq!(gates(&objects, &ProgressionProbes::default()), vec![]);
     }
 

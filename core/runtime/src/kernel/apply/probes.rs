@@ -28,6 +28,7 @@ use cel::Context;
 use pakket_engine::cel_limits::{self, BoundedProgram};
 use serde_json::Value;
 
+use super::declared_phases::{self, DeclaredPhases};
 use crate::class_parameters::ParameterError;
 
 /// The parameter's name.
@@ -43,10 +44,12 @@ const MAX_EXPRESSION: usize = 2048;
 /// The most probes, and assertions per probe, a class may hold.
 const MAX_PROBES: usize = 32;
 
-/// A class's progression probes.
+/// A class's progression probes, and the content's (with the phases it
+/// declares, [`super::declared_phases`]).
 #[derive(Default)]
 pub struct ProgressionProbes {
     probes: Vec<Probe>,
+    phases: DeclaredPhases,
 }
 
 struct Probe {
@@ -57,6 +60,8 @@ struct Probe {
     kind: String,
     labels: BTreeMap<String, String>,
     assertions: Vec<Assertion>,
+    /// The declared phase whose objects alone it holds; `None`: any.
+    phase: Option<usize>,
 }
 
 struct Assertion {
@@ -136,37 +141,82 @@ impl ProgressionProbes {
                 kind: kind.to_owned(),
                 labels,
                 assertions,
+                phase: None,
             });
         }
-        Ok(Self { probes })
+        Ok(Self {
+            probes,
+            phases: DeclaredPhases::default(),
+        })
     }
 
-    /// The probes the content's author ships in [`CONTENT_FILE`] (none
-    /// when the file is absent), read like the class's and named by the
-    /// file in every message. Part of the content, so the approval of the
-    /// content covers them.
+    /// The probes the content's author ships in [`CONTENT_FILE`], and the
+    /// phases (with their probes) in [`declared_phases::CONTENT_FILE`]
+    /// (none when the files are absent), read like the class's and named
+    /// by their file in every message. Part of the content, so the
+    /// approval of the content covers them.
     pub fn from_content(root: &std::path::Path, max_size: u64) -> Result<Self, String> {
-        let file = std::path::Path::new(CONTENT_FILE);
+        let mut read = Self::from_list(root, CONTENT_FILE, max_size)?.unwrap_or_default();
+        let file = std::path::Path::new(declared_phases::CONTENT_FILE);
         let Some(list) = crate::manifest::read_document(root, file, max_size)
             .map_err(|error| error.to_string())?
         else {
-            return Ok(Self::default());
+            return Ok(read);
         };
+        let (phases, declared) = DeclaredPhases::read(&list)?;
+        for (index, phase) in declared.into_iter().enumerate() {
+            let Some(probes) = phase.probes else {
+                continue;
+            };
+            let origin = format!("{}[{index}].probes", declared_phases::CONTENT_FILE);
+            let mut own = Self::compile(probes, &origin)?;
+            for probe in &mut own.probes {
+                probe.phase = Some(index);
+            }
+            read.probes.extend(own.probes);
+        }
+        read.phases = phases;
+        Ok(read)
+    }
+
+    /// The list in `file` at the content's root, if it is there.
+    fn from_list(
+        root: &std::path::Path,
+        file: &str,
+        max_size: u64,
+    ) -> Result<Option<Self>, String> {
+        let Some(list) = crate::manifest::read_document(root, std::path::Path::new(file), max_size)
+            .map_err(|error| error.to_string())?
+        else {
+            return Ok(None);
+        };
+        Self::compile(list, file).map(Some)
+    }
+
+    /// A list of `{selector, assertions}` written at `origin` (a file, or
+    /// a field in one), compiled; refused naming the field.
+    fn compile(list: Value, origin: &str) -> Result<Self, String> {
         let mut parameters = serde_json::Map::new();
         parameters.insert(PARAMETER.into(), list);
         let mut read = Self::from_parameters(Some(&parameters)).map_err(|error| {
-            let name = error.name.replacen(PARAMETER, CONTENT_FILE, 1);
+            let name = error.name.replacen(PARAMETER, origin, 1);
             format!("{name}: {}", error.problem)
         })?;
         for probe in &mut read.probes {
-            probe.origin = probe.origin.replacen(PARAMETER, CONTENT_FILE, 1);
+            probe.origin = probe.origin.replacen(PARAMETER, origin, 1);
         }
         Ok(read)
+    }
+
+    /// The phases the content declares.
+    pub fn phases(&self) -> &DeclaredPhases {
+        &self.phases
     }
 
     /// These probes and `more`, all of which must pass.
     pub fn and(mut self, more: Self) -> Self {
         self.probes.extend(more.probes);
+        self.phases = self.phases.or(more.phases);
         self
     }
 
@@ -189,11 +239,13 @@ impl ProgressionProbes {
     pub fn holding(&self, reference: &pakket_api::ObjectRef, object: &Value) -> Option<String> {
         let group = pakket_api::group_of(&reference.api_version);
         let labels = object.pointer("/metadata/labels");
+        let phase = self.phases.index_of(object);
         let selected: Vec<&Probe> = self
             .probes
             .iter()
             .filter(|probe| {
-                probe.group == group
+                probe.phase.is_none_or(|own| own == phase)
+                    && probe.group == group
                     && probe.kind == reference.kind
                     && probe.labels.iter().all(|(name, value)| {
                         labels

@@ -31,8 +31,9 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use pakket_api::ObjectRef;
 use serde_json::Value;
 
+use super::declared_phases::DeclaredPhases;
 use super::dry_run::{self, Check, Write};
-use super::phase::Phase;
+use super::phase::Stage;
 use super::{
     Applied, ApplyError, BUNDLE_LABEL, FIELD_MANAGER, INSTANCE_LABEL, INSTANCE_UID_LABEL, Kinds,
     api_message, crd_safety, health_problem, managed_fields, order, reference_of,
@@ -82,10 +83,10 @@ pub struct Settings {
     /// The content differs from what was last applied, so fields may be
     /// dropped: created objects get their fields moved under the apply.
     pub content_changed: bool,
-    /// Write only the objects of this phase and the ones before it (the
+    /// Write only the objects of this stage and the ones before it (the
     /// rest wait for a gate, [`super::phase`]); every object is still
     /// checked for conflicts and sent in the dry run. `None` writes all.
-    pub through: Option<Phase>,
+    pub through: Option<Stage>,
 }
 
 /// The revision a failed pivot returns to: the objects the running
@@ -192,12 +193,13 @@ pub async fn apply_all(
     settings: Settings,
     ignored: &crate::drift_mode::Ignored,
     restore: Option<Restore<'_>>,
+    phases: &DeclaredPhases,
 ) -> Result<(Applied, Adoptions), ApplyError> {
     // Fields someone else owns (`drift.ignore`) are written as the read
     // below finds them; the write is conditional on that read's
     // resourceVersion, so a change after it is not written over.
     let mut objects = std::borrow::Cow::Borrowed(objects);
-    let sequence = order::apply_order(&objects);
+    let sequence = order::apply_order(&objects, phases);
     let plans = plan_all(
         kinds,
         &mut objects,
@@ -231,6 +233,7 @@ pub async fn apply_all(
         progress,
         settings,
         ignored,
+        phases,
         &mut writer,
     )
     .await;
@@ -301,6 +304,7 @@ async fn write_all(
     progress: &Progress,
     settings: Settings,
     ignored: &crate::drift_mode::Ignored,
+    phases: &DeclaredPhases,
     writer: &mut Writer,
 ) -> Result<(), ApplyError> {
     let defined = order::defined_kinds(objects);
@@ -308,7 +312,7 @@ async fn write_all(
     for (position, (&index, plan)) in sequence.iter().zip(plans).enumerate() {
         if settings
             .through
-            .is_some_and(|through| Phase::of_object(&objects[index]) > through)
+            .is_some_and(|through| Stage::of(&objects[index], phases) > through)
         {
             // In apply order: every object after this one waits too.
             break;

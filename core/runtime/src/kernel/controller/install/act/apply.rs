@@ -151,6 +151,7 @@ impl One<'_> {
             self.settings,
             proposal.ignored,
             self.restore,
+            proposal.probes.phases(),
         );
         let describe = || progress.describe(proposal.objects.len(), bundle);
         let written = with_progress(applying, describe, report, context).await;
@@ -205,13 +206,13 @@ impl Held<'_> {
         }
         report.status.set_objects(&listed);
         report.status.progression = Some(pakket_api::PhaseProgression {
-            reached: self.gate.after.name().to_owned(),
-            next: self.gate.next.name().to_owned(),
+            reached: self.gate.reached.clone(),
+            next: self.gate.waits.clone(),
             held_by: self.waiting.iter().take(HELD_BY_LISTED).cloned().collect(),
         });
         let waiting = format!(
             "phase {} to start: {}",
-            self.gate.next.name(),
+            self.gate.waits,
             self.waiting.join("; ")
         );
         report.set(
@@ -221,7 +222,7 @@ impl Held<'_> {
                 "applied {} of {} objects of Bundle {bundle}, through phase {}; waiting for {waiting}",
                 self.applied.objects.len(),
                 self.total,
-                self.gate.after.name()
+                self.gate.reached
             ),
         );
         let now = jiff::Timestamp::now();
