@@ -215,14 +215,14 @@ pub async fn run_with<P: Provisioner>(
     .default_backoff()
     .modify(|instance| instance.managed_fields_mut().clear())
     .reflect(instance_writer)
-    .applied_objects()
-    .inspect(move |change| {
-        if let Ok(instance) = change {
-            for waiting in newly_installed.waiting_on(instance) {
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            for waiting in newly_installed.event(event) {
                 let _ = dependencies_met.unbounded_send(waiting);
             }
         }
     })
+    .applied_objects()
     .predicate_filter(trigger_key, PredicateConfig::default());
 
     // Classes and Bundles: cached for lookups, and a new generation (which
