@@ -333,7 +333,8 @@ fn shared_context<P: Provisioner>(
     caches: Caches,
     options: RunOptions,
 ) -> Context<P> {
-    let events = events::Events::new(context::recorder(client.clone(), provisioner.id()));
+    let (events_client, id) = (client.clone(), provisioner.id().to_owned());
+    let events = events::Events::new(move || context::recorder(events_client.clone(), &id));
     let store = Arc::new(store);
     let in_flight = store_gc::InFlight::default();
     tokio::spawn(store_gc::run(
