@@ -13,6 +13,13 @@ use pakket_runtime::kernel::controller::RunOptions;
 use pakket_runtime::kernel::serve;
 use pakket_runtime::kernel::source::SourceOptions;
 
+/// jemalloc with its background thread, not the system allocator, as in
+/// pakket-plain (`examples/plain/src/main.rs`, measured there): glibc's
+/// malloc keeps the pages freed after a burst of Instances as RSS;
+/// jemalloc gives them back to the system within seconds.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(
     name = "pakket-package",

@@ -9,6 +9,13 @@ use pakket_registry_v1::certificates::{self, CertificateKey};
 use pakket_registry_v1::{ID, RegistryV1};
 use pakket_runtime::cli::{self, ProvisionerArgs};
 
+/// jemalloc with its background thread, not the system allocator, as in
+/// pakket-plain (`examples/plain/src/main.rs`, measured there): glibc's
+/// malloc keeps the pages freed after a burst of Instances as RSS;
+/// jemalloc gives them back to the system within seconds.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(
     name = "pakket-registry-v1",

@@ -22,6 +22,8 @@
 //! the listing the watch restarts with lacks it, and that counts as one.
 //! So the watches, not the hourly re-apply, are what repair drift.
 
+mod marks;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -76,9 +78,9 @@ pub struct Drift {
     /// latest is compared with when the last apply began, so a change that
     /// lands while an apply is under way is not forgotten when it ends.
     drifted: Mutex<HashMap<String, Changes>>,
-    /// Objects a prune is about to delete: their deletion is the runtime's
-    /// own, not drift.
-    pruning: Mutex<HashSet<ObjectRef>>,
+    /// Objects a prune, an undone apply or an uninstall is about to
+    /// delete: their deletion is the runtime's own, not drift.
+    pruning: Mutex<marks::Marks>,
     /// Per Instance: the fields its class's `drift.ignore` names, whose
     /// changes by others are no drift.
     ignored: Mutex<HashMap<String, Ignored>>,
@@ -223,13 +225,14 @@ impl Drift {
         staleness(applied.get(instance), fingerprint, changed_at, max_age)
     }
 
-    /// Notes that a prune is about to delete `objects`, so their deletion
-    /// does not count as someone else's change.
+    /// Notes that the runtime is about to delete `objects` (or, under
+    /// `deletionPolicy: Orphan`, take its label off them), so their
+    /// deletion does not count as someone else's change.
     pub fn pruning<'a>(&self, objects: impl IntoIterator<Item = &'a ObjectRef>) {
         self.pruning
             .lock()
             .expect("not poisoned")
-            .extend(objects.into_iter().cloned());
+            .mark(objects, Instant::now());
     }
 
     fn set_synced(&self, resource: &ApiResource, synced: bool) {
@@ -378,13 +381,7 @@ impl Drift {
     /// `reference` (a prune's own deletion aside), and brings it back for
     /// a look at its health either way.
     fn record(&self, reference: ObjectRef, instance: String, deleted: bool, spec_changed: bool) {
-        if deleted
-            && self
-                .pruning
-                .lock()
-                .expect("not poisoned")
-                .remove(&reference)
-        {
+        if deleted && self.pruning.lock().expect("not poisoned").take(&reference) {
             return;
         }
         if spec_changed {

@@ -6,10 +6,11 @@
 //! Only Instances this process watches become installed here; one a
 //! different provisioner installs still reaches them at the retry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use kube::ResourceExt as _;
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher::Event;
 use pakket_api::{ConditionType, Instance, Reason};
 
 /// Tells which Instances just became installed, and who waited for one.
@@ -18,6 +19,9 @@ pub struct NewlyInstalled {
     instances: Store<Instance>,
     /// Whether each Instance (by name) was installed when last seen.
     installed: HashMap<String, bool>,
+    /// The names a listing (the watch's start, or its restart) has
+    /// found so far.
+    listed: Option<HashSet<String>>,
 }
 
 impl NewlyInstalled {
@@ -26,12 +30,44 @@ impl NewlyInstalled {
         Self {
             instances,
             installed: HashMap::new(),
+            listed: None,
+        }
+    }
+
+    /// Called with each event of the Instance watch: the Instances to
+    /// wake (see [`Self::waiting_on`]). An Instance deleted is forgotten,
+    /// also one that had no finalizer (and so never showed a deletion
+    /// timestamp) or went while the watch was down (the listing it
+    /// restarts with lacks it): each was kept for good before.
+    pub fn event(&mut self, event: &Event<Instance>) -> Vec<ObjectRef<Instance>> {
+        match event {
+            Event::Apply(changed) => self.waiting_on(changed),
+            Event::InitApply(changed) => {
+                if let Some(listed) = self.listed.as_mut() {
+                    listed.insert(changed.name_any());
+                }
+                self.waiting_on(changed)
+            }
+            Event::Delete(gone) => {
+                self.installed.remove(&gone.name_any());
+                Vec::new()
+            }
+            Event::Init => {
+                self.listed = Some(HashSet::new());
+                Vec::new()
+            }
+            Event::InitDone => {
+                if let Some(listed) = self.listed.take() {
+                    self.installed.retain(|name, _| listed.contains(name));
+                }
+                Vec::new()
+            }
         }
     }
 
     /// Called with each changed Instance: when it has just become
     /// installed, the Instances waiting for dependencies; else none.
-    pub fn waiting_on(&mut self, changed: &Instance) -> Vec<ObjectRef<Instance>> {
+    fn waiting_on(&mut self, changed: &Instance) -> Vec<ObjectRef<Instance>> {
         let name = changed.name_any();
         if changed.metadata.deletion_timestamp.is_some() {
             self.installed.remove(&name);
@@ -111,5 +147,35 @@ mod tests {
             tracker.waiting_on(&dependency).is_empty(),
             "a status write of an installed Instance wakes nobody again"
         );
+    }
+
+    #[test]
+    fn a_deleted_instance_is_forgotten_however_it_went() {
+        let (store, _writer) = reflector::store::<Instance>();
+        let mut tracker = NewlyInstalled::new(store);
+        let installed =
+            |name: &str| instance(name, ConditionStatus::True, Reason::InstallSucceeded);
+        let listing = |names: &[&str]| {
+            let mut events = vec![watcher::Event::Init];
+            events.extend(
+                names
+                    .iter()
+                    .map(|name| watcher::Event::InitApply(installed(name))),
+            );
+            events.push(watcher::Event::InitDone);
+            events
+        };
+        for event in listing(&["kept", "no-finalizer", "gone-while-down"]) {
+            tracker.event(&event);
+        }
+        assert_eq!(tracker.installed.len(), 3);
+        // Deleted without ever showing a deletion timestamp.
+        tracker.event(&watcher::Event::Delete(installed("no-finalizer")));
+        assert!(!tracker.installed.contains_key("no-finalizer"));
+        // The watch restarts; its listing lacks what went meanwhile.
+        for event in listing(&["kept"]) {
+            tracker.event(&event);
+        }
+        assert_eq!(tracker.installed.keys().collect::<Vec<_>>(), ["kept"]);
     }
 }

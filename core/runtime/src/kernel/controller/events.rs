@@ -12,6 +12,17 @@
 //! Instances. Warnings, a person's decisions, pivots and uninstalls are
 //! always published one by one: they are what someone looks for on one
 //! Instance, and the status of every Instance says what happened anyway.
+//!
+//! kube's `Recorder` keeps each Event it published for six minutes (to
+//! count a repeat as a series) in a map that never shrinks, and drops the
+//! old ones only when it publishes the next: after 500 Instances were
+//! installed, pivoted and deleted, it held their Events, 6 MiB by
+//! heaptrack, for as long as the provisioner stayed quiet. So once
+//! nothing was published for [`QUIET`], the recorder is replaced by a
+//! fresh one. A repeat after that much quiet is told as a new Event
+//! instead of a count in the old one's series; closer repeats (the
+//! runtime retries within a minute at most) keep the recorder busy and
+//! are counted as before.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -30,24 +41,32 @@ const REFILL_PER_SECOND: f64 = 1.0;
 const SUMMARY_EVERY: Duration = Duration::from_secs(10);
 /// Instances named in a summary; the rest are counted.
 const NAMED_IN_SUMMARY: usize = 5;
+/// How long nothing is published before the recorder is replaced: longer
+/// than the runtime's longest retry ([`super::MAX_UNPACK_BACKOFF`]).
+const QUIET: Duration = Duration::from_secs(90);
 
 /// Publishes Events about Instances (see the module docs).
 #[derive(Clone)]
 pub struct Events {
-    recorder: Recorder,
+    recording: Arc<Mutex<Recording>>,
     budget: Arc<Mutex<Budget>>,
 }
 
 impl Events {
-    /// Events published with `recorder`; starts the task that tells held
-    /// Events together (it ends when the last clone of this is dropped).
-    pub fn new(recorder: Recorder) -> Self {
+    /// Events published with a recorder `new_recorder` makes (again once
+    /// the last was quiet for [`QUIET`]); starts the task that
+    /// tells held Events together (it ends when the last clone of this is
+    /// dropped).
+    pub fn new(new_recorder: impl Fn() -> Recorder + Send + 'static) -> Self {
         let events = Self {
-            recorder,
+            recording: Arc::new(Mutex::new(Recording::new(
+                Box::new(new_recorder),
+                Instant::now(),
+            ))),
             budget: Arc::new(Mutex::new(Budget::new(Instant::now()))),
         };
         tokio::spawn(summarize(
-            events.recorder.clone(),
+            Arc::downgrade(&events.recording),
             Arc::downgrade(&events.budget),
         ));
         events
@@ -55,7 +74,11 @@ impl Events {
 
     /// Publishes `event` about `instance`, without holding up the caller.
     pub fn publish(&self, instance: &Instance, event: Event) {
-        let recorder = self.recorder.clone();
+        let recorder = self
+            .recording
+            .lock()
+            .expect("not poisoned")
+            .recorder(Instant::now());
         let reference = instance.object_ref(&());
         tokio::spawn(async move {
             if let Err(error) = recorder.publish(&event, &reference).await {
@@ -77,6 +100,45 @@ impl Events {
         if admitted {
             self.publish(instance, event);
         }
+    }
+}
+
+/// The recorder Events go through, and when it was last used.
+struct Recording {
+    recorder: Recorder,
+    new_recorder: Box<dyn Fn() -> Recorder + Send>,
+    last_used: Instant,
+    /// Whether `recorder` was made after `last_used`: nothing to drop.
+    fresh: bool,
+}
+
+impl Recording {
+    fn new(new_recorder: Box<dyn Fn() -> Recorder + Send>, now: Instant) -> Self {
+        Self {
+            recorder: new_recorder(),
+            new_recorder,
+            last_used: now,
+            fresh: true,
+        }
+    }
+
+    /// The recorder to publish with at `now`.
+    fn recorder(&mut self, now: Instant) -> Recorder {
+        self.last_used = now;
+        self.fresh = false;
+        self.recorder.clone()
+    }
+
+    /// Replaces the recorder, and the Events it keeps, when it was not
+    /// used for [`QUIET`]; whether it did.
+    fn renew_if_quiet(&mut self, now: Instant) -> bool {
+        let quiet = now.saturating_duration_since(self.last_used) >= QUIET;
+        if !quiet || self.fresh {
+            return false;
+        }
+        self.recorder = (self.new_recorder)();
+        self.fresh = true;
+        true
     }
 }
 
@@ -145,17 +207,26 @@ fn summary(held: &Held) -> Event {
 }
 
 /// Every [`SUMMARY_EVERY`], publishes one summary per class with held
-/// Events, on the ProvisionerClass.
-async fn summarize(recorder: Recorder, budget: Weak<Mutex<Budget>>) {
+/// Events, on the ProvisionerClass; renews a recorder gone quiet.
+async fn summarize(recording: Weak<Mutex<Recording>>, budget: Weak<Mutex<Budget>>) {
     let mut ticker = tokio::time::interval(SUMMARY_EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let Some(budget) = budget.upgrade() else {
+        let (Some(recording), Some(budget)) = (recording.upgrade(), budget.upgrade()) else {
             return;
         };
         let held = std::mem::take(&mut budget.lock().expect("not poisoned").held);
         drop(budget);
+        let recorder = {
+            let mut using = recording.lock().expect("not poisoned");
+            if held.is_empty() {
+                using.renew_if_quiet(Instant::now());
+                continue;
+            }
+            using.recorder(Instant::now())
+        };
+        drop(recording);
         for (class, held) in held {
             let reference = ObjectReference {
                 api_version: Some(ProvisionerClass::api_version(&()).into_owned()),
@@ -186,6 +257,29 @@ mod tests {
         let later = start + Duration::from_secs(3600);
         let admitted = (0..100).filter(|_| budget.admit(later)).count();
         assert_eq!(admitted, BURST as usize);
+    }
+
+    #[tokio::test]
+    async fn a_recorder_quiet_for_a_while_is_renewed_once() {
+        let made = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = made.clone();
+        // A client to nowhere: nothing is published.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let new_recorder = move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            super::super::context::recorder(client.clone(), "test")
+        };
+        let start = Instant::now();
+        let mut recording = Recording::new(Box::new(new_recorder), start);
+        assert!(!recording.renew_if_quiet(start + QUIET), "never used");
+        recording.recorder(start + Duration::from_secs(60));
+        let used = start + Duration::from_secs(60);
+        assert!(!recording.renew_if_quiet(used + QUIET - Duration::from_secs(1)));
+        assert!(recording.renew_if_quiet(used + QUIET));
+        assert!(!recording.renew_if_quiet(used + 2 * QUIET), "fresh already");
+        let made = made.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(made, 2, "the first, and one renewal");
     }
 
     #[test]

@@ -215,14 +215,14 @@ pub async fn run_with<P: Provisioner>(
     .default_backoff()
     .modify(|instance| instance.managed_fields_mut().clear())
     .reflect(instance_writer)
-    .applied_objects()
-    .inspect(move |change| {
-        if let Ok(instance) = change {
-            for waiting in newly_installed.waiting_on(instance) {
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            for waiting in newly_installed.event(event) {
                 let _ = dependencies_met.unbounded_send(waiting);
             }
         }
     })
+    .applied_objects()
     .predicate_filter(trigger_key, PredicateConfig::default());
 
     // Classes and Bundles: cached for lookups, and a new generation (which
@@ -333,7 +333,8 @@ fn shared_context<P: Provisioner>(
     caches: Caches,
     options: RunOptions,
 ) -> Context<P> {
-    let events = events::Events::new(context::recorder(client.clone(), provisioner.id()));
+    let (events_client, id) = (client.clone(), provisioner.id().to_owned());
+    let events = events::Events::new(move || context::recorder(events_client.clone(), &id));
     let store = Arc::new(store);
     let in_flight = store_gc::InFlight::default();
     tokio::spawn(store_gc::run(

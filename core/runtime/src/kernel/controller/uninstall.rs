@@ -46,6 +46,10 @@ pub async fn uninstall<P>(
     };
     context.drift.forget_instance(&name);
     let owned = candidates(instance, &uid, context).await?;
+    // The uninstall's own deletions (and, under Orphan, label removals,
+    // which leave the watches' selector): unmarked, each came back as drift
+    // of an Instance already forgotten, and stayed in memory for good.
+    context.drift.pruning(&owned);
     let orphan = instance.spec.deletion_policy == DeletionPolicy::Orphan;
     let removed = remove_all(&owned, orphan, claimant, context).await;
     if let Some(first) = removed.failed.first() {
