@@ -198,6 +198,24 @@ pub fn diagnose(
             conflicting,
         };
     }
+    if failed.status == "True" && reason == Some(InputReason::CatalogUnavailable) {
+        return InputDiagnosis {
+            input: name.clone(),
+            summary: format!(
+                "Input {name} is held at what it installed: a catalog it came from is not served, so what it asks for now cannot be resolved; what it installed keeps running."
+            ),
+            message: failed.message.clone(),
+            bundles: Vec::new(),
+            next_steps: vec![
+                "kubectl get catalogs   # the message names the catalog the change waits for"
+                    .into(),
+                format!(
+                    "or change the request back to what is installed: kubectl edit input {name}"
+                ),
+            ],
+            conflicting: None,
+        };
+    }
     if failed.status == "True" {
         let next_steps = match reason {
             Some(InputReason::InvalidInput) => vec![format!(
@@ -438,6 +456,19 @@ mod tests {
             },
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn an_input_held_for_its_catalog_says_what_it_installed_keeps_running() {
+        let input = waiting("CatalogUnavailable");
+        let diagnosis = diagnose(&input, &[], None);
+        assert!(
+            diagnosis.summary.contains("keeps running")
+                && !diagnosis.summary.contains("nothing of it is installed"),
+            "{}",
+            diagnosis.summary
+        );
+        assert!(diagnosis.next_steps[0].contains("kubectl get catalogs"));
     }
 
     #[test]
