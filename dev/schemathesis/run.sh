@@ -52,11 +52,13 @@ KUBECONFIG=$kubeconfig "$bin/pakket-resolveset" --store "$work/store" \
   --api-address "127.0.0.1:$port" --api-insecure-loopback >"$work/resolveset.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do
-  if curl -sf "http://127.0.0.1:$port/v1/catalogs" 2>/dev/null | grep -q "$catalog"; then break; fi
+  if curl -sf "http://127.0.0.1:$port/v1/catalogs" 2>/dev/null | grep "$catalog" >/dev/null; then break; fi
   kill -0 "$pid" 2>/dev/null || { cat "$work/resolveset.log" >&2; exit 1; }
   sleep 0.1
 done
-curl -sf "http://127.0.0.1:$port/v1/catalogs" | grep -q "$catalog" || {
+# (grep reads all of it, not -q: under pipefail, curl cut off by an early
+# grep exit would fail the check.)
+curl -sf "http://127.0.0.1:$port/v1/catalogs" | grep "$catalog" >/dev/null || {
   echo "the resolver API never served Catalog $catalog" >&2; cat "$work/resolveset.log" >&2; exit 1; }
 
 # Checks: no 5xx, and every response as the document says. The API refuses
