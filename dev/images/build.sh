@@ -94,8 +94,11 @@ if $build_only; then
   exit 0
 fi
 
-# No program interpreter: the images hold no libc or loader.
-is_static() { ! readelf -l "$1" 2>/dev/null | grep -q 'program interpreter'; }
+# No program interpreter: the images hold no libc or loader. (readelf's
+# output is read through a process substitution: in a pipe under pipefail,
+# readelf cut off by grep -q's early exit would turn a dynamic binary's
+# match into "static".)
+is_static() { ! grep -q 'program interpreter' <(readelf -l "$1" 2>/dev/null); }
 for name in pakket "${names[@]/#/pakket-}" "${test_names[@]/#/pakket-}"; do
   is_static "$bin_dir/$name" || fail "$bin_dir/$name is dynamically linked; the images have no libc"
 done
