@@ -13,7 +13,9 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, PostParams};
 use pakket_api::{ConditionType, Instance, RevisionOutcome};
-use pakket_testkit::{condition_is, eventually, reason_is, wait_for_instance as wait_for};
+use pakket_testkit::{
+    condition_is, eventually, message_of, reason_is, wait_for_instance as wait_for,
+};
 use serde_json::json;
 
 mod plain_fixture;
@@ -50,14 +52,6 @@ async fn install_v1(fixture: &Fixture, second: (String, String)) -> (kube::Api<I
     fixture.install("v1", "v1").await
 }
 
-/// The Installed condition's message.
-fn installed_message(instance: &Instance) -> String {
-    instance
-        .condition(ConditionType::Installed)
-        .map(|condition| condition.message.clone())
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn a_pivot_the_apiserver_would_refuse_part_way_writes_nothing_and_names_the_field() {
     let fixture = Fixture::new("dry-run", "AllowAll").await;
@@ -79,7 +73,7 @@ async fn a_pivot_the_apiserver_would_refuse_part_way_writes_nothing_and_names_th
         reason_is(i, ConditionType::Installed, "InstallFailed")
     })
     .await;
-    let message = installed_message(&refused);
+    let message = message_of(&refused, ConditionType::Installed);
     assert!(
         message.contains("ConfigMap") && message.contains("locked"),
         "names the object: {message}"
@@ -234,11 +228,11 @@ async fn a_write_that_fails_after_others_is_rolled_back_to_the_running_revision(
         "the pivot fails and is rolled back",
         |i| {
             reason_is(i, ConditionType::Installed, "InstallFailed")
-                && installed_message(i).contains("rolled back")
+                && message_of(i, ConditionType::Installed).contains("rolled back")
         },
     )
     .await;
-    let message = installed_message(&failed);
+    let message = message_of(&failed, ConditionType::Installed);
     assert!(message.contains("late"), "names the object: {message}");
     assert!(
         message.contains(&format!("put back to Bundle {}", fixture.scope.name("v1"))),
@@ -433,7 +427,7 @@ async fn a_pod_running_as_a_service_account_of_the_same_content_installs() {
     assert!(
         condition_is(&installed, ConditionType::Installed, "True"),
         "the ServiceAccount the Pod runs as comes with it: {}",
-        installed_message(&installed)
+        message_of(&installed, ConditionType::Installed)
     );
     let namespace = &fixture.scope.namespace;
     let pod = Api::<Pod>::namespaced(fixture.scope.client.clone(), namespace)
@@ -475,7 +469,7 @@ async fn a_pod_running_as_an_account_nothing_brings_is_refused_and_leaves_nothin
         reason_is(i, ConditionType::Installed, "InstallFailed")
     })
     .await;
-    let message = installed_message(&refused);
+    let message = message_of(&refused, ConditionType::Installed);
     assert!(
         message.contains("Pod") && message.contains("app") && message.contains("nobody"),
         "names the Pod and the account it cannot find: {message}"

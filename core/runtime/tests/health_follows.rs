@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use pakket_api::{ConditionType, Instance};
-use pakket_testkit::{condition_is, reason_is, wait_for_instance as wait_for};
+use pakket_api::ConditionType;
+use pakket_testkit::{condition_is, message_of, reason_is, wait_for_instance as wait_for};
 use serde_json::json;
 
 mod plain_fixture;
@@ -67,13 +67,6 @@ async fn set_ready(pods: &Api<Pod>, pod: &str, ready: bool) {
         .unwrap();
 }
 
-fn healthy_message(instance: &Instance) -> String {
-    instance
-        .condition(ConditionType::Healthy)
-        .map(|condition| condition.message.clone())
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn a_deployment_that_stops_being_ready_is_unhealthy_within_a_minute_and_healthy_again_after()
 {
@@ -97,14 +90,14 @@ async fn a_deployment_that_stops_being_ready_is_unhealthy_within_a_minute_and_he
     println!(
         "Healthy left True {:.1} s after the Pod stopped being ready: {}",
         stopped.elapsed().as_secs_f64(),
-        healthy_message(&doubted)
+        message_of(&doubted, ConditionType::Healthy)
     );
     let unhealthy = wait_for(&instances, &name, "Healthy False", |i| {
         reason_is(i, ConditionType::Healthy, "ObjectsUnhealthy")
     })
     .await;
     let took = stopped.elapsed();
-    let message = healthy_message(&unhealthy);
+    let message = message_of(&unhealthy, ConditionType::Healthy);
     println!("Healthy False {:.1} s after: {message}", took.as_secs_f64());
     assert!(
         message.contains("Deployment")
@@ -126,7 +119,7 @@ async fn a_deployment_that_stops_being_ready_is_unhealthy_within_a_minute_and_he
     println!(
         "Healthy True again {:.1} s after the Pod was ready: {}",
         recovered_at.elapsed().as_secs_f64(),
-        healthy_message(&recovered)
+        message_of(&recovered, ConditionType::Healthy)
     );
     fixture.scope.cleanup().await;
 }

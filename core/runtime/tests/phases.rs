@@ -437,6 +437,23 @@ const DECLARED_PHASES: &str = "\
       message: the settings are not checked yet
 ";
 
+/// The Instance's `status.progression` once its apply is held with stage
+/// `reached` written.
+async fn held_at(
+    instances: &Api<pakket_api::Instance>,
+    name: &str,
+    reached: &str,
+) -> pakket_api::PhaseProgression {
+    let held = wait_for(instances, name, &format!("held after {reached}"), |i| {
+        i.status
+            .as_ref()
+            .and_then(|s| s.progression.as_ref())
+            .is_some_and(|p| p.reached == reached)
+    })
+    .await;
+    held.status.and_then(|s| s.progression).unwrap()
+}
+
 #[tokio::test]
 async fn phases_the_content_declares_hold_a_config_map_until_its_claim_is_bound_and_its_probe_passes()
  {
@@ -467,14 +484,7 @@ async fn phases_the_content_declares_hold_a_config_map_until_its_claim_is_bound_
         .create_instance("v1", fixture.bundle_spec("app", "file://content"))
         .await;
     // By kind the ConfigMap would come first; declared, it waits for the claim.
-    let held = wait_for(&instances, &name, "held at the claim", |i| {
-        i.status
-            .as_ref()
-            .and_then(|s| s.progression.as_ref())
-            .is_some_and(|p| p.reached == "storage/storage")
-    })
-    .await;
-    let progression = held.status.as_ref().unwrap().progression.clone().unwrap();
+    let progression = held_at(&instances, &name, "storage/storage").await;
     assert_eq!(progression.next, "config/configuration");
     assert!(
         progression.held_by.len() == 1
@@ -502,14 +512,7 @@ async fn phases_the_content_declares_hold_a_config_map_until_its_claim_is_bound_
         .create(&PostParams::default(), &volume)
         .await
         .unwrap();
-    let held = wait_for(&instances, &name, "held at the ConfigMap's probe", |i| {
-        i.status
-            .as_ref()
-            .and_then(|s| s.progression.as_ref())
-            .is_some_and(|p| p.reached == "config/configuration")
-    })
-    .await;
-    let progression = held.status.as_ref().unwrap().progression.clone().unwrap();
+    let progression = held_at(&instances, &name, "config/configuration").await;
     assert_eq!(progression.next, "the rest/configuration");
     assert!(
         progression

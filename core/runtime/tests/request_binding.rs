@@ -18,7 +18,7 @@ use pakket_api::{
 };
 use pakket_runtime::kernel::controller;
 use pakket_runtime::provisioner::{ObjectsError, ObjectsRequest, Provisioner};
-use pakket_testkit::{Scope, condition_is, install_crds, reason_is, wait_for_instance};
+use pakket_testkit::{Scope, condition_is, install_crds, message_of, reason_is, wait_for_instance};
 use serde_json::{Value, json};
 
 mod plain_fixture;
@@ -241,7 +241,7 @@ impl Stage {
             self.app_in(&self.scope.namespace).await.is_some(),
             "what runs stays"
         );
-        (generation, approval_message(&waiting))
+        (generation, message_of(&waiting, ConditionType::Approved))
     }
 
     async fn cleanup(self) {
@@ -251,13 +251,6 @@ impl Stage {
             .await;
         self.scope.cleanup().await;
     }
-}
-
-fn approval_message(instance: &Instance) -> String {
-    instance
-        .condition(ConditionType::Approved)
-        .map(|condition| condition.message.clone())
-        .unwrap_or_default()
 }
 
 #[tokio::test]

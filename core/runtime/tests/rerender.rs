@@ -15,7 +15,9 @@ use kube::api::{Api, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
 use pakket_runtime::kernel::controller;
 use pakket_runtime::provisioner::{ObjectsError, ObjectsRequest, Provisioner};
-use pakket_testkit::{condition_is, eventually, install_crds, reason_is, wait_for_instance};
+use pakket_testkit::{
+    condition_is, eventually, install_crds, message_of, reason_is, wait_for_instance,
+};
 use serde_json::{Value, json};
 
 mod plain_fixture;
@@ -77,13 +79,6 @@ fn start(
     tokio::spawn(async move {
         let _ = controller::run_with(client, provisioner, options).await;
     })
-}
-
-fn approval_message(instance: &Instance) -> String {
-    instance
-        .condition(ConditionType::Approved)
-        .map(|condition| condition.message.clone())
-        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -177,7 +172,7 @@ async fn an_upgraded_provisioner_applies_a_new_render_only_within_the_rights_tha
         ConditionType::Approved,
         "ApprovedByPolicy"
     ));
-    let message = approval_message(&carried);
+    let message = message_of(&carried, ConditionType::Approved);
     assert!(
         message.contains("the objects it writes changed since"),
         "says why it was judged again: {message}"
@@ -216,7 +211,7 @@ async fn an_upgraded_provisioner_applies_a_new_render_only_within_the_rights_tha
         reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
     .await;
-    let message = approval_message(&waiting);
+    let message = message_of(&waiting, ConditionType::Approved);
     // The class's Android policy compares the new render with what runs,
     // names the right, and says why it asks again.
     assert!(

@@ -22,7 +22,7 @@ pub use events::{cluster_object_events, instance_events};
 pub use scope::Scope;
 pub use shared::{TestCluster, cluster};
 pub use wait::{
-    assert_readable_messages, bundle_status, condition_is, eventually, pinned_digest,
+    assert_readable_messages, bundle_status, condition_is, eventually, message_of, pinned_digest,
     pinned_digest_for, reason_is, wait_for_instance,
 };
 

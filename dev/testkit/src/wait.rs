@@ -70,6 +70,14 @@ pub fn condition_is(instance: &Instance, kind: ConditionType, status: &str) -> b
         .is_some_and(|condition| condition.status == status)
 }
 
+/// The message of the Instance's condition `kind` (empty without one).
+pub fn message_of(instance: &Instance, kind: ConditionType) -> String {
+    instance
+        .condition(kind)
+        .map(|condition| condition.message.clone())
+        .unwrap_or_default()
+}
+
 /// Whether the Instance's condition `kind` carries `reason`.
 pub fn reason_is(instance: &Instance, kind: ConditionType, reason: &str) -> bool {
     instance

@@ -421,11 +421,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     })
     .await;
     etcd_leaves(&scope).await;
-    let _ = instances.delete(&set, &DeleteParams::default()).await;
-    eventually("the resolveset Instance is gone", || async {
-        instances.get_opt(&set).await.unwrap().is_none()
-    })
-    .await;
+    remove_set(&instances, &set).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     support::cleanup(scope).await;
 }
@@ -589,11 +585,7 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
         ConditionType::Approved,
         "ApprovalPending"
     ));
-    let _ = instances.delete(&set, &DeleteParams::default()).await;
-    eventually("the resolveset Instance is gone", || async {
-        instances.get_opt(&set).await.unwrap().is_none()
-    })
-    .await;
+    remove_set(&instances, &set).await;
     support::revoke(&scope, "mallory").await;
     support::cleanup(scope).await;
 }
@@ -926,11 +918,7 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
         instances.get_opt(&child_name).await.unwrap().is_none()
     })
     .await;
-    let _ = instances.delete(&set, &DeleteParams::default()).await;
-    eventually("the resolveset Instance is gone", || async {
-        instances.get_opt(&set).await.unwrap().is_none()
-    })
-    .await;
+    remove_set(&instances, &set).await;
     support::revoke(&scope, "carol").await;
     support::revoke(&scope, "mallory").await;
     children_hooks.stop().await.unwrap();
@@ -1280,11 +1268,7 @@ async fn an_operator_brings_its_dependency_which_stays_while_another_operator_ne
     })
     .await;
     etcd_leaves(&scope).await;
-    let _ = instances.delete(&set, &DeleteParams::default()).await;
-    eventually("the resolveset Instance is gone", || async {
-        instances.get_opt(&set).await.unwrap().is_none()
-    })
-    .await;
+    remove_set(&instances, &set).await;
     support::cleanup(scope).await;
 }
 
@@ -1416,11 +1400,7 @@ async fn a_class_that_generates_inputs_gives_a_dependency_its_own_input_while_it
         instances.get_opt(&etcd_child).await.unwrap().is_none()
     })
     .await;
-    let _ = instances.delete(&set, &DeleteParams::default()).await;
-    eventually("the resolveset Instance is gone", || async {
-        instances.get_opt(&set).await.unwrap().is_none()
-    })
-    .await;
+    remove_set(&instances, &set).await;
     support::cleanup(scope).await;
 }
 
@@ -1615,6 +1595,15 @@ async fn apply_etcd_operator(scope: &Scope, version: &str) {
         .unwrap();
 }
 
+/// Deletes the resolveset Instance `set` and waits until it is gone.
+async fn remove_set(instances: &Api<Instance>, set: &str) {
+    let _ = instances.delete(set, &DeleteParams::default()).await;
+    eventually("the resolveset Instance is gone", || async {
+        instances.get_opt(set).await.unwrap().is_none()
+    })
+    .await;
+}
+
 /// The uid of cluster-scoped `T` `name`, if it is there.
 async fn uid_of<T>(client: &kube::Client, name: &str) -> Option<String>
 where
@@ -1700,10 +1689,22 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
     // A spec change the installed version still meets: still satisfied.
     apply_etcd_operator(&scope, ">=0.9.2").await;
     // Several passes of the Input controller and the set's provisioner.
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let failed = inputs.get(&scope.name("etcd")).await.unwrap();
-    let failed = failed.condition("ResolutionFailed").unwrap();
-    assert_eq!(failed.reason, "InstalledSatisfies", "{}", failed.message);
+    eventually(
+        "the Input, judged for its new spec, is still satisfied",
+        || async {
+            let input = inputs.get(&scope.name("etcd")).await.unwrap();
+            let judged = input
+                .status
+                .as_ref()
+                .is_some_and(|status| status.observed_generation == input.metadata.generation);
+            judged
+                && input
+                    .condition("ResolutionFailed")
+                    .is_some_and(|c| c.reason == "InstalledSatisfies")
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
 
     // Asking for what only the catalog has: that change waits, and says so.
     apply_etcd_operator(&scope, ">=0.9.4").await;
@@ -1776,11 +1777,7 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
             .is_none()
     })
     .await;
-    let _ = instances.delete(&set, &DeleteParams::default()).await;
-    eventually("the resolveset Instance is gone", || async {
-        instances.get_opt(&set).await.unwrap().is_none()
-    })
-    .await;
+    remove_set(&instances, &set).await;
     support::cleanup(scope).await;
 }
 
@@ -1845,11 +1842,7 @@ async fn a_class_namespace_pattern_puts_each_package_in_its_own_namespace_with_t
         instances.get_opt(&child_name).await.unwrap().is_none()
     })
     .await;
-    let _ = instances.delete(&set, &DeleteParams::default()).await;
-    eventually("the resolveset Instance is gone", || async {
-        instances.get_opt(&set).await.unwrap().is_none()
-    })
-    .await;
+    remove_set(&instances, &set).await;
     support::cleanup(scope).await;
 }
 
@@ -1995,11 +1988,7 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_operator_for_th
         instances.get_opt(&child_name).await.unwrap().is_none()
     })
     .await;
-    let _ = instances.delete(&set, &DeleteParams::default()).await;
-    eventually("the resolveset Instance is gone", || async {
-        instances.get_opt(&set).await.unwrap().is_none()
-    })
-    .await;
+    remove_set(&instances, &set).await;
     support::cleanup(scope).await;
 }
 

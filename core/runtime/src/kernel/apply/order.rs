@@ -35,7 +35,8 @@ pub fn rank(api_version: &str, kind: &str) -> u8 {
 /// bundle's own order.
 pub fn apply_order(objects: &[Value], phases: &DeclaredPhases) -> Vec<usize> {
     let mut order: Vec<usize> = (0..objects.len()).collect();
-    order.sort_by_key(|&index| Stage::of(&objects[index], phases));
+    // Cached: a stage matches the object against every declared selector.
+    order.sort_by_cached_key(|&index| Stage::of(&objects[index], phases));
     order
 }
 
