@@ -4,4 +4,5 @@
 pub mod operator;
 pub mod operator_controller;
 pub mod request_controller;
+pub mod request_install;
 pub mod request_objects;

@@ -44,7 +44,11 @@ use pakket_runtime::kernel::trust::approval::review;
 use pakket_runtime::kernel::trust::rbac::Access;
 use serde_json::json;
 
+use super::request_install::{self, Facts, Installing, Said};
 use super::request_objects::{Found, RequestId, seal};
+use crate::inputs::input::Input;
+use crate::operators::operator::OperatorStatus;
+use pakket_resolve_api::InputConditionType;
 
 /// The field manager of the Operators and statuses it writes.
 pub const MANAGER: &str = "pakket-resolveset-operator-requests";
@@ -53,8 +57,10 @@ pub const FINALIZER: &str = "operators.pakket.dev/operator-request";
 /// How often a request's status is looked at again (its Instance moves on
 /// its own).
 const RESYNC: Duration = Duration::from_secs(15);
-/// The conditions of the installing Instance a request mirrors.
-const MIRRORED: [&str; 3] = ["Approved", "Installed", "Healthy"];
+/// The Operator's conditions a request carries as they are.
+const COPIED: [&str; 2] = ["ConfigConflict", "CatalogUnavailable"];
+/// The annotation the set writes on each child: the package it installs.
+const PACKAGE_ANNOTATION: &str = "resolve.pakket.dev/package";
 
 /// What every reconcile shares.
 pub struct RequestContext {
@@ -174,7 +180,7 @@ async fn reconcile(
         .await;
     }
     let status = match accepted(&request, &context, &operator, &id).await? {
-        Ok(written) => mirrored(&request, &context, &written).await?,
+        Ok((written, requester)) => mirrored(&request, &context, &written, &requester).await?,
         Err(refusal) => {
             // What a lost namespace withdrew is said once and kept: read
             // what the request says now from the API server, not from a
@@ -334,7 +340,7 @@ async fn accepted(
     context: &RequestContext,
     operator: &str,
     id: &RequestId,
-) -> Result<Result<Operator, Refusal>, kube::Error> {
+) -> Result<Result<(Operator, CreatorRecord), Refusal>, kube::Error> {
     let namespace = request.namespace().unwrap_or_default();
     let Some(key) = &context.record_key else {
         return Ok(Err(Refusal {
@@ -417,7 +423,7 @@ async fn accepted(
             &Patch::Apply(&object),
         )
         .await?;
-    Ok(Ok(written))
+    Ok(Ok((written, requester)))
 }
 
 /// The one InputClass an admin labelled for requests.
@@ -503,12 +509,13 @@ async fn owns(
         .map_err(|problem| kube::Error::Service(problem.into()))
 }
 
-/// The request's status: accepted, and the installing Instance's
-/// conditions as it has them.
+/// The request's status: accepted, and what its install says
+/// ([`super::request_install`]).
 async fn mirrored(
     request: &OperatorRequest,
     context: &RequestContext,
     operator: &Operator,
+    requester: &CreatorRecord,
 ) -> Result<OperatorRequestStatus, kube::Error> {
     let old = request.status.clone().unwrap_or_default();
     let mut conditions = old.conditions.clone();
@@ -522,73 +529,117 @@ async fn mirrored(
         format!("Operator {operator_name} asks for it on your behalf"),
     );
     let operator_status = operator.status.clone().unwrap_or_default();
-    let input = operator_status
-        .components
-        .iter()
-        .find(|component| component.kind == "Input");
-    let instance_name = operator_status
-        .components
-        .iter()
-        .find(|component| component.kind == "Instance")
-        .map(|component| component.name.clone());
-    let instance = match &instance_name {
-        Some(name) => {
-            Api::<Instance>::all(context.client.clone())
-                .get_opt(name)
-                .await?
+    let package = request.spec.catalog.package.as_str();
+    let input = Api::<Input>::all(context.client.clone())
+        .get_opt(&operator_name)
+        .await?;
+    let resolution = input
+        .as_ref()
+        .and_then(|input| input.condition(InputConditionType::ResolutionFailed.as_str()));
+    let (named, found) = installing_instance(context, &operator_status, package).await?;
+    let installing = match (&named, &found) {
+        (None, _) => Installing::NotNamed,
+        (Some(name), None) => Installing::NotWritten(name),
+        (Some(name), Some(instance)) => {
+            let hers = context.record_key.as_ref().is_some_and(|key| {
+                pakket_api::requester(instance, Some(key)).is_ok_and(|(record, _)| {
+                    record.username == requester.username && record.uid == requester.uid
+                })
+            });
+            if hers {
+                Installing::Hers(instance)
+            } else {
+                Installing::NotHers(name)
+            }
         }
-        None => None,
     };
-    for type_ in MIRRORED {
-        let said = instance.as_ref().and_then(|instance| {
-            instance
-                .status
-                .as_ref()
-                .and_then(|status| status.conditions.iter().find(|c| c.type_ == type_))
-        });
+    let facts = Facts {
+        package,
+        input: &operator_name,
+        resolution,
+        installing,
+    };
+    for said in request_install::conditions(&facts) {
         match said {
-            Some(condition) => pakket_api::condition::set(
+            Said::Mirrored(condition) => pakket_api::condition::set(
                 &mut conditions,
                 Condition {
                     observed_generation: request.metadata.generation,
-                    ..condition.clone()
+                    ..condition
                 },
             ),
-            None => {
-                let input_name = input.map_or(operator_name.as_str(), |i| i.name.as_str());
-                let waiting = match (&instance_name, input) {
-                    (Some(name), _) if instance.is_some() => {
-                        format!("Instance {name} has not said yet (`kubectl instance why {name}`)")
-                    }
-                    (Some(name), _) => format!(
-                        "Instance {name} is not written yet: a new package waits for the set's approval (`kubectl instance why input/{input_name}`)"
-                    ),
-                    (None, Some(input)) => format!(
-                        "no Instance installs it yet: Input {} is {}; a new package waits for the set's approval (`kubectl instance why input/{}`)",
-                        input.name, input.state, input.name
-                    ),
-                    (None, None) => {
-                        format!("Operator {operator_name} has not written its Input yet")
-                    }
-                };
+            Said::Own(type_, status, reason, message) => {
                 set(
                     &mut conditions,
                     request,
                     type_,
-                    "Unknown",
-                    "NotInstalled",
-                    waiting,
+                    status,
+                    reason.as_str(),
+                    message,
                 );
             }
         }
     }
+    // What the Operator says of its package's config and catalog is the
+    // request's too; once gone there, it goes here.
+    for type_ in COPIED {
+        match operator_status.conditions.iter().find(|c| c.type_ == type_) {
+            Some(said) => pakket_api::condition::set(
+                &mut conditions,
+                Condition {
+                    observed_generation: request.metadata.generation,
+                    ..said.clone()
+                },
+            ),
+            None => conditions.retain(|c| c.type_ != type_),
+        }
+    }
+    // Another's Instance is neither named nor its version reported.
+    let shown = matches!(installing, Installing::Hers(_) | Installing::NotWritten(_));
+    let hers = matches!(installing, Installing::Hers(_));
+    let instance = named.clone().filter(|_| shown);
     Ok(OperatorRequestStatus {
         conditions,
         operator: Some(operator_name),
-        instance: instance_name,
-        installed_version: operator_status.installed_version,
+        instance,
+        installed_version: operator_status.installed_version.filter(|_| hers),
         observed_generation: request.metadata.generation,
     })
+}
+
+/// The Instance the Operator names for the request's package (its name),
+/// and that Instance if it is written. Among the Instances the Operator
+/// lists (the package's and its dependencies'), the package's is the one
+/// the set annotated with it.
+async fn installing_instance(
+    context: &RequestContext,
+    operator_status: &OperatorStatus,
+    package: &str,
+) -> Result<(Option<String>, Option<Instance>), kube::Error> {
+    let instances: Api<Instance> = Api::all(context.client.clone());
+    let mut first_unwritten = None;
+    for component in operator_status
+        .components
+        .iter()
+        .filter(|component| component.kind == "Instance")
+    {
+        match instances.get_opt(&component.name).await? {
+            Some(instance)
+                if instance
+                    .annotations()
+                    .get(PACKAGE_ANNOTATION)
+                    .map(String::as_str)
+                    == Some(package) =>
+            {
+                return Ok((Some(component.name.clone()), Some(instance)));
+            }
+            Some(_) => {}
+            None => {
+                first_unwritten.get_or_insert_with(|| component.name.clone());
+            }
+        }
+    }
+    Ok((first_unwritten, None))
 }
 
 /// Sets condition `type_` for the request's generation (its transition

@@ -8,3 +8,4 @@ pub mod placement;
 pub mod provisioner;
 pub mod requested_by;
 pub mod resolved_set;
+pub mod set_approval;

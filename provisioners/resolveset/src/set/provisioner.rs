@@ -13,22 +13,16 @@
 //! creates: [`crate::set::placement`]), `approval: AllowAll | DenyAll |
 //! Android`.
 //!
-//! `Android` approves a new set by itself only when it installs no package
-//! the set it replaces did not and moves none to an older version
-//! (upgrades of installed packages, removals); a set that adds or
-//! downgrades a package waits for a person, its message naming which. Each
-//! child is then approved under its own class's policy, which sees its
-//! content: registry-v1's `UserPermission`, or the runtime's `Android`
-//! ([`pakket_runtime::approval::android`]), under which a child's update
-//! that asks for an RBAC rule, binding, CRD or webhook its running bundle
-//! did not waits for a person.
-
-use std::collections::BTreeMap;
+//! `Android` ([`crate::set::set_approval`]) approves a new set by itself
+//! when each package it adds is one person's request, judged as hers by
+//! its own class, and it moves none to an older version. Each child is
+//! then approved under its own class's policy, which sees its content:
+//! registry-v1's `UserPermission`, an admin's `ApprovalPolicy`, or the
+//! runtime's `Android` ([`pakket_runtime::approval::android`]), under
+//! which a child's update that asks for an RBAC rule, binding, CRD or
+//! webhook its running bundle did not waits for a person.
 
 use kube::ResourceExt as _;
-use kube::api::Api;
-use pakket_api::Instance;
-use pakket_engine::Version;
 use pakket_runtime::approval::{Approval, ApprovalRequest};
 use pakket_runtime::kernel::trust::children::PakketKind;
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
@@ -204,147 +198,15 @@ impl Provisioner for ResolveSet {
 
     async fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
         match request.policy {
-            "Android" => {
-                let installed = installed_versions(request).await;
-                android(request, &installed)
-            }
+            "Android" => crate::set::set_approval::android(request).await,
             _ => pakket_runtime::approval::standard(request).await,
         }
     }
 }
 
-/// The installed children's packages and versions, read from the child
-/// Instances the set's status lists (their annotations are the set's own:
-/// the runtime wrote them, and it refuses objects it does not own).
-async fn installed_versions(request: &ApprovalRequest<'_>) -> BTreeMap<String, String> {
-    let children: Vec<String> = request
-        .instance
-        .status
-        .as_ref()
-        .map(|status| {
-            status
-                .objects
-                .iter()
-                .filter(|o| o.kind == "Instance" && o.api_version == "core.pakket.dev/v1alpha1")
-                .map(|o| o.name.clone())
-                .collect()
-        })
-        .unwrap_or_default();
-    let api: Api<Instance> = Api::all(request.client.clone());
-    let mut installed = BTreeMap::new();
-    for name in children {
-        let Ok(Some(child)) = api.get_opt(&name).await else {
-            continue;
-        };
-        let annotations = child.annotations();
-        if let (Some(package), Some(version)) = (
-            annotations.get("resolve.pakket.dev/package"),
-            annotations.get("resolve.pakket.dev/version"),
-        ) {
-            installed.insert(package.clone(), version.clone());
-        }
-    }
-    installed
-}
-
-/// `Android` for the set's Instance: see [`android_verdict`].
-fn android(request: &ApprovalRequest<'_>, installed: &BTreeMap<String, String>) -> Approval {
-    match android_verdict(&versions(request.objects), installed) {
-        Ok(why) => Approval::Approved(format!("approved by policy Android: {why}")),
-        Err(why) => Approval::Pending {
-            message: format!(
-                "waiting for approval (ProvisionerClass {} has approval: Android): the set {why}; review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}`",
-                request.class.name_any(),
-                name = request.instance.name_any()
-            ),
-            retry: None,
-        },
-    }
-}
-
-/// `Android`: a set (package → version) that installs no package the
-/// installed set lacks and moves none to an older version is approved by
-/// policy (`Ok`, saying so); otherwise a person decides (`Err`, naming
-/// what is new and what goes back).
-pub fn android_verdict(
-    wanted: &BTreeMap<String, String>,
-    installed: &BTreeMap<String, String>,
-) -> Result<String, String> {
-    let new: Vec<&str> = wanted
-        .keys()
-        .filter(|package| !installed.contains_key(*package))
-        .map(String::as_str)
-        .collect();
-    let older: Vec<String> = wanted
-        .iter()
-        .filter_map(|(package, version)| {
-            let before = installed.get(package)?;
-            let (now, then) = (Version::parse(version).ok()?, Version::parse(before).ok()?);
-            (now < then).then(|| format!("{package} {before} → {version}"))
-        })
-        .collect();
-    if new.is_empty() && older.is_empty() {
-        return Ok(format!(
-            "the set installs no new package and downgrades none ({} packages); each is approved under its own class",
-            wanted.len()
-        ));
-    }
-    let mut why = Vec::new();
-    if !new.is_empty() {
-        why.push(format!(
-            "adds {} new package(s): {}",
-            new.len(),
-            new.join(", ")
-        ));
-    }
-    if !older.is_empty() {
-        why.push(format!("downgrades {}", older.join(", ")));
-    }
-    Err(why.join(" and "))
-}
-
-/// The packages a set of child Instances installs, with their versions.
-fn versions(objects: &[Value]) -> BTreeMap<String, String> {
-    objects
-        .iter()
-        .filter_map(|o| {
-            let annotations = &o["metadata"]["annotations"];
-            Some((
-                annotations["resolve.pakket.dev/package"]
-                    .as_str()?
-                    .to_owned(),
-                annotations["resolve.pakket.dev/version"]
-                    .as_str()?
-                    .to_owned(),
-            ))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn set(list: &[(&str, &str)]) -> BTreeMap<String, String> {
-        list.iter()
-            .map(|(p, v)| ((*p).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn android_approves_upgrades_and_removals_and_asks_for_new_or_older_packages() {
-        let installed = set(&[("etcd", "0.9.2"), ("prometheus", "1.0.0")]);
-        assert!(android_verdict(&set(&[("etcd", "0.9.4")]), &installed).is_ok());
-        assert!(android_verdict(&set(&[]), &installed).is_ok());
-        assert_eq!(
-            android_verdict(&set(&[("etcd", "0.9.4"), ("vault", "1.0.0")]), &installed),
-            Err("adds 1 new package(s): vault".into())
-        );
-        assert_eq!(
-            android_verdict(&set(&[("etcd", "0.9.0"), ("x", "1.0.0")]), &installed),
-            Err("adds 1 new package(s): x and downgrades etcd 0.9.2 → 0.9.0".into())
-        );
-    }
 
     fn entry(package: &str, image: &str) -> Entry {
         Entry {

@@ -229,7 +229,12 @@ pub async fn run_with<P: Provisioner>(
     // includes creation) reaches the Instances that name them.
     let (classes, class_changes) = generations::<ProvisionerClass>(&client);
     let (bundles, bundle_changes) = generations::<Bundle>(&client);
+    // ApprovalPolicies: an edit (a new generation) re-judges at once the
+    // Instances of every class that names the policy, rather than at the
+    // next recheck of what waits.
+    let (_policies, policy_changes) = generations::<pakket_api::ApprovalPolicy>(&client);
 
+    let classes_for_policies = classes.clone();
     let caches = Caches {
         classes,
         bundles,
@@ -244,19 +249,14 @@ pub async fn run_with<P: Provisioner>(
         caches,
         options,
     ));
-    let by_class = instances.clone();
-    let by_bundle = instances.clone();
-    let (claimer, id) = (client.clone(), context.provisioner.id().to_owned());
+    let claimer = (client.clone(), context.provisioner.id().to_owned());
+    let (of_class, of_bundle) = (instances.clone(), instances.clone());
+    let of_policy = (instances.clone(), classes_for_policies);
     Controller::for_stream(instance_changes, instances)
         .watches_stream(class_changes, move |class: ProvisionerClass| {
-            class_claim::claim_if_named(&claimer, &id, &class);
+            class_claim::claim_if_named(&claimer.0, &claimer.1, &class);
             let name = class.name_any();
-            by_class
-                .state()
-                .into_iter()
-                .filter(|instance| instance.spec.class == name)
-                .map(|instance| ObjectRef::from_obj(&*instance))
-                .collect::<Vec<_>>()
+            named_by(&of_class, |instance| instance.spec.class == name)
         })
         .watches_stream(bundle_changes, move |bundle: Bundle| {
             // A Bundle an Instance embeds was created by that Instance's
@@ -269,12 +269,13 @@ pub async fn run_with<P: Provisioner>(
                 return Vec::new();
             }
             let name = bundle.name_any();
-            by_bundle
-                .state()
-                .into_iter()
-                .filter(|instance| instance.spec.bundle.name == name)
-                .map(|instance| ObjectRef::from_obj(&*instance))
-                .collect::<Vec<_>>()
+            named_by(&of_bundle, |instance| instance.spec.bundle.name == name)
+        })
+        .watches_stream(policy_changes, move |policy: pakket_api::ApprovalPolicy| {
+            let classes = classes_naming(&of_policy.1.state(), &policy.name_any());
+            named_by(&of_policy.0, |instance| {
+                classes.contains(&instance.spec.class)
+            })
         })
         .reconcile_on(drift_triggers)
         .reconcile_on(dependency_wakes)
@@ -314,6 +315,42 @@ where
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
     (cache, changes)
+}
+
+/// The cached Instances `matches` picks, as references to reconcile.
+fn named_by(
+    instances: &reflector::Store<Instance>,
+    matches: impl Fn(&Instance) -> bool,
+) -> Vec<ObjectRef<Instance>> {
+    instances
+        .state()
+        .into_iter()
+        .filter(|instance| matches(instance))
+        .map(|instance| ObjectRef::from_obj(&*instance))
+        .collect()
+}
+
+/// The names of the classes whose `approval: Policy` names `policy`.
+fn classes_naming(
+    classes: &[Arc<ProvisionerClass>],
+    policy: &str,
+) -> std::collections::BTreeSet<String> {
+    classes
+        .iter()
+        .filter(|class| {
+            class.spec.parameters.as_ref().is_some_and(|parameters| {
+                parameters
+                    .get("approval")
+                    .and_then(serde_json::Value::as_str)
+                    == Some("Policy")
+                    && parameters
+                        .get("approvalPolicy")
+                        .and_then(serde_json::Value::as_str)
+                        == Some(policy)
+            })
+        })
+        .map(|class| class.name_any())
+        .collect()
 }
 
 /// The caches a controller reads from.
@@ -478,6 +515,37 @@ mod tests {
     use super::*;
     use pakket_api::condition::ConditionStatus;
     use pakket_api::{InstanceStatus, Reason};
+
+    #[test]
+    fn a_policy_edit_reaches_the_classes_that_approve_by_it_only() {
+        let class = |name: &str, parameters: serde_json::Value| {
+            Arc::new(ProvisionerClass::new(
+                name,
+                serde_json::from_value(
+                    serde_json::json!({"provisioner": "x.dev/p", "parameters": parameters}),
+                )
+                .unwrap(),
+            ))
+        };
+        let classes = [
+            class(
+                "by-it",
+                serde_json::json!({"approval": "Policy", "approvalPolicy": "teams"}),
+            ),
+            class(
+                "by-another",
+                serde_json::json!({"approval": "Policy", "approvalPolicy": "other"}),
+            ),
+            // Names the policy but does not approve by it.
+            class(
+                "stale",
+                serde_json::json!({"approval": "UserPermission", "approvalPolicy": "teams"}),
+            ),
+            class("none", serde_json::json!(null)),
+        ];
+        let named: Vec<String> = classes_naming(&classes, "teams").into_iter().collect();
+        assert_eq!(named, ["by-it"]);
+    }
 
     #[test]
     fn healthy_instances_come_back_spread_over_a_fifth_of_the_resync_and_each_re_applies() {

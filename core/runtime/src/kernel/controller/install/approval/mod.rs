@@ -142,6 +142,12 @@ fn denied(instance: &Instance, report: &Report) -> (String, Option<Duration>) {
     )
 }
 
+/// A digest as people compare it: the algorithm and 12 hex digits.
+pub(super) fn short_digest(digest: &str) -> &str {
+    let end = digest.find(':').map_or(12, |colon| colon + 13);
+    digest.get(..end).unwrap_or(digest)
+}
+
 /// One request being decided: the content, as judged, for this generation.
 struct Asking<'a, P> {
     instance: &'a Instance,
@@ -276,6 +282,13 @@ impl<P: Provisioner> Asking<'_, P> {
 
     /// Records the policy's approval of this request.
     fn approved(&self, by_policy: &str, report: &mut Report, message: String) {
+        // Each decision names the content it covers, so an approval of
+        // newer content never reads like the one before it.
+        let message = format!(
+            "{message} (Bundle {} at {})",
+            self.content.bundle,
+            short_digest(&self.content.digest)
+        );
         report.set(Reason::ApprovedByPolicy, ConditionStatus::True, message);
         report.status.approval = Some(ApprovedContent {
             approved_by: by_policy.to_owned(),
@@ -507,4 +520,15 @@ fn rerendered_issued_material<P>(
             secondary: None,
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_digest_is_shortened_to_its_algorithm_and_twelve_digits() {
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        assert_eq!(super::short_digest(&digest), "sha256:abababababab");
+        assert_eq!(super::short_digest("sha256:ab"), "sha256:ab");
+        assert_eq!(super::short_digest(""), "");
+    }
 }

@@ -9,9 +9,11 @@
 //! What a rule approved holds for exactly that request (the decision key,
 //! [`crate::trust::decision_key`]) with the policy at the generation that
 //! decided: editing the policy judges every request again by the rules as
-//! they are then (what runs stays running while it waits). Decisions that
-//! wait are asked again every [`RECHECK`], so a policy an admin fixes is
-//! seen without a change to the Instance.
+//! they are then (what runs stays running while it waits). The controller
+//! watches ApprovalPolicies: an edit re-judges the Instances of every
+//! class naming the policy at once. Decisions that wait are also asked
+//! again every [`RECHECK`] (a requester's rights, which `userPermission()`
+//! and `requesterOwns()` read, change without an event here).
 
 use std::time::Duration;
 
@@ -192,9 +194,18 @@ fn tell_decision<P>(
     let by = &approved.approved_by;
     let message = match decision.outcome {
         RuleOutcome::Approve => {
+            // Each decision names the content it covers, so an approval of
+            // newer content never reads like the one before it.
+            let covers = format!(
+                "Bundle {} at {}",
+                approved.bundle,
+                super::short_digest(&approved.digest)
+            );
             let message = match asked_again {
-                Some(again) => format!("approved by {by}: {} ({again})", decision.message),
-                None => format!("approved by {by}: {}", decision.message),
+                Some(again) => {
+                    format!("approved by {by}: {} ({covers}; {again})", decision.message)
+                }
+                None => format!("approved by {by}: {} ({covers})", decision.message),
             };
             report.set(
                 Reason::ApprovedByPolicy,
