@@ -99,6 +99,9 @@ pub struct Diagnosis {
     pub summary: String,
     /// The problems, most blocking first.
     pub problems: Vec<Problem>,
+    /// Who approved what runs, and by which rule, when it is approved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved: Option<String>,
 }
 
 /// What is known besides the Instance: its Bundle and its class, when they
@@ -180,7 +183,25 @@ pub fn diagnose(instance: &Instance, context: &Context<'_>) -> Diagnosis {
         state,
         summary,
         problems,
+        approved: approved_by(instance),
     }
+}
+
+/// The decision behind what runs: who or which policy rule approved it,
+/// for which content, in the `Approved` condition's words.
+fn approved_by(instance: &Instance) -> Option<String> {
+    let status = instance.status.as_ref()?;
+    let condition = pakket_api::condition::find(&status.conditions, ConditionType::Approved)
+        .filter(|condition| condition.status == "True")?;
+    let approval = status.approval.as_ref()?;
+    Some(if condition.message.contains(&approval.approved_by) {
+        condition.message.clone()
+    } else {
+        format!(
+            "approved by {}: {}",
+            approval.approved_by, condition.message
+        )
+    })
 }
 
 /// Where content ships its author's progression probes (the runtime's
@@ -587,6 +608,7 @@ fn deletion_held(instance: &Instance, context: &Context<'_>) -> Option<Diagnosis
             objects: Vec::new(),
             next_steps,
         }],
+        approved: None,
     })
 }
 
@@ -631,6 +653,7 @@ fn not_reconciled(instance: &Instance, context: &Context<'_>) -> Diagnosis {
             objects: Vec::new(),
             next_steps: vec![step],
         }],
+        approved: None,
     }
 }
 
@@ -727,6 +750,9 @@ pub fn render(diagnosis: &Diagnosis, now: Timestamp) -> String {
     if diagnosis.problems.is_empty() {
         text.push_str(&diagnosis.summary);
         text.push('\n');
+        if let Some(approved) = &diagnosis.approved {
+            text.push_str(&format!("  {approved}\n"));
+        }
         return text;
     }
     for (i, problem) in diagnosis.problems.iter().enumerate() {

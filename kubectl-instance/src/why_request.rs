@@ -62,11 +62,18 @@ pub fn diagnose(request: &OperatorRequest) -> RequestDiagnosis {
     let named = format!("{}{namespace}/{name}", operator_request::PREFIX);
     let status = request.status.clone().unwrap_or_default();
     let condition = |kind: &str| status.conditions.iter().find(|c| c.type_ == kind);
-    let mut reasons: Vec<String> = ["Accepted", "Approved", "Installed", "Healthy"]
-        .into_iter()
-        .filter_map(condition)
-        .map(|c| format!("{} is {} ({}): {}", c.type_, c.status, c.reason, c.message))
-        .collect();
+    let mut reasons: Vec<String> = [
+        "Accepted",
+        "Approved",
+        "Installed",
+        "Healthy",
+        "ConfigConflict",
+        "CatalogUnavailable",
+    ]
+    .into_iter()
+    .filter_map(condition)
+    .map(|c| format!("{} is {} ({}): {}", c.type_, c.status, c.reason, c.message))
+    .collect();
     if let Some((observed, generation)) = stale_generation(request) {
         reasons.push(format!(
             "this describes generation {observed}; the request is at {generation}, which pakket-resolveset has not judged yet"
@@ -129,6 +136,14 @@ fn refused(accepted: &Condition) -> (String, Option<String>) {
     (format!("refused ({}): {what}", accepted.reason), Some(next))
 }
 
+/// The reasons pakket-resolveset gives a request for which nothing
+/// installs (its own words, never another requester's Instance's).
+const NOTHING_INSTALLS: [&str; 3] = [
+    "PackageOwnedByAnother",
+    "InstalledForAnother",
+    "NotResolved",
+];
+
 /// An accepted request: where its operator's install stands.
 fn accepted<'a>(
     status: &pakket_operators_api::request::OperatorRequestStatus,
@@ -137,7 +152,14 @@ fn accepted<'a>(
 ) -> (String, Option<String>) {
     let operator = status.operator.as_deref().unwrap_or("(not named yet)");
     let instance = status.instance.as_deref();
-    let why_instance = |instance: &str| format!("`kubectl instance why {instance}` says more");
+    // The requester may not read cluster-scoped Instances: the conditions
+    // above are her whole answer, and a pointer to the Instance is said
+    // to be an admin's.
+    let why_instance = |instance: &str| {
+        format!(
+            "the conditions above say what it waits for; a cluster admin sees more with `kubectl instance why {instance}`"
+        )
+    };
     let installed = condition("Installed");
     let healthy = condition("Healthy");
     let approved = condition("Approved");
@@ -156,6 +178,12 @@ fn accepted<'a>(
         return (
             format!("installed{version}, not healthy yet, through Operator {operator}"),
             next,
+        );
+    }
+    if let Some(nothing) = installed.filter(|c| NOTHING_INSTALLS.contains(&c.reason.as_str())) {
+        return (
+            format!("accepted, but nothing installs for it ({})", nothing.reason),
+            Some(nothing.message.clone()),
         );
     }
     match (approved, instance) {
@@ -313,6 +341,49 @@ mod tests {
         );
         assert_eq!(healthy.next, None);
         assert_eq!(healthy.reasons.len(), 4);
+    }
+
+    #[test]
+    fn a_request_for_a_package_another_has_says_nothing_installs_for_it() {
+        let owned = "package etcd is installed once in the cluster, and another request or Operator has it, so nothing installs for this request";
+        let diagnosis = diagnose(&request(
+            json!([
+                condition("Accepted", "True", "OperatorWritten", "written"),
+                condition(
+                    "Approved",
+                    "Unknown",
+                    "PackageOwnedByAnother",
+                    "see Installed"
+                ),
+                condition("Installed", "False", "PackageOwnedByAnother", owned),
+                condition(
+                    "Healthy",
+                    "Unknown",
+                    "PackageOwnedByAnother",
+                    "see Installed"
+                ),
+                condition(
+                    "ConfigConflict",
+                    "True",
+                    "PackageOwnedByAnother",
+                    "its config is not applied"
+                ),
+            ]),
+            json!({ "operator": "request-2" }),
+        ));
+        assert_eq!(
+            diagnosis.summary,
+            "accepted, but nothing installs for it (PackageOwnedByAnother)"
+        );
+        assert_eq!(diagnosis.next.as_deref(), Some(owned));
+        assert!(
+            diagnosis
+                .reasons
+                .iter()
+                .any(|r| r.starts_with("ConfigConflict is True")),
+            "{:?}",
+            diagnosis.reasons
+        );
     }
 
     #[test]

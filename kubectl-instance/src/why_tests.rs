@@ -261,6 +261,24 @@ fn everything_true_is_ready_and_no_status_points_at_the_class() {
         "Instance web is installed and healthy.\n"
     );
 
+    // The decision behind what runs is named, rule and all.
+    let mut by_rule = ready.clone();
+    let status = by_rule.status.as_mut().unwrap();
+    status.conditions[0].message =
+        "approved by policy teams rule 2 (self-service): etcd 0.9.x is self-service (Bundle etcd.v0.9.4 at sha256:0123456789ab)".into();
+    status.approval = Some(pakket_api::ApprovedContent {
+        bundle: "etcd.v0.9.4".into(),
+        digest: "sha256:0123456789abcdef".into(),
+        approved_by: "policy teams rule 2 (self-service)".into(),
+        rendered: None,
+        generation: Some(1),
+        judged: None,
+    });
+    assert_eq!(
+        render(&diagnose(&by_rule, &known()), at(1_000)),
+        "Instance web is installed and healthy.\n  approved by policy teams rule 2 (self-service): etcd 0.9.x is self-service (Bundle etcd.v0.9.4 at sha256:0123456789ab)\n"
+    );
+
     let partial = instance(&[(Reason::ApprovedByUser, True, "approved by alice")]);
     assert_eq!(diagnose(&partial, &known()).state, Kind::Progressing);
 
