@@ -416,7 +416,11 @@ async fn the_creator_is_recorded_and_cannot_be_forged() {
     let alices = CreatorRecord::new(
         "alice",
         Some("alice".into()),
-        vec!["pakket:test-users".into(), "system:authenticated".into()],
+        vec![
+            "pakket:test-users".into(),
+            "system:authenticated".into(),
+            "team-a".into(),
+        ],
     );
     let sealed_for = |instance: &Instance| {
         pakket_api::requester(instance, Some(&harness.webhooks.record_key()))

@@ -322,7 +322,7 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
     assert_eq!(own.outcome, RuleOutcome::Approve);
     assert_eq!(
         label(&policy, &own),
-        "policy namespace-operators rule 3 (self-service)"
+        "policy namespace-operators rule 4 (self-service)"
     );
     // The same request from someone the apiserver says does not own the
     // namespace: the config naming it proves nothing.
@@ -340,7 +340,7 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
     // Watching every namespace, or two: refused with the rule's words.
     for watching in [json!([]), json!(["team-a", "team-b"])] {
         let wider = requested(watching, &ETCD_FOR_TEAM_A);
-        assert_eq!((wider.outcome, wider.rule), (RuleOutcome::Deny, Some(1)));
+        assert_eq!((wider.outcome, wider.rule), (RuleOutcome::Deny, Some(2)));
         assert!(wider.message.contains("watches the one namespace"));
     }
     let mut everywhere = ETCD_FOR_TEAM_A.inputs();
@@ -358,6 +358,14 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
     assert_eq!((other.outcome, other.rule), (RuleOutcome::AskAPerson, None));
     let elsewhere = requested(json!(["team-b"]), &ETCD_FOR_TEAM_A);
     assert_eq!(elsewhere.outcome, RuleOutcome::AskAPerson);
+    // A team the policy does not list is refused, with the rule's words.
+    let team_c = Request {
+        groups: &["team-c", "system:authenticated"],
+        ..ETCD_FOR_TEAM_A
+    };
+    let refused = requested(json!(["team-a"]), &team_c);
+    assert_eq!((refused.outcome, refused.rule), (RuleOutcome::Deny, Some(1)));
+    assert!(refused.message.contains("only the teams"), "{}", refused.message);
     // A cluster admin's Operator watching everything passes.
     let admin = Request {
         groups: &["system:masters"],

@@ -23,6 +23,30 @@ pub struct TestUser {
 /// The group every test user belongs to.
 pub const TEST_USERS_GROUP: &str = "pakket:test-users";
 
+/// Each test user's team, a group of her own besides [`TEST_USERS_GROUP`],
+/// as the example policies in `deploy/policies/` name teams: two users
+/// share `team-a` and two `team-b`, so a policy can tell a team from a
+/// person; mallory belongs to no team.
+pub const TEAMS: &[(&str, &str)] = &[
+    ("alice", "team-a"),
+    ("bob", "team-b"),
+    ("carol", "team-c"),
+    ("dave", "team-a"),
+    ("erin", "team-b"),
+];
+
+/// The groups of test user `name`.
+pub fn groups_of(name: &str) -> Vec<String> {
+    let mut groups = vec![TEST_USERS_GROUP.to_owned()];
+    groups.extend(
+        TEAMS
+            .iter()
+            .filter(|(user, _)| *user == name)
+            .map(|(_, team)| (*team).to_owned()),
+    );
+    groups
+}
+
 /// Makes the test users with fresh random tokens.
 pub fn test_users() -> Vec<TestUser> {
     crate::TEST_USERS
@@ -30,7 +54,7 @@ pub fn test_users() -> Vec<TestUser> {
         .map(|name| TestUser {
             name: (*name).to_owned(),
             token: Alphanumeric.sample_string(&mut rand::rng(), 40),
-            groups: vec![TEST_USERS_GROUP.to_owned()],
+            groups: groups_of(name),
         })
         .collect()
 }

@@ -23,7 +23,7 @@ mod start;
 
 pub use binaries::{Binaries, NodeBinaries, helm};
 pub use error::{Error, Result};
-pub use kubeconfig::{TEST_USERS_GROUP, TestUser};
+pub use kubeconfig::{TEAMS, TEST_USERS_GROUP, TestUser, groups_of};
 pub use nodes::{KWOK_ANNOTATION, NODE_TYPE_LABEL};
 pub use ports::Ports;
 pub use process::{Component, rss_kib};

@@ -111,6 +111,20 @@ async fn test_users_are_authenticated_non_admins_that_rbac_governs() {
         !groups.iter().any(|group| group == "system:masters"),
         "{groups:?}"
     );
+    // Her team, as the example policies name teams; mallory has none.
+    assert!(groups.contains(&"team-a".to_owned()), "{groups:?}");
+    let mallory = Api::<SelfSubjectReview>::all(cluster.client_as("mallory").await)
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .unwrap();
+    let theirs = mallory
+        .status
+        .unwrap()
+        .user_info
+        .unwrap()
+        .groups
+        .unwrap_or_default();
+    assert!(!theirs.iter().any(|g| g.starts_with("team-")), "{theirs:?}");
 
     assert!(
         !can_list_bundles(&alice).await,

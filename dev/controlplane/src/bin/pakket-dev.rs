@@ -205,7 +205,10 @@ fn print_status(state: &State, exited: &[&Component]) {
         state
             .users
             .iter()
-            .map(|u| u.name.as_str())
+            .map(|u| match u.groups.get(1..).unwrap_or_default() {
+                [] => u.name.clone(),
+                teams => format!("{} ({})", u.name, teams.join(", ")),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     );
