@@ -193,6 +193,13 @@ fn accepted<'a>(
                 "someone who may approve Instances reviews it (`kubectl instance describe {instance}`), then runs `kubectl instance approve {named}`"
             )),
         ),
+        (Some(approved), _) if approved.reason == "RefusedByPolicy" => (
+            format!("refused by the class's policy: {}", approved.message),
+            Some(
+                "change the request as the rule says, or ask a cluster admin: the platform team edits the policy, or someone who may approve Instances decides"
+                    .to_owned(),
+            ),
+        ),
         (Some(approved), _) if approved.reason == "ApprovalDenied" => (
             format!("denied: {}", approved.message),
             Some("talk to the approver; changing the request asks again".to_owned()),

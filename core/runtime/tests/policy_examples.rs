@@ -364,8 +364,15 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
         ..ETCD_FOR_TEAM_A
     };
     let refused = requested(json!(["team-a"]), &team_c);
-    assert_eq!((refused.outcome, refused.rule), (RuleOutcome::Deny, Some(1)));
-    assert!(refused.message.contains("only the teams"), "{}", refused.message);
+    assert_eq!(
+        (refused.outcome, refused.rule),
+        (RuleOutcome::Deny, Some(1))
+    );
+    assert!(
+        refused.message.contains("only the teams"),
+        "{}",
+        refused.message
+    );
     // A cluster admin's Operator watching everything passes.
     let admin = Request {
         groups: &["system:masters"],

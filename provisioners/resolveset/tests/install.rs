@@ -2923,3 +2923,257 @@ async fn conflicting_requests_both_wait_until_a_person_chooses_and_no_writer_ste
     inputs_hooks.stop().await.unwrap();
     support::cleanup(scope).await;
 }
+
+/// Namespace `<scope>-<team>`, owned by `user` (`admin` there) with the
+/// request rights deploy/rbac/examples.yaml aggregates to `admin`
+/// (ClusterRole pakket-operator-requests, as shipped); its name.
+async fn team_namespace(scope: &Scope, team: &str, user: &str) -> String {
+    let name = scope.name(team);
+    let namespace: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": scope.labels() },
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(scope.client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    own_namespace(scope, user, &name).await;
+    let role: k8s_openapi::api::rbac::v1::Role = serde_json::from_value(json!({
+        "metadata": { "name": "operator-requests", "namespace": name },
+        "rules": pakket_testkit::shipped::example_rules("pakket-operator-requests"),
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(scope.client.clone(), &name)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": "operator-requests", "namespace": name },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "operator-requests" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(scope.client.clone(), &name)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    name
+}
+
+/// `user`'s request `etcd` for etcd 0.9.2 in `namespace`, created as her
+/// once her rights have reached the apiserver's authorizer.
+async fn request_as(scope: &Scope, user: &str, namespace: &str) -> Api<OperatorRequest> {
+    let mut request = etcd_request(scope, "etcd", json!({}));
+    request.metadata.namespace = Some(namespace.to_owned());
+    let hers: Api<OperatorRequest> =
+        Api::namespaced(scope.cluster.client_as(user).await, namespace);
+    eventually(&format!("{user} may write requests"), || async {
+        hers.create(&PostParams::default(), &request).await.is_ok()
+    })
+    .await;
+    Api::namespaced(scope.client.clone(), namespace)
+}
+
+/// The shipped `deploy/policies/namespace-operators.yaml`, unedited but for
+/// its name (the scope's) and labels.
+async fn shipped_namespace_operators(scope: &Scope) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../deploy/policies/namespace-operators.yaml");
+    let mut policy: pakket_api::ApprovalPolicy =
+        serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    policy.metadata.name = Some(scope.name("namespace-operators"));
+    policy.metadata.labels = Some(scope.labels());
+    Api::<pakket_api::ApprovalPolicy>::all(scope.client.clone())
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    scope.name("namespace-operators")
+}
+
+#[tokio::test]
+async fn a_listed_team_self_serves_an_operator_under_the_shipped_policy_and_no_request_wears_anothers_install()
+ {
+    // The shipped classes' approvals as deploy/ has them (the set:
+    // Android; the children: the shipped namespace-operators policy),
+    // pakket-resolveset, registry-v1 and the webhooks as their
+    // ServiceAccounts, and three namespace owners whose teams come from
+    // their groups (pakket-dev: carol team-c, alice team-a, bob team-b).
+    // Carol's team is not listed: her request is refused with the rule's
+    // words and nothing runs for her. Alice's installs etcd into her
+    // namespace without anyone approving anything. Bob asks for etcd
+    // while alice's runs: his request says nothing installs for it, and
+    // never shows alice's Instance, version or health as his.
+    let _etcd = ETCD_CRDS.lock().await;
+    let scope = Scope::new("resolveset-self-service").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let shipped = Shipped::new(&scope).await;
+    let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
+    let key = inputs_hooks.record_key();
+    let _running = shipped.start_controllers(&scope, Some(key.clone())).await;
+    let (_, mirror) = etcd_images_and_catalog(&scope).await;
+    let policy = shipped_namespace_operators(&scope).await;
+    let registry_class = start_registry_v1_as(
+        &scope,
+        shipped.registry_v1.clone(),
+        "Policy",
+        &mirror,
+        Some(key.clone()),
+    )
+    .await;
+    Api::<ProvisionerClass>::all(scope.client.clone())
+        .patch(
+            &registry_class,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "parameters": { "approvalPolicy": policy } } })),
+        )
+        .await
+        .unwrap();
+    start_resolveset_as(
+        &scope,
+        shipped.resolveset.clone(),
+        &registry_class,
+        Some(key.clone()),
+    )
+    .await;
+    subscription_class(&scope).await;
+    Api::<InputClass>::all(scope.client.clone())
+        .patch(
+            &scope.name("subscription"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": {
+                pakket_resolveset::operators::request_controller::FOR_REQUESTS_LABEL: "true",
+            } } })),
+        )
+        .await
+        .unwrap();
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let set = scope.name("resolveset");
+    let child = format!("{set}-etcd");
+
+    // Carol (team-c): refused by the policy's rule, in its words.
+    let team_c = team_namespace(&scope, "team-c", "carol").await;
+    let carols = request_as(&scope, "carol", &team_c).await;
+    let refused = request_says(&carols, "etcd", "Approved", "RefusedByPolicy").await;
+    assert!(
+        refused.message.contains("rule 2 (listed-teams)")
+            && refused.message.contains("only the teams"),
+        "{refused:?}"
+    );
+    let deployments = |namespace: &str| {
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(scope.client.clone(), namespace)
+    };
+    assert!(
+        deployments(&team_c)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "nothing runs for a refused request"
+    );
+    carols
+        .delete("etcd", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("carol's refused child is gone", || async {
+        instances.get_opt(&child).await.unwrap().is_none()
+    })
+    .await;
+
+    // Alice (team-a): no person anywhere, etcd runs in her namespace.
+    let asked = std::time::Instant::now();
+    let team_a = team_namespace(&scope, "team-a", "alice").await;
+    let alices = request_as(&scope, "alice", &team_a).await;
+    let healthy = request_says(&alices, "etcd", "Healthy", "ObjectsHealthy").await;
+    println!(
+        "request created → etcd Healthy, no person: {:.1} s",
+        asked.elapsed().as_secs_f64()
+    );
+    assert_eq!(healthy.status, "True");
+    let approved = alices.get("etcd").await.unwrap();
+    let approved_condition = approved.condition("Approved").unwrap();
+    assert!(
+        approved_condition.message.contains("rule 4 (self-service)"),
+        "{approved_condition:?}"
+    );
+    assert_eq!(
+        approved.status.as_ref().unwrap().instance,
+        Some(child.clone())
+    );
+    let the_set = instances.get(&set).await.unwrap();
+    let set_approval = pakket_testkit::message_of(&the_set, ConditionType::Approved);
+    assert!(
+        set_approval.contains("alice's request, judged as theirs by class"),
+        "{set_approval}"
+    );
+    let installed = instances.get(&child).await.unwrap();
+    let approval = installed.status.as_ref().unwrap().approval.clone().unwrap();
+    assert!(
+        approval.approved_by.contains("self-service"),
+        "{approval:?}"
+    );
+    assert_eq!(
+        deployments(&team_a)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1,
+        "the operator runs in alice's namespace"
+    );
+
+    // Bob (team-b), while alice's etcd runs: told nothing installs for
+    // him, never shown alice's install.
+    let team_b = team_namespace(&scope, "team-b", "bob").await;
+    let bobs = request_as(&scope, "bob", &team_b).await;
+    let owned = request_says(&bobs, "etcd", "Installed", "PackageOwnedByAnother").await;
+    assert_eq!(owned.status, "False");
+    assert!(!owned.message.contains(&team_a), "{owned:?}");
+    let bob_status = bobs.get("etcd").await.unwrap().status.unwrap();
+    assert_eq!(bob_status.instance, None);
+    assert_eq!(bob_status.installed_version, None);
+    for type_ in ["Approved", "Healthy"] {
+        let said = bob_status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap();
+        assert_eq!(
+            (said.status.as_str(), said.reason.as_str()),
+            ("Unknown", "PackageOwnedByAnother"),
+            "{said:?}"
+        );
+    }
+    assert!(
+        deployments(&team_b)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    for (requests, namespace) in [(&bobs, &team_b), (&alices, &team_a)] {
+        requests
+            .delete("etcd", &DeleteParams::default())
+            .await
+            .unwrap();
+        eventually(&format!("the request in {namespace} is gone"), || async {
+            requests.get_opt("etcd").await.unwrap().is_none()
+        })
+        .await;
+    }
+    eventually("alice's etcd is uninstalled", || async {
+        instances.get_opt(&child).await.unwrap().is_none()
+    })
+    .await;
+    etcd_leaves(&scope).await;
+    remove_set(&instances, &set).await;
+    let _ = Api::<pakket_api::ApprovalPolicy>::all(scope.client.clone())
+        .delete(&policy, &DeleteParams::default())
+        .await;
+    children_hooks.stop().await.unwrap();
+    inputs_hooks.stop().await.unwrap();
+    support::cleanup(scope).await;
+}

@@ -14,6 +14,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use pakket_api::Instance;
+use pakket_api::cause::CauseKind;
 use pakket_resolve_api::InputReason;
 
 /// The conditions of the installing Instance a request mirrors.
@@ -31,6 +32,9 @@ pub enum WaitReason {
     InstalledForAnother,
     /// Its Input could not be resolved: the message says why.
     NotResolved,
+    /// `Approved`: a rule of the class's ApprovalPolicy refused what it
+    /// installs (the Instance's own words, in the message).
+    RefusedByPolicy,
 }
 
 impl WaitReason {
@@ -41,6 +45,7 @@ impl WaitReason {
             Self::PackageOwnedByAnother => "PackageOwnedByAnother",
             Self::InstalledForAnother => "InstalledForAnother",
             Self::NotResolved => "NotResolved",
+            Self::RefusedByPolicy => "RefusedByPolicy",
         }
     }
 }
@@ -92,6 +97,12 @@ pub fn conditions(facts: &Facts<'_>) -> Vec<Said> {
                     .as_ref()
                     .and_then(|status| status.conditions.iter().find(|c| c.type_ == type_));
                 match said {
+                    Some(condition) if refused_by_policy(instance, condition) => Said::Own(
+                        type_,
+                        "False",
+                        WaitReason::RefusedByPolicy,
+                        condition.message.clone(),
+                    ),
                     Some(condition) => Said::Mirrored(condition.clone()),
                     None => Said::Own(
                         type_,
@@ -113,6 +124,18 @@ pub fn conditions(facts: &Facts<'_>) -> Vec<Said> {
         Said::Own("Installed", status, reason, message),
         Said::Own("Healthy", "Unknown", reason, see),
     ]
+}
+
+/// Whether `condition` (the Instance's `Approved`) waits because a policy
+/// rule refused it, as the Instance's typed cause says.
+fn refused_by_policy(instance: &Instance, condition: &Condition) -> bool {
+    let causes = instance
+        .status
+        .as_ref()
+        .map(|status| status.causes.as_slice())
+        .unwrap_or_default();
+    pakket_api::cause::cause_of(causes, &condition.type_, &condition.reason)
+        .is_some_and(|cause| cause.kind == CauseKind::PolicyRefused)
 }
 
 /// Why nothing installs for the request: `Installed`'s status, reason
@@ -230,6 +253,23 @@ mod tests {
             &said[1],
             Said::Own("Installed", "Unknown", WaitReason::NotInstalled, _)
         ));
+        // A rule's refusal is said as one, from the Instance's typed cause.
+        let refused: Instance = serde_json::from_value(json!({
+            "metadata": {"name": "set-etcd"},
+            "spec": {"class": "c", "bundle": {"name": "b"}},
+            "status": {
+                "conditions": [
+                    {"type": "Approved", "status": "False", "reason": "ApprovalPending", "message": "refused by policy p rule 2 (listed-teams): not your team", "lastTransitionTime": "2026-11-29T10:00:00Z"},
+                ],
+                "causes": [{"type": "Approved", "reason": "ApprovalPending", "kind": "PolicyRefused"}],
+            },
+        }))
+        .unwrap();
+        let said = conditions(&facts(None, Installing::Hers(&refused)));
+        assert!(
+            matches!(&said[0], Said::Own("Approved", "False", WaitReason::RefusedByPolicy, m) if m.contains("not your team")),
+            "{said:?}"
+        );
         instance.status = None;
         let others = conditions(&facts(None, Installing::NotHers("set-etcd")));
         assert_eq!(
