@@ -158,7 +158,18 @@ pub fn diagnose(instance: &Instance, context: &Context<'_>) -> Diagnosis {
             }
         }
     }
-    if let Some(condition) = first_pending {
+    // Content that cannot be rendered has nothing to approve yet: asking
+    // for an approval next to it would send a person to approve content
+    // that will never install.
+    let unrenderable = problems.iter().any(|p| {
+        matches!(
+            known_reason(&p.reason),
+            Some(Reason::UnpackFailed | Reason::RenderFailed | Reason::InvalidConfig)
+        )
+    });
+    if let Some(condition) = first_pending
+        && !(unrenderable && condition.type_ == ConditionType::Approved.as_str())
+    {
         problems.push(problem(instance, condition, context));
     }
     let (state, summary) = match problems.first() {

@@ -247,6 +247,24 @@ fn a_resolvers_dependency_explanation_is_printed_verbatim() {
 }
 
 #[test]
+fn content_that_cannot_render_is_not_offered_for_approval() {
+    let broken = instance(&[
+        (Reason::ApprovalPending, False, "waiting for approval"),
+        (Reason::UnpackSucceeded, True, "unpacked"),
+        (
+            Reason::RenderFailed,
+            False,
+            "Bundle b: bad.yaml line 3: not YAML",
+        ),
+    ]);
+    let diagnosis = diagnose(&broken, &known());
+    assert_eq!(diagnosis.problems.len(), 1, "{:?}", diagnosis.problems);
+    assert_eq!(diagnosis.problems[0].reason, "RenderFailed");
+    let text = render(&diagnosis, at(1_000));
+    assert!(!text.contains("approve"), "{text}");
+}
+
+#[test]
 fn everything_true_is_ready_and_no_status_points_at_the_class() {
     let ready = instance(&[
         (Reason::ApprovedByPolicy, True, "AllowAll"),

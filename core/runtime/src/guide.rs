@@ -32,7 +32,9 @@
 //!   (a policy of your own; the default applies `AllowAll`, `DenyAll`,
 //!   `UserPermission` and `Android`, and asks a person for anything else;
 //!   an admin's `approval: Policy` is the runtime's, before `approve` is
-//!   asked), [`renders_again_at`](crate::Provisioner::renders_again_at)
+//!   asked; when your policy hands a request to a person, return
+//!   [`ApprovalRequest::ask_a_person`](crate::approval::ApprovalRequest::ask_a_person)
+//!   with what it saw), [`renders_again_at`](crate::Provisioner::renders_again_at)
 //!   (only if your objects change by themselves, such as a certificate
 //!   you issue that rotates),
 //!   and [`pakket_kinds`](crate::Provisioner::pakket_kinds) (only if your
@@ -82,11 +84,35 @@
 //! cargo run -q -p pakket-controlplane --bin pakket-dev -- --dir /tmp/dev up --nodes 1
 //! export KUBECONFIG=/tmp/dev/kubeconfig
 //! kubectl apply --server-side -f crds/             # Pakket's CRDs (the kubectl pakket-dev printed)
-//! cargo run --manifest-path examples/author/Cargo.toml -- --lease-namespace default
+//! # The record key, and the admission webhooks that seal who asked with it
+//! # (they register themselves on loopback and remove their configurations
+//! # when stopped):
+//! (umask 077 && head -c 32 /dev/urandom | base64 > /tmp/dev.record-key)
+//! cargo run -q -p pakket-webhooks -- local --name dev --record-key-file /tmp/dev.record-key &
+//! cargo run --manifest-path examples/author/Cargo.toml -- \
+//!   --lease-namespace default --store /tmp/dev.store --record-key-file /tmp/dev.record-key
 //! ```
+//!
+//! Without the webhooks nobody's request is recorded, and without the
+//! key your provisioner cannot verify a record: either way `UserPermission`,
+//! `Android` and `Policy` never approve, and every Instance waits for a
+//! person (`kubectl instance why NAME` says which is missing). `--help`
+//! lists every flag (`cli::ProvisionerArgs`).
 //!
 //! Then create a ProvisionerClass naming `example.com/properties` and an
 //! Instance of it; `kubectl instance why NAME` says what it waits for.
+//!
+//! Content comes from an OCI image (`docker://…`, the way to ship a
+//! tree of files), an `https://` tarball, a `git+https://` ref, or a
+//! ConfigMap (`file://`, for a handful of files while you try things): a
+//! ConfigMap's keys are file names, so its content is one flat folder
+//! with no subfolders, and at most about 1 MiB.
+//!
+//! Copying `examples/author` out of this repository: its `Cargo.toml`
+//! names `pakket-runtime` by path; point it at your copy (or a git
+//! dependency) and let cargo write a new `Cargo.lock` (`cargo
+//! generate-lockfile`) before building with `--locked`. The example's
+//! lock file describes this repository's path dependencies, not yours.
 //!
 //! ## Testing it
 //!

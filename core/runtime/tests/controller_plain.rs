@@ -466,6 +466,22 @@ async fn failure_messages_are_words_for_people_not_debug_dumps() {
     })
     .await;
     assert!(condition_is(&refused, ConditionType::Unpacked, "True"));
+    // The Bundle's own status says it unpacked, not that unpacking failed.
+    let bundle = &refused
+        .status
+        .as_ref()
+        .and_then(|status| status.embedded_bundle.as_ref())
+        .expect("an embedded Bundle's status is the Instance's")
+        .status;
+    assert_eq!(bundle.unpacked, pakket_api::UnpackPhase::Done);
+    assert!(
+        bundle
+            .conditions
+            .iter()
+            .any(|c| c.reason == "UnpackSucceeded" && c.message.contains("could not render")),
+        "{:?}",
+        bundle.conditions
+    );
     let message = &refused.condition(ConditionType::Installed).unwrap().message;
     assert!(
         message.contains("bomb.yaml") && message.contains("the YAML holds more than"),

@@ -10,6 +10,7 @@ pub mod crds;
 mod data;
 mod events;
 pub mod https;
+pub mod leftovers;
 pub mod report;
 mod scope;
 mod shared;

@@ -32,6 +32,10 @@ impl Scope {
     pub async fn new(test: &str) -> Self {
         let cluster = crate::cluster();
         let client = cluster.admin().await;
+        // Once per test process: what killed runs left on a kept control
+        // plane goes before anything else is made.
+        static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+        SWEPT.get_or_init(|| crate::leftovers::sweep(&client)).await;
         let slug: String = test
             .chars()
             .map(|c| {

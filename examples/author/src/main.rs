@@ -1,5 +1,5 @@
 //! `pakket-properties`: the provisioner's binary. `cli::run` gives it the
-//! flags every provisioner has (`--id`, `--store-dir`, `--lease-namespace`,
+//! flags every provisioner has (`--id`, `--store`, `--lease-namespace`,
 //! ...), the kube client, the content store, leader election, probes and
 //! metrics, and runs the controller while this replica leads.
 

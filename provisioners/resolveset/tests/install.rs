@@ -2155,9 +2155,10 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
             })
     })
     .await;
-    // A new package waits for the set's approver; once the set is
-    // approved, the Instance installing etcd is alice's request, and the
-    // request says what that Instance says.
+    // No class installs the children here (none exists), so nothing
+    // judges alice's request but the set's approver: the set waits for a
+    // person, and once it is approved, the Instance installing etcd is
+    // alice's request, and the request says what that Instance says.
     let set = scope.name("resolveset");
     eventually("the set waits for its approver", || async {
         instances.get_opt(&set).await.unwrap().is_some_and(|i| {
@@ -2168,7 +2169,10 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
     let before = requests.get("etcd").await.unwrap();
     let waiting = before.condition("Approved").unwrap();
     assert!(
-        waiting.status == "Unknown" && waiting.message.contains("waits for the set's approval"),
+        waiting.status == "Unknown"
+            && waiting
+                .message
+                .contains("the cluster's set waits for a cluster admin to approve it"),
         "{waiting:?}"
     );
     approve(&instances, &set).await;

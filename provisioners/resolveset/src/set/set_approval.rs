@@ -181,7 +181,7 @@ pub fn android_verdict(
     if !unjudged.is_empty() {
         let names: Vec<&str> = unjudged.iter().map(|p| p.as_str()).collect();
         why.push(format!(
-            "adds {} new package(s) that no one person's request and class judge: {}",
+            "adds {} new package(s): {} (none is one person's request that its own class judges)",
             names.len(),
             names.join(", ")
         ));
@@ -234,7 +234,7 @@ mod tests {
             (
                 &[("etcd", "0.9.4"), ("vault", "1.0.0")],
                 &none,
-                Err("adds 1 new package(s) that no one person's request and class judge: vault"),
+                Err("adds 1 new package(s): vault (none is one person's request"),
             ),
             (
                 &[("etcd", "0.9.4"), ("vault", "1.0.0")],
@@ -250,7 +250,7 @@ mod tests {
                 &[("etcd", "0.9.0"), ("x", "1.0.0")],
                 &none,
                 Err(
-                    "adds 1 new package(s) that no one person's request and class judge: x and downgrades etcd 0.9.2 → 0.9.0",
+                    "adds 1 new package(s): x (none is one person's request that its own class judges) and downgrades etcd 0.9.2 → 0.9.0",
                 ),
             ),
         ];

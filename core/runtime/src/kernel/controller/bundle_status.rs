@@ -52,6 +52,25 @@ impl<'a> UnpackOutcome<'a> {
     }
 }
 
+impl<'a> UnpackOutcome<'a> {
+    /// Content unpacked and pinned from which no objects were rendered:
+    /// the unpack succeeded (the Bundle says so, and lists nothing), and
+    /// `message` says why the render failed (the content, or the
+    /// Instance's config, needs fixing; the Instance's `Installed` says
+    /// `RenderFailed`).
+    pub fn not_rendered(unpacked: &'a Unpacked, message: &'a str) -> Self {
+        Self {
+            phase: UnpackPhase::Done,
+            unpacked: Some(unpacked),
+            objects: &[],
+            grants: Vec::new(),
+            properties: Vec::new(),
+            reason: Reason::UnpackSucceeded,
+            message,
+        }
+    }
+}
+
 /// Where a Bundle's status is kept.
 #[derive(Clone, Copy)]
 pub enum Home<'a> {

@@ -212,7 +212,8 @@ impl Report {
         instances: &Api<Instance>,
         events: &super::events::Events,
     ) -> Result<(StatusWrite, Option<String>), kube::Error> {
-        let event = change_event(&self.found, &self.status.conditions);
+        let revision = self.status.revisions.last().map(|newest| newest.number);
+        let event = change_event(&self.found, &self.status.conditions, revision);
         self.fill_missing();
         super::decision::settle(&mut self.status);
         self.status.observed_generation = self.generation;
@@ -296,8 +297,11 @@ impl Report {
 /// of the furthest step that moved (so `kubectl get events` reads like the
 /// Instance's progress), a warning if any step failed, and every changed
 /// condition's message. One Event per change, not per condition, keeps the
-/// apiserver's load per Instance low.
-fn change_event(before: &[Condition], after: &[Condition]) -> Option<Event> {
+/// apiserver's load per Instance low. The action names the newest
+/// `revision`: Events of one kind about one Instance are counted as one
+/// series (kube's recorder keys them without their note), so without it
+/// revision 2's "rolled out" would read as a repeat of revision 1's.
+fn change_event(before: &[Condition], after: &[Condition], revision: Option<i64>) -> Option<Event> {
     let changed: Vec<&Condition> = after
         .iter()
         .filter(|condition| {
@@ -334,7 +338,10 @@ fn change_event(before: &[Condition], after: &[Condition]) -> Option<Event> {
         },
         reason: last.reason.clone(),
         note: Some(truncate(note, 1024)),
-        action: "Reconcile".into(),
+        action: match revision {
+            Some(number) => format!("Reconcile revision {number}"),
+            None => "Reconcile".into(),
+        },
         secondary: None,
     })
 }
@@ -371,7 +378,7 @@ mod tests {
             condition(Reason::ApprovedByUser, ConditionStatus::True, "by alice"),
             condition(Reason::InstallSucceeded, ConditionStatus::True, "applied 3"),
         ];
-        let event = change_event(&before, &after).expect("changes make an event");
+        let event = change_event(&before, &after, None).expect("changes make an event");
         assert_eq!(event.reason, "InstallSucceeded");
         assert_eq!(event.type_, EventType::Normal);
         assert_eq!(
@@ -395,7 +402,7 @@ mod tests {
                 "revision 1 rolled out",
             ),
         ];
-        let event = change_event(&before, &after).unwrap();
+        let event = change_event(&before, &after, None).unwrap();
         assert_eq!(event.reason, "ObjectsHealthy");
         assert!(
             event
@@ -407,9 +414,28 @@ mod tests {
             after[0].clone(),
             condition(Reason::Blocked, ConditionStatus::False, "past its deadline"),
         ];
-        let event = change_event(&after, &blocked).unwrap();
+        let event = change_event(&after, &blocked, None).unwrap();
         assert_eq!(event.reason, "Blocked");
         assert_eq!(event.type_, EventType::Warning);
+    }
+
+    #[test]
+    fn each_revision_s_events_are_a_series_of_their_own() {
+        let before = vec![condition(
+            Reason::RollingOut,
+            ConditionStatus::Unknown,
+            "rolling",
+        )];
+        let after = vec![condition(
+            Reason::Succeeded,
+            ConditionStatus::False,
+            "rolled out",
+        )];
+        let first = change_event(&before, &after, Some(1)).unwrap();
+        let second = change_event(&before, &after, Some(2)).unwrap();
+        assert_eq!(first.reason, second.reason);
+        assert_ne!(first.action, second.action);
+        assert_eq!(second.action, "Reconcile revision 2");
     }
 
     #[test]
@@ -418,7 +444,7 @@ mod tests {
             condition(Reason::UnpackFailed, ConditionStatus::False, "no registry"),
             condition(Reason::InstallPending, ConditionStatus::False, "waiting"),
         ];
-        let event = change_event(&[], &after).expect("changes make an event");
+        let event = change_event(&[], &after, None).expect("changes make an event");
         assert_eq!(event.type_, EventType::Warning);
     }
 
@@ -434,7 +460,7 @@ mod tests {
             ConditionStatus::True,
             "all 3",
         )];
-        assert!(change_event(&before, &after).is_none());
+        assert!(change_event(&before, &after, None).is_none());
     }
 
     #[test]

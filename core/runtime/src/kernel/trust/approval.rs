@@ -68,7 +68,24 @@ pub struct ApprovalRequest<'a> {
 }
 
 impl ApprovalRequest<'_> {
-    /// The default for a policy the provisioner does not know: wait for a person.
+    /// Your own policy decided a person should: the Instance waits with
+    /// `why` (your words: what the policy saw) and the commands a person
+    /// runs. Use this, not [`Self::wait_for_a_person`], from a policy the
+    /// provisioner implements.
+    pub fn ask_a_person(&self, why: &str) -> Approval {
+        Approval::Pending {
+            message: format!(
+                "waiting for approval (ProvisionerClass {}, approval: {}): {why}; a person with the approve verb decides: review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}` or `kubectl instance deny {name}`",
+                self.class.name_any(),
+                self.policy,
+                name = self.instance.name_any()
+            ),
+            retry: None,
+        }
+    }
+
+    /// The default for a policy the provisioner does not know: wait for a
+    /// person, saying no policy of that name approves anything.
     pub fn wait_for_a_person(&self) -> Approval {
         Approval::Pending {
             message: format!(

@@ -258,7 +258,13 @@ fn content_failed<P: Provisioner>(
         context.provisioner.id()
     );
     tracing::warn!(instance = %name, bundle = %bundle_name, %error, "rendering the content failed");
-    let outcome = UnpackOutcome::failed(Some(unpacked), &message);
+    // The unpack worked: the Bundle says so, and that rendering it for
+    // this Instance did not (another Instance's config may render it).
+    let on_bundle = format!(
+        "content unpacked at {}; Instance {name} could not render objects from it: {error} (its Installed condition says RenderFailed)",
+        unpacked.digest.as_str()
+    );
+    let outcome = UnpackOutcome::not_rendered(unpacked, &on_bundle);
     bundle_status::record(pinned.home, pinned.bundle, outcome, report);
     report.set(
         Reason::UnpackSucceeded,
