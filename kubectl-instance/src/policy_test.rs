@@ -13,6 +13,7 @@
 //! approved), and says so when it has not. The decision itself is the
 //! runtime's own function ([`policy::decide`]).
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -80,6 +81,9 @@ pub struct Tested {
     pub message: String,
     /// What decided live, when the provisioner last did.
     pub decided_live: String,
+    /// For `--as`: what the apiserver said of `userPermission()` for her.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_permission: Option<String>,
 }
 
 /// Runs the test and prints it.
@@ -120,33 +124,121 @@ pub async fn run(
             instance.spec.bundle.name, record.inputs.bundle.name
         )));
     }
-    let tested = test(&policy_name, &rules, record, args);
+    let asked = match &args.as_user {
+        Some(user) if !record.is_for(user, &args.groups) => {
+            Some(ask_as(client, &rules, &record, user, &args.groups).await?)
+        }
+        _ => None,
+    };
+    let tested = test(&policy_name, &rules, record, args, asked);
     match args.output {
         Some(format) => output::print(&tested, format, out),
         None => print(&tested, out),
     }
 }
 
-/// The decision of `rules` over `record`'s inputs, as `--as` asks.
+/// What the apiserver answers about `--as USER`: the runtime's own
+/// questions (`userPermission()`, `requesterOwns(ns)`), asked for her.
+#[derive(Clone, Debug, Default)]
+pub struct AskedAs {
+    /// `userPermission()` for her, and why not when not; `None` when the
+    /// record keeps nothing to ask it about (a provisioner older than the
+    /// question).
+    pub user_permission: Option<(bool, String)>,
+    /// `requesterOwns(ns)` for her, for every namespace the change writes
+    /// into.
+    pub requester_owns: BTreeMap<String, bool>,
+}
+
+/// Asks the apiserver, as the runtime does for a requester, what `user`
+/// (in `groups`) may do: create and delete what the record's change does,
+/// and create RoleBindings in each namespace it writes into. Asked only
+/// for what `rules` use.
+async fn ask_as(
+    client: &kube::Client,
+    rules: &[pakket_api::ApprovalRule],
+    record: &DecisionRecord,
+    user: &str,
+    groups: &[String],
+) -> Result<AskedAs, Error> {
+    use pakket_runtime::kernel::trust::{approval, effects, rbac};
+    let person = pakket_api::CreatorRecord::new(user, None, groups.to_vec());
+    let mut asked = AskedAs::default();
+    let refused = |source: String| {
+        Error::Config(format!(
+            "asking the apiserver what {user} may do failed ({source}); testing --as needs create on subjectaccessreviews.authorization.k8s.io"
+        ))
+    };
+    if policy::needs_user_permission(rules)
+        && let Some(kept) = &record.permission
+    {
+        let answer = match effects::needs_a_person(&record.inputs.effects) {
+            // Live, what runs as Pakket is never the requester's to give.
+            Some(why) => (false, why),
+            None => {
+                let who = format!("{user} (--as)");
+                let permission = approval::Permission {
+                    client,
+                    requester: &person,
+                    who: &who,
+                    objects: &kept.objects,
+                    removed: &kept.removed,
+                };
+                match permission
+                    .check(pakket_runtime::kernel::apply::Kinds::new(client.clone()))
+                    .await
+                {
+                    Ok(said) => (true, said),
+                    Err(why) => (false, why),
+                }
+            }
+        };
+        asked.user_permission = Some(answer);
+    }
+    if policy::needs_requester_owns(rules) {
+        let reviews = Api::all(client.clone());
+        for namespace in &record.inputs.effects.all.namespaces {
+            let access = rbac::Access::Resource {
+                group: "rbac.authorization.k8s.io".into(),
+                resource: "rolebindings".into(),
+                subresource: String::new(),
+                verb: "create".into(),
+                namespace: Some(namespace.clone()),
+                name: None,
+            };
+            let owns = approval::review(&reviews, &person, &access)
+                .await
+                .map_err(|error| refused(error.to_string()))?;
+            asked.requester_owns.insert(namespace.clone(), owns);
+        }
+    }
+    Ok(asked)
+}
+
+/// The decision of `rules` over `record`'s inputs, as `--as` asks (with
+/// the apiserver's answers for that user, `asked`).
 pub fn test(
     policy_name: &str,
     rules: &[pakket_api::ApprovalRule],
     record: DecisionRecord,
     args: &TestArgs,
+    asked: Option<AskedAs>,
 ) -> Tested {
     let mut inputs = record.inputs;
     inputs.user_permission = record.user_permission;
     inputs.requester_owns = record.requester_owns;
+    let mut permission_said = None;
     if let Some(user) = &args.as_user {
-        let same = *user == inputs.requester.name && args.groups == inputs.requester.groups;
         inputs.requester = policy::Requester {
             name: user.clone(),
             groups: args.groups.clone(),
         };
-        if !same {
-            // The runtime asked the apiserver about the real requester only.
-            inputs.user_permission = None;
-            inputs.requester_owns = None;
+        if let Some(asked) = asked {
+            // The runtime asked the apiserver about the real requester
+            // only: these are the answers for this one.
+            permission_said = asked.user_permission.as_ref().map(|(_, why)| why.clone());
+            inputs.user_permission = asked.user_permission.map(|(allowed, _)| allowed);
+            inputs.requester_owns = Some(asked.requester_owns);
         }
     }
     let decision = policy::decide(rules, &inputs);
@@ -167,6 +259,7 @@ pub fn test(
             .map(|index| policy::rule_label(index, &rules[index])),
         message: decision.message,
         decided_live: format!("{}: {}", record.decided_by, record.outcome),
+        user_permission: permission_said,
     }
 }
 
@@ -184,6 +277,9 @@ fn print(tested: &Tested, out: &mut impl Write) -> Result<(), Error> {
     match &tested.rule {
         Some(rule) => writeln!(out, "  decided by {rule}: {}", tested.message)?,
         None => writeln!(out, "  no rule decided: {}", tested.message)?,
+    }
+    if let Some(said) = &tested.user_permission {
+        writeln!(out, "  userPermission() for {}: {said}", tested.requester)?;
     }
     writeln!(
         out,
@@ -362,6 +458,7 @@ mod tests {
             requester_owns: None,
             decided_by: "policy live rule 1".into(),
             outcome: "AskAPerson".into(),
+            permission: None,
         }
     }
 
@@ -379,7 +476,7 @@ mod tests {
                 RuleOutcome::Approve,
             ),
         ];
-        let tested = test("draft", &rules, record(), &args(None, &[]));
+        let tested = test("draft", &rules, record(), &args(None, &[]), None);
         assert_eq!(tested.outcome, RuleOutcome::Approve);
         assert_eq!(tested.rule.as_deref(), Some("rule 2 (etcd-09)"));
         assert_eq!(tested.requester, "alice (groups team-a)");
@@ -401,14 +498,38 @@ mod tests {
             &rules,
             record(),
             &args(Some("mallory"), &["team-m"]),
+            Some(AskedAs::default()),
         );
         assert_eq!(mallory.outcome, RuleOutcome::Deny);
         assert_eq!(mallory.rule.as_deref(), Some("rule 1 (others)"));
         // In team A but not alice: what the apiserver said about alice's
         // rights is not hers, so the rule that asks cannot approve.
-        let bob = test("draft", &rules, record(), &args(Some("bob"), &["team-a"]));
+        let bob = test(
+            "draft",
+            &rules,
+            record(),
+            &args(Some("bob"), &["team-a"]),
+            Some(AskedAs::default()),
+        );
         assert_eq!(bob.outcome, RuleOutcome::AskAPerson);
         assert_eq!(bob.rule.as_deref(), Some("rule 2 (mine)"));
         assert!(bob.message.contains("userPermission"), "{}", bob.message);
+        // What the apiserver says of bob's own rights decides it.
+        let allowed = AskedAs {
+            user_permission: Some((true, "bob may create all 3 objects".into())),
+            requester_owns: BTreeMap::new(),
+        };
+        let bob = test(
+            "draft",
+            &rules,
+            record(),
+            &args(Some("bob"), &["team-a"]),
+            Some(allowed),
+        );
+        assert_eq!(bob.outcome, RuleOutcome::Approve);
+        assert_eq!(
+            bob.user_permission.as_deref(),
+            Some("bob may create all 3 objects")
+        );
     }
 }

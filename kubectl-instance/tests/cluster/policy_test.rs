@@ -56,12 +56,23 @@ async fn keep_record(scope: &Scope, name: &str, bundle: &str) -> ConfigMap {
     inputs.instance.name = name.into();
     inputs.instance.class = "registry-v1".into();
     inputs.instance.config = json!({});
+    // What userPermission() asks about, as the runtime keeps it: one
+    // ConfigMap of the content, in the scope's namespace.
+    let config_map = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": "etcd-settings", "namespace": scope.namespace },
+        "data": { "secret-ish": "never kept" },
+    });
     let record = DecisionRecord {
         inputs,
         user_permission: Some(true),
         requester_owns: None,
         decided_by: "policy live".into(),
         outcome: "AskAPerson".into(),
+        permission: Some(policy::PermissionInputs {
+            objects: vec![policy::permission_view(&config_map)],
+            removed: Vec::new(),
+        }),
     };
     let config_map: ConfigMap = serde_json::from_value(json!({
         "metadata": {
@@ -270,5 +281,83 @@ async fn a_policy_is_tested_over_the_kept_inputs_as_anyone_and_nothing_is_writte
         kept.metadata.resource_version,
         still.metadata.resource_version
     );
+    scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn testing_as_another_user_asks_the_apiserver_what_she_may_do() {
+    // A rule that approves what the requester could create herself: as
+    // bob, who may write ConfigMaps in the namespace, it approves; as
+    // carol, who may not, it asks a person, and says which right she
+    // lacks. Neither answer is alice's (the kept one).
+    let scope = Scope::new("policy-test-as").await;
+    install_crds(&scope.client).await.unwrap();
+    let bundle = scope.name("etcd-v0-9-4");
+    let name = create_instance(&scope, "etcd", &bundle).await;
+    keep_record(&scope, &name, &bundle).await;
+    let policy_name = scope.name("own-rights");
+    let own_rights: ApprovalPolicy = serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": "ApprovalPolicy",
+        "metadata": { "name": policy_name, "labels": scope.labels() },
+        "spec": { "rules": [
+            { "name": "hers", "cel": "userPermission()", "outcome": "Approve",
+              "message": "she could have created it herself" },
+        ] },
+    }))
+    .unwrap();
+    Api::<ApprovalPolicy>::all(scope.client.clone())
+        .create(&PostParams::default(), &own_rights)
+        .await
+        .unwrap();
+    let writes_config_maps = Grant::new(
+        &scope,
+        "writer",
+        "bob",
+        vec![
+            serde_json::from_value(json!({
+                "apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"],
+            }))
+            .unwrap(),
+        ],
+    )
+    .await;
+    let as_user = |user: &'static str| {
+        let (policy_name, name, namespace) =
+            (policy_name.clone(), name.clone(), scope.namespace.clone());
+        async move {
+            plugin(
+                "admin",
+                &[
+                    "policy",
+                    "test",
+                    &policy_name,
+                    "--instance",
+                    &name,
+                    "--records-namespace",
+                    &namespace,
+                    "--as",
+                    user,
+                    "-o",
+                    "json",
+                ],
+            )
+            .await
+        }
+    };
+    let bob = as_user("bob").await;
+    assert_eq!(bob.code, 0, "{bob:?}");
+    let answer: serde_json::Value = serde_json::from_str(&bob.stdout).unwrap();
+    assert_eq!(answer["outcome"], "Approve", "{answer}");
+    assert_eq!(answer["rule"], "rule 1 (hers)");
+    let carol = as_user("carol").await;
+    let answer: serde_json::Value = serde_json::from_str(&carol.stdout).unwrap();
+    assert_eq!(answer["outcome"], "AskAPerson", "{answer}");
+    let why = answer["userPermission"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("carol (--as) may not create ConfigMap") && why.contains("etcd-settings"),
+        "{answer}"
+    );
+    writes_config_maps.revoke().await;
     scope.cleanup().await;
 }

@@ -395,36 +395,69 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
     } else {
         "the creator"
     };
-    let mut checker = Checker {
-        reviews: Api::all(request.client.clone()),
-        client: request.client.clone(),
-        requester: &requester,
-        answers: HashMap::new(),
-    };
-    let mut kinds = request.kinds.clone();
     let who = format!("{role} {}", requester.username);
-    for object in request.objects {
-        let checked = may_create(&mut checker, &mut kinds, object, request.objects, &who).await;
-        if let Err(why) = checked {
-            return pending(why);
-        }
-    }
     // What this spec removes is deleted on the requester's behalf too.
-    let removed = removed_objects(request);
-    for reference in &removed {
-        if let Err(why) = may_delete(&mut checker, &mut kinds, reference, &who).await {
-            return pending(why);
-        }
+    let removed = removed_objects(request.instance, request.objects);
+    let asked = Permission {
+        client: &request.client,
+        requester: &requester,
+        who: &who,
+        objects: request.objects,
+        removed: &removed,
+    };
+    match asked.check(request.kinds.clone()).await {
+        Ok(said) => Approval::Approved(said),
+        Err(why) => pending(why),
     }
-    Approval::Approved(format!(
-        "approval: UserPermission: {who} may create all {} objects, RBAC included{}",
-        request.objects.len(),
-        if removed.is_empty() {
-            String::new()
-        } else {
-            format!(", and delete the {} this change removes", removed.len())
+}
+
+/// What `userPermission` asks of the apiserver: whether `requester`
+/// (`who`, in messages) may create each of `objects` and delete each of
+/// `removed`, by RBAC's own rules. `objects` need hold only what
+/// [`crate::trust::policy::permission_view`] keeps of them.
+pub struct Permission<'a> {
+    /// A client that may create SubjectAccessReviews.
+    pub client: &'a Client,
+    /// Whose rights are asked about.
+    pub requester: &'a CreatorRecord,
+    /// How messages name her (`the creator alice`).
+    pub who: &'a str,
+    /// What the content applies.
+    pub objects: &'a [Value],
+    /// What the change deletes.
+    pub removed: &'a [pakket_api::ObjectRef],
+}
+
+impl Permission<'_> {
+    /// `Ok` saying so when she may, else `Err` naming the first right
+    /// missing.
+    pub async fn check(&self, mut kinds: Kinds) -> Result<String, String> {
+        let mut checker = Checker {
+            reviews: Api::all(self.client.clone()),
+            client: self.client.clone(),
+            requester: self.requester,
+            answers: HashMap::new(),
+        };
+        for object in self.objects {
+            may_create(&mut checker, &mut kinds, object, self.objects, self.who).await?;
         }
-    ))
+        for reference in self.removed {
+            may_delete(&mut checker, &mut kinds, reference, self.who).await?;
+        }
+        Ok(format!(
+            "approval: UserPermission: {} may create all {} objects, RBAC included{}",
+            self.who,
+            self.objects.len(),
+            if self.removed.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", and delete the {} this change removes",
+                    self.removed.len()
+                )
+            }
+        ))
+    }
 }
 
 /// Whether `who` (the requester, as `the creator alice`) may create
@@ -525,12 +558,11 @@ async fn may_delete(
 /// The objects the Instance has installed that the new content lacks:
 /// what the prune after this apply would delete (the runtime's own list
 /// of what it applied, which prune also starts from).
-fn removed_objects(request: &ApprovalRequest<'_>) -> Vec<pakket_api::ObjectRef> {
-    let Some(status) = request.instance.status.as_ref() else {
+pub fn removed_objects(instance: &Instance, objects: &[Value]) -> Vec<pakket_api::ObjectRef> {
+    let Some(status) = instance.status.as_ref() else {
         return Vec::new();
     };
-    let kept: std::collections::BTreeSet<(String, String, Option<String>, String)> = request
-        .objects
+    let kept: std::collections::BTreeSet<(String, String, Option<String>, String)> = objects
         .iter()
         .map(|object| {
             let reference = apply::reference_of(object);

@@ -236,6 +236,85 @@ pub struct DecisionRecord {
     pub decided_by: String,
     /// `Approve`, `Deny` or `AskAPerson`.
     pub outcome: String,
+    /// What `userPermission()` asks about, so the CLI can ask it for
+    /// another user (`policy test --as`) as the runtime would.
+    pub permission: Option<PermissionInputs>,
+}
+
+impl DecisionRecord {
+    /// Whether it was decided for `user` in `groups` (the sealed requester).
+    pub fn is_for(&self, user: &str, groups: &[String]) -> bool {
+        self.inputs.requester.name == user && self.inputs.requester.groups == groups
+    }
+}
+
+/// The objects and deletions `userPermission()` checks, reduced to what
+/// the check reads ([`permission_view`]): no data of any object (a
+/// Secret's included) is kept.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PermissionInputs {
+    /// Each rendered object, as [`permission_view`] keeps it.
+    pub objects: Vec<Value>,
+    /// What the change deletes.
+    pub removed: Vec<pakket_api::ObjectRef>,
+}
+
+/// What `userPermission()` reads of a rendered object: its kind and name,
+/// and only the fields its RBAC checks read (a role's rules and
+/// aggregation, a binding's role and subjects, a CRD's group, names and
+/// scope, a Pakket Instance's or Bundle's classes). Nothing else, so a
+/// record holds no content data.
+pub fn permission_view(object: &Value) -> Value {
+    const KEPT: [&str; 9] = [
+        "/rules",
+        "/aggregationRule",
+        "/roleRef",
+        "/subjects",
+        "/spec/group",
+        "/spec/names",
+        "/spec/scope",
+        "/spec/class",
+        "/spec/bundle/spec/class",
+    ];
+    let mut view = serde_json::json!({
+        "apiVersion": object["apiVersion"],
+        "kind": object["kind"],
+        "metadata": {
+            "name": object["metadata"]["name"],
+            "namespace": object["metadata"]["namespace"],
+        },
+    });
+    let is_crd = object["kind"] == "CustomResourceDefinition";
+    let is_pakket = object["apiVersion"]
+        .as_str()
+        .is_some_and(|version| version.starts_with("core.pakket.dev/"));
+    for pointer in KEPT {
+        let spec_field = pointer.starts_with("/spec/");
+        let wanted = !spec_field
+            || (is_crd && !pointer.contains("class"))
+            || (is_pakket && pointer.contains("class"));
+        if let (true, Some(value)) = (wanted, object.pointer(pointer)) {
+            set_pointer(&mut view, pointer, value.clone());
+        }
+    }
+    view
+}
+
+/// Writes `value` at JSON `pointer` in `root`, making objects on the way.
+fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
+    let mut at = root;
+    let mut parts = pointer.trim_start_matches('/').split('/').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            at[part] = value;
+            return;
+        }
+        if !at[part].is_object() {
+            at[part] = Value::Object(serde_json::Map::new());
+        }
+        at = &mut at[part];
+    }
 }
 
 /// The ConfigMap (in the provisioner's own namespace) holding an
@@ -566,6 +645,38 @@ mod attacks;
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_permission_view_keeps_what_rbac_checks_read_and_no_data() {
+        let secret = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "a", "labels": {"x": "y"}},
+            "data": {"password": "aHVudGVyMg=="}, "stringData": {"token": "t"}});
+        assert_eq!(
+            permission_view(&secret),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "a"}})
+        );
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r", "namespace": "a"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+        assert_eq!(permission_view(&role), role);
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "etcdclusters.etcd.database.coreos.com"},
+            "spec": {"group": "etcd.database.coreos.com", "scope": "Namespaced",
+                "names": {"plural": "etcdclusters", "kind": "EtcdCluster"},
+                "versions": [{"name": "v1beta2", "schema": {}}]}});
+        let view = permission_view(&crd);
+        assert_eq!(view["spec"]["names"]["plural"], "etcdclusters");
+        assert_eq!(view["spec"]["scope"], "Namespaced");
+        assert!(view["spec"].get("versions").is_none(), "{view}");
+        let child = json!({"apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
+            "metadata": {"name": "i"},
+            "spec": {"class": "c", "config": {"password": "p"},
+                "bundle": {"name": "b", "spec": {"class": "c", "refs": ["docker://x"]}}}});
+        assert_eq!(
+            permission_view(&child)["spec"],
+            json!({"class": "c", "bundle": {"spec": {"class": "c"}}})
+        );
+    }
 
     fn rule(cel: &str, outcome: RuleOutcome) -> ApprovalRule {
         ApprovalRule {

@@ -90,7 +90,22 @@ pub(super) async fn decide<P: Provisioner>(
     let decision = policy::decide(rules, &inputs);
     let by = decision.by(policy_name, rules);
     let because = cause_of(policy_name, rules, &decision, decided.other_content);
-    record(context, instance, &inputs, &by, decision.outcome).await;
+    let permission = policy::PermissionInputs {
+        objects: proposed
+            .objects
+            .iter()
+            .map(policy::permission_view)
+            .collect(),
+        removed: crate::trust::approval::removed_objects(instance, proposed.objects),
+    };
+    record(
+        context,
+        instance,
+        (&inputs, permission),
+        &by,
+        decision.outcome,
+    )
+    .await;
     let approved = ApprovedContent {
         approved_by: by,
         generation: Some(decided.generation),
@@ -387,7 +402,7 @@ const MAX_RECORD: usize = 900 * 1024;
 async fn record<P>(
     context: &Context<P>,
     instance: &Instance,
-    inputs: &Inputs,
+    (inputs, permission): (&Inputs, policy::PermissionInputs),
     decided_by: &str,
     outcome: RuleOutcome,
 ) {
@@ -404,6 +419,7 @@ async fn record<P>(
             .ok()
             .and_then(|value| value.as_str().map(str::to_owned))
             .unwrap_or_default(),
+        permission: Some(permission),
     };
     let text = match serde_json::to_string(&record) {
         Ok(text) if text.len() <= MAX_RECORD => text,
