@@ -27,6 +27,8 @@ use crate::error::Error;
 use crate::output::{self, Format};
 use crate::{identity, lookup};
 
+mod trial;
+
 /// `policy test`'s arguments.
 #[derive(clap::Args)]
 pub struct TestArgs {
@@ -51,6 +53,12 @@ pub struct TestArgs {
     /// The groups of `--as` (comma-separated, or repeated).
     #[arg(long, value_delimiter = ',', requires = "as_user")]
     pub groups: Vec<String>,
+    /// For a request nobody has made yet (`-f` names an Instance not on
+    /// the cluster): create it as a policy trial, which its provisioner
+    /// renders and never approves nor applies, read what a policy would
+    /// see, and delete it.
+    #[arg(long, requires = "file")]
+    pub trial: bool,
     /// Where the provisioners keep decisions' inputs (their own namespace).
     #[arg(long, default_value = "pakket-system")]
     pub records_namespace: String,
@@ -104,8 +112,19 @@ pub async fn run(
     let instance = match Api::<Instance>::all(client.clone()).get_opt(&name).await {
         Ok(Some(instance)) => instance,
         Ok(None) => {
+            if let (true, Some(written)) = (args.trial, &written) {
+                let record = trial::render(client, written, &args.records_namespace).await?;
+                let outcome = tested_over(client, &policy_name, &rules, record, args).await?;
+                return print_tested(&outcome, args, out).and_then(|()| {
+                    writeln!(
+                        out,
+                        "  (rendered by its provisioner as policy trial Instance {name}, deleted since; nothing was applied)"
+                    )
+                    .map_err(Error::from)
+                });
+            }
             return Err(Error::Config(format!(
-                "Instance {name} is not on the cluster, so no provisioner has rendered it: the rules need the objects and rights its provisioner computes. Create it under its class (under approval: Policy it waits for a person when no rule approves; nothing is applied), then test again"
+                "Instance {name} is not on the cluster, so no provisioner has rendered it: the rules need the objects and rights its provisioner computes. Add --trial to have its provisioner render it as a policy trial (never applied, deleted after), or create it under its class (under approval: Policy it waits for a person when no rule approves; nothing is applied), then test again"
             )));
         }
         Err(source) => {
@@ -124,16 +143,31 @@ pub async fn run(
             instance.spec.bundle.name, record.inputs.bundle.name
         )));
     }
+    let tested = tested_over(client, &policy_name, &rules, record, args).await?;
+    print_tested(&tested, args, out)
+}
+
+/// The test over `record`, with the apiserver's answers for `--as`.
+async fn tested_over(
+    client: &kube::Client,
+    policy_name: &str,
+    rules: &[pakket_api::ApprovalRule],
+    record: DecisionRecord,
+    args: &TestArgs,
+) -> Result<Tested, Error> {
     let asked = match &args.as_user {
         Some(user) if !record.is_for(user, &args.groups) => {
-            Some(ask_as(client, &rules, &record, user, &args.groups).await?)
+            Some(ask_as(client, rules, &record, user, &args.groups).await?)
         }
         _ => None,
     };
-    let tested = test(&policy_name, &rules, record, args, asked);
+    Ok(test(policy_name, rules, record, args, asked))
+}
+
+fn print_tested(tested: &Tested, args: &TestArgs, out: &mut impl Write) -> Result<(), Error> {
     match args.output {
-        Some(format) => output::print(&tested, format, out),
-        None => print(&tested, out),
+        Some(format) => output::print(tested, format, out),
+        None => print(tested, out),
     }
 }
 
@@ -438,6 +472,7 @@ mod tests {
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
             records_namespace: "pakket-system".into(),
             output: None,
+            trial: false,
         }
     }
 

@@ -54,6 +54,13 @@ pub use revision::{
 /// only the pivot to that Bundle.
 pub const PIVOT_IN_USE_ANNOTATION: &str = "core.pakket.dev/pivot-in-use";
 
+/// On an Instance, `"true"`: a policy trial (`kubectl instance policy
+/// test -f`). Its provisioner renders it and keeps the inputs any
+/// ApprovalPolicy would see, and never approves nor applies it. It can
+/// only make the runtime do less, so anyone who may write the Instance
+/// may set it.
+pub const POLICY_TRIAL_ANNOTATION: &str = "core.pakket.dev/policy-trial";
+
 /// How many entries an Instance's `status.provides` lists.
 pub const PROVIDES_LISTED_MAX: usize = 20;
 

@@ -361,3 +361,192 @@ async fn testing_as_another_user_asks_the_apiserver_what_she_may_do() {
     writes_config_maps.revoke().await;
     scope.cleanup().await;
 }
+
+/// A provisioner whose content is Kubernetes manifests, run in the test
+/// (the runtime with this one method is a whole provisioner).
+struct Manifests(String);
+
+impl pakket_runtime::Provisioner for Manifests {
+    fn id(&self) -> &str {
+        &self.0
+    }
+
+    fn objects(
+        &self,
+        request: &pakket_runtime::ObjectsRequest<'_>,
+    ) -> Result<Vec<serde_json::Value>, pakket_runtime::ObjectsError> {
+        pakket_runtime::manifest::load_objects(request.content, request.max_object_size)
+            .map_err(|error| pakket_runtime::ObjectsError::Content(error.to_string()))
+    }
+}
+
+#[tokio::test]
+async fn a_request_nobody_made_yet_is_tested_as_a_trial_its_provisioner_renders_and_never_applies()
+{
+    // The admin has an Instance manifest (a ConfigMap for team A) and a
+    // draft policy, and asks what the policy would say if bob asked for
+    // it. The provisioner, with the webhooks and the record key as
+    // deployed, renders the manifest as a policy trial: the verdict is
+    // over its real objects, userPermission() is asked for bob, nothing
+    // is applied, and the trial Instance is gone afterwards.
+    use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
+    let scope = Scope::new("policy-trial").await;
+    install_crds(&scope.client).await.unwrap();
+    let webhooks = LocalWebhooks::start(
+        scope.client.clone(),
+        LocalOptions::for_labels(scope.id.clone(), scope.labels()),
+    )
+    .await
+    .unwrap();
+    let id = format!("test.pakket.dev/{}", scope.id);
+    let class: pakket_api::ProvisionerClass = serde_json::from_value(json!({
+        "metadata": { "name": scope.name("class"), "labels": scope.labels() },
+        "spec": { "provisioner": id, "parameters": { "approval": "UserPermission" } },
+    }))
+    .unwrap();
+    Api::<pakket_api::ProvisionerClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    // The provisioner's own namespace, where it keeps decisions' inputs
+    // (content written there is never a rule's to approve).
+    let own = scope.name("pakket");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scope.client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({ "metadata": { "name": own, "labels": scope.labels() } }),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let options = pakket_runtime::kernel::controller::RunOptions {
+        record_key: Some(webhooks.record_key()),
+        decision_records: Some(own.clone()),
+        ..pakket_runtime::kernel::controller::RunOptions::new(scope.path("store"))
+    };
+    let client = scope.client.clone();
+    let provisioner = tokio::spawn(pakket_runtime::kernel::controller::run_with(
+        client,
+        Manifests(id.clone()),
+        options,
+    ));
+    let content: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "content", "namespace": scope.namespace, "labels": scope.labels() },
+        "immutable": true,
+        "data": { "settings.yaml": format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: team-a-settings, namespace: {}}}\ndata: {{mode: fast}}\n",
+            scope.namespace
+        ) },
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &content)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let name = scope.name("settings");
+    let manifest = dir.path().join("instance.yaml");
+    std::fs::write(
+        &manifest,
+        serde_json::to_string(&json!({
+            "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
+            "metadata": { "name": name, "labels": scope.labels() },
+            "spec": { "class": scope.name("class"), "bundle": {
+                "name": scope.name("settings-v1"),
+                "spec": { "class": scope.name("class"), "refs": ["file://content"],
+                    "volumeMounts": [{ "mountPath": "/content",
+                        "configMap": { "name": "content", "namespace": scope.namespace } }] },
+            } },
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let draft = dir.path().join("draft.yaml");
+    std::fs::write(
+        &draft,
+        "apiVersion: core.pakket.dev/v1alpha1\nkind: ApprovalPolicy\nmetadata: {name: draft}\nspec:\n  rules:\n  - {name: only-configmaps, cel: \"objects.all(o, o.kind == 'ConfigMap') && userPermission()\", outcome: Approve, message: settings its requester could write}\n",
+    )
+    .unwrap();
+    let writes = Grant::new(
+        &scope,
+        "writer",
+        "bob",
+        vec![
+            serde_json::from_value(json!({
+                "apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"],
+            }))
+            .unwrap(),
+        ],
+    )
+    .await;
+    let trial = |user: &'static str| {
+        let (draft, manifest, namespace) = (
+            draft.display().to_string(),
+            manifest.display().to_string(),
+            own.clone(),
+        );
+        async move {
+            plugin(
+                "admin",
+                &[
+                    "policy",
+                    "test",
+                    &draft,
+                    "-f",
+                    &manifest,
+                    "--trial",
+                    "--records-namespace",
+                    &namespace,
+                    "--as",
+                    user,
+                ],
+            )
+            .await
+        }
+    };
+    let bob = trial("bob").await;
+    assert_eq!(bob.code, 0, "{bob:?}");
+    assert!(
+        bob.stdout
+            .contains(&format!("ApprovalPolicy draft approves Instance {name}"))
+            && bob.stdout.contains("decided by rule 1 (only-configmaps)")
+            && bob.stdout.contains("policy trial Instance"),
+        "{}",
+        bob.stdout
+    );
+    let carol = trial("carol").await;
+    assert!(
+        carol.stdout.contains("asks a person for")
+            && carol
+                .stdout
+                .contains("carol (--as) may not create ConfigMap"),
+        "{carol:?}"
+    );
+    // Nothing was applied, and the trial is gone.
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    assert!(
+        config_maps
+            .get_opt("team-a-settings")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    pakket_testkit::eventually("the trial Instance is gone", || async {
+        Api::<Instance>::all(scope.client.clone())
+            .get_opt(&name)
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    writes.revoke().await;
+    provisioner.abort();
+    webhooks.stop().await.unwrap();
+    let _ = namespaces
+        .delete(&own, &kube::api::DeleteParams::default())
+        .await;
+    scope.cleanup().await;
+}

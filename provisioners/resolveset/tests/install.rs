@@ -733,7 +733,7 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
     // install the etcd operator by hand (CRDs, its namespace, and everything
     // in it), writes an Input: the child Instance is judged by her
     // rights and installs. Mallory, who may only write Inputs, asks for the
-    // same operator: the set's approver lets the package in, and the child
+    // same operator: the set leaves it to the class as before, and the child
     // still waits, naming her. She cannot borrow Carol's record.
     let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-requester").await;
@@ -819,11 +819,19 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let set = scope.name("resolveset");
     let child_name = format!("{set}-etcd");
-    wait_for_instance(&instances, &set, "the set waiting for a person", |i| {
-        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
-    })
+    // The set asks nobody: the package is carol's request alone, and the
+    // children's class judges it as hers.
+    wait_for_instance(
+        &instances,
+        &set,
+        "the set approved for carol's request",
+        |i| {
+            condition_is(i, ConditionType::Approved, "True")
+                && pakket_testkit::message_of(i, ConditionType::Approved)
+                    .contains("carol's request, judged as theirs by class")
+        },
+    )
     .await;
-    approve(&instances, &set).await;
     let child = wait_for_instance(&instances, &child_name, "etcd installed as carol's", |i| {
         condition_is(i, ConditionType::Installed, "True")
     })
@@ -866,11 +874,19 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
             .is_ok()
     })
     .await;
-    wait_for_instance(&instances, &set, "the set waiting again", |i| {
-        pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
-    })
+    // The set leaves her request to the class, as it did carol's; the
+    // class's UserPermission asks about her rights, which fall short.
+    wait_for_instance(
+        &instances,
+        &set,
+        "the set approved for mallory's request",
+        |i| {
+            condition_is(i, ConditionType::Approved, "True")
+                && pakket_testkit::message_of(i, ConditionType::Approved)
+                    .contains("mallory's request, judged as theirs by class")
+        },
+    )
     .await;
-    approve(&instances, &set).await;
     let waiting = wait_for_instance(
         &instances,
         &child_name,
@@ -2166,15 +2182,23 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
         })
     })
     .await;
-    let before = requests.get("etcd").await.unwrap();
-    let waiting = before.condition("Approved").unwrap();
-    assert!(
-        waiting.status == "Unknown"
-            && waiting
-                .message
-                .contains("the cluster's set waits for a cluster admin to approve it"),
-        "{waiting:?}"
-    );
+    eventually(
+        "the request says the set waits for its approver",
+        || async {
+            requests
+                .get("etcd")
+                .await
+                .unwrap()
+                .condition("Approved")
+                .is_some_and(|waiting| {
+                    waiting.status == "Unknown"
+                        && waiting
+                            .message
+                            .contains("the cluster's set waits for a cluster admin to approve it")
+                })
+        },
+    )
+    .await;
     approve(&instances, &set).await;
     let child = format!("{set}-etcd");
     let installing = wait_for_instance(&instances, &child, "the set's etcd child", |_| true).await;

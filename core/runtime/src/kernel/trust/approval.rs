@@ -399,7 +399,7 @@ pub async fn user_permission(request: &ApprovalRequest<'_>) -> Approval {
     // What this spec removes is deleted on the requester's behalf too.
     let removed = removed_objects(request.instance, request.objects);
     let asked = Permission {
-        client: &request.client,
+        client: request.client,
         requester: &requester,
         who: &who,
         objects: request.objects,

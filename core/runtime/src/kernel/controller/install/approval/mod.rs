@@ -87,6 +87,9 @@ async fn approve<P: Provisioner>(
     context: &Context<P>,
     report: &mut Report,
 ) -> Waits {
+    if is_policy_trial(instance) {
+        return policy::trial(instance, class, proposed, content, context, report).await;
+    }
     let state = ApprovalState::of(instance);
     // A person's decision comes first, whatever the class says.
     if state.is_denied() {
@@ -124,6 +127,14 @@ async fn approve<P: Provisioner>(
         Ok(policy) => asking.by_policy(policy, report).await,
         Err(waits) => waits,
     }
+}
+
+/// Whether `instance` is a policy trial ([`pakket_api::POLICY_TRIAL_ANNOTATION`]).
+fn is_policy_trial(instance: &Instance) -> bool {
+    instance
+        .annotations()
+        .get(pakket_api::POLICY_TRIAL_ANNOTATION)
+        .is_some_and(|value| value == "true")
 }
 
 /// The words for a request a person denied: it stays denied until someone

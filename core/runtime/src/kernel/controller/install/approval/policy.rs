@@ -123,6 +123,59 @@ pub(super) async fn decide<P: Provisioner>(
     )
 }
 
+/// A policy trial: the inputs any ApprovalPolicy would see for this
+/// request, every question a rule can ask answered for its requester,
+/// kept for `kubectl instance policy test`; nothing is ever approved, so
+/// nothing is applied.
+pub(super) async fn trial<P: Provisioner>(
+    instance: &Instance,
+    class: &ProvisionerClass,
+    proposed: Proposed<'_>,
+    content: &ApprovedContent,
+    context: &Context<P>,
+    report: &mut Report,
+) -> Waits {
+    let name = instance.name_any();
+    // A rule asking both questions, so both are answered.
+    let every_question = [pakket_api::ApprovalRule {
+        name: None,
+        cel: "userPermission() && requesterOwns('')".into(),
+        outcome: RuleOutcome::AskAPerson,
+        message: String::new(),
+    }];
+    let message = match inputs(instance, class, proposed, content, &every_question, context).await {
+        Ok(inputs) => {
+            let permission = policy::PermissionInputs {
+                objects: proposed
+                    .objects
+                    .iter()
+                    .map(policy::permission_view)
+                    .collect(),
+                removed: crate::trust::approval::removed_objects(instance, proposed.objects),
+            };
+            let trial = (&inputs, permission);
+            record(
+                context,
+                instance,
+                trial,
+                "a policy trial",
+                RuleOutcome::AskAPerson,
+            )
+            .await;
+            format!(
+                "a policy trial ({}): what a policy would see is kept for `kubectl instance policy test`; it is never approved and nothing is applied",
+                pakket_api::POLICY_TRIAL_ANNOTATION
+            )
+        }
+        Err(why) => format!(
+            "a policy trial: the inputs of a policy cannot be computed ({why}); nothing is applied"
+        ),
+    };
+    tracing::info!(instance = %name, "policy trial");
+    set_pending(report, message);
+    Some((WAITING.to_owned(), None))
+}
+
 /// The ApprovalPolicy the class names, or why there is none to ask.
 fn named<'a>(
     class: &'a ProvisionerClass,
