@@ -287,6 +287,17 @@ async fn why_an_operator_request_says_where_it_stands_and_its_next_step_works() 
             "{line:?} missing: {described:?}"
         );
     }
+    // And why, with the same rights: the whole answer, the approver's
+    // step named as someone else's.
+    let why = plugin("alice", &["why", &named]).await;
+    assert!(
+        why.code == 0
+            && why.stdout.contains(&format!(
+                "waits for approval of Instance {instance}, which installs it"
+            ))
+            && why.stdout.contains("someone who may approve Instances"),
+        "{why:?}"
+    );
     let as_json = plugin("alice", &["describe", &named, "-o", "json"]).await;
     let parsed: serde_json::Value = serde_json::from_str(&as_json.stdout).unwrap();
     assert_eq!(parsed["spec"]["catalog"]["package"], "etcd", "{as_json:?}");

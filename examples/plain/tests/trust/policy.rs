@@ -272,10 +272,12 @@ async fn a_policy_approves_what_its_rules_allow_and_nothing_a_requester_writes_c
     assert_eq!(stage.value_of("marker").await.as_deref(), Some("v1"));
 
     // Back to v2, approved by her rule; then the admin takes the rule
-    // away. The approval named the policy at the generation that decided:
-    // a restarted provisioner (every Instance reconciled) judges v2 again
-    // by the narrowed rules. No rule matches, so it waits for a person,
-    // and what runs stays: a policy edit never uninstalls.
+    // away. The approval named the policy at the generation that decided,
+    // and the provisioner watches ApprovalPolicies: the edit alone (no
+    // change to the Instance, no restart; an approved Instance has no
+    // recheck) judges v2 again by the narrowed rules. No rule matches, so
+    // it waits for a person, and what runs stays: a policy edit never
+    // uninstalls.
     update(&stage, &alice, "app-v2", "v2").await;
     eventually("v2 installed by the policy", || async {
         stage.value_of("marker").await.as_deref() == Some("v2")
@@ -287,8 +289,6 @@ async fn a_policy_approves_what_its_rules_allow_and_nothing_a_requester_writes_c
         .replace(&policy_name, &PostParams::default(), &narrowed)
         .await
         .unwrap();
-    stage.kill_provisioner(false).await;
-    stage.start_provisioner().await;
     let judged_again = stage
         .wait("app", "v2 judged again by the narrowed policy", |i| {
             reason_is(i, ConditionType::Approved, "ApprovalPending")
