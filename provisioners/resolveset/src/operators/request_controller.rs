@@ -27,8 +27,9 @@ use futures::StreamExt as _;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::WatchStreamExt as _;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{Controller, watcher};
 use kube::{Client, ResourceExt as _};
 use pakket_api::{CreatorRecord, Instance};
@@ -54,9 +55,15 @@ use pakket_resolve_api::InputConditionType;
 pub const MANAGER: &str = "pakket-resolveset-operator-requests";
 /// Kept on a request until the Operator written for it is gone.
 pub const FINALIZER: &str = "operators.pakket.dev/operator-request";
-/// How often a request's status is looked at again (its Instance moves on
-/// its own).
-const RESYNC: Duration = Duration::from_secs(15);
+/// How often a request is looked at again without a change. Its
+/// Operator's and Instance's changes start a reconcile (watched); what no
+/// watch shows is the requester's rights (RBAC changes), so an accepted
+/// request is asked again about her namespaces every minute (losing one
+/// withdraws what was written for her)...
+const RESYNC: Duration = Duration::from_secs(60);
+/// ...and a refused one, whose requester may be fixing exactly that while
+/// she waits, every 15 s.
+const RESYNC_REFUSED: Duration = Duration::from_secs(15);
 /// The Operator's conditions a request carries as they are.
 const COPIED: [&str; 2] = ["ConfigConflict", "CatalogUnavailable"];
 /// The annotation the set writes on each child: the package it installs.
@@ -88,15 +95,49 @@ pub async fn run(context: Arc<RequestContext>, selector: Option<String>) {
     };
     let requests: Api<OperatorRequest> = Api::all(context.client.clone());
     let operators: Api<Operator> = Api::all(context.client.clone());
-    Controller::new(requests, config.clone())
-        .watches(operators, config, |operator| {
-            let written_for = operator.annotations().get(REQUEST_ANNOTATION)?;
-            let (namespace, name) = written_for.split_once('/')?;
-            Some(ObjectRef::<OperatorRequest>::new(name).within(namespace))
+    // The Operators, cached: a change to one reaches its request, and a
+    // change to an Instance (its approval, install, health) reaches the
+    // requests whose Operators list it, without a periodic read of each.
+    let (written, writer) = reflector::store::<Operator>();
+    let operator_changes = watcher(operators, config.clone())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    let children = watcher(
+        Api::<kube::core::PartialObjectMeta<Instance>>::all(context.client.clone()),
+        watcher::Config::default().labels(crate::inputs::input_controller::SET_LABEL),
+    )
+    .default_backoff()
+    .touched_objects();
+    Controller::new(requests, config)
+        .watches_stream(operator_changes, |operator| written_for(&operator))
+        .watches_stream(children, move |instance| {
+            let name = instance.name_any();
+            written
+                .state()
+                .into_iter()
+                .filter(|operator| {
+                    operator.status.as_ref().is_some_and(|status| {
+                        status
+                            .components
+                            .iter()
+                            .any(|c| c.kind == "Instance" && c.name == name)
+                    })
+                })
+                .filter_map(|operator| written_for(&operator))
+                .collect::<Vec<_>>()
         })
         .run(reconcile, error_policy, context)
         .for_each(|_| async {})
         .await;
+}
+
+/// The request an Operator was written for, by its annotation (only a
+/// reconcile is started: the request itself checks the seal).
+fn written_for(operator: &Operator) -> Option<ObjectRef<OperatorRequest>> {
+    let written_for = operator.annotations().get(REQUEST_ANNOTATION)?;
+    let (namespace, name) = written_for.split_once('/')?;
+    Some(ObjectRef::<OperatorRequest>::new(name).within(namespace))
 }
 
 fn error_policy(
@@ -217,7 +258,15 @@ async fn reconcile(
             )
             .await?;
     }
-    Ok(Action::requeue(RESYNC))
+    let accepted = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Accepted" && c.status == "True");
+    Ok(Action::requeue(if accepted {
+        RESYNC
+    } else {
+        RESYNC_REFUSED
+    }))
 }
 
 /// Why a request has no Operator: `Accepted=False` with this reason.
