@@ -79,7 +79,8 @@ async fn reconcile(
     // Nothing is adopted silently: an Input of that name that is not this
     // Operator's (someone else's, or an older Operator's of the same name)
     // stays as it is, and the Operator says so.
-    if let Some(existing) = inputs.get_opt(&name).await?
+    let existing = inputs.get_opt(&name).await?;
+    if let Some(existing) = &existing
         && !existing
             .owner_references()
             .iter()
@@ -120,16 +121,47 @@ async fn reconcile(
         input["metadata"]["annotations"] =
             json!({ pakket_api::LAST_CHANGED_BY_ANNOTATION: record.to_annotation() });
     }
-    let input = inputs
-        .patch(
-            &name,
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(&input),
-        )
-        .await?;
+    // An Input already as it would be written costs no write: a few
+    // hundred Operators, each looked at every RESYNC, would otherwise
+    // send the apiserver a write each time.
+    let input = match existing.filter(|existing| already_applied(existing, &input, &owner.uid)) {
+        Some(existing) => existing,
+        None => {
+            inputs
+                .patch(
+                    &name,
+                    &PatchParams::apply(MANAGER).force(),
+                    &Patch::Apply(&input),
+                )
+                .await?
+        }
+    };
     let status = status_of(&operator, &input, &context).await;
     write_status(&context, &operator, status).await?;
     Ok(Action::requeue(RESYNC))
+}
+
+/// Whether `existing` already holds everything `desired` (the Input this
+/// controller would apply) sets: its spec, labels, requester record and
+/// this Operator (UID `owner`) as its controller. Anything else, or any
+/// doubt, means it is written again.
+fn already_applied(existing: &Input, desired: &serde_json::Value, owner: &str) -> bool {
+    let spec = serde_json::to_value(&existing.spec).ok();
+    let labels = serde_json::to_value(existing.labels()).ok();
+    let record = existing
+        .annotations()
+        .get(pakket_api::LAST_CHANGED_BY_ANNOTATION)
+        .map(String::as_str);
+    let wanted_record =
+        desired["metadata"]["annotations"][pakket_api::LAST_CHANGED_BY_ANNOTATION].as_str();
+    let owned = existing
+        .owner_references()
+        .iter()
+        .any(|o| o.uid == owner && o.controller == Some(true));
+    spec.as_ref() == Some(&desired["spec"])
+        && labels.as_ref() == Some(&desired["metadata"]["labels"])
+        && record == wanted_record
+        && owned
 }
 
 /// The Operator's author (the webhook's sealed record, verified), sealed
@@ -267,5 +299,58 @@ async fn status_of(
         installed_version,
         updates,
         components,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desired() -> serde_json::Value {
+        json!({
+            "apiVersion": "resolve.pakket.dev/v1alpha1",
+            "kind": "Input",
+            "metadata": {
+                "name": "request-1",
+                "labels": {"team": "a"},
+                "annotations": {pakket_api::LAST_CHANGED_BY_ANNOTATION: "{\"username\":\"alice\"}"},
+            },
+            "spec": {
+                "inputClass": "subscription",
+                "constraints": [{"type": "olm.catalog", "value": {"name": "c", "package": "etcd"}}],
+            },
+        })
+    }
+
+    fn existing() -> Input {
+        let mut input: Input = serde_json::from_value(desired()).unwrap();
+        input.metadata.owner_references = Some(vec![
+            serde_json::from_value(json!({
+                "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+                "name": "request-1", "uid": "u-1", "controller": true,
+            }))
+            .unwrap(),
+        ]);
+        input
+    }
+
+    #[test]
+    fn an_input_as_it_would_be_written_is_not_written_again_and_any_difference_is() {
+        assert!(already_applied(&existing(), &desired(), "u-1"));
+        // Another Operator's (a new one of the same name).
+        assert!(!already_applied(&existing(), &desired(), "u-2"));
+        let mut changed = desired();
+        changed["spec"]["inputClass"] = json!("force");
+        assert!(!already_applied(&existing(), &changed, "u-1"));
+        let mut resealed = desired();
+        resealed["metadata"]["annotations"][pakket_api::LAST_CHANGED_BY_ANNOTATION] =
+            json!("{\"username\":\"bob\"}");
+        assert!(!already_applied(&existing(), &resealed, "u-1"));
+        let mut relabelled = desired();
+        relabelled["metadata"]["labels"] = json!({});
+        assert!(!already_applied(&existing(), &relabelled, "u-1"));
+        let mut unsealed = desired();
+        unsealed["metadata"]["annotations"] = json!({});
+        assert!(!already_applied(&existing(), &unsealed, "u-1"));
     }
 }
