@@ -465,6 +465,13 @@ async fn accepted(
         },
         "spec": spec_value,
     });
+    // An Operator already as it would be written costs no write.
+    if let Some(current) = found
+        .operator
+        .filter(|current| already_written(current, &object))
+    {
+        return Ok(Ok((current, requester)));
+    }
     let written = operators
         .patch(
             operator,
@@ -473,6 +480,27 @@ async fn accepted(
         )
         .await?;
     Ok(Ok((written, requester)))
+}
+
+/// Whether `current` (the Operator written for the request, its seal
+/// verified) already holds what `desired` sets: its spec, labels and the
+/// three annotations this controller writes.
+fn already_written(current: &Operator, desired: &serde_json::Value) -> bool {
+    let spec = serde_json::to_value(&current.spec).ok();
+    let labels = serde_json::to_value(current.labels()).ok();
+    let annotations = current.annotations();
+    let same_annotations = [
+        REQUEST_ANNOTATION,
+        REQUEST_SEAL_ANNOTATION,
+        pakket_api::LAST_CHANGED_BY_ANNOTATION,
+    ]
+    .into_iter()
+    .all(|key| {
+        annotations.get(key).map(String::as_str) == desired["metadata"]["annotations"][key].as_str()
+    });
+    spec.as_ref() == Some(&desired["spec"])
+        && labels.as_ref() == Some(&desired["metadata"]["labels"])
+        && same_annotations
 }
 
 /// The one InputClass an admin labelled for requests.
@@ -717,6 +745,38 @@ fn set(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operator_as_it_would_be_written_is_not_written_again_and_any_difference_is() {
+        let desired = json!({
+            "apiVersion": "operators.pakket.dev/v1alpha1", "kind": "Operator",
+            "metadata": {
+                "name": "request-1",
+                "labels": {},
+                "annotations": {
+                    REQUEST_ANNOTATION: "team-a/etcd",
+                    REQUEST_SEAL_ANNOTATION: "seal",
+                    pakket_api::LAST_CHANGED_BY_ANNOTATION: "{\"username\":\"alice\"}",
+                },
+            },
+            "spec": {
+                "inputClass": "subscription",
+                "catalog": {"name": "c", "package": "etcd"},
+            },
+        });
+        let current: Operator = serde_json::from_value(desired.clone()).unwrap();
+        assert!(already_written(&current, &desired));
+        let mut other = desired.clone();
+        other["spec"]["version"] = json!("0.9.4");
+        assert!(!already_written(&current, &other));
+        let mut resealed = desired.clone();
+        resealed["metadata"]["annotations"][REQUEST_SEAL_ANNOTATION] = json!("another");
+        assert!(!already_written(&current, &resealed));
+        let mut requester = desired;
+        requester["metadata"]["annotations"][pakket_api::LAST_CHANGED_BY_ANNOTATION] =
+            json!("{\"username\":\"bob\"}");
+        assert!(!already_written(&current, &requester));
+    }
 
     #[test]
     fn every_namespace_the_operator_runs_in_or_watches_is_asked_once() {
