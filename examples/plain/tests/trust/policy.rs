@@ -80,7 +80,7 @@ fn approved_by(instance: &Instance) -> String {
 
 #[tokio::test]
 async fn a_policy_approves_what_its_rules_allow_and_nothing_a_requester_writes_changes_that() {
-    let mut stage = Stage::shipped("trust-policy", "Policy", Webhooks::On).await;
+    let stage = Stage::shipped("trust-policy", "Policy", Webhooks::On).await;
     let policies: Api<ApprovalPolicy> = Api::all(stage.admin());
     let approval_policy = policies
         .create(&PostParams::default(), &policy(&stage))
