@@ -195,7 +195,7 @@ async fn ask_as(
     user: &str,
     groups: &[String],
 ) -> Result<AskedAs, Error> {
-    use pakket_runtime::kernel::trust::{approval, effects, rbac};
+    use pakket_runtime::kernel::trust::{approval, effects};
     let person = pakket_api::CreatorRecord::new(user, None, groups.to_vec());
     let mut asked = AskedAs::default();
     let refused = |source: String| {
@@ -230,21 +230,10 @@ async fn ask_as(
         asked.user_permission = Some(answer);
     }
     if policy::needs_requester_owns(rules) {
-        let reviews = Api::all(client.clone());
-        for namespace in &record.inputs.effects.all.namespaces {
-            let access = rbac::Access::Resource {
-                group: "rbac.authorization.k8s.io".into(),
-                resource: "rolebindings".into(),
-                subresource: String::new(),
-                verb: "create".into(),
-                namespace: Some(namespace.clone()),
-                name: None,
-            };
-            let owns = approval::review(&reviews, &person, &access)
+        asked.requester_owns =
+            approval::owned_namespaces(client, &person, &record.inputs.effects.all.namespaces)
                 .await
-                .map_err(|error| refused(error.to_string()))?;
-            asked.requester_owns.insert(namespace.clone(), owns);
-        }
+                .map_err(refused)?;
     }
     Ok(asked)
 }

@@ -700,6 +700,10 @@ fn trust_steps(cause: Option<&Cause>, instance: &str) -> Option<Vec<String>> {
             "the approval covered other content; review the new content (kubectl instance describe {instance}) and approve it again"
         ),
         CauseKind::RequesterUnsealed => "no class policy approves an Instance whose requester record Pakket's webhook did not seal for its spec, and the provisioner reads none of its ConfigMaps; check that the webhooks run, then write the Instance again".to_owned(),
+        CauseKind::PolicyTrial | CauseKind::PolicyTrialFailed => format!(
+            "Instance {instance} is a policy trial ({}): it is never approved; remove the annotation to install it",
+            pakket_api::POLICY_TRIAL_ANNOTATION
+        ),
         CauseKind::ContentInvalid
         | CauseKind::PolicyRefused
         | CauseKind::PolicyAsksPerson

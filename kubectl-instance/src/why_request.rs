@@ -13,6 +13,7 @@ use std::io::Write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use pakket_operators_api::OperatorRequest;
+use pakket_operators_api::request::InstallReason;
 use serde::Serialize;
 
 use crate::error::Error;
@@ -136,14 +137,6 @@ fn refused(accepted: &Condition) -> (String, Option<String>) {
     (format!("refused ({}): {what}", accepted.reason), Some(next))
 }
 
-/// The reasons pakket-resolveset gives a request for which nothing
-/// installs (its own words, never another requester's Instance's).
-const NOTHING_INSTALLS: [&str; 3] = [
-    "PackageOwnedByAnother",
-    "InstalledForAnother",
-    "NotResolved",
-];
-
 /// An accepted request: where its operator's install stands.
 fn accepted<'a>(
     status: &pakket_operators_api::request::OperatorRequestStatus,
@@ -180,7 +173,9 @@ fn accepted<'a>(
             next,
         );
     }
-    if let Some(nothing) = installed.filter(|c| NOTHING_INSTALLS.contains(&c.reason.as_str())) {
+    if let Some(nothing) = installed
+        .filter(|c| InstallReason::parse(&c.reason).is_some_and(InstallReason::nothing_installs))
+    {
         return (
             format!("accepted, but nothing installs for it ({})", nothing.reason),
             Some(nothing.message.clone()),
@@ -193,7 +188,7 @@ fn accepted<'a>(
                 "someone who may approve Instances reviews it (`kubectl instance describe {instance}`), then runs `kubectl instance approve {named}`"
             )),
         ),
-        (Some(approved), _) if approved.reason == "RefusedByPolicy" => (
+        (Some(approved), _) if approved.reason == InstallReason::RefusedByPolicy.as_str() => (
             format!("refused by the class's policy: {}", approved.message),
             Some(
                 "change the request as the rule says, or ask a cluster admin: the platform team edits the policy, or someone who may approve Instances decides"

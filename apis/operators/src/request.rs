@@ -172,6 +172,61 @@ impl OperatorRequest {
     }
 }
 
+/// The reasons pakket-resolveset writes on a request's `Approved`,
+/// `Installed` and `Healthy` conditions in its own words, when it mirrors
+/// no Instance (an Instance's own reasons are mirrored as they are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InstallReason {
+    /// Nothing installs it yet: the message says what it waits for.
+    NotInstalled,
+    /// Another request or Operator has the package: nothing installs for
+    /// this one while it does.
+    PackageOwnedByAnother,
+    /// The Instance for the package is not this requester's alone.
+    InstalledForAnother,
+    /// Its Input could not be resolved: the message says why.
+    NotResolved,
+    /// `Approved`: a rule of the class's ApprovalPolicy refused what it
+    /// installs (the Instance's own words, in the message).
+    RefusedByPolicy,
+}
+
+impl InstallReason {
+    /// Every reason, so tests can check that lists stay complete.
+    pub const ALL: [InstallReason; 5] = [
+        Self::NotInstalled,
+        Self::PackageOwnedByAnother,
+        Self::InstalledForAnother,
+        Self::NotResolved,
+        Self::RefusedByPolicy,
+    ];
+
+    /// The reason as written in status.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::NotInstalled => "NotInstalled",
+            Self::PackageOwnedByAnother => "PackageOwnedByAnother",
+            Self::InstalledForAnother => "InstalledForAnother",
+            Self::NotResolved => "NotResolved",
+            Self::RefusedByPolicy => "RefusedByPolicy",
+        }
+    }
+
+    /// The reason written as `text`, if it is one of these.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|reason| reason.as_str() == text)
+    }
+
+    /// Whether, said on `Installed`, it means nothing installs for the
+    /// request until something outside it changes.
+    pub const fn nothing_installs(self) -> bool {
+        matches!(
+            self,
+            Self::PackageOwnedByAnother | Self::InstalledForAnother | Self::NotResolved
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +248,14 @@ mod tests {
             operator_name("team-a", "etcd", "0b8d2c55-2a8e-4f4e-8f0c-6f0a1d9e3b21")
         );
         assert!(operator_name("team-a", &"x".repeat(253), uid).len() <= 63);
+    }
+
+    #[test]
+    fn every_install_reason_reads_back_as_itself() {
+        for reason in InstallReason::ALL {
+            assert_eq!(InstallReason::parse(reason.as_str()), Some(reason));
+        }
+        assert_eq!(InstallReason::parse("ObjectsHealthy"), None);
     }
 
     #[test]

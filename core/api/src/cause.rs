@@ -69,11 +69,17 @@ pub enum CauseKind {
     PolicyAsksPerson,
     /// Objects the Instance installed do not work (`objects`).
     ObjectsUnhealthy,
+    /// A policy trial (`core.pakket.dev/policy-trial`), never approved:
+    /// what a policy would see is kept for `kubectl instance policy test`.
+    PolicyTrial,
+    /// A policy trial whose inputs could not be computed (the message
+    /// says why): nothing is kept.
+    PolicyTrialFailed,
 }
 
 impl CauseKind {
     /// Every kind, for tests and for tools that list them.
-    pub const ALL: [CauseKind; 11] = [
+    pub const ALL: [CauseKind; 13] = [
         Self::ObjectNotManaged,
         Self::ObjectOfAnotherInstance,
         Self::BundleOfAnotherInstance,
@@ -85,6 +91,8 @@ impl CauseKind {
         Self::PolicyRefused,
         Self::PolicyAsksPerson,
         Self::ObjectsUnhealthy,
+        Self::PolicyTrial,
+        Self::PolicyTrialFailed,
     ];
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, PostParams};
-use pakket_api::Instance;
+use pakket_api::{Instance, Reason};
 use pakket_runtime::kernel::trust::policy::DecisionRecord;
 
 use crate::error::Error;
@@ -95,15 +95,52 @@ async fn wait_for_record(
 }
 
 /// Why a trial cannot give a record: content that does not unpack or
-/// render, or inputs that cannot be computed (its condition's words).
+/// render, or inputs its provisioner could not compute (told by the
+/// runtime's typed cause, in the condition's words).
 fn failed_trial(instance: &Instance) -> Option<String> {
-    let conditions = &instance.status.as_ref()?.conditions;
-    conditions
+    let status = instance.status.as_ref()?;
+    status
+        .conditions
         .iter()
         .find(|c| {
-            c.status == "False" && matches!(c.reason.as_str(), "UnpackFailed" | "RenderFailed")
-                || c.reason == "ApprovalPending"
-                    && c.message.starts_with("a policy trial: the inputs")
+            let cause = pakket_api::cause::cause_of(&status.causes, &c.type_, &c.reason);
+            let unusable = [Reason::UnpackFailed, Reason::RenderFailed]
+                .iter()
+                .any(|reason| reason.as_str() == c.reason);
+            c.status == "False" && unusable
+                || cause.is_some_and(|cause| cause.kind == pakket_api::CauseKind::PolicyTrialFailed)
         })
         .map(|c| format!("{} ({}): {}", c.type_, c.reason, c.message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(kind: &str, reason: &str) -> Instance {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "t"},
+            "spec": {"class": "c", "bundle": {"name": "b"}},
+            "status": {
+                "conditions": [{"type": "Approved", "status": "False", "reason": reason,
+                    "message": "a policy trial: why", "lastTransitionTime": "2026-11-29T10:00:00Z"}],
+                "causes": [{"type": "Approved", "reason": reason, "kind": kind}],
+            },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_trial_fails_by_its_typed_cause_not_its_words() {
+        let failed = failed_trial(&trial("PolicyTrialFailed", "ApprovalPending"));
+        assert_eq!(
+            failed.as_deref(),
+            Some("Approved (ApprovalPending): a policy trial: why")
+        );
+        assert_eq!(failed_trial(&trial("PolicyTrial", "ApprovalPending")), None);
+        // A cause written for the condition's earlier reason says nothing.
+        let mut stale = trial("PolicyTrialFailed", "ApprovalPending");
+        stale.status.as_mut().unwrap().causes[0].reason = "Earlier".into();
+        assert_eq!(failed_trial(&stale), None);
+    }
 }

@@ -284,6 +284,23 @@ async fn a_policy_is_tested_over_the_kept_inputs_as_anyone_and_nothing_is_writte
     scope.cleanup().await;
 }
 
+/// Bob may create and patch ConfigMaps (carol may not): what the
+/// `userPermission()` tests ask about.
+async fn bob_writes_config_maps(scope: &Scope) -> Grant {
+    Grant::new(
+        scope,
+        "writer",
+        "bob",
+        vec![
+            serde_json::from_value(json!({
+                "apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"],
+            }))
+            .unwrap(),
+        ],
+    )
+    .await
+}
+
 #[tokio::test]
 async fn testing_as_another_user_asks_the_apiserver_what_she_may_do() {
     // A rule that approves what the requester could create herself: as
@@ -310,18 +327,7 @@ async fn testing_as_another_user_asks_the_apiserver_what_she_may_do() {
         .create(&PostParams::default(), &own_rights)
         .await
         .unwrap();
-    let writes_config_maps = Grant::new(
-        &scope,
-        "writer",
-        "bob",
-        vec![
-            serde_json::from_value(json!({
-                "apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"],
-            }))
-            .unwrap(),
-        ],
-    )
-    .await;
+    let writes_config_maps = bob_writes_config_maps(&scope).await;
     let as_user = |user: &'static str| {
         let (policy_name, name, namespace) =
             (policy_name.clone(), name.clone(), scope.namespace.clone());
@@ -470,18 +476,7 @@ async fn a_request_nobody_made_yet_is_tested_as_a_trial_its_provisioner_renders_
         "apiVersion: core.pakket.dev/v1alpha1\nkind: ApprovalPolicy\nmetadata: {name: draft}\nspec:\n  rules:\n  - {name: only-configmaps, cel: \"objects.all(o, o.kind == 'ConfigMap') && userPermission()\", outcome: Approve, message: settings its requester could write}\n",
     )
     .unwrap();
-    let writes = Grant::new(
-        &scope,
-        "writer",
-        "bob",
-        vec![
-            serde_json::from_value(json!({
-                "apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"],
-            }))
-            .unwrap(),
-        ],
-    )
-    .await;
+    let writes = bob_writes_config_maps(&scope).await;
     let trial = |user: &'static str| {
         let (draft, manifest, namespace) = (
             draft.display().to_string(),

@@ -275,6 +275,22 @@ async fn set_constraints(inputs: &Api<Input>, scope: &Scope, constraints: Vec<In
         .unwrap();
 }
 
+/// InputClass `<scope>-subscription`, labelled as the one class
+/// OperatorRequests resolve through.
+async fn requests_subscription_class(scope: &Scope) {
+    subscription_class(scope).await;
+    Api::<InputClass>::all(scope.client.clone())
+        .patch(
+            &scope.name("subscription"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": {
+                pakket_resolveset::operators::request_controller::FOR_REQUESTS_LABEL: "true",
+            } } })),
+        )
+        .await
+        .unwrap();
+}
+
 /// InputClass `<scope>-subscription`.
 async fn subscription_class(scope: &Scope) {
     let mut input_class = InputClass::new(
@@ -463,28 +479,14 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
     .await;
     // ConfigMaps in the test's namespace only: a grant left behind by a
     // failed run must not change what other tests' users may read.
-    let role: k8s_openapi::api::rbac::v1::Role = serde_json::from_value(json!({
-        "metadata": { "name": "mallory-reads", "namespace": scope.namespace },
-        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
-    }))
-    .unwrap();
-    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(scope.client.clone(), &scope.namespace)
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": "mallory-reads", "namespace": scope.namespace },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "mallory-reads" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory" }],
-    }))
-    .unwrap();
-    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(
-        scope.client.clone(),
+    grant_in(
+        &scope,
         &scope.namespace,
+        "mallory-reads",
+        "mallory",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]),
     )
-    .create(&PostParams::default(), &binding)
-    .await
-    .unwrap();
+    .await;
     let mallory = scope.cluster.client_as("mallory").await;
     let mut input: Input = serde_json::from_value(json!({
         "apiVersion": "resolve.pakket.dev/v1alpha1",
@@ -762,28 +764,14 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
 
     // Carol: everything in the namespace, and CRDs.
     grant_inputs(&scope, "carol").await;
-    let everything: k8s_openapi::api::rbac::v1::Role = serde_json::from_value(json!({
-        "metadata": { "name": "carol-installs", "namespace": scope.namespace },
-        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
-    }))
-    .unwrap();
-    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(scope.client.clone(), &scope.namespace)
-        .create(&PostParams::default(), &everything)
-        .await
-        .unwrap();
-    let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": "carol-installs", "namespace": scope.namespace },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "carol-installs" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "carol" }],
-    }))
-    .unwrap();
-    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(
-        scope.client.clone(),
+    grant_in(
+        &scope,
         &scope.namespace,
+        "carol-installs",
+        "carol",
+        json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
     )
-    .create(&PostParams::default(), &binding)
-    .await
-    .unwrap();
+    .await;
     let input_of = |name: &str| -> Input {
         serde_json::from_value(json!({
             "apiVersion": "resolve.pakket.dev/v1alpha1", "kind": "Input",
@@ -2075,17 +2063,7 @@ async fn a_namespace_owners_request_becomes_her_operator_and_nothing_more() {
     let child_class = scope.name("registry-v1");
     start_resolveset_as(&scope, shipped.resolveset.clone(), &child_class, Some(key)).await;
     serve_etcd_catalog(&scope).await;
-    subscription_class(&scope).await;
-    Api::<InputClass>::all(scope.client.clone())
-        .patch(
-            &scope.name("subscription"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "metadata": { "labels": {
-                pakket_resolveset::operators::request_controller::FOR_REQUESTS_LABEL: "true",
-            } } })),
-        )
-        .await
-        .unwrap();
+    requests_subscription_class(&scope).await;
     for user in ["alice", "mallory"] {
         support::grant(
             &scope,
@@ -2422,26 +2400,8 @@ async fn a_request_stands_only_while_every_namespace_is_the_requesters_and_names
     let (inputs_hooks, children_hooks) = webhooks_for(&scope, &shipped).await;
     let key = inputs_hooks.record_key();
     let _running = shipped.start_controllers(&scope, Some(key)).await;
-    subscription_class(&scope).await;
-    Api::<InputClass>::all(scope.client.clone())
-        .patch(
-            &scope.name("subscription"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "metadata": { "labels": {
-                pakket_resolveset::operators::request_controller::FOR_REQUESTS_LABEL: "true",
-            } } })),
-        )
-        .await
-        .unwrap();
-    let hers = scope.name("erin");
-    let namespace: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(json!({
-        "metadata": { "name": hers, "labels": scope.labels() },
-    }))
-    .unwrap();
-    Api::<k8s_openapi::api::core::v1::Namespace>::all(scope.client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
+    requests_subscription_class(&scope).await;
+    let hers = scoped_namespace(&scope, "erin").await;
     support::grant(
         &scope,
         "erin",
@@ -2956,7 +2916,22 @@ async fn conflicting_requests_both_wait_until_a_person_chooses_and_no_writer_ste
 /// request rights deploy/rbac/examples.yaml aggregates to `admin`
 /// (ClusterRole pakket-operator-requests, as shipped); its name.
 async fn team_namespace(scope: &Scope, team: &str, user: &str) -> String {
-    let name = scope.name(team);
+    let name = scoped_namespace(scope, team).await;
+    own_namespace(scope, user, &name).await;
+    grant_in(
+        scope,
+        &name,
+        "operator-requests",
+        user,
+        pakket_testkit::shipped::example_rules("pakket-operator-requests"),
+    )
+    .await;
+    name
+}
+
+/// Namespace `<scope>-<suffix>`, labelled with the scope; its name.
+async fn scoped_namespace(scope: &Scope, suffix: &str) -> String {
+    let name = scope.name(suffix);
     let namespace: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(json!({
         "metadata": { "name": name, "labels": scope.labels() },
     }))
@@ -2965,27 +2940,30 @@ async fn team_namespace(scope: &Scope, team: &str, user: &str) -> String {
         .create(&PostParams::default(), &namespace)
         .await
         .unwrap();
-    own_namespace(scope, user, &name).await;
+    name
+}
+
+/// Role `name` in `namespace` with `rules`, bound to `user`.
+async fn grant_in(scope: &Scope, namespace: &str, name: &str, user: &str, rules: Value) {
     let role: k8s_openapi::api::rbac::v1::Role = serde_json::from_value(json!({
-        "metadata": { "name": "operator-requests", "namespace": name },
-        "rules": pakket_testkit::shipped::example_rules("pakket-operator-requests"),
+        "metadata": { "name": name, "namespace": namespace },
+        "rules": rules,
     }))
     .unwrap();
-    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(scope.client.clone(), &name)
+    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(scope.client.clone(), namespace)
         .create(&PostParams::default(), &role)
         .await
         .unwrap();
     let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": "operator-requests", "namespace": name },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "operator-requests" },
+        "metadata": { "name": name, "namespace": namespace },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name },
         "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
     }))
     .unwrap();
-    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(scope.client.clone(), &name)
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(scope.client.clone(), namespace)
         .create(&PostParams::default(), &binding)
         .await
         .unwrap();
-    name
 }
 
 /// `user`'s request `etcd` for etcd 0.9.2 in `namespace`, created as her
@@ -3063,17 +3041,7 @@ async fn a_listed_team_self_serves_an_operator_under_the_shipped_policy_and_no_r
         Some(key.clone()),
     )
     .await;
-    subscription_class(&scope).await;
-    Api::<InputClass>::all(scope.client.clone())
-        .patch(
-            &scope.name("subscription"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "metadata": { "labels": {
-                pakket_resolveset::operators::request_controller::FOR_REQUESTS_LABEL: "true",
-            } } })),
-        )
-        .await
-        .unwrap();
+    requests_subscription_class(&scope).await;
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let set = scope.name("resolveset");
     let child = format!("{set}-etcd");

@@ -573,17 +573,13 @@ async fn owns(
     requester: &CreatorRecord,
     namespace: &str,
 ) -> Result<bool, kube::Error> {
-    let access = Access::Resource {
-        group: "rbac.authorization.k8s.io".into(),
-        resource: "rolebindings".into(),
-        subresource: String::new(),
-        verb: "create".into(),
-        namespace: Some(namespace.to_owned()),
-        name: None,
-    };
-    review(&Api::all(context.client.clone()), requester, &access)
-        .await
-        .map_err(|problem| kube::Error::Service(problem.into()))
+    review(
+        &Api::all(context.client.clone()),
+        requester,
+        &Access::owner_of(namespace),
+    )
+    .await
+    .map_err(|problem| kube::Error::Service(problem.into()))
 }
 
 /// The request's status: accepted, and what its install says

@@ -15,40 +15,11 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use pakket_api::Instance;
 use pakket_api::cause::CauseKind;
+use pakket_operators_api::request::InstallReason;
 use pakket_resolve_api::InputReason;
 
 /// The conditions of the installing Instance a request mirrors.
 pub const MIRRORED: [&str; 3] = ["Approved", "Installed", "Healthy"];
-
-/// The reasons a request writes itself, when it mirrors no Instance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaitReason {
-    /// Nothing installs it yet: the message says what it waits for.
-    NotInstalled,
-    /// Another request or Operator has the package: nothing installs for
-    /// this one while it does.
-    PackageOwnedByAnother,
-    /// The Instance for the package is not this requester's alone.
-    InstalledForAnother,
-    /// Its Input could not be resolved: the message says why.
-    NotResolved,
-    /// `Approved`: a rule of the class's ApprovalPolicy refused what it
-    /// installs (the Instance's own words, in the message).
-    RefusedByPolicy,
-}
-
-impl WaitReason {
-    /// The reason as written in status.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::NotInstalled => "NotInstalled",
-            Self::PackageOwnedByAnother => "PackageOwnedByAnother",
-            Self::InstalledForAnother => "InstalledForAnother",
-            Self::NotResolved => "NotResolved",
-            Self::RefusedByPolicy => "RefusedByPolicy",
-        }
-    }
-}
 
 /// The Instance installing the request's package, as read.
 #[derive(Clone, Copy, Debug)]
@@ -82,7 +53,7 @@ pub enum Said {
     /// The Instance's condition, as it has it.
     Mirrored(Condition),
     /// The request's own: type, status, reason, message.
-    Own(&'static str, &'static str, WaitReason, String),
+    Own(&'static str, &'static str, InstallReason, String),
 }
 
 /// The `Approved`, `Installed` and `Healthy` conditions of an accepted
@@ -100,14 +71,14 @@ pub fn conditions(facts: &Facts<'_>) -> Vec<Said> {
                     Some(condition) if refused_by_policy(instance, condition) => Said::Own(
                         type_,
                         "False",
-                        WaitReason::RefusedByPolicy,
+                        InstallReason::RefusedByPolicy,
                         condition.message.clone(),
                     ),
                     Some(condition) => Said::Mirrored(condition.clone()),
                     None => Said::Own(
                         type_,
                         "Unknown",
-                        WaitReason::NotInstalled,
+                        InstallReason::NotInstalled,
                         format!(
                             "Instance {} installs it for you and has not said yet",
                             instance.metadata.name.as_deref().unwrap_or_default()
@@ -140,13 +111,13 @@ fn refused_by_policy(instance: &Instance, condition: &Condition) -> bool {
 
 /// Why nothing installs for the request: `Installed`'s status, reason
 /// and message.
-fn waiting(facts: &Facts<'_>) -> (&'static str, WaitReason, String) {
+fn waiting(facts: &Facts<'_>) -> (&'static str, InstallReason, String) {
     let (package, input) = (facts.package, facts.input);
     match facts.installing {
         Installing::NotHers(instance) => {
             return (
                 "False",
-                WaitReason::InstalledForAnother,
+                InstallReason::InstalledForAnother,
                 format!(
                     "Instance {instance} installs package {package}, and its requester record does not name you alone, so it is not shown as yours; ask a cluster admin (`kubectl instance why {instance}`)"
                 ),
@@ -155,7 +126,7 @@ fn waiting(facts: &Facts<'_>) -> (&'static str, WaitReason, String) {
         Installing::NotWritten(instance) => {
             return (
                 "Unknown",
-                WaitReason::NotInstalled,
+                InstallReason::NotInstalled,
                 format!(
                     "Instance {instance} is not written yet: the cluster's set waits for a cluster admin to approve it (it adds a package without one requester whose class judges the request, or moves one back); its approver names which"
                 ),
@@ -166,7 +137,7 @@ fn waiting(facts: &Facts<'_>) -> (&'static str, WaitReason, String) {
     let Some(resolution) = facts.resolution else {
         return (
             "Unknown",
-            WaitReason::NotInstalled,
+            InstallReason::NotInstalled,
             format!("Input {input} is not resolved yet"),
         );
     };
@@ -174,21 +145,21 @@ fn waiting(facts: &Facts<'_>) -> (&'static str, WaitReason, String) {
     match InputReason::parse(&resolution.reason) {
         Some(InputReason::PackageOwnedByAnother) => (
             "False",
-            WaitReason::PackageOwnedByAnother,
+            InstallReason::PackageOwnedByAnother,
             format!(
                 "package {package} is installed once in the cluster, and another request or Operator has it, so nothing installs for this request (another's install is never shown as yours); it installs here once that one is removed, or a cluster admin installs one for every team ({admin_sees})"
             ),
         ),
         Some(InputReason::ConflictWaitsForDecision) => (
             "Unknown",
-            WaitReason::NotResolved,
+            InstallReason::NotResolved,
             format!(
                 "it conflicts with other new requests, and none installs until a cluster admin chooses one (`kubectl instance decide input/{input}`)"
             ),
         ),
         _ if resolution.status == "True" => (
             "False",
-            WaitReason::NotResolved,
+            InstallReason::NotResolved,
             format!(
                 "its Input cannot be resolved ({}): {}; {admin_sees}",
                 resolution.reason, resolution.message
@@ -196,7 +167,7 @@ fn waiting(facts: &Facts<'_>) -> (&'static str, WaitReason, String) {
         ),
         _ => (
             "Unknown",
-            WaitReason::NotInstalled,
+            InstallReason::NotInstalled,
             "resolved; the set that installs it is being written".to_owned(),
         ),
     }
@@ -251,7 +222,7 @@ mod tests {
         assert!(matches!(&said[0], Said::Mirrored(c) if c.message.contains("self-service")));
         assert!(matches!(
             &said[1],
-            Said::Own("Installed", "Unknown", WaitReason::NotInstalled, _)
+            Said::Own("Installed", "Unknown", InstallReason::NotInstalled, _)
         ));
         // A rule's refusal is said as one, from the Instance's typed cause.
         let refused: Instance = serde_json::from_value(json!({
@@ -267,7 +238,7 @@ mod tests {
         .unwrap();
         let said = conditions(&facts(None, Installing::Hers(&refused)));
         assert!(
-            matches!(&said[0], Said::Own("Approved", "False", WaitReason::RefusedByPolicy, m) if m.contains("not your team")),
+            matches!(&said[0], Said::Own("Approved", "False", InstallReason::RefusedByPolicy, m) if m.contains("not your team")),
             "{said:?}"
         );
         instance.status = None;

@@ -232,9 +232,8 @@ pub async fn run_with<P: Provisioner>(
     // ApprovalPolicies: an edit (a new generation) re-judges at once the
     // Instances of every class that names the policy, rather than at the
     // next recheck of what waits.
-    let (_policies, policy_changes) = generations::<pakket_api::ApprovalPolicy>(&client);
-
-    let classes_for_policies = classes.clone();
+    let policy_changes = policy_generations(&client);
+    let of_policy = (instances.clone(), classes.clone());
     let caches = Caches {
         classes,
         bundles,
@@ -251,7 +250,6 @@ pub async fn run_with<P: Provisioner>(
     ));
     let claimer = (client.clone(), context.provisioner.id().to_owned());
     let (of_class, of_bundle) = (instances.clone(), instances.clone());
-    let of_policy = (instances.clone(), classes_for_policies);
     Controller::for_stream(instance_changes, instances)
         .watches_stream(class_changes, move |class: ProvisionerClass| {
             class_claim::claim_if_named(&claimer.0, &claimer.1, &class);
@@ -271,12 +269,15 @@ pub async fn run_with<P: Provisioner>(
             let name = bundle.name_any();
             named_by(&of_bundle, |instance| instance.spec.bundle.name == name)
         })
-        .watches_stream(policy_changes, move |policy: pakket_api::ApprovalPolicy| {
-            let classes = classes_naming(&of_policy.1.state(), &policy.name_any());
-            named_by(&of_policy.0, |instance| {
-                classes.contains(&instance.spec.class)
-            })
-        })
+        .watches_stream(
+            policy_changes,
+            move |policy: kube::core::PartialObjectMeta<pakket_api::ApprovalPolicy>| {
+                let classes = classes_naming(&of_policy.1.state(), &policy.name_any());
+                named_by(&of_policy.0, |instance| {
+                    classes.contains(&instance.spec.class)
+                })
+            },
+        )
         .reconcile_on(drift_triggers)
         .reconcile_on(dependency_wakes)
         .with_config(controller::Config::default().concurrency(concurrency))
@@ -328,6 +329,23 @@ fn named_by(
         .filter(|instance| matches(instance))
         .map(|instance| ObjectRef::from_obj(&*instance))
         .collect()
+}
+
+/// Each new generation of an ApprovalPolicy (creation included). Only
+/// names and generations are needed: a metadata watch, nothing cached.
+fn policy_generations(
+    client: &Client,
+) -> impl futures::Stream<
+    Item = Result<kube::core::PartialObjectMeta<pakket_api::ApprovalPolicy>, watcher::Error>,
+> + Send
++ 'static {
+    watcher(
+        Api::<kube::core::PartialObjectMeta<pakket_api::ApprovalPolicy>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .applied_objects()
+    .predicate_filter(predicates::generation, PredicateConfig::default())
 }
 
 /// The names of the classes whose `approval: Policy` names `policy`.

@@ -87,15 +87,7 @@ impl ApprovalRequest<'_> {
     /// The default for a policy the provisioner does not know: wait for a
     /// person, saying no policy of that name approves anything.
     pub fn wait_for_a_person(&self) -> Approval {
-        Approval::Pending {
-            message: format!(
-                "waiting for approval (ProvisionerClass {} has approval: {}, so no policy approves): a person with the approve verb decides; review with `kubectl instance describe {name}`, then run `kubectl instance approve {name}` or `kubectl instance deny {name}`",
-                self.class.name_any(),
-                self.policy,
-                name = self.instance.name_any()
-            ),
-            retry: None,
-        }
+        self.ask_a_person("no policy of that name approves anything")
     }
 }
 
@@ -553,6 +545,31 @@ async fn may_delete(
             "approval: UserPermission: {who} may not delete {reference}, which this change removes ({access})"
         ))
     }
+}
+
+/// For each of `namespaces`, whether `requester` owns it: she may create
+/// RoleBindings there ([`rbac::Access::owner_of`]), asked of the
+/// apiserver as her. What `requesterOwns(ns)` answers, and what an
+/// OperatorRequest's namespaces are judged by.
+pub async fn owned_namespaces(
+    client: &Client,
+    requester: &CreatorRecord,
+    namespaces: &[String],
+) -> Result<std::collections::BTreeMap<String, bool>, String> {
+    let reviews = Api::all(client.clone());
+    let mut owns = std::collections::BTreeMap::new();
+    for namespace in namespaces {
+        let owned = review(&reviews, requester, &Access::owner_of(namespace))
+            .await
+            .map_err(|error| {
+                format!(
+                    "asking whether {} owns namespace {namespace} failed ({error})",
+                    requester.username
+                )
+            })?;
+        owns.insert(namespace.clone(), owned);
+    }
+    Ok(owns)
 }
 
 /// The objects the Instance has installed that the new content lacks:

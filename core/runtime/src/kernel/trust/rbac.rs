@@ -47,6 +47,22 @@ pub enum Access {
     },
 }
 
+impl Access {
+    /// What owning `namespace` means to Pakket: creating RoleBindings
+    /// there (whoever may, may give herself any right the namespace's
+    /// roles hold).
+    pub fn owner_of(namespace: &str) -> Self {
+        Self::Resource {
+            group: RBAC_GROUP.into(),
+            resource: "rolebindings".into(),
+            subresource: String::new(),
+            verb: "create".into(),
+            namespace: Some(namespace.to_owned()),
+            name: None,
+        }
+    }
+}
+
 impl std::fmt::Display for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -90,14 +90,7 @@ pub(super) async fn decide<P: Provisioner>(
     let decision = policy::decide(rules, &inputs);
     let by = decision.by(policy_name, rules);
     let because = cause_of(policy_name, rules, &decision, decided.other_content);
-    let permission = policy::PermissionInputs {
-        objects: proposed
-            .objects
-            .iter()
-            .map(policy::permission_view)
-            .collect(),
-        removed: crate::trust::approval::removed_objects(instance, proposed.objects),
-    };
+    let permission = permission_inputs(instance, proposed);
     record(
         context,
         instance,
@@ -123,6 +116,19 @@ pub(super) async fn decide<P: Provisioner>(
     )
 }
 
+/// What `userPermission()` asks about for this request, kept with the
+/// decision so the CLI can ask it for another user.
+fn permission_inputs(instance: &Instance, proposed: Proposed<'_>) -> policy::PermissionInputs {
+    policy::PermissionInputs {
+        objects: proposed
+            .objects
+            .iter()
+            .map(policy::permission_view)
+            .collect(),
+        removed: crate::trust::approval::removed_objects(instance, proposed.objects),
+    }
+}
+
 /// A policy trial: the inputs any ApprovalPolicy would see for this
 /// request, every question a rule can ask answered for its requester,
 /// kept for `kubectl instance policy test`; nothing is ever approved, so
@@ -143,17 +149,11 @@ pub(super) async fn trial<P: Provisioner>(
         outcome: RuleOutcome::AskAPerson,
         message: String::new(),
     }];
-    let message = match inputs(instance, class, proposed, content, &every_question, context).await {
+    let (message, kind) = match inputs(instance, class, proposed, content, &every_question, context)
+        .await
+    {
         Ok(inputs) => {
-            let permission = policy::PermissionInputs {
-                objects: proposed
-                    .objects
-                    .iter()
-                    .map(policy::permission_view)
-                    .collect(),
-                removed: crate::trust::approval::removed_objects(instance, proposed.objects),
-            };
-            let trial = (&inputs, permission);
+            let trial = (&inputs, permission_inputs(instance, proposed));
             record(
                 context,
                 instance,
@@ -162,17 +162,21 @@ pub(super) async fn trial<P: Provisioner>(
                 RuleOutcome::AskAPerson,
             )
             .await;
-            format!(
+            let kept = format!(
                 "a policy trial ({}): what a policy would see is kept for `kubectl instance policy test`; it is never approved and nothing is applied",
                 pakket_api::POLICY_TRIAL_ANNOTATION
-            )
+            );
+            (kept, CauseKind::PolicyTrial)
         }
-        Err(why) => format!(
-            "a policy trial: the inputs of a policy cannot be computed ({why}); nothing is applied"
+        Err(why) => (
+            format!(
+                "a policy trial: the inputs of a policy cannot be computed ({why}); nothing is applied"
+            ),
+            CauseKind::PolicyTrialFailed,
         ),
     };
     tracing::info!(instance = %name, "policy trial");
-    set_pending(report, message);
+    set_pending_because(report, message, Cause::new(kind));
     Some((WAITING.to_owned(), None))
 }
 
@@ -381,7 +385,10 @@ async fn inputs<P: Provisioner>(
         None
     };
     let requester_owns = if policy::needs_requester_owns(rules) {
-        Some(owned_namespaces(context, &requester, &effects.all.namespaces).await?)
+        Some(
+            crate::approval::owned_namespaces(&context.client, &requester, &effects.all.namespaces)
+                .await?,
+        )
     } else {
         None
     };
@@ -414,35 +421,6 @@ async fn inputs<P: Provisioner>(
         requester_owns,
     }
     .with_package_from_properties())
-}
-
-/// For each of `namespaces`, whether `requester` owns it: she may create
-/// RoleBindings there, asked of the apiserver as her (what an
-/// OperatorRequest's namespace is judged by).
-async fn owned_namespaces<P>(
-    context: &Context<P>,
-    requester: &pakket_api::CreatorRecord,
-    namespaces: &[String],
-) -> Result<std::collections::BTreeMap<String, bool>, String> {
-    let reviews = Api::all(context.client.clone());
-    let mut owns = std::collections::BTreeMap::new();
-    for namespace in namespaces {
-        let access = crate::rbac::Access::Resource {
-            group: "rbac.authorization.k8s.io".into(),
-            resource: "rolebindings".into(),
-            subresource: String::new(),
-            verb: "create".into(),
-            namespace: Some(namespace.clone()),
-            name: None,
-        };
-        let owned = crate::approval::review(&reviews, requester, &access)
-            .await
-            .map_err(|error| {
-                format!("asking whether the requester owns namespace {namespace} failed ({error})")
-            })?;
-        owns.insert(namespace.clone(), owned);
-    }
-    Ok(owns)
 }
 
 /// The largest record kept: a ConfigMap holds at most 1 MiB.
