@@ -1,6 +1,6 @@
 //! The Instance's `spec.config` for registry-v1: `installNamespace` and
 //! `watchNamespaces`, checked against the bundle's install modes,
-//! `certificateProvider`, and `deploymentConfig`
+//! `certificateProvider`, `crds` ([`Crds`]), and `deploymentConfig`
 //! ([`crate::deployment_config`]). Each problem names its field; nothing falls back
 //! silently.
 //!
@@ -31,6 +31,51 @@ pub struct Placement {
     /// The labels and annotations of the install namespace, if Pakket
     /// creates it.
     pub namespace_template: crate::namespace_template::NamespaceTemplate,
+    /// Which part of the bundle this Instance installs.
+    pub crds: Crds,
+}
+
+/// `spec.config.crds`: whether this Instance installs the bundle's CRDs,
+/// the rest of it, or both. Teams that each run their own copy of one
+/// operator share its CRDs, which one Instance owns: the copies leave
+/// them out (`Omit`), and when the Instance that owned them with its
+/// operator goes while copies remain, it keeps them alone (`Only`), so
+/// that no team's uninstall deletes the CRDs (and every custom resource)
+/// another team's copy serves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Crds {
+    /// The CRDs and the operator; the default.
+    #[default]
+    Include,
+    /// The operator without its CRDs (a copy that uses CRDs another
+    /// Instance owns).
+    Omit,
+    /// The CRDs alone.
+    Only,
+}
+
+impl Crds {
+    /// The field it is read from.
+    pub const FIELD: &str = "spec.config.crds";
+
+    fn read(value: Option<&Value>) -> Result<Self, ConfigError> {
+        match value.map(|value| value.as_str().ok_or(value)) {
+            None | Some(Ok("Include")) => Ok(Self::Include),
+            Some(Ok("Omit")) => Ok(Self::Omit),
+            Some(Ok("Only")) => Ok(Self::Only),
+            Some(Ok(other)) => Err(Self::wrong(&format!("{other:?}"))),
+            Some(Err(other)) => Err(Self::wrong(&other.to_string())),
+        }
+    }
+
+    fn wrong(given: &str) -> ConfigError {
+        ConfigError {
+            field: Self::FIELD.into(),
+            problem: format!(
+                "{given} is not one of Include (the CRDs and the operator, the default), Omit (the operator alone) or Only (the CRDs alone)"
+            ),
+        }
+    }
 }
 
 /// `spec.config.certificateProvider`: who issues webhook serving
@@ -82,10 +127,11 @@ pub struct ConfigError {
 }
 
 /// The fields registry-v1 reads.
-const KNOWN: [&str; 5] = [
+const KNOWN: [&str; 6] = [
     "installNamespace",
     "watchNamespaces",
     "certificateProvider",
+    "crds",
     "deploymentConfig",
     "namespaceTemplate",
 ];
@@ -183,12 +229,14 @@ pub fn placement(
         config.get("namespaceTemplate"),
         crate::namespace_template::FIELD,
     )?);
+    let crds = Crds::read(config.get("crds"))?;
     Ok(Placement {
         install_namespace,
         watch,
         certificate_provider,
         deployment_config,
         namespace_template,
+        crds,
     })
 }
 

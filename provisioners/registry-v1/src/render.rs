@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 use crate::bundle::Bundle;
 use crate::cert_manager;
 use crate::certificates::Issuance;
-use crate::config::{CertificateProvider, Placement, Watch};
+use crate::config::{CertificateProvider, Crds, Placement, Watch};
 use crate::csv::{Csv, DeploymentSpec, Permission};
 use crate::webhooks::{self, Certificates, Webhooks};
 
@@ -76,7 +76,11 @@ pub fn render(
         )
     };
     problems.extend(csv_problems(csv, cluster));
-    let mut objects = vec![namespace_object(placement)];
+    let mut objects = if placement.crds == Crds::Only {
+        Vec::new()
+    } else {
+        vec![namespace_object(placement)]
+    };
     let mut accounts = BTreeSet::new();
     for deployment in &csv.spec.install.spec.deployments {
         match deployment_object(csv, deployment, placement, &webhooks) {
@@ -98,12 +102,71 @@ pub fn render(
             Err(webhook_problems) => problems.extend(webhook_problems),
         }
     }
+    let objects = match placement.crds {
+        Crds::Include => objects,
+        Crds::Omit => {
+            problems.extend(omit_problems(bundle, &webhooks));
+            objects.into_iter().filter(|o| !is_crd(o)).collect()
+        }
+        Crds::Only => {
+            let crds: Vec<Value> = objects.into_iter().filter(is_crd).collect();
+            problems.extend(only_problems(&crds));
+            crds
+        }
+    };
     if problems.is_empty() {
         Ok(objects)
     } else {
         problems.sort();
         Err(problems)
     }
+}
+
+fn is_crd(object: &Value) -> bool {
+    object["kind"] == "CustomResourceDefinition"
+}
+
+/// Why this bundle cannot run as a copy beside another Instance that owns
+/// its CRDs (`crds: Omit`): whatever else of it is cluster-wide would be
+/// one object for both, which the runtime never shares or adopts.
+fn omit_problems(bundle: &Bundle, webhooks: &Webhooks) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !webhooks.is_empty() {
+        problems.push(format!(
+            "{}: the CSV defines webhooks, whose configurations (and CRD conversion) are cluster-wide and cannot be shared by copies; install one copy of this operator (crds: Include)",
+            Crds::FIELD
+        ));
+    }
+    for manifest in &bundle.manifests {
+        let kind = manifest["kind"].as_str().unwrap_or_default();
+        let cluster_scoped = SUPPORTED_KINDS
+            .iter()
+            .any(|(supported, namespaced)| *supported == kind && !namespaced);
+        if cluster_scoped {
+            let name = manifest["metadata"]["name"].as_str().unwrap_or("(unnamed)");
+            problems.push(format!(
+                "{}: manifests/ holds the cluster-scoped {kind} {name}, which copies would share; install one copy of this operator (crds: Include)",
+                Crds::FIELD
+            ));
+        }
+    }
+    problems
+}
+
+/// Why the CRDs cannot be kept without their operator (`crds: Only`): a
+/// CRD that converts through the operator's webhook would fail every
+/// read of another version.
+fn only_problems(crds: &[Value]) -> Vec<String> {
+    crds.iter()
+        .filter(|crd| crd.pointer("/spec/conversion/strategy") == Some(&json!("Webhook")))
+        .map(|crd| {
+            format!(
+                "{}: CRD {} converts through the operator's webhook, so it cannot be kept without the operator; keep the operator (crds: Include)",
+                Crds::FIELD,
+                crd["metadata"]["name"].as_str().unwrap_or("(unnamed)")
+            )
+        })
+        .collect()
 }
 
 /// Who issues the webhooks' certificates: Pakket (its CA, from

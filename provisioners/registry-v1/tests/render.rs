@@ -276,3 +276,53 @@ fn all_namespaces_turns_permissions_into_cluster_roles_that_may_read_namespaces(
     let binding = find(&objects, "ClusterRoleBinding")[0];
     assert_eq!(binding.pointer("/subjects/0/namespace").unwrap(), "etcd");
 }
+
+#[test]
+fn a_copy_omits_the_crds_and_the_crds_can_be_kept_alone() {
+    // etcd 0.9.4: three CRDs, no webhooks, nothing else cluster-wide.
+    let config = |crds: &str| json!({"installNamespace": "team-b", "watchNamespaces": ["team-b"], "crds": crds});
+    let whole = names(&render("etcd/0.9.4", config("Include")).unwrap());
+    let copy = names(&render("etcd/0.9.4", config("Omit")).unwrap());
+    let kept = names(&render("etcd/0.9.4", config("Only")).unwrap());
+    let crds: Vec<&String> = whole
+        .iter()
+        .filter(|name| name.starts_with("CustomResourceDefinition/"))
+        .collect();
+    assert_eq!(crds.len(), 3, "{whole:#?}");
+    assert!(
+        copy.iter()
+            .all(|name| !name.starts_with("CustomResourceDefinition/")),
+        "{copy:#?}"
+    );
+    assert!(copy.contains(&"Deployment/team-b/etcd-operator".to_owned()));
+    assert_eq!(
+        kept.iter().collect::<Vec<_>>(),
+        crds,
+        "the CRDs and nothing else, not even the namespace"
+    );
+    let mut both = copy.clone();
+    both.extend(kept);
+    both.sort();
+    assert_eq!(both, whole, "a copy and the kept CRDs are the whole bundle");
+}
+
+#[test]
+fn a_bundle_with_webhooks_cannot_run_as_a_copy_and_says_why() {
+    // cert-manager 1.16.5: its webhook configurations are cluster-wide.
+    let error = render("cert-manager/1.16.5", json!({"crds": "Omit"}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("spec.config.crds")
+            && error.contains("webhooks")
+            && error.contains("crds: Include"),
+        "{error}"
+    );
+    let error = render("etcd/0.9.4", json!({"crds": "Some"}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("spec.config.crds") && error.contains("\"Some\" is not one of Include"),
+        "{error}"
+    );
+}
