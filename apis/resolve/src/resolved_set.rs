@@ -49,7 +49,21 @@ pub struct Entry {
 /// The property naming who needs an entry (`Input x`, `Instance y`).
 pub const NEEDED_BY: &str = "pakket.dev/neededBy";
 
+/// The property of a team's own copy of a package's operator: the
+/// namespace it runs in and watches. The package's other entry (no such
+/// property) owns its CRDs, which the copies share.
+pub const COPY_IN: &str = "pakket.dev/copyIn";
+
 impl Entry {
+    /// The namespace of this copy of the package's operator; `None` for
+    /// the package's own entry.
+    pub fn copy_in(&self) -> Option<&str> {
+        self.properties
+            .iter()
+            .find(|property| property["type"] == COPY_IN)
+            .and_then(|property| property["value"].as_str())
+    }
+
     /// Who the set records as needing this entry (`Input x`, `Instance y`).
     pub fn needed_by(&self) -> Vec<&str> {
         self.properties

@@ -322,7 +322,7 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
     assert_eq!(own.outcome, RuleOutcome::Approve);
     assert_eq!(
         label(&policy, &own),
-        "policy namespace-operators rule 4 (self-service)"
+        "policy namespace-operators rule 5 (self-service)"
     );
     // The same request from someone the apiserver says does not own the
     // namespace: the config naming it proves nothing.
@@ -340,7 +340,7 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
     // Watching every namespace, or two: refused with the rule's words.
     for watching in [json!([]), json!(["team-a", "team-b"])] {
         let wider = requested(watching, &ETCD_FOR_TEAM_A);
-        assert_eq!((wider.outcome, wider.rule), (RuleOutcome::Deny, Some(2)));
+        assert_eq!((wider.outcome, wider.rule), (RuleOutcome::Deny, Some(3)));
         assert!(wider.message.contains("watches the one namespace"));
     }
     let mut everywhere = ETCD_FOR_TEAM_A.inputs();
@@ -366,7 +366,7 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
     let refused = requested(json!(["team-a"]), &team_c);
     assert_eq!(
         (refused.outcome, refused.rule),
-        (RuleOutcome::Deny, Some(1))
+        (RuleOutcome::Deny, Some(2))
     );
     assert!(
         refused.message.contains("only the teams"),
@@ -379,4 +379,59 @@ fn namespace_operators_watch_their_own_namespace_and_only_listed_packages_instal
         ..ETCD_FOR_TEAM_A
     };
     assert_eq!(requested(json!([]), &admin).outcome, RuleOutcome::Approve);
+}
+
+#[test]
+fn namespace_operators_keep_the_crds_alone_for_copies_and_nothing_more() {
+    // When the team whose install owns etcd's CRDs leaves while another
+    // team's copy runs, pakket-resolveset (no team's member) changes that
+    // install to its CRDs alone: its operator goes, the CRDs stay as they
+    // are. The rule approves that and nothing that creates, changes or
+    // writes into a namespace.
+    let policy = example("namespace-operators.yaml");
+    let crd = |served: &str| {
+        json!({ "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": { "name": "etcdclusters.etcd.database.coreos.com" },
+                "spec": { "group": "etcd.database.coreos.com", "scope": "Namespaced",
+                          "names": { "kind": "EtcdCluster", "plural": "etcdclusters" },
+                          "versions": [{ "name": served, "served": true, "storage": true }] } })
+    };
+    let running = with(operator("team-a", &["get"]), &[crd("v1beta2")]);
+    let resolveset = Request {
+        groups: &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:pakket-system",
+        ],
+        ..ETCD_FOR_TEAM_A
+    };
+    let decided = |proposed: &[Value], running: Option<&[Value]>, crds: &str| {
+        let mut inputs = resolveset.inputs();
+        inputs.effects = effects(proposed, running);
+        inputs.objects = Inputs::objects_of(proposed);
+        inputs.instance.config = json!({ "installNamespace": "team-a", "crds": crds });
+        decide(&policy.spec.rules, &inputs)
+    };
+    let kept = decided(&[crd("v1beta2")], Some(&running[..]), "Only");
+    assert_eq!(
+        (kept.outcome, label(&policy, &kept).as_str()),
+        (
+            RuleOutcome::Approve,
+            "policy namespace-operators rule 2 (crds-kept-for-copies)"
+        )
+    );
+    // A changed CRD, a first install of CRDs alone, or the same change
+    // without `crds: Only`: not this rule's (listed-teams refuses
+    // pakket-resolveset's own request; a person may still approve).
+    for (proposed, running, crds) in [
+        (vec![crd("v1")], Some(&running[..]), "Only"),
+        (vec![crd("v1beta2")], None, "Only"),
+        (vec![crd("v1beta2")], Some(&running[..]), "Include"),
+    ] {
+        let other = decided(&proposed, running, crds);
+        assert_eq!(
+            (other.outcome, other.rule),
+            (RuleOutcome::Deny, Some(2)),
+            "{proposed:?} {crds}"
+        );
+    }
 }

@@ -3051,7 +3051,7 @@ async fn a_listed_team_self_serves_an_operator_under_the_shipped_policy_and_no_r
     let carols = request_as(&scope, "carol", &team_c).await;
     let refused = request_says(&carols, "etcd", "Approved", "RefusedByPolicy").await;
     assert!(
-        refused.message.contains("rule 2 (listed-teams)")
+        refused.message.contains("rule 3 (listed-teams)")
             && refused.message.contains("only the teams"),
         "{refused:?}"
     );
@@ -3089,7 +3089,7 @@ async fn a_listed_team_self_serves_an_operator_under_the_shipped_policy_and_no_r
     let approved = alices.get("etcd").await.unwrap();
     let approved_condition = approved.condition("Approved").unwrap();
     assert!(
-        approved_condition.message.contains("rule 4 (self-service)"),
+        approved_condition.message.contains("rule 5 (self-service)"),
         "{approved_condition:?}"
     );
     assert_eq!(

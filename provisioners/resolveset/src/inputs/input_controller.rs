@@ -37,6 +37,7 @@ use crate::inputs::input_resolve::{self, Answer, Asked, Seniority};
 use crate::inputs::kept_installed::Held;
 use crate::inputs::kept_installed::{self, Offer};
 use crate::protocol::plan::PlannedInput;
+use crate::set::copies;
 use crate::set::resolved_set::{self, Entry};
 use crate::{inputs::dependency_inputs, inputs::package_owner, set::held_back, set::requested_by};
 use pakket_resolve_api::{InputConditionType as Type, InputReason as Reason};
@@ -283,6 +284,12 @@ async fn write_next_set(
             entry.config = config.clone();
         }
     }
+    let configs = inputs
+        .iter()
+        .map(|input| (input.name_any(), input.spec.config.clone()))
+        .collect();
+    let resolved_inputs = resolved.keys().map(String::as_str).collect();
+    copies::add(&mut entries, owners, &resolved_inputs, &configs, previous);
     requested_by::stamp(&mut entries, &context.instance, authors);
     let (kept, for_children) = hold_back(context, previous, &entries).await?;
     if !kept.is_empty() {
@@ -355,7 +362,9 @@ async fn reconcile_all(
         .iter()
         .map(|input| ask(input, &classes, &active))
         .collect();
-    let previous = current_set(context).await?;
+    // Each package's own entry; teams' copies are made anew each pass
+    // from who asks ([`copies`]).
+    let (previous, previous_copies) = copies::split(current_set(context).await?);
     let served = context.catalogs.snapshot();
     // What is installed and cannot be resolved again (its catalog gone or
     // not loaded yet): the Inputs that installed it are held where they are.
@@ -377,8 +386,10 @@ async fn reconcile_all(
     input_resolve::narrow(&served.set, &mut asked, cluster);
     // One owner per package: an Input refused for another's package is
     // left out of the resolution, so it steers nothing.
-    let owners = package_owners(&inputs, &asked);
-    let plan = plan_owning(context, &served, &asked, installed, &owners).await?;
+    let installed_now = copies::installed(&previous, &previous_copies);
+    let owners = package_owners(&inputs, &asked, &installed_now);
+    let mut plan = plan_owning(context, &served, &asked, installed, &owners).await?;
+    copies::answer_with_copies(&mut plan.answers, &owners, &context.instance);
     if !context.leader.as_ref().is_none_or(LeaderState::is_leader) {
         return Ok(Pass::Settled);
     }
@@ -626,7 +637,11 @@ async fn outside_needs(
 /// (the same conversion `POST /v1/plan` makes: [`PlannedInput::asked`]).
 /// Who owns each package a live Input asks for by name: the senior Input
 /// first ([`crate::inputs::package_owner`]).
-fn package_owners(inputs: &[Arc<Input>], asked: &[Asked]) -> package_owner::Owners {
+fn package_owners(
+    inputs: &[Arc<Input>],
+    asked: &[Asked],
+    installed: &BTreeMap<String, package_owner::Installed>,
+) -> package_owner::Owners {
     let mut claims: Vec<(&Asked, package_owner::Claim<'_>)> = inputs
         .iter()
         .zip(asked)
@@ -650,7 +665,7 @@ fn package_owners(inputs: &[Arc<Input>], asked: &[Asked]) -> package_owner::Owne
         .sort_by(|(a, _), (b, _)| (a.seniority.key(), &a.name).cmp(&(b.seniority.key(), &b.name)));
     let claims: Vec<package_owner::Claim<'_>> =
         claims.into_iter().map(|(_, claim)| claim).collect();
-    package_owner::owners(&claims)
+    package_owner::owners(&claims, installed)
 }
 
 /// The resolution of every Input but those refused their package (off

@@ -172,6 +172,22 @@ pub fn instance_name(set: &str, package: &str) -> String {
     name.chars().take(253).collect()
 }
 
+/// The Instance of a team's copy of `package`'s operator in `namespace`:
+/// `<set>-<package>.<namespace>`. A namespace has no dot, so no package's
+/// own Instance and no other copy is named the same.
+pub fn copy_name(set: &str, package: &str, namespace: &str) -> String {
+    format!("{}.{namespace}", instance_name(set, package))
+}
+
+/// The child Instance of `entry` in the set whose Instance is `set`: the
+/// package's own, or a team's copy.
+pub fn child_name(set: &str, entry: &crate::set::resolved_set::Entry) -> String {
+    match entry.copy_in() {
+        Some(namespace) => copy_name(set, &entry.package_name, namespace),
+        None => instance_name(set, &entry.package_name),
+    }
+}
+
 /// The installed versions (`previous`: package and version) of packages a
 /// live Input still asks for by name, so they move along their update
 /// graph instead of jumping.

@@ -17,7 +17,7 @@ use pakket_api::BundleProperty;
 use pakket_engine::{Range, Version};
 use serde_json::{Value, json};
 
-use crate::inputs::input_resolve::instance_name;
+use crate::inputs::input_resolve::child_name;
 use crate::set::resolved_set::Entry;
 
 /// The property a held-back entry carries: the Instances it waits for.
@@ -109,10 +109,7 @@ pub fn held_back(
     present: impl Fn(&str) -> bool,
     outside: &[Outside],
 ) -> Vec<Entry> {
-    let staying: Vec<String> = next
-        .iter()
-        .map(|entry| instance_name(set, &entry.package_name))
-        .collect();
+    let staying: Vec<String> = next.iter().map(|entry| child_name(set, entry)).collect();
     leaving(previous, next)
         .filter_map(|entry| {
             let mut waits_for: Vec<String> = needing_instances(entry)

@@ -1,8 +1,10 @@
-//! The set the Inputs resolve to (`resolved.bundles.json`), whose
+//! The set the Inputs resolve to (`resolved.bundles.json`), teams' own
+//! copies of an operator in it, whose
 //! rights its children are judged by, what is held back while dependents
 //! leave, and the resolveset provisioner that turns it into child
 //! Instances.
 
+pub mod copies;
 pub mod held_back;
 pub mod placement;
 pub mod provisioner;

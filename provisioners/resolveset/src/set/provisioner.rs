@@ -28,12 +28,16 @@ use pakket_runtime::kernel::trust::children::PakketKind;
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
 use serde_json::{Map, Value, json};
 
-use crate::inputs::input_resolve::instance_name;
+use crate::inputs::input_resolve::child_name;
 use crate::set::placement;
 use crate::set::resolved_set::{self, Entry};
 
 /// The provisioner's id.
 pub const ID: &str = "pakket.dev/resolveset";
+
+/// The annotation of a team's copy of a package's operator: the namespace
+/// it runs in ([`crate::set::copies`]).
+pub const COPY_IN_ANNOTATION: &str = "resolve.pakket.dev/copy-in";
 
 /// The resolveset provisioner.
 pub struct ResolveSet {
@@ -131,6 +135,14 @@ fn child(set: &str, entry: &Entry, class: &str, namespace: &str, template: Optio
     if let Some(template) = template {
         config.insert("namespaceTemplate".into(), template);
     }
+    let mut annotations = json!({
+        "resolve.pakket.dev/package": entry.package_name,
+        "resolve.pakket.dev/version": entry.version,
+        "resolve.pakket.dev/catalog": entry.catalog,
+    });
+    if let Some(namespace) = entry.copy_in() {
+        annotations[COPY_IN_ANNOTATION] = json!(namespace);
+    }
     let reference = if entry.image.contains("://") {
         entry.image.clone()
     } else {
@@ -140,15 +152,11 @@ fn child(set: &str, entry: &Entry, class: &str, namespace: &str, template: Optio
         "apiVersion": "core.pakket.dev/v1alpha1",
         "kind": "Instance",
         "metadata": {
-            "name": instance_name(set, &entry.package_name),
+            "name": child_name(set, entry),
             // `kubectl get instances -l resolve.pakket.dev/resolveset=SET`
             // lists a set's children.
             "labels": { crate::inputs::input_controller::SET_LABEL: set },
-            "annotations": {
-                "resolve.pakket.dev/package": entry.package_name,
-                "resolve.pakket.dev/version": entry.version,
-                "resolve.pakket.dev/catalog": entry.catalog,
-            },
+            "annotations": annotations,
         },
         "spec": {
             "class": class,

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use pakket_api::CreatorRecord;
 use serde_json::{Value, json};
 
-use crate::inputs::input_resolve::instance_name;
+use crate::inputs::input_resolve::child_name;
 use crate::set::resolved_set::Entry;
 
 /// The property naming the person an entry is installed for.
@@ -40,7 +40,7 @@ pub fn stamp(entries: &mut [Entry], set: &str, authors: &Authors) {
     let by_child: BTreeMap<String, usize> = entries
         .iter()
         .enumerate()
-        .map(|(i, entry)| (instance_name(set, &entry.package_name), i))
+        .map(|(i, entry)| (child_name(set, entry), i))
         .collect();
     let mut known: BTreeMap<usize, Owners> = BTreeMap::new();
     let owners: Vec<Owners> = (0..entries.len())

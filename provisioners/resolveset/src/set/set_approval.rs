@@ -28,6 +28,19 @@ use serde_json::Value;
 const PACKAGE: &str = "resolve.pakket.dev/package";
 const VERSION: &str = "resolve.pakket.dev/version";
 
+/// What a child installs, as the set's decision names it: its package, or
+/// `<package> in <namespace>` for a team's copy
+/// ([`crate::set::copies`]), which is added (and judged) on its own.
+fn what(annotations: &Value) -> Option<String> {
+    let package = annotations[PACKAGE].as_str()?;
+    Some(
+        match annotations[crate::set::provisioner::COPY_IN_ANNOTATION].as_str() {
+            Some(namespace) => format!("{package} in {namespace}"),
+            None => package.to_owned(),
+        },
+    )
+}
+
 /// Decides for the set's Instance.
 pub async fn android(request: &ApprovalRequest<'_>) -> Approval {
     let installed = installed_versions(request).await;
@@ -59,8 +72,8 @@ fn added_children<'a>(
     objects
         .iter()
         .filter_map(|child| {
-            let package = child["metadata"]["annotations"][PACKAGE].as_str()?;
-            (!installed.contains_key(package)).then(|| (package.to_owned(), child))
+            let package = what(&child["metadata"]["annotations"])?;
+            (!installed.contains_key(&package)).then_some((package, child))
         })
         .collect()
 }
@@ -128,10 +141,10 @@ async fn installed_versions(request: &ApprovalRequest<'_>) -> BTreeMap<String, S
         let Ok(Some(child)) = api.get_opt(&name).await else {
             continue;
         };
-        let annotations = child.annotations();
-        if let (Some(package), Some(version)) = (annotations.get(PACKAGE), annotations.get(VERSION))
+        let annotations = serde_json::to_value(child.annotations()).unwrap_or_default();
+        if let (Some(package), Some(version)) = (what(&annotations), annotations[VERSION].as_str())
         {
-            installed.insert(package.clone(), version.clone());
+            installed.insert(package, version.to_owned());
         }
     }
     installed
@@ -199,7 +212,7 @@ fn versions(objects: &[Value]) -> BTreeMap<String, String> {
         .filter_map(|o| {
             let annotations = &o["metadata"]["annotations"];
             Some((
-                annotations[PACKAGE].as_str()?.to_owned(),
+                what(annotations)?,
                 annotations[VERSION].as_str()?.to_owned(),
             ))
         })
@@ -293,9 +306,17 @@ mod tests {
     #[test]
     fn only_packages_the_running_set_lacks_are_added() {
         let child = |package: &str| json!({"metadata": {"annotations": {PACKAGE: package, VERSION: "1.0.0"}}});
-        let objects = [child("etcd"), child("vault")];
+        let copy = json!({"metadata": {"annotations": {
+            PACKAGE: "etcd", VERSION: "1.0.0",
+            crate::set::provisioner::COPY_IN_ANNOTATION: "team-b",
+        }}});
+        let objects = [child("etcd"), child("vault"), copy];
         let added = added_children(&objects, &set(&[("etcd", "0.9.2")]));
         let names: Vec<&str> = added.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(names, ["vault"]);
+        assert_eq!(
+            names,
+            ["vault", "etcd in team-b"],
+            "a team's copy of an installed package is added, and judged, on its own"
+        );
     }
 }
