@@ -2980,6 +2980,15 @@ async fn request_as(scope: &Scope, user: &str, namespace: &str) -> Api<OperatorR
     Api::namespaced(scope.client.clone(), namespace)
 }
 
+/// The one Deployment in a namespace.
+async fn only_deployment(
+    deployments: &Api<k8s_openapi::api::apps::v1::Deployment>,
+) -> k8s_openapi::api::apps::v1::Deployment {
+    let mut items = deployments.list(&Default::default()).await.unwrap().items;
+    assert_eq!(items.len(), 1, "{items:?}");
+    items.remove(0)
+}
+
 /// The shipped `deploy/policies/namespace-operators.yaml`, unedited but for
 /// its name (the scope's) and labels.
 async fn shipped_namespace_operators(scope: &Scope) -> String {
@@ -3007,8 +3016,8 @@ async fn a_listed_team_self_serves_an_operator_under_the_shipped_policy_and_no_r
     // Carol's team is not listed: her request is refused with the rule's
     // words and nothing runs for her. Alice's installs etcd into her
     // namespace without anyone approving anything. Bob asks for etcd
-    // while alice's runs: his request says nothing installs for it, and
-    // never shows alice's Instance, version or health as his.
+    // while alice's runs and gets his own copy in his namespace, sharing
+    // the CRDs; alice leaving keeps them for him, bob leaving takes them.
     let _etcd = ETCD_CRDS.lock().await;
     let scope = Scope::new("resolveset-self-service").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
@@ -3119,49 +3128,110 @@ async fn a_listed_team_self_serves_an_operator_under_the_shipped_policy_and_no_r
         "the operator runs in alice's namespace"
     );
 
-    // Bob (team-b), while alice's etcd runs: told nothing installs for
-    // him, never shown alice's install.
+    // Bob (team-b), while alice's etcd runs: his own copy, in and for
+    // his namespace, judged as his request under the same rule, using the
+    // CRDs alice's install owns. Alice's install is not touched.
+    let alice_operator = only_deployment(&deployments(&team_a)).await;
     let team_b = team_namespace(&scope, "team-b", "bob").await;
     let bobs = request_as(&scope, "bob", &team_b).await;
-    let owned = request_says(&bobs, "etcd", "Installed", "PackageOwnedByAnother").await;
-    assert_eq!(owned.status, "False");
-    assert!(!owned.message.contains(&team_a), "{owned:?}");
+    let copy = pakket_resolveset::inputs::input_resolve::copy_name(&set, "etcd", &team_b);
+    let healthy = request_says(&bobs, "etcd", "Healthy", "ObjectsHealthy").await;
+    assert_eq!(healthy.status, "True");
     let bob_status = bobs.get("etcd").await.unwrap().status.unwrap();
-    assert_eq!(bob_status.instance, None);
-    assert_eq!(bob_status.installed_version, None);
-    for type_ in ["Approved", "Healthy"] {
-        let said = bob_status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == type_)
-            .unwrap();
-        assert_eq!(
-            (said.status.as_str(), said.reason.as_str()),
-            ("Unknown", "PackageOwnedByAnother"),
-            "{said:?}"
-        );
-    }
+    assert_eq!(bob_status.instance, Some(copy.clone()));
+    assert_eq!(bob_status.installed_version.as_deref(), Some("0.9.2"));
+    let bobs_copy = instances.get(&copy).await.unwrap();
+    let (requester, _) = pakket_api::requester(&bobs_copy, Some(&key)).unwrap();
+    assert_eq!(requester.username, "bob", "the copy is judged as bob's");
+    let copy_approval = bobs_copy.status.as_ref().unwrap().approval.clone().unwrap();
     assert!(
-        deployments(&team_b)
-            .list(&Default::default())
-            .await
+        copy_approval.approved_by.contains("self-service"),
+        "{copy_approval:?}"
+    );
+    let copy_config = bobs_copy.spec.config.clone().unwrap();
+    assert_eq!(copy_config["crds"], "Omit");
+    assert_eq!(copy_config["watchNamespaces"], json!([team_b]));
+    assert!(
+        !bobs_copy
+            .status
+            .as_ref()
             .unwrap()
-            .items
-            .is_empty()
+            .objects
+            .iter()
+            .any(|o| o.kind == "CustomResourceDefinition"
+                || o.namespace.as_deref().is_some_and(|ns| ns != team_b)),
+        "the copy writes only into bob's namespace and owns no CRD"
+    );
+    let bob_operator = only_deployment(&deployments(&team_b)).await;
+    let watched = bob_operator
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.template.metadata.as_ref())
+        .and_then(|metadata| metadata.annotations.as_ref())
+        .and_then(|annotations| annotations.get("olm.targetNamespaces").cloned());
+    assert_eq!(watched.as_deref(), Some(team_b.as_str()));
+    let set_approval =
+        pakket_testkit::message_of(&instances.get(&set).await.unwrap(), ConditionType::Approved);
+    assert!(
+        set_approval.contains(&format!("etcd in {team_b}"))
+            && set_approval.contains("bob's request"),
+        "{set_approval}"
+    );
+    assert_eq!(
+        only_deployment(&deployments(&team_a)).await.metadata.uid,
+        alice_operator.metadata.uid,
+        "alice's operator runs on as it was"
     );
 
-    for (requests, namespace) in [(&bobs, &team_b), (&alices, &team_a)] {
-        requests
-            .delete("etcd", &DeleteParams::default())
-            .await
-            .unwrap();
-        eventually(&format!("the request in {namespace} is gone"), || async {
-            requests.get_opt("etcd").await.unwrap().is_none()
-        })
-        .await;
+    // Alice leaves while bob's copy runs: her operator goes, the CRDs
+    // (and bob's EtcdClusters with them) stay, kept alone by the
+    // package's own Instance; bob's operator is not restarted.
+    alices
+        .delete("etcd", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "alice's operator is gone and the CRDs are kept alone",
+        || async {
+            let Some(kept) = instances.get_opt(&child).await.unwrap() else {
+                return false;
+            };
+            let approval = kept.status.as_ref().and_then(|s| s.approval.clone());
+            deployments(&team_a)
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+                && kept
+                    .spec
+                    .config
+                    .as_ref()
+                    .is_some_and(|c| c["crds"] == "Only")
+                && approval.is_some_and(|a| a.approved_by.contains("crds-kept-for-copies"))
+                && pakket_testkit::condition_is(&kept, ConditionType::Installed, "True")
+        },
+    )
+    .await;
+    let crds = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(scope.client.clone());
+    for name in bundle_crd_names(&data("bundles/etcd/0.9.2")) {
+        assert!(
+            crds.get_opt(&name).await.unwrap().is_some(),
+            "{name} is kept"
+        );
     }
-    eventually("alice's etcd is uninstalled", || async {
+    assert_eq!(
+        only_deployment(&deployments(&team_b)).await.metadata.uid,
+        bob_operator.metadata.uid,
+        "bob's operator runs on as it was"
+    );
+    request_says(&bobs, "etcd", "Healthy", "ObjectsHealthy").await;
+
+    // Bob leaves last: his copy and the CRDs go.
+    bobs.delete("etcd", &DeleteParams::default()).await.unwrap();
+    eventually("both Instances are uninstalled", || async {
         instances.get_opt(&child).await.unwrap().is_none()
+            && instances.get_opt(&copy).await.unwrap().is_none()
     })
     .await;
     etcd_leaves(&scope).await;

@@ -174,9 +174,20 @@ pub fn instance_name(set: &str, package: &str) -> String {
 
 /// The Instance of a team's copy of `package`'s operator in `namespace`:
 /// `<set>-<package>.<namespace>`. A namespace has no dot, so no package's
-/// own Instance and no other copy is named the same.
+/// own Instance and no other copy is named the same. The runtime labels
+/// what an Instance applies with its name, and a label value holds 63
+/// characters: a longer name keeps its start and ends in a hash of the
+/// whole (`-` and 10 hex digits), still one name per copy.
 pub fn copy_name(set: &str, package: &str, namespace: &str) -> String {
-    format!("{}.{namespace}", instance_name(set, package))
+    use sha2::Digest as _;
+    const MOST: usize = 63;
+    let name = format!("{}.{namespace}", instance_name(set, package));
+    if name.len() <= MOST {
+        return name;
+    }
+    let hash = hex::encode(&sha2::Sha256::digest(name.as_bytes())[..5]);
+    let start: String = name.chars().take(MOST - hash.len() - 1).collect();
+    format!("{}-{hash}", start.trim_end_matches(['-', '.']))
 }
 
 /// The child Instance of `entry` in the set whose Instance is `set`: the
@@ -571,6 +582,27 @@ fn instance_of(
 mod tests {
     use super::*;
     use pakket_engine::catalog::{Catalog, CatalogSet, Format};
+
+    #[test]
+    fn a_copys_name_fits_a_label_value_and_stays_one_per_namespace() {
+        assert_eq!(
+            copy_name("resolveset", "etcd", "team-b"),
+            "resolveset-etcd.team-b"
+        );
+        let long =
+            |namespace: &str| copy_name("a-long-set-name-for-a-test-scope", "etcd", namespace);
+        let (b, c) = (
+            long("a-long-team-namespace-b"),
+            long("a-long-team-namespace-c"),
+        );
+        assert!(b.len() <= 63 && c.len() <= 63, "{b} {c}");
+        assert_ne!(b, c);
+        assert_eq!(b, long("a-long-team-namespace-b"), "the same every time");
+        assert!(
+            b.starts_with("a-long-set-name-for-a-test-scope-etcd."),
+            "{b}"
+        );
+    }
 
     /// `app` 1.0.0 and 2.0.0 need `dep` >=1.0.0; `dep` 0.5.0 and 1.0.0;
     /// `legacy` needs `dep` <1.0.0, so it and `app` conflict only through
