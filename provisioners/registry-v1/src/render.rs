@@ -133,7 +133,7 @@ fn omit_problems(bundle: &Bundle, webhooks: &Webhooks) -> Vec<String> {
     let mut problems = Vec::new();
     if !webhooks.is_empty() {
         problems.push(format!(
-            "{}: the CSV defines webhooks, whose configurations (and CRD conversion) are cluster-wide and cannot be shared by copies; install one copy of this operator (crds: Include)",
+            "{}: Omit asks for a copy of this operator that uses CRDs another Instance installed, but its CSV defines webhooks, whose configurations (and CRD conversion) are cluster-wide and would be shared; this operator runs once per cluster (crds: Include): remove the other Instance, or ask an admin for one that serves every namespace",
             Crds::FIELD
         ));
     }
@@ -145,7 +145,7 @@ fn omit_problems(bundle: &Bundle, webhooks: &Webhooks) -> Vec<String> {
         if cluster_scoped {
             let name = manifest["metadata"]["name"].as_str().unwrap_or("(unnamed)");
             problems.push(format!(
-                "{}: manifests/ holds the cluster-scoped {kind} {name}, which copies would share; install one copy of this operator (crds: Include)",
+                "{}: Omit asks for a copy of this operator that uses CRDs another Instance installed, but manifests/ holds the cluster-scoped {kind} {name}, which copies would share; this operator runs once per cluster (crds: Include): remove the other Instance, or ask an admin for one that serves every namespace",
                 Crds::FIELD
             ));
         }

@@ -3133,9 +3133,14 @@ async fn a_listed_team_self_serves_an_operator_under_the_shipped_policy_and_no_r
     // CRDs alice's install owns. Alice's install is not touched.
     let alice_operator = only_deployment(&deployments(&team_a)).await;
     let team_b = team_namespace(&scope, "team-b", "bob").await;
+    let asked = std::time::Instant::now();
     let bobs = request_as(&scope, "bob", &team_b).await;
     let copy = pakket_resolveset::inputs::input_resolve::copy_name(&set, "etcd", &team_b);
     let healthy = request_says(&bobs, "etcd", "Healthy", "ObjectsHealthy").await;
+    println!(
+        "second team's request created → its own copy Healthy, no person: {:.1} s",
+        asked.elapsed().as_secs_f64()
+    );
     assert_eq!(healthy.status, "True");
     let bob_status = bobs.get("etcd").await.unwrap().status.unwrap();
     assert_eq!(bob_status.instance, Some(copy.clone()));
