@@ -75,8 +75,8 @@ pub struct Owners {
     /// By Input: why it does not get its package.
     pub refused: BTreeMap<String, Refusal>,
     /// By Input: the package it gets a copy of, in the namespace it is
-    /// asked from ([`Copy`]).
-    pub copies: BTreeMap<String, Copy>,
+    /// asked from ([`TeamCopy`]).
+    pub copies: BTreeMap<String, TeamCopy>,
     /// Packages whose own entry keeps the CRDs alone: the Input it was
     /// installed for is gone, copies still use them.
     pub crds_only: BTreeSet<String>,
@@ -87,7 +87,7 @@ pub struct Owners {
 /// CRDs the package's own entry installs (at the one version the set
 /// resolves for the package).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Copy {
+pub struct TeamCopy {
     /// The package.
     pub package: String,
     /// Where it runs and what it watches.
@@ -141,7 +141,7 @@ pub fn home(config: Option<&Map<String, Value>>) -> Option<&str> {
 /// package, what the set installs now.
 ///
 /// Copies: when the owner is one namespace's, every other claim that is
-/// one namespace's, another one, gets a copy ([`Copy`]) instead of a
+/// one namespace's, another one, gets a copy ([`TeamCopy`]) instead of a
 /// refusal; among new claims that are all of distinct namespaces nobody
 /// needs to choose (each gets its own), so the senior owns the package.
 /// When the owner of a package with copies goes, its entry keeps the CRDs
@@ -256,7 +256,7 @@ fn share<'c, 'a>(
                 senior_copy.get_or_insert(claim.input);
                 owners.copies.insert(
                     claim.input.to_owned(),
-                    Copy {
+                    TeamCopy {
                         package: package.to_owned(),
                         namespace: namespace.to_owned(),
                     },
@@ -477,8 +477,8 @@ mod tests {
         BTreeMap::from([("etcd".to_owned(), Installed { main, copies })])
     }
 
-    fn copy(namespace: &str) -> Copy {
-        Copy {
+    fn copy(namespace: &str) -> TeamCopy {
+        TeamCopy {
             package: "etcd".into(),
             namespace: namespace.into(),
         }

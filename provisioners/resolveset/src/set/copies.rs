@@ -145,7 +145,7 @@ fn drop_needed_by(entry: &mut Entry, who: &str) {
 mod tests {
     use super::*;
     use crate::inputs::input_resolve::child_name;
-    use crate::inputs::package_owner::Copy;
+    use crate::inputs::package_owner::TeamCopy;
 
     fn entry(config: Value, needed_by: &[&str]) -> Entry {
         Entry {
@@ -177,7 +177,7 @@ mod tests {
         let owners = Owners {
             copies: BTreeMap::from([(
                 "bob".to_owned(),
-                Copy {
+                TeamCopy {
                     package: "etcd".into(),
                     namespace: "team-b".into(),
                 },
@@ -271,7 +271,7 @@ mod tests {
         let owners = Owners {
             copies: BTreeMap::from([(
                 "bob".to_owned(),
-                Copy {
+                TeamCopy {
                     package: "etcd".into(),
                     namespace: "team-b".into(),
                 },
