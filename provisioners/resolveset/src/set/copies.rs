@@ -170,11 +170,9 @@ mod tests {
             .cloned()
     }
 
-    #[test]
-    fn a_copy_is_its_inputs_alone_without_the_crds_and_the_own_entry_is_not_its_requesters() {
-        let alice = homed("team-a");
-        let mut entries = vec![entry(json!(alice), &["Input alice", "Input bob"])];
-        let owners = Owners {
+    /// Owners giving bob a copy of etcd in team-b.
+    fn bob_copies_etcd_in_team_b() -> Owners {
+        Owners {
             copies: BTreeMap::from([(
                 "bob".to_owned(),
                 TeamCopy {
@@ -183,7 +181,14 @@ mod tests {
                 },
             )]),
             ..Owners::default()
-        };
+        }
+    }
+
+    #[test]
+    fn a_copy_is_its_inputs_alone_without_the_crds_and_the_own_entry_is_not_its_requesters() {
+        let alice = homed("team-a");
+        let mut entries = vec![entry(json!(alice), &["Input alice", "Input bob"])];
+        let owners = bob_copies_etcd_in_team_b();
         let configs = BTreeMap::from([("bob".to_owned(), homed("team-b"))]);
         add(
             &mut entries,
@@ -268,16 +273,7 @@ mod tests {
                 instance("set-dep", "dep"),
             ]),
         )]);
-        let owners = Owners {
-            copies: BTreeMap::from([(
-                "bob".to_owned(),
-                TeamCopy {
-                    package: "etcd".into(),
-                    namespace: "team-b".into(),
-                },
-            )]),
-            ..Owners::default()
-        };
+        let owners = bob_copies_etcd_in_team_b();
         answer_with_copies(&mut answers, &owners, "set");
         let Answer::Resolved(instances) = &answers["bob"] else {
             panic!("resolved")
