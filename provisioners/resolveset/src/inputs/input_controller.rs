@@ -288,7 +288,13 @@ async fn write_next_set(
         .iter()
         .map(|input| (input.name_any(), input.spec.config.clone()))
         .collect();
-    let resolved_inputs = resolved.keys().map(String::as_str).collect();
+    // A copy stays for its Input while that Input resolves, and while it
+    // fails but keeps what it installed (a Catalog gone, a conflict).
+    let resolved_inputs = resolved
+        .keys()
+        .map(String::as_str)
+        .chain(failing.iter().map(|(name, _)| *name))
+        .collect();
     copies::add(&mut entries, owners, &resolved_inputs, &configs, previous);
     requested_by::stamp(&mut entries, &context.instance, authors);
     let (kept, for_children) = hold_back(context, previous, &entries).await?;
