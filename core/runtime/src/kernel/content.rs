@@ -19,6 +19,7 @@
 //! is the single key `x.yaml`. ConfigMap keys cannot hold `/`, so there is no
 //! deeper path, and a key can never escape the content directory.
 
+pub mod chart_repository;
 mod file;
 mod git;
 mod https;
@@ -236,7 +237,7 @@ pub struct Unpacked {
 pub enum ContentError {
     /// A ref scheme this runtime does not fetch yet.
     #[error(
-        "spec.refs[{index}] {reference}: this provisioner cannot fetch {scheme}:// content; use a docker://, oci://, https://, git+https:// or file:// ref"
+        "spec.refs[{index}] {reference}: this provisioner cannot fetch {scheme}:// content; use a docker://, oci://, https://, helm+https://, git+https:// or file:// ref"
     )]
     Unsupported {
         /// Position in spec.refs.
@@ -245,6 +246,16 @@ pub enum ContentError {
         reference: String,
         /// Its scheme.
         scheme: String,
+    },
+    /// A chart a `helm+https://` ref names cannot be found or pinned.
+    #[error("spec.refs[{index}] {reference}: {problem}")]
+    Chart {
+        /// Position in spec.refs.
+        index: usize,
+        /// The ref.
+        reference: String,
+        /// What is wrong, naming the index and what to do.
+        problem: String,
     },
     /// A file:// ref outside every volume mount.
     #[error(
@@ -547,6 +558,9 @@ async fn unpack_one(
             image::unpack_image(client, store, images, options, index, reference).await
         }
         "https" => https::unpack_tarball(store, images, options, index, reference).await,
+        chart_repository::SCHEME => {
+            chart_repository::unpack_chart(store, images, options, index, reference).await
+        }
         // `git://` is parsed to be refused with a message saying why.
         "git+https" | "git" => git::unpack_git(store, images, options, index, reference).await,
         _ => Err(ContentError::Unsupported {

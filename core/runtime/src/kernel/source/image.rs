@@ -17,6 +17,9 @@ use crate::archive::{self, ArchiveError, Compression, Extracted, Limits};
 /// unpack layers of that type.
 pub fn layer_compression(media_type: &str) -> Option<Compression> {
     match media_type {
+        // A Helm chart pushed to a registry (`oci://…` chart refs): its one
+        // layer is the chart's archive.
+        HELM_CHART_LAYER_MEDIA_TYPE => Some(Compression::Gzip),
         IMAGE_LAYER_MEDIA_TYPE | IMAGE_DOCKER_LAYER_TAR_MEDIA_TYPE => {
             Some(Compression::Uncompressed)
         }
@@ -24,6 +27,9 @@ pub fn layer_compression(media_type: &str) -> Option<Compression> {
         _ => None,
     }
 }
+
+/// The layer of a Helm chart in an OCI registry.
+pub const HELM_CHART_LAYER_MEDIA_TYPE: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
 
 /// One layer of a pulled image, verified against its digest, spooled to
 /// an unnamed temporary file (never held in memory).
