@@ -21,7 +21,7 @@ pub mod components;
 pub mod conditions;
 pub mod credentials;
 pub mod dependencies;
-pub mod helm;
+pub use pakket_helm::template as helm;
 pub mod info_controller;
 pub mod made_here;
 pub mod names;

@@ -1,7 +1,7 @@
-//! Rendering a package's Helm chart with a real Helm (`helm template`),
-//! in the provisioner's own pipeline: no Flux, no Helm release Secrets, no
+//! Rendering a Helm chart with a real Helm (`helm template`), in a
+//! provisioner's own pipeline: no Flux, no Helm release Secrets, no
 //! network. The chart is an archive the runtime downloaded and pinned (a
-//! ref of the package's Bundle); Helm only reads it, with every home
+//! ref of the Bundle); Helm only reads it, with every home
 //! folder pointed at a scratch directory so no user's repositories,
 //! plugins or registry logins are used.
 //!
@@ -53,7 +53,7 @@ pub struct Release<'a> {
     /// The unpacked chart archive (the folder holding the chart's folder,
     /// or the chart's folder itself).
     pub chart: &'a Path,
-    /// The values (the package's, patched by its value definitions).
+    /// The values.
     pub values: &'a Value,
 }
 
@@ -134,7 +134,7 @@ fn capabilities(cluster: &ClusterFacts) -> Vec<String> {
 
 /// The folder with `Chart.yaml`: `dir` itself or its one sub-folder (an
 /// archive unpacks to `<chart>/Chart.yaml`).
-fn chart_folder(dir: &Path) -> Result<PathBuf, String> {
+pub fn chart_folder(dir: &Path) -> Result<PathBuf, String> {
     if dir.join("Chart.yaml").is_file() {
         return Ok(dir.to_path_buf());
     }
@@ -247,7 +247,7 @@ fn refuse_unsupported_hooks(objects: &[Value]) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "the chart has hooks pakket-package does not run: {}; it applies install and upgrade hooks as ordinary objects and runs no delete, rollback or other hooks, so the chart is not installed without them",
+        "the chart has hooks Pakket does not run: {}; it applies install and upgrade hooks as ordinary objects and runs no delete, rollback or other hooks, so the chart is not installed without them",
         unsupported.join(", ")
     ))
 }
