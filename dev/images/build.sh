@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and pushes the images deploy/ names (pakket-webhooks, pakket-plain,
-# pakket-registry-v1, pakket-resolveset, pakket-package) with no Docker
-# daemon: each is one static musl binary (and, for pakket-package, Helm)
+# pakket-registry-v1, pakket-resolveset, pakket-package, pakket-helm) with
+# no Docker daemon: each is one static musl binary (and, for pakket-package
+# and pakket-helm, Helm)
 # packed by `pakket image push` into a single reproducible layer, so the same
 # sources give the same digests on any machine.
 #
@@ -44,7 +45,7 @@ out_file=${2:-$CARGO_TARGET_DIR/images/images.env}
 # The tag deploy/*.yaml names.
 tag=0.1.0
 target=x86_64-unknown-linux-musl
-names=(webhooks plain registry-v1 resolveset package)
+names=(webhooks plain registry-v1 resolveset package helm)
 test_names=()
 [[ ${PAKKET_TEST_IMAGES:-} == 1 ]] && test_names=(e2e-admission)
 
@@ -103,7 +104,8 @@ for name in pakket "${names[@]/#/pakket-}" "${test_names[@]/#/pakket-}"; do
   is_static "$bin_dir/$name" || fail "$bin_dir/$name is dynamically linked; the images have no libc"
 done
 
-# pakket-package renders Helm charts with `helm template` (found on PATH).
+# pakket-package and pakket-helm render charts with `helm template` (found
+# on PATH).
 helm=$("$repo/dev/controlplane/build-helm.sh")/helm
 is_static "$helm" \
   || fail "$helm is dynamically linked; rebuild it with CGO_ENABLED=0 (dev/controlplane/build-helm.sh)"
@@ -116,7 +118,7 @@ printf '%-20s %12s  %s\n' image "layer bytes" "digest (layer: gzip'd, as stored)
 for name in "${names[@]}" "${test_names[@]}"; do
   image=pakket-$name
   binaries=(--binary "$bin_dir/$image")
-  if [[ $name == package ]]; then
+  if [[ $name == package || $name == helm ]]; then
     # After pakket-package, so that it stays the entrypoint.
     binaries+=(--binary "$helm")
   fi

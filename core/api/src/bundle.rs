@@ -9,7 +9,15 @@ use crate::ObjectRef;
 use crate::schema::{MAX_REF_LENGTH, MAX_REFS};
 
 /// The URI schemes a Bundle ref may use, in the order the docs list them.
-pub const REF_SCHEMES: &[&str] = &["docker", "oci", "file", "https", "git", "git+https"];
+pub const REF_SCHEMES: &[&str] = &[
+    "docker",
+    "oci",
+    "file",
+    "https",
+    "helm+https",
+    "git",
+    "git+https",
+];
 
 /// What a Bundle's content is and where it comes from. Immutable once created:
 /// new content means a new Bundle.
@@ -35,7 +43,8 @@ pub struct BundleSpec {
 
     /// Where the content comes from: `docker://` or `oci://` image references,
     /// `file://` paths inside a mounted ConfigMap, `https://` tarballs,
-    /// `git://` or `git+https://` repositories.
+    /// `helm+https://REPOSITORY/#CHART@VERSION` charts from a chart
+    /// repository, `git://` or `git+https://` repositories.
     #[schemars(length(max = MAX_REFS), inner(length(max = MAX_REF_LENGTH)))]
     #[schemars(extend("x-kubernetes-validations" = [
         {
@@ -43,8 +52,8 @@ pub struct BundleSpec {
             "message": "spec.refs needs at least one source, e.g. docker://registry.example/bundle:v1",
         },
         {
-            "rule": "self.all(r, r.matches('^(docker|oci|file|https|git|git\\\\+https)://.+'))",
-            "message": "each spec.refs entry must start with docker://, oci://, file://, https://, git:// or git+https://",
+            "rule": "self.all(r, r.matches('^(docker|oci|file|https|helm\\\\+https|git|git\\\\+https)://.+'))",
+            "message": "each spec.refs entry must start with docker://, oci://, file://, https://, helm+https://, git:// or git+https://",
         },
     ]))]
     pub refs: Vec<String>,
@@ -207,6 +216,10 @@ mod tests {
     fn ref_scheme_accepts_known_schemes_only() {
         assert_eq!(ref_scheme("docker://quay.io/a/b:v1"), Some("docker"));
         assert_eq!(ref_scheme("git+https://github.com/a/b"), Some("git+https"));
+        assert_eq!(
+            ref_scheme("helm+https://charts.example/#web@1.0.0"),
+            Some("helm+https")
+        );
         assert_eq!(ref_scheme("file://content"), Some("file"));
         assert_eq!(ref_scheme("http://insecure.example/b.tgz"), None);
         assert_eq!(ref_scheme("oci://"), None);

@@ -38,6 +38,11 @@ pub const PACKAGE: Shipped = Shipped {
     file: "deploy/package/provisioner.yaml",
     account: "pakket-package",
 };
+/// pakket-helm.
+pub const HELM: Shipped = Shipped {
+    file: "deploy/helm/provisioner.yaml",
+    account: "pakket-helm",
+};
 /// pakket-registry-v1.
 pub const REGISTRY_V1: Shipped = Shipped {
     file: "deploy/registry-v1/provisioner.yaml",

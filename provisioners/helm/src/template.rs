@@ -208,10 +208,11 @@ fn run(mut command: Command, binary: &Path) -> Result<Vec<u8>, String> {
     Ok(output)
 }
 
-/// Helm's error, trimmed to what fits in a condition.
+/// Helm's error on one line (a condition message is one), trimmed to what
+/// fits in a condition.
 fn last_words(said: &str) -> String {
-    let said = said.trim();
-    let said = said.strip_prefix("Error: ").unwrap_or(said);
+    let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said = said.strip_prefix("Error: ").unwrap_or(&said);
     if said.len() <= MAX_ERROR {
         return said.to_owned();
     }
@@ -303,6 +304,12 @@ mod tests {
     #[test]
     fn helms_error_is_quoted_short() {
         assert_eq!(last_words("Error: boom\n"), "boom");
+        assert_eq!(
+            last_words(
+                "Error: values don't meet the schema:\nweb:\n- replicaCount: Must be >= 1\n"
+            ),
+            "values don't meet the schema: web: - replicaCount: Must be >= 1"
+        );
         let long = "x".repeat(5000);
         assert_eq!(last_words(&long).chars().count(), MAX_ERROR + 1);
     }

@@ -90,11 +90,15 @@ pub fn spec_problems(spec: &BundleSpec, field: &str) -> Vec<String> {
 fn check_ref(reference: &str, spec: &BundleSpec) -> Result<(), String> {
     let Some(scheme) = ref_scheme(reference) else {
         return Err(
-            "unknown scheme or nothing after it; use docker://, oci://, file://, https://, git:// or git+https://"
+            "unknown scheme or nothing after it; use docker://, oci://, file://, https://, helm+https://, git:// or git+https://"
                 .to_owned(),
         );
     };
     let rest = &reference[scheme.len() + "://".len()..];
+    if scheme == "helm+https" {
+        return pakket_runtime::kernel::content::chart_repository::ChartRef::parse(reference)
+            .map(drop);
+    }
     if rest.chars().any(char::is_whitespace) || rest.contains("://") {
         return Err("it has white space or a second scheme".to_owned());
     }
