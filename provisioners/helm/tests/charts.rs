@@ -35,15 +35,18 @@ use pakket_testkit::shipped::{self, HELM, WEBHOOKS};
 use pakket_testkit::{Scope, condition_is, eventually, wait_for_instance};
 use serde_json::{Value, json};
 
+/// Served files by name.
+type Files = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
+
 /// A chart repository: `index.yaml` and archives under `/charts/`, made by
 /// the real helm from charts the tests write.
 struct ChartRepository {
     server: HttpsServer,
-    files: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+    files: Files,
 }
 
 async fn chart_file(
-    State(files): State<Arc<Mutex<BTreeMap<String, Vec<u8>>>>>,
+    State(files): State<Files>,
     Path(path): Path<String>,
 ) -> Result<Vec<u8>, StatusCode> {
     files
@@ -56,7 +59,7 @@ async fn chart_file(
 
 impl ChartRepository {
     fn start() -> Self {
-        let files: Arc<Mutex<BTreeMap<String, Vec<u8>>>> = Arc::default();
+        let files: Files = Arc::default();
         let router = Router::new()
             .route("/charts/{*path}", get(chart_file))
             .with_state(Arc::clone(&files));
@@ -246,7 +249,7 @@ async fn world(name: &str) -> World {
         HELM,
         &scope.name("helm-classes"),
         &scope.labels(),
-        &[class.clone()],
+        std::slice::from_ref(&class),
     )
     .await;
     let helm = Helm::new(pakket_controlplane::helm().expect("the pinned helm"));
