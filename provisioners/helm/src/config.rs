@@ -1,14 +1,16 @@
 //! The Instance's `spec.config` for a chart: `releaseName` (Helm's
 //! `.Release.Name`; default the Instance's name), `namespace` (the
 //! release's namespace, where objects that name none go; default
-//! `default`, as `helm install` without `-n`) and `values` (the chart's
-//! values, over its `values.yaml`). Each problem names its field; nothing
-//! falls back silently.
+//! `default`, as `helm install` without `-n`), `createNamespace` (make the
+//! namespace if it is missing, as `--create-namespace`; it is then the
+//! Instance's, and an existing one is used, never adopted) and `values`
+//! (the chart's values, over its `values.yaml`). Each problem names its
+//! field; nothing falls back silently.
 
 use serde_json::{Map, Value, json};
 
 /// The fields read.
-const KNOWN: [&str; 3] = ["releaseName", "namespace", "values"];
+const KNOWN: [&str; 4] = ["releaseName", "namespace", "createNamespace", "values"];
 
 /// Helm's own limit on a release name.
 const MAX_RELEASE_NAME: usize = 53;
@@ -20,6 +22,8 @@ pub struct ChartConfig {
     pub release_name: String,
     /// `.Release.Namespace`.
     pub namespace: String,
+    /// Whether the namespace is made if missing.
+    pub create_namespace: bool,
     /// The values.
     pub values: Value,
 }
@@ -62,6 +66,16 @@ pub fn read(
         None => "default".to_owned(),
         Some(value) => name_field(value, "spec.config.namespace")?,
     };
+    let create_namespace = match config.get("createNamespace") {
+        None => false,
+        Some(Value::Bool(create)) => *create,
+        Some(other) => {
+            return Err(ConfigError {
+                field: "spec.config.createNamespace".into(),
+                problem: format!("{other} is not true or false"),
+            });
+        }
+    };
     let values = match config.get("values") {
         None => json!({}),
         Some(Value::Object(values)) => Value::Object(values.clone()),
@@ -77,6 +91,7 @@ pub fn read(
     Ok(ChartConfig {
         release_name,
         namespace,
+        create_namespace,
         values,
     })
 }

@@ -66,8 +66,26 @@ impl Provisioner for HelmCharts {
             .helm
             .template(&release, request.cluster, request.max_object_size)
             .map_err(|problem| ObjectsError::Content(format!("chart {named}: {problem}")))?;
-        Ok(placed(objects, &config.namespace, request.cluster))
+        let mut objects = placed(objects, &config.namespace, request.cluster);
+        if config.create_namespace {
+            objects.insert(0, namespace_if_absent(&config.namespace));
+        }
+        Ok(objects)
     }
+}
+
+/// The release's namespace, created only if absent (`createNamespace`):
+/// then it is the Instance's and goes with it; an existing one is used as
+/// it is, never adopted.
+fn namespace_if_absent(namespace: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": namespace,
+            "annotations": { pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION: "true" },
+        },
+    })
 }
 
 /// `objects` with every namespaced one that names no namespace in

@@ -315,9 +315,13 @@ async fn a_chart_from_a_repository_installs_pinned_upgrades_and_uninstalls() {
     world.charts.publish(&web_chart("1.1.0", &group));
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let name = scope.name("web");
+    // Into a namespace it makes (`--create-namespace`), which then goes
+    // with it.
+    let release = scope.name("release");
     let config = json!({
         "releaseName": "web",
-        "namespace": scope.namespace,
+        "namespace": release,
+        "createNamespace": true,
         "values": { "replicaCount": 2, "message": "from pakket" },
     });
     instances
@@ -348,12 +352,12 @@ async fn a_chart_from_a_repository_installs_pinned_upgrades_and_uninstalls() {
     // Rendered as Helm renders it, for this cluster, in the release's
     // namespace: the values over values.yaml, the subchart, the CRD, the
     // install hook as an object; the test hook not at all.
-    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
-    let deployments: Api<Deployment> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &release);
+    let deployments: Api<Deployment> = Api::namespaced(scope.client.clone(), &release);
     let rendered = config_maps.get("web-web").await.unwrap().data.unwrap();
     assert_eq!(rendered["version"], "1.0.0");
     assert_eq!(rendered["message"], "from pakket");
-    assert_eq!(rendered["namespace"], scope.namespace);
+    assert_eq!(rendered["namespace"], release);
     assert!(rendered["kube"].starts_with("v1.35"), "{rendered:?}");
     let web = deployments.get("web-web").await.unwrap();
     assert_eq!(web.spec.as_ref().unwrap().replicas, Some(2));
@@ -369,7 +373,7 @@ async fn a_chart_from_a_repository_installs_pinned_upgrades_and_uninstalls() {
             .is_some(),
         "the install hook"
     );
-    let pods: Api<Pod> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let pods: Api<Pod> = Api::namespaced(scope.client.clone(), &release);
     assert!(
         pods.get_opt("web-web-test").await.unwrap().is_none(),
         "test hooks are not installed"
