@@ -13,6 +13,9 @@
 //! whose template calls `lookup`. The real pinned helm packages and
 //! indexes them.
 
+#[path = "../../../dev/registry/testing.rs"]
+mod registry;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -130,6 +133,34 @@ impl ChartRepository {
         }
         std::fs::read(archive).unwrap()
     }
+}
+
+/// Pushes the archive of chart `name` at `version` to the registry under
+/// `path` as an OCI chart with the real helm (which names the repository
+/// after the chart); `oci://REGISTRY/PATH/NAME:VERSION`.
+fn push_oci(archive: &[u8], path: &str, name: &str, version: &str) -> String {
+    let registry = registry::Registry::shared();
+    let helm = pakket_controlplane::helm().expect("the pinned helm");
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join(format!("{name}-{version}.tgz"));
+    std::fs::write(&file, archive).unwrap();
+    let target = format!("oci://{}/{path}", registry.address);
+    let output = std::process::Command::new(&helm)
+        .args([
+            "push".as_ref(),
+            file.as_os_str(),
+            target.as_ref(),
+            "--plain-http".as_ref(),
+        ])
+        .env("HOME", work.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "helm push: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    format!("{target}/{name}:{version}")
 }
 
 /// The `web` chart at `version`, its CRD in `crd_group`: in podinfo's
@@ -528,6 +559,54 @@ async fn a_chart_that_asks_the_cluster_breaks_its_schema_or_is_not_indexed_is_re
             .await
             .unwrap();
     }
+    world.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_chart_pushed_to_a_registry_installs_pinned_by_its_manifest_digest() {
+    let world = world("helm-chart-oci").await;
+    let scope = &world.scope;
+    let group = format!("{}.example.com", scope.id);
+    let archive = world.charts.publish(&web_chart("1.0.0", &group));
+    let chart_ref = push_oci(&archive, &format!("charts/{}", scope.id), "web", "1.0.0");
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let config = json!({ "releaseName": "oci", "namespace": scope.namespace });
+    instances
+        .create(
+            &PostParams::default(),
+            &world.instance("oci", "oci-bundle", &chart_ref, config),
+        )
+        .await
+        .unwrap();
+    wait_for_instance(
+        &instances,
+        &scope.name("oci"),
+        "the OCI chart installed",
+        |i| condition_is(i, ConditionType::Installed, "True"),
+    )
+    .await;
+    let digest = pakket_testkit::pinned_digest(&scope.client, &scope.name("oci-bundle")).await;
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{digest}"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    assert_eq!(
+        config_maps.get("oci-web").await.unwrap().data.unwrap()["version"],
+        "1.0.0"
+    );
+    instances
+        .delete(&scope.name("oci"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the OCI chart's Instance is gone", || async {
+        instances
+            .get_opt(&scope.name("oci"))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
     world.scope.cleanup().await;
 }
 
