@@ -276,6 +276,13 @@ fn recorded_rules(subresource: &str, operations: &[&str]) -> Vec<RuleWithOperati
             operations,
             "Namespaced",
         ),
+        rule(
+            crate::review::HELM_GROUP,
+            "*",
+            &resource("helmcharts"),
+            operations,
+            "Namespaced",
+        ),
     ]
 }
 
@@ -606,6 +613,7 @@ mod tests {
             crate::review::RESOLVE_GROUP,
             crate::review::OPERATORS_GROUP,
             crate::review::PACKAGES_GROUP,
+            crate::review::HELM_GROUP,
         ];
         for rule in rules {
             let groups = rule.api_groups.unwrap();

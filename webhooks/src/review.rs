@@ -72,6 +72,8 @@ pub const RESOLVE_GROUP: &str = "resolve.pakket.dev";
 pub const OPERATORS_GROUP: &str = "operators.pakket.dev";
 /// The group of ClusterPackages and Packages.
 pub const PACKAGES_GROUP: &str = "packages.pakket.dev";
+/// The group of HelmCharts.
+pub const HELM_GROUP: &str = "helm.pakket.dev";
 
 /// What a request is about, as far as the rules care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +91,8 @@ pub enum Target {
     /// An object whose requester records the webhook keeps, besides
     /// Instances: `Input` (resolve.pakket.dev), `Operator` and
     /// `OperatorRequest` (operators.pakket.dev), `ClusterPackage` or `Package`
-    /// (packages.pakket.dev), main resource or status.
+    /// (packages.pakket.dev), `HelmChart` (helm.pakket.dev), main resource
+    /// or status.
     Recorded(&'static str),
     /// Anything else: a configuration mistake; allowed and logged.
     Other,
@@ -117,6 +120,7 @@ impl Target {
             }
             (PACKAGES_GROUP, "clusterpackages", "" | "status") => Self::Recorded("ClusterPackage"),
             (PACKAGES_GROUP, "packages", "" | "status") => Self::Recorded("Package"),
+            (HELM_GROUP, "helmcharts", "" | "status") => Self::Recorded("HelmChart"),
             _ => Self::Other,
         }
     }
@@ -133,6 +137,7 @@ impl Target {
             Self::Recorded("ClusterPackage") => "clusterpackages",
             Self::Recorded("Package") => "packages",
             Self::Recorded("OperatorRequest") => "operatorrequests",
+            Self::Recorded("HelmChart") => "helmcharts",
             Self::Recorded(_) => "operators",
             Self::Other => "other",
         }

@@ -4,13 +4,21 @@
 //! `default`, as `helm install` without `-n`), `createNamespace` (make the
 //! namespace if it is missing, as `--create-namespace`; it is then the
 //! Instance's, and an existing one is used, never adopted) and `values`
-//! (the chart's values, over its `values.yaml`). Each problem names its
-//! field; nothing falls back silently.
+//! (the chart's values, over its `values.yaml`). `namespaceOnly` (written
+//! by the HelmChart controller for a namespace owner's chart) confines
+//! everything to the release's namespace ([`crate::provisioner`]). Each
+//! problem names its field; nothing falls back silently.
 
 use serde_json::{Map, Value, json};
 
 /// The fields read.
-const KNOWN: [&str; 4] = ["releaseName", "namespace", "createNamespace", "values"];
+const KNOWN: [&str; 5] = [
+    "releaseName",
+    "namespace",
+    "createNamespace",
+    "namespaceOnly",
+    "values",
+];
 
 /// Helm's own limit on a release name.
 const MAX_RELEASE_NAME: usize = 53;
@@ -24,6 +32,9 @@ pub struct ChartConfig {
     pub namespace: String,
     /// Whether the namespace is made if missing.
     pub create_namespace: bool,
+    /// Whether everything must be namespaced and in the release's
+    /// namespace.
+    pub namespace_only: bool,
     /// The values.
     pub values: Value,
 }
@@ -66,16 +77,14 @@ pub fn read(
         None => "default".to_owned(),
         Some(value) => name_field(value, "spec.config.namespace")?,
     };
-    let create_namespace = match config.get("createNamespace") {
-        None => false,
-        Some(Value::Bool(create)) => *create,
-        Some(other) => {
-            return Err(ConfigError {
-                field: "spec.config.createNamespace".into(),
-                problem: format!("{other} is not true or false"),
-            });
-        }
-    };
+    let create_namespace = flag(config, "createNamespace")?;
+    let namespace_only = flag(config, "namespaceOnly")?;
+    if create_namespace && namespace_only {
+        return Err(ConfigError {
+            field: "spec.config.createNamespace".into(),
+            problem: "a chart confined to its namespace (namespaceOnly) cannot make a namespace; install into one that exists".into(),
+        });
+    }
     let values = match config.get("values") {
         None => json!({}),
         Some(Value::Object(values)) => Value::Object(values.clone()),
@@ -92,8 +101,21 @@ pub fn read(
         release_name,
         namespace,
         create_namespace,
+        namespace_only,
         values,
     })
+}
+
+/// `spec.config.<key>`: true, false, or absent (false).
+fn flag(config: &Map<String, Value>, key: &str) -> Result<bool, ConfigError> {
+    match config.get(key) {
+        None => Ok(false),
+        Some(Value::Bool(set)) => Ok(*set),
+        Some(other) => Err(ConfigError {
+            field: format!("spec.config.{key}"),
+            problem: format!("{other} is not true or false"),
+        }),
+    }
 }
 
 fn name_field(value: &Value, field: &str) -> Result<String, ConfigError> {

@@ -13,6 +13,8 @@
 //!   (`lookup`) or the network are refused by name, not rendered empty.
 //! - [`template`]: `helm template`, shared with the package provisioner.
 //! - [`provisioner`]: the runtime's provisioner.
+//! - [`helmchart_controller`]: a namespace owner's `HelmChart` becomes an
+//!   Instance sealed with her identity, confined to her namespace.
 
 // A function reads at once: over the threshold in clippy.toml, split it
 // into named steps (or say why not in an `allow` beside it).
@@ -20,6 +22,7 @@
 
 pub mod cluster_functions;
 pub mod config;
+pub mod helmchart_controller;
 pub mod provisioner;
 pub mod template;
 

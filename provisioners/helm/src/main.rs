@@ -1,13 +1,18 @@
 //! `pakket-helm`: Helm charts, rendered by the pinned `helm template` and
-//! installed on the shared runtime.
+//! installed on the shared runtime, and namespace owners' HelmCharts.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Parser;
 use pakket_helm::ID;
+use pakket_helm::helmchart_controller::{self, ChartsContext};
 use pakket_helm::provisioner::HelmCharts;
 use pakket_helm::template::Helm;
 use pakket_runtime::cli::{self, ProvisionerArgs};
+use pakket_runtime::kernel::controller::{self, RunOptions};
+use pakket_runtime::kernel::serve;
+use pakket_runtime::kernel::source::SourceOptions;
 
 /// jemalloc with its background thread, not the system allocator, as in
 /// pakket-plain (`examples/plain/src/main.rs`, measured there).
@@ -17,7 +22,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[derive(Parser)]
 #[command(
     name = "pakket-helm",
-    about = "Pakket's helm provisioner: Helm charts from chart repositories and OCI registries"
+    about = "Pakket's helm provisioner: Helm charts from chart repositories and OCI registries, and namespace owners' HelmCharts"
 )]
 struct Args {
     #[command(flatten)]
@@ -26,15 +31,59 @@ struct Args {
     /// found on PATH unless a path is given.
     #[arg(long, env = "PAKKET_HELM", default_value = "helm")]
     helm: PathBuf,
+    /// The ProvisionerClass the Instances written for HelmCharts name.
+    #[arg(long, default_value = "helm")]
+    class: String,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     cli::init_logging();
     let args = Args::parse();
-    let helm = Helm::new(args.helm);
-    cli::run(args.provisioner, ID, move |id| {
-        HelmCharts::new(id, helm.clone())
-    })
-    .await
+    let cli::Started {
+        id,
+        store,
+        client,
+        elector,
+        metrics,
+        record_key,
+    } = cli::start(&args.provisioner, ID).await?;
+    tracing::info!(%id, class = %args.class, "helm provisioner started");
+    let sources = SourceOptions {
+        secret_namespace: std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|namespace| !namespace.is_empty()),
+        ..SourceOptions::default()
+    };
+    let helm = Helm::new(args.helm.clone());
+    // Only the leader reconciles, both the Instances and the HelmCharts.
+    let work = || {
+        let options = RunOptions {
+            metrics: metrics.clone(),
+            sources: sources.clone(),
+            record_key: record_key.clone(),
+            store_gc: args.provisioner.store_gc(),
+            max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
+            decision_records: Some(args.provisioner.lease_namespace.clone()),
+            ..RunOptions::new(store.clone())
+        };
+        let charts = Arc::new(ChartsContext {
+            client: client.clone(),
+            class: args.class.clone(),
+            record_key: record_key.clone(),
+            selector: None,
+        });
+        let provisioner = HelmCharts::new(&id, helm.clone());
+        let client = client.clone();
+        async move {
+            tokio::select! {
+                result = controller::run_with(client, provisioner, options) => result.map_err(anyhow::Error::from),
+                result = helmchart_controller::run(charts) => result.map_err(anyhow::Error::from),
+            }
+        }
+    };
+    if let Some(result) = elector.run(serve::shutdown_signal(), work).await? {
+        result?;
+    }
+    Ok(())
 }

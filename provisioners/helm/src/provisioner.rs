@@ -67,6 +67,10 @@ impl Provisioner for HelmCharts {
             .template(&release, request.cluster, request.max_object_size)
             .map_err(|problem| ObjectsError::Content(format!("chart {named}: {problem}")))?;
         let mut objects = placed(objects, &config.namespace, request.cluster);
+        if config.namespace_only {
+            confined(&objects, &config.namespace, request.cluster)
+                .map_err(|problem| ObjectsError::Content(format!("chart {named}: {problem}")))?;
+        }
         if config.create_namespace {
             objects.insert(0, namespace_if_absent(&config.namespace));
         }
@@ -106,6 +110,43 @@ pub fn placed(objects: Vec<Value>, namespace: &str, cluster: &ClusterFacts) -> V
             object
         })
         .collect()
+}
+
+/// Refuses, naming each, what a chart confined to `namespace` may not
+/// write: anything cluster-scoped, anything in another namespace, and any
+/// kind the cluster does not say is namespaced (its scope decides whether
+/// it stays in the namespace).
+pub fn confined(objects: &[Value], namespace: &str, cluster: &ClusterFacts) -> Result<(), String> {
+    let named = |object: &Value| {
+        format!(
+            "{} {}",
+            object["kind"].as_str().unwrap_or("object"),
+            object["metadata"]["name"].as_str().unwrap_or("?")
+        )
+    };
+    let mut outside = Vec::new();
+    for object in objects {
+        match cluster.namespaced(object, objects) {
+            Ok(true) if object["metadata"]["namespace"] == namespace => {}
+            Ok(true) => outside.push(format!(
+                "{} (in namespace {})",
+                named(object),
+                object["metadata"]["namespace"].as_str().unwrap_or("?")
+            )),
+            Ok(false) => outside.push(format!("{} (cluster-scoped)", named(object))),
+            Err(_) => outside.push(format!(
+                "{} (a kind this cluster does not serve)",
+                named(object)
+            )),
+        }
+    }
+    if outside.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "a chart installed for namespace {namespace} writes only namespaced objects into it, and this one renders {}; nothing was written. An admin installs such a chart as an Instance of the helm class",
+        outside.join(", ")
+    ))
 }
 
 #[cfg(test)]

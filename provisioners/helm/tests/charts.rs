@@ -29,8 +29,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
+use pakket_helm::helmchart_controller::{self, ChartsContext};
 use pakket_helm::provisioner::HelmCharts;
 use pakket_helm::template::Helm;
+use pakket_helm_api::HelmChart;
 use pakket_runtime::kernel::controller::{self, RunOptions};
 use pakket_runtime::kernel::source::SourceOptions;
 use pakket_testkit::https::HttpsServer;
@@ -241,7 +243,7 @@ struct World {
     scope: Scope,
     charts: ChartRepository,
     class: String,
-    _webhooks: pakket_webhooks::local::LocalWebhooks,
+    webhooks: pakket_webhooks::local::LocalWebhooks,
 }
 
 async fn world(name: &str) -> World {
@@ -250,7 +252,13 @@ async fn world(name: &str) -> World {
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let charts = ChartRepository::start();
     let admin_kubeconfig = scope.cluster.kubeconfig().to_path_buf();
+    pakket_testkit::apply_crds(&scope.client, pakket_helm_api::crd::all())
+        .await
+        .unwrap();
     let mut options = LocalOptions::for_labels(format!("{}-helm", scope.id), scope.labels());
+    // As deploy/webhooks/deployment.yaml: pakket-helm writes HelmCharts'
+    // Instances for their authors.
+    options.delegates = vec![HELM.user()];
     options.serving_client =
         Some(shipped::client(&scope.client, &admin_kubeconfig, WEBHOOKS, &scope).await);
     let webhooks = LocalWebhooks::start(scope.client.clone(), options)
@@ -292,16 +300,24 @@ async fn world(name: &str) -> World {
         record_key: Some(webhooks.record_key()),
         ..RunOptions::new(scope.path("helm-store"))
     };
+    // The HelmChart controller, as pakket-helm runs it beside the runtime.
+    let contexts = Arc::new(ChartsContext {
+        client: client.clone(),
+        class: class.clone(),
+        record_key: Some(webhooks.record_key()),
+        selector: Some(scope.selector()),
+    });
     tokio::spawn(controller::run_with(
         client,
         HelmCharts::new(id, helm),
         options,
     ));
+    tokio::spawn(helmchart_controller::run(contexts));
     World {
         scope,
         charts,
         class,
-        _webhooks: webhooks,
+        webhooks,
     }
 }
 
@@ -748,6 +764,198 @@ async fn a_namespace_owner_installs_into_her_namespace_and_nothing_more_by_herse
             .await
             .unwrap();
     }
+    let _ = namespaces
+        .delete(&elsewhere, &DeleteParams::default())
+        .await;
+    world.scope.cleanup().await;
+}
+
+/// A chart of one ConfigMap, in the namespace its values name (`target`,
+/// else the release's).
+fn reaching_chart(name: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("Chart.yaml", format!("apiVersion: v2\nname: {name}\nversion: 1.0.0\n")),
+        (
+            "templates/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n  {{- with .Values.target }}\n  namespace: {{ . }}\n  {{- end }}\ndata: {}\n".into(),
+        ),
+    ]
+}
+
+/// A chart of one ClusterRole.
+fn cluster_wide_chart(name: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("Chart.yaml", format!("apiVersion: v2\nname: {name}\nversion: 1.0.0\n")),
+        (
+            "templates/clusterrole.yaml",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {{ .Release.Name }}\nrules:\n- apiGroups: [\"\"]\n  resources: [secrets]\n  verbs: [get]\n".into(),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_namespace() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
+    let world = world("helm-helmchart").await;
+    let scope = &world.scope;
+    world.charts.publish(&plain_chart("notes"));
+    world.charts.publish(&reaching_chart("reach"));
+    world.charts.publish(&cluster_wide_chart("wide"));
+    // Alice: admin of her namespace and may write HelmCharts there (as
+    // deploy/rbac/examples.yaml's pakket-helm-charts); no Instance rights.
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": scope.name("helm-charts"), "labels": scope.labels() },
+        "rules": [{ "apiGroups": ["helm.pakket.dev"], "resources": ["helmcharts"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"] }],
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(scope.client.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    for (binding, cluster_role) in [
+        ("alice-admin", "admin".to_owned()),
+        ("alice-charts", scope.name("helm-charts")),
+    ] {
+        let binding: RoleBinding = serde_json::from_value(json!({
+            "metadata": { "name": binding, "namespace": scope.namespace },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice" }],
+        }))
+        .unwrap();
+        Api::<RoleBinding>::namespaced(scope.client.clone(), &scope.namespace)
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+    let hers: Api<HelmChart> =
+        Api::namespaced(scope.cluster.client_as("alice").await, &scope.namespace);
+    let charts: Api<HelmChart> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    let write = |name: &'static str, chart: String, values: Value| {
+        let hers = hers.clone();
+        let labels = scope.labels();
+        async move {
+            let chart: HelmChart = serde_json::from_value(json!({
+                "apiVersion": "helm.pakket.dev/v1alpha1",
+                "kind": "HelmChart",
+                "metadata": { "name": name, "labels": labels },
+                "spec": { "chart": chart, "values": values },
+            }))
+            .unwrap();
+            eventually(&format!("alice writes HelmChart {name}"), || async {
+                hers.create(&PostParams::default(), &chart).await.is_ok()
+            })
+            .await;
+        }
+    };
+    let says =
+        |name: &'static str, type_: &'static str, status: &'static str, words: &'static str| {
+            let charts = charts.clone();
+            async move {
+                let mut last = None;
+                for _ in 0..900 {
+                    let chart = charts.get(name).await.unwrap();
+                    let condition = chart
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_).cloned());
+                    if condition
+                        .as_ref()
+                        .is_some_and(|c| c.status == status && c.message.contains(words))
+                    {
+                        return chart;
+                    }
+                    last = Some(chart.status);
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                panic!("HelmChart {name}: no {type_}={status} saying {words:?} in 90 s: {last:#?}");
+            }
+        };
+
+    // Hers, in her namespace: installed as her request, with nobody asked.
+    write(
+        "notes",
+        world.charts.chart_ref("notes", "1.0.0"),
+        json!({"message": "mine"}),
+    )
+    .await;
+    let installed = says("notes", "Installed", "True", "").await;
+    let instance_name = installed.status.unwrap().instance.unwrap();
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let instance = instances.get(&instance_name).await.unwrap();
+    let (requester, _) =
+        pakket_api::requester(&instance, Some(&world.webhooks.record_key())).unwrap();
+    assert_eq!(
+        requester.username, "alice",
+        "the Instance is judged as hers"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    assert_eq!(
+        config_maps.get("notes").await.unwrap().data.unwrap()["message"],
+        "mine"
+    );
+
+    // A cluster-scoped object, or one in another namespace: refused before
+    // anything is written, naming it.
+    let elsewhere = scope.name("elsewhere");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scope.client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": elsewhere, "labels": scope.labels()}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    write("wide", world.charts.chart_ref("wide", "1.0.0"), json!({})).await;
+    write(
+        "reach",
+        world.charts.chart_ref("reach", "1.0.0"),
+        json!({"target": elsewhere}),
+    )
+    .await;
+    says(
+        "wide",
+        "Installed",
+        "False",
+        "ClusterRole wide (cluster-scoped)",
+    )
+    .await;
+    says(
+        "reach",
+        "Installed",
+        "False",
+        &*Box::leak(format!("ConfigMap reach (in namespace {elsewhere})").into_boxed_str()),
+    )
+    .await;
+    let cluster_roles: Api<ClusterRole> = Api::all(scope.client.clone());
+    assert!(cluster_roles.get_opt("wide").await.unwrap().is_none());
+    let away: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &elsewhere);
+    assert!(away.get_opt("reach").await.unwrap().is_none());
+
+    // Deleting her HelmChart uninstalls what it installed.
+    hers.delete("notes", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the HelmChart and its Instance are gone", || async {
+        charts.get_opt("notes").await.unwrap().is_none()
+            && instances.get_opt(&instance_name).await.unwrap().is_none()
+    })
+    .await;
+    assert!(config_maps.get_opt("notes").await.unwrap().is_none());
+    for name in ["wide", "reach"] {
+        hers.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    eventually("her other HelmCharts are gone", || async {
+        charts
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    })
+    .await;
     let _ = namespaces
         .delete(&elsewhere, &DeleteParams::default())
         .await;
