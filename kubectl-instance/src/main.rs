@@ -24,6 +24,7 @@ mod events;
 #[cfg(test)]
 mod fixture;
 mod graph;
+mod helm_chart;
 mod history;
 mod identity;
 mod list;
@@ -91,9 +92,9 @@ enum Command {
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<Format>,
     },
-    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events; or an Operator (`operator/NAME`): what it asks for, what it got, updates and components; or a package (`clusterpackage/NAME`, `package/NAMESPACE/NAME`): version, values, dependencies, conditions, its Instance; or a namespace owner's request (`operatorrequest/NAMESPACE/NAME`): what it asks for, where it stands, its conditions, its Operator and Instance.
+    /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events; or an Operator (`operator/NAME`): what it asks for, what it got, updates and components; or a package (`clusterpackage/NAME`, `package/NAMESPACE/NAME`): version, values, dependencies, conditions, its Instance; or a namespace owner's request (`operatorrequest/NAMESPACE/NAME`): what it asks for, where it stands, its conditions, its Operator and Instance; or a namespace owner's Helm chart (`helmchart/NAMESPACE/NAME`): its chart, release, values, state and Instance.
     Describe {
-        /// The Instance's name, `operator/NAME`, `clusterpackage/NAME`, `package/NAMESPACE/NAME` or `operatorrequest/NAMESPACE/NAME`.
+        /// The Instance's name, `operator/NAME`, `clusterpackage/NAME`, `package/NAMESPACE/NAME`, `operatorrequest/NAMESPACE/NAME` or `helmchart/NAMESPACE/NAME`.
         name: String,
         /// Print the same facts as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
@@ -129,8 +130,9 @@ enum Command {
     // links.
     #[allow(rustdoc::broken_intra_doc_links)]
     Approve {
-        /// The Instance's name, or `operatorrequest/NAMESPACE/NAME` for the
-        /// Instance installing a namespace owner's request.
+        /// The Instance's name, or `operatorrequest/NAMESPACE/NAME` or
+        /// `helmchart/NAMESPACE/NAME` for the Instance installing a
+        /// namespace owner's request or chart.
         name: String,
         /// A note appended to the Approved condition's message.
         #[arg(short = 'm', long)]
@@ -177,7 +179,8 @@ enum Command {
     },
     /// Refuse an Instance's approval (needs verb `approve` on instances).
     Deny {
-        /// The Instance's name, or `operatorrequest/NAMESPACE/NAME`.
+        /// The Instance's name, `operatorrequest/NAMESPACE/NAME` or
+        /// `helmchart/NAMESPACE/NAME`.
         name: String,
         /// Why, appended to the Approved condition's message.
         #[arg(short = 'm', long)]
@@ -185,11 +188,12 @@ enum Command {
     },
     /// Explain why an Instance (or an Input: `input/NAME`; a Glasskube
     /// package: `clusterpackage/NAME`, `package/NAMESPACE/NAME`; a namespace
-    /// owner's request: `operatorrequest/NAMESPACE/NAME`) is in its state,
-    /// and what to do next.
+    /// owner's request: `operatorrequest/NAMESPACE/NAME`; her Helm chart:
+    /// `helmchart/NAMESPACE/NAME`) is in its state, and what to do next.
     Why {
         /// The Instance's name, `input/NAME`, `clusterpackage/NAME`,
-        /// `package/NAMESPACE/NAME` or `operatorrequest/NAMESPACE/NAME`.
+        /// `package/NAMESPACE/NAME`, `operatorrequest/NAMESPACE/NAME` or
+        /// `helmchart/NAMESPACE/NAME`.
         name: String,
         /// Print the explanation as JSON or YAML.
         #[arg(short = 'o', long = "output", value_enum)]
@@ -314,6 +318,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let client = cli.cluster.client().await?;
             if let Some(request) = name.strip_prefix(operator_request::PREFIX) {
                 describe_request::run(&client, request, output, &mut out).await
+            } else if let Some(chart) = name.strip_prefix(helm_chart::PREFIX) {
+                helm_chart::describe(&client, chart, output, &mut out).await
             } else if let Some(operator) = name.strip_prefix("operator/") {
                 operators::describe(&client, operator, output, &mut out).await
             } else if let Some(package) = name.strip_prefix("clusterpackage/") {
@@ -332,6 +338,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let client = cli.cluster.client().await?;
             if let Some(request) = name.strip_prefix(operator_request::PREFIX) {
                 return why_request::run(&client, request, output, &mut out).await;
+            }
+            if let Some(chart) = name.strip_prefix(helm_chart::PREFIX) {
+                return helm_chart::why(&client, chart, output, &mut out).await;
             }
             if let Some(package) = name.strip_prefix("clusterpackage/") {
                 return why_package::run(&client, package, false, output, &mut out).await;
@@ -424,8 +433,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
 }
 
 /// An Instance's name, or the Instance installing
-/// `operatorrequest/NAMESPACE/NAME`.
+/// `operatorrequest/NAMESPACE/NAME` or `helmchart/NAMESPACE/NAME`.
 async fn instance_named(client: &kube::Client, name: String) -> Result<String, Error> {
+    if let Some(chart) = name.strip_prefix(helm_chart::PREFIX) {
+        return helm_chart::instance_of(client, chart).await;
+    }
     match name.strip_prefix(operator_request::PREFIX) {
         Some(request) => operator_request::instance_of(client, request).await,
         None => Ok(name),
