@@ -86,33 +86,51 @@ pub async fn run<P: Provisioner>(
         record_key,
     } = start(&args, default_id).await?;
     tracing::info!(%id, identity = %elector.config().identity, "provisioner started");
-    // Pull secrets (the class parameter `pullSecrets`) are read from this
-    // pod's own namespace only, given by the downward API.
-    let sources = SourceOptions {
-        secret_namespace: std::env::var("POD_NAMESPACE")
-            .ok()
-            .filter(|namespace| !namespace.is_empty()),
-        ..SourceOptions::default()
-    };
+    let sources = pod_sources();
     // Only the leader reconciles; on SIGTERM the controller stops, then the
     // Lease is released so a standby takes over at once.
     let work = || {
-        let options = RunOptions {
-            metrics: metrics.clone(),
-            sources: sources.clone(),
-            record_key: record_key.clone(),
-            store_gc: args.store_gc(),
-            max_concurrent_unpacks: args.max_concurrent_unpacks,
-            // Policy decisions' inputs, beside its Lease.
-            decision_records: Some(args.lease_namespace.clone()),
-            ..RunOptions::new(store.clone())
-        };
+        let options = run_options(&args, &store, &metrics, &record_key, &sources);
         controller::run_with(client.clone(), provisioner(&id), options)
     };
     if let Some(result) = elector.run(serve::shutdown_signal(), work).await? {
         result?;
     }
     Ok(())
+}
+
+/// Where content comes from for a provisioner in a pod: pull secrets (the
+/// class parameter `pullSecrets`) are read from this pod's own namespace
+/// only, given by the downward API (`POD_NAMESPACE`).
+pub fn pod_sources() -> SourceOptions {
+    SourceOptions {
+        secret_namespace: std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|namespace| !namespace.is_empty()),
+        ..SourceOptions::default()
+    }
+}
+
+/// The runtime's options from the flags and what [`start`] made, for a
+/// process that runs more than the runtime (its own controllers beside it)
+/// and so cannot use [`run`].
+pub fn run_options(
+    args: &ProvisionerArgs,
+    store: &std::path::Path,
+    metrics: &Arc<Metrics>,
+    record_key: &Option<pakket_api::RecordKey>,
+    sources: &SourceOptions,
+) -> RunOptions {
+    RunOptions {
+        metrics: metrics.clone(),
+        sources: sources.clone(),
+        record_key: record_key.clone(),
+        store_gc: args.store_gc(),
+        max_concurrent_unpacks: args.max_concurrent_unpacks,
+        // Policy decisions' inputs, beside its Lease.
+        decision_records: Some(args.lease_namespace.clone()),
+        ..RunOptions::new(store.to_path_buf())
+    }
 }
 
 /// What a provisioner process has once it started, before it works.

@@ -6,11 +6,13 @@
 //! creates carry that label and names from [`Scope::name`], so tests run in
 //! parallel without seeing each other, and [`Scope::cleanup`] removes them.
 
+pub mod charts;
 pub mod crds;
 mod data;
 mod events;
 pub mod https;
 pub mod leftovers;
+pub mod rbac;
 pub mod report;
 mod scope;
 mod shared;

@@ -10,9 +10,8 @@ use pakket_helm::helmchart_controller::{self, ChartsContext};
 use pakket_helm::provisioner::HelmCharts;
 use pakket_helm::template::Helm;
 use pakket_runtime::cli::{self, ProvisionerArgs};
-use pakket_runtime::kernel::controller::{self, RunOptions};
+use pakket_runtime::kernel::controller;
 use pakket_runtime::kernel::serve;
-use pakket_runtime::kernel::source::SourceOptions;
 
 /// jemalloc with its background thread, not the system allocator, as in
 /// pakket-plain (`examples/plain/src/main.rs`, measured there).
@@ -49,24 +48,11 @@ async fn main() -> anyhow::Result<()> {
         record_key,
     } = cli::start(&args.provisioner, ID).await?;
     tracing::info!(%id, class = %args.class, "helm provisioner started");
-    let sources = SourceOptions {
-        secret_namespace: std::env::var("POD_NAMESPACE")
-            .ok()
-            .filter(|namespace| !namespace.is_empty()),
-        ..SourceOptions::default()
-    };
+    let sources = cli::pod_sources();
     let helm = Helm::new(args.helm.clone());
     // Only the leader reconciles, both the Instances and the HelmCharts.
     let work = || {
-        let options = RunOptions {
-            metrics: metrics.clone(),
-            sources: sources.clone(),
-            record_key: record_key.clone(),
-            store_gc: args.provisioner.store_gc(),
-            max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
-            decision_records: Some(args.provisioner.lease_namespace.clone()),
-            ..RunOptions::new(store.clone())
-        };
+        let options = cli::run_options(&args.provisioner, &store, &metrics, &record_key, &sources);
         let charts = Arc::new(ChartsContext {
             client: client.clone(),
             class: args.class.clone(),

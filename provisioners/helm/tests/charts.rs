@@ -82,58 +82,12 @@ impl ChartRepository {
     /// Packages the chart whose files are `files` with the real helm and
     /// indexes the repository again; the archive's bytes.
     fn publish(&self, files: &[(&str, String)]) -> Vec<u8> {
-        let helm = pakket_controlplane::helm().expect("the pinned helm");
-        let work = tempfile::tempdir().unwrap();
-        let source = work.path().join("chart");
-        for (path, text) in files {
-            let file = source.join(path);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(file, text).unwrap();
-        }
-        let out = work.path().join("repository");
-        std::fs::create_dir_all(&out).unwrap();
-        for (name, bytes) in self.files.lock().unwrap().iter() {
-            if name.ends_with(".tgz") {
-                std::fs::write(out.join(name), bytes).unwrap();
-            }
-        }
-        let run = |args: &[&std::ffi::OsStr]| {
-            let output = std::process::Command::new(&helm)
-                .args(args)
-                .env("HOME", work.path())
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "helm {args:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            String::from_utf8_lossy(&output.stdout).into_owned()
-        };
-        let said = run(&[
-            "package".as_ref(),
-            source.as_os_str(),
-            "-d".as_ref(),
-            out.as_os_str(),
-        ]);
-        let archive = said.trim().rsplit(": ").next().unwrap().to_owned();
-        let url = self.server.url("charts/");
-        run(&[
-            "repo".as_ref(),
-            "index".as_ref(),
-            out.as_os_str(),
-            "--url".as_ref(),
-            url.as_ref(),
-        ]);
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
         let mut served = self.files.lock().unwrap();
-        for entry in std::fs::read_dir(&out).unwrap() {
-            let entry = entry.unwrap();
-            served.insert(
-                entry.file_name().to_string_lossy().into_owned(),
-                std::fs::read(entry.path()).unwrap(),
-            );
-        }
-        std::fs::read(archive).unwrap()
+        let (all, archive) =
+            pakket_testkit::charts::with_chart(&served, &files, &self.server.url("charts/"));
+        *served = all;
+        served[&archive].clone()
     }
 }
 
@@ -626,43 +580,34 @@ async fn a_chart_pushed_to_a_registry_installs_pinned_by_its_manifest_digest() {
     world.scope.cleanup().await;
 }
 
+/// A namespace nobody in the test owns, `<scope>-elsewhere`.
+async fn another_namespace(scope: &Scope) -> (String, Api<k8s_openapi::api::core::v1::Namespace>) {
+    let elsewhere = scope.name("elsewhere");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scope.client.clone());
+    let namespace =
+        serde_json::from_value(json!({"metadata": {"name": elsewhere, "labels": scope.labels()}}))
+            .unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    (elsewhere, namespaces)
+}
+
 /// `user` may create Instances and use the class, and is admin of
 /// `namespace` only: a namespace owner.
 async fn namespace_owner(world: &World, user: &str, namespace: &str) -> Client {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
     let scope = &world.scope;
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": { "name": scope.name(user), "labels": scope.labels() },
-        "rules": [
+    pakket_testkit::rbac::grant(
+        scope,
+        user,
+        json!([
             { "apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "list", "watch", "create", "delete"] },
             { "apiGroups": ["core.pakket.dev"], "resources": ["provisionerclasses"], "resourceNames": [world.class], "verbs": ["use"] },
-        ],
-    }))
-    .unwrap();
-    Api::<ClusterRole>::all(scope.client.clone())
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": scope.name(user), "labels": scope.labels() },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": scope.name(user) },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(scope.client.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-    let admin: RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": format!("{user}-admin"), "namespace": namespace },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
-    }))
-    .unwrap();
-    Api::<RoleBinding>::namespaced(scope.client.clone(), namespace)
-        .create(&PostParams::default(), &admin)
-        .await
-        .unwrap();
+        ]),
+    )
+    .await;
+    pakket_testkit::rbac::bind_in(scope, namespace, user, "admin").await;
     scope.cluster.client_as(user).await
 }
 
@@ -709,18 +654,7 @@ async fn a_namespace_owner_installs_into_her_namespace_and_nothing_more_by_herse
 
     // A CRD (cluster-wide), or her chart in a namespace not hers: a
     // person decides, and nothing is written meanwhile.
-    let elsewhere = scope.name("elsewhere");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scope.client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(
-                json!({"metadata": {"name": elsewhere, "labels": scope.labels()}}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    let (elsewhere, namespaces) = another_namespace(scope).await;
     create(
         "web",
         world.charts.chart_ref("web", "1.0.0"),
@@ -795,7 +729,7 @@ fn cluster_wide_chart(name: &str) -> Vec<(&'static str, String)> {
 
 #[tokio::test]
 async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_namespace() {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
+    use k8s_openapi::api::rbac::v1::ClusterRole;
     let world = world("helm-helmchart").await;
     let scope = &world.scope;
     world.charts.publish(&plain_chart("notes"));
@@ -803,8 +737,9 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
     world.charts.publish(&cluster_wide_chart("wide"));
     // Alice: admin of her namespace and may write HelmCharts there (as
     // deploy/rbac/examples.yaml's pakket-helm-charts); no Instance rights.
+    let charts_role = scope.name("helm-charts");
     let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": { "name": scope.name("helm-charts"), "labels": scope.labels() },
+        "metadata": { "name": charts_role, "labels": scope.labels() },
         "rules": [{ "apiGroups": ["helm.pakket.dev"], "resources": ["helmcharts"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"] }],
     }))
     .unwrap();
@@ -812,20 +747,8 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
         .create(&PostParams::default(), &role)
         .await
         .unwrap();
-    for (binding, cluster_role) in [
-        ("alice-admin", "admin".to_owned()),
-        ("alice-charts", scope.name("helm-charts")),
-    ] {
-        let binding: RoleBinding = serde_json::from_value(json!({
-            "metadata": { "name": binding, "namespace": scope.namespace },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role },
-            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice" }],
-        }))
-        .unwrap();
-        Api::<RoleBinding>::namespaced(scope.client.clone(), &scope.namespace)
-            .create(&PostParams::default(), &binding)
-            .await
-            .unwrap();
+    for cluster_role in ["admin", charts_role.as_str()] {
+        pakket_testkit::rbac::bind_in(scope, &scope.namespace, "alice", cluster_role).await;
     }
     let hers: Api<HelmChart> =
         Api::namespaced(scope.cluster.client_as("alice").await, &scope.namespace);
@@ -896,18 +819,7 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
 
     // A cluster-scoped object, or one in another namespace: refused before
     // anything is written, naming it.
-    let elsewhere = scope.name("elsewhere");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scope.client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(
-                json!({"metadata": {"name": elsewhere, "labels": scope.labels()}}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    let (elsewhere, namespaces) = another_namespace(scope).await;
     write("wide", world.charts.chart_ref("wide", "1.0.0"), json!({})).await;
     write(
         "reach",

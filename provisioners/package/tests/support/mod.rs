@@ -126,61 +126,23 @@ impl Repository {
     /// packaged and indexed by the real helm. Several charts may share a
     /// repository.
     pub fn write_chart(&self, repository_url: &str, files: &[(&str, &str)]) {
-        let helm = pakket_controlplane::helm().expect("the pinned helm");
-        let work = tempfile::tempdir().unwrap();
-        let source = work.path().join("chart");
-        for (path, text) in files {
-            let file = source.join(path);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(file, text).unwrap();
-        }
         let slug = repository_url
             .trim_start_matches("https://")
             .trim_end_matches('/')
             .to_owned();
-        let packaged = work.path().join("repository");
-        std::fs::create_dir_all(&packaged).unwrap();
-        // The charts already served from this repository are indexed too.
-        for (path, bytes) in self.charts.lock().unwrap().iter() {
-            if let Some(name) = path.strip_prefix(&format!("{slug}/"))
-                && name.ends_with(".tgz")
-            {
-                std::fs::write(packaged.join(name), bytes).unwrap();
-            }
-        }
-        let helm_run = |args: &[&std::ffi::OsStr]| {
-            let output = std::process::Command::new(&helm)
-                .args(args)
-                .env("HOME", work.path())
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "helm {args:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        };
-        helm_run(&[
-            "package".as_ref(),
-            source.as_os_str(),
-            "-d".as_ref(),
-            packaged.as_os_str(),
-        ]);
         let served_at = self.server.url(&format!("charts/{slug}/"));
-        helm_run(&[
-            "repo".as_ref(),
-            "index".as_ref(),
-            packaged.as_os_str(),
-            "--url".as_ref(),
-            served_at.as_ref(),
-        ]);
         let mut charts = self.charts.lock().unwrap();
-        for entry in std::fs::read_dir(&packaged).unwrap() {
-            let entry = entry.unwrap();
-            charts.insert(
-                format!("{slug}/{}", entry.file_name().to_string_lossy()),
-                std::fs::read(entry.path()).unwrap(),
-            );
+        // The charts already served from this repository are indexed too.
+        let prefix = format!("{slug}/");
+        let archives: BTreeMap<String, Vec<u8>> = charts
+            .iter()
+            .filter_map(|(path, bytes)| {
+                Some((path.strip_prefix(&prefix)?.to_owned(), bytes.clone()))
+            })
+            .collect();
+        let (served, _) = pakket_testkit::charts::with_chart(&archives, files, &served_at);
+        for (name, bytes) in served {
+            charts.insert(format!("{slug}/{name}"), bytes);
         }
         let mut rewrites = self.rewrites.lock().unwrap();
         if !rewrites.iter().any(|(from, _)| from == repository_url) {
@@ -438,26 +400,7 @@ async fn start_as(
 /// `user` may do `rules` cluster-wide (a ClusterRole and its binding,
 /// labelled with the scope).
 pub async fn grant(scope: &Scope, user: &str, rules: serde_json::Value) {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": { "name": scope.name(user), "labels": scope.labels() },
-        "rules": rules,
-    }))
-    .unwrap();
-    Api::<ClusterRole>::all(scope.client.clone())
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": scope.name(user), "labels": scope.labels() },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": scope.name(user) },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(scope.client.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
+    pakket_testkit::rbac::grant(scope, user, rules).await;
 }
 
 /// Removes what [`grant`] gave `user`.
