@@ -609,8 +609,8 @@ fn pakket_from_its_images_serves_a_non_admin_upgrades_in_flight_and_uninstalls_c
     let first_images = cluster.pakket_pods_run(&images);
     assert_eq!(
         first_images.len(),
-        5,
-        "five Pakket images run: {first_images:?}"
+        6,
+        "six Pakket images run (webhooks, plain, registry-v1, resolveset, package, helm): {first_images:?}"
     );
     for lease in ["pakket.dev-plain", "pakket.dev-registry-v1"] {
         // A replica is Ready before it leads: give the election a moment.
