@@ -7,7 +7,8 @@
 
 use std::io::Write;
 
-use kube::api::Api;
+use jiff::Timestamp;
+use kube::api::{Api, ListParams};
 use pakket_helm_api::HelmChart;
 use serde::Serialize;
 
@@ -54,6 +55,65 @@ pub async fn instance_of(client: &kube::Client, named: &str) -> Result<String, E
                 "HelmChart {named} has no Instance yet; `kubectl instance why {PREFIX}{named}` says why"
             ))
         })
+}
+
+/// Lists HelmCharts in every namespace the caller may list them in
+/// (`namespace`: one namespace, for a namespace owner).
+pub async fn list(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+    format: Option<Format>,
+    out: &mut impl Write,
+) -> Result<(), Error> {
+    let params = match selector {
+        Some(selector) => ListParams::default().labels(selector),
+        None => ListParams::default(),
+    };
+    let charts: Api<HelmChart> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let listed = match charts.list(&params).await {
+        Ok(list) => list.items,
+        Err(source) => {
+            return Err(identity::refused(
+                client,
+                source,
+                "list helmcharts",
+                "ask an admin for list on helmcharts.helm.pakket.dev, or name your namespace with -n",
+            )
+            .await);
+        }
+    };
+    match format {
+        Some(format) => output::print(&listed, format, out),
+        None => {
+            out.write_all(table(&listed, Timestamp::now()).as_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+/// The table `list helmcharts` prints: where each chart stands, in the
+/// words `why` uses.
+pub fn table(charts: &[HelmChart], now: Timestamp) -> String {
+    let mut table = crate::table::Table::new(&["NAMESPACE", "NAME", "CHART", "STATE", "AGE"]);
+    for chart in charts {
+        table.row(vec![
+            chart.metadata.namespace.clone().unwrap_or_default(),
+            chart.metadata.name.clone().unwrap_or_default(),
+            chart.spec.chart.clone(),
+            diagnose(chart).summary,
+            chart
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|created| crate::age::since(created.0, now))
+                .unwrap_or_default(),
+        ]);
+    }
+    table.render()
 }
 
 /// The answer for one HelmChart.

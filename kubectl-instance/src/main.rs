@@ -76,15 +76,21 @@ enum Listed {
     Operators,
     /// ClusterPackages and Packages (`packages.pakket.dev`).
     Packages,
+    /// HelmCharts (`helm.pakket.dev`), in every namespace or `-n`'s.
+    Helmcharts,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// List Instances (or Operators: `list operators`; packages: `list packages`), like `kubectl get`.
+    /// List Instances (or Operators: `list operators`; packages: `list packages`; namespace owners' charts: `list helmcharts`), like `kubectl get`.
     List {
-        /// What to list: `instances` (the default), `operators` or `packages`.
+        /// What to list: `instances` (the default), `operators`, `packages` or `helmcharts`.
         #[arg(value_enum, default_value_t = Listed::Instances)]
         kind: Listed,
+        /// For `helmcharts`: only this namespace's (what a namespace owner
+        /// may list).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
         /// Only objects whose labels match this selector (`-l app=x,tier!=db`).
         #[arg(short = 'l', long)]
         selector: Option<String>,
@@ -298,6 +304,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::List {
             kind,
+            namespace,
             selector,
             output,
         } => {
@@ -311,6 +318,16 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 }
                 Listed::Packages => {
                     packages::list(&client, selector.as_deref(), output, &mut out).await
+                }
+                Listed::Helmcharts => {
+                    helm_chart::list(
+                        &client,
+                        namespace.as_deref(),
+                        selector.as_deref(),
+                        output,
+                        &mut out,
+                    )
+                    .await
                 }
             }
         }

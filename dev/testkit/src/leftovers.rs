@@ -1,7 +1,8 @@
 //! What earlier test runs killed mid-way left on a kept control plane.
 //!
 //! A test that is killed (Ctrl-C, a timeout) never runs its cleanup, and
-//! its provisioner goes with it: its Instances and OperatorRequests keep
+//! its provisioner goes with it: its Instances, OperatorRequests and
+//! HelmCharts keep
 //! their finalizers with nobody left to remove them, and its namespace
 //! stays `Terminating` for good. The next run on the same control plane
 //! (`PAKKET_TEST_KUBECONFIG`) would then meet their CRDs and names. So the
@@ -21,8 +22,9 @@ use crate::SCOPE_LABEL;
 /// How old a scope's object must be to count as left behind.
 pub const LEFTOVER_AGE: Duration = Duration::from_secs(30 * 60);
 
-/// The finalized kinds tests make: Pakket's Instances and OperatorRequests.
-fn finalized_kinds() -> [ApiResource; 2] {
+/// The finalized kinds tests make: Pakket's Instances, OperatorRequests
+/// and HelmCharts.
+fn finalized_kinds() -> [ApiResource; 3] {
     [
         ApiResource {
             group: "core.pakket.dev".into(),
@@ -37,6 +39,13 @@ fn finalized_kinds() -> [ApiResource; 2] {
             api_version: "operators.pakket.dev/v1alpha1".into(),
             kind: "OperatorRequest".into(),
             plural: "operatorrequests".into(),
+        },
+        ApiResource {
+            group: "helm.pakket.dev".into(),
+            version: "v1alpha1".into(),
+            api_version: "helm.pakket.dev/v1alpha1".into(),
+            kind: "HelmChart".into(),
+            plural: "helmcharts".into(),
         },
     ]
 }
