@@ -1,7 +1,7 @@
 //! `helm+https://REPOSITORY/#NAME@VERSION` refs: one chart version from a
 //! Helm chart repository. The repository's `index.yaml` says where the
 //! chart's archive is and its sha256; the archive is then fetched as an
-//! `https://` ref pinned to that digest ([`super::https`]), so the content
+//! `https://` ref pinned to that digest (as `https://` refs are), so the content
 //! (and what an approval covers) is exactly the archive the index named,
 //! and a stored archive is not downloaded again. An index entry without a
 //! digest is refused: nothing unpinned is installed.
