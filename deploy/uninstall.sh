@@ -27,8 +27,11 @@ while [[ $# -gt 0 ]]; do
 done
 say() { echo "uninstall.sh: $*" >&2; }
 
-# Kinds whose objects make Instances, then Instances themselves.
-porcelain=(operators.operators.pakket.dev packages.packages.pakket.dev
+# Kinds whose objects make Instances (namespace owners' requests and
+# charts first: each makes an Operator or an Instance, and holds a
+# finalizer its provisioner removes), then Instances themselves.
+porcelain=(operatorrequests.operators.pakket.dev helmcharts.helm.pakket.dev
+  operators.operators.pakket.dev packages.packages.pakket.dev
   clusterpackages.packages.pakket.dev inputs.resolve.pakket.dev)
 listed() { kubectl get "$1" -A -o name 2>/dev/null || true; }
 

@@ -13,6 +13,10 @@
 //! 3. alice installs an OLM operator bundle (etcd 0.9.4, from the shared
 //!    data) through registry-v1 under `approval: UserPermission`, with the
 //!    roles `pakket bundle rbac` prints bound to her.
+//!    Then alice, who may write HelmCharts in her namespace (no Instance
+//!    rights needed), installs a chart pushed to the registry: the
+//!    pakket-helm Pod (its image carries helm) writes its Instance as
+//!    hers, a webhooks' delegate, and installs it into her namespace.
 //! 4. an operator whose own admission server (the project's, in dev/e2e)
 //!    is installed by registry-v1 from a bundle the test writes: its
 //!    validating and mutating webhooks answer through the apiserver with
@@ -392,6 +396,111 @@ fn push_admission_bundle(cluster: &Cluster, image: &str, version: &str) -> Strin
     reference
 }
 
+/// Step 3b: a chart (a ConfigMap, written here) packaged by the pinned
+/// helm and pushed to the registry as an OCI chart; alice, allowed to
+/// write HelmCharts in her namespace, asks for it there; the helm class
+/// may fetch from the registry (plain HTTP, the node's address), as the
+/// admin lets registry-v1's. Installed as hers, by the pakket-helm Pod.
+fn alice_installs_a_helm_chart(cluster: &Cluster) {
+    let files = [
+        (
+            "Chart.yaml",
+            "apiVersion: v2\nname: notes\nversion: 1.0.0\n",
+        ),
+        (
+            "templates/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  message: {{ .Values.message | quote }}\n",
+        ),
+    ];
+    let (packaged, archive) =
+        pakket_testkit::charts::with_chart(&Default::default(), &files, "http://127.0.0.1/");
+    let work = tempfile_dir(cluster, "chart");
+    let file = work.join(&archive);
+    std::fs::write(&file, &packaged[&archive]).unwrap();
+    let helm = pakket_controlplane::helm().expect("the pinned helm");
+    checked(
+        Command::new(helm)
+            .args([
+                "push".as_ref(),
+                file.as_os_str(),
+                format!("oci://{}/charts", cluster.registry).as_ref(),
+                "--plain-http".as_ref(),
+            ])
+            .env("HOME", &work)
+            .output()
+            .unwrap(),
+        "helm push (notes)",
+    );
+    let parameters = serde_json::json!({ "spec": { "parameters": {
+        "insecureRegistries": [cluster.registry],
+        "allowInternalAddresses": true,
+    } } });
+    cluster.admin(&[
+        "patch",
+        "provisionerclass",
+        "helm",
+        "--type=merge",
+        "-p",
+        &parameters.to_string(),
+    ]);
+    cluster.apply_as(
+        "admin",
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: e2e-alice-helmcharts, namespace: alice}
+rules:
+- {apiGroups: [helm.pakket.dev], resources: [helmcharts], verbs: [get, list, watch, create, update, patch, delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: e2e-alice-helmcharts, namespace: alice}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: e2e-alice-helmcharts}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+"#,
+    );
+    cluster.apply_as(
+        "alice",
+        &format!(
+            r#"apiVersion: helm.pakket.dev/v1alpha1
+kind: HelmChart
+metadata: {{name: notes, namespace: alice}}
+spec:
+  chart: oci://{}/charts/notes:1.0.0
+  values: {{message: "alice's chart"}}
+"#,
+            cluster.registry
+        ),
+    );
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let chart = cluster.json(&["get", "helmchart", "notes", "-n", "alice"]);
+        let installed = chart["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Installed" && c["status"] == "True");
+        if installed {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "alice's HelmChart not installed in 180 s: {}",
+            chart["status"]
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let config_map = cluster.json(&["get", "configmap", "notes", "-n", "alice"]);
+    assert_eq!(config_map["data"]["message"], "alice's chart");
+}
+
+/// A fresh folder under the cluster's, for files a step writes.
+fn tempfile_dir(cluster: &Cluster, name: &str) -> PathBuf {
+    let dir = cluster.dir.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// The Instance that installs the test operator at `version`.
 fn admission_instance(reference: &str, version: &str) -> String {
     format!(
@@ -753,6 +862,9 @@ spec:
         &cluster,
         &["get", "crd", "etcdclusters.etcd.database.coreos.com"],
     );
+
+    // 3b. alice's HelmChart, installed by the pakket-helm Pod as hers.
+    alice_installs_a_helm_chart(&cluster);
 
     // 4. An operator's own webhooks, answering through the apiserver.
     operator_webhooks_answer(&cluster, &images);
