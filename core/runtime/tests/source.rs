@@ -312,24 +312,37 @@ async fn an_image_over_the_size_limit_is_refused_before_download() {
 }
 
 #[tokio::test]
-async fn layers_pakket_cannot_unpack_are_refused_by_media_type() {
+async fn layers_pakket_cannot_unpack_are_refused_by_media_type_and_a_helm_chart_is_not_one() {
     let registry = Registry::shared();
     let source = loopback();
-    let image = image(registry, "charts/etcd:v1");
-    let helm = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
+    // zstd: a compression Pakket does not unpack.
+    let compressed = image(registry, "zstd/etcd:v1");
+    let zstd = "application/vnd.oci.image.layer.v1.tar+zstd";
     push(
         &source,
-        &image,
-        &[(layer_of(&etcd_bundle(), &["metadata"]), helm)],
+        &compressed,
+        &[(layer_of(&etcd_bundle(), &["metadata"]), zstd)],
     )
     .await;
-    let error = source.pull_layers(&image, MAX).await.unwrap_err();
+    let error = source.pull_layers(&compressed, MAX).await.unwrap_err();
     assert!(
         matches!(error, SourceError::UnsupportedLayer { .. }),
         "{error}"
     );
-    assert!(error.to_string().contains(helm), "{error}");
+    assert!(error.to_string().contains(zstd), "{error}");
     assert!(error.is_terminal());
+    // A Helm chart pushed to a registry (`oci://` chart refs): its layer
+    // is the chart's gzip'd tar, unpacked as such.
+    let chart = image(registry, "charts/etcd:v1");
+    let helm = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
+    push(
+        &source,
+        &chart,
+        &[(layer_of(&etcd_bundle(), &["metadata"]), helm)],
+    )
+    .await;
+    let pulled = source.pull_layers(&chart, MAX).await.unwrap();
+    assert_eq!(pulled.layers[0].media_type, helm);
 }
 
 #[tokio::test]
