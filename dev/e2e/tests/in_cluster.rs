@@ -933,17 +933,19 @@ spec:
         .output()
         .unwrap();
     assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("instance.core.pakket.dev/hello"),
-        "{}",
-        String::from_utf8_lossy(&refused.stderr)
+        said.contains("instance.core.pakket.dev/hello")
+            && said.contains("helmchart.helm.pakket.dev/notes"),
+        "{said}"
     );
-    assert!(
+    // hello, etcd, during, and the Instance of alice's HelmChart.
+    assert_eq!(
         cluster.json(&["get", "instances"])["items"]
             .as_array()
             .unwrap()
-            .len()
-            == 3
+            .len(),
+        4
     );
     let began = Instant::now();
     checked(
