@@ -224,3 +224,22 @@ impl Provisioner for Plain {
             .map_err(|error| ObjectsError::Content(error.to_string()))
     }
 }
+
+/// The first field of an Instance's `spec.config` a provisioner does not
+/// read, as the field (`spec.config.NAME`) and what to do; `reader` names
+/// the provisioner in the words ("registry-v1"). Nothing falls back
+/// silently: a misspelled field is refused, not ignored.
+pub fn unread_config_field(
+    config: &Map<String, Value>,
+    known: &[&str],
+    reader: &str,
+) -> Option<(String, String)> {
+    let unknown = config.keys().find(|key| !known.contains(&key.as_str()))?;
+    Some((
+        format!("spec.config.{unknown}"),
+        format!(
+            "{reader} reads only {}; remove it or fix its spelling",
+            known.join(", ")
+        ),
+    ))
+}

@@ -55,13 +55,12 @@ pub fn read(
 ) -> Result<ChartConfig, ConfigError> {
     let empty = Map::new();
     let config = config.unwrap_or(&empty);
-    if let Some(unknown) = config.keys().find(|key| !KNOWN.contains(&key.as_str())) {
+    if let Some((field, problem)) =
+        pakket_runtime::provisioner::unread_config_field(config, &KNOWN, "the helm provisioner")
+    {
         return Err(ConfigError {
-            field: format!("spec.config.{unknown}"),
-            problem: format!(
-                "the helm provisioner reads only {}; remove it or fix its spelling (a chart's values go under values)",
-                KNOWN.join(", ")
-            ),
+            field,
+            problem: format!("{problem} (a chart's values go under values)"),
         });
     }
     let release_name = match config.get("releaseName") {

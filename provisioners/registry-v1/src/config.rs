@@ -145,14 +145,10 @@ pub fn placement(
 ) -> Result<Placement, ConfigError> {
     let empty = Map::new();
     let config = config.unwrap_or(&empty);
-    if let Some(unknown) = config.keys().find(|key| !KNOWN.contains(&key.as_str())) {
-        return Err(ConfigError {
-            field: format!("spec.config.{unknown}"),
-            problem: format!(
-                "registry-v1 reads only {}; remove it or fix its spelling",
-                KNOWN.join(", ")
-            ),
-        });
+    if let Some((field, problem)) =
+        pakket_runtime::provisioner::unread_config_field(config, &KNOWN, "registry-v1")
+    {
+        return Err(ConfigError { field, problem });
     }
     let install_namespace = match config.get("installNamespace") {
         None => default_namespace(bundle),
