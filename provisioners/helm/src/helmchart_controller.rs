@@ -110,6 +110,83 @@ pub fn instance_name(namespace: &str, name: &str, uid: &str) -> String {
     format!("helmchart-{}", &hex::encode(digest)[..16])
 }
 
+/// What sits at a HelmChart's Instance name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtTheName {
+    /// Nothing.
+    Nothing,
+    /// The Instance this process made for the HelmChart (its seal
+    /// verifies), going already or not.
+    Ours {
+        /// Whether it is being deleted.
+        deleting: bool,
+    },
+    /// An Instance this process did not make for it.
+    Another,
+}
+
+/// What the controller does next for one HelmChart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// It is being deleted: delete its Instance, then look again.
+    DeleteInstance,
+    /// It is being deleted and its Instance is going: look again soon.
+    AwaitInstanceGone,
+    /// It is being deleted and nothing of this process's is left: drop the
+    /// finalizer.
+    Release,
+    /// Nothing is written; `Accepted=False` says why.
+    Refuse {
+        /// The condition's reason.
+        reason: &'static str,
+        /// Its message.
+        message: String,
+    },
+    /// Write (apply) the Instance, putting the finalizer on first when it
+    /// is missing.
+    Write {
+        /// Whether the finalizer is missing.
+        add_finalizer: bool,
+    },
+}
+
+/// The next step for a HelmChart whose Instance is `name`, from what was
+/// read: whether it is being deleted, has the finalizer, what sits at the
+/// name, and whether this process holds the record key. Without the key
+/// nothing is written: no author could be verified and no Instance proven
+/// this process's, and a name or annotation someone can write is no proof.
+pub fn step(
+    deleting: bool,
+    has_finalizer: bool,
+    at_the_name: AtTheName,
+    has_key: bool,
+    name: &str,
+) -> Step {
+    match (deleting, at_the_name) {
+        (true, AtTheName::Ours { deleting: false }) => return Step::DeleteInstance,
+        (true, AtTheName::Ours { deleting: true }) => return Step::AwaitInstanceGone,
+        (true, _) => return Step::Release,
+        (false, _) => {}
+    }
+    if !has_key {
+        return Step::Refuse {
+            reason: "NoRecordKey",
+            message: "pakket-helm runs without --record-key-file, so it can prove neither who wrote this HelmChart nor which Instance it made; nothing is written. An admin mounts the record key (deploy/helm/provisioner.yaml)".into(),
+        };
+    }
+    if at_the_name == AtTheName::Another {
+        return Step::Refuse {
+            reason: "NameTaken",
+            message: format!(
+                "Instance {name} exists and pakket-helm did not make it for this HelmChart (labels are no proof; only its seal is); nothing of it is changed: whoever may delete Instance {name} deletes it, and the chart installs"
+            ),
+        };
+    }
+    Step::Write {
+        add_finalizer: !has_finalizer,
+    }
+}
+
 async fn reconcile(chart: Arc<HelmChart>, context: Arc<ChartsContext>) -> Result<Action, Error> {
     let namespace = chart.namespace().unwrap_or_default();
     let charts: Api<HelmChart> = Api::namespaced(context.client.clone(), &namespace);
@@ -119,72 +196,69 @@ async fn reconcile(chart: Arc<HelmChart>, context: Arc<ChartsContext>) -> Result
         &chart.name_any(),
         &chart.uid().unwrap_or_default(),
     );
-    let existing = instances.get_opt(&name).await?;
-    let ours = existing
-        .as_ref()
-        .map(|instance| made_for(instance, &chart, context.record_key.as_ref()));
-    if chart.metadata.deletion_timestamp.is_some() {
-        if ours == Some(true) {
-            if existing
-                .as_ref()
-                .is_some_and(|i| i.metadata.deletion_timestamp.is_none())
-            {
-                instances.delete(&name, &DeleteParams::default()).await?;
-            }
-            return Ok(Action::requeue(Duration::from_secs(2)));
+    let at_the_name = match (instances.get_opt(&name).await?, &context.record_key) {
+        (None, _) => AtTheName::Nothing,
+        (Some(instance), Some(key)) if made_for(&instance, &chart, key) => AtTheName::Ours {
+            deleting: instance.metadata.deletion_timestamp.is_some(),
+        },
+        (Some(_), _) => AtTheName::Another,
+    };
+    let has_finalizer = chart.finalizers().iter().any(|f| f == FINALIZER);
+    match step(
+        chart.metadata.deletion_timestamp.is_some(),
+        has_finalizer,
+        at_the_name,
+        context.record_key.is_some(),
+        &name,
+    ) {
+        Step::DeleteInstance => {
+            instances.delete(&name, &DeleteParams::default()).await?;
+            Ok(Action::requeue(Duration::from_secs(2)))
         }
-        set_finalizers(&charts, &chart, false).await?;
-        return Ok(Action::await_change());
+        Step::AwaitInstanceGone => Ok(Action::requeue(Duration::from_secs(2))),
+        Step::Release => {
+            set_finalizers(&charts, &chart, false).await?;
+            Ok(Action::await_change())
+        }
+        Step::Refuse { reason, message } => {
+            let said = accepted(&chart, "False", reason, &message);
+            write_status(&charts, &chart, said, None, None).await?;
+            Ok(Action::requeue(Duration::from_secs(30)))
+        }
+        Step::Write { add_finalizer } => {
+            if add_finalizer {
+                set_finalizers(&charts, &chart, true).await?;
+            }
+            let desired = instance_for(&chart, &context.class, context.record_key.as_ref(), &name);
+            let written = instances
+                .patch(
+                    &name,
+                    &PatchParams::apply(MANAGER).force(),
+                    &Patch::Apply(&desired),
+                )
+                .await?;
+            let said = accepted(
+                &chart,
+                "True",
+                "InstanceWritten",
+                &format!("Instance {name} installs it on your behalf"),
+            );
+            write_status(&charts, &chart, said, Some(&written), Some(&name)).await?;
+            Ok(Action::requeue(Duration::from_secs(300)))
+        }
     }
-    if !chart.finalizers().iter().any(|f| f == FINALIZER) {
-        set_finalizers(&charts, &chart, true).await?;
-    }
-    if ours == Some(false) {
-        let message = format!(
-            "Instance {name} exists and pakket-helm did not make it for this HelmChart (labels are no proof; only its seal is); nothing of it is changed: whoever may delete Instance {name} deletes it, and the chart installs"
-        );
-        write_status(
-            &charts,
-            &chart,
-            accepted(&chart, "False", "NameTaken", &message),
-            None,
-            None,
-        )
-        .await?;
-        return Ok(Action::requeue(Duration::from_secs(30)));
-    }
-    let desired = instance_for(&chart, &context.class, context.record_key.as_ref(), &name);
-    let written = instances
-        .patch(
-            &name,
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(&desired),
-        )
-        .await?;
-    let said = accepted(
-        &chart,
-        "True",
-        "InstanceWritten",
-        &format!("Instance {name} installs it on your behalf"),
-    );
-    write_status(&charts, &chart, said, Some(&written), Some(&name)).await?;
-    Ok(Action::requeue(Duration::from_secs(300)))
 }
 
-/// Whether `instance` is the one this process made for `chart`: its seal,
-/// or without a key (tests, no webhooks) its annotations.
-fn made_for(instance: &Instance, chart: &HelmChart, key: Option<&RecordKey>) -> bool {
-    let reference = chart_reference(chart);
-    let Some(key) = key else {
-        return instance.annotations().get(NAME_ANNOTATION) == Some(&chart.name_any());
-    };
+/// Whether `instance` is the one this process made for `chart`: its seal
+/// over the HelmChart's identity verifies with `key`.
+fn made_for(instance: &Instance, chart: &HelmChart, key: &RecordKey) -> bool {
     pakket_api::is_generated_by(
         instance.annotations(),
         key,
         SEAL_ANNOTATION,
         MAKER,
         &pakket_api::record_object("Instance", &instance.name_any()),
-        &pakket_api::value_digest(&json!(reference)),
+        &pakket_api::value_digest(&json!(chart_reference(chart))),
     )
 }
 
@@ -393,6 +467,84 @@ mod tests {
                 .get(pakket_api::LAST_CHANGED_BY_ANNOTATION)
                 .is_none(),
             "no verified author, no requester: a person approves"
+        );
+    }
+
+    #[test]
+    fn each_state_gets_its_step_and_nothing_is_written_without_the_key_or_at_anothers_name() {
+        use AtTheName::{Another, Nothing, Ours};
+        let refused = |reason: &'static str| move |step: &Step| matches!(step, Step::Refuse { reason: r, .. } if *r == reason);
+        let write = |add_finalizer| move |step: &Step| *step == Step::Write { add_finalizer };
+        // (deleting, has finalizer, at the name, has key, expected)
+        type Case = (bool, bool, AtTheName, bool, Box<dyn Fn(&Step) -> bool>);
+        let cases: Vec<Case> = vec![
+            (false, false, Nothing, true, Box::new(write(true))),
+            (
+                false,
+                true,
+                Ours { deleting: false },
+                true,
+                Box::new(write(false)),
+            ),
+            (false, true, Another, true, Box::new(refused("NameTaken"))),
+            (
+                false,
+                true,
+                Nothing,
+                false,
+                Box::new(refused("NoRecordKey")),
+            ),
+            (
+                false,
+                true,
+                Another,
+                false,
+                Box::new(refused("NoRecordKey")),
+            ),
+            (
+                true,
+                true,
+                Ours { deleting: false },
+                true,
+                Box::new(|s: &Step| *s == Step::DeleteInstance),
+            ),
+            (
+                true,
+                true,
+                Ours { deleting: true },
+                true,
+                Box::new(|s: &Step| *s == Step::AwaitInstanceGone),
+            ),
+            // Another's Instance is never deleted for a HelmChart.
+            (
+                true,
+                true,
+                Another,
+                true,
+                Box::new(|s: &Step| *s == Step::Release),
+            ),
+            (
+                true,
+                true,
+                Nothing,
+                false,
+                Box::new(|s: &Step| *s == Step::Release),
+            ),
+        ];
+        for (deleting, finalizer, at, key, expected) in cases {
+            let got = step(deleting, finalizer, at, key, "helmchart-0123");
+            assert!(
+                expected(&got),
+                "{deleting} {finalizer} {at:?} {key}: {got:?}"
+            );
+        }
+        let Step::Refuse { message, .. } = step(false, true, Another, true, "helmchart-0123")
+        else {
+            panic!("refused")
+        };
+        assert!(
+            message.contains("Instance helmchart-0123") && message.contains("only its seal"),
+            "{message}"
         );
     }
 }

@@ -10,9 +10,9 @@
 //! reads chart repositories, and what is needed is one YAML document and
 //! one lookup.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use reqwest::Url;
 use serde::Deserialize;
@@ -27,6 +27,17 @@ pub const SCHEME: &str = "helm+https";
 /// The largest index read: real ones reach tens of megabytes (every
 /// version of every chart since the repository began).
 const MAX_INDEX: u64 = 64 * 1024 * 1024;
+
+/// The most archives [`LOCATED`] remembers before it starts afresh.
+const MAX_LOCATED: usize = 4096;
+
+/// The pinned archive each `helm+https://` ref was found at. A published
+/// chart version does not change, and an index is often megabytes: it is
+/// read once per ref in a process, not once per Bundle (a thousand
+/// HelmCharts of one chart are a thousand Bundles). Only where the index
+/// pointed is kept; the archive itself is fetched through the source's
+/// guards every time it is not stored.
+static LOCATED: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Mutex::default);
 
 /// A chart named by a ref.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,22 +182,49 @@ pub(super) async fn unpack_chart(
         problem,
     };
     let chart = ChartRef::parse(&reference).map_err(&refused)?;
-    let index_ref = TarballRef::parse(&chart.index_url()).map_err(|e| refused(e.to_string()))?;
-    let downloaded = sources
-        .https()
-        .download(&index_ref, MAX_INDEX, &options.reach())
-        .await
-        .map_err(|e| refused(e.to_string()))?;
-    let mut text = String::new();
-    downloaded
-        .reader()
-        .and_then(|reader| reader.take(MAX_INDEX).read_to_string(&mut text))
-        .map_err(|error| refused(format!("reading {}: {error}", chart.index_url())))?;
-    let archive = locate(&text, &chart).map_err(&refused)?;
+    let known = LOCATED
+        .lock()
+        .ok()
+        .and_then(|found| found.get(&reference).cloned());
+    let archive = match known {
+        Some(archive) => archive,
+        None => {
+            let archive = read_index(sources, options, &chart)
+                .await
+                .map_err(&refused)?;
+            if let Ok(mut found) = LOCATED.lock() {
+                if found.len() >= MAX_LOCATED {
+                    found.clear();
+                }
+                found.insert(reference.clone(), archive.clone());
+            }
+            archive
+        }
+    };
     let mut unpacked =
         super::https::unpack_tarball(store, sources, options, index, archive).await?;
     unpacked.reference = reference;
     Ok(unpacked)
+}
+
+/// The archive `chart` is at, pinned, as its repository's index says.
+async fn read_index(
+    sources: &ImageSources,
+    options: &UnpackOptions,
+    chart: &ChartRef,
+) -> Result<String, String> {
+    let index_ref = TarballRef::parse(&chart.index_url()).map_err(|e| e.to_string())?;
+    let downloaded = sources
+        .https()
+        .download(&index_ref, MAX_INDEX, &options.reach())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    downloaded
+        .reader()
+        .and_then(|reader| reader.take(MAX_INDEX).read_to_string(&mut text))
+        .map_err(|error| format!("reading {}: {error}", chart.index_url()))?;
+    locate(&text, chart)
 }
 
 #[cfg(test)]
