@@ -282,6 +282,7 @@ mod tests {
                 chart: "helm+https://charts.example/#notes@1.0.0".into(),
                 release_name: None,
                 values: None,
+                values_from: Vec::new(),
             },
         );
         chart.metadata.namespace = Some("team-a".into());

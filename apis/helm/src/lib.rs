@@ -51,7 +51,47 @@ pub struct HelmChartSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
     pub values: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Values read from ConfigMaps or Secrets in the HelmChart's
+    /// namespace, merged in order, then `values` over them (as Flux's
+    /// HelmRelease merges them). Each is read only if the HelmChart's
+    /// author may `get` it herself; a Secret's values are never written
+    /// into the Instance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub values_from: Vec<ValuesReference>,
 }
+
+/// One source of values: a key of a ConfigMap or Secret holding a YAML
+/// map of values.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValuesReference {
+    /// `ConfigMap` or `Secret`.
+    pub kind: ValuesKind,
+    /// Its name, in the HelmChart's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key holding the values; default `values.yaml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub values_key: Option<String>,
+    /// When true, a missing object or key adds nothing instead of
+    /// stopping the install.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
+}
+
+/// The kind values are read from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ValuesKind {
+    /// A ConfigMap's key: its values are written into the Instance.
+    ConfigMap,
+    /// A Secret's key: its values reach the provisioner in the process only.
+    Secret,
+}
+
+/// The key values are read from when a reference names none.
+pub const DEFAULT_VALUES_KEY: &str = "values.yaml";
 
 /// Where the chart stands, as its Instance says.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

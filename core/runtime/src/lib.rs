@@ -8,6 +8,8 @@
 //! - [`manifest`]: Kubernetes manifests from unpacked content, with file and line in errors.
 //! - [`class_parameters`]: a ProvisionerClass's parameters, read strictly.
 //! - [`approval`]: approval policies a provisioner adds, and `UserPermission`.
+//! - [`secret_values`]: values a controller read from Secrets on a requester's
+//!   behalf, handed to the provisioner in the process, never written.
 //!
 //! Everything else (the Instance controller, apply, sources, the store,
 //! the trust kernel) is [`kernel`]: what Pakket's own provisioners and
@@ -23,6 +25,7 @@ pub mod guide;
 pub mod kernel;
 pub mod manifest;
 pub mod provisioner;
+pub mod secret_values;
 
 // The kernel's modules, at the paths the runtime's own code names them by.
 pub(crate) use kernel::trust::{ownership, rbac, rights};

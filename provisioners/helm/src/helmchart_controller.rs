@@ -30,8 +30,11 @@ use kube::runtime::watcher;
 use kube::{Client, Resource as _, ResourceExt as _};
 use pakket_api::{Instance, RecordKey};
 use pakket_helm_api::{HelmChart, HelmChartStatus};
+use pakket_runtime::secret_values::SecretValues;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
+
+use crate::values_from::{self, Unread, ValuesRead};
 
 /// The field manager of the Instances written for HelmCharts.
 const MANAGER: &str = "pakket-helm-charts";
@@ -58,6 +61,9 @@ pub struct ChartsContext {
     /// Only HelmCharts with these labels (tests sharing a control plane);
     /// `None`: every one.
     pub selector: Option<String>,
+    /// Values read from Secrets for the provisioner in this process
+    /// ([`crate::values_from`]).
+    pub secret_values: Arc<SecretValues>,
 }
 
 /// Why a HelmChart has no Instance written.
@@ -152,14 +158,18 @@ pub enum Step {
 
 /// The next step for a HelmChart whose Instance is `name`, from what was
 /// read: whether it is being deleted, has the finalizer, what sits at the
-/// name, and whether this process holds the record key. Without the key
+/// name, whether this process holds the record key, and why its
+/// `valuesFrom` could not be read, if it could not. Without the key
 /// nothing is written: no author could be verified and no Instance proven
 /// this process's, and a name or annotation someone can write is no proof.
+/// Unread values write nothing either: the Instance already there keeps
+/// running as it was.
 pub fn step(
     deleting: bool,
     has_finalizer: bool,
     at_the_name: AtTheName,
     has_key: bool,
+    unread: Option<Unread>,
     name: &str,
 ) -> Step {
     match (deleting, at_the_name) {
@@ -181,6 +191,9 @@ pub fn step(
                 "Instance {name} exists and pakket-helm did not make it for this HelmChart (labels are no proof; only its seal is); nothing of it is changed: whoever may delete Instance {name} deletes it, and the chart installs"
             ),
         };
+    }
+    if let Some(Unread { reason, message }) = unread {
+        return Step::Refuse { reason, message };
     }
     Step::Write {
         add_finalizer: !has_finalizer,
@@ -204,11 +217,22 @@ async fn reconcile(chart: Arc<HelmChart>, context: Arc<ChartsContext>) -> Result
         (Some(_), _) => AtTheName::Another,
     };
     let has_finalizer = chart.finalizers().iter().any(|f| f == FINALIZER);
+    let deleting = chart.metadata.deletion_timestamp.is_some();
+    let (values, unread) = if deleting {
+        (ValuesRead::default(), None)
+    } else {
+        let author = author(&chart, context.record_key.as_ref());
+        match values_from::read(&context.client, &chart, author.as_ref()).await {
+            Ok(values) => (values, None),
+            Err(unread) => (ValuesRead::default(), Some(unread)),
+        }
+    };
     match step(
-        chart.metadata.deletion_timestamp.is_some(),
+        deleting,
         has_finalizer,
         at_the_name,
         context.record_key.is_some(),
+        unread,
         &name,
     ) {
         Step::DeleteInstance => {
@@ -217,6 +241,7 @@ async fn reconcile(chart: Arc<HelmChart>, context: Arc<ChartsContext>) -> Result
         }
         Step::AwaitInstanceGone => Ok(Action::requeue(Duration::from_secs(2))),
         Step::Release => {
+            context.secret_values.forget(&name);
             set_finalizers(&charts, &chart, false).await?;
             Ok(Action::await_change())
         }
@@ -229,7 +254,14 @@ async fn reconcile(chart: Arc<HelmChart>, context: Arc<ChartsContext>) -> Result
             if add_finalizer {
                 set_finalizers(&charts, &chart, true).await?;
             }
-            let desired = instance_for(&chart, &context.class, context.record_key.as_ref(), &name);
+            context.secret_values.put(&name, values.secrets);
+            let desired = instance_for(
+                &chart,
+                &context.class,
+                context.record_key.as_ref(),
+                &name,
+                &values.entries,
+            );
             let written = instances
                 .patch(
                     &name,
@@ -244,7 +276,15 @@ async fn reconcile(chart: Arc<HelmChart>, context: Arc<ChartsContext>) -> Result
                 &format!("Instance {name} installs it on your behalf"),
             );
             write_status(&charts, &chart, said, Some(&written), Some(&name)).await?;
-            Ok(Action::requeue(Duration::from_secs(300)))
+            // Nothing watches the ConfigMaps and Secrets values come from
+            // (a watch of every Secret in the cluster costs more than it
+            // saves): they are read again each minute.
+            let again = if chart.spec.values_from.is_empty() {
+                300
+            } else {
+                60
+            };
+            Ok(Action::requeue(Duration::from_secs(again)))
         }
     }
 }
@@ -272,9 +312,16 @@ fn chart_reference(chart: &HelmChart) -> String {
 }
 
 /// The Instance for `chart`, named `name`: the helm class, the chart as
-/// its Bundle's one ref, confined to the HelmChart's namespace, sealed
-/// with its author as requester when her record verifies.
-pub fn instance_for(chart: &HelmChart, class: &str, key: Option<&RecordKey>, name: &str) -> Value {
+/// its Bundle's one ref, its `valuesFrom` as read, confined to the
+/// HelmChart's namespace, sealed with its author as requester when her
+/// record verifies.
+pub fn instance_for(
+    chart: &HelmChart,
+    class: &str,
+    key: Option<&RecordKey>,
+    name: &str,
+    values_from: &[Value],
+) -> Value {
     let namespace = chart.namespace().unwrap_or_default();
     let mut labels = chart.labels().clone();
     labels.insert(CHART_LABEL.to_owned(), "true".to_owned());
@@ -311,6 +358,9 @@ pub fn instance_for(chart: &HelmChart, class: &str, key: Option<&RecordKey>, nam
             },
         },
     });
+    if !values_from.is_empty() {
+        instance["spec"]["config"]["valuesFrom"] = json!(values_from);
+    }
     if let (Some(key), Some(person)) = (key, author(chart, key))
         && let Ok(spec) =
             serde_json::from_value::<pakket_api::InstanceSpec>(instance["spec"].clone())
@@ -435,6 +485,7 @@ mod tests {
                 chart: "helm+https://charts.example/#web@1.0.0".into(),
                 release_name: None,
                 values: values.as_object().cloned(),
+                values_from: Vec::new(),
             },
         );
         chart.metadata.namespace = Some("team-a".into());
@@ -452,7 +503,7 @@ mod tests {
             instance_name("team-a", "web", "0000-2222"),
             "a new HelmChart of the same name gets another"
         );
-        let instance = instance_for(&chart, "helm", None, &name);
+        let instance = instance_for(&chart, "helm", None, &name, &[]);
         let config = &instance["spec"]["config"];
         assert_eq!(config["namespace"], "team-a");
         assert_eq!(config["namespaceOnly"], true);
@@ -532,13 +583,40 @@ mod tests {
             ),
         ];
         for (deleting, finalizer, at, key, expected) in cases {
-            let got = step(deleting, finalizer, at, key, "helmchart-0123");
+            let got = step(deleting, finalizer, at, key, None, "helmchart-0123");
             assert!(
                 expected(&got),
                 "{deleting} {finalizer} {at:?} {key}: {got:?}"
             );
         }
-        let Step::Refuse { message, .. } = step(false, true, Another, true, "helmchart-0123")
+        // Values she may not read: nothing is written, the Instance there
+        // stays as it is; a HelmChart going is uninstalled all the same.
+        let unread = || {
+            Some(Unread {
+                reason: "ValuesNotReadable",
+                message: "spec.valuesFrom[0]: mallory may not get secrets".into(),
+            })
+        };
+        assert!(refused("ValuesNotReadable")(&step(
+            false,
+            true,
+            Ours { deleting: false },
+            true,
+            unread(),
+            "helmchart-0123"
+        )));
+        assert_eq!(
+            step(
+                true,
+                true,
+                Ours { deleting: false },
+                true,
+                unread(),
+                "helmchart-0123"
+            ),
+            Step::DeleteInstance
+        );
+        let Step::Refuse { message, .. } = step(false, true, Another, true, None, "helmchart-0123")
         else {
             panic!("refused")
         };

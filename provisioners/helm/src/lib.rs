@@ -15,6 +15,8 @@
 //! - [`provisioner`]: the runtime's provisioner.
 //! - [`helmchart_controller`]: a namespace owner's `HelmChart` becomes an
 //!   Instance sealed with her identity, confined to her namespace.
+//! - [`values_from`]: a HelmChart's values from ConfigMaps and Secrets,
+//!   read only if its author may read them.
 
 // A function reads at once: over the threshold in clippy.toml, split it
 // into named steps (or say why not in an `allow` beside it).
@@ -25,6 +27,7 @@ pub mod config;
 pub mod helmchart_controller;
 pub mod provisioner;
 pub mod template;
+pub mod values_from;
 
 /// The provisioner's id.
 pub const ID: &str = "pakket.dev/helm";

@@ -12,6 +12,7 @@ use pakket_helm::template::Helm;
 use pakket_runtime::cli::{self, ProvisionerArgs};
 use pakket_runtime::kernel::controller;
 use pakket_runtime::kernel::serve;
+use pakket_runtime::secret_values::SecretValues;
 
 /// jemalloc with its background thread, not the system allocator, as in
 /// pakket-plain (`examples/plain/src/main.rs`, measured there).
@@ -50,6 +51,10 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(%id, class = %args.class, "helm provisioner started");
     let sources = cli::pod_sources();
     let helm = Helm::new(args.helm.clone());
+    let secret_values = Arc::new(SecretValues::new(
+        "pakket-helm's HelmChart controller",
+        pakket_helm::values_from::field,
+    ));
     // Only the leader reconciles, both the Instances and the HelmCharts.
     let work = || {
         let options = cli::run_options(&args.provisioner, &store, &metrics, &record_key, &sources);
@@ -58,8 +63,9 @@ async fn main() -> anyhow::Result<()> {
             class: args.class.clone(),
             record_key: record_key.clone(),
             selector: None,
+            secret_values: Arc::clone(&secret_values),
         });
-        let provisioner = HelmCharts::new(&id, helm.clone());
+        let provisioner = HelmCharts::new(&id, helm.clone(), Arc::clone(&secret_values));
         let client = client.clone();
         async move {
             tokio::select! {

@@ -10,22 +10,88 @@ use pakket_runtime::provisioner::ClusterFacts;
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
 use serde_json::{Value, json};
 
-use crate::config;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use pakket_runtime::secret_values::{self, SecretValues};
+
+use crate::config::{self, ChartConfig, ValuesSource};
 use crate::template::{Helm, Release, chart_folder};
 
 /// The helm provisioner.
 pub struct HelmCharts {
     id: String,
     helm: Helm,
+    /// Values the HelmChart controller read from Secrets.
+    secret_values: Arc<SecretValues>,
 }
 
 impl HelmCharts {
-    /// Answers to `id`, rendering with `helm`.
-    pub fn new(id: impl Into<String>, helm: Helm) -> Self {
+    /// Answers to `id`, rendering with `helm`, with the values the
+    /// HelmChart controller read from Secrets.
+    pub fn new(id: impl Into<String>, helm: Helm, secret_values: Arc<SecretValues>) -> Self {
         Self {
             id: id.into(),
             helm,
+            secret_values,
         }
+    }
+
+    /// The values to render with: `valuesFrom` merged in order, then
+    /// `values`; and the Secrets' texts, which no problem may repeat.
+    fn values(
+        &self,
+        instance: &str,
+        config: &ChartConfig,
+    ) -> Result<(Value, BTreeMap<String, String>), ObjectsError> {
+        let wanted: BTreeMap<String, secret_values::SecretValueRef> = config
+            .values_from
+            .iter()
+            .filter_map(|source| match source {
+                ValuesSource::Secret { name, source } => Some((name.clone(), source.clone())),
+                ValuesSource::Written(_) => None,
+            })
+            .collect();
+        let secrets = self
+            .secret_values
+            .for_instance(instance, &wanted)
+            .map_err(ObjectsError::DependenciesMissing)?;
+        let mut sources = Vec::new();
+        for source in &config.values_from {
+            match source {
+                ValuesSource::Written(values) => sources.push(values.clone()),
+                ValuesSource::Secret { name, .. } => {
+                    let text = secrets.get(name).map_or("", String::as_str);
+                    let values = crate::values_from::values_map(text, true).map_err(|problem| {
+                        ObjectsError::Config {
+                            field: crate::values_from::field(name),
+                            problem,
+                        }
+                    })?;
+                    sources.push(values);
+                }
+            }
+        }
+        let masks = secrets
+            .values()
+            .flat_map(|text| crate::values_from::values_map(text, true).unwrap_or_default())
+            .flat_map(|(_, value)| leaves(&value))
+            .enumerate()
+            .map(|(index, leaf)| (index.to_string(), leaf))
+            .collect();
+        Ok((config::merged(&sources, &config.values), masks))
+    }
+}
+
+/// The scalar texts in `value` a problem must not repeat (short ones, like
+/// `true` or `1`, would mask the words around them and hide nothing).
+fn leaves(value: &Value) -> Vec<String> {
+    match value {
+        Value::Object(map) => map.values().flat_map(leaves).collect(),
+        Value::Array(items) => items.iter().flat_map(leaves).collect(),
+        Value::String(text) if text.len() >= 4 => vec![text.clone()],
+        Value::Number(number) if number.to_string().len() >= 4 => vec![number.to_string()],
+        _ => Vec::new(),
     }
 }
 
@@ -56,16 +122,22 @@ impl Provisioner for HelmCharts {
             .unwrap_or_default();
         crate::cluster_functions::refuse(&chart)
             .map_err(|problem| ObjectsError::Content(format!("chart {named}: {problem}")))?;
+        let (values, secrets) = self.values(&request.instance.name_any(), &config)?;
         let release = Release {
             name: &config.release_name,
             namespace: &config.namespace,
             chart: &chart,
-            values: &config.values,
+            values: &values,
         };
         let objects = self
             .helm
             .template(&release, request.cluster, request.max_object_size)
-            .map_err(|problem| ObjectsError::Content(format!("chart {named}: {problem}")))?;
+            .map_err(|problem| {
+                ObjectsError::Content(secret_values::masked(
+                    &format!("chart {named}: {problem}"),
+                    &secrets,
+                ))
+            })?;
         let mut objects = placed(objects, &config.namespace, request.cluster);
         if config.namespace_only {
             confined(&objects, &config.namespace, request.cluster)

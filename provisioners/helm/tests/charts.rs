@@ -486,16 +486,7 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
     world.charts.publish(&cluster_wide_chart("wide"));
     // Alice: admin of her namespace and may write HelmCharts there (as
     // deploy/rbac/examples.yaml's pakket-helm-charts); no Instance rights.
-    let charts_role = scope.name("helm-charts");
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": { "name": charts_role, "labels": scope.labels() },
-        "rules": [{ "apiGroups": ["helm.pakket.dev"], "resources": ["helmcharts"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"] }],
-    }))
-    .unwrap();
-    Api::<ClusterRole>::all(scope.client.clone())
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
+    let charts_role = support::helm_charts_role(scope).await;
     for cluster_role in ["admin", charts_role.as_str()] {
         pakket_testkit::rbac::bind_in(scope, &scope.namespace, "alice", cluster_role).await;
     }
@@ -519,29 +510,9 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
             .await;
         }
     };
-    let says =
-        |name: &'static str, type_: &'static str, status: &'static str, words: &'static str| {
-            let charts = charts.clone();
-            async move {
-                let mut last = None;
-                for _ in 0..900 {
-                    let chart = charts.get(name).await.unwrap();
-                    let condition = chart
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_).cloned());
-                    if condition
-                        .as_ref()
-                        .is_some_and(|c| c.status == status && c.message.contains(words))
-                    {
-                        return chart;
-                    }
-                    last = Some(chart.status);
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                }
-                panic!("HelmChart {name}: no {type_}={status} saying {words:?} in 90 s: {last:#?}");
-            }
-        };
+    let says = |name: &'static str, type_: &'static str, status: &'static str, words: &str| {
+        support::helm_chart_says(&charts, name, type_, status, words.to_owned())
+    };
 
     // Hers, in her namespace: installed as her request, with nobody asked.
     write(
@@ -587,7 +558,7 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
         "reach",
         "Installed",
         "False",
-        &*Box::leak(format!("ConfigMap reach (in namespace {elsewhere})").into_boxed_str()),
+        &format!("ConfigMap reach (in namespace {elsewhere})"),
     )
     .await;
     let cluster_roles: Api<ClusterRole> = Api::all(scope.client.clone());

@@ -29,7 +29,8 @@ pub mod package_controller;
 pub mod process;
 pub mod provisioner;
 pub mod repository_controller;
-pub mod secret_values;
+/// Values read from Secrets (the runtime's, shared with pakket-helm).
+pub use pakket_runtime::secret_values;
 pub mod transformations;
 pub mod values;
 

@@ -19,8 +19,10 @@ use pakket_api::{Instance, ProvisionerClass, ProvisionerClassSpec};
 use pakket_helm::helmchart_controller::{self, ChartsContext};
 use pakket_helm::provisioner::HelmCharts;
 use pakket_helm::template::Helm;
+use pakket_helm_api::HelmChart;
 use pakket_runtime::kernel::controller::{self, RunOptions};
 use pakket_runtime::kernel::source::SourceOptions;
+use pakket_runtime::secret_values::SecretValues;
 use pakket_testkit::Scope;
 use pakket_testkit::https::HttpsServer;
 use pakket_testkit::shipped::{self, HELM, WEBHOOKS};
@@ -213,15 +215,20 @@ pub async fn world(name: &str) -> World {
         ..RunOptions::new(scope.path("helm-store"))
     };
     // The HelmChart controller, as pakket-helm runs it beside the runtime.
+    let secret_values = Arc::new(SecretValues::new(
+        "pakket-helm's HelmChart controller",
+        pakket_helm::values_from::field,
+    ));
     let contexts = Arc::new(ChartsContext {
         client: client.clone(),
         class: class.clone(),
         record_key: Some(webhooks.record_key()),
         selector: Some(scope.selector()),
+        secret_values: Arc::clone(&secret_values),
     });
     tokio::spawn(controller::run_with(
         client,
-        HelmCharts::new(id, helm),
+        HelmCharts::new(id, helm, secret_values),
         options,
     ));
     tokio::spawn(helmchart_controller::run(contexts));
@@ -263,4 +270,49 @@ pub fn every_message(instance: &Instance) -> String {
                 .join("\n")
         })
         .unwrap_or_default()
+}
+
+/// A ClusterRole to write HelmCharts (as deploy/rbac/examples.yaml's
+/// pakket-helm-charts), for binding in a namespace; its name.
+pub async fn helm_charts_role(scope: &Scope) -> String {
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    let name = scope.name("helm-charts");
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": scope.labels() },
+        "rules": [{ "apiGroups": ["helm.pakket.dev"], "resources": ["helmcharts"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"] }],
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(scope.client.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    name
+}
+
+/// The HelmChart `name` once its `type_` condition is `status` and says
+/// `words`; panics with its status after 90 s.
+pub async fn helm_chart_says(
+    charts: &Api<HelmChart>,
+    name: &str,
+    type_: &str,
+    status: &str,
+    words: String,
+) -> HelmChart {
+    let mut last = None;
+    for _ in 0..900 {
+        let chart = charts.get(name).await.unwrap();
+        let condition = chart
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_).cloned());
+        if condition
+            .as_ref()
+            .is_some_and(|c| c.status == status && c.message.contains(&words))
+        {
+            return chart;
+        }
+        last = Some(chart.status);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("HelmChart {name}: no {type_}={status} saying {words:?} in 90 s: {last:#?}");
 }

@@ -1,16 +1,17 @@
-//! Values read from Secrets (`valueFrom.secretRef`), handed from the
-//! package controller to the provisioner inside the process, never written
-//! into the Instance.
+//! Values read from Secrets, handed from a controller that reads them on
+//! a requester's behalf to the provisioner in the same process, never
+//! written into the Instance (pakket-package's `valueFrom.secretRef`,
+//! pakket-helm's `valuesFrom` of kind Secret).
 //!
 //! An Instance's `spec.config` is read by everyone who may list Instances,
 //! usually many more people than may read a Secret. So the controller
-//! (having checked that the package's author may `get` the Secret) writes
-//! only where each value comes from and the Secret's `resourceVersion`
-//! (which changes when the Secret does, so the Instance is rendered
-//! again), and keeps the value here for that Instance. The provisioner
-//! renders with a value only when the Instance and the version match: an
-//! Instance written by hand with a `secretValues` entry gets nothing, and
-//! neither does another package's Instance.
+//! (having checked that the requester may `get` the Secret) writes only
+//! where each value comes from and the Secret's `resourceVersion` (which
+//! changes when the Secret does, so the Instance is rendered again and its
+//! approval judged again), and keeps the value here for that Instance. The
+//! provisioner renders with a value only when the Instance and the version
+//! match: an Instance written by hand naming a Secret gets nothing, and
+//! neither does another requester's Instance.
 //!
 //! After a restart the values are read again by the controller's first
 //! pass; until then the Instance waits (and its objects stay as they are).
@@ -39,12 +40,34 @@ pub struct SecretValueRef {
 pub type ReadValues = BTreeMap<String, (SecretValueRef, String)>;
 
 /// The values read, by Instance.
-#[derive(Default)]
 pub struct SecretValues {
     held: Mutex<HashMap<String, ReadValues>>,
+    /// Who reads them, as an error names it.
+    reader: &'static str,
+    /// The field a value's name stands for, as an error names it.
+    field: fn(&str) -> String,
+}
+
+impl Default for SecretValues {
+    /// pakket-package's: values by name under `spec.values`.
+    fn default() -> Self {
+        Self::new("pakket-package's package controller", |name| {
+            format!("spec.values.{name}")
+        })
+    }
 }
 
 impl SecretValues {
+    /// Values read by `reader`, the value named `name` standing for the
+    /// field `field(name)` in errors.
+    pub fn new(reader: &'static str, field: fn(&str) -> String) -> Self {
+        Self {
+            held: Mutex::default(),
+            reader,
+            field,
+        }
+    }
+
     /// Keeps `values` for `instance` (replacing what it had).
     pub fn put(&self, instance: &str, values: ReadValues) {
         let mut held = self.held.lock().unwrap();
@@ -76,8 +99,13 @@ impl SecretValues {
                     .map(|(_, value)| (name.clone(), value.clone()))
                     .ok_or_else(|| {
                         format!(
-                            "spec.values.{name} comes from Secret {}/{} (key {}), which pakket-package's package controller has not read for this Instance at resourceVersion {}; it does on its next pass over the package",
-                            wanted.namespace, wanted.name, wanted.key, wanted.resource_version
+                            "{} comes from Secret {}/{} (key {}), which {} has not read for this Instance at resourceVersion {}; it does on its next pass",
+                            (self.field)(name),
+                            wanted.namespace,
+                            wanted.name,
+                            wanted.key,
+                            self.reader,
+                            wanted.resource_version
                         )
                     })
             })
