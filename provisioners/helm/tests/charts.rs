@@ -329,6 +329,119 @@ async fn a_chart_pushed_to_a_registry_installs_pinned_by_its_manifest_digest() {
     world.scope.cleanup().await;
 }
 
+#[tokio::test]
+async fn a_private_repository_is_read_with_the_classs_pull_secret_only() {
+    use k8s_openapi::api::core::v1::Secret;
+    use support::{CREDENTIALS_SECRET, PRIVATE_USER};
+    let world = world("helm-chart-private").await;
+    let scope = &world.scope;
+    world.charts.publish_private(&plain_chart("hidden"));
+    let chart_ref = world.charts.private_ref("hidden", "1.0.0");
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let config = json!({ "namespace": scope.namespace });
+    let create = |class: String, name: &'static str| {
+        let instance = world.instance_of(
+            &class,
+            name,
+            &format!("{name}-bundle"),
+            &chart_ref,
+            config.clone(),
+        );
+        let instances = instances.clone();
+        async move {
+            instances
+                .create(&PostParams::default(), &instance)
+                .await
+                .unwrap();
+        }
+    };
+    let unpacked_says = |name: &'static str, words: &'static str| {
+        let (instances, name) = (instances.clone(), scope.name(name));
+        async move {
+            wait_for_instance(&instances, &name, words, move |i| {
+                condition_is(i, ConditionType::Unpacked, "False")
+                    && pakket_testkit::message_of(i, ConditionType::Unpacked).contains(words)
+            })
+            .await
+        }
+    };
+
+    // A class without credentials: the repository refuses, and says so.
+    create(world.class.clone(), "anonymous").await;
+    unpacked_says("anonymous", "401").await;
+    // The private class before its Secret exists: the admin is told what
+    // to create, and where.
+    create(world.private_class.clone(), "private").await;
+    unpacked_says("private", CREDENTIALS_SECRET).await;
+
+    // The admin gives the class its credentials, as `kubectl create secret
+    // docker-registry` makes them, for the repository's host and port.
+    let served = world.charts.server.url("");
+    let registry = served
+        .trim_start_matches("https://")
+        .trim_end_matches('/')
+        .to_owned();
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": { "name": CREDENTIALS_SECRET, "labels": scope.labels() },
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": { ".dockerconfigjson": json!({"auths": {registry: {"username": PRIVATE_USER.0, "password": PRIVATE_USER.1}}}).to_string() },
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(scope.client.clone(), &scope.namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let installed = wait_for_instance(
+        &instances,
+        &scope.name("private"),
+        "the private chart installed",
+        |i| condition_is(i, ConditionType::Installed, "True"),
+    )
+    .await;
+    assert!(
+        !serde_json::to_string(&installed)
+            .unwrap()
+            .contains(PRIVATE_USER.1),
+        "the password is in no status"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    assert!(
+        config_maps
+            .get_opt(&scope.name("private"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The other class still reads it anonymously and is still refused:
+    // where one class's credentials found the archive is not another's.
+    let anonymous = instances.get(&scope.name("anonymous")).await.unwrap();
+    assert!(
+        !condition_is(&anonymous, ConditionType::Installed, "True"),
+        "{}",
+        every_message(&anonymous)
+    );
+    for name in ["anonymous", "private"] {
+        instances
+            .delete(&scope.name(name), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    eventually("both Instances are gone", || async {
+        instances
+            .get_opt(&scope.name("private"))
+            .await
+            .unwrap()
+            .is_none()
+            && instances
+                .get_opt(&scope.name("anonymous"))
+                .await
+                .unwrap()
+                .is_none()
+    })
+    .await;
+    world.scope.cleanup().await;
+}
+
 /// A namespace nobody in the test owns, `<scope>-elsewhere`.
 async fn another_namespace(scope: &Scope) -> (String, Api<k8s_openapi::api::core::v1::Namespace>) {
     let elsewhere = scope.name("elsewhere");

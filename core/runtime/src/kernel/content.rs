@@ -559,7 +559,7 @@ async fn unpack_one(
         }
         "https" => https::unpack_tarball(store, images, options, index, reference).await,
         chart_repository::SCHEME => {
-            chart_repository::unpack_chart(store, images, options, index, reference).await
+            chart_repository::unpack_chart(client, store, images, options, index, reference).await
         }
         // `git://` is parsed to be refused with a message saying why.
         "git+https" | "git" => git::unpack_git(store, images, options, index, reference).await,

@@ -32,10 +32,37 @@ use serde_json::{Value, json};
 type Files = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
 
 /// A chart repository: `index.yaml` and archives under `/charts/`, made by
-/// the real helm from charts the tests write.
+/// the real helm from charts the tests write; and a private one under
+/// `/private/`, served only with [`PRIVATE_USER`]'s basic auth.
 pub struct ChartRepository {
     pub server: HttpsServer,
     files: Files,
+    private: Files,
+}
+
+/// The private repository's user and password.
+pub const PRIVATE_USER: (&str, &str) = ("reader", "let-me-in");
+
+/// The Secret (in the provisioner's namespace) the private class's
+/// `pullSecrets` names.
+pub const CREDENTIALS_SECRET: &str = "chart-credentials";
+
+async fn private_file(
+    State(files): State<Files>,
+    Path(path): Path<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<Vec<u8>, StatusCode> {
+    use base64::Engine as _;
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", PRIVATE_USER.0, PRIVATE_USER.1))
+    );
+    let given = headers.get(axum::http::header::AUTHORIZATION);
+    if given.and_then(|value| value.to_str().ok()) != Some(expected.as_str()) {
+        return Err(StatusCode::UNAUTHORIZED);
+    }
+    chart_file(State(files), Path(path)).await
 }
 
 async fn chart_file(
@@ -53,13 +80,34 @@ async fn chart_file(
 impl ChartRepository {
     pub fn start() -> Self {
         let files: Files = Arc::default();
+        let private: Files = Arc::default();
         let router = Router::new()
             .route("/charts/{*path}", get(chart_file))
-            .with_state(Arc::clone(&files));
+            .with_state(Arc::clone(&files))
+            .merge(
+                Router::new()
+                    .route("/private/{*path}", get(private_file))
+                    .with_state(Arc::clone(&private)),
+            );
         Self {
             server: HttpsServer::start(router),
             files,
+            private,
         }
+    }
+
+    /// `helm+https://…/private/#NAME@VERSION`.
+    pub fn private_ref(&self, name: &str, version: &str) -> String {
+        format!("helm+{}#{name}@{version}", self.server.url("private/"))
+    }
+
+    /// [`Self::publish`] to the private repository.
+    pub fn publish_private(&self, files: &[(&str, String)]) {
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        let mut served = self.private.lock().unwrap();
+        let (all, _) =
+            pakket_testkit::charts::with_chart(&served, &files, &self.server.url("private/"));
+        *served = all;
     }
 
     /// `helm+https://…/charts/#NAME@VERSION`.
@@ -157,6 +205,9 @@ pub struct World {
     pub scope: Scope,
     pub charts: ChartRepository,
     pub class: String,
+    /// A class like `class` whose `pullSecrets` names [`CREDENTIALS_SECRET`]
+    /// in the scope's namespace (the provisioner's, here).
+    pub private_class: String,
     pub webhooks: pakket_webhooks::local::LocalWebhooks,
 }
 
@@ -180,35 +231,40 @@ pub async fn world(name: &str) -> World {
         .expect("the webhooks start");
     let id = format!("test.pakket.dev/{}-helm", scope.id);
     let class = scope.name("helm");
-    let provisioner_class = ProvisionerClass {
-        metadata: scope.meta("helm"),
-        spec: ProvisionerClassSpec {
-            provisioner: id.clone(),
-            // As deploy/helm/provisioner.yaml's class, and the chart
-            // repository is on loopback.
-            parameters: json!({"approval": "UserPermission", "maxObjectSize": "4Mi", "allowInternalAddresses": true})
-                .as_object()
-                .cloned(),
-        },
-        status: None,
-    };
-    Api::<ProvisionerClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &provisioner_class)
-        .await
-        .unwrap();
+    let private_class = scope.name("helm-private");
+    // As deploy/helm/provisioner.yaml's class, and the chart repository is
+    // on loopback.
+    let parameters = json!({"approval": "UserPermission", "maxObjectSize": "4Mi", "allowInternalAddresses": true});
+    let mut private_parameters = parameters.clone();
+    private_parameters["pullSecrets"] = json!([CREDENTIALS_SECRET]);
+    for (name, parameters) in [("helm", parameters), ("helm-private", private_parameters)] {
+        let provisioner_class = ProvisionerClass {
+            metadata: scope.meta(name),
+            spec: ProvisionerClassSpec {
+                provisioner: id.clone(),
+                parameters: parameters.as_object().cloned(),
+            },
+            status: None,
+        };
+        Api::<ProvisionerClass>::all(scope.client.clone())
+            .create(&PostParams::default(), &provisioner_class)
+            .await
+            .unwrap();
+    }
     let client = shipped::client(&scope.client, &admin_kubeconfig, HELM, &scope).await;
     shipped::grant_classes(
         &scope.client,
         HELM,
         &scope.name("helm-classes"),
         &scope.labels(),
-        std::slice::from_ref(&class),
+        &[class.clone(), private_class.clone()],
     )
     .await;
     let helm = Helm::new(pakket_controlplane::helm().expect("the pinned helm"));
     let options = RunOptions {
         sources: SourceOptions {
             extra_roots: vec![charts.server.ca_pem.clone()],
+            secret_namespace: Some(scope.namespace.clone()),
             ..SourceOptions::default()
         },
         record_key: Some(webhooks.record_key()),
@@ -236,6 +292,7 @@ pub async fn world(name: &str) -> World {
         scope,
         charts,
         class,
+        private_class,
         webhooks,
     }
 }
@@ -243,13 +300,25 @@ pub async fn world(name: &str) -> World {
 impl World {
     /// An Instance of the class installing `chart_ref` with `config`.
     pub fn instance(&self, name: &str, bundle: &str, chart_ref: &str, config: Value) -> Instance {
+        self.instance_of(&self.class, name, bundle, chart_ref, config)
+    }
+
+    /// [`Self::instance`] in `class`.
+    pub fn instance_of(
+        &self,
+        class: &str,
+        name: &str,
+        bundle: &str,
+        chart_ref: &str,
+        config: Value,
+    ) -> Instance {
         serde_json::from_value(json!({
             "apiVersion": "core.pakket.dev/v1alpha1",
             "kind": "Instance",
             "metadata": { "name": self.scope.name(name), "labels": self.scope.labels() },
             "spec": {
-                "class": self.class,
-                "bundle": { "name": self.scope.name(bundle), "spec": { "class": self.class, "refs": [chart_ref] } },
+                "class": class,
+                "bundle": { "name": self.scope.name(bundle), "spec": { "class": class, "refs": [chart_ref] } },
                 "config": config,
             },
         }))

@@ -6,6 +6,15 @@
 //! and a stored archive is not downloaded again. An index entry without a
 //! digest is refused: nothing unpinned is installed.
 //!
+//! A private repository's credentials are the class's, as an image's are:
+//! an entry for the repository's host in the class's `pullSecrets` (Secrets
+//! in the provisioner's namespace, [`crate::source::pull_secret`]) is sent
+//! as HTTP basic auth to that host only, for the index and for an archive
+//! on the same host. A Bundle never carries them, and the requester never
+//! names a Secret: the admin who wrote the class chose who may install from
+//! the repository. Without an entry for the host the repository is read
+//! anonymously, so public repositories work beside a private one.
+//!
 //! Written here rather than with a Helm library: no maintained Rust crate
 //! reads chart repositories, and what is needed is one YAML document and
 //! one lookup.
@@ -14,11 +23,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use base64::Engine as _;
+use kube::Client;
 use reqwest::Url;
 use serde::Deserialize;
 
 use super::{ContentError, ImageSources, UnpackOptions, Unpacked};
 use crate::source::https::TarballRef;
+use crate::source::pull_secret::{self, PullSecretError};
 use crate::store::Store;
 
 /// The scheme.
@@ -170,6 +182,7 @@ pub fn locate(text: &str, chart: &ChartRef) -> Result<String, String> {
 
 /// Fetches the chart `reference` names into the store.
 pub(super) async fn unpack_chart(
+    client: &Client,
     store: &Arc<Store>,
     sources: &ImageSources,
     options: &UnpackOptions,
@@ -181,30 +194,104 @@ pub(super) async fn unpack_chart(
         reference: reference.clone(),
         problem,
     };
+    let secret_error = |source: PullSecretError| ContentError::PullSecret {
+        index,
+        reference: reference.clone(),
+        source: Box::new(source),
+    };
     let chart = ChartRef::parse(&reference).map_err(&refused)?;
+    let index_auth = basic_auth(client, sources, options, &chart.repository)
+        .await
+        .map_err(secret_error)?;
+    // Where an index read with credentials pointed is remembered for those
+    // credentials only.
+    let located_key = format!(
+        "{reference}\n{}",
+        index_auth.as_ref().map_or("", |(from, _)| from.as_str())
+    );
     let known = LOCATED
         .lock()
         .ok()
-        .and_then(|found| found.get(&reference).cloned());
+        .and_then(|found| found.get(&located_key).cloned());
     let archive = match known {
         Some(archive) => archive,
         None => {
-            let archive = read_index(sources, options, &chart)
+            let authorization = index_auth.as_ref().map(|(_, value)| value.as_str());
+            let archive = read_index(sources, options, &chart, authorization)
                 .await
                 .map_err(&refused)?;
             if let Ok(mut found) = LOCATED.lock() {
                 if found.len() >= MAX_LOCATED {
                     found.clear();
                 }
-                found.insert(reference.clone(), archive.clone());
+                found.insert(located_key, archive.clone());
             }
             archive
         }
     };
-    let mut unpacked =
-        super::https::unpack_tarball(store, sources, options, index, archive).await?;
+    let archive_url = Url::parse(archive.split('#').next().unwrap_or_default()).ok();
+    let archive_auth = match archive_url {
+        Some(url) if url.origin() == chart.repository.origin() => index_auth.map(|(_, v)| v),
+        Some(url) => basic_auth(client, sources, options, &url)
+            .await
+            .map_err(secret_error)?
+            .map(|(_, value)| value),
+        None => None,
+    };
+    let mut unpacked = super::https::unpack_tarball_authorized(
+        store,
+        sources,
+        options,
+        index,
+        archive,
+        archive_auth,
+    )
+    .await?;
     unpacked.reference = reference;
     Ok(unpacked)
+}
+
+/// The `Authorization` value for `url`'s host from the class's pull
+/// secrets, with which Secret and entry gave it; none when the class names
+/// none or none has an entry for the host.
+async fn basic_auth(
+    client: &Client,
+    sources: &ImageSources,
+    options: &UnpackOptions,
+    url: &Url,
+) -> Result<Option<(String, String)>, PullSecretError> {
+    if options.pull_secrets.is_empty() {
+        return Ok(None);
+    }
+    let host = match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_owned(),
+        (None, _) => return Ok(None),
+    };
+    match pull_secret::find(
+        client,
+        sources.secret_namespace(),
+        &options.pull_secrets,
+        &host,
+    )
+    .await
+    {
+        Ok(found) => {
+            let pair = format!(
+                "{}:{}",
+                found.credentials.username, found.credentials.password
+            );
+            let value = format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            );
+            let from = format!("{}/{} {}", found.namespace, found.secret, found.entry);
+            tracing::debug!(%host, %from, "reading a chart repository with a pull secret");
+            Ok(Some((from, value)))
+        }
+        Err(PullSecretError::NoEntry { .. }) => Ok(None),
+        Err(error) => Err(error),
+    }
 }
 
 /// The archive `chart` is at, pinned, as its repository's index says.
@@ -212,11 +299,18 @@ async fn read_index(
     sources: &ImageSources,
     options: &UnpackOptions,
     chart: &ChartRef,
+    authorization: Option<&str>,
 ) -> Result<String, String> {
     let index_ref = TarballRef::parse(&chart.index_url()).map_err(|e| e.to_string())?;
+    let registered = sources.https().authorizations_for(index_ref.url());
     let downloaded = sources
         .https()
-        .download(&index_ref, MAX_INDEX, &options.reach())
+        .download_authorized(
+            &index_ref,
+            MAX_INDEX,
+            &options.reach(),
+            authorization.or(registered.as_deref()),
+        )
         .await
         .map_err(|e| e.to_string())?;
     let mut text = String::new();

@@ -19,6 +19,20 @@ pub(super) async fn unpack_tarball(
     index: usize,
     reference: String,
 ) -> Result<Unpacked, ContentError> {
+    unpack_tarball_authorized(store, sources, options, index, reference, None).await
+}
+
+/// [`unpack_tarball`], sending `authorization` (a chart repository's
+/// credentials from the class's pull secrets) instead of any registered
+/// for the URL.
+pub(super) async fn unpack_tarball_authorized(
+    store: &Arc<Store>,
+    sources: &ImageSources,
+    options: &UnpackOptions,
+    index: usize,
+    reference: String,
+    authorization: Option<String>,
+) -> Result<Unpacked, ContentError> {
     let https_error = |source: HttpsError| ContentError::Https {
         index,
         reference: reference.clone(),
@@ -36,9 +50,10 @@ pub(super) async fn unpack_tarball(
             commit: None,
         });
     }
-    let downloaded = sources
-        .https()
-        .download(&tarball, options.max_download_size, &options.reach())
+    let authorization = authorization.or_else(|| sources.https().authorizations_for(tarball.url()));
+    let (max, reach) = (options.max_download_size, options.reach());
+    let downloaded = (sources.https())
+        .download_authorized(&tarball, max, &reach, authorization.as_deref())
         .await
         .map_err(https_error)?;
     let digest = downloaded.digest.clone();

@@ -239,6 +239,11 @@ impl HttpsSource {
         })
     }
 
+    /// The credentials a provisioner registered for `url`'s server.
+    pub fn authorizations_for(&self, url: &Url) -> Option<String> {
+        self.options.authorizations.for_url(url)
+    }
+
     /// Downloads `tarball`, at most `max_size` bytes, connecting only where
     /// `reach` allows, and checks its pin.
     pub async fn download(
