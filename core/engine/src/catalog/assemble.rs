@@ -35,13 +35,30 @@ pub(crate) fn assemble(
     let mut channels = Vec::new();
     let mut bundles = Vec::new();
     let mut deprecations = Vec::new();
+    let mut charts = Vec::new();
     for (origin, document) in documents {
         match document {
             Document::Package(doc) => assembly.package(origin, doc),
             Document::Channel(doc) => channels.push((origin, doc)),
             Document::Bundle(doc) => bundles.push((origin, doc)),
             Document::Deprecations(doc) => deprecations.push((origin, doc)),
+            Document::HelmChart(doc) => charts.push((origin, doc)),
             Document::Other(other) => assembly.catalog.others.push(other),
+        }
+    }
+    // Charts become a package, a channel and bundles (`helm_chart`).
+    let packages = assembly.catalog.packages.keys().cloned().collect::<HashSet<_>>();
+    let expanded = super::helm_chart::expand(
+        charts,
+        &|name| packages.contains(name),
+        &mut assembly.diagnostics,
+    );
+    for (origin, document) in expanded {
+        match document {
+            Document::Package(doc) => assembly.package(origin, doc),
+            Document::Channel(doc) => channels.push((origin, doc)),
+            Document::Bundle(doc) => bundles.push((origin, doc)),
+            _ => {}
         }
     }
     for (origin, doc) in channels {

@@ -67,6 +67,7 @@ pub(crate) enum Document {
     Channel(ChannelDoc),
     Bundle(BundleDoc),
     Deprecations(DeprecationsDoc),
+    HelmChart(super::helm_chart::HelmChartDoc),
     Other(OtherDocument),
 }
 
@@ -422,6 +423,7 @@ fn decode_one(
         SCHEMA_CHANNEL => input.parse().map(Document::Channel),
         SCHEMA_BUNDLE => input.parse().map(Document::Bundle),
         SCHEMA_DEPRECATIONS => input.parse().map(Document::Deprecations),
+        super::helm_chart::SCHEMA_HELM_CHART => input.parse().map(Document::HelmChart),
         _ => Ok(Document::Other(OtherDocument {
             schema: schema.to_owned(),
             package: package.map(str::to_owned),

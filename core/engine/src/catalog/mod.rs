@@ -51,6 +51,10 @@
 //! # Ok::<(), pakket_engine::catalog::CatalogError>(())
 //! ```
 //!
+//! A catalog may also hold `helm.chart` documents, one version of a Helm
+//! chart each, read into a package, a channel and bundles so charts resolve
+//! like bundles (see `helm_chart` for the shape).
+//!
 //! Documents of other schemas are allowed by FBC; they are listed in
 //! [`Catalog::others`] (schema, package, name, origin) without their body.
 //! Package icons, `relatedImages` and channel/package `properties` are not
@@ -100,6 +104,7 @@ mod constraint;
 mod diagnostic;
 mod document;
 mod graph;
+mod helm_chart;
 mod load;
 mod model;
 mod property;
@@ -112,6 +117,7 @@ pub use constraint::{
 pub use diagnostic::{CatalogError, Diagnostic, DiagnosticCode, Origin, Severity};
 pub use document::{Format, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE};
 pub use graph::UpdateGraph;
+pub use helm_chart::{HELM_CHANNEL, SCHEMA_HELM_CHART, TYPE_HELM_CHART, bundle_name as helm_bundle_name};
 pub use load::CatalogBuilder;
 pub(crate) use model::DeprecationIndex;
 pub use model::{

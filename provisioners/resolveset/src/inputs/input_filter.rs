@@ -12,7 +12,8 @@
 //! `minKubeVersion` takes a version (`1.34`, `>= 1.34`) or `next`: the
 //! minor after the apiserver's (what `dry-run-next` plans for). Without
 //! one, the apiserver's own version is the target, so nothing that cannot
-//! run on the cluster is chosen.
+//! run on the cluster is chosen. A chart's `kubeVersion` (a range, from a
+//! `helm.chart` document) is checked against the same target.
 
 use pakket_engine::catalog::{CatalogSet, CelRule};
 use pakket_engine::resolve::Request;
@@ -119,6 +120,16 @@ fn min_kube_version(properties: &[Value]) -> Option<Version> {
         .and_then(|text| padded(text.trim().trim_start_matches('v')))
 }
 
+/// The Kubernetes versions a chart's `kubeVersion` allows, if it says
+/// (the engine wrote it in its own range syntax).
+fn chart_kube_version(properties: &[Value]) -> Option<Range> {
+    properties
+        .iter()
+        .filter(|property| property["type"] == pakket_engine::catalog::TYPE_HELM_CHART)
+        .find_map(|property| property["value"]["kubeVersion"].as_str())
+        .and_then(|text| Range::parse(text).ok())
+}
+
 /// Whether `bundle` passes `filters` for Kubernetes `kube`.
 fn passes(
     bundle: &pakket_engine::catalog::Bundle,
@@ -128,6 +139,11 @@ fn passes(
     let properties = properties(bundle);
     if let (Some(kube), Some(needed)) = (kube, min_kube_version(&properties))
         && needed > *kube
+    {
+        return Ok(false);
+    }
+    if let (Some(kube), Some(range)) = (kube, chart_kube_version(&properties))
+        && !range.contains(kube)
     {
         return Ok(false);
     }
@@ -286,6 +302,25 @@ mod tests {
                 .unwrap_or_default(),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_chart_whose_kube_version_excludes_the_cluster_is_left_out() {
+        // Charts in the shapes ingress-nginx and metrics-server declare.
+        let charts = r#"
+{"schema":"helm.chart","name":"web","version":"4.10.0","chart":"helm+https://charts.example/#web@4.10.0","kubeVersion":">=1.21.0-0"}
+{"schema":"helm.chart","name":"web","version":"4.11.0","chart":"helm+https://charts.example/#web@4.11.0","kubeVersion":">=1.36.0-0"}
+{"schema":"helm.chart","name":"web","version":"4.12.0","chart":"helm+https://charts.example/#web@4.12.0","kubeVersion":"~1.34.0"}
+"#;
+        let set = CatalogSet::new(vec![
+            Catalog::from_str(charts, "c.json", Format::Json, "c", 0).unwrap(),
+        ]);
+        let on_1_35 =
+            narrow(&set, Request::package("web"), &Filters::default(), Some((1, 35))).unwrap();
+        assert_eq!(range_of(&on_1_35), "=4.10.0");
+        let next = filters(&[constraint("minKubeVersion", json!("next"))]).unwrap();
+        let on_1_36 = narrow(&set, Request::package("web"), &next, Some((1, 35))).unwrap();
+        assert_eq!(range_of(&on_1_36), "=4.11.0 || =4.10.0");
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! webhook its running bundle did not waits for a person.
 
 use kube::ResourceExt as _;
+use pakket_engine::catalog::SCHEMA_HELM_CHART;
 use pakket_runtime::approval::{Approval, ApprovalRequest};
 use pakket_runtime::kernel::trust::children::PakketKind;
 use pakket_runtime::{ObjectsError, ObjectsRequest, Provisioner};
@@ -128,13 +129,18 @@ fn read_set(request: &ObjectsRequest<'_>) -> Result<Vec<Entry>, ObjectsError> {
 /// installed into `namespace` (the class's) with the class's `template`
 /// merged over the owner's.
 fn child(set: &str, entry: &Entry, class: &str, namespace: &str, template: Option<Value>) -> Value {
-    // The class's namespace, under what the package's owner asked for.
-    let mut config = Map::new();
-    config.insert("installNamespace".into(), json!(namespace));
-    config.extend(entry.config.clone().unwrap_or_default());
-    if let Some(template) = template {
-        config.insert("namespaceTemplate".into(), template);
-    }
+    let config = if entry.schema == SCHEMA_HELM_CHART {
+        chart_config(entry, namespace)
+    } else {
+        // The class's namespace, under what the package's owner asked for.
+        let mut config = Map::new();
+        config.insert("installNamespace".into(), json!(namespace));
+        config.extend(entry.config.clone().unwrap_or_default());
+        if let Some(template) = template {
+            config.insert("namespaceTemplate".into(), template);
+        }
+        config
+    };
     let mut annotations = json!({
         "resolve.pakket.dev/package": entry.package_name,
         "resolve.pakket.dev/version": entry.version,
@@ -167,6 +173,27 @@ fn child(set: &str, entry: &Entry, class: &str, namespace: &str, template: Optio
             "config": config,
         },
     })
+}
+
+/// A chart's config, as the helm provisioner reads it: released as its
+/// package's name into the class's namespace (made if missing, as `helm
+/// install --create-namespace`), under what the package's owner asked for
+/// (`values`, or another `namespace`; an owner's `installNamespace`, the
+/// field Inputs write for operators, names the namespace too).
+fn chart_config(entry: &Entry, namespace: &str) -> Map<String, Value> {
+    let mut config = Map::new();
+    config.insert("namespace".into(), json!(namespace));
+    config.insert("createNamespace".into(), json!(true));
+    config.insert("releaseName".into(), json!(entry.package_name));
+    for (key, value) in entry.config.clone().unwrap_or_default() {
+        let key = if key == "installNamespace" {
+            "namespace".to_owned()
+        } else {
+            key
+        };
+        config.insert(key, value);
+    }
+    config
 }
 
 impl Provisioner for ResolveSet {
@@ -264,6 +291,46 @@ mod tests {
                 .to_string()
                 .contains("is missing")
         );
+    }
+
+    #[test]
+    fn a_charts_child_goes_to_the_helm_class_released_by_its_package_into_its_namespace() {
+        let parameters: Map<String, Value> = serde_json::from_value(json!({"matchSchema": [
+            {"schema": "olm.bundle", "class": "registry-v1"},
+            {"schema": "helm.chart", "class": "helm"},
+        ]}))
+        .unwrap();
+        let chart = Entry {
+            schema: SCHEMA_HELM_CHART.into(),
+            config: serde_json::from_value(json!({"values": {"replicaCount": 2}})).unwrap(),
+            ..entry("podinfo", "helm+https://charts.example/#podinfo@6.7.1")
+        };
+        let class = class_for(Some(&parameters), &chart.schema).unwrap();
+        let child = child("resolveset", &chart, class, "podinfo", None);
+        assert_eq!(child["spec"]["class"], "helm");
+        assert_eq!(
+            child["spec"]["bundle"]["spec"]["refs"][0],
+            "helm+https://charts.example/#podinfo@6.7.1",
+            "a chart's ref is used as written"
+        );
+        assert_eq!(
+            child["spec"]["config"],
+            json!({
+                "namespace": "podinfo",
+                "createNamespace": true,
+                "releaseName": "podinfo",
+                "values": {"replicaCount": 2},
+            }),
+            "nothing the helm provisioner does not read"
+        );
+        // An owner's installNamespace names the release's namespace.
+        let elsewhere = Entry {
+            config: serde_json::from_value(json!({"installNamespace": "team-a"})).unwrap(),
+            ..chart
+        };
+        let moved = super::child("resolveset", &elsewhere, class, "podinfo", None);
+        assert_eq!(moved["spec"]["config"]["namespace"], "team-a");
+        assert!(moved["spec"]["config"].get("installNamespace").is_none());
     }
 
     #[test]

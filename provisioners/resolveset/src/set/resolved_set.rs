@@ -68,8 +68,20 @@ pub fn entries(
             if !who.is_empty() {
                 properties.push(json!({ "type": NEEDED_BY, "value": who }));
             }
+            // A chart's bundle says so (`helm.chart` documents, read by the
+            // engine); the class's matchSchema picks its class.
+            let is_chart = bundle.is_some_and(|b| {
+                b.properties
+                    .iter()
+                    .any(|p| p.kind() == pakket_engine::catalog::TYPE_HELM_CHART)
+            });
+            let schema = if is_chart {
+                pakket_engine::catalog::SCHEMA_HELM_CHART
+            } else {
+                pakket_engine::catalog::SCHEMA_BUNDLE
+            };
             Entry {
-                schema: "olm.bundle".into(),
+                schema: schema.into(),
                 name: selection.bundle.clone(),
                 package_name: selection.package.clone(),
                 version: selection.version.clone(),
