@@ -1,9 +1,117 @@
 //! Helm chart repositories for tests: charts written by a test, packaged
 //! and indexed by the real, pinned helm (`helm package`, `helm repo
-//! index`), as a chart repository serves them.
+//! index`), as a chart repository serves them; and such a repository
+//! served over HTTPS on loopback ([`ChartRepository`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+
+use crate::https::HttpsServer;
+
+/// Served files by name.
+type Files = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
+
+/// A chart repository: `index.yaml` and archives under `/charts/`, made by
+/// the real helm from charts the tests write; and a private one under
+/// `/private/`, served only with [`PRIVATE_USER`]'s basic auth.
+pub struct ChartRepository {
+    /// The server (its CA is what a client must trust).
+    pub server: HttpsServer,
+    files: Files,
+    private: Files,
+}
+
+/// The private repository's user and password.
+pub const PRIVATE_USER: (&str, &str) = ("reader", "let-me-in");
+
+/// The Secret (in the provisioner's namespace) a class's `pullSecrets`
+/// names for the private repository, in the helm provisioner's tests.
+pub const CREDENTIALS_SECRET: &str = "chart-credentials";
+
+async fn private_file(
+    State(files): State<Files>,
+    UrlPath(path): UrlPath<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<Vec<u8>, StatusCode> {
+    use base64::Engine as _;
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", PRIVATE_USER.0, PRIVATE_USER.1))
+    );
+    let given = headers.get(axum::http::header::AUTHORIZATION);
+    if given.and_then(|value| value.to_str().ok()) != Some(expected.as_str()) {
+        return Err(StatusCode::UNAUTHORIZED);
+    }
+    chart_file(State(files), UrlPath(path)).await
+}
+
+async fn chart_file(
+    State(files): State<Files>,
+    UrlPath(path): UrlPath<String>,
+) -> Result<Vec<u8>, StatusCode> {
+    files
+        .lock()
+        .unwrap()
+        .get(&path)
+        .cloned()
+        .ok_or(StatusCode::NOT_FOUND)
+}
+
+impl ChartRepository {
+    /// Serves an empty repository until the test binary exits.
+    pub fn start() -> Self {
+        let files: Files = Arc::default();
+        let private: Files = Arc::default();
+        let router = Router::new()
+            .route("/charts/{*path}", get(chart_file))
+            .with_state(Arc::clone(&files))
+            .merge(
+                Router::new()
+                    .route("/private/{*path}", get(private_file))
+                    .with_state(Arc::clone(&private)),
+            );
+        Self {
+            server: HttpsServer::start(router),
+            files,
+            private,
+        }
+    }
+
+    /// `helm+https://…/private/#NAME@VERSION`.
+    pub fn private_ref(&self, name: &str, version: &str) -> String {
+        format!("helm+{}#{name}@{version}", self.server.url("private/"))
+    }
+
+    /// [`Self::publish`] to the private repository.
+    pub fn publish_private(&self, files: &[(&str, String)]) {
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        let mut served = self.private.lock().unwrap();
+        let (all, _) = with_chart(&served, &files, &self.server.url("private/"));
+        *served = all;
+    }
+
+    /// `helm+https://…/charts/#NAME@VERSION`.
+    pub fn chart_ref(&self, name: &str, version: &str) -> String {
+        format!("helm+{}#{name}@{version}", self.server.url("charts/"))
+    }
+
+    /// Packages the chart whose files are `files` with the real helm and
+    /// indexes the repository again; the archive's bytes.
+    pub fn publish(&self, files: &[(&str, String)]) -> Vec<u8> {
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        let mut served = self.files.lock().unwrap();
+        let (all, archive) = with_chart(&served, &files, &self.server.url("charts/"));
+        *served = all;
+        served[&archive].clone()
+    }
+}
 
 /// The files of a chart repository served at `url` once the chart whose
 /// files (`Chart.yaml`, `values.yaml`, `templates/…`) are `files` is

@@ -332,7 +332,7 @@ async fn a_chart_pushed_to_a_registry_installs_pinned_by_its_manifest_digest() {
 #[tokio::test]
 async fn a_private_repository_is_read_with_the_classs_pull_secret_only() {
     use k8s_openapi::api::core::v1::Secret;
-    use support::{CREDENTIALS_SECRET, PRIVATE_USER};
+    use pakket_testkit::charts::{CREDENTIALS_SECRET, PRIVATE_USER};
     let world = world("helm-chart-private").await;
     let scope = &world.scope;
     world.charts.publish_private(&plain_chart("hidden"));

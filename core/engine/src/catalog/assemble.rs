@@ -47,7 +47,12 @@ pub(crate) fn assemble(
         }
     }
     // Charts become a package, a channel and bundles (`helm_chart`).
-    let packages = assembly.catalog.packages.keys().cloned().collect::<HashSet<_>>();
+    let packages = assembly
+        .catalog
+        .packages
+        .keys()
+        .cloned()
+        .collect::<HashSet<_>>();
     let expanded = super::helm_chart::expand(
         charts,
         &|name| packages.contains(name),

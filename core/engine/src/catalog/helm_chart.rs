@@ -265,8 +265,7 @@ dependencies:
 
     #[test]
     fn chart_versions_become_a_package_whose_every_version_upgrades_the_lower_ones() {
-        let catalog =
-            Catalog::from_str(CATALOG, "charts.yaml", Format::Yaml, "charts", 0).unwrap();
+        let catalog = Catalog::from_str(CATALOG, "charts.yaml", Format::Yaml, "charts", 0).unwrap();
         let podinfo = &catalog.packages["podinfo"];
         assert_eq!(podinfo.default_channel.as_deref(), Some("helm"));
         let newest = catalog
@@ -283,7 +282,11 @@ dependencies:
         assert!(!redis.range.contains(&"17.4.0".parse().unwrap()));
         assert!(newest.properties.iter().any(|p| p.kind() == "helm.chart"));
         // An oci:// chart is pinned to the digest the catalog gives.
-        let pinned = catalog.bundles.iter().find(|b| b.package == "redis").unwrap();
+        let pinned = catalog
+            .bundles
+            .iter()
+            .find(|b| b.package == "redis")
+            .unwrap();
         assert_eq!(
             pinned.image,
             "oci://registry.example/charts/redis:17.3.4@sha256:1111111111111111111111111111111111111111111111111111111111111111"
@@ -311,7 +314,10 @@ dependencies:
             .collect();
         assert!(
             fields.contains(&("helm.chart \"redis@seventeen\"", Some("version")))
-                && fields.contains(&("helm.chart \"broken@1.0.0\"", Some("dependencies[0].version"))),
+                && fields.contains(&(
+                    "helm.chart \"broken@1.0.0\"",
+                    Some("dependencies[0].version")
+                )),
             "{fields:?}"
         );
         assert!(!catalog.packages.contains_key("broken"));

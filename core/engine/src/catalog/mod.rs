@@ -117,7 +117,9 @@ pub use constraint::{
 pub use diagnostic::{CatalogError, Diagnostic, DiagnosticCode, Origin, Severity};
 pub use document::{Format, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE};
 pub use graph::UpdateGraph;
-pub use helm_chart::{HELM_CHANNEL, SCHEMA_HELM_CHART, TYPE_HELM_CHART, bundle_name as helm_bundle_name};
+pub use helm_chart::{
+    HELM_CHANNEL, SCHEMA_HELM_CHART, TYPE_HELM_CHART, bundle_name as helm_bundle_name,
+};
 pub use load::CatalogBuilder;
 pub(crate) use model::DeprecationIndex;
 pub use model::{

@@ -7,13 +7,8 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::routing::get;
 use kube::api::{Api, PostParams};
 use pakket_api::{Instance, ProvisionerClass, ProvisionerClassSpec};
 use pakket_helm::helmchart_controller::{self, ChartsContext};
@@ -24,108 +19,10 @@ use pakket_runtime::kernel::controller::{self, RunOptions};
 use pakket_runtime::kernel::source::SourceOptions;
 use pakket_runtime::secret_values::SecretValues;
 use pakket_testkit::Scope;
-use pakket_testkit::https::HttpsServer;
 use pakket_testkit::shipped::{self, HELM, WEBHOOKS};
 use serde_json::{Value, json};
 
-/// Served files by name.
-type Files = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
-
-/// A chart repository: `index.yaml` and archives under `/charts/`, made by
-/// the real helm from charts the tests write; and a private one under
-/// `/private/`, served only with [`PRIVATE_USER`]'s basic auth.
-pub struct ChartRepository {
-    pub server: HttpsServer,
-    files: Files,
-    private: Files,
-}
-
-/// The private repository's user and password.
-pub const PRIVATE_USER: (&str, &str) = ("reader", "let-me-in");
-
-/// The Secret (in the provisioner's namespace) the private class's
-/// `pullSecrets` names.
-pub const CREDENTIALS_SECRET: &str = "chart-credentials";
-
-async fn private_file(
-    State(files): State<Files>,
-    Path(path): Path<String>,
-    headers: axum::http::HeaderMap,
-) -> Result<Vec<u8>, StatusCode> {
-    use base64::Engine as _;
-    let expected = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD
-            .encode(format!("{}:{}", PRIVATE_USER.0, PRIVATE_USER.1))
-    );
-    let given = headers.get(axum::http::header::AUTHORIZATION);
-    if given.and_then(|value| value.to_str().ok()) != Some(expected.as_str()) {
-        return Err(StatusCode::UNAUTHORIZED);
-    }
-    chart_file(State(files), Path(path)).await
-}
-
-async fn chart_file(
-    State(files): State<Files>,
-    Path(path): Path<String>,
-) -> Result<Vec<u8>, StatusCode> {
-    files
-        .lock()
-        .unwrap()
-        .get(&path)
-        .cloned()
-        .ok_or(StatusCode::NOT_FOUND)
-}
-
-impl ChartRepository {
-    pub fn start() -> Self {
-        let files: Files = Arc::default();
-        let private: Files = Arc::default();
-        let router = Router::new()
-            .route("/charts/{*path}", get(chart_file))
-            .with_state(Arc::clone(&files))
-            .merge(
-                Router::new()
-                    .route("/private/{*path}", get(private_file))
-                    .with_state(Arc::clone(&private)),
-            );
-        Self {
-            server: HttpsServer::start(router),
-            files,
-            private,
-        }
-    }
-
-    /// `helm+https://…/private/#NAME@VERSION`.
-    pub fn private_ref(&self, name: &str, version: &str) -> String {
-        format!("helm+{}#{name}@{version}", self.server.url("private/"))
-    }
-
-    /// [`Self::publish`] to the private repository.
-    pub fn publish_private(&self, files: &[(&str, String)]) {
-        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        let mut served = self.private.lock().unwrap();
-        let (all, _) =
-            pakket_testkit::charts::with_chart(&served, &files, &self.server.url("private/"));
-        *served = all;
-    }
-
-    /// `helm+https://…/charts/#NAME@VERSION`.
-    pub fn chart_ref(&self, name: &str, version: &str) -> String {
-        format!("helm+{}#{name}@{version}", self.server.url("charts/"))
-    }
-
-    /// Packages the chart whose files are `files` with the real helm and
-    /// indexes the repository again; the archive's bytes.
-    pub fn publish(&self, files: &[(&str, String)]) -> Vec<u8> {
-        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        let mut served = self.files.lock().unwrap();
-        let (all, archive) =
-            pakket_testkit::charts::with_chart(&served, &files, &self.server.url("charts/"));
-        *served = all;
-        served[&archive].clone()
-    }
-}
+use pakket_testkit::charts::{CREDENTIALS_SECRET, ChartRepository};
 
 /// The `web` chart at `version`, its CRD in `crd_group`: in podinfo's
 /// shape, with a vendored `cache` subchart, a schema, an install and

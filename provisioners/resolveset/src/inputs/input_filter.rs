@@ -315,8 +315,13 @@ mod tests {
         let set = CatalogSet::new(vec![
             Catalog::from_str(charts, "c.json", Format::Json, "c", 0).unwrap(),
         ]);
-        let on_1_35 =
-            narrow(&set, Request::package("web"), &Filters::default(), Some((1, 35))).unwrap();
+        let on_1_35 = narrow(
+            &set,
+            Request::package("web"),
+            &Filters::default(),
+            Some((1, 35)),
+        )
+        .unwrap();
         assert_eq!(range_of(&on_1_35), "=4.10.0");
         let next = filters(&[constraint("minKubeVersion", json!("next"))]).unwrap();
         let on_1_36 = narrow(&set, Request::package("web"), &next, Some((1, 35))).unwrap();
