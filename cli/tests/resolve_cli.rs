@@ -351,3 +351,50 @@ entries:
 fn data(path: &str) -> String {
     data_path(path).display().to_string()
 }
+
+/// Charts in the shapes podinfo and a cache it needs publish (written
+/// here, not public data): `helm.chart` documents resolve like bundles.
+const CHARTS: &str = r#"schema: helm.chart
+name: web
+version: 1.0.0
+chart: "helm+https://charts.example/#web@1.0.0"
+dependencies:
+- name: cache
+  version: "~0.1"
+---
+schema: helm.chart
+name: cache
+version: 0.1.4
+chart: oci://registry.example/charts/cache:0.1.4
+---
+schema: helm.chart
+name: cache
+version: 0.2.0
+chart: oci://registry.example/charts/cache:0.2.0
+"#;
+
+#[test]
+fn a_chart_resolves_with_the_chart_it_needs_in_helms_range_and_never_down() {
+    let catalog = temp_file("charts.yaml", CHARTS);
+    let output = pakket(&["resolve", "--catalog", catalog.to_str().unwrap(), "web"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.lines().any(|l| l.starts_with("cache")
+            && l.contains("0.1.4")
+            && l.contains("web.v1.0.0 needs package cache")),
+        "`~0.1` as Helm reads it keeps cache below 0.2.0:\n{text}"
+    );
+    // cache 0.2.0 installed: web 1.0.0 cannot have it, and nothing goes down.
+    let installed = temp_file("installed.yaml", "- {package: cache, version: 0.2.0}\n");
+    let output = pakket(&[
+        "resolve",
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "--installed",
+        installed.to_str().unwrap(),
+        "web",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(stdout(&output).contains("cache"), "{}", stdout(&output));
+}
