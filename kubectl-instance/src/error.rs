@@ -30,6 +30,10 @@ pub enum Error {
     /// The Instance kept changing under the command.
     #[error("{0}")]
     Changed(String),
+    /// What was asked cannot be done as it stands; the words say what was
+    /// written (usually nothing) and what to do.
+    #[error("{0}")]
+    Refused(String),
     /// Catalog files or a package name that do not work.
     #[error("{0}")]
     Catalog(String),

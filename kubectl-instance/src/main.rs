@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod adopt_helm;
 mod age;
 mod approval;
 mod connect;
@@ -80,8 +81,45 @@ enum Listed {
     Helmcharts,
 }
 
+/// What `adopt` takes over.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Adopted {
+    /// A release Helm installed: it becomes a HelmChart.
+    HelmRelease,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Turn a release Helm installed into a HelmChart, without downtime:
+    /// `adopt helm-release NAME -n NAMESPACE --chart REF`.
+    ///
+    /// Reads the release's last deployed revision (Helm's Secret in the
+    /// namespace): its chart, the values you gave and the objects it
+    /// installed. Writes nothing unless you may patch every one of those
+    /// objects and each is namespaced in NAMESPACE; then creates HelmChart
+    /// NAME (as you: you are its author) with that chart and those values,
+    /// and offers each object to its Instance (the adoption annotation), so
+    /// the running objects are kept, not created again. Helm records no
+    /// repository: --chart says where the chart comes from and must name
+    /// the release's chart at its version. Helm's records are left for you
+    /// to delete once the HelmChart is Installed.
+    Adopt {
+        /// What to adopt.
+        #[arg(value_enum)]
+        what: Adopted,
+        /// The release's name.
+        name: String,
+        /// The release's namespace.
+        #[arg(short = 'n', long)]
+        namespace: String,
+        /// The chart, `helm+https://REPOSITORY/#CHART@VERSION` or
+        /// `oci://REGISTRY/PATH/CHART:VERSION`.
+        #[arg(long)]
+        chart: String,
+        /// A label for the HelmChart, `KEY=VALUE` (repeat for more).
+        #[arg(long = "label")]
+        labels: Vec<String>,
+    },
     /// List Instances (or Operators: `list operators`; packages: `list packages`; namespace owners' charts: `list helmcharts`), like `kubectl get`.
     List {
         /// What to list: `instances` (the default), `operators`, `packages` or `helmcharts`.
@@ -288,6 +326,22 @@ async fn run(cli: Cli) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Graph(args) => graph::run(&args, &cli.cluster, &mut out).await,
+        Command::Adopt {
+            what: Adopted::HelmRelease,
+            name,
+            namespace,
+            chart,
+            labels,
+        } => {
+            let client = cli.cluster.client().await?;
+            let asked = adopt_helm::Asked {
+                name: &name,
+                namespace: &namespace,
+                chart: &chart,
+                labels: &labels,
+            };
+            adopt_helm::run(&client, &asked, &mut out).await
+        }
         Command::Policy {
             action: PolicyAction::Test(args),
         } => {

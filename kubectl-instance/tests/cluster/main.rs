@@ -5,6 +5,7 @@
 //!
 //! One test binary, so `cargo test` starts one control plane for all of them.
 
+mod adopt_helm;
 mod approval;
 mod decide;
 mod deps;
