@@ -215,6 +215,10 @@ if [[ -d $etcd_bundle ]]; then
   say "An OLM operator: etcd 0.9.4 (community-operators-prod, in ../shared/data) pushed to a local registry"
   registry=$(dev/registry/start.sh "$registry_dir")
   pakket bundle push "$etcd_bundle" "$registry/bundles/etcd:v0.9.4" --plain-http
+  # The registry is on loopback: an internal address, which a class pulls
+  # from only when its admin names it (or allows internal addresses).
+  kubectl patch provisionerclass registry-v1 --type merge \
+    -p "{\"spec\":{\"parameters\":{\"insecureRegistries\":[\"$registry\"]}}}"
 
   say "Starting the registry-v1 provisioner (log: $PAKKET_DEV_DIR/logs/pakket-registry-v1.log)"
   if ! running "$registry_v1_pid"; then

@@ -86,7 +86,11 @@ async fn main() {
         volume_mounts: Vec::new(),
     };
     let images = ImageSources::default();
-    let options = UnpackOptions::default();
+    // The bench registry is on loopback.
+    let options = UnpackOptions {
+        allow_internal_addresses: true,
+        ..UnpackOptions::default()
+    };
 
     let mut fresh = Vec::with_capacity(rounds);
     let mut stored_again = Vec::with_capacity(rounds);

@@ -82,7 +82,12 @@ fn bundle_dir(bundle: &str, scratch: &Path) -> Result<PathBuf, String> {
             refs: vec![bundle.to_owned()],
             volume_mounts: Vec::new(),
         };
-        let options = UnpackOptions::default();
+        // The user's own machine pulls, with her own reach: an internal
+        // registry is hers to name (the guard is for provisioners).
+        let options = UnpackOptions {
+            allow_internal_addresses: true,
+            ..UnpackOptions::default()
+        };
         content::unpack(&client, &spec, &store, &ImageSources::default(), &options)
             .await
             .map(|unpacked| unpacked.dir)

@@ -128,7 +128,8 @@ async fn the_api_and_resolve_server_print_what_resolve_prints_on_the_same_files(
         Options {
             store: scope.path("cli-store"),
             sources: Default::default(),
-            allow_internal_addresses: false,
+            // The catalog images are in the test registry, on loopback.
+            allow_internal_addresses: true,
             max_catalog_file: process::DEFAULT_MAX_CATALOG_FILE,
             api_address: "127.0.0.1:0".parse().unwrap(),
             transport: Transport::from_flags("127.0.0.1:0".parse().unwrap(), true, None, None)

@@ -88,6 +88,8 @@ impl Fixture {
         let id = format!("test.pakket.dev/{}", scope.id);
         let mut parameters = serde_json::Map::new();
         parameters.insert("approval".into(), json!("AllowAll"));
+        // The test registry is on loopback.
+        parameters.insert("allowInternalAddresses".into(), json!(true));
         let class = ProvisionerClass {
             metadata: scope.meta("class"),
             spec: ProvisionerClassSpec {

@@ -122,6 +122,8 @@ async fn the_classs_pull_secret_is_used_and_every_mistake_is_named() {
     };
     let with = |secrets: &[&str]| UnpackOptions {
         pull_secrets: secrets.iter().map(|s| (*s).to_owned()).collect(),
+        // The test registry is on loopback.
+        allow_internal_addresses: true,
         ..UnpackOptions::default()
     };
     let scratch = Scratch::new("pull-secret-unpack");
@@ -229,7 +231,8 @@ async fn the_controller_installs_from_a_registry_that_requires_credentials() {
     // provisioner's: the only one the controller reads them from.
     let controller = Controller::start(
         "pull-secret-install",
-        json!({ "pullSecrets": ["registry-creds"] }),
+        // The test registry is on loopback.
+        json!({ "pullSecrets": ["registry-creds"], "allowInternalAddresses": true }),
         |namespace| SourceOptions {
             secret_namespace: Some(namespace.to_owned()),
             ..SourceOptions::default()
@@ -237,7 +240,9 @@ async fn the_controller_installs_from_a_registry_that_requires_credentials() {
     )
     .await;
     let namespace = controller.scope.namespace.clone();
-    controller.class("anonymous", json!({})).await;
+    controller
+        .class("anonymous", json!({ "allowInternalAddresses": true }))
+        .await;
     let reference = own.image(&format!("bundles/{}:v1", controller.scope.id));
     let layer = tarball(&[(
         "manifests/private.yaml",

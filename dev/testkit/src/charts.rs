@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -14,8 +15,22 @@ use axum::routing::get;
 
 use crate::https::HttpsServer;
 
-/// Served files by name.
-type Files = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
+/// Served files by name, and the requests answered (both repositories').
+#[derive(Clone, Default)]
+struct Files {
+    by_name: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+    requests: Arc<AtomicUsize>,
+}
+
+impl Files {
+    /// The same count, other files.
+    fn beside(&self) -> Self {
+        Self {
+            by_name: Arc::default(),
+            requests: Arc::clone(&self.requests),
+        }
+    }
+}
 
 /// A chart repository: `index.yaml` and archives under `/charts/`, made by
 /// the real helm from charts the tests write; and a private one under
@@ -47,6 +62,7 @@ async fn private_file(
     );
     let given = headers.get(axum::http::header::AUTHORIZATION);
     if given.and_then(|value| value.to_str().ok()) != Some(expected.as_str()) {
+        files.requests.fetch_add(1, Ordering::Relaxed);
         return Err(StatusCode::UNAUTHORIZED);
     }
     chart_file(State(files), UrlPath(path)).await
@@ -56,7 +72,9 @@ async fn chart_file(
     State(files): State<Files>,
     UrlPath(path): UrlPath<String>,
 ) -> Result<Vec<u8>, StatusCode> {
+    files.requests.fetch_add(1, Ordering::Relaxed);
     files
+        .by_name
         .lock()
         .unwrap()
         .get(&path)
@@ -67,21 +85,27 @@ async fn chart_file(
 impl ChartRepository {
     /// Serves an empty repository until the test binary exits.
     pub fn start() -> Self {
-        let files: Files = Arc::default();
-        let private: Files = Arc::default();
+        let files = Files::default();
+        let private = files.beside();
         let router = Router::new()
             .route("/charts/{*path}", get(chart_file))
-            .with_state(Arc::clone(&files))
+            .with_state(files.clone())
             .merge(
                 Router::new()
                     .route("/private/{*path}", get(private_file))
-                    .with_state(Arc::clone(&private)),
+                    .with_state(private.clone()),
             );
         Self {
             server: HttpsServer::start(router),
             files,
             private,
         }
+    }
+
+    /// How many requests for files both repositories have answered (a
+    /// refused one counts too).
+    pub fn requests(&self) -> usize {
+        self.files.requests.load(Ordering::Relaxed)
     }
 
     /// `helm+https://…/private/#NAME@VERSION`.
@@ -92,7 +116,7 @@ impl ChartRepository {
     /// [`Self::publish`] to the private repository.
     pub fn publish_private(&self, files: &[(&str, String)]) {
         let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        let mut served = self.private.lock().unwrap();
+        let mut served = self.private.by_name.lock().unwrap();
         let (all, _) = with_chart(&served, &files, &self.server.url("private/"));
         *served = all;
     }
@@ -106,7 +130,7 @@ impl ChartRepository {
     /// indexes the repository again; the archive's bytes.
     pub fn publish(&self, files: &[(&str, String)]) -> Vec<u8> {
         let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        let mut served = self.files.lock().unwrap();
+        let mut served = self.files.by_name.lock().unwrap();
         let (all, archive) = with_chart(&served, &files, &self.server.url("charts/"));
         *served = all;
         served[&archive].clone()

@@ -442,6 +442,205 @@ async fn a_private_repository_is_read_with_the_classs_pull_secret_only() {
     world.scope.cleanup().await;
 }
 
+/// A chart whose CRD (in `crds/`, as cert-manager's and
+/// kube-prometheus-stack's are) lists `sizes` as the enum of
+/// `spec.size`.
+fn gadget_chart(version: &str, group: &str, sizes: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "Chart.yaml",
+            format!("apiVersion: v2\nname: gadget\nversion: {version}\n"),
+        ),
+        (
+            "crds/gadgets.yaml",
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.{group}\nspec:\n  group: {group}\n  names: {{kind: Gadget, plural: gadgets, singular: gadget}}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {{type: string, enum: [{sizes}]}}\n"
+            ),
+        ),
+        (
+            "templates/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n".into(),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_charts_crd_upgrades_only_under_the_runtimes_crd_safety_rules() {
+    let world = world("helm-chart-crd").await;
+    let scope = &world.scope;
+    let group = format!("{}.example.com", scope.id);
+    world
+        .charts
+        .publish(&gadget_chart("1.0.0", &group, "small, large"));
+    world
+        .charts
+        .publish(&gadget_chart("1.1.0", &group, "small, large, huge"));
+    world
+        .charts
+        .publish(&gadget_chart("2.0.0", &group, "small"));
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let name = scope.name("gadget");
+    let config = json!({ "namespace": scope.namespace });
+    instances
+        .create(
+            &PostParams::default(),
+            &world.instance(
+                "gadget",
+                "gadget-1-0-0",
+                &world.charts.chart_ref("gadget", "1.0.0"),
+                config,
+            ),
+        )
+        .await
+        .unwrap();
+    wait_for_instance(&instances, &name, "gadget 1.0.0 installed", |i| {
+        condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    let pivot = |version: &'static str| {
+        let bundle = scope.name(&format!("gadget-{}", version.replace('.', "-")));
+        let patch = json!({ "spec": { "bundle": {
+            "name": bundle,
+            "spec": { "class": world.class, "refs": [world.charts.chart_ref("gadget", version)] },
+        } } });
+        let (instances, name) = (instances.clone(), name.clone());
+        async move {
+            instances
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+            bundle
+        }
+    };
+    let crds: Api<CustomResourceDefinition> = Api::all(scope.client.clone());
+    let sizes = || async {
+        let crd =
+            serde_json::to_value(crds.get(&format!("gadgets.{group}")).await.unwrap()).unwrap();
+        crd.pointer("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size/enum")
+            .cloned()
+            .unwrap()
+    };
+    // A value added: safe, upgraded.
+    let widened = pivot("1.1.0").await;
+    wait_for_instance(&instances, &name, "gadget 1.1.0 installed", |i| {
+        i.status.as_ref().and_then(|s| s.active_bundle.clone()) == Some(widened.clone())
+            && condition_is(i, ConditionType::Installed, "True")
+    })
+    .await;
+    assert_eq!(sizes().await, json!(["small", "large", "huge"]));
+    // Values removed: refused, naming them, and nothing is applied.
+    pivot("2.0.0").await;
+    let refused = wait_for_instance(&instances, &name, "gadget 2.0.0 refused", |i| {
+        every_message(i).contains("enum values removed")
+    })
+    .await;
+    let said = every_message(&refused);
+    assert!(
+        said.contains("\"large\"") && said.contains("nothing was applied"),
+        "{said}"
+    );
+    assert_eq!(
+        sizes().await,
+        json!(["small", "large", "huge"]),
+        "the CRD stays as it was"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    assert_eq!(
+        config_maps.get(&name).await.unwrap().data.unwrap()["version"],
+        "1.1.0",
+        "the release stays at the version installed"
+    );
+    instances
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the gadget's CRD is gone", || async {
+        crds.get_opt(&format!("gadgets.{group}"))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    world.scope.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_chart_ref_to_an_internal_address_reaches_nothing_under_the_shipped_class() {
+    // A namespace owner who may create Instances of the class, as the
+    // shipped class is (no internal addresses), names a chart repository
+    // and a registry inside the cluster's network: the test's own
+    // repository and the local registry, both on loopback, both real.
+    let world = world("helm-chart-internal").await;
+    let scope = &world.scope;
+    world.charts.publish(&plain_chart("inside"));
+    pakket_testkit::rbac::grant(
+        scope,
+        "alice",
+        json!([
+            { "apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "list", "watch", "create", "delete"] },
+            { "apiGroups": ["core.pakket.dev"], "resources": ["provisionerclasses"], "resourceNames": [world.public_class], "verbs": ["use"] },
+        ]),
+    )
+    .await;
+    pakket_testkit::rbac::bind_in(scope, &scope.namespace, "alice", "admin").await;
+    let hers: Api<Instance> = Api::all(scope.cluster.client_as("alice").await);
+    let instances: Api<Instance> = Api::all(scope.client.clone());
+    let registry = registry::Registry::shared();
+    let refs = [
+        ("repository", world.charts.chart_ref("inside", "1.0.0")),
+        (
+            "registry",
+            format!("oci://{}/charts/inside:1.0.0", registry.address),
+        ),
+    ];
+    let before = world.charts.requests();
+    for (name, chart_ref) in &refs {
+        let instance = world.instance_of(
+            &world.public_class,
+            name,
+            &format!("{name}-bundle"),
+            chart_ref,
+            json!({ "namespace": scope.namespace }),
+        );
+        eventually(&format!("alice creates {name}"), || async {
+            hers.create(&PostParams::default(), &instance).await.is_ok()
+        })
+        .await;
+    }
+    for (name, _) in &refs {
+        let refused = wait_for_instance(&instances, &scope.name(name), "refused", |i| {
+            condition_is(i, ConditionType::Unpacked, "False")
+        })
+        .await;
+        let said = pakket_testkit::message_of(&refused, ConditionType::Unpacked);
+        assert!(
+            said.contains("is a loopback address; nothing was sent to it")
+                && said.contains("allowInternalAddresses: true"),
+            "{name}: {said}"
+        );
+    }
+    assert_eq!(
+        world.charts.requests(),
+        before,
+        "the repository on loopback was never asked"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &scope.namespace);
+    for (name, _) in &refs {
+        assert!(
+            config_maps
+                .get_opt(&scope.name(name))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        instances
+            .delete(&scope.name(name), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    world.scope.cleanup().await;
+}
+
 /// A namespace nobody in the test owns, `<scope>-elsewhere`.
 async fn another_namespace(scope: &Scope) -> (String, Api<k8s_openapi::api::core::v1::Namespace>) {
     let elsewhere = scope.name("elsewhere");
@@ -589,6 +788,19 @@ fn cluster_wide_chart(name: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A chart binding `cluster-admin` to its release's ServiceAccount in the
+/// release's namespace (as charts with an `rbac.create` value do, with a
+/// role too broad).
+fn binding_chart(name: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("Chart.yaml", format!("apiVersion: v2\nname: {name}\nversion: 1.0.0\n")),
+        (
+            "templates/rbac.yaml",
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {{ .Release.Name }}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {{ .Release.Name }}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n- kind: ServiceAccount\n  name: {{ .Release.Name }}\n  namespace: {{ .Release.Namespace }}\n".into(),
+        ),
+    ]
+}
+
 #[tokio::test]
 async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_namespace() {
     use k8s_openapi::api::rbac::v1::ClusterRole;
@@ -597,6 +809,7 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
     world.charts.publish(&plain_chart("notes"));
     world.charts.publish(&reaching_chart("reach"));
     world.charts.publish(&cluster_wide_chart("wide"));
+    world.charts.publish(&binding_chart("binder"));
     // Alice: admin of her namespace and may write HelmCharts there (as
     // deploy/rbac/examples.yaml's pakket-helm-charts); no Instance rights.
     let charts_role = support::helm_charts_role(scope).await;
@@ -676,6 +889,24 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
     .await;
     let cluster_roles: Api<ClusterRole> = Api::all(scope.client.clone());
     assert!(cluster_roles.get_opt("wide").await.unwrap().is_none());
+
+    // Rights she lacks, granted inside her namespace (cluster-admin bound
+    // to the chart's ServiceAccount): a person decides, nothing is written.
+    write(
+        "binder",
+        world.charts.chart_ref("binder", "1.0.0"),
+        json!({}),
+    )
+    .await;
+    let waiting = says("binder", "Approved", "False", "kubectl instance approve").await;
+    let said = serde_json::to_string(&waiting.status).unwrap();
+    assert!(
+        said.contains("alice") && said.contains("cluster-admin"),
+        "{said}"
+    );
+    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+        Api::namespaced(scope.client.clone(), &scope.namespace);
+    assert!(bindings.get_opt("binder").await.unwrap().is_none());
     let away: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &elsewhere);
     assert!(away.get_opt("reach").await.unwrap().is_none());
 
@@ -689,7 +920,7 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
     })
     .await;
     assert!(config_maps.get_opt("notes").await.unwrap().is_none());
-    for name in ["wide", "reach"] {
+    for name in ["wide", "reach", "binder"] {
         hers.delete(name, &DeleteParams::default()).await.unwrap();
     }
     eventually("her other HelmCharts are gone", || async {

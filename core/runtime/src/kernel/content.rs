@@ -24,6 +24,7 @@ mod file;
 mod git;
 mod https;
 mod image;
+mod registry_reach;
 
 use std::sync::Arc;
 
@@ -315,6 +316,17 @@ pub enum ContentError {
         /// Which pull secret was refused, or how to give one.
         advice: String,
     },
+    /// The image's registry is an internal address the class does not
+    /// allow: nothing was sent to it.
+    #[error("spec.refs[{index}] {reference}: {problem}")]
+    InternalRegistry {
+        /// Position in spec.refs.
+        index: usize,
+        /// The ref.
+        reference: String,
+        /// What was refused and what to do.
+        problem: String,
+    },
     /// The class's pull secrets gave no credentials for the image.
     #[error("spec.refs[{index}] {reference}: {source}")]
     PullSecret {
@@ -391,6 +403,7 @@ impl ContentError {
                         | HttpsError::FileTooLarge { .. }
                 ),
             ),
+            Self::InternalRegistry { .. } => (true, false),
             Self::Git { source, .. } => (
                 matches!(**source, GitError::Internal { .. }),
                 matches!(
@@ -414,6 +427,8 @@ impl ContentError {
             Self::Image { source, .. } => source.is_terminal(),
             Self::Https { source, .. } => source.is_terminal(),
             Self::Git { source, .. } => source.is_terminal(),
+            // Nothing was sent; the same ref is refused the same way.
+            Self::InternalRegistry { .. } => true,
             _ => false,
         }
     }
@@ -547,6 +562,13 @@ async fn unpack_one(
     match scheme.as_str() {
         "file" => file::unpack_file(client, spec, store, index, reference).await,
         "docker" | "oci" => {
+            registry_reach::check(&reference, options)
+                .await
+                .map_err(|problem| ContentError::InternalRegistry {
+                    index,
+                    reference: reference.clone(),
+                    problem,
+                })?;
             // Pulled from the mirror, and recorded as pulled from it.
             let reference = match crate::source::mirror::rewrite(&reference, &options.mirrors) {
                 Some(mirrored) => {

@@ -105,6 +105,9 @@ pub struct World {
     /// A class like `class` whose `pullSecrets` names [`CREDENTIALS_SECRET`]
     /// in the scope's namespace (the provisioner's, here).
     pub private_class: String,
+    /// A class as deploy/helm/provisioner.yaml ships it: no internal
+    /// addresses.
+    pub public_class: String,
     pub webhooks: pakket_webhooks::local::LocalWebhooks,
 }
 
@@ -129,12 +132,22 @@ pub async fn world(name: &str) -> World {
     let id = format!("test.pakket.dev/{}-helm", scope.id);
     let class = scope.name("helm");
     let private_class = scope.name("helm-private");
+    let public_class = scope.name("helm-public");
     // As deploy/helm/provisioner.yaml's class, and the chart repository is
     // on loopback.
     let parameters = json!({"approval": "UserPermission", "maxObjectSize": "4Mi", "allowInternalAddresses": true});
     let mut private_parameters = parameters.clone();
     private_parameters["pullSecrets"] = json!([CREDENTIALS_SECRET]);
-    for (name, parameters) in [("helm", parameters), ("helm-private", private_parameters)] {
+    let mut public_parameters = parameters.clone();
+    public_parameters
+        .as_object_mut()
+        .unwrap()
+        .remove("allowInternalAddresses");
+    for (name, parameters) in [
+        ("helm", parameters),
+        ("helm-private", private_parameters),
+        ("helm-public", public_parameters),
+    ] {
         let provisioner_class = ProvisionerClass {
             metadata: scope.meta(name),
             spec: ProvisionerClassSpec {
@@ -154,7 +167,7 @@ pub async fn world(name: &str) -> World {
         HELM,
         &scope.name("helm-classes"),
         &scope.labels(),
-        &[class.clone(), private_class.clone()],
+        &[class.clone(), private_class.clone(), public_class.clone()],
     )
     .await;
     let helm = Helm::new(pakket_controlplane::helm().expect("the pinned helm"));
@@ -190,6 +203,7 @@ pub async fn world(name: &str) -> World {
         charts,
         class,
         private_class,
+        public_class,
         webhooks,
     }
 }

@@ -88,11 +88,17 @@ pub async fn run_provisioner_as(
     parameters: Value,
     options: RunOptions,
 ) {
+    // The test registry is on loopback, which a class pulls from only when
+    // it allows internal addresses.
+    let mut parameters = parameters.as_object().cloned().unwrap_or_default();
+    parameters
+        .entry("allowInternalAddresses")
+        .or_insert(json!(true));
     let class = ProvisionerClass {
         metadata: scope.meta("class"),
         spec: ProvisionerClassSpec {
             provisioner: id.clone(),
-            parameters: parameters.as_object().cloned(),
+            parameters: Some(parameters),
         },
         status: None,
     };

@@ -8,7 +8,9 @@
 //! - `maxObjectSize`: bytes per manifest file (default 1 MiB);
 //! - `insecureRegistries`: `[host:port, ...]`, registries that image refs may
 //!   reach over plain HTTP. Loopback registries always may; every other one
-//!   is HTTPS unless listed here;
+//!   is HTTPS unless listed here. A registry listed here may also be an
+//!   internal address (the admin named it); any other must be public unless
+//!   `allowInternalAddresses: true`;
 //! - `mirrors`: `[{source, mirror}, ...]`, image refs under `source` pulled
 //!   from `mirror` instead (disconnected clusters; [`crate::source::mirror`]).
 //!
