@@ -777,13 +777,18 @@ fn reaching_chart(name: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// A chart of one ClusterRole.
+/// A chart of one ClusterRole, and a ClusterRoleBinding made by a
+/// pre-install hook (where charts put what must exist first).
 fn cluster_wide_chart(name: &str) -> Vec<(&'static str, String)> {
     vec![
         ("Chart.yaml", format!("apiVersion: v2\nname: {name}\nversion: 1.0.0\n")),
         (
             "templates/clusterrole.yaml",
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {{ .Release.Name }}\nrules:\n- apiGroups: [\"\"]\n  resources: [secrets]\n  verbs: [get]\n".into(),
+        ),
+        (
+            "templates/hook.yaml",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {{ .Release.Name }}-hook\n  annotations:\n    helm.sh/hook: pre-install\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects:\n- {kind: ServiceAccount, name: default, namespace: {{ .Release.Namespace }}}\n".into(),
         ),
     ]
 }
@@ -873,13 +878,18 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
         json!({"target": elsewhere}),
     )
     .await;
-    says(
+    let wide = says(
         "wide",
         "Installed",
         "False",
         "ClusterRole wide (cluster-scoped)",
     )
     .await;
+    let said = serde_json::to_string(&wide.status).unwrap();
+    assert!(
+        said.contains("ClusterRoleBinding wide-hook (cluster-scoped)"),
+        "a hook is confined as any object: {said}"
+    );
     says(
         "reach",
         "Installed",
@@ -909,6 +919,36 @@ async fn a_namespace_owners_helmchart_installs_as_hers_and_nothing_outside_her_n
     assert!(bindings.get_opt("binder").await.unwrap().is_none());
     let away: Api<ConfigMap> = Api::namespaced(scope.client.clone(), &elsewhere);
     assert!(away.get_opt("reach").await.unwrap().is_none());
+
+    // Bob, who also owns the namespace, names her release: its objects are
+    // her Instance's, so nothing of his is applied and hers stay.
+    pakket_testkit::rbac::bind_in(scope, &scope.namespace, "bob", "admin").await;
+    pakket_testkit::rbac::bind_in(scope, &scope.namespace, "bob", &charts_role).await;
+    let his: Api<HelmChart> =
+        Api::namespaced(scope.cluster.client_as("bob").await, &scope.namespace);
+    let taking: HelmChart = serde_json::from_value(json!({
+        "apiVersion": "helm.pakket.dev/v1alpha1",
+        "kind": "HelmChart",
+        "metadata": { "name": "taking", "labels": scope.labels() },
+        "spec": {
+            "chart": world.charts.chart_ref("notes", "1.0.0"),
+            "releaseName": "notes",
+            "values": { "message": "bob's" },
+        },
+    }))
+    .unwrap();
+    eventually("bob writes HelmChart taking", || async {
+        his.create(&PostParams::default(), &taking).await.is_ok()
+    })
+    .await;
+    says("taking", "Installed", "False", "not this Instance's").await;
+    assert_eq!(
+        config_maps.get("notes").await.unwrap().data.unwrap()["message"],
+        "mine"
+    );
+    his.delete("taking", &DeleteParams::default())
+        .await
+        .unwrap();
 
     // Deleting her HelmChart uninstalls what it installed.
     hers.delete("notes", &DeleteParams::default())
