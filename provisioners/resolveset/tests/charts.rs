@@ -17,18 +17,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
+use pakket_api::{ConditionType, Instance};
 use pakket_helm::provisioner::HelmCharts;
 use pakket_helm::template::Helm;
-use pakket_resolveset::inputs::input::{InputClassParameters, InputConstraint};
+use pakket_resolveset::inputs::input::InputConstraint;
 use pakket_resolveset::set::provisioner::ResolveSet;
-use pakket_resolveset::{Input, InputClass, InputClassSpec, InputSpec};
+use pakket_resolveset::{Input, InputSpec};
 use pakket_runtime::kernel::controller::{self, RunOptions};
 use pakket_runtime::kernel::source::SourceOptions;
 use pakket_runtime::secret_values::SecretValues;
 use pakket_testkit::charts::ChartRepository;
 use pakket_testkit::{Scope, condition_is, eventually, wait_for_instance};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A chart of one ConfigMap, named after the release, saying the chart's
 /// version.
@@ -45,26 +45,10 @@ fn chart(name: &str, version: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn class(scope: &Scope, suffix: &str, provisioner: &str, parameters: Value) -> String {
-    let class = ProvisionerClass {
-        metadata: scope.meta(suffix),
-        spec: ProvisionerClassSpec {
-            provisioner: provisioner.to_owned(),
-            parameters: parameters.as_object().cloned(),
-        },
-        status: None,
-    };
-    Api::<ProvisionerClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
-    scope.name(suffix)
-}
-
 /// The helm class and its provisioner, trusting the repository's CA.
 async fn start_helm(scope: &Scope, repository: &ChartRepository) -> String {
     let id = format!("test.pakket.dev/{}-helm", scope.id);
-    let helm_class = class(
+    let helm_class = support::class(
         scope,
         "helm",
         &id,
@@ -91,7 +75,7 @@ async fn start_helm(scope: &Scope, repository: &ChartRepository) -> String {
 /// namespace) and its provisioner.
 async fn start_resolveset(scope: &Scope, helm_class: &str) {
     let id = format!("test.pakket.dev/{}-resolveset", scope.id);
-    class(
+    support::class(
         scope,
         "resolveset",
         &id,
@@ -154,17 +138,7 @@ async fn an_input_brings_a_chart_and_the_chart_it_needs_through_the_helm_class()
     .await;
     let helm_class = start_helm(&scope, &repository).await;
     start_resolveset(&scope, &helm_class).await;
-    let mut input_class = InputClass::new(
-        &scope.name("subscription"),
-        InputClassSpec {
-            parameters: InputClassParameters::default(),
-        },
-    );
-    input_class.metadata.labels = Some(scope.labels());
-    Api::<InputClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &input_class)
-        .await
-        .unwrap();
+    support::subscription_class(&scope).await;
 
     let constraints = |range: &str| -> Vec<InputConstraint> {
         serde_json::from_value(json!([

@@ -32,7 +32,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use pakket_api::{ConditionType, Instance, ProvisionerClass, ProvisionerClassSpec};
+use pakket_api::{ConditionType, Instance, ProvisionerClass};
 use pakket_operators_api::request::operator_name;
 use pakket_operators_api::{Operator, OperatorRequest};
 use pakket_registry_v1::RegistryV1;
@@ -76,22 +76,6 @@ fn csv_of(dir: &std::path::Path) -> (String, String) {
         }
     }
     panic!("no CSV in {}", manifests.display());
-}
-
-async fn class(scope: &Scope, suffix: &str, provisioner: &str, parameters: Value) -> String {
-    let class = ProvisionerClass {
-        metadata: scope.meta(suffix),
-        spec: ProvisionerClassSpec {
-            provisioner: provisioner.to_owned(),
-            parameters: parameters.as_object().cloned(),
-        },
-        status: None,
-    };
-    Api::<ProvisionerClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
-    scope.name(suffix)
 }
 
 /// Approves the Instance's pinned content, as `kubectl instance approve` does.
@@ -156,7 +140,7 @@ async fn start_resolveset_as(
     key: Option<pakket_api::RecordKey>,
 ) {
     let id = format!("test.pakket.dev/{}-resolveset", scope.id);
-    class(
+    support::class(
         scope,
         "resolveset",
         &id,
@@ -238,7 +222,7 @@ async fn start_registry_v1_with(
     key: Option<pakket_api::RecordKey>,
 ) -> String {
     let registry_id = format!("test.pakket.dev/{}-registry-v1", scope.id);
-    let registry_class = class(
+    let registry_class = support::class(
         scope,
         "registry-v1",
         &registry_id,
@@ -278,7 +262,7 @@ async fn set_constraints(inputs: &Api<Input>, scope: &Scope, constraints: Vec<In
 /// InputClass `<scope>-subscription`, labelled as the one class
 /// OperatorRequests resolve through.
 async fn requests_subscription_class(scope: &Scope) {
-    subscription_class(scope).await;
+    support::subscription_class(scope).await;
     Api::<InputClass>::all(scope.client.clone())
         .patch(
             &scope.name("subscription"),
@@ -287,21 +271,6 @@ async fn requests_subscription_class(scope: &Scope) {
                 pakket_resolveset::operators::request_controller::FOR_REQUESTS_LABEL: "true",
             } } })),
         )
-        .await
-        .unwrap();
-}
-
-/// InputClass `<scope>-subscription`.
-async fn subscription_class(scope: &Scope) {
-    let mut input_class = InputClass::new(
-        &scope.name("subscription"),
-        InputClassSpec {
-            parameters: InputClassParameters::default(),
-        },
-    );
-    input_class.metadata.labels = Some(scope.labels());
-    Api::<InputClass>::all(scope.client.clone())
-        .create(&PostParams::default(), &input_class)
         .await
         .unwrap();
 }
@@ -320,7 +289,7 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     // The two provisioners, each for a class of this test.
     let registry_class = start_registry_v1(&scope, "AllowAll", &mirror, None).await;
     start_resolveset(&scope, &registry_class, None).await;
-    subscription_class(&scope).await;
+    support::subscription_class(&scope).await;
     let constraints = |range: &str| -> Vec<InputConstraint> {
         serde_json::from_value(json!([
             {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"}},
@@ -467,7 +436,7 @@ async fn a_user_who_may_write_inputs_cannot_install_a_new_operator_without_an_ap
         None,
     )
     .await;
-    subscription_class(&scope).await;
+    support::subscription_class(&scope).await;
     support::grant(
         &scope,
         "mallory",
@@ -760,7 +729,7 @@ async fn the_author_of_an_input_is_the_requester_of_the_operator_it_installs() {
         Some(key.clone()),
     )
     .await;
-    subscription_class(&scope).await;
+    support::subscription_class(&scope).await;
 
     // Carol: everything in the namespace, and CRDs.
     grant_inputs(&scope, "carol").await;
@@ -952,7 +921,7 @@ async fn the_author_of_an_operator_is_carried_through_its_input_into_the_set() {
     let key = inputs_hooks.record_key();
     let _running = shipped.start_controllers(&scope, Some(key)).await;
     serve_etcd_catalog(&scope).await;
-    subscription_class(&scope).await;
+    support::subscription_class(&scope).await;
     support::grant(
         &scope,
         "carol",
@@ -1135,7 +1104,7 @@ async fn an_operator_brings_its_dependency_which_stays_while_another_operator_ne
 
     let (etcd_bundles, registry_class) = serve_backup_and_etcd(&scope).await;
     start_resolveset(&scope, &registry_class, None).await;
-    subscription_class(&scope).await;
+    support::subscription_class(&scope).await;
 
     // An Operator for the backup package alone: the set brings etcd in
     // as its dependency, and waits for a person (two new packages).
@@ -1555,7 +1524,7 @@ async fn operator_world(
     let (bundles, mirror) = etcd_images_and_catalog(scope).await;
     let registry_class = start_registry_v1(scope, "AllowAll", &mirror, None).await;
     start_resolveset(scope, &registry_class, None).await;
-    subscription_class(scope).await;
+    support::subscription_class(scope).await;
     (running, bundles)
 }
 
@@ -2709,7 +2678,7 @@ async fn conflicting_requests_both_wait_until_a_person_chooses_and_no_writer_ste
         .start_controllers(&scope, Some(inputs_hooks.record_key()))
         .await;
     serve_etcd_catalog(&scope).await;
-    subscription_class(&scope).await;
+    support::subscription_class(&scope).await;
     let writer = json!([
         {"apiGroups": ["resolve.pakket.dev"], "resources": ["inputs"], "verbs": ["get", "list", "create", "update", "patch", "delete"]},
     ]);

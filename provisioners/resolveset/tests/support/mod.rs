@@ -432,3 +432,41 @@ pub async fn revoke(scope: &Scope, user: &str) {
         .delete(&name, &DeleteParams::default())
         .await;
 }
+
+/// ProvisionerClass `<scope>-<suffix>` of `provisioner` with `parameters`;
+/// its name.
+pub async fn class(
+    scope: &Scope,
+    suffix: &str,
+    provisioner: &str,
+    parameters: serde_json::Value,
+) -> String {
+    let class = pakket_api::ProvisionerClass {
+        metadata: scope.meta(suffix),
+        spec: pakket_api::ProvisionerClassSpec {
+            provisioner: provisioner.to_owned(),
+            parameters: parameters.as_object().cloned(),
+        },
+        status: None,
+    };
+    Api::<pakket_api::ProvisionerClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    scope.name(suffix)
+}
+
+/// InputClass `<scope>-subscription`.
+pub async fn subscription_class(scope: &Scope) {
+    let mut input_class = pakket_resolveset::InputClass::new(
+        &scope.name("subscription"),
+        pakket_resolveset::InputClassSpec {
+            parameters: pakket_resolveset::inputs::input::InputClassParameters::default(),
+        },
+    );
+    input_class.metadata.labels = Some(scope.labels());
+    Api::<pakket_resolveset::InputClass>::all(scope.client.clone())
+        .create(&PostParams::default(), &input_class)
+        .await
+        .unwrap();
+}
