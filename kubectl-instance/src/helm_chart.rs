@@ -150,6 +150,20 @@ pub async fn why(
     }
 }
 
+/// One `valuesFrom` entry in words: `Secret db (key db.yaml, optional)`.
+fn values_source(source: &pakket_helm_api::ValuesReference) -> String {
+    let kind = match source.kind {
+        pakket_helm_api::ValuesKind::ConfigMap => "ConfigMap",
+        pakket_helm_api::ValuesKind::Secret => "Secret",
+    };
+    let key = source
+        .values_key
+        .as_deref()
+        .unwrap_or(pakket_helm_api::DEFAULT_VALUES_KEY);
+    let optional = if source.optional { ", optional" } else { "" };
+    format!("{kind} {} (key {key}{optional})", source.name)
+}
+
 /// Prints what the HelmChart asks for and where it stands; `-o` prints
 /// the HelmChart itself.
 pub async fn describe(
@@ -182,6 +196,9 @@ pub async fn describe(
             values.join(", ")
         }
     )?;
+    for source in &chart.spec.values_from {
+        writeln!(out, "  From:      {}", values_source(source))?;
+    }
     let instance = chart.status.as_ref().and_then(|s| s.instance.clone());
     writeln!(
         out,
@@ -298,6 +315,27 @@ mod tests {
 
     fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
         json!({"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": "2026-11-29T10:00:00Z"})
+    }
+
+    #[test]
+    fn a_values_source_is_said_in_words() {
+        let source = pakket_helm_api::ValuesReference {
+            kind: pakket_helm_api::ValuesKind::Secret,
+            name: "db".into(),
+            values_key: Some("db.yaml".into()),
+            optional: true,
+        };
+        assert_eq!(values_source(&source), "Secret db (key db.yaml, optional)");
+        let plain = pakket_helm_api::ValuesReference {
+            kind: pakket_helm_api::ValuesKind::ConfigMap,
+            name: "defaults".into(),
+            values_key: None,
+            optional: false,
+        };
+        assert_eq!(
+            values_source(&plain),
+            "ConfigMap defaults (key values.yaml)"
+        );
     }
 
     #[test]
