@@ -20,9 +20,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance};
 use pakket_helm::provisioner::HelmCharts;
 use pakket_helm::template::Helm;
-use pakket_resolveset::inputs::input::InputConstraint;
+use pakket_resolveset::Input;
 use pakket_resolveset::set::provisioner::ResolveSet;
-use pakket_resolveset::{Input, InputSpec};
 use pakket_runtime::kernel::controller::{self, RunOptions};
 use pakket_runtime::kernel::source::SourceOptions;
 use pakket_runtime::secret_values::SecretValues;
@@ -140,22 +139,9 @@ async fn an_input_brings_a_chart_and_the_chart_it_needs_through_the_helm_class()
     start_resolveset(&scope, &helm_class).await;
     support::subscription_class(&scope).await;
 
-    let constraints = |range: &str| -> Vec<InputConstraint> {
-        serde_json::from_value(json!([
-            {"type": "olm.catalog", "value": {"name": scope.name("charts"), "package": "web", "channel": "helm"}},
-            {"type": "olm.packageVersion", "value": {"package": "web", "version": range}},
-        ]))
-        .unwrap()
-    };
-    let mut input = Input::new(
-        &scope.name("web"),
-        InputSpec {
-            config: None,
-            input_class: scope.name("subscription"),
-            constraints: constraints("1.0.0"),
-        },
-    );
-    input.metadata.labels = Some(scope.labels());
+    let constraints =
+        |range: &str| support::package_constraints(&scope, "charts", "web", "helm", range);
+    let input = support::subscription_input(&scope, "web", constraints("1.0.0"));
     let inputs: Api<Input> = Api::all(scope.client.clone());
     inputs.create(&PostParams::default(), &input).await.unwrap();
 

@@ -290,22 +290,16 @@ async fn an_input_installs_upgrades_and_removes_a_real_operator_through_the_reso
     let registry_class = start_registry_v1(&scope, "AllowAll", &mirror, None).await;
     start_resolveset(&scope, &registry_class, None).await;
     support::subscription_class(&scope).await;
-    let constraints = |range: &str| -> Vec<InputConstraint> {
-        serde_json::from_value(json!([
-            {"type": "olm.catalog", "value": {"name": scope.name("etcd-catalog"), "package": "etcd", "channel": "singlenamespace-alpha"}},
-            {"type": "olm.packageVersion", "value": {"package": "etcd", "version": range}},
-        ]))
-        .unwrap()
+    let constraints = |range: &str| {
+        support::package_constraints(
+            &scope,
+            "etcd-catalog",
+            "etcd",
+            "singlenamespace-alpha",
+            range,
+        )
     };
-    let mut input = Input::new(
-        &scope.name("etcd"),
-        InputSpec {
-            config: None,
-            input_class: scope.name("subscription"),
-            constraints: constraints("0.9.2"),
-        },
-    );
-    input.metadata.labels = Some(scope.labels());
+    let input = support::subscription_input(&scope, "etcd", constraints("0.9.2"));
     let inputs: Api<Input> = Api::all(scope.client.clone());
     let asked = std::time::Instant::now();
     inputs.create(&PostParams::default(), &input).await.unwrap();

@@ -470,3 +470,38 @@ pub async fn subscription_class(scope: &Scope) {
         .await
         .unwrap();
 }
+
+/// What an Input asks for `package` in Catalog `<scope>-<catalog>`'s
+/// `channel`, at `range`.
+pub fn package_constraints(
+    scope: &Scope,
+    catalog: &str,
+    package: &str,
+    channel: &str,
+    range: &str,
+) -> Vec<pakket_resolveset::inputs::input::InputConstraint> {
+    serde_json::from_value(serde_json::json!([
+        {"type": "olm.catalog", "value": {"name": scope.name(catalog), "package": package, "channel": channel}},
+        {"type": "olm.packageVersion", "value": {"package": package, "version": range}},
+    ]))
+    .unwrap()
+}
+
+/// Input `<scope>-<name>` of InputClass `<scope>-subscription`, asking for
+/// `constraints`.
+pub fn subscription_input(
+    scope: &Scope,
+    name: &str,
+    constraints: Vec<pakket_resolveset::inputs::input::InputConstraint>,
+) -> pakket_resolveset::Input {
+    let mut input = pakket_resolveset::Input::new(
+        &scope.name(name),
+        pakket_resolveset::InputSpec {
+            config: None,
+            input_class: scope.name("subscription"),
+            constraints,
+        },
+    );
+    input.metadata.labels = Some(scope.labels());
+    input
+}
