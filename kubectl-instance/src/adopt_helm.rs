@@ -353,7 +353,11 @@ pub async fn run(client: &Client, asked: &Asked<'_>, out: &mut impl Write) -> Re
         )));
     }
     let charts: Api<HelmChart> = Api::namespaced(client.clone(), namespace);
-    match charts.get_opt(name).await.ok().flatten() {
+    let existing = charts.get_opt(name).await.map_err(|source| Error::Api {
+        action: format!("reading HelmChart {namespace}/{name}"),
+        source,
+    })?;
+    match existing {
         // A run that stopped waiting for the Instance, run again.
         Some(existing)
             if existing.spec.chart == chart

@@ -287,6 +287,23 @@ spec:
   parameters: {approval: DenyAll}
 "#;
 
+/// The registry is on the node's address, plain HTTP: the admin lets
+/// ProvisionerClass `class` fetch from it.
+fn pull_from_the_registry(cluster: &Cluster, class: &str) {
+    let parameters = serde_json::json!({ "spec": { "parameters": {
+        "insecureRegistries": [cluster.registry],
+        "allowInternalAddresses": true,
+    } } });
+    cluster.admin(&[
+        "patch",
+        "provisionerclass",
+        class,
+        "--type=merge",
+        "-p",
+        &parameters.to_string(),
+    ]);
+}
+
 fn plain_instance(name: &str) -> String {
     PLAIN_CONTENT.replace("NAME", name)
 }
@@ -431,18 +448,7 @@ fn alice_installs_a_helm_chart(cluster: &Cluster) {
             .unwrap(),
         "helm push (notes)",
     );
-    let parameters = serde_json::json!({ "spec": { "parameters": {
-        "insecureRegistries": [cluster.registry],
-        "allowInternalAddresses": true,
-    } } });
-    cluster.admin(&[
-        "patch",
-        "provisionerclass",
-        "helm",
-        "--type=merge",
-        "-p",
-        &parameters.to_string(),
-    ]);
+    pull_from_the_registry(cluster, "helm");
     cluster.apply_as(
         "admin",
         r#"apiVersion: rbac.authorization.k8s.io/v1
@@ -828,20 +834,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: e2e-alice-etcd}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
 "#,
     );
-    // The registry is on the node's address, plain HTTP: the admin lets
-    // the class fetch from it.
-    let parameters = serde_json::json!({ "spec": { "parameters": {
-        "insecureRegistries": [cluster.registry],
-        "allowInternalAddresses": true,
-    } } });
-    cluster.admin(&[
-        "patch",
-        "provisionerclass",
-        "registry-v1",
-        "--type=merge",
-        "-p",
-        &parameters.to_string(),
-    ]);
+    pull_from_the_registry(&cluster, "registry-v1");
     cluster.apply_as(
         "alice",
         &format!(

@@ -56,7 +56,10 @@ impl HelmCharts {
             .secret_values
             .for_instance(instance, &wanted)
             .map_err(ObjectsError::DependenciesMissing)?;
+        // Each Secret's text read once: as values, and for what a problem
+        // must not repeat.
         let mut sources = Vec::new();
+        let mut masks = BTreeMap::new();
         for source in &config.values_from {
             match source {
                 ValuesSource::Written(values) => sources.push(values.clone()),
@@ -68,17 +71,13 @@ impl HelmCharts {
                             problem,
                         }
                     })?;
+                    for leaf in values.values().flat_map(leaves) {
+                        masks.insert(masks.len().to_string(), leaf);
+                    }
                     sources.push(values);
                 }
             }
         }
-        let masks = secrets
-            .values()
-            .flat_map(|text| crate::values_from::values_map(text, true).unwrap_or_default())
-            .flat_map(|(_, value)| leaves(&value))
-            .enumerate()
-            .map(|(index, leaf)| (index.to_string(), leaf))
-            .collect();
         Ok((config::merged(&sources, &config.values), masks))
     }
 }

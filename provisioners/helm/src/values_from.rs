@@ -73,7 +73,7 @@ pub async fn read(
             continue;
         };
         let secret = reference.kind == ValuesKind::Secret;
-        values_map(&text, secret).map_err(|problem| Unread {
+        let values = values_map(&text, secret).map_err(|problem| Unread {
             reason: "ValuesInvalid",
             message: format!(
                 "{at}: key {key} of {} {namespace}/{} {problem}; write it as a YAML map of values, as in the chart's values.yaml",
@@ -92,7 +92,6 @@ pub async fn read(
                 .push(json!({ "secret": reference.name, "key": key, "resourceVersion": version }));
             read.secrets.insert(secret_name(index), (source, text));
         } else {
-            let values = values_map(&text, false).unwrap_or_default();
             read.entries
                 .push(json!({ "configMap": reference.name, "key": key, "values": values }));
         }
