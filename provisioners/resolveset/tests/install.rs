@@ -2628,6 +2628,21 @@ async fn input_says(inputs: &Api<Input>, name: &str, reason: &str) -> Input {
     panic!("Input {name} does not say {reason} within 60 s: {last:#?}");
 }
 
+/// The Input once it waits on a conflict naming the request with `uid`.
+async fn conflict_names(inputs: &Api<Input>, name: &str, uid: &str) -> Input {
+    let mut last = None;
+    for _ in 0..600 {
+        let input = input_says(inputs, name, "ConflictWaitsForDecision").await;
+        let conflict = input.status.as_ref().and_then(|s| s.conflict.as_ref());
+        if conflict.is_some_and(|c| c.with.iter().any(|with| with == uid)) {
+            return input;
+        }
+        last = input.status;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("Input {name} does not wait on a conflict with {uid} within 60 s: {last:#?}");
+}
+
 /// The packages and versions of the set the Input controller wrote.
 async fn set_versions(scope: &Scope) -> Vec<(String, String)> {
     let Some(instance) = Api::<Instance>::all(scope.client.clone())
@@ -2716,8 +2731,10 @@ async fn conflicting_requests_both_wait_until_a_person_chooses_and_no_writer_ste
     let bob_uid = bob_input.metadata.uid.clone().unwrap();
     for round in ["alice first", "alice again, after bob"] {
         let alice_now = input_says(&inputs, &alices, "ConflictWaitsForDecision").await;
-        let bob_now = input_says(&inputs, &bobs, "ConflictWaitsForDecision").await;
         let alice_uid = alice_now.metadata.uid.clone().unwrap();
+        // Bob's own spec did not change, so his status names the Alice of
+        // this round only once the controller has resolved again.
+        let bob_now = conflict_names(&inputs, &bobs, &alice_uid).await;
         let told = bob_now
             .condition("ResolutionFailed")
             .unwrap()
