@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::identity;
-use crate::output::{self, Format};
+use crate::output::{self, Format, ListFormat};
 
 /// The prefix naming a HelmChart.
 pub const PREFIX: &str = "helmchart/";
@@ -63,7 +63,7 @@ pub async fn list(
     client: &kube::Client,
     namespace: Option<&str>,
     selector: Option<&str>,
-    format: Option<Format>,
+    format: Option<ListFormat>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
     let params = match selector {
@@ -86,13 +86,9 @@ pub async fn list(
             .await);
         }
     };
-    match format {
-        Some(format) => output::print(&listed, format, out),
-        None => {
-            out.write_all(table(&listed, Timestamp::now()).as_bytes())?;
-            Ok(())
-        }
-    }
+    crate::list::print(listed, format, out, "HelmCharts", |items| {
+        table(items, Timestamp::now())
+    })
 }
 
 /// The table `list helmcharts` prints: where each chart stands, in the

@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::error::Error;
-use crate::output::{self, Format};
+use crate::output::{self, ListFormat};
 use crate::table::Table;
 use crate::{age, identity, lookup};
 
@@ -40,12 +40,16 @@ struct History<'a> {
 pub async fn history(
     client: &kube::Client,
     name: &str,
-    format: Option<Format>,
+    format: Option<ListFormat>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
     let instance = lookup::instance(client, name).await?;
     let status = instance.status.clone().unwrap_or_default();
-    if let Some(format) = format {
+    if format == Some(ListFormat::Name) {
+        // As `kubectl rollout history -o name`: the object whose history it is.
+        return output::names([output::kubectl_name::<Instance>(name)], out);
+    }
+    if let Some(format) = format.and_then(ListFormat::document) {
         let history = History {
             instance: name.to_owned(),
             serving_revision: status.serving_revision,

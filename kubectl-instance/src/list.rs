@@ -1,4 +1,5 @@
-//! `kubectl instance list`: the Instances as a table, or as a `List`.
+//! `kubectl instance list`: the Instances as a table, as a `List`, or as
+//! names.
 
 use std::io::Write;
 
@@ -9,7 +10,7 @@ use pakket_api::{ConditionType, Instance};
 use serde_json::json;
 
 use crate::error::Error;
-use crate::output::{self, Format};
+use crate::output::{self, ListFormat};
 use crate::table::Table;
 use crate::{age, identity, lookup};
 
@@ -17,7 +18,7 @@ use crate::{age, identity, lookup};
 pub async fn run(
     client: &kube::Client,
     selector: Option<&str>,
-    format: Option<Format>,
+    format: Option<ListFormat>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
     let instances: Vec<Instance> = objects(client, selector, "Instances").await?;
@@ -57,35 +58,42 @@ where
     }
 }
 
-/// Prints `items` as a `List` in `format`, or as the table `table` makes;
-/// with nothing to print, says `No PLURAL found.` on stderr, as kubectl.
-pub fn print<K: kube::Resource + serde::Serialize>(
+/// Prints `items` as a `List` in `format`, as names, or as the table
+/// `table` makes; with nothing to print, says `No PLURAL found.` on
+/// stderr, as kubectl.
+pub fn print<K: kube::Resource<DynamicType = ()> + serde::Serialize>(
     mut items: Vec<K>,
-    format: Option<Format>,
+    format: Option<ListFormat>,
     out: &mut impl Write,
     plural: &str,
     table: impl FnOnce(&[K]) -> String,
 ) -> Result<(), Error> {
-    match format {
-        Some(format) => {
+    match (format, format.and_then(ListFormat::document)) {
+        (Some(_), None) => output::names(
+            items
+                .iter()
+                .map(|item| output::kubectl_name::<K>(&item.name_any())),
+            out,
+        ),
+        (Some(_), Some(document)) => {
             // As kubectl does unless --show-managed-fields: noise to a reader.
             for item in &mut items {
                 item.meta_mut().managed_fields = None;
             }
-            let document = json!({
+            let document_value = json!({
                 "apiVersion": "v1",
                 "kind": "List",
                 "metadata": { "resourceVersion": "" },
                 "items": items,
             });
-            output::print(&document, format, out)
+            output::print(&document_value, document, out)
         }
-        None if items.is_empty() => {
+        (None, _) if items.is_empty() => {
             // kubectl says this on stderr, so scripts reading stdout see nothing.
             eprintln!("No {plural} found.");
             Ok(())
         }
-        None => {
+        (None, _) => {
             out.write_all(table(&items).as_bytes())?;
             Ok(())
         }

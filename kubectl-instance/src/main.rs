@@ -49,7 +49,7 @@ mod why_request;
 
 use connect::ClusterArgs;
 use error::Error;
-use output::Format;
+use output::{Format, ListFormat};
 
 #[derive(Parser)]
 #[command(
@@ -132,9 +132,11 @@ enum Command {
         /// Only objects whose labels match this selector (`-l app=x,tier!=db`).
         #[arg(short = 'l', long)]
         selector: Option<String>,
-        /// Print the Instances as a `List` in JSON or YAML instead of a table.
+        /// Print the objects as a `List` in JSON or YAML, or their names
+        /// (`instance.core.pakket.dev/NAME`, as `kubectl get -o name`),
+        /// instead of a table.
         #[arg(short = 'o', long = "output", value_enum)]
-        output: Option<Format>,
+        output: Option<ListFormat>,
     },
     /// Show an Instance: conditions, Bundle, the operator (install namespace, watched namespaces, Deployments), objects, pivot history and events; or an Operator (`operator/NAME`): what it asks for, what it got, updates and components; or a package (`clusterpackage/NAME`, `package/NAMESPACE/NAME`): version, values, dependencies, conditions, its Instance; or a namespace owner's request (`operatorrequest/NAMESPACE/NAME`): what it asks for, where it stands, its conditions, its Operator and Instance; or a namespace owner's Helm chart (`helmchart/NAMESPACE/NAME`): its chart, release, values, state and Instance.
     Describe {
@@ -192,9 +194,10 @@ enum Command {
     History {
         /// The Instance's name.
         name: String,
-        /// Print the history as JSON or YAML.
+        /// Print the history as JSON or YAML; `name` prints the
+        /// Instance's, as `kubectl rollout history -o name`.
         #[arg(short = 'o', long = "output", value_enum)]
-        output: Option<Format>,
+        output: Option<ListFormat>,
     },
     /// Ask for an earlier revision's content again (needs verbs get, patch
     /// on instances): by default the newest earlier revision that rolled

@@ -11,7 +11,7 @@ use kube::api::Api;
 use pakket_operators_api::{Operator, OperatorCatalog};
 
 use crate::error::Error;
-use crate::output::{self, Format};
+use crate::output::{self, Format, ListFormat};
 use crate::table::Table;
 use crate::{age, identity, list, lookup};
 
@@ -19,7 +19,7 @@ use crate::{age, identity, list, lookup};
 pub async fn list(
     client: &kube::Client,
     selector: Option<&str>,
-    format: Option<Format>,
+    format: Option<ListFormat>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
     let operators: Vec<Operator> = list::objects(client, selector, "Operators").await?;
@@ -217,6 +217,7 @@ mod tests {
             },
         );
         operator.status = Some(pakket_operators_api::OperatorStatus {
+            observed_generation: None,
             installed_version: Some("0.9.2".into()),
             updates: vec![Update {
                 bundle: "etcdoperator.v0.9.4".into(),

@@ -17,7 +17,7 @@ use pakket_packages_api::{ClusterPackage, ClusterPackageSpec, Package, PackageSt
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::output::{self, Format};
+use crate::output::{self, Format, ListFormat};
 use crate::table::Table;
 use crate::{age, identity, lookup};
 
@@ -72,6 +72,15 @@ impl Shown {
         }
     }
 
+    /// `clusterpackage.packages.pakket.dev/NAME` or
+    /// `package.packages.pakket.dev/NAME`, as `kubectl get -o name`.
+    fn kubectl_name(&self) -> String {
+        match self.namespace {
+            Some(_) => output::kubectl_name::<Package>(&self.name),
+            None => output::kubectl_name::<ClusterPackage>(&self.name),
+        }
+    }
+
     fn condition(&self, kind: PackageConditionType) -> Option<&Condition> {
         self.status
             .conditions
@@ -96,7 +105,7 @@ impl Shown {
 pub async fn list(
     client: &kube::Client,
     selector: Option<&str>,
-    format: Option<Format>,
+    format: Option<ListFormat>,
     out: &mut impl Write,
 ) -> Result<(), Error> {
     let params = match selector {
@@ -122,9 +131,10 @@ pub async fn list(
         .map(Shown::cluster)
         .chain(namespaced.into_iter().map(Shown::namespaced))
         .collect();
-    match format {
-        Some(format) => output::print(&shown, format, out),
-        None => {
+    match (format, format.and_then(ListFormat::document)) {
+        (Some(_), None) => output::names(shown.iter().map(Shown::kubectl_name), out),
+        (Some(_), Some(format)) => output::print(&shown, format, out),
+        (None, _) => {
             out.write_all(table(&shown, Timestamp::now()).as_bytes())?;
             Ok(())
         }

@@ -82,6 +82,13 @@ async fn history_lists_each_revision_and_marks_the_serving_one() {
     let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(printed["servingRevision"], 1);
     assert_eq!(printed["revisions"][1]["outcome"], "Blocked");
+    // As `kubectl rollout history -o name`: the object whose history it is.
+    let run = plugin("admin", &["history", &name, "-o", "name"]).await;
+    assert_eq!(
+        run.stdout,
+        format!("instance.core.pakket.dev/{name}\n"),
+        "{run:?}"
+    );
     scope.cleanup().await;
 }
 

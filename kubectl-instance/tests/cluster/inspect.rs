@@ -99,6 +99,14 @@ async fn list_prints_a_table_or_a_list_document_filtered_by_selector() {
             .is_none()
     );
 
+    // As `kubectl get -o name`: what kubectl takes back.
+    let name_run = plugin("admin", &["list", "-l", &selector, "-o", "name"]).await;
+    assert_eq!(name_run.code, 0, "{name_run:?}");
+    assert_eq!(
+        name_run.stdout,
+        format!("instance.core.pakket.dev/{first}\ninstance.core.pakket.dev/{second}\n")
+    );
+
     let yaml_run = plugin("admin", &["list", "-l", &selector, "-o", "yaml"]).await;
     let document: Value = serde_saphyr::from_str(&yaml_run.stdout).unwrap();
     assert_eq!(

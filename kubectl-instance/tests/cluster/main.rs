@@ -12,6 +12,7 @@ mod deps;
 mod history;
 mod inspect;
 mod kubectl_plugin;
+mod listing;
 mod operator;
 mod operator_request;
 mod operators;

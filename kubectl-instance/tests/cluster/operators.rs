@@ -145,6 +145,16 @@ async fn operators_are_listed_and_described_with_what_they_got_and_could_get() {
             "UpdateOutsideVersion"
         ]
     );
+    let names = plugin(
+        "admin",
+        &["list", "operators", "-l", &selector, "-o", "name"],
+    )
+    .await;
+    assert_eq!(
+        names.stdout,
+        format!("operator.operators.pakket.dev/{name}\n"),
+        "{names:?}"
+    );
     let described = plugin("admin", &["describe", &format!("operator/{name}")]).await;
     assert_eq!(described.code, 0, "{}", described.stderr);
     let text = &described.stdout;
