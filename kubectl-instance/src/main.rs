@@ -5,16 +5,22 @@
 //! the cluster as the caller (same kubeconfig, context and rights as
 //! kubectl); `graph PACKAGE` reads catalog files and needs no cluster.
 //!
+//! `completion bash|zsh|fish` prints a completion script; kubectl's own
+//! completion of `kubectl instance <TAB>` asks `kubectl_complete-instance`
+//! (the crate's second binary), which asks this one (see `complete`).
+//!
 //! Exit status: 0 done (also "already approved"), 1 the request failed (not
 //! found, forbidden, unreachable, package not in any catalog), 2 bad usage.
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod adopt_helm;
 mod age;
 mod approval;
+mod complete;
+mod complete_names;
 mod connect;
 mod decide;
 mod deps;
@@ -287,6 +293,15 @@ enum Command {
     /// package's versions in a package repository (`--package-repository
     /// NAME`, `--repository-url URL`).
     Graph(graph::GraphArgs),
+    /// Print a shell completion script for `kubectl-instance`: `source
+    /// <(kubectl-instance completion bash)`. For `kubectl instance <TAB>`,
+    /// put `kubectl_complete-instance` (shipped beside this binary) on PATH
+    /// instead: kubectl >= 1.26 asks it, and it completes Instance names too.
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// ApprovalPolicies: `policy test POLICY --instance NAME [--as USER
     /// --groups G]` prints what a policy (on the cluster, or a draft file)
     /// would decide for an Instance its provisioner has seen, over the
@@ -305,6 +320,21 @@ enum PolicyAction {
 }
 
 fn main() -> ExitCode {
+    let mut args = std::env::args();
+    let called = args.next().unwrap_or_default();
+    let called = std::path::Path::new(&called)
+        .file_stem()
+        .map(|name| name.to_string_lossy().into_owned());
+    let words: Option<Vec<String>> = if called.as_deref() == Some(complete::HELPER) {
+        Some(args.collect())
+    } else if std::env::args().nth(1).as_deref() == Some(complete::VERB) {
+        Some(args.skip(1).collect())
+    } else {
+        None
+    };
+    if let Some(words) = words {
+        return answer_completion(&words);
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -325,9 +355,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// Answers kubectl's completion request for `words`; never fails, as a
+/// failure would make the shell offer file names.
+fn answer_completion(words: &[String]) -> ExitCode {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        println!(":4");
+        return ExitCode::SUCCESS;
+    };
+    let mut out = std::io::stdout().lock();
+    // stdout closed: kubectl is gone, nobody to tell.
+    let _ = runtime.block_on(complete::run(Cli::command(), words, &mut out));
+    ExitCode::SUCCESS
+}
+
 async fn run(cli: Cli) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cli.command {
+        Command::Completion { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "kubectl-instance", &mut out);
+            Ok(())
+        }
         Command::Graph(args) => graph::run(&args, &cli.cluster, &mut out).await,
         Command::Adopt {
             what: Adopted::HelmRelease,

@@ -7,6 +7,7 @@
 
 mod adopt_helm;
 mod approval;
+mod completion;
 mod decide;
 mod deps;
 mod history;
