@@ -29,6 +29,8 @@ command -v musl-gcc >/dev/null || missing+=(musl-tools)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 # fonts-dejavu-core: the soak and fault reports' plots are labelled in DejaVu Sans.
 [[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || missing+=(fonts-dejavu-core)
+# lua5.4: runs the Argo CD health checks (deploy/argocd) over their test data.
+command -v lua5.4 >/dev/null || missing+=(lua5.4)
 if ((${#missing[@]})); then
   if [[ $(id -u) -eq 0 ]]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq "${missing[@]}" >&2

@@ -23,6 +23,12 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
         if path.ends_with("deploy/chart") {
             continue;
         }
+        // Not objects for a cluster: Argo CD's health checks with their
+        // test objects (kubectl-instance/tests/argocd_health.rs) and krew's
+        // plugin manifest (kubectl-instance/tests/krew.rs).
+        if path.ends_with("deploy/argocd") || path.ends_with("deploy/krew") {
+            continue;
+        }
         if path.is_dir() {
             files.extend(yaml_files(&path));
         } else if path.extension().is_some_and(|ext| ext == "yaml")
