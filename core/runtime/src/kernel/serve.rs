@@ -12,9 +12,13 @@
 //!   cannot be reached, and after the election stopped. A standby counts as
 //!   ready because it is a correct hot spare: were it unready, a rollout of a
 //!   Deployment with two replicas would wait for it forever.
-//! - `/metrics`: the [`Metrics`], OpenMetrics text (Prometheus reads it).
+//! - `/metrics`: the [`Metrics`], OpenMetrics text (Prometheus reads it);
+//!   every metric is described in `docs/metrics.md`, with the alerts of
+//!   `deploy/monitoring/` that read it.
 
-use std::sync::Arc;
+pub mod instances;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -22,14 +26,17 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use crate::kernel::tls::ReloadingCert;
 use crate::leader::{LeaderState, Role};
 
 /// The labels of `pakket_reconciles_total`.
@@ -54,7 +61,9 @@ pub const REQUEST_VERBS: [&str; 7] = [
 
 /// The provisioner's metrics, shared by the controller and the `/metrics` endpoint.
 pub struct Metrics {
-    registry: Registry,
+    /// Behind a lock only so a process can add its own metrics
+    /// ([`Metrics::register`]) after the runtime made these.
+    registry: Mutex<Registry>,
     reconciles: Family<ReconcileLabels, Counter>,
     apiserver_requests: Family<RequestLabels, Counter>,
     reconcile_duration: Histogram,
@@ -62,6 +71,7 @@ pub struct Metrics {
     store_bytes: Gauge,
     store_removed: Counter,
     store_pinned_over_cap: Gauge,
+    instances: instances::InstanceGauges,
 }
 
 impl Default for Metrics {
@@ -119,8 +129,10 @@ impl Metrics {
              watch counts each watch started)",
             apiserver_requests.clone(),
         );
+        let instances = instances::InstanceGauges::default();
+        instances.register(&mut registry);
         Metrics {
-            registry,
+            registry: Mutex::new(registry),
             reconciles,
             apiserver_requests,
             reconcile_duration,
@@ -128,7 +140,34 @@ impl Metrics {
             store_bytes,
             store_removed,
             store_pinned_over_cap,
+            instances,
         }
+    }
+
+    /// Adds a process's own metric (a provisioner's, beside the runtime's).
+    pub fn register(
+        &self,
+        name: &str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        self.lock().register(name, help, metric);
+    }
+
+    /// Adds metrics computed at each scrape.
+    pub fn register_collector(&self, collector: impl Collector) {
+        self.lock().register_collector(Box::new(collector));
+    }
+
+    /// Replaces the Instance gauges ([`instances`]) with `tally`'s.
+    pub fn show_instances(&self, tally: &instances::Tally) {
+        self.instances.show(tally);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry
+            .lock()
+            .expect("metrics registry lock poisoned")
     }
 
     /// Counts one reconciliation: `result` is `ok` or the error's metric label.
@@ -211,9 +250,35 @@ impl Metrics {
     /// The metrics in the OpenMetrics text format.
     pub fn encode(&self) -> String {
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+        prometheus_client::encoding::text::encode(&mut text, &self.lock())
             .expect("writing to a String cannot fail");
         text
+    }
+}
+
+/// The name of the gauge [`CertificateExpiry`] shows.
+pub const CERTIFICATE_EXPIRY: &str = "pakket_serving_certificate_expiration_timestamp_seconds";
+
+/// `pakket_serving_certificate_expiration_timestamp_seconds`: when the
+/// certificate a server now presents stops being valid, read at each
+/// scrape, so it follows every reload. The webhooks and the resolver API
+/// register one each.
+#[derive(Debug)]
+pub struct CertificateExpiry(pub Arc<ReloadingCert>);
+
+impl Collector for CertificateExpiry {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(not_after) = self.0.not_after() else {
+            return Ok(());
+        };
+        let gauge = ConstGauge::new(not_after);
+        let metric = encoder.encode_descriptor(
+            CERTIFICATE_EXPIRY,
+            "When the serving certificate now presented expires (notAfter), Unix seconds",
+            None,
+            gauge.metric_type(),
+        )?;
+        gauge.encode(metric)
     }
 }
 

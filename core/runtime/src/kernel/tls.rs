@@ -155,6 +155,17 @@ impl ReloadingCert {
             .clone()
     }
 
+    /// When the certificate new handshakes get stops being valid, in
+    /// seconds since the Unix epoch (`notAfter` of the leaf), read from the
+    /// certificate at each call so it follows every reload; `None` if the
+    /// leaf does not parse as X.509 (rustls serves it as bytes).
+    pub fn not_after(&self) -> Option<i64> {
+        let current = self.current();
+        let leaf = current.cert.first()?;
+        let (_, parsed) = x509_parser::parse_x509_certificate(leaf).ok()?;
+        Some(parsed.validity().not_after.timestamp())
+    }
+
     /// Reloads if the files' bytes changed: `Ok(true)` when a new pair is
     /// now served, `Ok(false)` when nothing changed, `Err` (old pair kept)
     /// when the new files are unusable, e.g. the key not yet written.
@@ -406,6 +417,17 @@ mod tests {
             "{error}"
         );
         assert_eq!(served(&cert), second);
+    }
+
+    #[test]
+    fn not_after_is_the_served_leafs() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = files_in(dir.path());
+        issue(&files);
+        let cert = ReloadingCert::load(files).unwrap();
+        // rcgen's default validity ends in 4096.
+        let in_4096: jiff::Timestamp = "4096-01-01T00:00:00Z".parse().unwrap();
+        assert_eq!(cert.not_after(), Some(in_4096.as_second()));
     }
 
     #[test]
