@@ -125,8 +125,10 @@ impl Running {
 /// Loads the certificate, starts the watches and serves, all on the current
 /// tokio runtime. `client` makes the SubjectAccessReviews and the watches.
 pub async fn start(client: kube::Client, settings: Settings) -> Result<Running, StartError> {
-    let metrics = Arc::new(metrics::Metrics::new());
     let cert = tls::ReloadingCert::load(settings.cert.clone()).map_err(Error::from)?;
+    let mut metrics = metrics::Metrics::new();
+    metrics.show_certificate_expiry(cert.clone());
+    let metrics = Arc::new(metrics);
     let tls_config = cert.server_config(tls::ALPN);
     let reloads = metrics.clone();
     let watcher = tokio::spawn(cert.watch(settings.reload_interval, move |outcome| {

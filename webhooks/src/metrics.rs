@@ -1,5 +1,7 @@
-//! The webhook's Prometheus metrics, served at `/metrics`.
+//! The webhook's Prometheus metrics, served at `/metrics` (each one is
+//! described in `docs/metrics.md`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -7,6 +9,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+use crate::tls::ReloadingCert;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AdmissionLabels {
@@ -83,6 +87,14 @@ impl Metrics {
             access_reviews,
             certificate_reloads,
         }
+    }
+
+    /// Shows `pakket_serving_certificate_expiration_timestamp_seconds`:
+    /// when the certificate `cert` now serves expires, read at each scrape.
+    pub fn show_certificate_expiry(&mut self, cert: Arc<ReloadingCert>) {
+        self.registry.register_collector(Box::new(
+            pakket_runtime::kernel::serve::CertificateExpiry(cert),
+        ));
     }
 
     /// Counts one answered review.

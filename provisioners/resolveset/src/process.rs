@@ -119,6 +119,13 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         Arc::clone(&options.metrics),
         options.store_gc,
     ));
+    if let Transport::Tls { cert, .. } = &options.transport {
+        options
+            .metrics
+            .register_collector(pakket_runtime::kernel::serve::CertificateExpiry(
+                Arc::clone(cert),
+            ));
+    }
     let context = Arc::new(Context {
         client: client.clone(),
         fetcher: Fetcher {

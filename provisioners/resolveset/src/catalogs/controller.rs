@@ -30,6 +30,7 @@ use pakket_runtime::kernel::store::Digest;
 
 use crate::catalogs::catalog::{Catalog, CatalogStatus, parse_interval};
 use crate::catalogs::condition::{self, ConditionType, Reason};
+use crate::catalogs::gauges;
 use crate::catalogs::serving::{Catalogs, counts};
 use crate::catalogs::source::{Fetched, Fetcher};
 use crate::catalogs::store_gc::Loading;
@@ -83,7 +84,13 @@ pub async fn run(
         config.clone(),
         Arc::clone(&context.catalogs),
     ));
-    Controller::new(api, config)
+    let controller = Controller::new(api, config);
+    // Read at each scrape from the controller's own cache.
+    context.metrics.register_collector(gauges::CatalogGauges {
+        cache: controller.store(),
+        catalogs: Arc::clone(&context.catalogs),
+    });
+    controller
         .reconcile_all_on(resync)
         .run(reconcile, error_policy, context)
         .for_each(|_| async {})

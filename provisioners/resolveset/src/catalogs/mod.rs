@@ -6,6 +6,7 @@ pub use pakket_resolve_api::catalog;
 pub use pakket_resolve_api::condition;
 pub mod controller;
 pub(crate) mod error;
+pub mod gauges;
 pub mod load;
 pub mod serving;
 pub mod source;
