@@ -29,6 +29,10 @@ command -v musl-gcc >/dev/null || missing+=(musl-tools)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 # fonts-dejavu-core: the soak and fault reports' plots are labelled in DejaVu Sans.
 [[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || missing+=(fonts-dejavu-core)
+# prometheus (with promtool): the monitoring test scrapes a provisioner and
+# the webhooks, and proves deploy/monitoring's alerts (examples/plain/tests/monitoring.rs);
+# it runs its own on a free port, whatever service the package starts.
+command -v promtool >/dev/null || missing+=(prometheus)
 # lua5.4: runs the Argo CD health checks (deploy/argocd) over their test data.
 command -v lua5.4 >/dev/null || missing+=(lua5.4)
 if ((${#missing[@]})); then

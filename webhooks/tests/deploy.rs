@@ -4,7 +4,9 @@
 //!
 //! Namespaced objects are dry-run in the test's own namespace (other tests
 //! share the control plane, and `pakket-system` may come and go with them);
-//! cert-manager's objects are skipped: the test cluster has no cert-manager.
+//! cert-manager's and the Prometheus Operator's objects are skipped: the
+//! test cluster has neither (`deploy/monitoring/` is tested by
+//! examples/plain/tests/monitoring.rs).
 
 mod support;
 
@@ -27,6 +29,10 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
         // test objects (kubectl-instance/tests/argocd_health.rs) and krew's
         // plugin manifest (kubectl-instance/tests/krew.rs).
         if path.ends_with("deploy/argocd") || path.ends_with("deploy/krew") {
+            continue;
+        }
+        // promtool's rule tests, not objects (examples/plain/tests/monitoring.rs).
+        if path.ends_with("monitoring/tests") {
             continue;
         }
         if path.is_dir() {
@@ -88,10 +94,9 @@ async fn every_object_in_deploy_passes_a_server_side_dry_run() {
                 "{}: a document without kind or name",
                 file.display()
             );
-            if object["apiVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .starts_with("cert-manager.io/")
+            let api_version = object["apiVersion"].as_str().unwrap_or_default();
+            if api_version.starts_with("cert-manager.io/")
+                || api_version.starts_with("monitoring.coreos.com/")
             {
                 skipped.push(kind);
                 continue;
@@ -128,7 +133,10 @@ async fn every_object_in_deploy_passes_a_server_side_dry_run() {
     }
     skipped.sort();
     skipped.dedup();
-    assert_eq!(skipped, ["Certificate", "Issuer"]);
+    assert_eq!(
+        skipped,
+        ["Certificate", "Issuer", "PodMonitor", "PrometheusRule"]
+    );
     scope.cleanup().await;
 }
 
@@ -159,7 +167,8 @@ fn kind_and_name(object: &Value) -> String {
 
 /// deploy/install.sh applies deploy/kustomization.yaml: it must build, and
 /// hold every object of deploy/ but the ones an admin opts into (named in
-/// its header) and cert-manager's (deploy/cert-manager/, which builds too).
+/// its header), cert-manager's (deploy/cert-manager/, which builds too)
+/// and the monitoring (deploy/monitoring/, which builds too).
 #[tokio::test]
 async fn the_kustomization_install_applies_holds_every_object_but_the_optional_ones() {
     let built: Vec<String> = kustomized(&repo_path("deploy"))
@@ -177,8 +186,12 @@ async fn the_kustomization_install_applies_holds_every_object_but_the_optional_o
     let mut expected = Vec::new();
     for file in yaml_files(&deploy) {
         let relative = file.strip_prefix(&deploy).unwrap().display().to_string();
-        // Example ApprovalPolicies: an admin copies and adapts them.
-        if optional.contains(&relative.as_str()) || relative.starts_with("policies/") {
+        // Example ApprovalPolicies (an admin copies and adapts them), and
+        // the monitoring (it needs the Prometheus Operator's CRDs).
+        if optional.contains(&relative.as_str())
+            || relative.starts_with("policies/")
+            || relative.starts_with("monitoring/")
+        {
             continue;
         }
         expected.extend(documents(&file).iter().map(kind_and_name));
@@ -199,6 +212,22 @@ async fn the_kustomization_install_applies_holds_every_object_but_the_optional_o
         certificates.contains(&"Certificate/pakket-resolveset".to_owned()),
         "{certificates:?}"
     );
+    let monitoring: Vec<String> = kustomized(&repo_path("deploy/monitoring"))
+        .await
+        .iter()
+        .map(kind_and_name)
+        .collect();
+    for expected in [
+        "PodMonitor/pakket-provisioners",
+        "PodMonitor/pakket-webhooks",
+        "PrometheusRule/pakket",
+        "ConfigMap/pakket-grafana-dashboard",
+    ] {
+        assert!(
+            monitoring.contains(&expected.to_owned()),
+            "{expected} not in {monitoring:?}"
+        );
+    }
 }
 
 /// Applies `crds/` (server-side, like every test sharing the control
