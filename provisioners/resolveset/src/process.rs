@@ -95,6 +95,8 @@ pub struct Running {
     pub catalogs: Arc<Catalogs>,
     /// Reconcile every Catalog again (a new leader writes every status).
     pub resync: futures::channel::mpsc::UnboundedSender<()>,
+    /// What `/metrics` serves, the Catalog gauges included.
+    pub metrics: Arc<Metrics>,
 }
 
 /// Starts the Catalog controller and the API on the calling runtime.
@@ -126,6 +128,7 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
                 Arc::clone(cert),
             ));
     }
+    let metrics = Arc::clone(&options.metrics);
     let context = Arc::new(Context {
         client: client.clone(),
         fetcher: Fetcher {
@@ -195,6 +198,7 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         api_address,
         catalogs,
         resync,
+        metrics,
     })
 }
 
