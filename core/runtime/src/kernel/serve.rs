@@ -159,6 +159,18 @@ impl Metrics {
         self.lock().register_collector(Box::new(collector));
     }
 
+    /// Lets the Instance gauges ([`instances`]) read the controller's
+    /// caches of Instances and ProvisionerClasses instead of listing them:
+    /// the controller calls it each time it starts leading.
+    pub fn read_instances_from(
+        &self,
+        instances: kube::runtime::reflector::Store<pakket_api::Instance>,
+        classes: kube::runtime::reflector::Store<pakket_api::ProvisionerClass>,
+    ) {
+        self.instances
+            .read_from(instances::Caches { instances, classes });
+    }
+
     /// Replaces the Instance gauges ([`instances`]) with `tally`'s.
     pub fn show_instances(&self, tally: &instances::Tally) {
         self.instances.show(tally);

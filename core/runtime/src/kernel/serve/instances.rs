@@ -5,9 +5,12 @@
 //! They are read from the Instances' own conditions, by type string
 //! (`Ready`, `Stalled`, and `Approved` False with reason
 //! `ApprovalPending`), so they follow whatever the status writer says and
-//! need no hook in the reconcile. The leader lists the Instances every
-//! [`EVERY`] (a page of 500 at a time) and replaces the gauges whole; a
-//! standby shows none, so two replicas never report one Instance twice.
+//! need no hook in the reconcile. The leader reads them every [`EVERY`]
+//! and replaces the gauges whole; a standby shows none, so two replicas
+//! never report one Instance twice. It reads the controller's own caches
+//! once the controller hands them over ([`Metrics::read_instances_from`],
+//! every [`CACHED_EVERY`], no request at all); until then it lists them
+//! (a page of 500 at a time).
 //! An Instance without a `Ready` condition is counted (`ready="Unknown"`)
 //! but has no `not_ready_since` series: nothing says since when.
 //!
@@ -21,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams};
+use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 use pakket_api::{Instance, ProvisionerClass};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -34,6 +38,9 @@ use crate::leader::LeaderState;
 /// How often the leader lists its Instances for the gauges: far below
 /// any alert's `for:`, and two lists a minute cost the apiserver little.
 pub const EVERY: Duration = Duration::from_secs(30);
+/// How often the gauges are read from the controller's caches: reading
+/// memory costs nothing, so they may follow closely.
+pub const CACHED_EVERY: Duration = Duration::from_secs(5);
 /// Instances per page of the list.
 const PAGE: u32 = 500;
 
@@ -143,6 +150,15 @@ pub(super) struct InstanceGauges {
     /// reads without it) sees at worst one replacement half done, and two
     /// replacements never interleave.
     replacing: Mutex<()>,
+    /// The controller's caches, once it hands them over.
+    caches: Mutex<Option<Caches>>,
+}
+
+/// The controller's caches of Instances and ProvisionerClasses.
+#[derive(Clone)]
+pub(super) struct Caches {
+    pub(super) instances: Store<Instance>,
+    pub(super) classes: Store<ProvisionerClass>,
 }
 
 impl InstanceGauges {
@@ -169,6 +185,34 @@ impl InstanceGauges {
             "When each Instance waiting for a person's approval started waiting (leader only)",
             self.approval_pending_since.clone(),
         );
+    }
+
+    pub(super) fn read_from(&self, caches: Caches) {
+        *self.caches.lock().expect("instance caches lock poisoned") = Some(caches);
+    }
+
+    /// The tally of provisioner `id`'s Instances in the controller's
+    /// caches; `None` until the controller handed them over.
+    fn cached(&self, id: &str) -> Option<Tally> {
+        let caches = self
+            .caches
+            .lock()
+            .expect("instance caches lock poisoned")
+            .clone()?;
+        let ours = ours(caches.classes.state().iter().map(|class| &**class), id);
+        let instances = caches.instances.state();
+        Some(tally_of(
+            instances.iter().map(|instance| &**instance),
+            &ours,
+        ))
+    }
+
+    /// How long the last tally is good for.
+    fn every(&self) -> Duration {
+        match *self.caches.lock().expect("instance caches lock poisoned") {
+            Some(_) => CACHED_EVERY,
+            None => EVERY,
+        }
     }
 
     pub(super) fn show(&self, tally: &Tally) {
@@ -199,8 +243,9 @@ impl InstanceGauges {
 }
 
 /// Keeps the Instance gauges of `metrics` current for the provisioner
-/// `id`, forever (abort the task to stop): listed as soon as this replica
-/// leads and every [`EVERY`] after, emptied when it stops leading.
+/// `id`, forever (abort the task to stop): read as soon as this replica
+/// leads and every [`EVERY`] (or [`CACHED_EVERY`]) after, emptied when it
+/// stops leading.
 pub async fn keep_current(client: Client, id: String, metrics: Arc<Metrics>, leader: LeaderState) {
     // Looking at the role costs nothing; only listing does.
     const LOOK: Duration = Duration::from_secs(1);
@@ -210,9 +255,13 @@ pub async fn keep_current(client: Client, id: String, metrics: Arc<Metrics>, lea
             if listed.take().is_some() {
                 metrics.show_instances(&Tally::default());
             }
-        } else if listed.is_none_or(|at| at.elapsed() >= EVERY) {
+        } else if listed.is_none_or(|at| at.elapsed() >= metrics.instances.every()) {
             listed = Some(Instant::now());
-            match read(&client, &id).await {
+            let read = match metrics.instances.cached(&id) {
+                Some(tally) => Ok(tally),
+                None => read(&client, &id).await,
+            };
+            match read {
                 Ok(tally) => metrics.show_instances(&tally),
                 // The last tally stays: a gauge that vanished would look
                 // like a problem solved.
@@ -223,15 +272,39 @@ pub async fn keep_current(client: Client, id: String, metrics: Arc<Metrics>, lea
     }
 }
 
-/// The tally of the Instances whose class names provisioner `id`.
-async fn read(client: &Client, id: &str) -> Result<Tally, kube::Error> {
-    let ours: BTreeSet<String> = Api::<ProvisionerClass>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .into_iter()
+/// The names of the classes that name provisioner `id`.
+fn ours<'a>(classes: impl Iterator<Item = &'a ProvisionerClass>, id: &str) -> BTreeSet<String> {
+    classes
         .filter(|class| class.spec.provisioner == id)
         .map(|class| class.name_any())
-        .collect();
+        .collect()
+}
+
+/// The tally of the `instances` of the classes `ours`.
+fn tally_of<'a>(instances: impl Iterator<Item = &'a Instance>, ours: &BTreeSet<String>) -> Tally {
+    tally(
+        instances
+            .filter(|instance| ours.contains(&instance.spec.class))
+            .map(|instance| {
+                let conditions = instance
+                    .status
+                    .as_ref()
+                    .map_or(&[][..], |status| &status.conditions[..]);
+                (
+                    instance.metadata.name.as_deref().unwrap_or_default(),
+                    instance.spec.class.as_str(),
+                    conditions,
+                )
+            }),
+    )
+}
+
+/// The tally of the Instances whose class names provisioner `id`, listed.
+async fn read(client: &Client, id: &str) -> Result<Tally, kube::Error> {
+    let classes = Api::<ProvisionerClass>::all(client.clone())
+        .list(&ListParams::default())
+        .await?;
+    let ours = ours(classes.iter(), id);
     let api = Api::<Instance>::all(client.clone());
     let mut instances = Vec::new();
     let mut params = ListParams::default().limit(PAGE);
@@ -252,17 +325,7 @@ async fn read(client: &Client, id: &str) -> Result<Tally, kube::Error> {
             None => break,
         }
     }
-    Ok(tally(instances.iter().map(|instance| {
-        let conditions = instance
-            .status
-            .as_ref()
-            .map_or(&[][..], |status| &status.conditions[..]);
-        (
-            instance.metadata.name.as_deref().unwrap_or_default(),
-            instance.spec.class.as_str(),
-            conditions,
-        )
-    })))
+    Ok(tally_of(instances.iter(), &ours))
 }
 
 #[cfg(test)]
@@ -354,6 +417,43 @@ mod tests {
         );
         // Denied is a decision made, not one waited for.
         assert_eq!(tally.approval_pending, [since("db", APPROVAL_PENDING, 190)]);
+    }
+
+    #[test]
+    fn the_controllers_caches_are_read_for_this_provisioners_classes_only() {
+        use kube::runtime::reflector;
+        use kube::runtime::watcher::Event;
+        let metrics = Metrics::new();
+        assert_eq!(metrics.instances.cached("pakket.dev/plain"), None);
+        assert_eq!(metrics.instances.every(), EVERY);
+
+        let (classes, mut class_writer) = reflector::store::<ProvisionerClass>();
+        for (name, provisioner) in [("plain", "pakket.dev/plain"), ("helm", "pakket.dev/helm")] {
+            let class = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "spec": {"provisioner": provisioner},
+            }))
+            .unwrap();
+            class_writer.apply_watcher_event(&Event::Apply(class));
+        }
+        let (instances, mut instance_writer) = reflector::store::<Instance>();
+        for (name, class) in [("web", "plain"), ("chart", "helm")] {
+            let instance = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "spec": {"class": class, "bundle": {"name": name}},
+                "status": {"conditions": [{
+                    "type": READY, "status": "False", "reason": "Installing",
+                    "message": "", "lastTransitionTime": "1970-01-01T00:01:40Z",
+                }]},
+            }))
+            .unwrap();
+            instance_writer.apply_watcher_event(&Event::Apply(instance));
+        }
+        metrics.read_instances_from(instances, classes);
+        assert_eq!(metrics.instances.every(), CACHED_EVERY);
+        let tally = metrics.instances.cached("pakket.dev/plain").unwrap();
+        assert_eq!(tally.not_ready, [since("web", "Installing", 100)]);
+        assert_eq!(tally.counts.values().sum::<i64>(), 1, "{tally:?}");
     }
 
     #[test]
