@@ -14,6 +14,7 @@ use std::io::Write;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
+use pakket_api::readiness;
 use pakket_api::{
     Bundle, Cause, CauseKind, CauseObject, ConditionType, Instance, ProvisionerClass, Reason,
 };
@@ -136,6 +137,9 @@ pub fn diagnose(instance: &Instance, context: &Context<'_>) -> Diagnosis {
     if conditions.is_empty() {
         return not_reconciled(instance, context);
     }
+    // The first failure leads, as it does in `Ready`
+    // (`readiness::instance_blocker`); a pending condition before it
+    // follows the failures.
     let unpacked = pakket_api::condition::find(conditions, ConditionType::Unpacked)
         .is_some_and(|condition| condition.status == "True");
     let mut problems = Vec::new();
@@ -221,28 +225,11 @@ const PROBES_FILE: &str = ".progression-probes.yaml";
 
 /// A failure blocks until someone acts; anything else is "not done yet".
 fn is_failure(condition: &Condition) -> bool {
-    match known_reason(&condition.reason) {
-        Some(Reason::ApprovalDenied)
-        | Some(Reason::UnpackFailed)
-        | Some(Reason::InstallFailed)
-        | Some(Reason::RolledBack)
-        | Some(Reason::RenderFailed)
-        | Some(Reason::InvalidConfig)
-        | Some(Reason::DependenciesMissing)
-        | Some(Reason::ObjectsUnhealthy)
-        | Some(Reason::ProgressDeadlineExceeded)
-        | Some(Reason::MixedRevisions) => true,
-        Some(_) => false,
-        // A reason we do not know (a resolver's, say) that is not True is
-        // worth showing in full.
-        None => condition.status == "False",
-    }
+    readiness::is_failure(condition)
 }
 
 fn known_reason(reason: &str) -> Option<Reason> {
-    Reason::ALL
-        .into_iter()
-        .find(|known| known.as_str() == reason)
+    readiness::known_reason(reason)
 }
 
 /// Whether a condition is another component's dependency explanation (a

@@ -514,6 +514,7 @@ fn a_deletion_held_by_a_provisioner_that_never_claimed_its_class_says_removing_i
             provisioner: "pakket.dev/plian".into(),
             claimed_at: "2026-11-27T00:00:00Z".into(),
         }),
+        conditions: Vec::new(),
     });
     held.status.as_mut().unwrap().object_count = Some(3);
     let context = Context {
@@ -670,4 +671,68 @@ fn a_policy_decision_names_the_policy_and_rule_and_where_to_read_it() {
         !unexplained.contains("did not approve") && !unexplained.contains("approvalpolicy"),
         "{unexplained}"
     );
+}
+
+/// `why` leads with the condition `Ready` names, and says Ready exactly
+/// when `Ready` is True, for every mix of the four conditions' states.
+#[test]
+fn why_and_the_ready_condition_name_the_same_reason_in_every_state() {
+    let approved = [
+        (Reason::ApprovalPending, False),
+        (Reason::ApprovalDenied, False),
+        (Reason::ApprovedByPolicy, True),
+    ];
+    let unpacked = [
+        (Reason::Unpacking, False),
+        (Reason::UnpackFailed, False),
+        (Reason::UnpackSucceeded, True),
+    ];
+    let installed = [
+        (Reason::InstallPending, False),
+        (Reason::Installing, False),
+        (Reason::InstallFailed, False),
+        (Reason::InvalidConfig, False),
+        (Reason::DependenciesMissing, False),
+        (Reason::RolledBack, False),
+        (Reason::InstallSucceeded, True),
+    ];
+    let healthy = [
+        (Reason::HealthUnknown, Unknown),
+        (Reason::ObjectsProgressing, Unknown),
+        (Reason::ObjectsUnhealthy, False),
+        (Reason::ProgressDeadlineExceeded, False),
+        (Reason::ObjectsHealthy, True),
+    ];
+    let mut checked = 0;
+    for a in approved {
+        for u in unpacked {
+            for i in installed {
+                for h in healthy {
+                    let case = [
+                        (a.0, a.1, "a"),
+                        (u.0, u.1, "u"),
+                        (i.0, i.1, "i"),
+                        (h.0, h.1, "h"),
+                    ];
+                    let instance = instance(&case);
+                    let standing = readiness::of_instance(&instance).unwrap();
+                    let diagnosis = diagnose(&instance, &known());
+                    match diagnosis.problems.first() {
+                        Some(first) => assert_eq!(first.reason, standing.reason(), "{case:?}"),
+                        None => assert!(
+                            matches!(diagnosis.state, Kind::Ready | Kind::Progressing),
+                            "{case:?}"
+                        ),
+                    }
+                    assert_eq!(
+                        diagnosis.state == Kind::Ready,
+                        matches!(standing, pakket_api::Standing::Ready { .. }),
+                        "{case:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 3 * 3 * 7 * 5);
 }

@@ -32,6 +32,7 @@ pub const REF_SCHEMES: &[&str] = &[
     status = "BundleStatus",
     printcolumn = r#"{"name":"Class","type":"string","jsonPath":".spec.class"}"#,
     printcolumn = r#"{"name":"Unpacked","type":"string","jsonPath":".status.unpacked"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Digest","type":"string","jsonPath":".status.source.digest"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

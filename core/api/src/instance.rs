@@ -19,8 +19,10 @@ use crate::{ApprovedContent, Bundle, BundleSpec, BundleStatus, ObjectRef};
     status = "InstanceStatus",
     printcolumn = r#"{"name":"Class","type":"string","jsonPath":".spec.class"}"#,
     printcolumn = r#"{"name":"Bundle","type":"string","jsonPath":".status.activeBundle"}"#,
-    printcolumn = r#"{"name":"Approved","type":"string","jsonPath":".status.conditions[?(@.type==\"Approved\")].status"}"#,
-    printcolumn = r#"{"name":"Installed","type":"string","jsonPath":".status.conditions[?(@.type==\"Installed\")].status"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"Approved","type":"string","jsonPath":".status.conditions[?(@.type==\"Approved\")].status","priority":1}"#,
+    printcolumn = r#"{"name":"Installed","type":"string","jsonPath":".status.conditions[?(@.type==\"Installed\")].status","priority":1}"#,
     printcolumn = r#"{"name":"Healthy","type":"string","jsonPath":".status.conditions[?(@.type==\"Healthy\")].status","priority":1}"#,
     printcolumn = r#"{"name":"Serving","type":"integer","jsonPath":".status.servingRevision","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#

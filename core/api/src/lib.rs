@@ -16,6 +16,7 @@ pub mod instance;
 pub mod object_ref;
 pub mod ownership;
 pub mod provisioner_class;
+pub mod readiness;
 pub mod revision;
 pub mod schema;
 #[cfg(any(test, feature = "testing"))]
@@ -42,6 +43,7 @@ pub use object_ref::{KindCount, LISTED_OBJECTS_MAX, ObjectRef, ObjectSummary, gr
 pub use provisioner_class::{
     ClassClaim, ProvisionerClass, ProvisionerClassSpec, ProvisionerClassStatus,
 };
+pub use readiness::Standing;
 pub use revision::{
     AutomaticRollback, REVISION_HISTORY_LIMIT, Revision, RevisionOutcome, RollbackState,
     rollback_record,

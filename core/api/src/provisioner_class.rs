@@ -44,6 +44,12 @@ pub struct ProvisionerClassStatus {
     /// get no finalizer and nothing installs them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed: Option<ClassClaim>,
+    /// `Ready` (True once claimed), with kstatus's `Reconciling` and
+    /// `Stalled`, written with the claim. A class never claimed has no
+    /// status at all: `kubectl instance why` names the missing provisioner.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::schema::conditions")]
+    pub conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
 }
 
 /// A provisioner's claim on a class.

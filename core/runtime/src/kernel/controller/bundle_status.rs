@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use pakket_api::condition::{self, ConditionStatus};
+use pakket_api::readiness;
 use pakket_api::{
     Bundle, BundleProperty, BundleStatus, EmbeddedBundleStatus, ObjectRef, PinnedSource, RbacGrant,
     Reason, UnpackPhase,
@@ -156,6 +157,13 @@ fn updated(current: &BundleStatus, bundle: &Bundle, outcome: UnpackOutcome<'_>) 
             bundle.metadata.generation,
             Timestamp::now(),
         ),
+    );
+    let standing = readiness::of_bundle(&status);
+    readiness::write(
+        &mut status.conditions,
+        bundle.metadata.generation,
+        &standing,
+        Timestamp::now(),
     );
     status
 }

@@ -9,7 +9,7 @@
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
-use pakket_api::ProvisionerClass;
+use pakket_api::{ProvisionerClass, Standing, readiness};
 use serde_json::json;
 
 /// Claims `class` for provisioner `id` if it names `id` and is not claimed
@@ -20,10 +20,16 @@ pub fn claim_if_named(client: &Client, id: &str, class: &ProvisionerClass) {
     }
     let api: Api<ProvisionerClass> = Api::all(client.clone());
     let name = class.name_any();
-    let patch = json!({ "status": { "claimed": {
-        "provisioner": id,
-        "claimedAt": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-    } } });
+    let mut conditions = class.status.clone().unwrap_or_default().conditions;
+    let claimed = Standing::ready("Claimed", format!("provisioner {id} serves this class"));
+    readiness::write(&mut conditions, None, &claimed, jiff::Timestamp::now());
+    let patch = json!({ "status": {
+        "claimed": {
+            "provisioner": id,
+            "claimedAt": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        },
+        "conditions": conditions,
+    } });
     tokio::spawn(async move {
         if let Err(error) = api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))

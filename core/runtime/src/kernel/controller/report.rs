@@ -4,10 +4,11 @@
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 use pakket_api::cause;
 use pakket_api::condition::{self, ConditionStatus};
+use pakket_api::readiness;
 use pakket_api::{Cause, ConditionType, Instance, InstanceStatus, Reason};
 
 use crate::apply::FIELD_MANAGER;
@@ -192,6 +193,21 @@ impl Report {
         }
     }
 
+    /// `Ready`, `Reconciling` and `Stalled` as the four conditions now
+    /// say ([`readiness::of_instance`]), so GitOps tools read the same
+    /// verdict `kubectl instance why` gives.
+    fn settle_readiness(&mut self) {
+        let deleting = self.instance.metadata.deletion_timestamp.is_some();
+        if let Some(standing) = readiness::of_status(&self.status, deleting) {
+            readiness::write(
+                &mut self.status.conditions,
+                self.generation,
+                &standing,
+                Timestamp::now(),
+            );
+        }
+    }
+
     /// Readies the Event for a person's decision the provisioner has not
     /// told yet ([`super::decision::tell`]), recorded in the status this
     /// report writes and published once that status is stored.
@@ -217,6 +233,7 @@ impl Report {
         self.fill_missing();
         super::decision::settle(&mut self.status);
         self.status.observed_generation = self.generation;
+        self.settle_readiness();
         if self.instance.status.as_ref() == Some(&self.status) {
             return Ok((StatusWrite::Unchanged, self.written));
         }
@@ -269,6 +286,7 @@ impl Report {
         self.set(Reason::Installing, ConditionStatus::False, message);
         self.fill_missing();
         self.status.observed_generation = self.generation;
+        self.settle_readiness();
         let mut updated = self.instance.clone();
         updated.status = Some(self.status.clone());
         updated.metadata.managed_fields = None;
@@ -290,6 +308,55 @@ impl Report {
                 false
             }
         }
+    }
+}
+
+/// Says `Ready=False/Deleting` on an Instance being deleted, once: its
+/// uninstall can take a while (CRDs wait for their custom resources), and
+/// `kubectl wait --for=condition=Ready` must not find the `True` of
+/// before. A merge patch of the conditions alone, not conditional on the
+/// resourceVersion: the deletion itself changed the Instance after the
+/// cache read it, and nothing else writes its status once it is deleted.
+///
+/// Returns the Instance as written, so the finalizer's removal after the
+/// uninstall (conditional on the resourceVersion) is not refused for this
+/// very write; `None` when nothing was written.
+pub async fn tell_deleting(
+    instances: &Api<Instance>,
+    instance: &Instance,
+) -> Result<Option<Instance>, kube::Error> {
+    let mut conditions = instance
+        .status
+        .as_ref()
+        .map(|status| status.conditions.clone())
+        .unwrap_or_default();
+    let deleting = InstanceStatus {
+        conditions: conditions.clone(),
+        ..InstanceStatus::default()
+    };
+    let Some(standing) = readiness::of_status(&deleting, true) else {
+        return Ok(None);
+    };
+    if readiness::ready(&conditions).is_some_and(|c| c.reason == standing.reason()) {
+        return Ok(None);
+    }
+    let generation = instance.metadata.generation;
+    readiness::write(&mut conditions, generation, &standing, Timestamp::now());
+    // Setting the deletion timestamp moved the generation on.
+    let patch = serde_json::json!({
+        "status": { "conditions": conditions, "observedGeneration": generation },
+    });
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    match instances
+        .patch_status(&instance.name_any(), &params, &Patch::Merge(&patch))
+        .await
+    {
+        Ok(written) => Ok(Some(written)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(error) => Err(error),
     }
 }
 
