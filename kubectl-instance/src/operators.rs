@@ -217,6 +217,7 @@ mod tests {
             },
         );
         operator.status = Some(pakket_operators_api::OperatorStatus {
+            observed_generation: None,
             installed_version: Some("0.9.2".into()),
             updates: vec![Update {
                 bundle: "etcdoperator.v0.9.4".into(),

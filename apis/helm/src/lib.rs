@@ -29,6 +29,7 @@ pub const GROUP: &str = "helm.pakket.dev";
     category = "pakket",
     status = "HelmChartStatus",
     printcolumn = r#"{"name":"Chart","type":"string","jsonPath":".spec.chart"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Approved","type":"string","jsonPath":".status.conditions[?(@.type==\"Approved\")].status"}"#,
     printcolumn = r#"{"name":"Installed","type":"string","jsonPath":".status.conditions[?(@.type==\"Installed\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#

@@ -23,6 +23,7 @@ use pakket_resolve_api::input::InputConstraint;
     category = "pakket",
     status = "OperatorStatus",
     printcolumn = r#"{"name":"Package","type":"string","jsonPath":".spec.catalog.package"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Installed","type":"string","jsonPath":".status.installedVersion"}"#,
     printcolumn = r#"{"name":"Update","type":"string","jsonPath":".status.conditions[?(@.type==\"UpdateAvailable\")].reason"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
@@ -127,6 +128,9 @@ pub struct OperatorStatus {
     /// The objects the Operator stands on, with their state.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<Component>,
+    /// The generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// One newer bundle.

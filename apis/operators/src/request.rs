@@ -25,6 +25,7 @@ use crate::OperatorCatalog;
     category = "pakket",
     status = "OperatorRequestStatus",
     printcolumn = r#"{"name":"Package","type":"string","jsonPath":".spec.catalog.package"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Accepted","type":"string","jsonPath":".status.conditions[?(@.type==\"Accepted\")].status"}"#,
     printcolumn = r#"{"name":"Approved","type":"string","jsonPath":".status.conditions[?(@.type==\"Approved\")].status"}"#,
     printcolumn = r#"{"name":"Installed","type":"string","jsonPath":".status.installedVersion"}"#,

@@ -33,7 +33,8 @@ pub const DEPENDENCY_SEAL_ANNOTATION: &str = "packages.pakket.dev/installed-as-d
     version = "v1alpha1",
     kind = "PackageRepository",
     status = "PackageRepositoryStatus",
-    printcolumn = r#"{"name":"URL","type":"string","jsonPath":".spec.url"}"#
+    printcolumn = r#"{"name":"URL","type":"string","jsonPath":".spec.url"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PackageRepositorySpec {
@@ -97,10 +98,13 @@ pub struct SecretKey {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PackageRepositoryStatus {
-    /// `Ready`/`Failed`.
+    /// `Ready`/`Failed`, and kstatus's `Reconciling`/`Stalled`.
     #[serde(default)]
     #[schemars(schema_with = "pakket_api::schema::conditions")]
     pub conditions: Vec<Condition>,
+    /// The generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// A package installed cluster-wide.

@@ -28,6 +28,7 @@ pub const PLURAL: &str = "catalogs";
     category = "pakket",
     status = "CatalogStatus",
     printcolumn = r#"{"name":"Priority","type":"integer","jsonPath":".spec.priority"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Serving","type":"string","jsonPath":".status.conditions[?(@.type==\"Serving\")].status"}"#,
     printcolumn = r#"{"name":"Unpacked","type":"string","jsonPath":".status.conditions[?(@.type==\"Unpacked\")].status"}"#,
     printcolumn = r#"{"name":"Packages","type":"integer","jsonPath":".status.counts.packages"}"#,
@@ -135,6 +136,9 @@ pub struct CatalogStatus {
     /// replaces, channels with several heads, bad skipRanges, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<DiagnosticsSummary>,
+    /// The generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// Packages, channels and bundles in the served content.

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
     category = "pakket",
     status = "InputStatus",
     printcolumn = r#"{"name":"Class","type":"string","jsonPath":".spec.inputClass"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Resolved","type":"string","jsonPath":".status.conditions[?(@.type==\"ResolutionFailed\")].reason"}"#,
     printcolumn = r#"{"name":"Bundles","type":"string","jsonPath":".status.instances[*].bundle","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#

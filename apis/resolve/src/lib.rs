@@ -19,6 +19,7 @@ pub mod crd;
 pub mod input;
 pub mod input_condition;
 pub mod protocol;
+pub mod readiness;
 pub mod resolved_set;
 
 pub use catalog::{Catalog, CatalogSpec, CatalogStatus};

@@ -28,7 +28,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource as _, ResourceExt as _};
-use pakket_api::{Instance, RecordKey};
+use pakket_api::{Instance, RecordKey, readiness};
 use pakket_helm_api::{HelmChart, HelmChartStatus};
 use pakket_runtime::secret_values::SecretValues;
 use serde_json::{Value, json};
@@ -431,6 +431,22 @@ async fn write_status(
             None => conditions.retain(|c| c.type_ != type_),
         }
     }
+    // Accepted, the chart stands where its Instance does (its causes
+    // included); refused, or with no Instance yet, as the chart says.
+    let accepted = conditions
+        .iter()
+        .any(|c| c.type_ == "Accepted" && c.status == "True");
+    let standing = instance
+        .filter(|_| accepted)
+        .and_then(readiness::of_instance)
+        .unwrap_or_else(|| readiness::of_request(&conditions));
+    let generation = chart.metadata.generation;
+    readiness::write(
+        &mut conditions,
+        generation,
+        &standing,
+        jiff::Timestamp::now(),
+    );
     let status = HelmChartStatus {
         conditions,
         instance: name.map(str::to_owned),

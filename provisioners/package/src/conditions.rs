@@ -1,8 +1,11 @@
 //! Glasskube's condition pair: `Ready` and `Failed`, always set together,
 //! with a reason of the group's typed vocabulary
-//! (`pakket_packages_api::conditions`).
+//! (`pakket_packages_api::conditions`), and kstatus's `Reconciling` and
+//! `Stalled` beside them (`pakket_api::readiness`).
 
+use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use pakket_api::Standing;
 use pakket_packages_api::conditions::{
     PackageInfoReason, PackageReason, ReadinessType, RepositoryReason,
 };
@@ -52,24 +55,28 @@ pub fn set_readiness(
     message: String,
     generation: Option<i64>,
 ) {
-    let (ready, failed) = match readiness {
-        Readiness::Ready => ("True", "False"),
-        Readiness::Failed => ("False", "True"),
-        Readiness::Pending => ("False", "False"),
+    let failed = if readiness == Readiness::Failed {
+        "True"
+    } else {
+        "False"
     };
-    for (kind, status) in [
-        (ReadinessType::Ready, ready),
-        (ReadinessType::Failed, failed),
-    ] {
-        set(
-            conditions,
-            kind.as_str(),
-            status,
-            reason.as_str(),
-            &message,
-            generation,
-        );
-    }
+    let reason = reason.as_str();
+    // kstatus's pair beside Glasskube's: pending is Reconciling, failed
+    // is Stalled (`Ready` is the same condition in both).
+    let standing = match readiness {
+        Readiness::Ready => Standing::ready(reason, message.clone()),
+        Readiness::Failed => Standing::stalled(reason, message.clone()),
+        Readiness::Pending => Standing::reconciling(reason, message.clone()),
+    };
+    pakket_api::readiness::write(conditions, generation, &standing, Timestamp::now());
+    set(
+        conditions,
+        ReadinessType::Failed.as_str(),
+        failed,
+        reason,
+        &message,
+        generation,
+    );
 }
 
 /// Sets one condition (the transition time kept while status and reason
@@ -91,7 +98,7 @@ pub fn set(
             reason: reason.into(),
             message: message.into(),
             observed_generation: generation,
-            last_transition_time: Time(jiff::Timestamp::now()),
+            last_transition_time: Time(Timestamp::now()),
         },
     );
 }

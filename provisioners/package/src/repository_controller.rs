@@ -78,6 +78,7 @@ async fn reconcile(
             repository.metadata.generation,
         ),
     }
+    status.observed_generation = repository.metadata.generation;
     if repository.status.as_ref() != Some(&status) {
         Api::<PackageRepository>::all(context.client.clone())
             .patch_status(

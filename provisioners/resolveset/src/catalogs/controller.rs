@@ -301,6 +301,8 @@ fn status(catalog: &Catalog, context: &Context, attempt: &Result<Synced, Error>)
             .iter()
             .position(|kind| kind.as_str() == c.type_)
     });
+    let standing = pakket_resolve_api::readiness::of_catalog(&conditions);
+    pakket_api::readiness::write(&mut conditions, generation, &standing, now);
     let content_dir = match (attempt, serving) {
         (Ok(synced), _) => Some(synced.dir.clone()),
         (Err(_), Some((_, digest))) => Digest::parse(digest)
@@ -310,6 +312,7 @@ fn status(catalog: &Catalog, context: &Context, attempt: &Result<Synced, Error>)
     };
     CatalogStatus {
         conditions,
+        observed_generation: generation,
         digest: serving.map(|(_, digest)| digest.to_owned()),
         counts: serving.map(|(loaded, _)| counts(loaded)),
         last_sync_time: Some(Time(now)),

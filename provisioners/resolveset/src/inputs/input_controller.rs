@@ -1158,6 +1158,8 @@ async fn write_status(
     {
         pakket_api::condition::set(&mut conditions, new);
     }
+    let standing = pakket_resolve_api::readiness::of_input(&conditions);
+    pakket_api::readiness::write(&mut conditions, generation, &standing, now);
     // A person's decision is hers: the controller never writes it (its
     // server-side apply leaves a field it does not set alone).
     let status = InputStatus {

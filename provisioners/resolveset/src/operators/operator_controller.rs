@@ -15,7 +15,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, watcher};
 use kube::{Client, Resource as _, ResourceExt as _};
-use pakket_api::{ConditionType, Instance};
+use pakket_api::{ConditionType, Instance, Standing, readiness};
 use pakket_engine::Version;
 use pakket_runtime::kernel::leader::LeaderState;
 use serde_json::json;
@@ -87,19 +87,29 @@ async fn reconcile(
             .any(|o| Some(&o.uid) == operator.uid().as_ref())
     {
         let mut status = operator.status.clone().unwrap_or_default();
+        let generation = operator.metadata.generation;
+        let message = format!(
+            "Input {name} exists and is not this Operator's, so it is left as it is; rename the Operator, or delete that Input if it should be the Operator's"
+        );
         pakket_api::condition::set(
             &mut status.conditions,
             Condition {
                 type_: "UpdateAvailable".into(),
                 status: "Unknown".into(),
                 reason: "InputNotOurs".into(),
-                message: format!(
-                    "Input {name} exists and is not this Operator's, so it is left as it is; rename the Operator, or delete that Input if it should be the Operator's"
-                ),
-                observed_generation: operator.metadata.generation,
+                message: message.clone(),
+                observed_generation: generation,
                 last_transition_time: Time(Timestamp::now()),
             },
         );
+        let stalled = Standing::stalled("InputNotOurs", message);
+        readiness::write(
+            &mut status.conditions,
+            generation,
+            &stalled,
+            Timestamp::now(),
+        );
+        status.observed_generation = generation;
         status.components = Vec::new();
         write_status(&context, &operator, status).await?;
         return Ok(Action::requeue(RESYNC));
@@ -236,14 +246,27 @@ async fn status_of(
             .condition(InputConditionType::ResolutionFailed.as_str())
             .map_or_else(|| "NotResolved".into(), |c| c.reason.clone()),
     }];
+    let input_conditions = resolved.conditions.as_slice();
+    let mut parts = vec![(
+        format!("Input {}", input.name_any()),
+        pakket_resolve_api::readiness::of_input(input_conditions),
+    )];
     let instances: Api<Instance> = Api::all(context.client.clone());
     for resolved in &resolved.instances {
-        let state = match instances.get_opt(&resolved.name).await {
+        let found = instances.get_opt(&resolved.name).await;
+        let state = match &found {
             Ok(Some(instance)) => instance
                 .condition(ConditionType::Installed)
                 .map_or_else(|| "NotReconciled".into(), |c| c.reason.clone()),
             _ => "Missing".into(),
         };
+        let standing = match &found {
+            Ok(Some(instance)) => readiness::of_instance(instance).unwrap_or_else(|| {
+                Standing::reconciling("NotReconciled", "no provisioner has looked at it yet")
+            }),
+            _ => Standing::reconciling("Missing", "not made yet"),
+        };
+        parts.push((format!("Instance {}", resolved.name), standing));
         components.push(Component {
             kind: "Instance".into(),
             name: resolved.name.clone(),
@@ -294,11 +317,19 @@ async fn status_of(
             );
         }
     }
+    let generation = operator.metadata.generation;
+    readiness::write(
+        &mut conditions,
+        generation,
+        &readiness::of_parts(&parts),
+        Timestamp::now(),
+    );
     OperatorStatus {
         conditions,
         installed_version,
         updates,
         components,
+        observed_generation: generation,
     }
 }
 

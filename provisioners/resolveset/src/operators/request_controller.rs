@@ -244,6 +244,15 @@ async fn reconcile(
             refusal.status(said_now)
         }
     };
+    let mut status = status;
+    let standing = pakket_api::readiness::of_request(&status.conditions);
+    let generation = request.metadata.generation;
+    pakket_api::readiness::write(
+        &mut status.conditions,
+        generation,
+        &standing,
+        Timestamp::now(),
+    );
     if request.status.as_ref() != Some(&status) {
         let patch = json!({
             "apiVersion": "operators.pakket.dev/v1alpha1",

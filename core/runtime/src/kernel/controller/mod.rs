@@ -402,6 +402,10 @@ fn shared_context<P: Provisioner>(
         Arc::clone(&options.metrics),
         options.store_gc,
     ));
+    // The Instance gauges read these caches rather than listing Instances.
+    options
+        .metrics
+        .read_instances_from(caches.instances.clone(), caches.classes.clone());
     Context {
         provisioner,
         client: client.clone(),
@@ -491,6 +495,10 @@ async fn reconcile_instance<P: Provisioner>(
     let holds_finalizer = finalizer::has(&instance, finalizer_name);
     if instance.metadata.deletion_timestamp.is_some() {
         if holds_finalizer {
+            let instance = match report::tell_deleting(&api, &instance).await? {
+                Some(written) => Arc::new(written),
+                None => instance,
+            };
             if let uninstall::Progress::WaitingForCrds =
                 uninstall::uninstall(&instance, context).await?
             {
