@@ -9,8 +9,7 @@
 //! Data: the chart is written here (not a public chart), in podinfo's
 //! shape: a Deployment, a Service and a ConfigMap named after the release.
 
-#[path = "../../../provisioners/helm/tests/support/mod.rs"]
-mod helm_world;
+use super::helm_world;
 
 use std::collections::BTreeMap;
 

@@ -10,6 +10,9 @@ mod approval;
 mod completion;
 mod decide;
 mod deps;
+// pakket-helm run as `deploy/` runs it, shared by adopt_helm and readiness.
+#[path = "../../../provisioners/helm/tests/support/mod.rs"]
+mod helm_world;
 mod history;
 mod inspect;
 mod kubectl_plugin;
@@ -19,6 +22,7 @@ mod operator_request;
 mod operators;
 mod packages;
 mod policy_test;
+mod readiness;
 mod resolver_api;
 mod support;
 mod webhook_approval;
