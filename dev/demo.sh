@@ -46,7 +46,7 @@ YAML
   kubectl instance describe hello
   say "kubectl instance approve hello: the plain provisioner's Pod installs it"
   kubectl instance approve hello
-  kubectl wait --for=condition=Installed --timeout=120s instance/hello
+  kubectl wait --for=condition=Ready --timeout=120s instance/hello
   kubectl get pakket
   echo "ConfigMap hello/greeting says: $(kubectl get configmap greeting -n hello -o jsonpath='{.data.message}')"
   say "Use it: export KUBECONFIG=$KUBECONFIG (and PATH=$(dirname "$(command -v kubectl)"):\$PATH for the pinned kubectl)"
@@ -161,6 +161,8 @@ if [[ $(condition hello Installed status) != True ]]; then
 
   say "kubectl instance approve hello (as admin; approving needs the 'approve' verb on instances, and covers exactly the request shown: its digest, the spec read and what the runtime judged)"
   kubectl instance approve hello
+  say "kubectl wait --for=condition=Ready instance/hello: Ready is True once it is installed and healthy (what a GitOps pipeline gates on; Flux's kstatus reads Reconciling and Stalled beside it)"
+  kubectl wait --for=condition=Ready --timeout=120s instance/hello
 fi
 wait_for hello Installed status True
 wait_for hello Healthy status True
