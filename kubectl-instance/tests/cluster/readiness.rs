@@ -68,6 +68,21 @@ fn kstatus_of(name: &str) -> String {
     verdict["status"].as_str().unwrap().to_owned()
 }
 
+/// With `PAKKET_CAPTURE_DIR` set, writes the Instance as kubectl reads
+/// it to `DIR/<state>.yaml`: deploy/argocd's fixtures are captured so.
+fn capture(state: &str, name: &str) {
+    let Some(dir) = std::env::var_os("PAKKET_CAPTURE_DIR") else {
+        return;
+    };
+    let object = cluster()
+        .kubectl()
+        .args(["get", "instance", name, "-o", "yaml"])
+        .output()
+        .unwrap();
+    let file = std::path::Path::new(&dir).join(format!("{}.yaml", state.replace(' ', "-")));
+    std::fs::write(file, object.stdout).unwrap();
+}
+
 /// Whether `kubectl wait --for=condition=Ready` succeeds within `seconds`.
 fn kubectl_wait_ready(name: &str, seconds: u32) -> bool {
     cluster()
@@ -109,6 +124,7 @@ async fn ready_says(name: &str, reason: &str) -> Instance {
 async fn all_agree(state: &str, name: &str, verdict: &str, why_state: &str) {
     let instances: Api<Instance> = Api::all(cluster().client_as("admin").await);
     let instance = instances.get(name).await.unwrap();
+    capture(state, name);
     let conditions = &instance.status.as_ref().unwrap().conditions;
     let ready = readiness::ready(conditions).unwrap();
     assert_eq!(
