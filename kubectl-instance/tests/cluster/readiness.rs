@@ -227,26 +227,9 @@ async fn kstatus_kubectl_wait_and_why_agree_on_every_state_of_an_instance() {
 
     // Waiting for a person: alice owns only her namespace and asks for
     // the chart in another.
-    pakket_testkit::rbac::grant(
-        scope,
-        "alice",
-        json!([
-            { "apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "list", "watch", "create", "delete"] },
-            { "apiGroups": ["core.pakket.dev"], "resources": ["provisionerclasses"], "resourceNames": [world.class], "verbs": ["use"] },
-        ]),
-    )
-    .await;
-    pakket_testkit::rbac::bind_in(scope, &scope.namespace, "alice", "admin").await;
-    let elsewhere = scope.name("elsewhere");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scope.client.clone());
-    let namespace =
-        serde_json::from_value(json!({"metadata": {"name": elsewhere, "labels": scope.labels()}}))
-            .unwrap();
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    let hers: Api<Instance> = Api::all(cluster().client_as("alice").await);
+    let alice = helm_world::namespace_owner(&world, "alice", &scope.namespace).await;
+    let (elsewhere, namespaces) = helm_world::another_namespace(scope).await;
+    let hers: Api<Instance> = Api::all(alice);
     let waiting = scope.name("waiting");
     let asked = create("waiting", &plain, json!({ "namespace": elsewhere }));
     eventually("alice creates her Instance", || async {

@@ -20,13 +20,12 @@ mod support;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use pakket_api::{ConditionType, Instance};
 use pakket_helm_api::HelmChart;
-use pakket_testkit::{Scope, condition_is, eventually, wait_for_instance};
+use pakket_testkit::{condition_is, eventually, wait_for_instance};
 use serde_json::{Value, json};
-use support::{World, every_message, plain_chart, web_chart, world};
+use support::{another_namespace, every_message, namespace_owner, plain_chart, web_chart, world};
 
 /// Pushes the archive of chart `name` at `version` to the registry under
 /// `path` as an OCI chart with the real helm (which names the repository
@@ -639,37 +638,6 @@ async fn a_chart_ref_to_an_internal_address_reaches_nothing_under_the_shipped_cl
             .unwrap();
     }
     world.scope.cleanup().await;
-}
-
-/// A namespace nobody in the test owns, `<scope>-elsewhere`.
-async fn another_namespace(scope: &Scope) -> (String, Api<k8s_openapi::api::core::v1::Namespace>) {
-    let elsewhere = scope.name("elsewhere");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scope.client.clone());
-    let namespace =
-        serde_json::from_value(json!({"metadata": {"name": elsewhere, "labels": scope.labels()}}))
-            .unwrap();
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    (elsewhere, namespaces)
-}
-
-/// `user` may create Instances and use the class, and is admin of
-/// `namespace` only: a namespace owner.
-async fn namespace_owner(world: &World, user: &str, namespace: &str) -> Client {
-    let scope = &world.scope;
-    pakket_testkit::rbac::grant(
-        scope,
-        user,
-        json!([
-            { "apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "list", "watch", "create", "delete"] },
-            { "apiGroups": ["core.pakket.dev"], "resources": ["provisionerclasses"], "resourceNames": [world.class], "verbs": ["use"] },
-        ]),
-    )
-    .await;
-    pakket_testkit::rbac::bind_in(scope, namespace, user, "admin").await;
-    scope.cluster.client_as(user).await
 }
 
 #[tokio::test]

@@ -296,3 +296,36 @@ pub async fn helm_chart_says(
     }
     panic!("HelmChart {name}: no {type_}={status} saying {words:?} in 90 s: {last:#?}");
 }
+
+/// A namespace nobody in the test owns, `<scope>-elsewhere`.
+pub async fn another_namespace(
+    scope: &Scope,
+) -> (String, Api<k8s_openapi::api::core::v1::Namespace>) {
+    let elsewhere = scope.name("elsewhere");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scope.client.clone());
+    let namespace =
+        serde_json::from_value(json!({"metadata": {"name": elsewhere, "labels": scope.labels()}}))
+            .unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    (elsewhere, namespaces)
+}
+
+/// `user` may create Instances and use the class, and is admin of
+/// `namespace` only: a namespace owner.
+pub async fn namespace_owner(world: &World, user: &str, namespace: &str) -> kube::Client {
+    let scope = &world.scope;
+    pakket_testkit::rbac::grant(
+        scope,
+        user,
+        json!([
+            { "apiGroups": ["core.pakket.dev"], "resources": ["instances"], "verbs": ["get", "list", "watch", "create", "delete"] },
+            { "apiGroups": ["core.pakket.dev"], "resources": ["provisionerclasses"], "resourceNames": [world.class], "verbs": ["use"] },
+        ]),
+    )
+    .await;
+    pakket_testkit::rbac::bind_in(scope, namespace, user, "admin").await;
+    scope.cluster.client_as(user).await
+}
