@@ -15,7 +15,7 @@
 //! Each kind decides its [`Standing`] from its own conditions with a pure
 //! function (the Instance's is [`of_instance`] here; the other groups keep
 //! theirs beside their types), and its status writer puts the three
-//! conditions in with [`write`].
+//! conditions in with [`write()`].
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
