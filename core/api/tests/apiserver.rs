@@ -421,8 +421,14 @@ async fn kubectl_get_shows_the_printer_columns() {
         .create(&post, &bundle(&scope, "bundle"))
         .await
         .unwrap();
-    let status =
-        json!({ "unpacked": "Done", "source": { "ref": "docker://x/y:v1", "digest": DIGEST } });
+    let mut unpacked = Vec::new();
+    let ready = pakket_api::Standing::ready("UnpackSucceeded", "unpacked");
+    pakket_api::readiness::write(&mut unpacked, Some(1), &ready, Timestamp::now());
+    let status = json!({
+        "unpacked": "Done",
+        "source": { "ref": "docker://x/y:v1", "digest": DIGEST },
+        "conditions": unpacked,
+    });
     bundles
         .patch_status(
             &scope.name("bundle"),
@@ -454,6 +460,9 @@ async fn kubectl_get_shows_the_printer_columns() {
         active_bundle: Some(scope.name("bundle")),
         ..InstanceStatus::default()
     };
+    let mut status = status;
+    let ready = pakket_api::Standing::ready("InstallSucceeded", "installed and healthy");
+    pakket_api::readiness::write(&mut status.conditions, Some(1), &ready, now);
     instances
         .patch_status(
             &scope.name("instance"),
@@ -494,12 +503,12 @@ async fn kubectl_get_shows_the_printer_columns() {
         .collect();
     assert_eq!(
         headers[0],
-        ["NAME", "CLASS", "BUNDLE", "APPROVED", "INSTALLED", "AGE"],
+        ["NAME", "CLASS", "BUNDLE", "READY", "REASON", "AGE"],
         "{text}"
     );
     assert_eq!(
         headers[1],
-        ["NAME", "CLASS", "UNPACKED", "DIGEST", "AGE"],
+        ["NAME", "CLASS", "UNPACKED", "READY", "DIGEST", "AGE"],
         "{text}"
     );
     // CLAIMED is empty until the provisioner claims the class (none runs here).
@@ -519,13 +528,18 @@ async fn kubectl_get_shows_the_printer_columns() {
             scope.name("class"),
             scope.name("bundle"),
             "True".into(),
-            "True".into()
+            "InstallSucceeded".into()
         ]
     );
     let bundle_row = row(&format!("bundle.core.pakket.dev/{}", scope.name("bundle")));
     assert_eq!(
-        bundle_row[1..4],
-        [scope.name("class"), "Done".into(), DIGEST.into()]
+        bundle_row[1..5],
+        [
+            scope.name("class"),
+            "Done".into(),
+            "True".into(),
+            DIGEST.into()
+        ]
     );
     let class_row = row(&format!(
         "provisionerclass.core.pakket.dev/{}",
