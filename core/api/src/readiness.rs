@@ -87,6 +87,14 @@ impl Standing {
         }
     }
 
+    /// An Instance being deleted: Reconciling, `Ready` reason [`DELETING`].
+    pub fn deleting() -> Self {
+        Self::reconciling(
+            DELETING,
+            "the provisioner is uninstalling what the Instance installed",
+        )
+    }
+
     /// Reconciling or stalled as `condition` says, with its reason and
     /// message.
     fn of(condition: &Condition, stalled: bool) -> Self {
@@ -230,10 +238,7 @@ pub fn of_status(status: &InstanceStatus, deleting: bool) -> Option<Standing> {
         return None;
     }
     if deleting {
-        return Some(Standing::reconciling(
-            DELETING,
-            "the provisioner is uninstalling what the Instance installed",
-        ));
+        return Some(Standing::deleting());
     }
     let Some(blocker) = instance_blocker(&status.conditions) else {
         let every_true = ConditionType::INSTANCE.into_iter().all(|kind| {

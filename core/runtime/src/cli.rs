@@ -183,9 +183,8 @@ pub async fn start(args: &ProvisionerArgs, default_id: &str) -> anyhow::Result<S
         }
     };
     tokio::spawn(serve::serve(listener, metrics.clone(), elector.state()));
-    // The Instance gauges, from the leader's list (see serve::instances).
+    // The Instance gauges, from the controller's caches (see serve::instances).
     tokio::spawn(serve::instances::keep_current(
-        client.clone(),
         id.clone(),
         metrics.clone(),
         elector.state(),

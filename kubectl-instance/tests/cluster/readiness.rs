@@ -33,6 +33,22 @@ fn stuck_chart() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// kstatus, built (or found in the cache) by `dev/kstatus/build.sh` once
+/// per test run.
+fn kstatus_binary() -> &'static str {
+    static BINARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BINARY.get_or_init(|| {
+        let built = Command::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../dev/kstatus/build.sh"
+        ))
+        .output()
+        .unwrap();
+        assert!(built.status.success(), "dev/kstatus/build.sh: {built:?}");
+        String::from_utf8(built.stdout).unwrap().trim().to_owned()
+    })
+}
+
 /// What kstatus concludes about Instance `name`, as read from the
 /// apiserver by kubectl.
 fn kstatus_of(name: &str) -> String {
@@ -42,15 +58,7 @@ fn kstatus_of(name: &str) -> String {
         .output()
         .unwrap();
     assert!(object.status.success(), "{object:?}");
-    let built = Command::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../dev/kstatus/build.sh"
-    ))
-    .output()
-    .unwrap();
-    assert!(built.status.success(), "dev/kstatus/build.sh: {built:?}");
-    let bin = String::from_utf8(built.stdout).unwrap();
-    let mut kstatus = Command::new(bin.trim())
+    let mut kstatus = Command::new(kstatus_binary())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

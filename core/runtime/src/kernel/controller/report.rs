@@ -8,8 +8,8 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 use pakket_api::cause;
 use pakket_api::condition::{self, ConditionStatus};
-use pakket_api::readiness;
 use pakket_api::{Cause, ConditionType, Instance, InstanceStatus, Reason};
+use pakket_api::{Standing, readiness};
 
 use crate::apply::FIELD_MANAGER;
 
@@ -330,16 +330,12 @@ pub async fn tell_deleting(
         .as_ref()
         .map(|status| status.conditions.clone())
         .unwrap_or_default();
-    let deleting = InstanceStatus {
-        conditions: conditions.clone(),
-        ..InstanceStatus::default()
-    };
-    let Some(standing) = readiness::of_status(&deleting, true) else {
-        return Ok(None);
-    };
-    if readiness::ready(&conditions).is_some_and(|c| c.reason == standing.reason()) {
+    // Never reconciled (no conditions) or told already: nothing to say.
+    let told = readiness::ready(&conditions).is_some_and(|c| c.reason == readiness::DELETING);
+    if conditions.is_empty() || told {
         return Ok(None);
     }
+    let standing = Standing::deleting();
     let generation = instance.metadata.generation;
     readiness::write(&mut conditions, generation, &standing, Timestamp::now());
     // Setting the deletion timestamp moved the generation on.

@@ -5,12 +5,12 @@
 //! They are read from the Instances' own conditions, by type string
 //! (`Ready`, `Stalled`, and `Approved` False with reason
 //! `ApprovalPending`), so they follow whatever the status writer says and
-//! need no hook in the reconcile. The leader reads them every [`EVERY`]
-//! and replaces the gauges whole; a standby shows none, so two replicas
-//! never report one Instance twice. It reads the controller's own caches
-//! once the controller hands them over ([`Metrics::read_instances_from`],
-//! every [`CACHED_EVERY`], no request at all); until then it lists them
-//! (a page of 500 at a time).
+//! need no hook in the reconcile. The leader reads them from the
+//! controller's own caches, which the controller hands over when it starts
+//! ([`Metrics::read_instances_from`]), every [`CACHED_EVERY`], with no
+//! request at all (the reflector already lists and watches them), and
+//! replaces the gauges whole; a standby shows none, so two replicas never
+//! report one Instance twice.
 //! An Instance without a `Ready` condition is counted (`ready="Unknown"`)
 //! but has no `not_ready_since` series: nothing says since when.
 //!
@@ -20,12 +20,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, ListParams};
+use kube::ResourceExt;
 use kube::runtime::reflector::Store;
-use kube::{Client, ResourceExt};
 use pakket_api::{Instance, ProvisionerClass};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -35,19 +34,11 @@ use prometheus_client::registry::Registry;
 use super::Metrics;
 use crate::leader::LeaderState;
 
-/// How often the leader lists its Instances for the gauges: far below
-/// any alert's `for:`, and two lists a minute cost the apiserver little.
-pub const EVERY: Duration = Duration::from_secs(30);
 /// How often the gauges are read from the controller's caches: reading
 /// memory costs nothing, so they may follow closely.
 pub const CACHED_EVERY: Duration = Duration::from_secs(5);
-/// Instances per page of the list.
-const PAGE: u32 = 500;
 
-/// The condition type that is True only when an Instance is installed and healthy.
-pub const READY: &str = "Ready";
-/// The condition type that is True on a terminal refusal or failure.
-pub const STALLED: &str = "Stalled";
+pub use pakket_api::readiness::{READY, STALLED};
 /// The condition type that says whether an Instance may be installed.
 pub const APPROVED: &str = "Approved";
 /// `Approved`'s reason while a person must decide.
@@ -207,14 +198,6 @@ impl InstanceGauges {
         ))
     }
 
-    /// How long the last tally is good for.
-    fn every(&self) -> Duration {
-        match *self.caches.lock().expect("instance caches lock poisoned") {
-            Some(_) => CACHED_EVERY,
-            None => EVERY,
-        }
-    }
-
     pub(super) fn show(&self, tally: &Tally) {
         let _replacing = self
             .replacing
@@ -243,32 +226,23 @@ impl InstanceGauges {
 }
 
 /// Keeps the Instance gauges of `metrics` current for the provisioner
-/// `id`, forever (abort the task to stop): read as soon as this replica
-/// leads and every [`EVERY`] (or [`CACHED_EVERY`]) after, emptied when it
-/// stops leading.
-pub async fn keep_current(client: Client, id: String, metrics: Arc<Metrics>, leader: LeaderState) {
-    // Looking at the role costs nothing; only listing does.
-    const LOOK: Duration = Duration::from_secs(1);
-    let mut listed: Option<Instant> = None;
+/// `id`, forever (abort the task to stop): read from the controller's
+/// caches every [`CACHED_EVERY`] while this replica leads, emptied when it
+/// stops leading. Nothing is shown before the controller hands its caches
+/// over: listing every Instance again at start-up would repeat the
+/// reflector's own list.
+pub async fn keep_current(id: String, metrics: Arc<Metrics>, leader: LeaderState) {
+    let mut shown = false;
     loop {
         if !leader.is_leader() {
-            if listed.take().is_some() {
+            if std::mem::take(&mut shown) {
                 metrics.show_instances(&Tally::default());
             }
-        } else if listed.is_none_or(|at| at.elapsed() >= metrics.instances.every()) {
-            listed = Some(Instant::now());
-            let read = match metrics.instances.cached(&id) {
-                Some(tally) => Ok(tally),
-                None => read(&client, &id).await,
-            };
-            match read {
-                Ok(tally) => metrics.show_instances(&tally),
-                // The last tally stays: a gauge that vanished would look
-                // like a problem solved.
-                Err(error) => tracing::warn!(%error, "listing Instances for the metrics"),
-            }
+        } else if let Some(tally) = metrics.instances.cached(&id) {
+            metrics.show_instances(&tally);
+            shown = true;
         }
-        tokio::time::sleep(LOOK).await;
+        tokio::time::sleep(CACHED_EVERY).await;
     }
 }
 
@@ -300,34 +274,6 @@ fn tally_of<'a>(instances: impl Iterator<Item = &'a Instance>, ours: &BTreeSet<S
 }
 
 /// The tally of the Instances whose class names provisioner `id`, listed.
-async fn read(client: &Client, id: &str) -> Result<Tally, kube::Error> {
-    let classes = Api::<ProvisionerClass>::all(client.clone())
-        .list(&ListParams::default())
-        .await?;
-    let ours = ours(classes.iter(), id);
-    let api = Api::<Instance>::all(client.clone());
-    let mut instances = Vec::new();
-    let mut params = ListParams::default().limit(PAGE);
-    loop {
-        let page = api.list(&params).await?;
-        let next = page
-            .metadata
-            .continue_
-            .clone()
-            .filter(|token| !token.is_empty());
-        instances.extend(
-            page.items
-                .into_iter()
-                .filter(|instance| ours.contains(&instance.spec.class)),
-        );
-        match next {
-            Some(token) => params = params.continue_token(&token),
-            None => break,
-        }
-    }
-    Ok(tally_of(instances.iter(), &ours))
-}
-
 #[cfg(test)]
 mod tests {
     use jiff::Timestamp;
@@ -425,7 +371,6 @@ mod tests {
         use kube::runtime::watcher::Event;
         let metrics = Metrics::new();
         assert_eq!(metrics.instances.cached("pakket.dev/plain"), None);
-        assert_eq!(metrics.instances.every(), EVERY);
 
         let (classes, mut class_writer) = reflector::store::<ProvisionerClass>();
         for (name, provisioner) in [("plain", "pakket.dev/plain"), ("helm", "pakket.dev/helm")] {
@@ -450,7 +395,6 @@ mod tests {
             instance_writer.apply_watcher_event(&Event::Apply(instance));
         }
         metrics.read_instances_from(instances, classes);
-        assert_eq!(metrics.instances.every(), CACHED_EVERY);
         let tally = metrics.instances.cached("pakket.dev/plain").unwrap();
         assert_eq!(tally.not_ready, [since("web", "Installing", 100)]);
         assert_eq!(tally.counts.values().sum::<i64>(), 1, "{tally:?}");
