@@ -12,6 +12,7 @@ mod data;
 mod events;
 pub mod https;
 pub mod leftovers;
+pub mod load;
 pub mod rbac;
 pub mod report;
 mod scope;
