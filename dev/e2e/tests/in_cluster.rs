@@ -27,6 +27,11 @@
 //!    before is replaced (same UIDs).
 //! 6. `deploy/uninstall.sh` refuses while Pakket manages content, then,
 //!    with `--delete-content`, removes it all: content, Pakket, CRDs.
+//! 7. Pakket again, this time through its Helm chart (`deploy/chart`,
+//!    `helm install` with the same digests): every Pod runs the pinned
+//!    image, alice's plain bundle installs and `kubectl wait
+//!    --for=condition=Ready` sees it; `helm uninstall` then removes
+//!    Pakket and leaves the CRDs, as Helm does with a chart's `crds/`.
 //!
 //! Needs root (containerd, the node's bridge): CI runs as root.
 
@@ -227,6 +232,7 @@ kind: ConfigMap
 metadata:
   name: NAME-content
   namespace: alice
+  labels: {core.pakket.dev/bundle-content: "true"}
 immutable: true
 data:
   hello.yaml: |
@@ -968,4 +974,144 @@ spec:
             gone.join(" ")
         );
     }
+
+    // 7. Pakket again, through its Helm chart.
+    helm_installs_pakket(&cluster, &new_images);
+}
+
+/// The `--set` flags that pin each Pakket image of an images file in the
+/// chart's values (`pakket-registry-v1=REG/pakket-registry-v1@sha256:…` is
+/// `registryV1.image.repository` and `registryV1.image.digest`), as the
+/// chart's README shows; the test operator's image is not Pakket's.
+fn chart_image_values(images: &str) -> Vec<String> {
+    let mut set = Vec::new();
+    for line in images.lines() {
+        let Some((name, reference)) = line.split_once('=') else {
+            continue;
+        };
+        let Some(component) = name.strip_prefix("pakket-") else {
+            continue;
+        };
+        if component == "e2e-admission" {
+            continue;
+        }
+        let key = if component == "registry-v1" {
+            "registryV1"
+        } else {
+            component
+        };
+        let (repository, digest) = reference
+            .split_once('@')
+            .unwrap_or_else(|| panic!("{name} is not pinned by digest: {reference}"));
+        set.push("--set".to_owned());
+        set.push(format!("{key}.image.repository={repository}"));
+        set.push("--set".to_owned());
+        set.push(format!("{key}.image.digest={digest}"));
+    }
+    set
+}
+
+/// Step 7: `helm install` of deploy/chart on the cluster uninstall.sh left
+/// clean, with the images of the upgrade; alice's plain bundle, approved,
+/// is Ready; `helm uninstall` takes Pakket away and leaves the CRDs.
+fn helm_installs_pakket(cluster: &Cluster, images: &str) {
+    let helm = pakket_controlplane::helm().expect("the pinned helm");
+    let work = tempfile_dir(cluster, "helm-home");
+    let helm_run = |args: &[&str], what: &str| {
+        let began = Instant::now();
+        checked(
+            cluster
+                .command(&helm)
+                .args(args)
+                .args(["--kube-context", "admin"])
+                .env("HOME", &work)
+                .output()
+                .unwrap(),
+            what,
+        );
+        println!("{what}: {:.0} s", began.elapsed().as_secs_f64());
+    };
+    let mut install = vec![
+        "install",
+        "pakket",
+        "deploy/chart",
+        "--namespace",
+        "pakket-system",
+        "--create-namespace",
+        "--wait",
+        "--timeout",
+        "300s",
+    ];
+    let values = chart_image_values(images);
+    install.extend(values.iter().map(String::as_str));
+    helm_run(&install, "helm install pakket deploy/chart");
+    let running = cluster.pakket_pods_run(images);
+    assert_eq!(
+        running.len(),
+        6,
+        "the chart runs the six Pakket images it was given: {running:?}"
+    );
+
+    // The CRDs came from the chart's crds/ (uninstall.sh deleted them).
+    cluster.apply_as("admin", ALICE);
+    cluster.apply_as("alice", &plain_instance("charted"));
+    cluster.wait_condition("charted", "Unpacked", "True", Duration::from_secs(120));
+    checked(
+        cluster
+            .command("kubectl")
+            .args(["instance", "approve", "charted"])
+            .output()
+            .unwrap(),
+        "kubectl instance approve charted",
+    );
+    checked(
+        cluster
+            .command("kubectl")
+            .args([
+                "--context",
+                "admin",
+                "wait",
+                "--for=condition=Ready",
+                "instance/charted",
+                "--timeout=120s",
+            ])
+            .output()
+            .unwrap(),
+        "kubectl wait --for=condition=Ready instance/charted",
+    );
+    let greeting = cluster.json(&["-n", "alice", "get", "configmap", "charted-greeting"]);
+    assert_eq!(
+        greeting["data"]["message"],
+        "hello from alice's plain bundle"
+    );
+
+    // Content first (its finalizers need the provisioners), then Pakket.
+    cluster.admin(&["delete", "instance", "charted", "--wait", "--timeout=120s"]);
+    helm_run(
+        &[
+            "uninstall",
+            "pakket",
+            "--namespace",
+            "pakket-system",
+            "--wait",
+            "--timeout",
+            "300s",
+        ],
+        "helm uninstall pakket",
+    );
+    for gone in [
+        vec!["get", "validatingwebhookconfiguration", "pakket-webhooks"],
+        vec!["get", "mutatingwebhookconfiguration", "pakket-webhooks"],
+        vec!["get", "clusterrole", "pakket-plain"],
+        vec!["-n", "pakket-system", "get", "deployment", "pakket-webhooks"],
+    ] {
+        let output = cluster.kubectl_as("admin", &gone, None);
+        assert!(
+            !output.status.success(),
+            "still there after helm uninstall: kubectl {}",
+            gone.join(" ")
+        );
+    }
+    // Helm never deletes a chart's crds/ (the chart's README says so).
+    cluster.admin(&["get", "crd", "instances.core.pakket.dev"]);
 }
