@@ -91,31 +91,46 @@ if $quick; then
   exit 0
 fi
 
-step "control plane binaries"
-PAKKET_CONTROLPLANE_BIN=$(dev/controlplane/build.sh)
-export PAKKET_CONTROLPLANE_BIN
-# kube-scheduler and kwok for the shared control plane's fake node.
-PAKKET_NODES_BIN=$(dev/controlplane/build-nodes.sh)
-export PAKKET_NODES_BIN
-# helm for the package provisioner's Helm packages.
-PAKKET_HELM_BIN=$(dev/controlplane/build-helm.sh)
-export PAKKET_HELM_BIN
-# kubelet, kube-proxy, crictl and pause for the real-node tests (and
-# containerd, runc, the CNI plugins and iptables from Debian).
-PAKKET_REAL_NODE_BIN=$(dev/controlplane/build-real-node.sh)
-export PAKKET_REAL_NODE_BIN
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
+pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
+go_builds=""
+lint_lane=""
+cleanup() {
+  # Background work first: the Go builds and the lint lane, if still running.
+  for job in $go_builds $lint_lane; do kill "$job" 2>/dev/null || true; done
+  # The second first, by name (the first's `down` would also stop it, as
+  # its folder is inside the first's, but its own `down` says so plainly).
+  for control_plane in "$run_dir/second" "$run_dir"; do
+    "$pakket_dev" --dir "$control_plane" down >/dev/null 2>&1 || true
+  done
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+
+step "Go-built parts, in the background"
+# The pinned Kubernetes parts (control plane; kube-scheduler and kwok for
+# the shared control plane's fake node; helm; the real node's kubelet,
+# kube-proxy, crictl and pause, with containerd, runc, the CNI plugins and
+# iptables from Debian) and kstatus, built from their Go modules into the
+# cache on first use, beside the cargo builds below: the Go builds wait on
+# the module proxy and link on one core while cargo's wait on its slowest
+# crates, so together they fill both cores. Each script prints its bin
+# folder; the tests need them only once the builds are done.
+mkdir -p "$run_dir/go"
+(
+  set -e
+  dev/controlplane/build.sh >"$run_dir/go/controlplane"
+  dev/controlplane/build-nodes.sh >"$run_dir/go/nodes"
+  dev/controlplane/build-helm.sh >"$run_dir/go/helm"
+  dev/controlplane/build-real-node.sh >"$run_dir/go/real-node"
+  # The readiness test asks dev/kstatus/build.sh again, which finds it.
+  dev/kstatus/build.sh >/dev/null
+) >"$run_dir/go.log" 2>&1 &
+go_builds=$!
 
 step "format"
 cargo fmt --all -- --check
 cargo fmt --manifest-path examples/author/Cargo.toml -- --check
-
-step "lint"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo clippy "${author[@]}" --all-targets -- -D warnings
-
-step "docs"
-# What a provisioner author reads: broken or private links fail the run.
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
 step "rustls uses ring only"
 # `cargo tree -i` fails with "did not match any packages" when the crate is
@@ -129,18 +144,6 @@ elif ! grep -q "did not match any packages" <<<"$tree"; then
   exit 1
 fi
 echo "aws-lc-sys: not in the graph"
-
-run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
-pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
-cleanup() {
-  # The second first, by name (the first's `down` would also stop it, as
-  # its folder is inside the first's, but its own `down` says so plainly).
-  for control_plane in "$run_dir/second" "$run_dir"; do
-    "$pakket_dev" --dir "$control_plane" down >/dev/null 2>&1 || true
-  done
-  rm -rf "$run_dir"
-}
-trap cleanup EXIT
 
 step "build tests"
 # Everything the run's debug builds need, here, once: the tests, the
@@ -162,9 +165,26 @@ cargo test --workspace --locked --no-run "${json[@]}" | built_inodes >"$run_dir/
 cargo build --workspace --locked --bins "${json[@]}" | built_inodes >>"$run_dir/built"
 cargo test "${author[@]}" --no-run "${json[@]}" | built_inodes >>"$run_dir/built"
 dev/prune-target.sh "$CARGO_TARGET_DIR" "$run_dir/built"
-# The in-cluster test's static release images, built now so that the test
-# itself only pushes them (the same binaries and features it asks for).
+# The in-cluster test's static images, built now so that the test itself
+# only pushes them (the same binaries and features it asks for), in the
+# `images` profile: static musl binaries at the least compile time (the
+# images a release publishes are built in `release`; docs/testing.md).
+export PAKKET_IMAGE_PROFILE=images
 PAKKET_TEST_IMAGES=1 dev/images/build.sh --build-only
+
+step "Go-built parts"
+if ! wait "$go_builds"; then
+  cat "$run_dir/go.log" >&2
+  echo "dev/test.sh: building the Go parts failed (above)" >&2
+  exit 1
+fi
+go_builds=""
+grep -E "built in|building kstatus" "$run_dir/go.log" || true
+PAKKET_CONTROLPLANE_BIN=$(<"$run_dir/go/controlplane")
+PAKKET_NODES_BIN=$(<"$run_dir/go/nodes")
+PAKKET_HELM_BIN=$(<"$run_dir/go/helm")
+PAKKET_REAL_NODE_BIN=$(<"$run_dir/go/real-node")
+export PAKKET_CONTROLPLANE_BIN PAKKET_NODES_BIN PAKKET_HELM_BIN PAKKET_REAL_NODE_BIN
 
 step "start the shared control plane"
 "$pakket_dev" --dir "$run_dir" up --nodes 1 >/dev/null
@@ -173,9 +193,25 @@ export PAKKET_TEST_KUBECONFIG="$run_dir/kubeconfig"
 # The second, for the slowest test binaries (they run beside the others).
 "$pakket_dev" --dir "$run_dir/second" up --nodes 1 >/dev/null
 
-step "tests"
-# Three lanes at once, since most of a test's time is spent waiting for
-# controllers and Pods, not computing:
+step "tests, and lint and docs beside them"
+# Lint and docs first, in the background, at the lowest CPU priority: they
+# compile nothing the tests run (clippy and rustdoc check, cargo builds),
+# so they fill the cores the tests leave idle instead of holding the tests
+# back, in a target folder of their own (cargo locks its target folder
+# while it compiles, and the test lanes start below). Their result is
+# awaited, and fails the run, after the tests.
+lint_log=$run_dir/lint.log
+(
+  export CARGO_TARGET_DIR=$cache/cargo-target-lint
+  set -e
+  nice -n 19 cargo clippy --workspace --all-targets --locked -- -D warnings
+  nice -n 19 cargo clippy "${author[@]}" --all-targets -- -D warnings
+  # What a provisioner author reads: broken or private links fail the run.
+  RUSTDOCFLAGS="-D warnings" nice -n 19 cargo doc --workspace --no-deps --locked
+) >"$lint_log" 2>&1 &
+lint_lane=$!
+# Three lanes of tests at once, since most of a test's time is spent
+# waiting for controllers and Pods, not computing:
 # - the in-cluster test: its own control plane, a real node, Pakket's images;
 # - the slowest test binaries (below): the second shared control plane;
 # - every other test: the first.
@@ -219,6 +255,8 @@ failed=false
 printf '\n== every other test done (%ss)\n' "$SECONDS"
 lane_done "$beside_lane" "$beside_log" "the slowest binaries, beside the others (${beside[*]})" || failed=true
 lane_done "$in_cluster" "$in_cluster_log" "the in-cluster test, beside the others" || failed=true
+lane_done "$lint_lane" "$lint_log" "lint (clippy -D warnings) and docs (cargo doc -D warnings), beside the tests" || failed=true
+lint_lane=""
 if $failed; then exit 1; fi
 step "the real-node test (after the in-cluster test: one bridge per machine)"
 cargo test --workspace --locked --test real_node 2>&1 | tee -a "$tests_log"

@@ -79,6 +79,14 @@ if [[ -n ${PAKKET_IMAGE_LABEL:-} ]]; then
   labels=(--label "dev.pakket.image-label=$PAKKET_IMAGE_LABEL")
 fi
 
+# The cargo profile: `release` for what is published; dev/test.sh asks for
+# `images` (Cargo.toml: static too, unoptimized, a fraction of the build).
+profile=${PAKKET_IMAGE_PROFILE:-release}
+case $profile in
+  release | images) ;;
+  *) fail "PAKKET_IMAGE_PROFILE=$profile: use release (the default) or images" ;;
+esac
+
 started=$(date +%s)
 bins=(--bin pakket)
 for name in "${names[@]}" "${test_names[@]}"; do bins+=(--bin "pakket-$name"); done
@@ -87,9 +95,9 @@ for name in "${names[@]}" "${test_names[@]}"; do bins+=(--bin "pakket-$name"); d
 # the build is most of the in-cluster test's time, and nothing else runs
 # beside it there; PAKKET_IMAGE_BUILD_JOBS=1 keeps a busy machine usable.
 jobs=${PAKKET_IMAGE_BUILD_JOBS:-$(nproc)}
-log "building $((${#names[@]} + ${#test_names[@]} + 1)) static binaries for $target (release, $jobs jobs)"
-(cd "$repo" && cache_locked cargo build --release --locked --target "$target" -j "$jobs" "${bins[@]}")
-bin_dir=$CARGO_TARGET_DIR/$target/release
+log "building $((${#names[@]} + ${#test_names[@]} + 1)) static binaries for $target ($profile, $jobs jobs)"
+(cd "$repo" && cache_locked cargo build --profile "$profile" --locked --target "$target" -j "$jobs" "${bins[@]}")
+bin_dir=$CARGO_TARGET_DIR/$target/$profile
 if $build_only; then
   log "built in $(($(date +%s) - started))s (nothing pushed: --build-only)"
   exit 0
