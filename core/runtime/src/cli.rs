@@ -34,9 +34,12 @@ pub struct ProvisionerArgs {
     pub lease_name: Option<String>,
     /// Seconds a Lease not renewed stays with its holder: how long a
     /// standby (or a restarted process) waits after the leader dies. The
-    /// renew deadline and retry period follow at client-go's ratios
-    /// (15 s, 10 s, 2 s).
-    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..=600))]
+    /// renew deadline and retry period follow at OLM v1's ratios (137 s,
+    /// 107 s, 26 s, as its operator-controller and OpenShift use): a
+    /// leader survives a minute of apiserver downtime, renews with one
+    /// write every 26 s, and a graceful shutdown hands over within 26 s
+    /// (the Lease is released); only a crash waits the whole duration.
+    #[arg(long, default_value_t = 137, value_parser = clap::value_parser!(u64).range(2..=600))]
     pub lease_duration: u64,
     /// Where /healthz, /readyz and /metrics answer (plain HTTP); port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:8080")]

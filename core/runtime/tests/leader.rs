@@ -4,6 +4,9 @@
 //! the same time (checked whenever a candidate's work starts, and by sampling
 //! both candidates' roles every 5 ms throughout).
 //!
+//! An idle leader renews by writing alone (no read of the Lease between
+//! renewals), counted on its own client.
+//!
 //! Each test's Lease lives in its own Scope's namespace.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,6 +16,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use pakket_runtime::kernel::leader::{Elector, LeaderState, LeaseConfig, Role};
+use pakket_runtime::kernel::serve::Metrics;
 use pakket_testkit::Scope;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -83,8 +87,15 @@ struct Candidate {
     stop: Option<oneshot::Sender<()>>,
 }
 
+/// The lease these tests use: 15 s (renew deadline 11.7 s, retry period
+/// 2.8 s at the default's ratios), so a crash fails over in seconds, not
+/// the default's 137 s.
+const LEASE: Duration = Duration::from_secs(15);
+
 fn candidate(scope: &Scope, name: &'static str, witness: &Witness) -> Candidate {
-    let config = LeaseConfig::new(&scope.namespace, "leader").with_identity(name);
+    let config = LeaseConfig::new(&scope.namespace, "leader")
+        .with_lease_duration(LEASE)
+        .with_identity(name);
     let elector = Elector::new(scope.client.clone(), config);
     let state = elector.state();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -202,7 +213,8 @@ async fn a_graceful_shutdown_hands_over_at_once() {
         Role::Unknown,
         "a stopped candidate is not ready"
     );
-    // Released: no waiting for the 15 s lease; the standby's next poll (2 s) takes it.
+    // Released: no waiting for the 15 s lease; the standby's next poll
+    // (one retry period, 2.8 s) takes it.
     let took = witness
         .wait_for_worker(second, Duration::from_secs(60))
         .await;
@@ -247,5 +259,89 @@ async fn a_live_leader_keeps_the_lease_past_its_duration() {
     );
     a.task.abort();
     b.task.abort();
+    scope.cleanup().await;
+}
+
+/// Requests sent so far through `metrics`' client: (reads, updates).
+fn lease_requests(metrics: &Metrics) -> (u64, u64) {
+    let requests = metrics.apiserver_requests();
+    let count = |verb: &str| {
+        requests
+            .iter()
+            .find(|(name, _)| *name == verb)
+            .map_or(0, |(_, count)| *count)
+    };
+    (count("get"), count("update"))
+}
+
+/// An idle leader renews by writing alone: one `replace` of the Lease per
+/// retry period, never a read between them. The leader's elector has a
+/// client of its own, whose every request is counted by verb
+/// (`Metrics::counted_client`); a standby polls the same Lease through
+/// another client, as a second replica would.
+///
+/// How it fails: a renewal that reads the Lease before writing it (as
+/// renewals did before) sends one read per update, so the reads counted
+/// over five renewals are five, not zero; a leader that stopped renewing
+/// never reaches five updates and the wait for them panics. The 10 s lease
+/// keeps a slow apiserver from letting the standby take over in between
+/// (which would rightly make the leader read the Lease again).
+#[tokio::test]
+async fn the_leader_renews_by_writing_alone() {
+    let scope = Scope::new("leader-writes").await;
+    let metrics = Arc::new(Metrics::new());
+    let counted = metrics
+        .counted_client(scope.cluster.config_as("admin").await)
+        .unwrap();
+    let config = |identity: &str| {
+        LeaseConfig::new(&scope.namespace, "leader")
+            .with_lease_duration(Duration::from_secs(10))
+            .with_identity(identity)
+    };
+    let elector = Elector::new(counted, config("leader"));
+    let mut leader = elector.state();
+    let leading = tokio::spawn(async move {
+        elector
+            .run(std::future::pending::<()>(), std::future::pending::<()>)
+            .await
+    });
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        leader.wait_for(|role| role == Role::Leading),
+    )
+    .await
+    .expect("leading within 30 s");
+    let standby = Elector::new(scope.client.clone(), config("standby"));
+    let mut standing_by = standby.state();
+    let polling = tokio::spawn(async move {
+        standby
+            .run(std::future::pending::<()>(), std::future::pending::<()>)
+            .await
+    });
+    assert_eq!(
+        standing_by.wait_for(|role| role != Role::Unknown).await,
+        Role::Standby
+    );
+
+    let (reads, updates) = lease_requests(&metrics);
+    pakket_testkit::eventually("five renewals", || async {
+        lease_requests(&metrics).1 >= updates + 5
+    })
+    .await;
+    let (reads_after, updates_after) = lease_requests(&metrics);
+    println!(
+        "the leader renewed {} times with {} reads",
+        updates_after - updates,
+        reads_after - reads
+    );
+    assert_eq!(
+        reads_after - reads,
+        0,
+        "the leader read the Lease between renewals"
+    );
+    assert!(leader.is_leader());
+    assert_eq!(standing_by.role(), Role::Standby);
+    leading.abort();
+    polling.abort();
     scope.cleanup().await;
 }

@@ -29,6 +29,9 @@ impl Replica {
         let store = scope.path(&format!("failover-{n}"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
             .args(["--id", id, "--lease-namespace", &scope.namespace])
+            // A crash (no release) waits the whole lease: 15 s rather than
+            // the default 137 s keeps the test, and docs/figures.md, short.
+            .args(["--lease-duration", "15"])
             .args(["--probe-address", "127.0.0.1:0", "--store"])
             .arg(&store)
             .env("KUBECONFIG", cluster().kubeconfig())

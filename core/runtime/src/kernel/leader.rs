@@ -13,15 +13,31 @@
 //!   clock, from when it last saw the Lease change, never by comparing
 //!   `renewTime` with local time, so clock skew between nodes cannot make a
 //!   live leader look expired.
-//! - Every write is a `replace` carrying the `resourceVersion` that was read,
-//!   so of two candidates racing for the same Lease one gets `409 Conflict`;
-//!   two can never both hold it.
-//! - The leader renews every `retry_period`; when it has not renewed for
-//!   `renew_deadline` (shorter than the lease duration) it stops its work
-//!   before any other candidate may take over.
+//! - Every write is a `replace` carrying the `resourceVersion` that was last
+//!   read or written, so of two candidates racing for the same Lease one gets
+//!   `409 Conflict`; two can never both hold it.
+//! - The leader renews every `retry_period` by writing alone: a `replace` of
+//!   the Lease as it last wrote it, with a new `renewTime`. Only a conflict
+//!   (someone else wrote it) makes it read the Lease again and decide as a
+//!   candidate does; a Lease gone (404) is created again. Standbys keep
+//!   reading it every `retry_period`: they must see the holder change. An
+//!   idle leader costs the apiserver one write per retry period, not a
+//!   read and a write.
+//! - When the leader has not renewed for `renew_deadline` (shorter than the
+//!   lease duration) it stops its work before any other candidate may take
+//!   over.
 //! - On graceful shutdown the leader stops its work, then clears the holder,
-//!   so a standby takes over at its next poll instead of after the lease
-//!   duration.
+//!   so a standby takes over at its next poll (at most one retry period)
+//!   instead of after the lease duration.
+//!
+//! The default timings are those of OLM v1's operator-controller and of
+//! OpenShift's operators: a 137 s lease, a 107 s renew deadline, a 26 s
+//! retry period. They ride out 60 s of apiserver downtime (an upgrade of a
+//! single control-plane node) without a leader giving up its work, cost an
+//! idle leader a write every 26 s, and hand over a graceful shutdown within
+//! 26 s; only a leader that dies without releasing keeps the work waiting
+//! for up to the lease duration. [`LeaseConfig::with_lease_duration`] keeps
+//! these ratios for a shorter lease (the tests' 3 s fail over in seconds).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -51,24 +67,28 @@ pub struct LeaseConfig {
 
 impl LeaseConfig {
     /// A Lease in `namespace` named `name`, identity `hostname-pid`, and
-    /// client-go's usual timings (15 s lease, 10 s renew deadline, 2 s retry).
+    /// OLM v1's timings ([`DEFAULT_LEASE_DURATION`] 137 s, renew deadline
+    /// 107 s, retry period 26 s; see the module doc for why).
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         LeaseConfig {
             namespace: namespace.into(),
             name: name.into(),
             identity: default_identity(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
+            lease_duration: DEFAULT_LEASE_DURATION,
+            renew_deadline: Duration::ZERO,
+            retry_period: Duration::ZERO,
         }
+        .with_lease_duration(DEFAULT_LEASE_DURATION)
     }
 
     /// The same, with a Lease of `duration`, the renew deadline and retry
-    /// period at client-go's ratios to it (15 s : 10 s : 2 s).
+    /// period at OLM v1's ratios to it (137 s : 107 s : 26 s), the retry
+    /// period never under [`MIN_RETRY_PERIOD`].
     pub fn with_lease_duration(mut self, duration: Duration) -> Self {
+        let (renew_deadline, retry_period) = timings_for(duration);
         self.lease_duration = duration;
-        self.renew_deadline = duration * 2 / 3;
-        self.retry_period = (duration * 2 / 15).max(Duration::from_millis(200));
+        self.renew_deadline = renew_deadline;
+        self.retry_period = retry_period;
         self
     }
 
@@ -107,6 +127,23 @@ impl LeaseConfig {
         }
         Ok(())
     }
+}
+
+/// The lease duration of [`LeaseConfig::new`]: OLM v1's operator-controller
+/// and OpenShift's operators use 137 s (with 107 s and 26 s), which rides
+/// out a minute of apiserver downtime.
+pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(137);
+/// The shortest retry period [`LeaseConfig::with_lease_duration`] derives,
+/// however short the lease: a leader renewing more often than this would
+/// only load the apiserver.
+pub const MIN_RETRY_PERIOD: Duration = Duration::from_millis(200);
+
+/// The renew deadline and retry period for a lease of `duration`, at the
+/// ratios of OLM v1's 137 s : 107 s : 26 s.
+fn timings_for(duration: Duration) -> (Duration, Duration) {
+    let renew_deadline = duration * 107 / 137;
+    let retry_period = (duration * 26 / 137).max(MIN_RETRY_PERIOD);
+    (renew_deadline, retry_period)
 }
 
 /// `hostname-pid`: the pod name in a cluster (`HOSTNAME`), unique per process.
@@ -291,11 +328,73 @@ fn lease_problem(error: &kube::Error, config: &LeaseConfig) -> String {
     }
 }
 
+/// Whose the Lease is, as read, and what this candidate may do with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claim {
+    /// Another candidate holds it and renewed it within its duration.
+    HeldByAnother,
+    /// This candidate holds it: renew it.
+    Renew,
+    /// It is free (no holder, or released): take it.
+    TakeFree,
+    /// Another candidate held it and let it expire: take it over (one
+    /// more transition).
+    TakeOver,
+}
+
+/// What `identity` may do with a Lease whose spec is `spec`, when it has
+/// seen the Lease unchanged for `unchanged_for` (on its own clock; a
+/// holder's own `leaseDurationSeconds` counts, else `default_duration`).
+fn claim(
+    spec: Option<&LeaseSpec>,
+    identity: &str,
+    unchanged_for: Duration,
+    default_duration: Duration,
+) -> Claim {
+    let holder = spec
+        .and_then(|spec| spec.holder_identity.as_deref())
+        .filter(|holder| !holder.is_empty());
+    let held_for = spec
+        .and_then(|spec| spec.lease_duration_seconds)
+        .map(|seconds| Duration::from_secs(u64::try_from(seconds).unwrap_or(0)))
+        .unwrap_or(default_duration);
+    match holder {
+        None => Claim::TakeFree,
+        Some(holder) if holder == identity => Claim::Renew,
+        Some(_) if unchanged_for < held_for => Claim::HeldByAnother,
+        Some(_) => Claim::TakeOver,
+    }
+}
+
+/// What a leader does after its renewal (a `replace` of the Lease as it
+/// last wrote it) failed with HTTP `code` (`None`: no answer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AfterRenewal {
+    /// Someone else wrote the Lease since: read it and decide again, as a
+    /// candidate does (it may have been taken over, or only touched).
+    ReadAgain,
+    /// The Lease is gone: create it again (a conflict then means another
+    /// candidate was quicker).
+    CreateAgain,
+    /// The apiserver failed: the renewal counts as not done, and is tried
+    /// again at the next retry period until the renew deadline.
+    Failed,
+}
+
+fn after_renewal(code: Option<u16>) -> AfterRenewal {
+    match code {
+        Some(409) => AfterRenewal::ReadAgain,
+        Some(404) => AfterRenewal::CreateAgain,
+        _ => AfterRenewal::Failed,
+    }
+}
+
 /// The election's state between polls: what it last saw, and when.
 struct Candidate<'a> {
     elector: &'a Elector,
-    /// The Lease's resourceVersion when last read or written.
-    seen_version: Option<String>,
+    /// The Lease as last read or written, with its resourceVersion: what
+    /// the leader's next renewal replaces without reading it again.
+    lease: Option<Lease>,
     /// When (on this clock) the Lease was last seen to change.
     seen_at: Instant,
     /// The last problem with the Lease that was logged, and when.
@@ -306,7 +405,7 @@ impl<'a> Candidate<'a> {
     fn new(elector: &'a Elector) -> Self {
         Candidate {
             elector,
-            seen_version: None,
+            lease: None,
             seen_at: Instant::now(),
             said: None,
         }
@@ -355,7 +454,7 @@ impl<'a> Candidate<'a> {
                 .config()
                 .renew_deadline
                 .saturating_sub(renewed.elapsed());
-            match tokio::time::timeout(left, self.try_hold()).await {
+            match tokio::time::timeout(left, self.renew()).await {
                 Ok(Ok(true)) => renewed = Instant::now(),
                 Ok(Ok(false)) => return "another candidate holds the lease".to_string(),
                 Ok(Err(error)) if renewed.elapsed() < self.config().renew_deadline => {
@@ -367,70 +466,82 @@ impl<'a> Candidate<'a> {
         }
     }
 
-    /// Takes or renews the Lease if it is free, expired or ours; `Ok(true)` when
-    /// this candidate holds it afterwards.
+    /// The leader's renewal: one `replace` of the Lease as this candidate
+    /// last wrote it, with a new `renewTime`; read again only when that
+    /// conflicts (see [`after_renewal`]). `Ok(true)` while it still leads.
+    async fn renew(&mut self) -> Result<bool, kube::Error> {
+        let identity = self.config().identity.clone();
+        let Some(mut lease) = self.lease.clone().filter(|lease| {
+            lease
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.holder_identity.as_deref())
+                == Some(identity.as_str())
+        }) else {
+            // Not known to be ours: decide from a fresh read.
+            return self.try_hold().await;
+        };
+        let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
+        spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
+        spec.lease_duration_seconds = Some(self.duration_seconds());
+        let name = self.config().name.clone();
+        match self
+            .elector
+            .api
+            .replace(&name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(written) => {
+                self.saw(written);
+                Ok(true)
+            }
+            Err(error) => match after_renewal(status_code(&error)) {
+                AfterRenewal::ReadAgain => self.try_hold().await,
+                AfterRenewal::CreateAgain => self.create().await,
+                AfterRenewal::Failed => Err(error),
+            },
+        }
+    }
+
+    /// `leaseDurationSeconds` as this candidate writes it.
+    fn duration_seconds(&self) -> i32 {
+        i32::try_from(self.config().lease_duration.as_secs()).unwrap_or(i32::MAX)
+    }
+
+    /// Reads the Lease and takes or renews it if it is free, expired or
+    /// ours (creating it if there is none); `Ok(true)` when this candidate
+    /// holds it afterwards.
     async fn try_hold(&mut self) -> Result<bool, kube::Error> {
         let config = self.config().clone();
-        let now = MicroTime(jiff::Timestamp::now());
-        let duration_seconds = i32::try_from(config.lease_duration.as_secs()).unwrap_or(i32::MAX);
         let Some(mut lease) = self.elector.api.get_opt(&config.name).await? else {
-            let lease = Lease {
-                metadata: ObjectMeta {
-                    name: Some(config.name.clone()),
-                    namespace: Some(config.namespace.clone()),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(LeaseSpec {
-                    holder_identity: Some(config.identity.clone()),
-                    lease_duration_seconds: Some(duration_seconds),
-                    acquire_time: Some(now.clone()),
-                    renew_time: Some(now),
-                    lease_transitions: Some(0),
-                    ..LeaseSpec::default()
-                }),
-            };
-            return match self
-                .elector
-                .api
-                .create(&PostParams::default(), &lease)
-                .await
-            {
-                Ok(created) => {
-                    self.saw(&created);
-                    Ok(true)
-                }
-                Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
-                Err(error) => Err(error),
-            };
+            return self.create().await;
         };
-        self.saw(&lease);
+        self.saw(lease.clone());
         let spec = lease.spec.take().unwrap_or_default();
-        let holder = spec
-            .holder_identity
-            .clone()
-            .filter(|holder| !holder.is_empty());
-        let ours = holder.as_deref() == Some(config.identity.as_str());
-        let held_for = spec
-            .lease_duration_seconds
-            .map(|seconds| Duration::from_secs(u64::try_from(seconds).unwrap_or(0)))
-            .unwrap_or(config.lease_duration);
-        if holder.is_some() && !ours && self.seen_at.elapsed() < held_for {
+        let claim = claim(
+            Some(&spec),
+            &config.identity,
+            self.seen_at.elapsed(),
+            config.lease_duration,
+        );
+        if claim == Claim::HeldByAnother {
             return Ok(false);
         }
+        let now = MicroTime(jiff::Timestamp::now());
         let transitions = spec.lease_transitions.unwrap_or(0);
         lease.spec = Some(LeaseSpec {
             holder_identity: Some(config.identity.clone()),
-            lease_duration_seconds: Some(duration_seconds),
-            acquire_time: if ours {
+            lease_duration_seconds: Some(self.duration_seconds()),
+            acquire_time: if claim == Claim::Renew {
                 spec.acquire_time
             } else {
                 Some(now.clone())
             },
             renew_time: Some(now),
-            lease_transitions: Some(if ours || holder.is_none() {
-                transitions
-            } else {
+            lease_transitions: Some(if claim == Claim::TakeOver {
                 transitions + 1
+            } else {
+                transitions
             }),
             ..spec
         });
@@ -443,7 +554,7 @@ impl<'a> Candidate<'a> {
             .await
         {
             Ok(written) => {
-                self.saw(&written);
+                self.saw(written);
                 Ok(true)
             }
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
@@ -451,12 +562,49 @@ impl<'a> Candidate<'a> {
         }
     }
 
-    fn saw(&mut self, lease: &Lease) {
+    /// Creates the Lease held by this candidate; `Ok(false)` when another
+    /// one created it first.
+    async fn create(&mut self) -> Result<bool, kube::Error> {
+        let config = self.config().clone();
+        let now = MicroTime(jiff::Timestamp::now());
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(config.name.clone()),
+                namespace: Some(config.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(config.identity.clone()),
+                lease_duration_seconds: Some(self.duration_seconds()),
+                acquire_time: Some(now.clone()),
+                renew_time: Some(now),
+                lease_transitions: Some(0),
+                ..LeaseSpec::default()
+            }),
+        };
+        match self
+            .elector
+            .api
+            .create(&PostParams::default(), &lease)
+            .await
+        {
+            Ok(created) => {
+                self.saw(created);
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Keeps `lease` as the last one seen; a new resourceVersion restarts
+    /// the clock its holder's duration is measured on.
+    fn saw(&mut self, lease: Lease) {
         let version = lease.resource_version();
-        if version != self.seen_version {
-            self.seen_version = version;
+        if version != self.lease.as_ref().and_then(ResourceExt::resource_version) {
             self.seen_at = Instant::now();
         }
+        self.lease = Some(lease);
     }
 
     /// Clears the holder if it is still this candidate; best effort (a Lease
@@ -491,6 +639,14 @@ impl<'a> Candidate<'a> {
                 tracing::warn!(lease = %config.name, "releasing the lease timed out; it expires on its own")
             }
         }
+    }
+}
+
+/// The HTTP status of an API error; `None` for a failure without one.
+fn status_code(error: &kube::Error) -> Option<u16> {
+    match error {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
     }
 }
 
@@ -541,6 +697,138 @@ mod tests {
             LeaseConfig::name_for("Example.com/My_Prov/"),
             "example.com-my-prov"
         );
+    }
+
+    #[test]
+    fn the_default_timings_are_olm_v1s_and_a_shorter_lease_keeps_their_ratios() {
+        let secs = Duration::from_secs;
+        let default = LeaseConfig::new("ns", "lease");
+        assert_eq!(
+            (
+                default.lease_duration,
+                default.renew_deadline,
+                default.retry_period
+            ),
+            (secs(137), secs(107), secs(26))
+        );
+        // (lease, renew deadline, retry period): the tests' 3 s lease, the
+        // old 15 s default, and one so short the retry period's floor holds.
+        let rows = [
+            (secs(137), secs(107), secs(26)),
+            (secs(274), secs(214), secs(52)),
+            (
+                secs(3),
+                Duration::from_nanos(2_343_065_693),
+                Duration::from_nanos(569_343_065),
+            ),
+            (
+                secs(15),
+                Duration::from_nanos(11_715_328_467),
+                Duration::from_nanos(2_846_715_328),
+            ),
+            (
+                Duration::from_millis(1000),
+                Duration::from_nanos(781_021_897),
+                MIN_RETRY_PERIOD,
+            ),
+        ];
+        for (lease, renew_deadline, retry_period) in rows {
+            let config = LeaseConfig::new("ns", "lease").with_lease_duration(lease);
+            assert_eq!(
+                (config.renew_deadline, config.retry_period),
+                (renew_deadline, retry_period),
+                "lease {lease:?}"
+            );
+        }
+        // Every lease the CLI accepts (2..=600 s) gives timings that keep
+        // leaders apart.
+        for seconds in 2..=600 {
+            let config = LeaseConfig::new("ns", "lease").with_lease_duration(secs(seconds));
+            assert!(config.check().is_ok(), "--lease-duration {seconds}");
+        }
+    }
+
+    #[test]
+    fn who_may_take_or_renew_the_lease() {
+        let spec = |holder: Option<&str>, seconds: Option<i32>| LeaseSpec {
+            holder_identity: holder.map(str::to_owned),
+            lease_duration_seconds: seconds,
+            ..LeaseSpec::default()
+        };
+        let secs = Duration::from_secs;
+        let rows = [
+            ("no Lease spec at all", None, secs(0), Claim::TakeFree),
+            (
+                "no holder",
+                Some(spec(None, Some(15))),
+                secs(0),
+                Claim::TakeFree,
+            ),
+            (
+                "released (empty holder)",
+                Some(spec(Some(""), Some(1))),
+                secs(0),
+                Claim::TakeFree,
+            ),
+            (
+                "ours, just renewed",
+                Some(spec(Some("me"), Some(15))),
+                secs(0),
+                Claim::Renew,
+            ),
+            (
+                "ours, long unchanged",
+                Some(spec(Some("me"), Some(15))),
+                secs(99),
+                Claim::Renew,
+            ),
+            (
+                "another's, renewed lately",
+                Some(spec(Some("you"), Some(15))),
+                secs(14),
+                Claim::HeldByAnother,
+            ),
+            (
+                "another's, unchanged for its duration",
+                Some(spec(Some("you"), Some(15))),
+                secs(15),
+                Claim::TakeOver,
+            ),
+            (
+                "another's duration, not ours, counts",
+                Some(spec(Some("you"), Some(60))),
+                secs(30),
+                Claim::HeldByAnother,
+            ),
+            (
+                "no duration written: ours counts",
+                Some(spec(Some("you"), None)),
+                secs(137),
+                Claim::TakeOver,
+            ),
+        ];
+        for (row, spec, unchanged_for, expected) in rows {
+            assert_eq!(
+                claim(spec.as_ref(), "me", unchanged_for, DEFAULT_LEASE_DURATION),
+                expected,
+                "{row}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_renewal_reads_the_lease_again_only_after_a_conflict() {
+        let rows = [
+            (Some(409), AfterRenewal::ReadAgain),
+            (Some(404), AfterRenewal::CreateAgain),
+            (Some(500), AfterRenewal::Failed),
+            (Some(403), AfterRenewal::Failed),
+            (Some(429), AfterRenewal::Failed),
+            (None, AfterRenewal::Failed),
+        ];
+        for (code, expected) in rows {
+            assert_eq!(after_renewal(code), expected, "HTTP {code:?}");
+        }
     }
 
     #[test]
