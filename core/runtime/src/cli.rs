@@ -57,9 +57,21 @@ pub struct ProvisionerArgs {
     /// The most Bundles fetched and unpacked at once.
     #[arg(long, default_value_t = controller::DEFAULT_MAX_CONCURRENT_UNPACKS)]
     pub max_concurrent_unpacks: usize,
+    /// Seconds between two looks at an installed, healthy Instance that
+    /// nothing said changed: the safety net under the drift watches
+    /// [default: an hour]. Shorter only to measure what a period costs
+    /// (the `lean` benchmark) or in tests; every look costs the apiserver.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(10..))]
+    pub resync: Option<u64>,
 }
 
 impl ProvisionerArgs {
+    /// How often an installed Instance is looked at again, from `--resync`.
+    pub fn resync(&self) -> std::time::Duration {
+        self.resync
+            .map_or(controller::RESYNC, std::time::Duration::from_secs)
+    }
+
     /// How the content store is collected, from `--store-max-bytes`.
     pub fn store_gc(&self) -> StoreGc {
         StoreGc {
@@ -130,6 +142,7 @@ pub fn run_options(
         record_key: record_key.clone(),
         store_gc: args.store_gc(),
         max_concurrent_unpacks: args.max_concurrent_unpacks,
+        resync: args.resync(),
         // Policy decisions' inputs, beside its Lease.
         decision_records: Some(args.lease_namespace.clone()),
         ..RunOptions::new(store.to_path_buf())

@@ -93,6 +93,7 @@ async fn main() -> anyhow::Result<()> {
             record_key: record_key.clone(),
             store_gc: args.provisioner.store_gc(),
             max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
+            resync: args.provisioner.resync(),
             // Policy decisions' inputs, beside its Lease.
             decision_records: Some(args.provisioner.lease_namespace.clone()),
             ..RunOptions::new(store.clone())

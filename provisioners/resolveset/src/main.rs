@@ -127,6 +127,7 @@ async fn main() -> anyhow::Result<()> {
             metrics: Arc::clone(&provisioner_metrics),
             record_key: record_key.clone(),
             max_concurrent_unpacks: args.provisioner.max_concurrent_unpacks,
+            resync: args.provisioner.resync(),
             // Policy decisions' inputs, beside its Lease.
             decision_records: Some(args.provisioner.lease_namespace.clone()),
             ..RunOptions::new(provisioner_store.clone())
