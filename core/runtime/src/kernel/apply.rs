@@ -30,7 +30,7 @@ mod write;
 
 pub use crd_safety::problems as crd_upgrade_problems;
 pub use order::{defined_resource, group_of, rank};
-pub use write::{Adoptions, Progress, Restore, Settings, apply_all};
+pub use write::{Adoptions, ApplyStage, Progress, Restore, Settings, apply_all};
 
 /// How long a custom resource waits for its CustomResourceDefinition (from
 /// the same bundle) to be Established and served.
@@ -197,6 +197,13 @@ impl Kinds {
             drift.watch(&found.0);
         }
         Ok(found)
+    }
+
+    /// `reference`'s ownership records as the drift watches (if any) last
+    /// saw them: what a prune or uninstall judges it by before deleting it
+    /// with a precondition on them ([`crate::drift`]'s `records`).
+    pub fn as_seen(&self, reference: &ObjectRef) -> Option<kube::api::ObjectMeta> {
+        self.drift.as_ref()?.as_seen(reference)
     }
 
     /// Tells the drift watches (if any) that the runtime itself is about

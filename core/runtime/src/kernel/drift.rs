@@ -21,10 +21,24 @@
 //! for that. An object deleted while a watch was down sends no deletion:
 //! the listing the watch restarts with lacks it, and that counts as one.
 //! So the watches, not the hourly re-apply, are what repair drift.
+//!
+//! They also spare that re-apply where they can: when an Instance's last
+//! write is merely old ([`Staleness::Due`]) and the watches account for
+//! every object it wrote (each kind's watch has listed and runs, each
+//! object is seen labelled with the Instance, none changed by anyone else
+//! since the write began), writing them again would change nothing, so it
+//! is not done (`written::vouched`); its age starts again instead. An object the
+//! watches cannot speak for (a kind the provisioner may not watch, a watch
+//! listing again, an object not seen) is written again as before.
 
 mod marks;
+mod records;
+mod written;
 
-use std::collections::{HashMap, HashSet};
+pub use written::Staleness;
+use written::{Watched, Written, caught_up, staleness, untouched, vouched};
+
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -62,15 +76,15 @@ pub struct Fingerprint {
 
 /// One Instance's objects someone else changed: when, and whether the
 /// change was a deletion.
-type Changes = HashMap<ObjectRef, (Instant, bool)>;
+pub(crate) type Changes = HashMap<ObjectRef, (Instant, bool)>;
 
 /// Watches on installed objects, and what the runtime itself wrote.
 pub struct Drift {
     client: Client,
     watched: Mutex<HashSet<(String, String)>>,
-    /// Per Instance: what it was last applied from, and when that apply
-    /// began.
-    applied: Mutex<HashMap<String, (Fingerprint, Instant)>>,
+    /// Per Instance: what it was last applied from and the objects that
+    /// apply wrote, when it began, and since when they are known as written.
+    applied: Mutex<HashMap<String, Written>>,
     /// The Instance each watched object was last seen labelled with.
     seen_with: Mutex<HashMap<ObjectRef, String>>,
     /// Per Instance: the objects someone else changed (or deleted: `true`),
@@ -89,6 +103,9 @@ pub struct Drift {
     synced: Mutex<HashSet<(String, String)>>,
     /// Per Instance: when its last write began.
     writes: Mutex<HashMap<String, Instant>>,
+    /// Each labelled object's ownership records as last seen, which a
+    /// prune or uninstall judges it by instead of reading it again.
+    records: Mutex<records::Records>,
     trigger: mpsc::UnboundedSender<Trigger<Instance>>,
 }
 
@@ -112,6 +129,7 @@ impl Drift {
             ignored: Mutex::default(),
             synced: Mutex::default(),
             writes: Mutex::default(),
+            records: Mutex::default(),
             trigger,
         });
         (drift, triggers)
@@ -166,13 +184,28 @@ impl Drift {
         });
     }
 
-    /// Records that `instance`'s objects were applied from `fingerprint`,
-    /// by an apply that began at `began`.
-    pub fn applied(&self, instance: &str, fingerprint: Fingerprint, began: Instant) {
+    /// Records that `objects` of `instance` were applied from
+    /// `fingerprint`, by an apply that began at `began`.
+    pub fn applied(
+        &self,
+        instance: &str,
+        fingerprint: Fingerprint,
+        began: Instant,
+        objects: &[ObjectRef],
+    ) {
+        let mut objects = objects.to_vec();
+        objects.sort();
+        objects.dedup();
+        let written = Written {
+            fingerprint,
+            began,
+            since: began,
+            objects,
+        };
         self.applied
             .lock()
             .expect("not poisoned")
-            .insert(instance.to_owned(), (fingerprint, began));
+            .insert(instance.to_owned(), written);
         if let Some(objects) = self.drifted.lock().expect("not poisoned").get_mut(instance) {
             objects.retain(|_, (at, _)| *at >= began);
         }
@@ -208,7 +241,9 @@ impl Drift {
     }
 
     /// Why `instance` must be applied again, if it must (see
-    /// [`Self::needs_apply`]).
+    /// [`Self::needs_apply`]). A write that is merely old while the
+    /// watches vouch for every object it wrote (`written::vouched`) is not
+    /// written again: it is [`Staleness::Fresh`], and its age starts again.
     pub fn staleness(
         &self,
         instance: &str,
@@ -221,8 +256,48 @@ impl Drift {
             .expect("not poisoned")
             .get(instance)
             .and_then(|objects| objects.values().map(|(at, _)| *at).max());
+        let mut applied = self.applied.lock().expect("not poisoned");
+        let found = staleness(applied.get(instance), fingerprint, changed_at, max_age);
+        let Some(written) = applied
+            .get_mut(instance)
+            .filter(|_| found == Staleness::Due)
+        else {
+            return found;
+        };
+        let drifted = changed_at.is_some_and(|changed| changed >= written.began);
+        let watched = Watched {
+            synced: &self.synced.lock().expect("not poisoned"),
+            seen_with: &self.seen_with.lock().expect("not poisoned"),
+        };
+        if !vouched(&written.objects, instance, &watched, drifted) {
+            return found;
+        }
+        // Drift stays measured from the write itself (`began`): only the
+        // age for the next resync starts again.
+        written.since = Instant::now();
+        tracing::debug!(%instance, objects = written.objects.len(), "the drift watches vouch for the objects: not written again");
+        Staleness::Fresh
+    }
+
+    /// The objects of `candidates` (the set about to be written again) that
+    /// a repair may leave as they are: written whole by the last write,
+    /// accounted for by the watches, changed by nobody since (see
+    /// `written::untouched`). Asked once the repair's write has begun, so a change
+    /// made after it counts as drift of that write and comes back.
+    pub fn untouched(&self, instance: &str, candidates: &[ObjectRef]) -> BTreeSet<ObjectRef> {
+        let drifted = self.drifted.lock().expect("not poisoned");
         let applied = self.applied.lock().expect("not poisoned");
-        staleness(applied.get(instance), fingerprint, changed_at, max_age)
+        let watched = Watched {
+            synced: &self.synced.lock().expect("not poisoned"),
+            seen_with: &self.seen_with.lock().expect("not poisoned"),
+        };
+        untouched(
+            candidates,
+            instance,
+            applied.get(instance),
+            &watched,
+            drifted.get(instance),
+        )
     }
 
     /// Notes that the runtime is about to delete `objects` (or, under
@@ -245,20 +320,27 @@ impl Drift {
         }
     }
 
-    /// Notes that a write of `instance`'s objects begins.
-    pub fn writing(&self, instance: &str) {
+    /// Notes that a write of `instance`'s objects begins, at `began` (the
+    /// instant [`Self::applied`] is given when it ends whole).
+    pub fn writing(&self, instance: &str, began: Instant) {
         let mut writes = self.writes.lock().expect("not poisoned");
         // Kept only while they matter (also past the Instance's deletion).
         writes.retain(|_, began| began.elapsed() < WATCH_CATCH_UP);
-        writes.insert(instance.to_owned(), Instant::now());
+        writes.insert(instance.to_owned(), began);
+    }
+
+    /// The ownership records of `reference` as the watches last saw it
+    /// (see the `records` module); `None` when they have not.
+    pub fn as_seen(&self, reference: &ObjectRef) -> Option<ObjectMeta> {
+        self.records.lock().expect("not poisoned").get(reference)
     }
 
     /// The objects of the kinds `of` last seen labelled with `instance`,
     /// from the watches, for the kinds whose watch has listed them all;
     /// and the kinds that must be listed instead (no such watch yet, or a
-    /// write of the Instance began moments ago, whose objects the watch
-    /// may not have seen yet). Saves an Instance's uninstall a list of
-    /// every object of its kinds in the cluster.
+    /// write of the Instance began moments ago whose objects the watch may
+    /// not have seen yet, see `written::caught_up`). Saves an Instance's uninstall
+    /// a list of every object of its kinds in the cluster.
     pub fn labelled_with(
         &self,
         instance: &str,
@@ -269,8 +351,16 @@ impl Drift {
             .lock()
             .expect("not poisoned")
             .get(instance)
-            .is_some_and(|began| began.elapsed() < WATCH_CATCH_UP);
-        if recent {
+            .copied()
+            .filter(|began| began.elapsed() < WATCH_CATCH_UP);
+        let caught_up = {
+            let applied = self.applied.lock().expect("not poisoned");
+            let seen_with = self.seen_with.lock().expect("not poisoned");
+            caught_up(recent, applied.get(instance), |object| {
+                seen_with.get(object).map(String::as_str) == Some(instance)
+            })
+        };
+        if !caught_up {
             return (Vec::new(), of.clone());
         }
         let synced = self.synced.lock().expect("not poisoned");
@@ -324,6 +414,7 @@ impl Drift {
                 .lock()
                 .expect("not poisoned")
                 .remove(&reference);
+            self.records.lock().expect("not poisoned").gone(&reference);
             self.record(reference, instance, true, true);
         }
     }
@@ -338,16 +429,21 @@ impl Drift {
         let labelled = object.labels().get(INSTANCE_LABEL).cloned();
         let instance = {
             let mut seen_with = self.seen_with.lock().expect("not poisoned");
+            let mut records = self.records.lock().expect("not poisoned");
             match (&labelled, deleted) {
                 (Some(instance), false) => {
                     seen_with.insert(reference.clone(), instance.clone());
+                    records.saw(&reference, &object.metadata);
                     instance.clone()
                 }
                 // Gone, or its label removed: whose it was is remembered.
-                _ => match seen_with.remove(&reference).or(labelled) {
-                    Some(instance) => instance,
-                    None => return,
-                },
+                _ => {
+                    records.gone(&reference);
+                    match seen_with.remove(&reference).or(labelled) {
+                        Some(instance) => instance,
+                        None => return,
+                    }
+                }
             }
         };
         let spec_changed = match (deleted, last_writers(&object.metadata)) {
@@ -426,46 +522,6 @@ fn missing(
         .collect();
     gone.sort();
     gone
-}
-
-/// Whether an apply that began at `last.1` from `last.0` no longer holds:
-/// see [`Drift::needs_apply`].
-/// Why an Instance's objects are to be written again, or that they are not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Staleness {
-    /// Written by this process from the same content, render and
-    /// generation, unchanged by anyone since, not long ago.
-    Fresh,
-    /// This process has not written them yet (it started since).
-    NotWrittenHere,
-    /// The content, its render or the Instance's generation differs from
-    /// what was written last.
-    Changed,
-    /// Someone else changed or deleted one of them since the last write
-    /// began.
-    Drifted,
-    /// The last write is older than the resync age.
-    Due,
-}
-
-fn staleness(
-    last: Option<&(Fingerprint, Instant)>,
-    fingerprint: &Fingerprint,
-    changed_at: Option<Instant>,
-    max_age: Duration,
-) -> Staleness {
-    let Some((applied, began)) = last else {
-        return Staleness::NotWrittenHere;
-    };
-    if applied != fingerprint {
-        Staleness::Changed
-    } else if changed_at.is_some_and(|changed| changed >= *began) {
-        Staleness::Drifted
-    } else if began.elapsed() >= max_age {
-        Staleness::Due
-    } else {
-        Staleness::Fresh
-    }
 }
 
 /// Who wrote an object last, from its managedFields.
@@ -612,48 +668,6 @@ mod tests {
             missing(&seen_with, &config_maps, &listed),
             vec![(object("ConfigMap", "gone"), "b".to_owned())],
             "only the kind listed, only what it lacks"
-        );
-    }
-
-    #[test]
-    fn a_change_during_an_apply_is_not_forgotten_when_the_apply_ends() {
-        let fingerprint = Fingerprint {
-            generation: Some(1),
-            bundle: "b".into(),
-            digest: "sha256:0".into(),
-            rendered: None,
-        };
-        let hour = Duration::from_secs(3600);
-        let began = Instant::now();
-        let changed_during = began + Duration::from_millis(5);
-        let last = (fingerprint.clone(), began);
-        let fresh = Staleness::Fresh;
-        assert_eq!(staleness(Some(&last), &fingerprint, None, hour), fresh);
-        assert_eq!(
-            staleness(Some(&last), &fingerprint, Some(changed_during), hour),
-            Staleness::Drifted
-        );
-        let changed_before = began;
-        let next = (fingerprint.clone(), began + Duration::from_millis(10));
-        assert_eq!(
-            staleness(Some(&next), &fingerprint, Some(changed_before), hour),
-            fresh
-        );
-        assert_eq!(
-            staleness(None, &fingerprint, None, hour),
-            Staleness::NotWrittenHere
-        );
-        let rendered = Fingerprint {
-            rendered: Some("sha256:1".into()),
-            ..fingerprint.clone()
-        };
-        assert_eq!(
-            staleness(Some(&last), &rendered, None, hour),
-            Staleness::Changed
-        );
-        assert_eq!(
-            staleness(Some(&last), &fingerprint, None, Duration::ZERO),
-            Staleness::Due
         );
     }
 

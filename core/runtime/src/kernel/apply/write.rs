@@ -50,17 +50,40 @@ pub struct Progress {
     pub applied: AtomicUsize,
 }
 
+/// The stage an apply is in, as its progress tells it: a status written
+/// while an apply runs says which, once per stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ApplyStage {
+    /// Reading the objects to check that none is someone else's, and the
+    /// dry run: nothing applied yet.
+    Checking,
+    /// Writing the objects.
+    Applying,
+}
+
 impl Progress {
+    /// The stage the apply is in now.
+    pub fn stage(&self) -> ApplyStage {
+        if self.applied.load(Ordering::Relaxed) == 0 {
+            ApplyStage::Checking
+        } else {
+            ApplyStage::Applying
+        }
+    }
+
     /// Where the apply of `total` objects of `bundle` stands, in words.
     pub fn describe(&self, total: usize, bundle: &str) -> String {
-        let applied = self.applied.load(Ordering::Relaxed);
-        if applied == 0 {
-            let checked = self.checked.load(Ordering::Relaxed);
-            format!(
-                "installing Bundle {bundle}: checked {checked}/{total} objects for conflicts, nothing applied yet"
-            )
-        } else {
-            format!("installing Bundle {bundle}: applied {applied}/{total} objects")
+        match self.stage() {
+            ApplyStage::Checking => {
+                let checked = self.checked.load(Ordering::Relaxed);
+                format!(
+                    "installing Bundle {bundle}: checked {checked}/{total} objects for conflicts, nothing applied yet"
+                )
+            }
+            ApplyStage::Applying => {
+                let applied = self.applied.load(Ordering::Relaxed);
+                format!("installing Bundle {bundle}: applied {applied}/{total} objects")
+            }
         }
     }
 }
@@ -74,7 +97,7 @@ pub struct Adoptions {
 
 /// How one apply goes.
 #[derive(Clone, Copy, Debug)]
-pub struct Settings {
+pub struct Settings<'a> {
     /// Refuse CRDs that would break what is stored or served.
     pub crd_upgrade_safety: bool,
     /// The Instance has installed nothing: create each object without
@@ -87,6 +110,12 @@ pub struct Settings {
     /// rest wait for a gate, [`super::phase`]); every object is still
     /// checked for conflicts and sent in the dry run. `None` writes all.
     pub through: Option<Stage>,
+    /// Objects left as they are: neither read, checked nor written again,
+    /// though listed as applied (their health is read instead). A repair
+    /// writes only what someone changed, and leaves what the drift watches
+    /// vouch for as written ([`crate::drift::Drift::untouched`]); every
+    /// object it does write is judged and dry-run as ever.
+    pub unchanged: &'a std::collections::BTreeSet<ObjectRef>,
 }
 
 /// The revision a failed pivot returns to: the objects the running
@@ -102,6 +131,8 @@ pub struct Restore<'a> {
 
 /// Where one object stands before it is written.
 enum Plan {
+    /// Left as it is ([`Settings::unchanged`]): not read, not written.
+    Unchanged,
     /// Not read: created if absent, judged only if it exists.
     Create,
     /// Read: this is where it stands.
@@ -119,7 +150,7 @@ async fn plan_all(
     objects: &mut std::borrow::Cow<'_, [Value]>,
     sequence: &[usize],
     claimant: Claimant<'_>,
-    settings: Settings,
+    settings: Settings<'_>,
     ignored: &crate::drift_mode::Ignored,
     progress: &Progress,
 ) -> Result<Vec<Plan>, ApplyError> {
@@ -130,11 +161,16 @@ async fn plan_all(
     let mut conflicts = Vec::new();
     let mut unsafe_crds = Vec::new();
     for &index in sequence {
+        let reference = reference_of(&objects[index]);
+        if settings.unchanged.contains(&reference) {
+            plans.push(Plan::Unchanged);
+            progress.checked.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         if settings.first_install {
             plans.push(Plan::Create);
             continue;
         }
-        let reference = reference_of(&objects[index]);
         match read(kinds, &reference).await {
             Ok(found) => {
                 if let Some(live) = &found
@@ -190,7 +226,7 @@ pub async fn apply_all(
     claimant: Claimant<'_>,
     bundle: &str,
     progress: &Progress,
-    settings: Settings,
+    settings: Settings<'_>,
     ignored: &crate::drift_mode::Ignored,
     restore: Option<Restore<'_>>,
     phases: &DeclaredPhases,
@@ -220,6 +256,7 @@ pub async fn apply_all(
             unhealthy: Vec::new(),
         },
         adoptions: Adoptions::default(),
+        unchanged: Vec::new(),
         created: Vec::new(),
         updated: Vec::new(),
     };
@@ -238,7 +275,12 @@ pub async fn apply_all(
     )
     .await;
     match written {
-        Ok(()) => Ok((writer.applied, writer.adoptions)),
+        Ok(()) => {
+            // No answer tells the health of what was left as it is: read.
+            let left = super::unhealthy(kinds, &writer.unchanged).await;
+            writer.applied.unhealthy.extend(left);
+            Ok((writer.applied, writer.adoptions))
+        }
         // Conflicts found part-way were already undone (see write_all).
         Err(error @ (ApplyError::Conflicts(_) | ApplyError::UnsafeCrdUpgrade(_))) => Err(error),
         Err(cause) if writer.created.is_empty() && writer.updated.is_empty() => Err(cause),
@@ -260,7 +302,7 @@ async fn dry_run_all(
     let mut follows_new = false;
     for (&index, plan) in sequence.iter().zip(plans) {
         let write = match plan {
-            Plan::UseAsFound | Plan::Read(Standing::Conflict(_)) => continue,
+            Plan::Unchanged | Plan::UseAsFound | Plan::Read(Standing::Conflict(_)) => continue,
             Plan::Create | Plan::Read(Standing::Absent) => Write::Create,
             Plan::Read(Standing::Ours(version) | Standing::Offered(version)) => {
                 Write::Apply(version.clone())
@@ -302,7 +344,7 @@ async fn write_all(
     claimant: Claimant<'_>,
     bundle: &str,
     progress: &Progress,
-    settings: Settings,
+    settings: Settings<'_>,
     ignored: &crate::drift_mode::Ignored,
     phases: &DeclaredPhases,
     writer: &mut Writer,
@@ -327,6 +369,12 @@ async fn write_all(
             Err(error) => return Err(error),
         };
         let standing = match plan {
+            Plan::Unchanged => {
+                writer.unchanged.push(reference.clone());
+                writer.applied.objects.push(reference);
+                progress.applied.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             Plan::UseAsFound => {
                 progress.applied.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -447,7 +495,7 @@ async fn judge(
     reference: &ObjectRef,
     desired: &Value,
     found: Option<DynamicObject>,
-    settings: Settings,
+    settings: Settings<'_>,
 ) -> Result<Judged, ApplyError> {
     let Some(object) = found else {
         return Ok(Judged::Plan(Plan::Read(Standing::Absent)));
@@ -541,6 +589,8 @@ struct Writer {
     params: PatchParams,
     applied: Applied,
     adoptions: Adoptions,
+    /// Objects left as they were ([`Plan::Unchanged`]).
+    unchanged: Vec<ObjectRef>,
     created: Vec<ObjectRef>,
     /// Objects of the Instance's that this apply wrote over.
     updated: Vec<ObjectRef>,
@@ -722,4 +772,27 @@ fn create_if_absent(object: &Value) -> bool {
         .and_then(|annotations| annotations.get(pakket_api::ownership::CREATE_IF_ABSENT_ANNOTATION))
         .and_then(Value::as_str)
         == Some("true")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_apply_is_checking_until_it_writes_its_first_object() {
+        let progress = Progress::default();
+        assert_eq!(progress.stage(), ApplyStage::Checking);
+        progress.checked.fetch_add(3, Ordering::Relaxed);
+        assert_eq!(progress.stage(), ApplyStage::Checking);
+        assert_eq!(
+            progress.describe(3, "b"),
+            "installing Bundle b: checked 3/3 objects for conflicts, nothing applied yet"
+        );
+        progress.applied.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(progress.stage(), ApplyStage::Applying);
+        assert_eq!(
+            progress.describe(3, "b"),
+            "installing Bundle b: applied 1/3 objects"
+        );
+    }
 }

@@ -19,7 +19,8 @@
 //! writes); a Bundle it names appearing; its class changing; one of its
 //! installed objects changed by someone else ([`crate::drift`]). Everything
 //! is read from watch caches, and objects are re-applied only when their
-//! content, the Instance or the objects changed, or every [`RESYNC`].
+//! content, the Instance or the objects changed, or every [`RESYNC`] (on
+//! average, spread by name) where the drift watches cannot vouch for them.
 //!
 //! A Bundle that fails to unpack is retried with a growing delay (1 s,
 //! doubling, at most [`MAX_UNPACK_BACKOFF`]), so a registry that comes
@@ -72,30 +73,41 @@ use crate::store::Store;
 pub use pakket_api::ownership::finalizer_of;
 /// Default per-object size limit when the class sets no `maxObjectSize`.
 pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 1024 * 1024;
-/// How often an installed, healthy Instance is re-applied and re-checked
-/// even if nothing said it changed: the safety net under the drift watches
-/// (which miss label-only edits of objects with generations, and kinds the
-/// provisioner may not watch). Changes to the objects, their status
-/// included, bring the Instance back within seconds through those
-/// watches, so the net can be wide: at an hour, 1,000 healthy Instances
-/// cost the apiserver well under a request a second.
+/// How often an installed, healthy Instance is looked at again even if
+/// nothing said it changed: its health read, and its objects re-applied
+/// unless the drift watches vouch for every one of them
+/// ([`crate::drift::Drift::staleness`]). The re-apply is the safety net
+/// under those watches, for what they cannot see: kinds the provisioner
+/// may not watch, a watch that is listing again. Changes to the objects,
+/// their status included, bring the Instance back within seconds through
+/// the watches, so the net can be wide.
 pub const RESYNC: Duration = Duration::from_secs(3600);
 /// How old an apply may be before a resync every `resync` writes the
-/// objects again: a little under the shortest [`at_rest`] time, so each
-/// resync re-applies.
+/// objects again (unless the watches vouch for them): a little under the
+/// shortest [`at_rest`] time (half the resync), so each resync of an
+/// Instance at rest looks at them again.
 pub fn reapply_after(resync: Duration) -> Duration {
-    resync.mul_f64(0.85)
+    resync.mul_f64(REAPPLY_AFTER)
 }
 
-/// When a healthy Instance named `name` is looked at again: `resync`,
-/// moved by up to a tenth either way by the name, so the Instances a
-/// restart reconciled together do not all come back in the same second.
+/// [`reapply_after`] as a share of the resync: under [`AT_REST_SHORTEST`].
+const REAPPLY_AFTER: f64 = 0.45;
+/// The shortest [`at_rest`] time, as a share of the resync; the longest
+/// is as far above 1.
+const AT_REST_SHORTEST: f64 = 0.5;
+
+/// When a healthy Instance named `name` is looked at again: somewhere
+/// between half and one and a half `resync`, by a hash of the name
+/// (`resync` on average). Instances installed together (1,000 from one
+/// GitOps sync, or all of them after a restart) come back spread over a
+/// whole resync period, not bunched into a few minutes of it; the same
+/// name always comes back after the same time.
 pub fn at_rest(name: &str, resync: Duration) -> Duration {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     name.hash(&mut hasher);
-    // 0.9 to 1.1, in 1/1000 steps.
-    let factor = 0.9 + (hasher.finish() % 201) as f64 / 1000.0;
+    // 0.5 to 1.5, in 1/1000 steps.
+    let factor = AT_REST_SHORTEST + (hasher.finish() % 1001) as f64 / 1000.0;
     resync.mul_f64(factor)
 }
 /// How often an unhealthy Instance's health is checked again.
@@ -125,9 +137,10 @@ pub struct RunOptions {
     /// and an extraction in flight, so this bounds memory and disk use
     /// however many Instances arrive together.
     pub max_concurrent_unpacks: usize,
-    /// How often a healthy Instance is re-applied and looked at though
-    /// nothing said it changed ([`RESYNC`]; a bench shortens it to measure
-    /// what one resync costs).
+    /// How often (on average, see [`at_rest`]) a healthy Instance is
+    /// looked at, and re-applied where the drift watches cannot vouch for
+    /// its objects, though nothing said it changed ([`RESYNC`]; a bench
+    /// and the resync tests shorten it to measure what one resync costs).
     pub resync: Duration,
     /// The provisioner's own namespace, where the inputs of each
     /// `approval: Policy` decision are kept for `kubectl instance policy
@@ -576,28 +589,44 @@ mod tests {
     }
 
     #[test]
-    fn healthy_instances_come_back_spread_over_a_fifth_of_the_resync_and_each_re_applies() {
-        let times: Vec<Duration> = (0..1000)
-            .map(|i| at_rest(&format!("i{i}"), RESYNC))
-            .collect();
-        let (shortest, longest) = (
-            times.iter().min().copied().unwrap(),
-            times.iter().max().copied().unwrap(),
-        );
-        assert!(shortest >= RESYNC.mul_f64(0.9) && longest <= RESYNC.mul_f64(1.1));
-        assert!(
-            longest - shortest > RESYNC.mul_f64(0.15),
-            "spread, not bunched: {shortest:?}..{longest:?}"
-        );
-        assert_eq!(
-            at_rest("web", RESYNC),
-            at_rest("web", RESYNC),
-            "the same name, the same time"
-        );
-        assert!(
-            reapply_after(RESYNC) < shortest,
-            "every resync at rest re-applies"
-        );
+    fn healthy_instances_come_back_spread_over_the_whole_resync_and_each_re_applies() {
+        for resync in [RESYNC, Duration::from_secs(4), Duration::from_millis(500)] {
+            let times: Vec<Duration> = (0..1000)
+                .map(|i| at_rest(&format!("i{i}"), resync))
+                .collect();
+            let (shortest, longest) = (
+                times.iter().min().copied().unwrap(),
+                times.iter().max().copied().unwrap(),
+            );
+            assert!(
+                shortest >= resync.mul_f64(0.5) && longest <= resync.mul_f64(1.5),
+                "{shortest:?}..{longest:?} of {resync:?}"
+            );
+            // Covers the period: each tenth of it gets some of the 1,000.
+            for tenth in 0..10 {
+                let from = resync.mul_f64(0.5 + f64::from(tenth) / 10.0);
+                let to = resync.mul_f64(0.6 + f64::from(tenth) / 10.0);
+                let within = times.iter().filter(|t| **t >= from && **t < to).count();
+                assert!(
+                    (50..=150).contains(&within),
+                    "{within} of 1000 in {from:?}..{to:?}"
+                );
+            }
+            let mean = times.iter().sum::<Duration>() / 1000;
+            assert!(
+                mean > resync.mul_f64(0.95) && mean < resync.mul_f64(1.05),
+                "about one resync on average: {mean:?}"
+            );
+            assert_eq!(
+                at_rest("web", resync),
+                at_rest("web", resync),
+                "the same name, the same time"
+            );
+            assert!(
+                reapply_after(resync) < shortest,
+                "every resync at rest re-applies (or is vouched for)"
+            );
+        }
     }
 
     /// Instance `a` of class `c` and Bundle `b` at `generation`, with an

@@ -44,8 +44,10 @@ pub async fn uninstall<P>(
         name: &name,
         uid: &uid,
     };
-    context.drift.forget_instance(&name);
+    // Found before the drift tracker forgets the Instance: what it last
+    // wrote tells whether the watches have seen all of it yet.
     let owned = candidates(instance, &uid, context).await?;
+    context.drift.forget_instance(&name);
     // The uninstall's own deletions (and, under Orphan, label removals,
     // which leave the watches' selector): unmarked, each came back as drift
     // of an Instance already forgotten, and stayed in memory for good.

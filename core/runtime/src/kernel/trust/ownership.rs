@@ -9,9 +9,12 @@
 //! - Adoption is explicit: someone who may write the object annotates it
 //!   with [`ADOPT_ANNOTATION`] naming the Instance; that write is the proof
 //!   of rights over the object. The annotation is removed once adopted.
-//! - Prune and uninstall read the object first and delete it only if it is
+//! - Prune and uninstall judge the object first and delete it only if it is
 //!   this Instance's, with a delete precondition on the object's UID and
-//!   resourceVersion, so an object swapped in meanwhile is not deleted.
+//!   resourceVersion, so an object swapped in (or changed) meanwhile is
+//!   not deleted. They judge it by its records as the drift watch last saw
+//!   them when it has (no read), else by a read; a precondition the watch's
+//!   copy no longer meets fails, and the object is read and judged again.
 //!
 //! Writing those records on an object needs write access to that object,
 //! so someone who could update an object but not delete it could label it
@@ -189,10 +192,34 @@ pub async fn release_owned(
     remove_owned(kinds, reference, claimant, Action::Release).await
 }
 
+/// How often a removal reads the object it judges: a write between the
+/// read and the delete fails the precondition, and the second read
+/// decides again (after a first try by the drift watch's copy, if any).
+const READS: usize = 2;
+
 #[derive(Clone, Copy)]
 enum Action {
     Delete,
     Release,
+}
+
+/// The object as the drift watch last saw it (its records and version,
+/// see `Kinds::as_seen`), if it saw it as `claimant`'s: a removal judges it
+/// by that without a read, and a write since then fails the precondition,
+/// as a write between a read and the delete does. Whatever else the watch
+/// says (not ours, not seen) is read first: a watch behind must not make
+/// an uninstall leave one of the Instance's objects behind.
+fn seen_as_ours(
+    kinds: &Kinds,
+    reference: &ObjectRef,
+    claimant: Claimant<'_>,
+) -> Option<DynamicObject> {
+    let seen = DynamicObject {
+        types: None,
+        metadata: kinds.as_seen(reference)?,
+        data: serde_json::Value::Null,
+    };
+    matches!(standing_of(reference, &seen, claimant), Standing::Ours(_)).then_some(seen)
 }
 
 async fn remove_owned(
@@ -211,10 +238,16 @@ async fn remove_owned(
         object: reference.to_string(),
         message: crate::apply::api_message(&error),
     };
-    // Twice: a write between the read and the delete makes the first try
-    // fail its precondition; the second read decides again.
-    for _ in 0..2 {
-        let Some(object) = api.get_opt(&reference.name).await.map_err(refused)? else {
+    // The watch's copy first, if any; each later try reads the object and
+    // decides again.
+    let mut as_seen = seen_as_ours(kinds, reference, claimant);
+    let tries = READS + usize::from(as_seen.is_some());
+    for _ in 0..tries {
+        let found = match as_seen.take() {
+            Some(seen) => Some(seen),
+            None => api.get_opt(&reference.name).await.map_err(refused)?,
+        };
+        let Some(object) = found else {
             return Ok(Removal::Gone);
         };
         match standing_of(reference, &object, claimant) {

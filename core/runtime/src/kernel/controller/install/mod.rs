@@ -69,8 +69,9 @@ const RESYNC_SETTLING: Duration = Duration::from_secs(3);
 const RESYNC_KEPT: Duration = Duration::from_secs(10);
 /// How soon missing dependencies are looked for again.
 const WAITING_FOR_DEPENDENCIES: Duration = Duration::from_secs(15);
-/// How often a long apply writes how far it has come.
-const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+/// How long an apply runs before it writes how far it has come (then
+/// once per stage of it, see `act::apply`).
+const PROGRESS_AFTER: Duration = Duration::from_secs(2);
 /// How soon a failed apply is tried again.
 const AFTER_INSTALL_FAILURE: Duration = Duration::from_secs(10);
 

@@ -3,6 +3,7 @@
 //! after it are written (a write that fails part-way is rolled back to
 //! the running revision). A set held at a gate stops here and says so.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use kube::api::Api;
@@ -13,10 +14,10 @@ use super::super::super::context::Context;
 use super::super::super::report::Report;
 use super::super::super::revision;
 use super::super::installed::running_revision;
-use super::super::plan::Write;
-use super::super::{AFTER_INSTALL_FAILURE, PROGRESS_EVERY, outcome};
+use super::super::plan::{Why, Write};
+use super::super::{AFTER_INSTALL_FAILURE, PROGRESS_AFTER, outcome};
 use super::{Proposal, failure};
-use crate::apply;
+use crate::apply::{self, ApplyStage};
 use crate::ownership::Claimant;
 use crate::provisioner::Provisioner;
 
@@ -59,13 +60,15 @@ pub(super) async fn phases<P: Provisioner>(
         .as_ref()
         .map(|(bundle, objects)| apply::Restore { bundle, objects });
     let began = Instant::now();
+    // After `began`: a change someone makes from now on is drift of this write.
+    let unchanged = unchanged(write, name, proposal.objects, context);
     // Created without reading first, unless an earlier try failed: a
     // conflict would then create and remove objects again on every retry
     // (and a reconcile that read the Instance before the failure was
     // written would do it at once, while the failure is already visible).
     let first_install = previous.is_empty() && !write.read_first;
     let gates = apply::phase::gates(proposal.objects, proposal.probes);
-    begin(name, proposal, context, report);
+    begin(name, began, proposal, context, report);
     let mut passed = 0;
     loop {
         let gate = gates.get(passed);
@@ -74,6 +77,7 @@ pub(super) async fn phases<P: Provisioner>(
             first_install: first_install && passed == 0,
             content_changed: write.content_changed(),
             through: gate.map(|gate| gate.after),
+            unchanged: &unchanged,
         };
         let one = One {
             settings,
@@ -116,15 +120,37 @@ pub(super) async fn phases<P: Provisioner>(
 /// the apply reads them, and changes to them alone are no drift; the
 /// phase held at is set again while a phase waits (a set written whole,
 /// or an apply that failed, is held at no phase).
-fn begin<P>(name: &str, proposal: &Proposal<'_>, context: &Context<P>, report: &mut Report) {
+fn begin<P>(
+    name: &str,
+    began: Instant,
+    proposal: &Proposal<'_>,
+    context: &Context<P>,
+    report: &mut Report,
+) {
     context.drift.ignore(name, proposal.ignored);
-    context.drift.writing(name);
+    context.drift.writing(name, began);
     report.status.progression = None;
+}
+
+/// What a write leaves as it is: under a repair, the objects nobody
+/// changed that the drift watches vouch for as last written (only what
+/// someone changed is judged, dry-run and written again); nothing else.
+fn unchanged<P>(
+    write: &Write,
+    name: &str,
+    objects: &[serde_json::Value],
+    context: &Context<P>,
+) -> BTreeSet<ObjectRef> {
+    if write.why != Why::Repair {
+        return BTreeSet::new();
+    }
+    let candidates: Vec<ObjectRef> = objects.iter().map(apply::reference_of).collect();
+    context.drift.untouched(name, &candidates)
 }
 
 /// One write of the set, through one gate's phase (or whole).
 struct One<'a> {
-    settings: apply::Settings,
+    settings: apply::Settings<'a>,
     claimant: Claimant<'a>,
     restore: Option<apply::Restore<'a>>,
 }
@@ -153,7 +179,12 @@ impl One<'_> {
             self.restore,
             proposal.probes.phases(),
         );
-        let describe = || progress.describe(proposal.objects.len(), bundle);
+        let describe = || {
+            (
+                progress.stage(),
+                progress.describe(proposal.objects.len(), bundle),
+            )
+        };
         let written = with_progress(applying, describe, report, context).await;
         context.apply_ended(instance, written.is_err());
         written
@@ -249,20 +280,34 @@ impl Held<'_> {
     }
 }
 
-/// Runs `work` (an apply), writing `describe()` into the `Installed`
-/// condition every [`PROGRESS_EVERY`] while it runs: an apply that ends
-/// sooner writes nothing extra, a long one shows how far it has come at a
-/// bounded rate.
+/// How often a running apply's stage is looked at (in memory: no request).
+const PROGRESS_LOOK: Duration = Duration::from_millis(250);
+
+/// Whether a running apply, `elapsed` into it, writes its progress now: once
+/// it ran [`PROGRESS_AFTER`] (an apply that ends sooner writes nothing
+/// extra), and then once per stage, when the `current` stage is not the
+/// one `written` last (`None`: none written yet). Time alone never writes:
+/// on a slow apiserver each Instance used to write its status every 2 s
+/// while it applied, adding to the load that made it slow.
+fn progress_due(elapsed: Duration, written: Option<ApplyStage>, current: ApplyStage) -> bool {
+    elapsed >= PROGRESS_AFTER && written != Some(current)
+}
+
+/// Runs `work` (an apply), writing `describe()`'s words into the
+/// `Installed` condition when [`progress_due`] says: at most once per stage
+/// of the apply (checking for conflicts, applying), none in its first
+/// [`PROGRESS_AFTER`].
 async fn with_progress<P, T>(
     work: impl std::future::Future<Output = T>,
-    describe: impl Fn() -> String,
+    describe: impl Fn() -> (ApplyStage, String),
     report: &mut Report,
     context: &Context<P>,
 ) -> T {
     let instances: Api<Instance> = Api::all(context.client.clone());
-    let mut ticker =
-        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    let started = tokio::time::Instant::now();
+    let mut ticker = tokio::time::interval_at(started + PROGRESS_AFTER, PROGRESS_LOOK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut written: Option<ApplyStage> = None;
     let mut reporting = true;
     tokio::pin!(work);
     loop {
@@ -270,7 +315,11 @@ async fn with_progress<P, T>(
             biased;
             done = &mut work => return done,
             _ = ticker.tick(), if reporting => {
-                reporting = report.write_progress(&instances, describe()).await;
+                let (stage, words) = describe();
+                if progress_due(started.elapsed(), written, stage) {
+                    written = Some(stage);
+                    reporting = report.write_progress(&instances, words).await;
+                }
             }
         }
     }
@@ -279,6 +328,68 @@ async fn with_progress<P, T>(
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use super::{ApplyStage, PROGRESS_AFTER, progress_due};
+
+    #[test]
+    fn progress_is_written_once_per_stage_and_never_for_time_alone() {
+        let (checking, applying) = (ApplyStage::Checking, ApplyStage::Applying);
+        let secs = Duration::from_secs;
+        let rows = [
+            (
+                "a fresh apply: nothing yet",
+                Duration::ZERO,
+                None,
+                checking,
+                false,
+            ),
+            (
+                "still within the first 2 s, applying already",
+                PROGRESS_AFTER - Duration::from_millis(1),
+                None,
+                applying,
+                false,
+            ),
+            (
+                "past 2 s, checking: written",
+                PROGRESS_AFTER,
+                None,
+                checking,
+                true,
+            ),
+            (
+                "past 2 s, applying when first looked at: written",
+                secs(3),
+                None,
+                applying,
+                true,
+            ),
+            (
+                "still checking a minute later: not again",
+                secs(60),
+                Some(checking),
+                checking,
+                false,
+            ),
+            (
+                "from checking to applying: written",
+                secs(61),
+                Some(checking),
+                applying,
+                true,
+            ),
+            (
+                "applying for long: not again",
+                secs(600),
+                Some(applying),
+                applying,
+                false,
+            ),
+        ];
+        for (row, elapsed, written, current, expected) in rows {
+            assert_eq!(progress_due(elapsed, written, current), expected, "{row}");
+        }
+    }
 
     #[test]
     fn a_long_hold_is_looked_at_less_often_up_to_a_minute() {

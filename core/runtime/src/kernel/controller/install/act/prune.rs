@@ -77,9 +77,12 @@ pub(super) async fn prune<P>(
     let kept_for_objects = !removed.kept_in_use.is_empty();
     if !kept_for_objects {
         let name = instance.name_any();
-        context
-            .drift
-            .applied(&name, written.fingerprint, written.began);
+        context.drift.applied(
+            &name,
+            written.fingerprint,
+            written.began,
+            &written.applied.objects,
+        );
     }
     // What the class's probes hold among the whole set, once written: not
     // rolled out until they pass.

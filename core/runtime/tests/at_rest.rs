@@ -1,0 +1,244 @@
+//! What an installed Instance costs the apiserver while nothing changes,
+//! and what its uninstall reads, counted request by request on the
+//! controller's own client, on the real control plane: with a short
+//! resync, the resyncs of an Instance whose objects the drift watches
+//! vouch for send none of them an apply (no dry run, no patch); a hand
+//! edit is still put back within seconds; and the uninstall reads each of
+//! its objects once (to check it is the Instance's before deleting it)
+//! and lists none.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::api::{Patch, PatchParams};
+use pakket_runtime::Plain;
+use pakket_runtime::kernel::controller;
+use pakket_runtime::kernel::serve::Metrics;
+use pakket_testkit::{Scope, eventually, install_crds};
+use serde_json::json;
+
+mod plain_fixture;
+
+use plain_fixture::Fixture;
+
+/// Every request a client sent, as `METHOD path?query`, in order.
+#[derive(Clone, Default)]
+struct Requests(Arc<Mutex<Vec<String>>>);
+
+impl Requests {
+    /// A client for `config` that records each request here.
+    fn client(&self, config: kube::Config) -> kube::Client {
+        let log = Arc::clone(&self.0);
+        let record =
+            tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+                let uri = request.uri();
+                let line = match uri.query() {
+                    Some(query) => format!("{} {}?{query}", request.method(), uri.path()),
+                    None => format!("{} {}", request.method(), uri.path()),
+                };
+                log.lock().unwrap().push(line);
+                request
+            });
+        kube::client::ClientBuilder::try_from(config)
+            .unwrap()
+            .with_layer(&record)
+            .build()
+    }
+
+    /// How many requests were recorded so far.
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+
+    /// The requests recorded since the first `from`, that `keep` keeps.
+    fn since(&self, from: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        self.0.lock().unwrap()[from..]
+            .iter()
+            .filter(|line| keep(line))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The ConfigMaps the test's Instance installs.
+const OBJECTS: [&str; 3] = ["one", "two", "three"];
+
+/// Whether `line` is a request about one of the Instance's ConfigMaps in
+/// `namespace`, or a list of ConfigMaps (anywhere).
+fn about_objects(line: &str, namespace: &str) -> bool {
+    let path = line.split(['?', ' ']).nth(1).unwrap_or_default();
+    let one_of_them = OBJECTS
+        .iter()
+        .any(|name| path == format!("/api/v1/namespaces/{namespace}/configmaps/{name}"));
+    let a_list = line.starts_with("GET ")
+        && (path == "/api/v1/configmaps" || path.ends_with("/configmaps"))
+        && !line.contains("watch=true");
+    one_of_them || a_list
+}
+
+/// Reconciles counted so far.
+fn reconciles(metrics: &Metrics) -> f64 {
+    metrics
+        .encode()
+        .lines()
+        .filter(|line| line.starts_with("pakket_reconciles_total"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// A plain provisioner's controller whose every request is recorded, with
+/// its resync shortened to `resync`; the fixture around it, with a class
+/// that allows all.
+async fn recorded(test: &str, resync: Duration) -> (Fixture, Requests) {
+    let scope = Scope::new(test).await;
+    install_crds(&scope.client).await.unwrap();
+    let requests = Requests::default();
+    let client = requests.client(scope.cluster.config_as("admin").await);
+    let id = format!("test.pakket.dev/{}", scope.id);
+    let store = scope.path("store");
+    let options = controller::RunOptions {
+        resync,
+        ..controller::RunOptions::new(store.clone())
+    };
+    let metrics = options.metrics.clone();
+    let provisioner = Plain::new(id.clone());
+    tokio::spawn(async move { controller::run_with(client, provisioner, options).await });
+    let fixture = Fixture {
+        scope,
+        id,
+        store,
+        metrics,
+    };
+    fixture.create_class("AllowAll").await;
+    (fixture, requests)
+}
+
+/// Resyncs of an Instance at rest, whose objects the drift watches vouch
+/// for, write none of them; a hand edit is still put back, writing only
+/// the edited object; the uninstall lists nothing and reads each object
+/// at most once.
+///
+/// How it fails: a resync that re-applies sends each ConfigMap a read, a
+/// dry-run PATCH and a PATCH, which the first assertion names; a drift
+/// watch that no longer repairs leaves the edit, and the wait for the
+/// value to come back panics; a repair that writes the whole set again
+/// patches `one` and `three` too; an uninstall that lists the Instance's
+/// objects by label, or reads one twice, shows in the last assertions.
+#[tokio::test]
+async fn resyncs_at_rest_write_nothing_the_watches_vouch_for_and_drift_is_still_repaired() {
+    // At rest the Instance comes back every 2 to 6 s (by its name).
+    let resync = Duration::from_secs(4);
+    let (fixture, requests) = recorded("at-rest", resync).await;
+    let namespace = fixture.scope.namespace.clone();
+    let objects: Vec<(&str, &str)> = OBJECTS.iter().map(|name| (*name, "v1")).collect();
+    fixture.content("content", &objects).await;
+    let (instances, name) = fixture.install("bundle", "content").await;
+    let ours = |line: &str| about_objects(line, &namespace);
+
+    // Several resyncs with nothing changing: counted by reconciles, not
+    // by a time (the first settles the status after the install).
+    let before = reconciles(&fixture.metrics);
+    eventually("a first resync", || async {
+        reconciles(&fixture.metrics) >= before + 1.0
+    })
+    .await;
+    let (from, looked) = (requests.len(), reconciles(&fixture.metrics));
+    eventually("three more resyncs", || async {
+        reconciles(&fixture.metrics) >= looked + 3.0
+    })
+    .await;
+    let resyncs = reconciles(&fixture.metrics) - looked;
+    let at_rest = requests.since(from, |_| true);
+    let written = requests.since(from, |line| ours(line) && !line.starts_with("GET "));
+    println!(
+        "at rest: {resyncs} resyncs, {} requests in all ({:.1} per resync): {at_rest:?}",
+        at_rest.len(),
+        at_rest.len() as f64 / resyncs,
+    );
+    assert!(
+        written.is_empty(),
+        "resyncs at rest wrote (or dry-ran) objects the watches vouch for: {written:?}"
+    );
+
+    // A hand edit is put back (the drift watch's repair) within seconds,
+    // and only the edited object is written.
+    let from = requests.len();
+    fixture
+        .config_maps()
+        .patch(
+            "two",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "value": "edited" } })),
+        )
+        .await
+        .unwrap();
+    eventually("the edited object is put back", || async {
+        fixture.value_of("two").await.as_deref() == Some("v1")
+    })
+    .await;
+    let repair = requests.since(from, ours);
+    println!("repair: {repair:?}");
+    let patched = |name: &str| {
+        let path = format!("/configmaps/{name}");
+        repair
+            .iter()
+            .filter(|line| {
+                line.starts_with("PATCH ") && line.split('?').next().unwrap().ends_with(&path)
+            })
+            .count()
+    };
+    assert!(
+        patched("two") > 0,
+        "the repair applied the edited object: {repair:?}"
+    );
+    assert_eq!(
+        (patched("one"), patched("three")),
+        (0, 0),
+        "the repair wrote (or dry-ran) only what was edited: {repair:?}"
+    );
+
+    // The uninstall, right after the repair: the watches have seen what
+    // it wrote, so nothing is listed; each object is judged by the watch's
+    // copy of its records (or, if that is behind, read once).
+    let uid = instances.get(&name).await.unwrap().metadata.uid.unwrap();
+    let from = requests.len();
+    instances.delete(&name, &Default::default()).await.unwrap();
+    eventually("the Instance is gone", || async {
+        instances.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    let uninstall = requests.since(from, ours);
+    let reads = |name: &str| {
+        let path = format!("/configmaps/{name}");
+        uninstall
+            .iter()
+            .filter(|line| {
+                line.starts_with("GET ") && line.split('?').next().unwrap().ends_with(&path)
+            })
+            .count()
+    };
+    println!(
+        "uninstall: {} reads of its objects, {} deletes: {uninstall:?}",
+        OBJECTS.iter().map(|name| reads(name)).sum::<usize>(),
+        uninstall
+            .iter()
+            .filter(|line| line.starts_with("DELETE "))
+            .count()
+    );
+    // A list by the Instance's UID label (the drift watches' own lists
+    // select by the Instance label, whoever's).
+    let lists: Vec<&String> = uninstall
+        .iter()
+        .filter(|line| line.starts_with("GET ") && line.contains(&uid))
+        .collect();
+    assert!(lists.is_empty(), "the uninstall listed: {lists:?}");
+    for name in OBJECTS {
+        assert!(
+            reads(name) <= 1,
+            "{name} read {} times: {uninstall:?}",
+            reads(name)
+        );
+        assert_eq!(fixture.value_of(name).await, None, "{name} deleted");
+    }
+    fixture.scope.cleanup().await;
+}
