@@ -2,16 +2,17 @@
 //! change at once.
 //!
 //! Every status change is told in an Event, and a burst of them (a GitOps
-//! sync creating 1,000 Instances) would cost the apiserver one more write
-//! per Instance. So routine Normal Events (an install that went as
-//! planned) are published while a budget lasts (a burst of
-//! [`BURST`], refilled at [`REFILL_PER_SECOND`]); past it they are held
-//! and told together, one Event per ProvisionerClass every
-//! [`SUMMARY_EVERY`], naming the first Instances and counting the rest.
-//! This is the idea of client-go's event spam filter, applied across
-//! Instances. Warnings, a person's decisions, pivots and uninstalls are
-//! always published one by one: they are what someone looks for on one
-//! Instance, and the status of every Instance says what happened anyway.
+//! sync creating, pivoting or deleting 1,000 Instances) would cost the
+//! apiserver one more write per Instance. So every Event goes through a
+//! budget (a burst of [`BURST`], refilled at [`REFILL_PER_SECOND`]); past
+//! it, Events are held and told together, one Event per ProvisionerClass
+//! and type every [`SUMMARY_EVERY`], counting them by reason and naming
+//! the first Instances. This is the idea of client-go's event spam filter,
+//! applied across Instances. Warnings have a budget of their own, so a
+//! burst of routine Events (installs, pivots, uninstalls) never holds back
+//! the one that says something failed; one at a time, as one Instance
+//! goes wrong or someone acts on one, every Event is published as it is.
+//! Held or not, the status of every Instance says what happened.
 //!
 //! kube's `Recorder` keeps each Event it published for six minutes (to
 //! count a repeat as a series) in a map that never shrinks, and drops the
@@ -33,7 +34,7 @@ use kube::Resource;
 use kube::runtime::events::{Event, EventType, Recorder};
 use pakket_api::{Instance, ProvisionerClass};
 
-/// Routine Events published at once before the budget runs out.
+/// Events of one type published at once before the budget runs out.
 const BURST: f64 = 25.0;
 /// How fast the budget comes back.
 const REFILL_PER_SECOND: f64 = 1.0;
@@ -49,7 +50,7 @@ const QUIET: Duration = Duration::from_secs(90);
 #[derive(Clone)]
 pub struct Events {
     recording: Arc<Mutex<Recording>>,
-    budget: Arc<Mutex<Budget>>,
+    budget: Arc<Mutex<Budgets>>,
 }
 
 impl Events {
@@ -63,7 +64,7 @@ impl Events {
                 Box::new(new_recorder),
                 Instant::now(),
             ))),
-            budget: Arc::new(Mutex::new(Budget::new(Instant::now()))),
+            budget: Arc::new(Mutex::new(Budgets::new(Instant::now()))),
         };
         tokio::spawn(summarize(
             Arc::downgrade(&events.recording),
@@ -72,8 +73,20 @@ impl Events {
         events
     }
 
-    /// Publishes `event` about `instance`, without holding up the caller.
+    /// Publishes `event` about `instance` while its type's budget lasts,
+    /// else holds it for the class's next summary; never holds up the
+    /// caller.
     pub fn publish(&self, instance: &Instance, event: Event) {
+        let name = kube::ResourceExt::name_any(instance);
+        let admitted = self.budget.lock().expect("not poisoned").admit(
+            Instant::now(),
+            &instance.spec.class,
+            &name,
+            &event,
+        );
+        if !admitted {
+            return;
+        }
         let recorder = self
             .recording
             .lock()
@@ -85,21 +98,6 @@ impl Events {
                 tracing::debug!(%error, "publishing an Event");
             }
         });
-    }
-
-    /// Publishes a status change's Event: a Warning always, a Normal one
-    /// while the budget lasts, else held for the class's next summary.
-    pub fn publish_change(&self, instance: &Instance, event: Event) {
-        let admitted = event.type_ == EventType::Warning || {
-            let mut budget = self.budget.lock().expect("not poisoned");
-            budget.admit(Instant::now()) || {
-                budget.hold(&instance.spec.class, &kube::ResourceExt::name_any(instance));
-                false
-            }
-        };
-        if admitted {
-            self.publish(instance, event);
-        }
     }
 }
 
@@ -142,18 +140,69 @@ impl Recording {
     }
 }
 
-/// A token bucket for routine Events, and the Events held past it.
+/// The budgets of Normal Events and of Warnings, and the Events held
+/// past them.
+struct Budgets {
+    normal: Budget,
+    warning: Budget,
+    /// Per ProvisionerClass and whether they are Warnings: what was held.
+    held: BTreeMap<(String, bool), Held>,
+}
+
+impl Budgets {
+    fn new(now: Instant) -> Self {
+        Self {
+            normal: Budget::new(now),
+            warning: Budget::new(now),
+            held: BTreeMap::new(),
+        }
+    }
+
+    /// Whether `event` about Instance `instance` of class `class` may be
+    /// published at `now`; if not, it is held for the class's summary.
+    fn admit(&mut self, now: Instant, class: &str, instance: &str, event: &Event) -> bool {
+        let warning = event.type_ == EventType::Warning;
+        let budget = if warning {
+            &mut self.warning
+        } else {
+            &mut self.normal
+        };
+        if budget.admit(now) {
+            return true;
+        }
+        self.held
+            .entry((class.to_owned(), warning))
+            .or_default()
+            .hold(instance, &event.reason);
+        false
+    }
+}
+
+/// A token bucket for the Events of one type.
 struct Budget {
     tokens: f64,
     refilled: Instant,
-    /// Per ProvisionerClass: how many were held, and the first names.
-    held: BTreeMap<String, Held>,
 }
 
+/// Events of one class and type held past the budget.
 #[derive(Default, Debug, PartialEq)]
 struct Held {
+    /// How many.
     count: usize,
+    /// How many of each reason.
+    reasons: BTreeMap<String, usize>,
+    /// The first Instances they were about.
     first: Vec<String>,
+}
+
+impl Held {
+    fn hold(&mut self, instance: &str, reason: &str) {
+        self.count += 1;
+        *self.reasons.entry(reason.to_owned()).or_default() += 1;
+        if self.first.len() < NAMED_IN_SUMMARY && !self.first.iter().any(|name| name == instance) {
+            self.first.push(instance.to_owned());
+        }
+    }
 }
 
 impl Budget {
@@ -161,7 +210,6 @@ impl Budget {
         Self {
             tokens: BURST,
             refilled: now,
-            held: BTreeMap::new(),
         }
     }
 
@@ -177,38 +225,47 @@ impl Budget {
             false
         }
     }
-
-    fn hold(&mut self, class: &str, instance: &str) {
-        let held = self.held.entry(class.to_owned()).or_default();
-        held.count += 1;
-        if held.first.len() < NAMED_IN_SUMMARY {
-            held.first.push(instance.to_owned());
-        }
-    }
 }
 
-/// The summary Event for `held` Events of Instances of one class.
-fn summary(held: &Held) -> Event {
+/// The summary Event for `held` Events (Warnings if `warning`) about
+/// Instances of one class.
+fn summary(held: &Held, warning: bool) -> Event {
+    let reasons: Vec<String> = held
+        .reasons
+        .iter()
+        .map(|(reason, count)| format!("{reason} {count}"))
+        .collect();
     let mut names = held.first.join(", ");
     if held.count > held.first.len() {
-        names.push_str(&format!(" and {} more", held.count - held.first.len()));
+        names.push_str(", ...");
     }
+    let (type_, reason) = if warning {
+        (EventType::Warning, "InstancesWarned")
+    } else {
+        (EventType::Normal, "InstancesChanged")
+    };
     Event {
-        type_: EventType::Normal,
-        reason: "InstancesChanged".into(),
-        note: Some(format!(
-            "{} Instances of this class changed as planned, told together to spare the apiserver \
-             one Event each: {names}; each Instance's conditions say what it did",
-            held.count
-        )),
+        type_,
+        reason: reason.into(),
+        note: Some(
+            format!(
+                "{} Events about Instances of this class, told together to spare the apiserver \
+                 one Event each: {} (Instances {names}); each Instance's conditions say what it did",
+                held.count,
+                reasons.join(", ")
+            )
+            .chars()
+            .take(1000)
+            .collect(),
+        ),
         action: "Reconcile".into(),
         secondary: None,
     }
 }
 
-/// Every [`SUMMARY_EVERY`], publishes one summary per class with held
+/// Every [`SUMMARY_EVERY`], publishes one summary per class and type with held
 /// Events, on the ProvisionerClass; renews a recorder gone quiet.
-async fn summarize(recording: Weak<Mutex<Recording>>, budget: Weak<Mutex<Budget>>) {
+async fn summarize(recording: Weak<Mutex<Recording>>, budget: Weak<Mutex<Budgets>>) {
     let mut ticker = tokio::time::interval(SUMMARY_EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -227,14 +284,14 @@ async fn summarize(recording: Weak<Mutex<Recording>>, budget: Weak<Mutex<Budget>
             using.recorder(Instant::now())
         };
         drop(recording);
-        for (class, held) in held {
+        for ((class, warning), held) in held {
             let reference = ObjectReference {
                 api_version: Some(ProvisionerClass::api_version(&()).into_owned()),
                 kind: Some(ProvisionerClass::kind(&()).into_owned()),
                 name: Some(class),
                 ..ObjectReference::default()
             };
-            if let Err(error) = recorder.publish(&summary(&held), &reference).await {
+            if let Err(error) = recorder.publish(&summary(&held, warning), &reference).await {
                 tracing::debug!(%error, "publishing a summary Event");
             }
         }
@@ -282,22 +339,81 @@ mod tests {
         assert_eq!(made, 2, "the first, and one renewal");
     }
 
-    #[test]
-    fn held_events_are_counted_per_class_and_the_first_named() {
-        let mut budget = Budget::new(Instant::now());
-        for i in 0..8 {
-            budget.hold("plain", &format!("i{i}"));
+    fn event(type_: EventType, reason: &str) -> Event {
+        Event {
+            type_,
+            reason: reason.into(),
+            note: None,
+            action: "Test".into(),
+            secondary: None,
         }
-        budget.hold("other", "x");
-        let plain = &budget.held["plain"];
-        assert_eq!(plain.count, 8);
-        assert_eq!(plain.first, ["i0", "i1", "i2", "i3", "i4"]);
-        let note = summary(plain).note.unwrap();
+    }
+
+    #[test]
+    fn every_event_goes_through_a_budget_and_warnings_have_their_own() {
+        let now = Instant::now();
+        let mut budgets = Budgets::new(now);
+        let uninstalled = event(EventType::Normal, "Uninstalled");
+        let admitted = (0..100)
+            .filter(|i| budgets.admit(now, "plain", &format!("i{i}"), &uninstalled))
+            .count();
+        assert_eq!(
+            admitted, BURST as usize,
+            "uninstalls past the burst are held"
+        );
+        let pivoted = event(EventType::Normal, "Pivoted");
         assert!(
-            note.starts_with("8 Instances of this class changed as planned")
-                && note.contains("i0, i1, i2, i3, i4 and 3 more"),
+            !budgets.admit(now, "plain", "i0", &pivoted),
+            "pivots share the routine budget"
+        );
+        let failed = event(EventType::Warning, "UninstallIncomplete");
+        assert!(
+            budgets.admit(now, "plain", "i1", &failed),
+            "a Warning is not held back by a burst of routine Events"
+        );
+        let normal = &budgets.held[&("plain".to_owned(), false)];
+        assert_eq!(normal.count, 76);
+        assert_eq!(normal.reasons["Uninstalled"], 75);
+        assert_eq!(normal.reasons["Pivoted"], 1);
+        assert!(!budgets.held.contains_key(&("plain".to_owned(), true)));
+        let warnings = (0..100)
+            .filter(|i| budgets.admit(now, "plain", &format!("i{i}"), &failed))
+            .count();
+        assert_eq!(warnings, BURST as usize - 1, "Warnings have a budget too");
+        assert_eq!(budgets.held[&("plain".to_owned(), true)].count, 76);
+    }
+
+    #[test]
+    fn held_events_are_counted_per_class_and_reason_and_the_first_named() {
+        let now = Instant::now();
+        let mut budgets = Budgets::new(now);
+        budgets.normal.tokens = 0.0;
+        let installed = event(EventType::Normal, "InstallSucceeded");
+        let uninstalled = event(EventType::Normal, "Uninstalled");
+        for i in 0..8 {
+            let event = if i < 6 { &installed } else { &uninstalled };
+            assert!(!budgets.admit(now, "plain", &format!("i{i}"), event));
+        }
+        assert!(!budgets.admit(now, "plain", "i0", &uninstalled));
+        assert!(!budgets.admit(now, "other", "x", &installed));
+        let plain = &budgets.held[&("plain".to_owned(), false)];
+        assert_eq!(plain.count, 9);
+        assert_eq!(plain.first, ["i0", "i1", "i2", "i3", "i4"]);
+        let told = summary(plain, false);
+        assert_eq!(told.reason, "InstancesChanged");
+        let note = told.note.unwrap();
+        assert!(
+            note.starts_with("9 Events about Instances of this class, told together")
+                && note.contains(
+                    "InstallSucceeded 6, Uninstalled 3 (Instances i0, i1, i2, i3, i4, ...)"
+                ),
             "{note}"
         );
-        assert_eq!(budget.held["other"].count, 1);
+        assert_eq!(budgets.held[&("other".to_owned(), false)].count, 1);
+        let warned = summary(plain, true);
+        assert_eq!(
+            (warned.type_, warned.reason.as_str()),
+            (EventType::Warning, "InstancesWarned")
+        );
     }
 }

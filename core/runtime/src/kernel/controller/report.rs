@@ -258,7 +258,7 @@ impl Report {
             Err(error) => return Err(error),
         };
         if let Some(event) = event {
-            events.publish_change(&updated, event);
+            events.publish(&updated, event);
         }
         for event in after_write {
             events.publish(&updated, event);
