@@ -56,6 +56,24 @@ pub use revision::{
 /// only the pivot to that Bundle.
 pub const PIVOT_IN_USE_ANNOTATION: &str = "core.pakket.dev/pivot-in-use";
 
+/// On a ConfigMap, `"true"`: Bundle content, marked so by someone who may
+/// write it. A Bundle (or an Instance's embedded Bundle spec) may mount
+/// only a ConfigMap that carries it, and a provisioner unpacks only such a
+/// one ([`is_bundle_content`]). The ConfigMap admission webhook selects on
+/// it (`objectSelector`), so the cluster's other ConfigMaps never wait on
+/// Pakket; since anyone who may write a ConfigMap may also unlabel it,
+/// removing the label (or deleting the ConfigMap) while a Bundle mounts it
+/// is refused like unfreezing it is.
+pub const BUNDLE_CONTENT_LABEL: &str = "core.pakket.dev/bundle-content";
+
+/// Whether an object's `labels` mark it as Bundle content
+/// ([`BUNDLE_CONTENT_LABEL`] set to `"true"`).
+pub fn is_bundle_content(labels: &std::collections::BTreeMap<String, String>) -> bool {
+    labels
+        .get(BUNDLE_CONTENT_LABEL)
+        .is_some_and(|value| value == "true")
+}
+
 /// On an Instance, `"true"`: a policy trial (`kubectl instance policy
 /// test -f`). Its provisioner renders it and keeps the inputs any
 /// ApprovalPolicy would see, and never approves nor applies it. It can

@@ -106,7 +106,9 @@
 //! tree of files), an `https://` tarball, a `git+https://` ref, or a
 //! ConfigMap (`file://`, for a handful of files while you try things): a
 //! ConfigMap's keys are file names, so its content is one flat folder
-//! with no subfolders, and at most about 1 MiB.
+//! with no subfolders, and at most about 1 MiB. The ConfigMap must be
+//! `immutable: true` and labelled `core.pakket.dev/bundle-content: "true"`
+//! ([`pakket_api::BUNDLE_CONTENT_LABEL`]); an unlabelled one is never read.
 //!
 //! Copying `examples/author` out of this repository: its `Cargo.toml`
 //! names `pakket-runtime` by path; point it at your copy (or a git

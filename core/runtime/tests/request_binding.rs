@@ -87,7 +87,7 @@ impl Stage {
             .await
             .unwrap();
         let content: ConfigMap = serde_json::from_value(json!({
-            "metadata": { "name": "content" },
+            "metadata": { "name": "content", "labels": { pakket_api::BUNDLE_CONTENT_LABEL: "true" } },
             "immutable": true,
             "data": { "app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  value: v1\n" },
         }))

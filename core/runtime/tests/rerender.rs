@@ -106,7 +106,7 @@ async fn an_upgraded_provisioner_applies_a_new_render_only_within_the_rights_tha
         .await
         .unwrap();
     let content: ConfigMap = serde_json::from_value(json!({
-        "metadata": { "name": "content" },
+        "metadata": { "name": "content", "labels": { pakket_api::BUNDLE_CONTENT_LABEL: "true" } },
         "immutable": true,
         "data": { "a.yaml": format!(
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: original\n  namespace: {}\ndata:\n  value: v1\n",

@@ -28,9 +28,9 @@ async fn a_properties_bundle_installs_its_config_maps_and_a_missing_setting_is_n
         .await
         .unwrap();
     // The content: one .properties file, in an immutable ConfigMap the
-    // Bundle mounts (a `file://` ref).
+    // Bundle mounts (a `file://` ref), labelled as Bundle content.
     let content: ConfigMap = serde_json::from_value(json!({
-        "metadata": { "name": "content" },
+        "metadata": { "name": "content", "labels": { pakket_api::BUNDLE_CONTENT_LABEL: "true" } },
         "immutable": true,
         "data": { "app.properties": "# the app's settings\nmode = fast\nlevel=3\n" },
     }))

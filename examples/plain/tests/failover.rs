@@ -112,6 +112,10 @@ async fn content(scope: &Scope, name: &str, object: &str) {
     let config_map = ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.into()),
+            labels: Some(BTreeMap::from([(
+                pakket_api::BUNDLE_CONTENT_LABEL.into(),
+                "true".into(),
+            )])),
             ..ObjectMeta::default()
         },
         data: Some(BTreeMap::from([("object.yaml".into(), manifest)])),

@@ -284,7 +284,7 @@ async fn waiting_instance(scope: &Scope, id: &str) -> String {
         scope.namespace
     );
     let content = serde_json::from_value(json!({
-        "metadata": {"name": "content"},
+        "metadata": {"name": "content", "labels": {pakket_api::BUNDLE_CONTENT_LABEL: "true"}},
         "data": {"object.yaml": manifest},
         "immutable": true,
     }))

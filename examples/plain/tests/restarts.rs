@@ -29,7 +29,7 @@ fn config_map(name: &str, value: &str) -> String {
 async fn content(client: &Client, name: &str, objects: &BTreeMap<String, String>) {
     let text: Vec<String> = objects.iter().map(|(n, v)| config_map(n, v)).collect();
     let config_map: ConfigMap = serde_json::from_value(json!({
-        "metadata": { "name": name },
+        "metadata": { "name": name, "labels": { pakket_api::BUNDLE_CONTENT_LABEL: "true" } },
         "data": { "all.yaml": text.join("---\n") },
         "immutable": true,
     }))

@@ -439,8 +439,10 @@ async fn a_request_nobody_made_yet_is_tested_as_a_trial_its_provisioner_renders_
         Manifests(id.clone()),
         options,
     ));
+    let mut labels = scope.labels();
+    labels.insert(pakket_api::BUNDLE_CONTENT_LABEL.into(), "true".into());
     let content: ConfigMap = serde_json::from_value(json!({
-        "metadata": { "name": "content", "namespace": scope.namespace, "labels": scope.labels() },
+        "metadata": { "name": "content", "namespace": scope.namespace, "labels": labels },
         "immutable": true,
         "data": { "settings.yaml": format!(
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: team-a-settings, namespace: {}}}\ndata: {{mode: fast}}\n",

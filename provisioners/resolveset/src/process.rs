@@ -99,9 +99,9 @@ pub struct Running {
     pub metrics: Arc<Metrics>,
 }
 
-/// Starts the Catalog controller and the API on the calling runtime.
-pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> {
-    let store = Arc::new(Store::open(&options.store)?);
+/// How Catalogs are fetched: the runtime's content fetchers, bounded by
+/// the catalog file limit and this process's reach.
+fn catalog_unpack_options(options: &Options) -> UnpackOptions {
     let mut unpack = UnpackOptions::default();
     unpack.limits.max_file_size = options.max_catalog_file;
     unpack.limits.max_total_size = unpack.limits.max_total_size.max(options.max_catalog_file);
@@ -112,6 +112,15 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
          an image or a ConfigMap"
             .into(),
     );
+    // A Catalog's ConfigMap is marked as catalog content, not as a Bundle's.
+    unpack.content_label = crate::catalogs::source::CATALOG_CONTENT_LABEL;
+    unpack
+}
+
+/// Starts the Catalog controller and the API on the calling runtime.
+pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> {
+    let store = Arc::new(Store::open(&options.store)?);
+    let unpack = catalog_unpack_options(&options);
     let catalogs = Arc::new(Catalogs::new());
     let loading = Arc::new(Loading::default());
     tokio::spawn(store_gc::run(

@@ -78,6 +78,13 @@ pub struct UnpackOptions {
     /// rather than a class decides (a Catalog's fetches); `None`: the
     /// class's parameter.
     pub internal_addresses_advice: Option<String>,
+    /// The label (value `"true"`) a mounted ConfigMap must carry for its
+    /// content to be read: [`pakket_api::BUNDLE_CONTENT_LABEL`] for
+    /// Bundles. The webhook refuses a Bundle mounting an existing
+    /// ConfigMap without it, but one that comes later is never seen by
+    /// it (its objectSelector is that label), so the unpack checks again.
+    /// A Catalog's fetch asks for its own label instead.
+    pub content_label: &'static str,
 }
 
 /// Objects a Bundle may hold unless its class says otherwise: each is a
@@ -100,6 +107,7 @@ impl Default for UnpackOptions {
             class: String::new(),
             mirrors: Vec::new(),
             internal_addresses_advice: None,
+            content_label: pakket_api::BUNDLE_CONTENT_LABEL,
         }
     }
 }
@@ -279,6 +287,22 @@ pub enum ContentError {
         name: String,
         /// What went wrong.
         message: String,
+    },
+    /// The mounted ConfigMap is not marked as content: nothing of it is
+    /// read. Not terminal: labelling it (which leaves its data alone) is
+    /// enough, and the next try reads it.
+    #[error(
+        "ConfigMap {namespace}/{name} (spec.volumeMounts) is not labelled {label}=true, so nothing of it is read: \
+         only someone who may write a ConfigMap says it is content; if it is, label it: \
+         `kubectl -n {namespace} label configmap {name} {label}=true`"
+    )]
+    Unlabelled {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// The label it lacks.
+        label: &'static str,
     },
     /// A key the ref names is not in the ConfigMap.
     #[error("spec.refs[{index}] {reference}: ConfigMap {namespace}/{name} has no key {key}")]
@@ -560,7 +584,7 @@ async fn unpack_one(
 ) -> Result<Unpacked, ContentError> {
     let scheme = reference.split("://").next().unwrap_or_default().to_owned();
     match scheme.as_str() {
-        "file" => file::unpack_file(client, spec, store, index, reference).await,
+        "file" => file::unpack_file(client, spec, store, options, index, reference).await,
         "docker" | "oci" => {
             registry_reach::check(&reference, options)
                 .await

@@ -157,11 +157,19 @@ impl Fixture {
             .unwrap();
     }
 
-    /// An immutable ConfigMap holding `files` (name, text) as they are.
+    /// An immutable ConfigMap holding `files` (name, text) as they are,
+    /// labelled as Bundle content.
     pub async fn files(&self, name: &str, files: &[(&str, String)]) {
         let config_map = ConfigMap {
             metadata: kube::api::ObjectMeta {
                 name: Some(name.into()),
+                labels: Some(
+                    [(
+                        pakket_api::BUNDLE_CONTENT_LABEL.to_owned(),
+                        "true".to_owned(),
+                    )]
+                    .into(),
+                ),
                 ..Default::default()
             },
             data: Some(

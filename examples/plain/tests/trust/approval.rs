@@ -11,12 +11,20 @@ use serde_json::json;
 
 use crate::support::{Stage, Webhooks, refused_with, rule};
 
-/// A content ConfigMap the webhooks do not guard (no scope label), so the
-/// admin can delete and re-create it under the same name.
+/// A content ConfigMap the webhooks do not guard (no scope label: the
+/// stage's webhooks see only its own objects), so the admin can delete and
+/// re-create it under the same name.
 async fn unguarded_content(stage: &Stage, value: &str) {
     let config_map = ConfigMap {
         metadata: ObjectMeta {
             name: Some("content".into()),
+            labels: Some(
+                [(
+                    pakket_api::BUNDLE_CONTENT_LABEL.to_owned(),
+                    "true".to_owned(),
+                )]
+                .into(),
+            ),
             ..ObjectMeta::default()
         },
         data: Some(

@@ -12,6 +12,7 @@
 //! | [`adoption`] | no silent adoption; explicit adoption by whoever may write the object |
 //! | [`user_permission`] | `UserPermission` asks what RBAC would ask, of whoever asked for this spec |
 //! | [`approval`] | an approval covers exactly the content approved; the guard covers what the runtime reads |
+//! | [`content`] | a ConfigMap is Bundle content only if someone who may write it labelled it so; one that arrives unlabelled is never read |
 //! | [`children`] | Pakket's own kinds in content are refused unless the provisioner makes them; a child is judged by its parent's requester |
 //! | [`claims`] | an unapproved Instance creates nothing another Instance installs |
 //! | [`records`] | a requester record no webhook wrote is not trusted |
@@ -26,6 +27,7 @@ mod android;
 mod approval;
 mod children;
 mod claims;
+mod content;
 mod deletion;
 mod deputy;
 mod in_use;

@@ -340,12 +340,15 @@ impl Stage {
         .await;
     }
 
-    /// An immutable ConfigMap in the scope's namespace holding `files`.
+    /// An immutable ConfigMap in the scope's namespace holding `files`,
+    /// labelled as Bundle content.
     pub async fn content(&self, name: &str, files: &[(&str, String)]) {
+        let mut labels = self.scope.labels();
+        labels.insert(pakket_api::BUNDLE_CONTENT_LABEL.into(), "true".into());
         let config_map = ConfigMap {
             metadata: ObjectMeta {
                 name: Some(name.into()),
-                labels: Some(self.scope.labels()),
+                labels: Some(labels),
                 ..ObjectMeta::default()
             },
             data: Some(

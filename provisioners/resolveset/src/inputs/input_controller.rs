@@ -840,10 +840,14 @@ async fn write_set(context: &InputContext, entries: &[Entry]) -> Result<(), kube
     let config_map = ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.clone()),
-            labels: Some(BTreeMap::from([(
-                SET_LABEL.to_owned(),
-                context.instance.clone(),
-            )])),
+            // Bundle content: the resolveset Instance mounts it.
+            labels: Some(BTreeMap::from([
+                (SET_LABEL.to_owned(), context.instance.clone()),
+                (
+                    pakket_api::BUNDLE_CONTENT_LABEL.to_owned(),
+                    "true".to_owned(),
+                ),
+            ])),
             ..ObjectMeta::default()
         },
         data: Some(BTreeMap::from([(

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
-use pakket_api::BundleSpec;
+use pakket_api::{BundleSpec, ConfigMapSource};
 use sha2::{Digest as _, Sha256};
 
 use super::{ContentError, Unpacked};
@@ -15,6 +15,7 @@ pub(super) async fn unpack_file(
     client: &Client,
     spec: &BundleSpec,
     store: &Store,
+    options: &super::UnpackOptions,
     index: usize,
     reference: String,
 ) -> Result<Unpacked, ContentError> {
@@ -38,21 +39,7 @@ pub(super) async fn unpack_file(
             path: path.clone(),
         })?;
     let source = &mount.config_map;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &source.namespace);
-    let config_map_error = |message: String| ContentError::ConfigMap {
-        namespace: source.namespace.clone(),
-        name: source.name.clone(),
-        message,
-    };
-    let config_map = api
-        .get_opt(&source.name)
-        .await
-        .map_err(|error| config_map_error(crate::apply::api_message(&error)))?
-        .ok_or_else(|| {
-            config_map_error(
-                "not found; create it (immutable: true) or fix spec.volumeMounts".into(),
-            )
-        })?;
+    let config_map = read_content(client, source, options.content_label).await?;
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for (name, value) in config_map.data.unwrap_or_default() {
         files.insert(name, value.into_bytes());
@@ -90,6 +77,45 @@ pub(super) async fn unpack_file(
         dir,
         commit: None,
     })
+}
+
+/// The ConfigMap `source`, if it exists and carries `label` (`"true"`):
+/// the label is looked at before anything else of it, so an unlabelled
+/// ConfigMap's data never reaches the store, a status or a log.
+async fn read_content(
+    client: &Client,
+    source: &ConfigMapSource,
+    label: &'static str,
+) -> Result<ConfigMap, ContentError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &source.namespace);
+    let config_map_error = |message: String| ContentError::ConfigMap {
+        namespace: source.namespace.clone(),
+        name: source.name.clone(),
+        message,
+    };
+    let config_map = api
+        .get_opt(&source.name)
+        .await
+        .map_err(|error| config_map_error(crate::apply::api_message(&error)))?
+        .ok_or_else(|| {
+            config_map_error(format!(
+                "not found; create it (immutable: true, labelled {label}=true) or fix spec.volumeMounts"
+            ))
+        })?;
+    let labelled = config_map
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get(label))
+        .is_some_and(|value| value == "true");
+    if !labelled {
+        return Err(ContentError::Unlabelled {
+            namespace: source.namespace.clone(),
+            name: source.name.clone(),
+            label,
+        });
+    }
+    Ok(config_map)
 }
 
 /// sha256 over each key and value, length-prefixed so no two contents collide.
