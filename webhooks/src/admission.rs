@@ -10,9 +10,12 @@ use kube::api::Api;
 use kube::core::admission::{AdmissionResponse, Operation};
 use kube::{Client, ResourceExt};
 use pakket_api::{Bundle, BundleSpec, Instance, RecordKey};
+use pakket_runtime::kernel::inventory::{self, Provided};
 
+use crate::apis::ApiCache;
 use crate::authz::Authorizer;
 use crate::index::Index;
+use crate::metrics::Metrics;
 use crate::review::{Request, Requester, Target, decode};
 use crate::rules::content::ConfigMapState;
 use crate::rules::use_verb::ClassUse;
@@ -46,27 +49,42 @@ pub struct Admission {
     client: Client,
     authorizer: Authorizer,
     index: Index,
+    apis: ApiCache,
+    metrics: std::sync::Arc<Metrics>,
     key: RecordKey,
     delegates: std::sync::Arc<Vec<String>>,
 }
 
+/// What an [`Admission`] reads from memory: the watched Bundles and
+/// classes, and the watched APIs Instances installed.
+pub struct Caches {
+    /// Bundles, Instances, classes.
+    pub index: Index,
+    /// CRDs and APIServices labelled with an Instance.
+    pub apis: ApiCache,
+}
+
 impl Admission {
-    /// Answers with `authorizer` for permissions, `index` for Bundles and
-    /// classes, `client` for ConfigMap lookups, and `key` to seal and
-    /// verify requester records. `delegates` are the user names whose
-    /// writes may carry a sealed record of someone else
-    /// ([`creator`]'s delegates).
+    /// Answers with `authorizer` for permissions, `caches` for Bundles,
+    /// classes and installed APIs, `client` for ConfigMap lookups, and
+    /// `key` to seal and verify requester records. `delegates` are the
+    /// user names whose writes may carry a sealed record of someone else
+    /// ([`creator`]'s delegates). `metrics` counts where the in-use check
+    /// found what an Instance provides.
     pub fn new(
         client: Client,
         authorizer: Authorizer,
-        index: Index,
+        caches: Caches,
+        metrics: std::sync::Arc<Metrics>,
         key: RecordKey,
         delegates: Vec<String>,
     ) -> Self {
         Self {
             client,
             authorizer,
-            index,
+            index: caches.index,
+            apis: caches.apis,
+            metrics,
             key,
             delegates: std::sync::Arc::new(delegates),
         }
@@ -200,12 +218,29 @@ impl Admission {
             }
             return Ok(());
         }
-        match instance_in_use::refusal(&self.client, &instance).await {
+        let checked = match self.provided(&instance).await {
+            Ok(provided) => instance_in_use::refusal(&self.client, &instance, &provided).await,
+            Err(error) => Err(instance_in_use::undecided(&name, &error)),
+        };
+        match checked {
             Ok(Some(message)) => verdict.deny(403, message),
             Ok(None) => {}
             Err(message) => verdict.deny(503, message),
         }
         Ok(())
+    }
+
+    /// What `instance` provides: its CRDs and APIServices from the watch
+    /// cache ([`ApiCache`]) once it has synced, listed until then (an
+    /// unsynced cache would say "nothing", and an Instance in use would go).
+    async fn provided(&self, instance: &Instance) -> Result<Provided, kube::Error> {
+        let properties = inventory::active_properties(&self.client, instance).await?;
+        if let Some(provided) = self.apis.provided(instance, &properties) {
+            self.metrics.provided_looked_up("cache");
+            return Ok(provided);
+        }
+        self.metrics.provided_looked_up("list");
+        inventory::provided(&self.client, instance, &properties).await
     }
 
     /// An Event on `instance`: who deleted it while in use, and why.
@@ -416,13 +451,15 @@ impl Admission {
         let checked = match request.operation {
             Operation::Delete => content::check_delete(namespace, &request.name, &bundles),
             Operation::Create | Operation::Update => {
-                let immutable = request
-                    .object
-                    .as_ref()
+                let object = request.object.as_ref();
+                let immutable = object
                     .and_then(|object| object.data.get("immutable"))
                     .and_then(serde_json::Value::as_bool)
                     .unwrap_or(false);
-                content::check_write(namespace, &request.name, immutable, &bundles)
+                let labelled = object
+                    .and_then(|object| object.metadata.labels.as_ref())
+                    .is_some_and(pakket_api::is_bundle_content);
+                content::check_write(namespace, &request.name, immutable, labelled, &bundles)
             }
             Operation::Connect => Ok(()),
         };
@@ -572,8 +609,10 @@ impl Admission {
             let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &source.namespace);
             let state = match api.get_opt(&source.name).await {
                 Ok(None) => ConfigMapState::Missing,
-                Ok(Some(found)) if found.immutable == Some(true) => ConfigMapState::Immutable,
-                Ok(Some(_)) => ConfigMapState::Mutable,
+                Ok(Some(found)) => ConfigMapState::Found {
+                    immutable: found.immutable == Some(true),
+                    labelled: pakket_api::is_bundle_content(found.labels()),
+                },
                 Err(source_error) => {
                     let error = crate::Error::Lookup {
                         what: format!("ConfigMap {}/{}", source.namespace, source.name),

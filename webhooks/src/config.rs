@@ -16,15 +16,24 @@
 //!   garbage collector) and a status write that leaves what decides approval
 //!   alone (`pakket_api::ApprovalState`: the runtime's progress reports). Those keep working even with the webhook
 //!   down, and cost no round trip.
-//! - The ConfigMap webhook is `failurePolicy: Ignore` with a 2 s timeout:
-//!   ConfigMaps are everywhere (kube-controller-manager publishes
-//!   `kube-root-ca.crt` into every new namespace), so it must never block
-//!   them. Down, it lets a delete of Bundle content through — the runtime
-//!   keeps unpacked content by digest, so that costs at most a failed
-//!   re-unpack. It skips `kube-system`, `kube-public` and `kube-node-lease`
-//!   and writes of ConfigMaps that are already immutable. It does cover the
-//!   webhook's own namespace: with `Ignore` it cannot block its own start,
-//!   and `pakket-system` holds Bundle content in the examples.
+//! - The ConfigMap webhook is called only for Bundle content: its
+//!   `objectSelector` is `core.pakket.dev/bundle-content: "true"`
+//!   ([`pakket_api::BUNDLE_CONTENT_LABEL`]), so the cluster's other
+//!   ConfigMaps (kube-controller-manager publishes `kube-root-ca.crt` into
+//!   every new namespace) never wait on it. The apiserver matches an
+//!   objectSelector against the old object as well as the new, so a write
+//!   that removes the label and a delete of a labelled ConfigMap still
+//!   come; a ConfigMap that never had the label is no Bundle's content (a
+//!   Bundle may mount only a labelled one, and the provisioner refuses to
+//!   unpack an unlabelled one). Its `matchConditions` skip writes that
+//!   leave a ConfigMap immutable and labelled (nothing to check), never a
+//!   write that takes the label away. It is `failurePolicy: Ignore` with a
+//!   2 s timeout: down, it lets a delete of Bundle content through — the
+//!   runtime keeps unpacked content by digest, so that costs at most a
+//!   failed re-unpack. It skips `kube-system`, `kube-public` and
+//!   `kube-node-lease`. It does cover the webhook's own namespace: with
+//!   `Ignore` it cannot block its own start, and `pakket-system` holds
+//!   Bundle content in the examples.
 
 use std::collections::BTreeMap;
 
@@ -35,7 +44,10 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::api::ObjectMeta;
-use pakket_api::{CREATED_BY_ANNOTATION, LAST_CHANGED_BY_ANNOTATION, PIVOT_IN_USE_ANNOTATION};
+use pakket_api::{
+    BUNDLE_CONTENT_LABEL, CREATED_BY_ANNOTATION, LAST_CHANGED_BY_ANNOTATION,
+    PIVOT_IN_USE_ANNOTATION,
+};
 
 /// The namespace `deploy/` installs the webhook into.
 pub const NAMESPACE: &str = "pakket-system";
@@ -128,6 +140,26 @@ fn annotation_of(object: &str, annotation: &str) -> String {
         "(has({object}.metadata.annotations) && '{annotation}' in {object}.metadata.annotations \
          ? {object}.metadata.annotations['{annotation}'] : '')"
     )
+}
+
+/// Label `label` of `object` (`''` when absent), as CEL.
+fn label_of(object: &str, label: &str) -> String {
+    format!(
+        "(has({object}.metadata.labels) && '{label}' in {object}.metadata.labels \
+         ? {object}.metadata.labels['{label}'] : '')"
+    )
+}
+
+/// What the ConfigMap webhook selects: Bundle content
+/// ([`BUNDLE_CONTENT_LABEL`]), within what `scope` selects (a test's own
+/// objects).
+fn content_selector(scope: Option<&LabelSelector>) -> LabelSelector {
+    let mut selector = scope.cloned().unwrap_or_default();
+    selector
+        .match_labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(BUNDLE_CONTENT_LABEL.to_owned(), "true".to_owned());
+    selector
 }
 
 /// The requester records of `object` (`''` for each one absent), as CEL.
@@ -392,11 +424,15 @@ pub fn validating(options: &Options) -> ValidatingWebhookConfiguration {
             "Namespaced",
         )],
         vec![condition(
-            "delete-or-mutable",
-            "request.operation == 'DELETE' || !has(object.immutable) || object.immutable != true"
-                .to_owned(),
+            "delete-or-mutable-or-unlabelled",
+            format!(
+                "request.operation == 'DELETE' || !has(object.immutable) || object.immutable != true \
+                 || {} != 'true'",
+                label_of("object", BUNDLE_CONTENT_LABEL)
+            ),
         )],
     );
+    config_maps.object_selector = Some(content_selector(options.object_selector.as_ref()));
     config_maps.failure_policy = Some("Ignore".to_owned());
     config_maps.timeout_seconds = Some(2);
     config_maps.namespace_selector = Some(LabelSelector {
@@ -633,18 +669,69 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_config_map_webhook_skips_system_namespaces() {
-        let config_maps = validating(&Options::deployed())
+    fn config_maps(options: &Options) -> ValidatingWebhook {
+        validating(options)
             .webhooks
             .unwrap()
-            .pop()
-            .unwrap();
+            .into_iter()
+            .find(|webhook| webhook.name.starts_with("configmaps."))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_config_map_webhook_skips_system_namespaces() {
+        let config_maps = config_maps(&Options::deployed());
         let selector = serde_json::to_string(&config_maps.namespace_selector).unwrap();
         for namespace in SYSTEM_NAMESPACES {
             assert!(selector.contains(namespace), "{selector}");
         }
         assert_eq!(config_maps.failure_policy.as_deref(), Some("Ignore"));
+    }
+
+    #[test]
+    fn the_config_map_webhook_selects_only_bundle_content_within_the_scope() {
+        let content = BTreeMap::from([(BUNDLE_CONTENT_LABEL.to_owned(), "true".to_owned())]);
+        let deployed = config_maps(&Options::deployed()).object_selector.unwrap();
+        assert_eq!(deployed.match_labels, Some(content.clone()));
+        assert_eq!(deployed.match_expressions, None);
+        // A test's scope is kept, and the content label added to it.
+        let scope = BTreeMap::from([("test.pakket.dev/scope".to_owned(), "t1".to_owned())]);
+        let scoped = Options {
+            object_selector: Some(LabelSelector {
+                match_labels: Some(scope.clone()),
+                ..LabelSelector::default()
+            }),
+            ..Options::deployed()
+        };
+        let mut both = scope.clone();
+        both.extend(content);
+        assert_eq!(
+            config_maps(&scoped).object_selector.unwrap().match_labels,
+            Some(both)
+        );
+        // The other webhooks select only the scope.
+        let bundles = &validating(&scoped).webhooks.unwrap()[0];
+        assert_eq!(
+            bundles.object_selector.as_ref().unwrap().match_labels,
+            Some(scope)
+        );
+    }
+
+    #[test]
+    fn the_config_map_webhook_lets_only_writes_that_keep_content_frozen_and_labelled_skip_it() {
+        let expression = &config_maps(&Options::deployed()).match_conditions.unwrap()[0].expression;
+        // CEL is evaluated by the apiserver (webhooks/tests check that it
+        // compiles and acts); here: each way out of the skip is there.
+        for part in [
+            "request.operation == 'DELETE'",
+            "!has(object.immutable) || object.immutable != true",
+            "'core.pakket.dev/bundle-content' in object.metadata.labels ? object.metadata.labels['core.pakket.dev/bundle-content'] : '') != 'true'",
+        ] {
+            assert!(
+                expression.contains(part),
+                "{part} missing from {expression}"
+            );
+        }
     }
 
     #[test]

@@ -177,7 +177,7 @@ impl Index {
 
 /// Drives a reflector stream; watch errors are retried by the backoff and
 /// only logged here.
-async fn drain<S, T>(stream: S)
+pub(crate) async fn drain<S, T>(stream: S)
 where
     S: futures::Stream<Item = Result<T, watcher::Error>>,
 {

@@ -10,7 +10,7 @@
 //! | [`rules::creator`] | Instance CREATE (mutating + validating) and UPDATE | `core.pakket.dev/created-by` is the requester's, sealed for the spec, and never changes; a spec change writes `core.pakket.dev/last-changed-by` (the requester, sealed for the new spec); neither is written by hand |
 //! | [`rules::creator`] | Input and Operator CREATE and UPDATE (and their status) | the same records, sealed for `Input/<name>` or `Operator/<name>` and the digest of the spec as JSON; a delegate's (`--delegate`) write may carry someone else's `last-changed-by` when its seal verifies for that object and spec |
 //! | [`rules::bundle`] | Bundle UPDATE; Bundle / Instance CREATE | spec immutable (refused in the mutating phase, before CEL, with a message naming the change); refs parse |
-//! | [`rules::content`] | Bundle CREATE (and an Instance's embedded spec); ConfigMap CREATE/UPDATE/DELETE | the requester may `get` every mounted ConfigMap; mounted ConfigMaps are `immutable: true` and not deleted while mounted |
+//! | [`rules::content`] | Bundle CREATE (and an Instance's embedded spec); ConfigMap CREATE/UPDATE/DELETE of Bundle content (labelled `core.pakket.dev/bundle-content: "true"`, before or after) | the requester may `get` every mounted ConfigMap; mounted ConfigMaps are `immutable: true` and labelled, and neither deleted nor unlabelled while mounted |
 //!
 //! A class that does not exist is a warning, not a denial: GitOps tools apply
 //! in any order, and nothing acts on the object until the class appears.
@@ -20,7 +20,8 @@
 //! The rules are pure functions over decoded objects ([`rules`]), tested
 //! without HTTP. [`admission`] asks the cluster what they need asked
 //! ([`authz`] for SubjectAccessReviews, [`index`] for watched Bundles and
-//! classes, a GET for a mounted ConfigMap) and merges their answers.
+//! classes, [`apis`] for the watched CRDs and APIServices Instances
+//! installed, a GET for a mounted ConfigMap) and merges their answers.
 //! [`server`] is the thin HTTP layer over TLS ([`tls`], certificates reloaded
 //! when their files change). [`config`] builds the webhook configurations
 //! for `deploy/`; [`local`] runs the server on 127.0.0.1 and registers it
@@ -46,6 +47,7 @@
 //! and `approval: UserPermission` asks about that requester's rights.
 
 pub mod admission;
+pub mod apis;
 pub mod authz;
 pub mod bootstrap;
 pub mod config;
@@ -94,6 +96,8 @@ pub struct Running {
     pub metrics: Arc<metrics::Metrics>,
     /// Its watches of Bundles and classes.
     pub index: index::Index,
+    /// Its watches of the CRDs and APIServices Instances installed.
+    pub apis: apis::ApiCache,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
     watcher: JoinHandle<()>,
@@ -106,6 +110,7 @@ impl Running {
         let _ = self.task.await;
         self.watcher.abort();
         self.index.stop();
+        self.apis.stop();
     }
 
     /// Ends everything at once, open connections included: for a `Drop`,
@@ -114,6 +119,7 @@ impl Running {
         self.task.abort();
         self.watcher.abort();
         self.index.stop();
+        self.apis.stop();
     }
 
     /// Completes when the server stops on its own (it does not, normally).
@@ -135,12 +141,17 @@ pub async fn start(client: kube::Client, settings: Settings) -> Result<Running, 
         reloads.certificate_reloaded(if outcome.is_ok() { "ok" } else { "error" });
     }));
     let index = index::Index::spawn(client.clone());
+    let apis = apis::ApiCache::spawn(client.clone());
     let authorizer =
         authz::Authorizer::new(client.clone(), settings.access_cache_ttl, metrics.clone());
     let admission = admission::Admission::new(
         client,
         authorizer,
-        index.clone(),
+        admission::Caches {
+            index: index.clone(),
+            apis: apis.clone(),
+        },
+        metrics.clone(),
         settings.record_key.clone(),
         settings.delegates.clone(),
     );
@@ -164,6 +175,7 @@ pub async fn start(client: kube::Client, settings: Settings) -> Result<Running, 
         addr,
         metrics,
         index,
+        apis,
         stop,
         task,
         watcher,

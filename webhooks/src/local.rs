@@ -272,6 +272,12 @@ impl LocalWebhooks {
         self.server.as_ref().map(|server| &server.metrics)
     }
 
+    /// The running server's watch cache of the APIs Instances installed;
+    /// `None` while it is stopped.
+    pub fn api_cache(&self) -> Option<&crate::apis::ApiCache> {
+        self.server.as_ref().map(|server| &server.apis)
+    }
+
     /// Deletes the configurations, waits until the apiserver no longer calls
     /// the server (at most 10 s), then stops the server.
     pub async fn stop(mut self) -> Result<(), Error> {

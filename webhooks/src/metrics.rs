@@ -32,6 +32,12 @@ struct ResultLabels {
     result: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    /// `cache` or `list`.
+    source: &'static str,
+}
+
 /// Counters and histograms, shared by the handlers, the authorizer and the
 /// certificate watcher.
 pub struct Metrics {
@@ -40,6 +46,7 @@ pub struct Metrics {
     duration: Family<WebhookLabels, Histogram>,
     access_reviews: Family<ResultLabels, Counter>,
     certificate_reloads: Family<ResultLabels, Counter>,
+    provided_lookups: Family<SourceLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -80,12 +87,20 @@ impl Metrics {
             "Serving certificate reloads after the files changed: ok or error",
             certificate_reloads.clone(),
         );
+        let provided_lookups = Family::<SourceLabels, Counter>::default();
+        registry.register(
+            "pakket_webhook_provided_lookups",
+            "Instance deletions' look-ups of the CRDs and APIServices the Instance installed: \
+             from the watch cache, or listed (until the cache has synced)",
+            provided_lookups.clone(),
+        );
         Self {
             registry,
             admissions,
             duration,
             access_reviews,
             certificate_reloads,
+            provided_lookups,
         }
     }
 
@@ -142,6 +157,22 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts one look-up of what an Instance provides, by `source`
+    /// (`cache` or `list`).
+    pub fn provided_looked_up(&self, source: &'static str) {
+        self.provided_lookups
+            .get_or_create(&SourceLabels { source })
+            .inc();
+    }
+
+    /// How many look-ups of what an Instance provides came from `source`
+    /// (`cache` or `list`). Reads without adding a series.
+    pub fn provided_lookups(&self, source: &'static str) -> u64 {
+        self.provided_lookups
+            .get(&SourceLabels { source })
+            .map_or(0, |counter| counter.get())
+    }
+
     /// Counts one certificate reload by its outcome.
     pub fn certificate_reloaded(&self, result: &'static str) {
         self.certificate_reloads
@@ -173,6 +204,9 @@ mod tests {
         );
         metrics.access_reviewed("cached");
         metrics.certificate_reloaded("ok");
+        metrics.provided_looked_up("cache");
+        assert_eq!(metrics.provided_lookups("cache"), 1);
+        assert_eq!(metrics.provided_lookups("list"), 0);
         assert_eq!(metrics.answered("validate", "instances"), 1);
         assert_eq!(metrics.answered("mutate", "instances"), 0);
         let text = metrics.encode();
@@ -181,6 +215,7 @@ mod tests {
             r#"pakket_webhook_admission_duration_seconds_count{webhook="validate"} 1"#,
             r#"pakket_webhook_subject_access_reviews_total{result="cached"} 1"#,
             r#"pakket_webhook_certificate_reloads_total{result="ok"} 1"#,
+            r#"pakket_webhook_provided_lookups_total{source="cache"} 1"#,
         ] {
             assert!(text.contains(expected), "{expected} missing from\n{text}");
         }

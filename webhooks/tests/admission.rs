@@ -748,12 +748,19 @@ async fn a_bundle_spec_update_is_refused_with_the_webhooks_message() {
     harness.cleanup().await;
 }
 
+/// A ConfigMap of this test labelled as Bundle content (`content.rs`
+/// tests the label itself).
 fn config_map(harness: &Harness, name: &str, immutable: bool) -> ConfigMap {
+    let mut labels = harness.scope.labels();
+    labels.insert(
+        pakket_api::BUNDLE_CONTENT_LABEL.to_owned(),
+        "true".to_owned(),
+    );
     ConfigMap {
         metadata: kube::api::ObjectMeta {
             name: Some(name.to_owned()),
             namespace: Some(harness.scope.namespace.clone()),
-            labels: Some(harness.scope.labels()),
+            labels: Some(labels),
             ..Default::default()
         },
         immutable: Some(immutable),
@@ -856,7 +863,7 @@ async fn config_map_content_is_immutable_and_stays_while_mounted() {
     .expect("mutable content refused");
     assert!(
         message.contains(&format!(
-            "ConfigMap {}/mutable, which is not immutable",
+            "ConfigMap {}/mutable, but it is not immutable",
             harness.scope.namespace
         )),
         "{message}"

@@ -5,10 +5,11 @@
 //! and leave the Instances that need its APIs broken.
 //!
 //! What it provides and who uses it come from the runtime's inventory
-//! ([`pakket_runtime::kernel::inventory`]): its CRDs by the label the runtime
-//! writes, the custom resources of their kinds, the installed Instances
-//! whose Bundles require them. Read at the request, so as current as the
-//! apiserver.
+//! ([`pakket_runtime::kernel::inventory`]): its CRDs and APIServices by the
+//! label the runtime writes (from the webhook's watch cache,
+//! [`crate::apis`], once synced), the custom resources of their kinds, the
+//! installed Instances whose Bundles require them. The users are read at
+//! the request, so as current as the apiserver.
 //!
 //! An admin may delete it anyway: with the verb `delete-in-use` on
 //! `instances` (no built-in role has it), she annotates the Instance
@@ -22,7 +23,7 @@
 use kube::Client;
 use kube::ResourceExt as _;
 use pakket_api::Instance;
-use pakket_runtime::kernel::inventory;
+use pakket_runtime::kernel::inventory::{self, Provided};
 
 use super::Permission;
 
@@ -45,26 +46,27 @@ pub fn override_reason(instance: &Instance) -> Option<&str> {
         .filter(|reason| !reason.is_empty())
 }
 
-/// Why deleting `instance` is refused, if it is: its users in words.
-pub async fn refusal(client: &Client, instance: &Instance) -> Result<Option<String>, String> {
+/// Why the in-use check of Instance `name` could not decide.
+pub fn undecided(name: &str, error: &kube::Error) -> String {
+    format!(
+        "Instance {name}: cannot check whether its APIs are in use ({error}); try again, or delete it anyway with the {OVERRIDE_ANNOTATION} annotation (verb {OVERRIDE_VERB} on instances)"
+    )
+}
+
+/// Why deleting `instance`, which provides `provided`, is refused, if it
+/// is: its users in words.
+pub async fn refusal(
+    client: &Client,
+    instance: &Instance,
+    provided: &Provided,
+) -> Result<Option<String>, String> {
     let name = instance.name_any();
-    let cannot = |error: kube::Error| {
-        format!(
-            "Instance {name}: cannot check whether its APIs are in use ({error}); try again, or delete it anyway with the {OVERRIDE_ANNOTATION} annotation (verb {OVERRIDE_VERB} on instances)"
-        )
-    };
-    let properties = inventory::active_properties(client, instance)
-        .await
-        .map_err(cannot)?;
-    let provided = inventory::provided(client, instance, &properties)
-        .await
-        .map_err(cannot)?;
     if provided.is_empty() {
         return Ok(None);
     }
-    let users = inventory::users(client, instance, &provided, false)
+    let users = inventory::users(client, instance, provided, false)
         .await
-        .map_err(cannot)?;
+        .map_err(|error| undecided(&name, &error))?;
     if !users.in_use() {
         return Ok(None);
     }

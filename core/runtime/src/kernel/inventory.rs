@@ -186,32 +186,67 @@ impl Users {
 
 /// What `instance` provides, from the objects labelled as its own and its
 /// active Bundle's properties (`bundle`: that Bundle's, or the embedded
-/// record's).
+/// record's). Two lists, selected by the Instance's UID; a process that
+/// answers many such questions keeps the objects in a watch cache and asks
+/// [`provided_among`] instead (the webhooks do).
 pub async fn provided(
     client: &Client,
     instance: &Instance,
     properties: &[BundleProperty],
 ) -> Result<Provided, kube::Error> {
-    let mut found = Provided::default();
     let Some(uid) = instance.metadata.uid.as_deref() else {
-        return Ok(found);
+        return Ok(Provided::default());
     };
     let selector = ListParams::default().labels(&format!("{INSTANCE_UID_LABEL}={uid}"));
-    for crd in Api::<CustomResourceDefinition>::all(client.clone())
+    let crds = Api::<CustomResourceDefinition>::all(client.clone())
         .list(&selector)
         .await?
-        .items
-    {
-        found.kinds.push(kind_of(&crd));
-    }
-    found.kinds.sort();
+        .items;
     // A cluster without the aggregation layer's API has no APIServices.
-    if let Ok(services) = Api::<APIService>::all(client.clone()).list(&selector).await {
-        found.api_services = services.items.iter().map(|s| s.name_any()).collect();
-        found.api_services.sort();
-    }
-    found.packages = packages_of(properties);
-    Ok(found)
+    let services = match Api::<APIService>::all(client.clone()).list(&selector).await {
+        Ok(services) => services.items,
+        Err(_) => Vec::new(),
+    };
+    Ok(provided_among(instance, crds, services, properties))
+}
+
+/// What `instance` provides among `crds` and `services` (any objects: those
+/// not labelled with its UID are passed over), with its active Bundle's
+/// `properties`. Pure: the objects come from a list or a watch cache.
+pub fn provided_among<C, S>(
+    instance: &Instance,
+    crds: impl IntoIterator<Item = C>,
+    services: impl IntoIterator<Item = S>,
+    properties: &[BundleProperty],
+) -> Provided
+where
+    C: std::borrow::Borrow<CustomResourceDefinition>,
+    S: std::borrow::Borrow<APIService>,
+{
+    // An Instance not yet stored has installed nothing.
+    let Some(uid) = instance.metadata.uid.as_deref() else {
+        return Provided::default();
+    };
+    let mut found = Provided {
+        packages: packages_of(properties),
+        ..Provided::default()
+    };
+    let is_its = |labels: &BTreeMap<String, String>| {
+        labels.get(INSTANCE_UID_LABEL).map(String::as_str) == Some(uid)
+    };
+    found.kinds = crds
+        .into_iter()
+        .filter(|crd| is_its(crd.borrow().labels()))
+        .map(|crd| kind_of(crd.borrow()))
+        .collect();
+    found.kinds.sort();
+    found.api_services = services
+        .into_iter()
+        .filter(|service| is_its(service.borrow().labels()))
+        .map(|service| service.borrow().name_any())
+        .collect();
+    found.api_services.sort();
+    found
 }
 
 /// Who uses the CRDs `instance` provides whose names are in `crds`: what
@@ -630,6 +665,93 @@ mod tests {
             type_: type_.into(),
             value,
         }
+    }
+
+    fn labelled<K: kube::Resource>(mut object: K, name: &str, uid: Option<&str>) -> K {
+        object.meta_mut().name = Some(name.into());
+        if let Some(uid) = uid {
+            object
+                .meta_mut()
+                .labels
+                .get_or_insert_default()
+                .insert(INSTANCE_UID_LABEL.into(), uid.into());
+        }
+        object
+    }
+
+    fn crd(name: &str, uid: Option<&str>, served: &[(&str, bool)]) -> CustomResourceDefinition {
+        let (plural, group) = name.split_once('.').unwrap();
+        let crd: CustomResourceDefinition = serde_json::from_value(json!({
+            "metadata": {},
+            "spec": {
+                "group": group,
+                "names": {"kind": "Widget", "plural": plural},
+                "scope": "Namespaced",
+                "versions": served.iter().map(|(version, served)| json!({
+                    "name": version, "served": served, "storage": *served,
+                })).collect::<Vec<_>>(),
+            },
+        }))
+        .unwrap();
+        labelled(crd, name, uid)
+    }
+
+    #[test]
+    fn what_an_instance_provides_is_picked_from_any_objects_by_its_uid_label() {
+        let instance = |uid: Option<&str>| {
+            let mut instance = Instance::new(
+                "api",
+                serde_json::from_value(json!({"class": "c", "bundle": {"name": "b"}})).unwrap(),
+            );
+            instance.metadata.uid = uid.map(str::to_owned);
+            instance
+        };
+        let crds = [
+            crd(
+                "widgets.b.example",
+                Some("u1"),
+                &[("v1", true), ("v0", false)],
+            ),
+            crd("gadgets.a.example", Some("u1"), &[("v2", true)]),
+            crd("others.example", Some("u2"), &[("v1", true)]),
+            crd("unlabelled.example", None, &[("v1", true)]),
+        ];
+        let services = [
+            labelled(APIService::default(), "v1.b.example", Some("u1")),
+            labelled(APIService::default(), "v1.c.example", Some("u2")),
+            labelled(APIService::default(), "v1.d.example", None),
+        ];
+        let properties = [property(
+            "olm.package",
+            json!({"packageName": "widgets", "version": "1.0.0"}),
+        )];
+        // Borrowed objects (a list) and shared ones (a watch cache's) alike.
+        let shared: Vec<std::sync::Arc<CustomResourceDefinition>> =
+            crds.iter().cloned().map(std::sync::Arc::new).collect();
+        let found = provided_among(&instance(Some("u1")), shared, &services, &properties);
+        assert_eq!(
+            found,
+            provided_among(&instance(Some("u1")), &crds, &services, &properties)
+        );
+        assert_eq!(
+            found
+                .kinds
+                .iter()
+                .map(|kind| (kind.crd.as_str(), kind.versions.clone()))
+                .collect::<Vec<_>>(),
+            [
+                ("gadgets.a.example", vec!["v2".to_owned()]),
+                ("widgets.b.example", vec!["v1".to_owned()]),
+            ],
+            "its CRDs only, sorted, with the versions they serve"
+        );
+        assert_eq!(found.api_services, ["v1.b.example"]);
+        assert_eq!(found.packages["widgets"], "1.0.0");
+        // Another Instance's objects, and an Instance not yet stored.
+        let other = provided_among(&instance(Some("u3")), &crds, &services, &[]);
+        assert!(other.is_empty(), "{other:?}");
+        let unstored = provided_among(&instance(None), &crds, &services, &properties);
+        assert_eq!(unstored, Provided::default());
     }
 
     #[test]
