@@ -31,7 +31,8 @@
 //!    `helm install` with the same digests): every Pod runs the pinned
 //!    image, alice's plain bundle installs and `kubectl wait
 //!    --for=condition=Ready` sees it; `helm uninstall` then removes
-//!    Pakket and leaves the CRDs, as Helm does with a chart's `crds/`.
+//!    Pakket and leaves the CRDs, as Helm does with a chart's `crds/`,
+//!    and the namespace that holds its release record.
 //!
 //! Needs root (containerd, the node's bridge): CI runs as root.
 
@@ -1013,7 +1014,8 @@ fn chart_image_values(images: &str) -> Vec<String> {
 
 /// Step 7: `helm install` of deploy/chart on the cluster uninstall.sh left
 /// clean, with the images of the upgrade; alice's plain bundle, approved,
-/// is Ready; `helm uninstall` takes Pakket away and leaves the CRDs.
+/// is Ready; `helm uninstall` takes Pakket away and leaves the CRDs and
+/// the `pakket-system` namespace (`helm.sh/resource-policy: keep`).
 fn helm_installs_pakket(cluster: &Cluster, images: &str) {
     let helm = pakket_controlplane::helm().expect("the pinned helm");
     let work = tempfile_dir(cluster, "helm-home");
@@ -1112,6 +1114,8 @@ fn helm_installs_pakket(cluster: &Cluster, images: &str) {
             gone.join(" ")
         );
     }
-    // Helm never deletes a chart's crds/ (the chart's README says so).
+    // Helm never deletes a chart's crds/, and keeps the namespace that
+    // holds its release record (the chart's README says why).
     cluster.admin(&["get", "crd", "instances.core.pakket.dev"]);
+    cluster.admin(&["get", "namespace", "pakket-system"]);
 }
