@@ -30,92 +30,18 @@ use pakket_api::{
 use pakket_runtime::Plain;
 use pakket_runtime::kernel::controller;
 use pakket_runtime::kernel::serve::Metrics;
+use pakket_testkit::load::{
+    apiserver_requests, control_plane_cpu_seconds, served_since, stat_cpu_seconds,
+};
 use pakket_testkit::{Scope, install_crds};
 
 /// The kubeconfig context with `system:masters`, as the test kit names it.
 const ADMIN: &str = "admin";
 use serde_json::json;
 
-/// Requests the apiserver has served so far (`apiserver_request_total`),
-/// per verb and resource (`"create configmaps"`), read from its own
-/// `/metrics`.
-async fn apiserver_requests(client: &kube::Client) -> BTreeMap<String, f64> {
-    let request = http::Request::get("/metrics")
-        .body(Vec::new())
-        .expect("a valid request");
-    let text = client.request_text(request).await.unwrap_or_default();
-    let label = |line: &str, name: &str| {
-        let start = line.find(&format!("{name}=\""))? + name.len() + 2;
-        let end = line[start..].find('"')?;
-        Some(line[start..start + end].to_owned())
-    };
-    let mut counts = BTreeMap::new();
-    for line in text
-        .lines()
-        .filter(|line| line.starts_with("apiserver_request_total{"))
-    {
-        let Some(value) = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) else {
-            continue;
-        };
-        let verb = label(line, "verb").unwrap_or_default().to_lowercase();
-        let mut resource = label(line, "resource").unwrap_or_default();
-        if let Some(sub) = label(line, "subresource").filter(|sub| !sub.is_empty()) {
-            resource = format!("{resource}/{sub}");
-        }
-        *counts.entry(format!("{verb} {resource}")).or_insert(0.0) += value;
-    }
-    counts
-}
-
-/// What was served between two readings of [`apiserver_requests`].
-fn served_since(
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-) -> BTreeMap<String, f64> {
-    after
-        .iter()
-        .map(|(key, value)| (key.clone(), value - before.get(key).copied().unwrap_or(0.0)))
-        .filter(|(_, value)| *value > 0.0)
-        .collect()
-}
-
-/// CPU seconds (user + system) a `/proc/<pid>/stat` reports.
-fn stat_cpu_seconds(stat: &str) -> f64 {
-    // The command name (field 2) may hold spaces; fields after it are plain.
-    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 /// CPU time this process has used so far, in seconds.
 fn cpu_seconds() -> f64 {
     stat_cpu_seconds(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default())
-}
-
-/// CPU time the control plane on this machine (every `kube-apiserver` and
-/// `etcd` process) has used so far, in seconds: what the apiserver spends
-/// on a phase, whoever waits on it. Zero when it runs elsewhere.
-fn control_plane_cpu_seconds() -> f64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    entries
-        .flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter_map(|entry| {
-            let comm = std::fs::read_to_string(entry.path().join("comm")).ok()?;
-            matches!(comm.trim(), "kube-apiserver" | "etcd")
-                .then(|| std::fs::read_to_string(entry.path().join("stat")).ok())
-                .flatten()
-        })
-        .map(|stat| stat_cpu_seconds(&stat))
-        .sum()
 }
 
 /// Resident memory of this process in MiB (`VmRSS`).
@@ -157,6 +83,10 @@ async fn write_contents(
                 let config_map = ConfigMap {
                     metadata: kube::api::ObjectMeta {
                         name: Some(format!("{prefix}-{i}")),
+                        labels: Some(BTreeMap::from([(
+                            pakket_api::BUNDLE_CONTENT_LABEL.to_owned(),
+                            "true".to_owned(),
+                        )])),
                         ..Default::default()
                     },
                     data: Some(BTreeMap::from([(

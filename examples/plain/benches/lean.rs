@@ -1,0 +1,459 @@
+//! Pakket at scale beside the apiserver alone: COUNT plain Instances of
+//! three ConfigMaps each, installed, left alone for a whole re-apply
+//! period, and deleted, with Pakket's webhooks registered as `deploy/`
+//! registers them (every namespace, not a test's label) and the
+//! `pakket-plain` binary running as a provisioner does; beside it, in the
+//! same run and on the same control plane, the same ConfigMaps applied and
+//! deleted raw. Printed, never asserted.
+//!
+//! ```text
+//! cargo bench -p pakket-plain --bench lean [-- COUNT [RESYNC_SECONDS]]
+//! ```
+//! COUNT defaults to 1,000. The provisioner's re-apply period is shortened
+//! to RESYNC_SECONDS (`--resync`, default 120) so that the idle phase,
+//! which lasts one and a half periods (every Instance is looked at again
+//! between half a period and one and a half after its install), holds a
+//! whole period of re-applies: at the default hour the same work is spread
+//! thirty times thinner.
+//!
+//! For each phase: the CPU the kube-apiserver used (from `/proc`, so the
+//! control plane must run on this machine, as the test kit's does), the
+//! provisioner's own requests (its `pakket_apiserver_requests_total`, read
+//! from its `/metrics`) per object, and what the webhooks were asked.
+//! Runs on the control plane the test kit provides (started on first use,
+//! or `PAKKET_TEST_KUBECONFIG`: a fresh one gives figures free of earlier
+//! objects).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, stream};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use pakket_api::{Instance, ProvisionerClass};
+use pakket_testkit::load::{apiserver_cpu_seconds, apiserver_requests, served_since};
+use pakket_testkit::{Scope, cluster, install_crds};
+use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+/// ConfigMaps per Instance, as in the measurement the figures compare with.
+const OBJECTS_PER_INSTANCE: usize = 3;
+/// Requests in flight, for the raw phases and for creating and deleting
+/// the Instances alike.
+const CONCURRENCY: usize = 16;
+/// How often the provisioner's request counter is read while idle.
+const IDLE_SAMPLE: Duration = Duration::from_secs(10);
+/// The longest any phase is waited for.
+const PHASE_LIMIT: Duration = Duration::from_secs(1200);
+
+/// One phase's cost to the apiserver.
+struct Cost {
+    took: Duration,
+    apiserver_cpu: f64,
+    served: BTreeMap<String, f64>,
+    provisioner_requests: u64,
+    webhook_calls: u64,
+}
+
+/// Measures what `work` costs; `provisioner` is its `/metrics` address,
+/// if one runs.
+async fn measure<F: std::future::Future<Output = ()>>(
+    client: &kube::Client,
+    provisioner: Option<&str>,
+    webhooks: &LocalWebhooks,
+    work: F,
+) -> Cost {
+    let served_before = apiserver_requests(client).await;
+    let cpu_before = apiserver_cpu_seconds();
+    let provisioner_before = provisioner_requests(provisioner).await;
+    let webhook_before = webhook_calls(webhooks);
+    let started = Instant::now();
+    work.await;
+    let took = started.elapsed();
+    Cost {
+        took,
+        apiserver_cpu: apiserver_cpu_seconds() - cpu_before,
+        served: served_since(&served_before, &apiserver_requests(client).await),
+        provisioner_requests: provisioner_requests(provisioner).await - provisioner_before,
+        webhook_calls: webhook_calls(webhooks) - webhook_before,
+    }
+}
+
+/// A plain HTTP/1.0 GET of `path` at `address`: the body, if the answer is 200.
+async fn get(address: &str, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(address).await.ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.contains(" 200 ").then(|| body.to_owned())
+}
+
+/// The provisioner's `pakket_apiserver_requests_total`, all verbs.
+async fn provisioner_requests(probes: Option<&str>) -> u64 {
+    let Some(probes) = probes else { return 0 };
+    let text = get(probes, "/metrics").await.unwrap_or_default();
+    text.lines()
+        .filter(|line| line.starts_with("pakket_apiserver_requests_total{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// Every admission request the webhooks answered so far.
+fn webhook_calls(webhooks: &LocalWebhooks) -> u64 {
+    let Some(metrics) = webhooks.metrics() else {
+        return 0;
+    };
+    metrics
+        .encode()
+        .lines()
+        .filter(|line| line.starts_with("pakket_webhook_admissions_total{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// ConfigMap `name` in `namespace`, as a manifest.
+fn config_map(namespace: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"value": "v"},
+    })
+}
+
+/// The names of the raw phase's ConfigMaps.
+fn raw_names(count: usize) -> Vec<String> {
+    (0..count)
+        .flat_map(|i| (0..OBJECTS_PER_INSTANCE).map(move |k| format!("raw-{i}-{k}")))
+        .collect()
+}
+
+/// Server-side applies `names` as `bench`, CONCURRENCY at a time.
+async fn apply_raw(config_maps: &Api<ConfigMap>, namespace: &str, names: &[String]) {
+    stream::iter(names)
+        .for_each_concurrent(CONCURRENCY, |name| async move {
+            config_maps
+                .patch(
+                    name,
+                    &PatchParams::apply("bench").force(),
+                    &Patch::Apply(&config_map(namespace, name)),
+                )
+                .await
+                .unwrap();
+        })
+        .await;
+}
+
+/// Deletes `names`, CONCURRENCY at a time.
+async fn delete_raw(config_maps: &Api<ConfigMap>, names: &[String]) {
+    stream::iter(names)
+        .for_each_concurrent(CONCURRENCY, |name| async move {
+            config_maps
+                .delete(name, &DeleteParams::default())
+                .await
+                .unwrap();
+        })
+        .await;
+}
+
+/// Instance `i`'s content: one immutable, labelled ConfigMap holding its
+/// three objects.
+async fn write_contents(config_maps: &Api<ConfigMap>, namespace: &str, count: usize) {
+    stream::iter(0..count)
+        .for_each_concurrent(CONCURRENCY, |i| async move {
+            let objects: Vec<String> = (0..OBJECTS_PER_INSTANCE)
+                .map(|k| {
+                    serde_saphyr::to_string(&config_map(namespace, &format!("installed-{i}-{k}")))
+                        .unwrap()
+                })
+                .collect();
+            let content: ConfigMap = serde_json::from_value(json!({
+                "metadata": {
+                    "name": format!("content-{i}"),
+                    "labels": {pakket_api::BUNDLE_CONTENT_LABEL: "true"},
+                },
+                "data": {"objects.yaml": objects.join("---\n")},
+                "immutable": true,
+            }))
+            .unwrap();
+            config_maps
+                .create(&PostParams::default(), &content)
+                .await
+                .unwrap();
+        })
+        .await;
+}
+
+/// Instance `i`: its content embedded, in class `class`.
+fn instance(scope: &Scope, i: usize, class: &str) -> Instance {
+    serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": "Instance",
+        "metadata": scope.meta(&format!("i{i}")),
+        "spec": {
+            "class": class,
+            "bundle": {
+                "name": scope.name(&format!("b{i}")),
+                "spec": {
+                    "class": class,
+                    "refs": ["file://content"],
+                    "volumeMounts": [{
+                        "mountPath": "/content",
+                        "configMap": {"name": format!("content-{i}"), "namespace": scope.namespace},
+                    }],
+                },
+            },
+        },
+    }))
+    .unwrap()
+}
+
+/// Watches the scope's Instances until `count` of them are `Installed`
+/// (`gone: false`) or deleted (`gone: true`), or the phase limit passes;
+/// how many are. A watch, not a polled list, so the waiting costs the
+/// apiserver next to nothing of what is measured.
+async fn until(instances: &Api<Instance>, selector: &str, count: usize, gone: bool) -> usize {
+    let started = Instant::now();
+    let mut done = BTreeSet::new();
+    let events = watcher(instances.clone(), watcher::Config::default().labels(selector))
+        .take_while(|_| std::future::ready(started.elapsed() < PHASE_LIMIT));
+    futures::pin_mut!(events);
+    while let Some(event) = events.next().await {
+        let (object, deleted) = match event {
+            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                (object, false)
+            }
+            Ok(watcher::Event::Delete(object)) => (object, true),
+            _ => continue,
+        };
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let counts = if gone {
+            deleted
+        } else {
+            object
+                .condition(pakket_api::ConditionType::Installed)
+                .is_some_and(|c| c.status == "True")
+        };
+        if counts {
+            done.insert(name);
+            if done.len() == count {
+                break;
+            }
+        }
+    }
+    done.len()
+}
+
+/// `pakket-plain` as a deployment runs it (leader election, probes,
+/// `/metrics`), with its re-apply period shortened; its `/metrics` address.
+async fn provisioner(
+    scope: &Scope,
+    id: &str,
+    resync: Duration,
+    key: &std::path::Path,
+) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
+        .args(["--id", id, "--lease-namespace", &scope.namespace])
+        .args(["--probe-address", "127.0.0.1:0"])
+        .args(["--resync", &resync.as_secs().to_string()])
+        .arg("--store")
+        .arg(scope.path("lean-store"))
+        .arg("--record-key-file")
+        .arg(key)
+        .env("KUBECONFIG", cluster().kubeconfig())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starting pakket-plain");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let first = lines.next_line().await.unwrap().expect("a first line");
+    let probes = first.rsplit("http://").next().unwrap().trim().to_owned();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, probes)
+}
+
+/// The idle phase: the provisioner's requests over `window`, read every
+/// [`IDLE_SAMPLE`]; the average a second and the busiest minute's.
+async fn idle(probes: &str, window: Duration) -> (f64, f64, u64) {
+    let started = Instant::now();
+    let mut samples = vec![(0.0, provisioner_requests(Some(probes)).await)];
+    while started.elapsed() < window {
+        tokio::time::sleep(IDLE_SAMPLE).await;
+        samples.push((
+            started.elapsed().as_secs_f64(),
+            provisioner_requests(Some(probes)).await,
+        ));
+    }
+    let (end, last) = *samples.last().expect("one sample at least");
+    let total = last - samples[0].1;
+    let per_minute = (60.0 / IDLE_SAMPLE.as_secs_f64()).round() as usize;
+    let busiest = samples
+        .windows(per_minute + 1)
+        .map(|minute| (minute[per_minute].1 - minute[0].1) as f64 / 60.0)
+        .fold(0.0, f64::max);
+    (total as f64 / end.max(1.0), busiest, total)
+}
+
+fn print_phase(title: &str, cost: &Cost, objects: usize, raw: Option<&Cost>) {
+    let ratio = raw.map_or(String::new(), |raw| {
+        format!(
+            "; {:.1}× raw's {:.1} s",
+            cost.apiserver_cpu / raw.apiserver_cpu.max(0.01),
+            raw.apiserver_cpu
+        )
+    });
+    println!(
+        "  {title:<44} {:>7.1} s  apiserver CPU {:>6.1} s{ratio}",
+        cost.took.as_secs_f64(),
+        cost.apiserver_cpu
+    );
+    println!(
+        "    provisioner requests {} ({:.2} per object); webhook calls {}",
+        cost.provisioner_requests,
+        cost.provisioner_requests as f64 / objects as f64,
+        cost.webhook_calls
+    );
+    let served: f64 = cost.served.values().sum();
+    println!(
+        "    apiserver requests {served:.0} ({:.2} per object), the largest:",
+        served / objects as f64
+    );
+    let mut largest: Vec<_> = cost.served.iter().collect();
+    largest.sort_by(|a, b| b.1.total_cmp(a.1));
+    for (key, value) in largest.into_iter().take(6) {
+        println!(
+            "      {key:<40} {value:>7.0} ({:.2} per object)",
+            value / objects as f64
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let numbers: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter(|arg| arg != "--bench")
+        .filter_map(|arg| arg.parse().ok())
+        .collect();
+    let count = numbers.first().map_or(1000, |count| *count as usize);
+    let resync = Duration::from_secs(numbers.get(1).copied().unwrap_or(120));
+    let objects = count * OBJECTS_PER_INSTANCE;
+    let scope = Scope::new("bench-lean").await;
+    install_crds(&scope.client).await.unwrap();
+    let client = scope.client.clone();
+    let namespace = scope.namespace.clone();
+    // The webhooks as deploy/ registers them: for every namespace but the
+    // system ones, not only this bench's objects.
+    let webhooks = LocalWebhooks::start(
+        client.clone(),
+        LocalOptions {
+            name: format!("lean-{}", scope.id),
+            object_selector: None,
+            ..LocalOptions::default()
+        },
+    )
+    .await
+    .expect("starting the webhooks");
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+
+    // The same ConfigMaps, raw: applied, then deleted.
+    let names = raw_names(count);
+    let raw_apply = measure(
+        &client,
+        None,
+        &webhooks,
+        apply_raw(&config_maps, &namespace, &names),
+    )
+    .await;
+    let raw_delete = measure(&client, None, &webhooks, delete_raw(&config_maps, &names)).await;
+
+    write_contents(&config_maps, &namespace, count).await;
+    let id = format!("bench.pakket.dev/{}", scope.id);
+    let class: ProvisionerClass = serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": "ProvisionerClass",
+        "metadata": scope.meta("class"),
+        "spec": {"provisioner": id, "parameters": {"approval": "AllowAll"}},
+    }))
+    .unwrap();
+    Api::<ProvisionerClass>::all(client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    let (mut child, probes) = provisioner(&scope, &id, resync, webhooks.record_key_file()).await;
+    // Past its first election, so the phase below measures installs.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let instances: Api<Instance> = Api::all(client.clone());
+    let selector = scope.selector();
+    let class_name = scope.name("class");
+    let mut installed = 0;
+    let create = measure(&client, Some(&probes), &webhooks, async {
+        stream::iter(0..count)
+            .for_each_concurrent(CONCURRENCY, |i| {
+                let created = instance(&scope, i, &class_name);
+                let instances = instances.clone();
+                async move {
+                    instances
+                        .create(&PostParams::default(), &created)
+                        .await
+                        .unwrap();
+                }
+            })
+            .await;
+        installed = until(&instances, &selector, count, false).await;
+    })
+    .await;
+
+    let window = resync.mul_f64(1.5);
+    let idle_cpu_before = apiserver_cpu_seconds();
+    let (average, busiest_minute, idle_requests) = idle(&probes, window).await;
+    let idle_cpu = apiserver_cpu_seconds() - idle_cpu_before;
+
+    let mut deleted = 0;
+    let delete = measure(&client, Some(&probes), &webhooks, async {
+        stream::iter(0..count)
+            .for_each_concurrent(CONCURRENCY, |i| {
+                let instances = instances.clone();
+                let name = scope.name(&format!("i{i}"));
+                async move {
+                    let _ = instances.delete(&name, &DeleteParams::default()).await;
+                }
+            })
+            .await;
+        deleted = until(&instances, &selector, count, true).await;
+    })
+    .await;
+    let _ = child.kill().await;
+
+    println!(
+        "{count} plain Instances of {OBJECTS_PER_INSTANCE} ConfigMaps each ({objects} objects), {CONCURRENCY} requests in flight, webhooks registered for every namespace:"
+    );
+    print_phase("raw server-side apply", &raw_apply, objects, None);
+    print_phase("raw delete", &raw_delete, objects, None);
+    print_phase(
+        &format!("Instances created → Installed ({installed}/{count})"),
+        &create,
+        objects,
+        Some(&raw_apply),
+    );
+    print_phase(
+        &format!("Instances deleted → gone ({deleted}/{count})"),
+        &delete,
+        objects,
+        Some(&raw_delete),
+    );
+    println!(
+        "  idle, {:.0} s (1.5 re-apply periods of {} s): the provisioner sent {idle_requests} requests, {average:.3}/s on average, {busiest_minute:.3}/s in its busiest minute; apiserver CPU {idle_cpu:.1} s",
+        window.as_secs_f64(),
+        resync.as_secs()
+    );
+}
