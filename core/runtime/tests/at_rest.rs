@@ -2,15 +2,18 @@
 //! and what its uninstall reads, counted request by request on the
 //! controller's own client, on the real control plane: with a short
 //! resync, the resyncs of an Instance whose objects the drift watches
-//! vouch for send none of them an apply (no dry run, no patch); a hand
-//! edit is still put back within seconds; and the uninstall reads each of
-//! its objects once (to check it is the Instance's before deleting it)
-//! and lists none.
+//! vouch for send none of them a request (no dry run, no patch, and no
+//! health read of a kind whose health is its existence), while a
+//! Deployment's health is still read; a hand edit is still put back
+//! within seconds, and so is one made under the runtime's own field
+//! manager's name; and the uninstall reads each of its objects once (to
+//! check it is the Instance's before deleting it) and lists none.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
+use pakket_api::ownership::FIELD_MANAGER;
 use pakket_runtime::Plain;
 use pakket_runtime::kernel::controller;
 use pakket_runtime::kernel::serve::Metrics;
@@ -113,15 +116,27 @@ async fn recorded(test: &str, resync: Duration) -> (Fixture, Requests) {
     (fixture, requests)
 }
 
+/// Whether `line` is a request whose path ends in `path`.
+fn to(line: &str, path: &str) -> bool {
+    line.split(['?', ' '])
+        .nth(1)
+        .unwrap_or_default()
+        .ends_with(path)
+}
+
 /// Resyncs of an Instance at rest, whose objects the drift watches vouch
-/// for, write none of them; a hand edit is still put back, writing only
-/// the edited object; the uninstall lists nothing and reads each object
-/// at most once.
+/// for, send none of them a request (ConfigMaps are healthy by existing,
+/// which the watches prove); a hand edit is still put back, writing only
+/// the edited object, and so are edits made under the runtime's own field
+/// manager (a merge patch, a server-side apply); the uninstall lists
+/// nothing and reads each object at most once.
 ///
 /// How it fails: a resync that re-applies sends each ConfigMap a read, a
-/// dry-run PATCH and a PATCH, which the first assertion names; a drift
-/// watch that no longer repairs leaves the edit, and the wait for the
-/// value to come back panics; a repair that writes the whole set again
+/// dry-run PATCH and a PATCH, and one that reads health a GET each, which
+/// the first assertion names; a drift watch that no longer repairs leaves
+/// the edit, and the wait for the value to come back panics (as it does
+/// for the edits under the runtime's name when its field manager alone
+/// decides whose a write is); a repair that writes the whole set again
 /// patches `one` and `three` too; an uninstall that lists the Instance's
 /// objects by label, or reads one twice, shows in the last assertions.
 #[tokio::test]
@@ -149,15 +164,15 @@ async fn resyncs_at_rest_write_nothing_the_watches_vouch_for_and_drift_is_still_
     .await;
     let resyncs = reconciles(&fixture.metrics) - looked;
     let at_rest = requests.since(from, |_| true);
-    let written = requests.since(from, |line| ours(line) && !line.starts_with("GET "));
+    let about = requests.since(from, ours);
     println!(
         "at rest: {resyncs} resyncs, {} requests in all ({:.1} per resync): {at_rest:?}",
         at_rest.len(),
         at_rest.len() as f64 / resyncs,
     );
     assert!(
-        written.is_empty(),
-        "resyncs at rest wrote (or dry-ran) objects the watches vouch for: {written:?}"
+        about.is_empty(),
+        "resyncs at rest sent requests for objects the watches vouch for (a GET is a health read, a PATCH a write or dry run): {about:?}"
     );
 
     // A hand edit is put back (the drift watch's repair) within seconds,
@@ -197,7 +212,57 @@ async fn resyncs_at_rest_write_nothing_the_watches_vouch_for_and_drift_is_still_
         "the repair wrote (or dry-ran) only what was edited: {repair:?}"
     );
 
-    // The uninstall, right after the repair: the watches have seen what
+    // Edits under the runtime's own field manager are drift too: the
+    // watch tells them from the runtime's writes by the resourceVersions
+    // those returned.
+    let as_the_runtime = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    fixture
+        .config_maps()
+        .patch(
+            "one",
+            &as_the_runtime,
+            &Patch::Merge(json!({ "data": { "value": "edited as pakket" } })),
+        )
+        .await
+        .unwrap();
+    eventually(
+        "the object edited under Pakket's name is put back",
+        || async { fixture.value_of("one").await.as_deref() == Some("v1") },
+    )
+    .await;
+    // A server-side apply as the runtime, of the object with its labels
+    // (without them it would leave the Instance, which is drift anyway).
+    let labels = fixture
+        .config_maps()
+        .get("three")
+        .await
+        .unwrap()
+        .metadata
+        .labels;
+    let applied = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": "three", "labels": labels },
+        "data": { "value": "applied as pakket" },
+    });
+    fixture
+        .config_maps()
+        .patch(
+            "three",
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&applied),
+        )
+        .await
+        .unwrap();
+    eventually(
+        "the object applied under Pakket's name is put back",
+        || async { fixture.value_of("three").await.as_deref() == Some("v1") },
+    )
+    .await;
+
+    // The uninstall, right after the repairs: the watches have seen what
     // it wrote, so nothing is listed; each object is judged by the watch's
     // copy of its records (or, if that is behind, read once).
     let uid = instances.get(&name).await.unwrap().metadata.uid.unwrap();
@@ -240,5 +305,75 @@ async fn resyncs_at_rest_write_nothing_the_watches_vouch_for_and_drift_is_still_
         );
         assert_eq!(fixture.value_of(name).await, None, "{name} deleted");
     }
+    fixture.scope.cleanup().await;
+}
+
+/// An Instance of a Deployment and a ConfigMap: the Deployment and a
+/// ConfigMap, with a Deployment that kwok's node makes Available.
+fn deployment_and_config_map(namespace: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "deployment.yaml",
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {namespace}\n\
+                 spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: registry.invalid/web:1\n"
+            ),
+        ),
+        (
+            "config.yaml",
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  namespace: {namespace}\ndata:\n  value: v1\n"
+            ),
+        ),
+    ]
+}
+
+/// Resyncs at rest still read the health of a kind that has one: the
+/// Deployment's status is read at each look (it is not written), while the
+/// ConfigMap beside it, healthy by existing, is not.
+///
+/// How it fails: a health step that skips the Deployment too (the watch
+/// proves it exists, not that it is Available) sends it no GET; one that
+/// reads every object sends the ConfigMap a GET at each resync.
+#[tokio::test]
+async fn resyncs_at_rest_still_read_the_health_of_a_deployment() {
+    let resync = Duration::from_secs(4);
+    let (fixture, requests) = recorded("at-rest-deployment", resync).await;
+    let namespace = fixture.scope.namespace.clone();
+    fixture
+        .files("content", &deployment_and_config_map(&namespace))
+        .await;
+    let (instances, name) = fixture.install("bundle", "content").await;
+    pakket_testkit::wait_for_instance(&instances, &name, "healthy once the Pod runs", |i| {
+        pakket_testkit::condition_is(i, pakket_api::ConditionType::Healthy, "True")
+    })
+    .await;
+    // Settled first (the Deployment controller's first writes), then
+    // counted over several resyncs.
+    let before = reconciles(&fixture.metrics);
+    eventually("a first resync", || async {
+        reconciles(&fixture.metrics) >= before + 1.0
+    })
+    .await;
+    let (from, looked) = (requests.len(), reconciles(&fixture.metrics));
+    eventually("three more resyncs", || async {
+        reconciles(&fixture.metrics) >= looked + 3.0
+    })
+    .await;
+    let resyncs = reconciles(&fixture.metrics) - looked;
+    let deployment = format!("/apis/apps/v1/namespaces/{namespace}/deployments/web");
+    let config_map = format!("/api/v1/namespaces/{namespace}/configmaps/one");
+    let of_deployment = requests.since(from, |line| to(line, &deployment));
+    let of_config_map = requests.since(from, |line| to(line, &config_map));
+    println!("{resyncs} resyncs: Deployment {of_deployment:?}; ConfigMap {of_config_map:?}");
+    // Not written (the watches vouch for it), so its GETs are health reads.
+    assert!(
+        of_deployment.iter().all(|line| line.starts_with("GET ")) && !of_deployment.is_empty(),
+        "the Deployment's health was read at the resyncs, and it was not written: {of_deployment:?}"
+    );
+    assert!(
+        of_config_map.is_empty(),
+        "the ConfigMap, healthy by existing, was sent requests: {of_config_map:?}"
+    );
     fixture.scope.cleanup().await;
 }

@@ -206,6 +206,26 @@ impl Kinds {
         self.drift.as_ref()?.as_seen(reference)
     }
 
+    /// A write of `instance`'s objects under way, for the drift watches
+    /// (if any), until the value is dropped ([`Drift::write_under_way`]).
+    fn write_under_way(&self, instance: &str) -> Option<crate::drift::WriteUnderWay> {
+        Some(self.drift.as_ref()?.write_under_way(instance))
+    }
+
+    /// Tells the drift watches (if any) the resourceVersion a write of the
+    /// runtime returned for `reference`: an event no newer is its own.
+    fn returned(&self, reference: &ObjectRef, version: Option<&str>) {
+        if let Some(drift) = &self.drift {
+            drift.returned(reference, version);
+        }
+    }
+
+    /// The drift watches' copy of `reference`'s records when they see it
+    /// as `instance`'s now ([`Drift::present`]); `None` without them.
+    fn present(&self, instance: &str, reference: &ObjectRef) -> Option<kube::api::ObjectMeta> {
+        self.drift.as_ref()?.present(instance, reference)
+    }
+
     /// Tells the drift watches (if any) that the runtime itself is about
     /// to delete `objects`.
     fn pruning(&self, objects: &[ObjectRef]) {
@@ -573,11 +593,64 @@ pub async fn unhealthy(kinds: &mut Kinds, objects: &[ObjectRef]) -> Vec<HealthPr
     problems
 }
 
+/// [`unhealthy`] of `instance`'s `objects`, reading only those
+/// [`to_read`] names: the rest exist as the drift watches see them, and
+/// that is all their health is.
+pub async fn unhealthy_of(
+    kinds: &mut Kinds,
+    instance: &str,
+    objects: &[ObjectRef],
+) -> Vec<HealthProblem> {
+    let read = to_read(objects, |reference| kinds.present(instance, reference));
+    if read.len() < objects.len() {
+        tracing::debug!(
+            %instance,
+            read = read.len(),
+            objects = objects.len(),
+            "health read only where the drift watches cannot tell it"
+        );
+    }
+    unhealthy(kinds, &read).await
+}
+
+/// The kinds whose health [`health_problem`] reads from their status;
+/// every other kind is healthy when it exists.
+const READ_FOR_HEALTH: [&str; 4] = [
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "CustomResourceDefinition",
+];
+
+/// Which of `objects` must be read for their health at a look that writes
+/// nothing: every one but those whose health is their existence alone
+/// (any kind but a Deployment, StatefulSet, DaemonSet or CRD, whose status
+/// is judged, and not a Service that asks for ready endpoints) and that the drift watches see as the Instance's now
+/// (`present` gives the watch's copy of such an object's records,
+/// [`crate::drift::Drift::present`]). For those, the watch proves what a
+/// read would: the object exists, labelled with the Instance. One deleted
+/// a moment ago whose deletion the watch has not delivered yet is read at
+/// the look that deletion brings, as soon as it arrives. The progression
+/// probes of the class and content read what they select apart from this.
+pub fn to_read(
+    objects: &[ObjectRef],
+    present: impl Fn(&ObjectRef) -> Option<kube::api::ObjectMeta>,
+) -> Vec<ObjectRef> {
+    objects
+        .iter()
+        .filter(|reference| {
+            READ_FOR_HEALTH.contains(&reference.kind.as_str())
+                || present(reference).is_none_or(|seen| endpoints::wanted_by(&seen))
+        })
+        .cloned()
+        .collect()
+}
+
 /// Why one object, as read, is not healthy: a Deployment whose current
 /// revision has not rolled out, passed its deadline or lost availability
 /// ([`rollout`]), a CRD not
 /// Established (or not yet: its names not refused); every other kind is
-/// healthy when present.
+/// healthy when present (the kinds read are [`READ_FOR_HEALTH`]).
 fn health_problem(reference: &ObjectRef, object: &DynamicObject) -> Option<HealthProblem> {
     match reference.kind.as_str() {
         "Deployment" => rollout::deployment_problem(reference, object, jiff::Timestamp::now()),
@@ -681,6 +754,153 @@ mod health_tests {
             "{}",
             problem.text
         );
+    }
+
+    fn reference(api_version: &str, kind: &str) -> ObjectRef {
+        ObjectRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: "x".into(),
+            namespace: Some("n".into()),
+        }
+    }
+
+    /// The drift watch's copy of an object's records, with the health
+    /// annotation `annotation`.
+    fn seen(annotation: Option<&str>) -> kube::api::ObjectMeta {
+        use pakket_api::ownership::HEALTH_ANNOTATION;
+        kube::api::ObjectMeta {
+            annotations: annotation
+                .map(|value| [(HEALTH_ANNOTATION.to_owned(), value.to_owned())].into()),
+            ..kube::api::ObjectMeta::default()
+        }
+    }
+
+    /// Rows of [`only_kinds_with_a_health_of_their_own_are_read_where_the_watches_see_them`]:
+    /// an object, the watch's copy of it if they see it, whether it is read.
+    fn presence_rows() -> Vec<(&'static str, ObjectRef, Option<kube::api::ObjectMeta>, bool)> {
+        vec![
+            (
+                "a ConfigMap the watches see",
+                reference("v1", "ConfigMap"),
+                Some(seen(None)),
+                false,
+            ),
+            (
+                "a ConfigMap the watches do not see (or whose kind is not synced)",
+                reference("v1", "ConfigMap"),
+                None,
+                true,
+            ),
+            (
+                "a Secret the watches see",
+                reference("v1", "Secret"),
+                Some(seen(None)),
+                false,
+            ),
+            (
+                "a Role the watches see",
+                reference("rbac.authorization.k8s.io/v1", "Role"),
+                Some(seen(None)),
+                false,
+            ),
+            (
+                "a Job: its built-in probe holds phases only, health is its existence",
+                reference("batch/v1", "Job"),
+                Some(seen(None)),
+                false,
+            ),
+            (
+                "a Deployment, seen",
+                reference("apps/v1", "Deployment"),
+                Some(seen(None)),
+                true,
+            ),
+            (
+                "a StatefulSet, seen",
+                reference("apps/v1", "StatefulSet"),
+                Some(seen(None)),
+                true,
+            ),
+            (
+                "a DaemonSet, seen",
+                reference("apps/v1", "DaemonSet"),
+                Some(seen(None)),
+                true,
+            ),
+            (
+                "a CRD, seen: Established is read",
+                reference("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+                Some(seen(None)),
+                true,
+            ),
+            (
+                "a Service, seen, asking for nothing",
+                reference("v1", "Service"),
+                Some(seen(None)),
+                false,
+            ),
+            (
+                "a Service, seen, asking for ready endpoints",
+                reference("v1", "Service"),
+                Some(seen(Some(endpoints::READY_ENDPOINTS))),
+                true,
+            ),
+            ("a Service not seen", reference("v1", "Service"), None, true),
+        ]
+    }
+
+    #[test]
+    fn only_kinds_with_a_health_of_their_own_are_read_where_the_watches_see_them() {
+        for (row, object, present, read) in presence_rows() {
+            let found = to_read(std::slice::from_ref(&object), |_| present.clone());
+            assert_eq!(found == [object], read, "{row}");
+        }
+    }
+
+    #[test]
+    fn the_kinds_read_for_health_are_the_kinds_whose_status_is_judged() {
+        // Before any rollout, each kind read has a problem; every other
+        // kind has none whatever its status says.
+        let fresh = |api_version: &str, kind: &str| {
+            let reference = ObjectRef {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                name: "x".into(),
+                namespace: Some("n".into()),
+            };
+            let object: DynamicObject = serde_json::from_value(serde_json::json!({
+                "apiVersion": api_version, "kind": kind,
+                "metadata": {"name": "x", "generation": 1},
+                "status": {"conditions": [
+                    {"type": "Available", "status": "False", "reason": "R", "message": "m"},
+                    {"type": "Complete", "status": "False", "reason": "R", "message": "m"},
+                    {"type": "Ready", "status": "False", "reason": "R", "message": "m"},
+                ]},
+            }))
+            .unwrap();
+            health_problem(&reference, &object)
+        };
+        for kind in READ_FOR_HEALTH {
+            assert!(
+                fresh("x/v1", kind).is_some(),
+                "{kind} is judged by its status"
+            );
+        }
+        for (api_version, kind) in [
+            ("v1", "ConfigMap"),
+            ("v1", "Service"),
+            ("v1", "PersistentVolumeClaim"),
+            ("batch/v1", "Job"),
+            ("apiregistration.k8s.io/v1", "APIService"),
+            ("cert-manager.io/v1", "Certificate"),
+            ("policy/v1", "PodDisruptionBudget"),
+        ] {
+            assert!(
+                fresh(api_version, kind).is_none(),
+                "{kind} has a health of its own: add it to READ_FOR_HEALTH"
+            );
+        }
     }
 
     #[test]

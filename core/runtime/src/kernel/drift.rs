@@ -6,10 +6,14 @@
 //! Who made a change is read from the object's managedFields: the entries
 //! with the latest timestamp are the last writers. If they are all the
 //! runtime's field manager, the event is the echo of its own apply and is
-//! ignored (this holds however the watch event and the apply's response
-//! race, unlike remembering resourceVersions). A foreign write to the
-//! object itself (`kubectl edit`, another controller) or a deletion marks
-//! the Instance *dirty*: its next reconcile re-applies. So does a write to a
+//! ignored, unless its resourceVersion is newer than every one the
+//! runtime's writes of the object returned: then someone wrote under the
+//! runtime's name (`kubectl --field-manager pakket.dev/runtime`), which is
+//! drift like any edit (the `versions` module, which also says how an
+//! event that arrives before its write's answer is judged). A foreign
+//! write to the object itself (`kubectl edit`, another controller), such a
+//! write under the runtime's name, or a deletion marks the Instance
+//! *dirty*: its next reconcile re-applies. So does a write to a
 //! subresource other than `status` (`kubectl scale` writes `scale`, which
 //! is the spec); a foreign write to `status` (a Deployment's controller)
 //! only re-checks health. Timestamps have one-second resolution; a tie with
@@ -29,12 +33,17 @@
 //! since the write began), writing them again would change nothing, so it
 //! is not done (`written::vouched`); its age starts again instead. An object the
 //! watches cannot speak for (a kind the provisioner may not watch, a watch
-//! listing again, an object not seen) is written again as before.
+//! listing again, an object not seen) is written again as before. Nor is
+//! an object they see read for its health when its kind's health is its
+//! existence (a ConfigMap, not a Deployment: [`crate::apply::to_read`]),
+//! so an Instance of such objects at rest costs no request at all.
 
 mod marks;
 mod records;
+mod versions;
 mod written;
 
+use versions::Echo;
 pub use written::Staleness;
 use written::{Watched, Written, caught_up, staleness, untouched, vouched};
 
@@ -106,6 +115,9 @@ pub struct Drift {
     /// Each labelled object's ownership records as last seen, which a
     /// prune or uninstall judges it by instead of reading it again.
     records: Mutex<records::Records>,
+    /// The resourceVersions the runtime's writes returned, and the writes
+    /// under way: what tells an edit under the runtime's name from its own.
+    versions: Mutex<versions::Versions>,
     trigger: mpsc::UnboundedSender<Trigger<Instance>>,
 }
 
@@ -130,6 +142,7 @@ impl Drift {
             synced: Mutex::default(),
             writes: Mutex::default(),
             records: Mutex::default(),
+            versions: Mutex::default(),
             trigger,
         });
         (drift, triggers)
@@ -329,9 +342,57 @@ impl Drift {
         writes.insert(instance.to_owned(), began);
     }
 
+    /// A write of `instance`'s objects under way, until the value returned
+    /// is dropped: meanwhile, events of its objects that name the runtime
+    /// as their last writer wait to be judged by the versions the write
+    /// returned (see the `versions` module).
+    pub fn write_under_way(self: &Arc<Self>, instance: &str) -> WriteUnderWay {
+        self.versions.lock().expect("not poisoned").begin(instance);
+        WriteUnderWay {
+            drift: Arc::clone(self),
+            instance: instance.to_owned(),
+        }
+    }
+
+    /// A write of the runtime answered `version` for `reference`: that
+    /// resourceVersion is the runtime's own.
+    pub fn returned(&self, reference: &ObjectRef, version: Option<&str>) {
+        self.versions
+            .lock()
+            .expect("not poisoned")
+            .returned(reference, version);
+    }
+
+    /// A write of `instance`'s objects ended: the events held meanwhile
+    /// that are newer than its answers are someone else's writes.
+    fn write_ended(&self, instance: &str) {
+        let foreign = self.versions.lock().expect("not poisoned").end(instance);
+        for reference in foreign {
+            tracing::debug!(%instance, object = %reference, "written under the runtime's field manager, after the runtime's last write of it");
+            self.record(reference, instance.to_owned(), false, true);
+        }
+    }
+
     /// The ownership records of `reference` as the watches last saw it
     /// (see the `records` module); `None` when they have not.
     pub fn as_seen(&self, reference: &ObjectRef) -> Option<ObjectMeta> {
+        self.records.lock().expect("not poisoned").get(reference)
+    }
+
+    /// The watch's copy of `reference`'s records (its health annotation
+    /// among them) when the watches account for it as `instance`'s now:
+    /// its kind's watch has listed and runs, and saw it labelled with the
+    /// Instance, so it exists. `None` when they do not.
+    pub fn present(&self, instance: &str, reference: &ObjectRef) -> Option<ObjectMeta> {
+        let synced = self.synced.lock().expect("not poisoned");
+        let seen_with = self.seen_with.lock().expect("not poisoned");
+        let watched = Watched {
+            synced: &synced,
+            seen_with: &seen_with,
+        };
+        if !watched.accounts_for(reference, instance) {
+            return None;
+        }
         self.records.lock().expect("not poisoned").get(reference)
     }
 
@@ -415,6 +476,10 @@ impl Drift {
                 .expect("not poisoned")
                 .remove(&reference);
             self.records.lock().expect("not poisoned").gone(&reference);
+            self.versions
+                .lock()
+                .expect("not poisoned")
+                .gone(&reference, None);
             self.record(reference, instance, true, true);
         }
     }
@@ -446,9 +511,25 @@ impl Drift {
                 }
             }
         };
+        let version = object.metadata.resource_version.as_deref();
         let spec_changed = match (deleted, last_writers(&object.metadata)) {
-            (true, _) => true,
-            (false, LastWriters::Runtime) => return,
+            (true, _) => {
+                let mut versions = self.versions.lock().expect("not poisoned");
+                versions.gone(&reference, version);
+                true
+            }
+            // The runtime's own write, unless newer than all it wrote (or
+            // held until the write under way ends).
+            (false, LastWriters::Runtime) => {
+                let mut versions = self.versions.lock().expect("not poisoned");
+                match versions.seen(&instance, &reference, version) {
+                    Echo::Own | Echo::Held => return,
+                    Echo::Foreign => {
+                        tracing::debug!(%instance, object = %reference, "written under the runtime's field manager, after the runtime's last write of it");
+                        true
+                    }
+                }
+            }
             // Fields the class ignores are someone else's to change.
             (false, LastWriters::Foreign { to_object }) => {
                 to_object && !self.only_ignored(&instance, &reference, &object.metadata)
@@ -491,6 +572,20 @@ impl Drift {
                 .insert(reference, (now, deleted));
         }
         let _ = self.trigger.unbounded_send(Trigger::new(&instance));
+    }
+}
+
+/// A write of one Instance's objects under way ([`Drift::write_under_way`]):
+/// when it is dropped (the write ended, whole or not), the events held
+/// meanwhile are judged.
+pub struct WriteUnderWay {
+    drift: Arc<Drift>,
+    instance: String,
+}
+
+impl Drop for WriteUnderWay {
+    fn drop(&mut self) {
+        self.drift.write_ended(&self.instance);
     }
 }
 
@@ -713,6 +808,68 @@ mod tests {
             last_writers(&untimed),
             LastWriters::Foreign { to_object: true }
         );
+    }
+
+    /// A Drift whose watches talk to no apiserver.
+    fn unconnected() -> Arc<Drift> {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        Drift::new(Client::try_from(config).unwrap()).0
+    }
+
+    /// The watch event of ConfigMap `n/a` of Instance `i` at `version`,
+    /// last written by the runtime's field manager (at second `second`).
+    fn written_by_the_runtime(version: &str, second: i64) -> PartialObjectMeta<DynamicObject> {
+        let mut metadata = written_by(&[("kubectl-edit", "", 1), (FIELD_MANAGER, "", second)]);
+        metadata.name = Some("a".into());
+        metadata.namespace = Some("n".into());
+        metadata.labels = Some([(INSTANCE_LABEL.to_owned(), "i".to_owned())].into());
+        metadata.resource_version = Some(version.into());
+        PartialObjectMeta {
+            types: None,
+            metadata,
+            _phantom: std::marker::PhantomData,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_under_the_runtimes_name_after_its_own_is_drift_whenever_its_event_comes() {
+        let config_maps = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let a = ObjectRef {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "a".into(),
+            namespace: Some("n".into()),
+        };
+        let drift = unconnected();
+        // The runtime's write, whose event comes before its answer.
+        let under_way = drift.write_under_way("i");
+        drift.changed(&config_maps, &written_by_the_runtime("100", 10), false);
+        drift.returned(&a, Some("100"));
+        drop(under_way);
+        assert_eq!(drift.drifted("i"), [], "the runtime's own write");
+        // Seen again (a watch that lists again): still its own.
+        drift.changed(&config_maps, &written_by_the_runtime("100", 10), false);
+        assert_eq!(drift.drifted("i"), []);
+        // Someone writes under the runtime's name.
+        drift.changed(&config_maps, &written_by_the_runtime("107", 30), false);
+        assert_eq!(drift.drifted("i"), [(a.clone(), false)], "someone else's");
+
+        // The same edit while a write of the Instance is under way, after
+        // the write's own write of the object: drift once it ends.
+        let drift = unconnected();
+        let under_way = drift.write_under_way("i");
+        drift.returned(&a, Some("100"));
+        drift.changed(&config_maps, &written_by_the_runtime("100", 10), false);
+        drift.changed(&config_maps, &written_by_the_runtime("103", 11), false);
+        assert_eq!(drift.drifted("i"), [], "held while the write is under way");
+        drop(under_way);
+        assert_eq!(drift.drifted("i"), [(a.clone(), false)]);
+
+        // After a restart nothing of the object was returned here: it
+        // cannot be judged, and the Instance's first write comes anyway.
+        let drift = unconnected();
+        drift.changed(&config_maps, &written_by_the_runtime("107", 30), false);
+        assert_eq!(drift.drifted("i"), []);
     }
 
     #[test]

@@ -24,8 +24,12 @@ pub const GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Whether `object` asks for ready endpoints.
 pub fn wanted(object: &DynamicObject) -> bool {
-    object
-        .metadata
+    wanted_by(&object.metadata)
+}
+
+/// Whether an object with `metadata` asks for ready endpoints.
+pub fn wanted_by(metadata: &kube::api::ObjectMeta) -> bool {
+    metadata
         .annotations
         .as_ref()
         .and_then(|annotations| annotations.get(HEALTH_ANNOTATION))

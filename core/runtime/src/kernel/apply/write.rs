@@ -231,6 +231,10 @@ pub async fn apply_all(
     restore: Option<Restore<'_>>,
     phases: &DeclaredPhases,
 ) -> Result<(Applied, Adoptions), ApplyError> {
+    // Until it ends, the watch events of these writes wait for their
+    // answers' versions (an edit under the runtime's name is told apart
+    // by them, see `crate::drift`).
+    let _under_way = kinds.write_under_way(claimant.name);
     // Fields someone else owns (`drift.ignore`) are written as the read
     // below finds them; the write is conditional on that read's
     // resourceVersion, so a change after it is not written over.
@@ -276,8 +280,9 @@ pub async fn apply_all(
     .await;
     match written {
         Ok(()) => {
-            // No answer tells the health of what was left as it is: read.
-            let left = super::unhealthy(kinds, &writer.unchanged).await;
+            // No answer tells the health of what was left as it is: read
+            // (where the drift watches cannot tell it, see `to_read`).
+            let left = super::unhealthy_of(kinds, claimant.name, &writer.unchanged).await;
             writer.applied.unhealthy.extend(left);
             Ok((writer.applied, writer.adoptions))
         }
@@ -380,7 +385,7 @@ async fn write_all(
                 continue;
             }
             Plan::Read(Standing::Absent) | Plan::Create => {
-                match writer.create(&api, &reference, &object).await? {
+                match writer.create(kinds, &api, &reference, &object).await? {
                     Created::Done => {
                         progress.applied.fetch_add(1, Ordering::Relaxed);
                         continue;
@@ -424,7 +429,9 @@ async fn write_all(
             }
             Plan::Read(standing) => standing,
         };
-        writer.apply(&api, &reference, object, &standing).await?;
+        writer
+            .apply(kinds, &api, &reference, object, &standing)
+            .await?;
         progress.applied.fetch_add(1, Ordering::Relaxed);
     }
     Ok(())
@@ -520,10 +527,11 @@ async fn judge(
             }
             let version = if settings.content_changed {
                 let api = kinds.api(reference).await?;
-                managed_fields::upgrade(&api, &object)
+                let upgraded = managed_fields::upgrade(&api, &object)
                     .await
-                    .map_err(|error| refused(reference, &error))?
-                    .unwrap_or(version)
+                    .map_err(|error| refused(reference, &error))?;
+                kinds.returned(reference, upgraded.as_deref());
+                upgraded.unwrap_or(version)
             } else {
                 version
             };
@@ -600,6 +608,7 @@ impl Writer {
     /// Creates `object` unless it exists; what exists is read and returned.
     async fn create(
         &mut self,
+        kinds: &Kinds,
         api: &Api<DynamicObject>,
         reference: &ObjectRef,
         object: &Value,
@@ -618,7 +627,7 @@ impl Writer {
         for _ in 0..2 {
             match api.create(&params, &typed).await {
                 Ok(answer) => {
-                    self.done(reference, &answer);
+                    self.done(kinds, reference, &answer);
                     self.created.push(reference.clone());
                     return Ok(Created::Done);
                 }
@@ -647,6 +656,7 @@ impl Writer {
     /// rather than being taken over; an offered one loses its offer.
     async fn apply(
         &mut self,
+        kinds: &Kinds,
         api: &Api<DynamicObject>,
         reference: &ObjectRef,
         mut object: Value,
@@ -678,16 +688,21 @@ impl Writer {
                 field_manager: Some(FIELD_MANAGER.to_owned()),
                 ..PatchParams::default()
             };
-            api.patch(&reference.name, &ours, &Patch::Merge(&drop))
+            let dropped = api
+                .patch(&reference.name, &ours, &Patch::Merge(&drop))
                 .await
                 .map_err(|error| refused(reference, &error))?;
+            kinds.returned(reference, dropped.metadata.resource_version.as_deref());
             self.adoptions.adopted.push(reference.clone());
         }
-        self.done(reference, &answer);
+        self.done(kinds, reference, &answer);
         Ok(())
     }
 
-    fn done(&mut self, reference: &ObjectRef, answer: &DynamicObject) {
+    /// Records what the write of `reference` answered: its version (the
+    /// runtime's own, for the drift watches) and its health.
+    fn done(&mut self, kinds: &Kinds, reference: &ObjectRef, answer: &DynamicObject) {
+        kinds.returned(reference, answer.metadata.resource_version.as_deref());
         if let Some(problem) = health_problem(reference, answer) {
             self.applied.unhealthy.push(problem);
         }
@@ -718,10 +733,16 @@ impl Writer {
             });
             let put_back = match previous {
                 Some(previous) => match kinds.api(&reference).await {
-                    Ok(api) => api
+                    Ok(api) => match api
                         .patch(&reference.name, &self.params, &Patch::Apply(&previous))
                         .await
-                        .is_ok(),
+                    {
+                        Ok(answer) => {
+                            kinds.returned(&reference, answer.metadata.resource_version.as_deref());
+                            true
+                        }
+                        Err(_) => false,
+                    },
                     Err(_) => false,
                 },
                 None => false,

@@ -8,6 +8,11 @@
 //! delete with a conflict, and is then read and judged afresh. So the
 //! guarantee stays the one a read gives, without the read.
 //!
+//! The health annotation ([`HEALTH_ANNOTATION`]) is kept too: whether a
+//! Service asks for ready endpoints decides whether its health is more
+//! than its existence, which the health step judges by this copy
+//! ([`crate::apply::to_read`]).
+//!
 //! Only those few fields are kept (no fieldsV1, no other annotations such
 //! as kubectl's last-applied configuration), so the copy of every
 //! installed object costs a few hundred bytes.
@@ -17,7 +22,9 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::ObjectMeta;
 use pakket_api::ObjectRef;
-use pakket_api::ownership::{ADOPT_ANNOTATION, INSTANCE_LABEL, INSTANCE_UID_LABEL};
+use pakket_api::ownership::{
+    ADOPT_ANNOTATION, HEALTH_ANNOTATION, INSTANCE_LABEL, INSTANCE_UID_LABEL,
+};
 
 /// Each labelled object's ownership records, as last seen.
 #[derive(Default)]
@@ -44,7 +51,7 @@ impl Records {
 
 /// What of `metadata` ownership is judged by: identity and version,
 /// Pakket's labels, the adoption offer, and one managedFields entry per
-/// manager (its name alone).
+/// manager (its name alone); and the health annotation.
 fn trimmed(metadata: &ObjectMeta) -> ObjectMeta {
     let keep = |map: Option<&BTreeMap<String, String>>, keys: &[&str]| {
         let kept: BTreeMap<String, String> = map
@@ -72,7 +79,10 @@ fn trimmed(metadata: &ObjectMeta) -> ObjectMeta {
             metadata.labels.as_ref(),
             &[INSTANCE_LABEL, INSTANCE_UID_LABEL],
         ),
-        annotations: keep(metadata.annotations.as_ref(), &[ADOPT_ANNOTATION]),
+        annotations: keep(
+            metadata.annotations.as_ref(),
+            &[ADOPT_ANNOTATION, HEALTH_ANNOTATION],
+        ),
         managed_fields: Some(
             managers
                 .into_iter()
@@ -119,7 +129,10 @@ mod tests {
                 (INSTANCE_UID_LABEL, "u-hello"),
                 ("app", "web"),
             ]),
-            annotations: pairs(&[("kubectl.kubernetes.io/last-applied-configuration", "{...}")]),
+            annotations: pairs(&[
+                ("kubectl.kubernetes.io/last-applied-configuration", "{...}"),
+                (HEALTH_ANNOTATION, "ready-endpoints"),
+            ]),
             managed_fields: Some(vec![
                 entry(FIELD_MANAGER),
                 entry("kubectl-edit"),
@@ -135,7 +148,17 @@ mod tests {
         assert_eq!(kept.uid.as_deref(), Some("object-uid"));
         assert_eq!(kept.resource_version.as_deref(), Some("42"));
         assert_eq!(kept.labels.as_ref().map(BTreeMap::len), Some(2));
-        assert_eq!(kept.annotations, None);
+        let annotations: Vec<&String> = kept
+            .annotations
+            .iter()
+            .flatten()
+            .map(|(key, _)| key)
+            .collect();
+        assert_eq!(
+            annotations,
+            [HEALTH_ANNOTATION],
+            "the health annotation alone"
+        );
         let managers: Vec<_> = kept
             .managed_fields
             .iter()

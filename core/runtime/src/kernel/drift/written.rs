@@ -117,7 +117,7 @@ pub(super) fn vouched(
 impl Watched<'_> {
     /// Whether `object`'s kind is watched and synced, and the object seen
     /// labelled with `instance` now.
-    fn accounts_for(&self, object: &ObjectRef, instance: &str) -> bool {
+    pub(super) fn accounts_for(&self, object: &ObjectRef, instance: &str) -> bool {
         let kind = (object.api_version.clone(), object.kind.clone());
         self.synced.contains(&kind)
             && self.seen_with.get(object).map(String::as_str) == Some(instance)
@@ -390,6 +390,53 @@ mod tests {
         let drift = drift_with(&fingerprint, began);
         drift.synced.lock().unwrap().clear();
         assert_eq!(drift.staleness("i", &fingerprint, minute), Staleness::Due);
+    }
+
+    #[tokio::test]
+    async fn the_watches_tell_an_object_present_only_where_they_account_for_it() {
+        let fingerprint = Fingerprint {
+            generation: Some(1),
+            bundle: "b".into(),
+            digest: "sha256:0".into(),
+            rendered: None,
+        };
+        let drift = drift_with(&fingerprint, Instant::now());
+        let records = kube::api::ObjectMeta {
+            resource_version: Some("7".into()),
+            ..kube::api::ObjectMeta::default()
+        };
+        for object in [object("ConfigMap", "a"), object("ConfigMap", "theirs")] {
+            drift.records.lock().unwrap().saw(&object, &records);
+        }
+        let rows = [
+            (
+                "seen with the Instance, kind synced",
+                "i",
+                object("ConfigMap", "a"),
+                true,
+            ),
+            (
+                "seen with another Instance",
+                "i",
+                object("ConfigMap", "theirs"),
+                false,
+            ),
+            (
+                "asked for by the other Instance",
+                "j",
+                object("ConfigMap", "theirs"),
+                true,
+            ),
+            ("not seen", "i", object("ConfigMap", "c"), false),
+        ];
+        for (row, instance, object, present) in rows {
+            assert_eq!(drift.present(instance, &object).is_some(), present, "{row}");
+        }
+        drift.synced.lock().unwrap().clear();
+        assert!(
+            drift.present("i", &object("ConfigMap", "a")).is_none(),
+            "a watch that lists again cannot tell"
+        );
     }
 
     #[test]

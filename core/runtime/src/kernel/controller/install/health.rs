@@ -16,14 +16,17 @@ use super::{Applied, outcome};
 use crate::apply;
 
 /// The installed objects' problems, read afresh (the built-in checks and
-/// the probes).
+/// the probes). An object whose health is its existence, which the drift
+/// watches see as `instance`'s, is not read ([`apply::to_read`]): an
+/// Instance at rest of ConfigMaps and the like costs no request here.
 async fn read_problems<P>(
+    instance: &str,
     installed: &[pakket_api::ObjectRef],
     probes: &apply::probes::ProgressionProbes,
     context: &Context<P>,
 ) -> Vec<apply::HealthProblem> {
     let mut kinds = context.kinds.clone();
-    let mut problems = apply::unhealthy(&mut kinds, installed).await;
+    let mut problems = apply::unhealthy_of(&mut kinds, instance, installed).await;
     problems.extend(apply::phase::probe_problems(&mut kinds, installed, probes).await);
     problems
 }
@@ -85,7 +88,7 @@ pub(super) async fn step<P>(
     let every_one = fresh_health.is_some() || report.status.lists_every_object();
     let problems = match fresh_health {
         Some(problems) => problems,
-        None => read_problems(&installed, probes, context).await,
+        None => read_problems(&name, &installed, probes, context).await,
     };
     let (settling, failing): (Vec<_>, Vec<_>) =
         problems.into_iter().partition(|problem| problem.settling);
