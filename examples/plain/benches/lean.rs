@@ -216,39 +216,56 @@ fn instance(scope: &Scope, i: usize, class: &str) -> Instance {
 }
 
 /// Watches the scope's Instances until `count` of them are `Installed`
-/// (`gone: false`) or deleted (`gone: true`), or the phase limit passes;
-/// how many are. A watch, not a polled list, so the waiting costs the
-/// apiserver next to nothing of what is measured.
+/// (`gone: false`), or until none is left (`gone: true`: those deleted
+/// before the watch began are simply not listed), or the phase limit
+/// passes; how many are Installed, or gone. A watch, not a polled list, so
+/// the waiting costs the apiserver next to nothing of what is measured.
 async fn until(instances: &Api<Instance>, selector: &str, count: usize, gone: bool) -> usize {
-    let started = Instant::now();
-    let mut done = BTreeSet::new();
-    let events = watcher(instances.clone(), watcher::Config::default().labels(selector))
-        .take_while(|_| std::future::ready(started.elapsed() < PHASE_LIMIT));
-    futures::pin_mut!(events);
-    while let Some(event) = events.next().await {
-        let (object, deleted) = match event {
-            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
-                (object, false)
+    let mut installed = BTreeSet::new();
+    let mut present = BTreeSet::new();
+    let mut listed = false;
+    let watch = async {
+        let events = watcher(instances.clone(), watcher::Config::default().labels(selector));
+        futures::pin_mut!(events);
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                    let name = object.metadata.name.clone().unwrap_or_default();
+                    if object
+                        .condition(pakket_api::ConditionType::Installed)
+                        .is_some_and(|c| c.status == "True")
+                    {
+                        installed.insert(name.clone());
+                    }
+                    present.insert(name);
+                }
+                Ok(watcher::Event::Delete(object)) => {
+                    present.remove(&object.metadata.name.clone().unwrap_or_default());
+                }
+                // A watch that starts again lists afresh.
+                Ok(watcher::Event::Init) => {
+                    present.clear();
+                    listed = false;
+                }
+                Ok(watcher::Event::InitDone) => listed = true,
+                _ => {}
             }
-            Ok(watcher::Event::Delete(object)) => (object, true),
-            _ => continue,
-        };
-        let name = object.metadata.name.clone().unwrap_or_default();
-        let counts = if gone {
-            deleted
-        } else {
-            object
-                .condition(pakket_api::ConditionType::Installed)
-                .is_some_and(|c| c.status == "True")
-        };
-        if counts {
-            done.insert(name);
-            if done.len() == count {
+            let done = if gone {
+                listed && present.is_empty()
+            } else {
+                installed.len() == count
+            };
+            if done {
                 break;
             }
         }
+    };
+    let _ = tokio::time::timeout(PHASE_LIMIT, watch).await;
+    if gone {
+        count - present.len().min(count)
+    } else {
+        installed.len()
     }
-    done.len()
 }
 
 /// `pakket-plain` as a deployment runs it (leader election, probes,
