@@ -1105,7 +1105,13 @@ fn helm_installs_pakket(cluster: &Cluster, images: &str) {
         vec!["get", "validatingwebhookconfiguration", "pakket-webhooks"],
         vec!["get", "mutatingwebhookconfiguration", "pakket-webhooks"],
         vec!["get", "clusterrole", "pakket-plain"],
-        vec!["-n", "pakket-system", "get", "deployment", "pakket-webhooks"],
+        vec![
+            "-n",
+            "pakket-system",
+            "get",
+            "deployment",
+            "pakket-webhooks",
+        ],
     ] {
         let output = cluster.kubectl_as("admin", &gone, None);
         assert!(

@@ -68,9 +68,10 @@ pub async fn apiserver_requests(client: &Client) -> BTreeMap<String, f64> {
 /// [`apiserver_requests`] from the `/metrics` text.
 fn requests_by_verb_and_resource(text: &str) -> BTreeMap<String, f64> {
     let label = |line: &str, name: &str| {
-        let start = line.find(&format!(",{name}=\"")).or_else(|| {
-            line.find(&format!("{{{name}=\""))
-        })? + name.len()
+        let start = line
+            .find(&format!(",{name}=\""))
+            .or_else(|| line.find(&format!("{{{name}=\"")))?
+            + name.len()
             + 3;
         let end = line[start..].find('"')?;
         Some(line[start..start + end].to_owned())

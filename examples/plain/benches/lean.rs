@@ -225,7 +225,10 @@ async fn until(instances: &Api<Instance>, selector: &str, count: usize, gone: bo
     let mut present = BTreeSet::new();
     let mut listed = false;
     let watch = async {
-        let events = watcher(instances.clone(), watcher::Config::default().labels(selector));
+        let events = watcher(
+            instances.clone(),
+            watcher::Config::default().labels(selector),
+        );
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {
             match event {
