@@ -98,9 +98,9 @@ lint_lane=""
 cleanup() {
   # Background work first: the Go builds and the lint lane, if still running.
   for job in $go_builds $lint_lane; do kill "$job" 2>/dev/null || true; done
-  # The second first, by name (the first's `down` would also stop it, as
-  # its folder is inside the first's, but its own `down` says so plainly).
-  for control_plane in "$run_dir/second" "$run_dir"; do
+  # The others first, by name (the first's `down` would also stop them, as
+  # their folders are inside the first's, but their own `down` says so).
+  for control_plane in "$run_dir/third" "$run_dir/second" "$run_dir"; do
     "$pakket_dev" --dir "$control_plane" down >/dev/null 2>&1 || true
   done
   rm -rf "$run_dir"
@@ -190,8 +190,10 @@ step "start the shared control plane"
 "$pakket_dev" --dir "$run_dir" up --nodes 1 >/dev/null
 export PAKKET_TEST_KUBECONFIG="$run_dir/kubeconfig"
 "$pakket_dev" --dir "$run_dir" status
-# The second, for the slowest test binaries (they run beside the others).
+# The second, for the slowest test binaries (they run beside the others);
+# the third, for the binaries that follow the in-cluster test in its lane.
 "$pakket_dev" --dir "$run_dir/second" up --nodes 1 >/dev/null
+"$pakket_dev" --dir "$run_dir/third" up --nodes 1 >/dev/null
 
 step "tests, and lint and docs beside them"
 # Lint and docs first, in the background, at the lowest CPU priority: they
@@ -211,15 +213,19 @@ lint_log=$run_dir/lint.log
 ) >"$lint_log" 2>&1 &
 lint_lane=$!
 # Three lanes of tests at once, since most of a test's time is spent
-# waiting for controllers and Pods, not computing:
-# - the in-cluster test: its own control plane, a real node, Pakket's images;
-# - the slowest test binaries (below): the second shared control plane;
-# - every other test: the first.
-# The real-node test needs the machine's one bridge, as the in-cluster test
-# does, so it runs after. Every cargo call selects the whole workspace and
-# then picks targets, so features resolve as in the build above and nothing
-# compiles again.
+# waiting for controllers and Pods, not computing, each about as long as
+# the others (measured: docs/testing.md):
+# - the in-cluster test (its own control plane, a real node, Pakket's
+#   images), then the real-node test (it needs the machine's one bridge,
+#   as the in-cluster test does), then the binaries `follow` names on the
+#   third shared control plane;
+# - the slowest test binaries (`beside`) on the second, then the resolver
+#   API under schemathesis against it;
+# - every other test on the first.
+# Every cargo call selects the whole workspace and then picks targets, so
+# features resolve as in the build above and nothing compiles again.
 beside=(packages resolve_server soak faults restarts)
+follow=(install trust cluster)
 targets() { # --test NAME for every integration test but the NAMES given
   cargo metadata --no-deps --format-version 1 --locked | python3 -c '
 import json, sys
@@ -227,17 +233,29 @@ skip = set(sys.argv[1:])
 tests = {t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"] if "test" in t["kind"]}
 print("\n".join(f"--test\n{name}" for name in sorted(tests - skip)))' "$@"
 }
-other_targets=$(targets "${beside[@]}" in_cluster real_node)
+other_targets=$(targets "${beside[@]}" "${follow[@]}" in_cluster real_node)
 mapfile -t other_targets <<<"$other_targets"
 beside_targets=()
 for name in "${beside[@]}"; do beside_targets+=(--test "$name"); done
+follow_targets=()
+for name in "${follow[@]}"; do follow_targets+=(--test "$name"); done
 
 in_cluster_log=$run_dir/in-cluster.log
-cargo test --workspace --locked --test in_cluster >"$in_cluster_log" 2>&1 &
+{
+  cargo test --workspace --locked --test in_cluster &&
+    cargo test --workspace --locked --test real_node &&
+    PAKKET_TEST_KUBECONFIG=$run_dir/third/kubeconfig \
+      cargo test --workspace --locked "${follow_targets[@]}"
+} >"$in_cluster_log" 2>&1 &
 in_cluster=$!
 beside_log=$run_dir/beside.log
-PAKKET_TEST_KUBECONFIG=$run_dir/second/kubeconfig \
-  cargo test --workspace --locked "${beside_targets[@]}" >"$beside_log" 2>&1 &
+{
+  PAKKET_TEST_KUBECONFIG=$run_dir/second/kubeconfig \
+    cargo test --workspace --locked "${beside_targets[@]}" &&
+    echo "== resolver API under schemathesis (60 s)" &&
+    cargo build --locked --quiet --bin pakket-resolveset &&
+    dev/schemathesis/run.sh "$run_dir/second/kubeconfig" 60
+} >"$beside_log" 2>&1 &
 beside_lane=$!
 lane_done() { # PID LOG TITLE: waits, then prints the lane's output
   local status=0
@@ -253,14 +271,12 @@ failed=false
     cargo test --workspace --locked --doc
 } 2>&1 | tee "$tests_log" || failed=true
 printf '\n== every other test done (%ss)\n' "$SECONDS"
-lane_done "$beside_lane" "$beside_log" "the slowest binaries, beside the others (${beside[*]})" || failed=true
-lane_done "$in_cluster" "$in_cluster_log" "the in-cluster test, beside the others" || failed=true
+lane_done "$beside_lane" "$beside_log" "the slowest binaries (${beside[*]}), then schemathesis, beside the others" || failed=true
+lane_done "$in_cluster" "$in_cluster_log" "the in-cluster test, the real-node test, then ${follow[*]}, beside the others" || failed=true
 lane_done "$lint_lane" "$lint_log" "lint (clippy -D warnings) and docs (cargo doc -D warnings), beside the tests" || failed=true
 lint_lane=""
-if $failed; then exit 1; fi
-step "the real-node test (after the in-cluster test: one bridge per machine)"
-cargo test --workspace --locked --test real_node 2>&1 | tee -a "$tests_log"
 cat "$beside_log" "$in_cluster_log" >>"$tests_log"
+if $failed; then exit 1; fi
 # The slowest test binaries, for README's list and for whoever makes the
 # run faster: each binary's own time, as cargo's harness reports it.
 step "slowest test binaries"
@@ -268,9 +284,5 @@ dev/slowest-tests.sh "$tests_log" 12
 
 step "the example provisioner outside the workspace"
 cargo test "${author[@]}"
-
-step "resolver API under schemathesis (60 s)"
-cargo build --locked --quiet --bin pakket-resolveset
-dev/schemathesis/run.sh "$PAKKET_TEST_KUBECONFIG" 60
 
 step "done"
