@@ -201,17 +201,35 @@ step "tests, and lint and docs beside them"
 # so they fill the cores the tests leave idle instead of holding the tests
 # back, in a target folder of their own (cargo locks its target folder
 # while it compiles, and the test lanes start below). Their result is
-# awaited, and fails the run, after the tests.
+# awaited, and fails the run, after the tests. The lane lowers its own
+# priority, so that every process it starts inherits it and one renice
+# (below, once a test lane is done) raises them all.
 lint_log=$run_dir/lint.log
 (
+  renice -n 19 -p "$BASHPID" >/dev/null
   export CARGO_TARGET_DIR=$cache/cargo-target-lint
   set -e
-  nice -n 19 cargo clippy --workspace --all-targets --locked -- -D warnings
-  nice -n 19 cargo clippy "${author[@]}" --all-targets -- -D warnings
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+  cargo clippy "${author[@]}" --all-targets -- -D warnings
   # What a provisioner author reads: broken or private links fail the run.
-  RUSTDOCFLAGS="-D warnings" nice -n 19 cargo doc --workspace --no-deps --locked
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 ) >"$lint_log" 2>&1 &
 lint_lane=$!
+descendants() { # PID: every process below it, children first
+  local child
+  for child in $(pgrep -P "$1"); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+lint_at_normal_priority() {
+  # Measured cold: at the lowest priority to the end, lint and docs ended
+  # two minutes after the last test lane (docs/testing.md). Once one lane
+  # is done a core is free for them. Lowering a niceness needs root (CI's
+  # case); elsewhere they stay low, which costs time and not a result.
+  # shellcheck disable=SC2046 # one PID per word
+  renice -n 0 -p "$lint_lane" $(descendants "$lint_lane") >/dev/null 2>&1 || true
+}
 # Three lanes of tests at once, since most of a test's time is spent
 # waiting for controllers and Pods, not computing, each about as long as
 # the others (measured: docs/testing.md):
@@ -271,6 +289,7 @@ failed=false
     cargo test --workspace --locked --doc
 } 2>&1 | tee "$tests_log" || failed=true
 printf '\n== every other test done (%ss)\n' "$SECONDS"
+lint_at_normal_priority
 lane_done "$beside_lane" "$beside_log" "the slowest binaries (${beside[*]}), then schemathesis, beside the others" || failed=true
 lane_done "$in_cluster" "$in_cluster_log" "the in-cluster test, the real-node test, then ${follow[*]}, beside the others" || failed=true
 lane_done "$lint_lane" "$lint_log" "lint (clippy -D warnings) and docs (cargo doc -D warnings), beside the tests" || failed=true
