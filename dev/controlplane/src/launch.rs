@@ -382,7 +382,7 @@ impl Launch<'_> {
             ),
             format!("--service-cluster-ip-range={}", crate::SERVICE_RANGE),
             "--allow-privileged=true".into(),
-            "--profiling=false".into(),
+            profiling_flag(),
             "--v=1".into(),
         ]
     }
@@ -491,4 +491,12 @@ impl Launch<'_> {
             logs: self.logs.to_path_buf(),
         }
     }
+}
+
+/// `--profiling`: off, as a hardened cluster runs it, unless
+/// `PAKKET_APISERVER_PROFILING=true` asks for `/debug/pprof` (a benchmark
+/// finding out where the apiserver's CPU goes; docs/figures.md).
+fn profiling_flag() -> String {
+    let wanted = std::env::var("PAKKET_APISERVER_PROFILING").is_ok_and(|value| value == "true");
+    format!("--profiling={wanted}")
 }

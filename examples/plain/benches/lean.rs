@@ -60,14 +60,57 @@ struct Cost {
     webhook_calls: u64,
 }
 
+/// How long each phase's CPU profile lasts, when one is asked for.
+const PROFILE_SECONDS: u32 = 30;
+
+/// With `PAKKET_APISERVER_PROFILING=true` (which also starts the test
+/// kit's control plane with `/debug/pprof`), the kube-apiserver's CPU
+/// profile over a phase's first [`PROFILE_SECONDS`], written to a file
+/// for `go tool pprof`: where the apiserver's time goes, which its
+/// request counts alone cannot say.
+struct Profile {
+    fetch: std::process::Child,
+    file: std::path::PathBuf,
+}
+
+impl Profile {
+    fn start(phase: &str) -> Option<Self> {
+        if std::env::var("PAKKET_APISERVER_PROFILING").as_deref() != Ok("true") {
+            return None;
+        }
+        let file = std::env::temp_dir().join(format!("pakket-lean-{phase}.pprof"));
+        let output = std::fs::File::create(&file).expect("creating the profile's file");
+        let fetch = cluster()
+            .kubectl()
+            .args(["get", "--raw"])
+            .arg(format!("/debug/pprof/profile?seconds={PROFILE_SECONDS}"))
+            .stdout(output)
+            .spawn()
+            .expect("starting kubectl");
+        Some(Self { fetch, file })
+    }
+
+    fn finish(mut self) {
+        match self.fetch.wait() {
+            Ok(status) if status.success() => {
+                eprintln!("apiserver CPU profile: {}", self.file.display());
+            }
+            _ => eprintln!("no apiserver CPU profile: kubectl get --raw /debug/pprof failed"),
+        }
+    }
+}
+
 /// Measures what `work` costs; `provisioner` is its `/metrics` address,
 /// if one runs.
 async fn measure<F: std::future::Future<Output = ()>>(
+    phase: &str,
     client: &kube::Client,
     provisioner: Option<&str>,
     webhooks: &LocalWebhooks,
     work: F,
 ) -> Cost {
+    eprintln!("phase: {phase}");
+    let profile = Profile::start(phase);
     let served_before = apiserver_requests(client).await;
     let cpu_before = apiserver_cpu_seconds();
     let provisioner_before = provisioner_requests(provisioner).await;
@@ -75,13 +118,17 @@ async fn measure<F: std::future::Future<Output = ()>>(
     let started = Instant::now();
     work.await;
     let took = started.elapsed();
-    Cost {
+    let cost = Cost {
         took,
         apiserver_cpu: apiserver_cpu_seconds() - cpu_before,
         served: served_since(&served_before, &apiserver_requests(client).await),
         provisioner_requests: provisioner_requests(provisioner).await - provisioner_before,
         webhook_calls: webhook_calls(webhooks) - webhook_before,
+    };
+    if let Some(profile) = profile {
+        profile.finish();
     }
+    cost
 }
 
 /// A plain HTTP/1.0 GET of `path` at `address`: the body, if the answer is 200.
@@ -322,6 +369,17 @@ async fn idle(probes: &str, window: Duration) -> (f64, f64, u64) {
     (total as f64 / end.max(1.0), busiest, total)
 }
 
+/// An installed Instance's size as stored, and how much of it is
+/// `metadata.managedFields` (JSON bytes).
+async fn instance_size(instances: &Api<Instance>, name: &str) -> (usize, usize) {
+    let Ok(installed) = instances.get(name).await else {
+        return (0, 0);
+    };
+    let json = serde_json::to_vec(&installed).unwrap_or_default();
+    let managed = serde_json::to_vec(&installed.metadata.managed_fields).unwrap_or_default();
+    (json.len(), managed.len())
+}
+
 fn print_phase(title: &str, cost: &Cost, objects: usize, raw: Option<&Cost>) {
     let ratio = raw.map_or(String::new(), |raw| {
         format!(
@@ -387,13 +445,21 @@ async fn main() {
     // The same ConfigMaps, raw: applied, then deleted.
     let names = raw_names(count);
     let raw_apply = measure(
+        "raw-apply",
         &client,
         None,
         &webhooks,
         apply_raw(&config_maps, &namespace, &names),
     )
     .await;
-    let raw_delete = measure(&client, None, &webhooks, delete_raw(&config_maps, &names)).await;
+    let raw_delete = measure(
+        "raw-delete",
+        &client,
+        None,
+        &webhooks,
+        delete_raw(&config_maps, &names),
+    )
+    .await;
 
     write_contents(&config_maps, &namespace, count).await;
     let id = format!("bench.pakket.dev/{}", scope.id);
@@ -416,7 +482,7 @@ async fn main() {
     let selector = scope.selector();
     let class_name = scope.name("class");
     let mut installed = 0;
-    let create = measure(&client, Some(&probes), &webhooks, async {
+    let create = measure("create", &client, Some(&probes), &webhooks, async {
         stream::iter(0..count)
             .for_each_concurrent(CONCURRENCY, |i| {
                 let created = instance(&scope, i, &class_name);
@@ -433,13 +499,17 @@ async fn main() {
     })
     .await;
 
+    // What every write of an Instance costs the apiserver grows with its
+    // size: it decodes, validates and encodes the whole object each time.
+    let stored_size = instance_size(&instances, &scope.name("i0")).await;
+
     let window = resync.mul_f64(1.5);
     let idle_cpu_before = apiserver_cpu_seconds();
     let (average, busiest_minute, idle_requests) = idle(&probes, window).await;
     let idle_cpu = apiserver_cpu_seconds() - idle_cpu_before;
 
     let mut deleted = 0;
-    let delete = measure(&client, Some(&probes), &webhooks, async {
+    let delete = measure("delete", &client, Some(&probes), &webhooks, async {
         stream::iter(0..count)
             .for_each_concurrent(CONCURRENCY, |i| {
                 let instances = instances.clone();
@@ -470,6 +540,10 @@ async fn main() {
         &delete,
         objects,
         Some(&raw_delete),
+    );
+    println!(
+        "  an installed Instance is {} bytes of JSON, {} of them managedFields",
+        stored_size.0, stored_size.1
     );
     println!(
         "  idle, {:.0} s (1.5 re-apply periods of {} s): the provisioner sent {idle_requests} requests, {average:.3}/s on average, {busiest_minute:.3}/s in its busiest minute; apiserver CPU {idle_cpu:.1} s",
