@@ -7,7 +7,8 @@
 //! Deployment's health is still read; a hand edit is still put back
 //! within seconds, and so is one made under the runtime's own field
 //! manager's name; and the uninstall reads each of its objects once (to
-//! check it is the Instance's before deleting it) and lists none.
+//! check it is the Instance's before deleting it), lists none, and writes
+//! the Instance once (its finalizer's removal, no `Deleting` status first).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -297,6 +298,22 @@ async fn resyncs_at_rest_write_nothing_the_watches_vouch_for_and_drift_is_still_
         .filter(|line| line.starts_with("GET ") && line.contains(&uid))
         .collect();
     assert!(lists.is_empty(), "the uninstall listed: {lists:?}");
+    // A quick uninstall (three objects, no CRD, no other finalizer) ends
+    // in the reconcile that saw the deletion, so the Instance goes without
+    // first being rewritten to say `Deleting`: its one write is the
+    // finalizer's removal.
+    let instance_writes: Vec<String> = requests.since(from, |line| {
+        !line.starts_with("GET ") && line.contains(&format!("/instances/{name}"))
+    });
+    assert_eq!(
+        instance_writes.len(),
+        1,
+        "the uninstall's writes of the Instance: {instance_writes:?}"
+    );
+    assert!(
+        !instance_writes[0].contains("/status"),
+        "the one write is the finalizer's: {instance_writes:?}"
+    );
     for name in OBJECTS {
         assert!(
             reads(name) <= 1,

@@ -31,6 +31,7 @@ mod class_claim;
 mod context;
 mod crd_finalizing;
 mod decision;
+mod deleting;
 mod dependency_wake;
 mod events;
 mod finalizer;
@@ -508,22 +509,7 @@ async fn reconcile_instance<P: Provisioner>(
     let holds_finalizer = finalizer::has(&instance, finalizer_name);
     if instance.metadata.deletion_timestamp.is_some() {
         if holds_finalizer {
-            let instance = match report::tell_deleting(&api, &instance).await? {
-                Some(written) => Arc::new(written),
-                None => instance,
-            };
-            if let uninstall::Progress::WaitingForCrds =
-                uninstall::uninstall(&instance, context).await?
-            {
-                return Ok(Action::requeue(Duration::from_secs(5)));
-            }
-            context.forget(&instance);
-            match finalizer::remove(&api, &instance, finalizer_name).await {
-                Ok(_) => {}
-                // Gone already, or changed meanwhile: the next event decides.
-                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
-                Err(error) => return Err(error.into()),
-            }
+            return finalize(instance, &api, finalizer_name, context).await;
         }
         return Ok(Action::await_change());
     }
@@ -549,6 +535,43 @@ async fn reconcile_instance<P: Provisioner>(
         }
     };
     Ok(install::install(&instance, class.as_ref(), context).await?)
+}
+
+/// The provisioner's part of an Instance's deletion: its uninstall, then
+/// its finalizer's removal. `Ready=False/Deleting` is written first only
+/// where someone could see the Instance meanwhile
+/// ([`deleting::worth_telling_first`]); otherwise only once the uninstall
+/// turns out to wait or fail.
+async fn finalize<P: Provisioner>(
+    instance: Arc<Instance>,
+    api: &Api<Instance>,
+    finalizer_name: &str,
+    context: &Arc<Context<P>>,
+) -> Result<Action, Error> {
+    let mut instance = instance;
+    if deleting::worth_telling_first(&instance, finalizer_name)
+        && let Some(written) = report::tell_deleting(api, &instance).await?
+    {
+        instance = Arc::new(written);
+    }
+    let progress = uninstall::uninstall(&instance, context).await;
+    if !matches!(progress, Ok(uninstall::Progress::Finished)) && !deleting::told(&instance) {
+        // Best effort: the uninstall's own outcome is what counts here.
+        if let Err(error) = report::tell_deleting(api, &instance).await {
+            tracing::debug!(instance = %instance.name_any(), %error, "Deleting not written");
+        }
+    }
+    if let uninstall::Progress::WaitingForCrds = progress? {
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    }
+    context.forget(&instance);
+    match finalizer::remove(api, &instance, finalizer_name).await {
+        Ok(_) => {}
+        // Gone already, or changed meanwhile: the next event decides.
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+        Err(error) => return Err(error.into()),
+    }
+    Ok(Action::await_change())
 }
 
 #[cfg(test)]

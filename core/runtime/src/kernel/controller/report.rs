@@ -331,8 +331,7 @@ pub async fn tell_deleting(
         .map(|status| status.conditions.clone())
         .unwrap_or_default();
     // Never reconciled (no conditions) or told already: nothing to say.
-    let told = readiness::ready(&conditions).is_some_and(|c| c.reason == readiness::DELETING);
-    if conditions.is_empty() || told {
+    if conditions.is_empty() || super::deleting::told(instance) {
         return Ok(None);
     }
     let standing = Standing::deleting();
