@@ -95,9 +95,22 @@ run_dir=$(mktemp -d "${TMPDIR:-/tmp}/pakket-test-run.XXXXXX")
 pakket_dev="$CARGO_TARGET_DIR/debug/pakket-dev"
 go_builds=""
 lint_lane=""
+descendants() { # PID: every process below it, children first
+  local child
+  for child in $(pgrep -P "$1"); do
+    echo "$child"
+    descendants "$child"
+  done
+}
 cleanup() {
-  # Background work first: the Go builds and the lint lane, if still running.
-  for job in $go_builds $lint_lane; do kill "$job" 2>/dev/null || true; done
+  # Background work first: the Go builds and the lint lane, if still
+  # running, with what they started (a `go build`, a `cargo clippy`), which
+  # would otherwise run on, unread, after a run that failed early.
+  local job
+  for job in $go_builds $lint_lane; do
+    # shellcheck disable=SC2046 # one PID per word
+    kill "$job" $(descendants "$job") 2>/dev/null || true
+  done
   # The others first, by name (the first's `down` would also stop them, as
   # their folders are inside the first's, but their own `down` says so).
   for control_plane in "$run_dir/third" "$run_dir/second" "$run_dir"; do
@@ -215,13 +228,6 @@ lint_log=$run_dir/lint.log
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 ) >"$lint_log" 2>&1 &
 lint_lane=$!
-descendants() { # PID: every process below it, children first
-  local child
-  for child in $(pgrep -P "$1"); do
-    echo "$child"
-    descendants "$child"
-  done
-}
 lint_at_normal_priority() {
   # Measured cold: at the lowest priority to the end, lint and docs ended
   # two minutes after the last test lane (docs/testing.md). Once one lane
