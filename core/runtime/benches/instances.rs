@@ -547,10 +547,5 @@ async fn main() {
 
 /// Reconciles the runtime counted so far.
 fn reconciles(metrics: &Metrics) -> f64 {
-    metrics
-        .encode()
-        .lines()
-        .filter(|line| line.starts_with("pakket_reconciles_total"))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    pakket_testkit::probes::metric_total(&metrics.encode(), "pakket_reconciles_total")
 }

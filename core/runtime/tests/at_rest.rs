@@ -82,12 +82,7 @@ fn about_objects(line: &str, namespace: &str) -> bool {
 
 /// Reconciles counted so far.
 fn reconciles(metrics: &Metrics) -> f64 {
-    metrics
-        .encode()
-        .lines()
-        .filter(|line| line.starts_with("pakket_reconciles_total"))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    pakket_testkit::probes::metric_total(&metrics.encode(), "pakket_reconciles_total")
 }
 
 /// A plain provisioner's controller whose every request is recorded, with

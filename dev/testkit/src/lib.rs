@@ -13,6 +13,7 @@ mod events;
 pub mod https;
 pub mod leftovers;
 pub mod load;
+pub mod probes;
 pub mod rbac;
 pub mod report;
 mod scope;

@@ -25,7 +25,6 @@
 //! objects).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, stream};
@@ -34,11 +33,10 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use pakket_api::{Instance, ProvisionerClass};
 use pakket_testkit::load::{apiserver_cpu_seconds, apiserver_requests, served_since};
+use pakket_testkit::probes;
 use pakket_testkit::{Scope, cluster, install_crds};
 use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
 /// ConfigMaps per Instance, as in the measurement the figures compare with.
@@ -131,25 +129,11 @@ async fn measure<F: std::future::Future<Output = ()>>(
     cost
 }
 
-/// A plain HTTP/1.0 GET of `path` at `address`: the body, if the answer is 200.
-async fn get(address: &str, path: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(address).await.ok()?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    head.contains(" 200 ").then(|| body.to_owned())
-}
-
 /// The provisioner's `pakket_apiserver_requests_total`, all verbs.
-async fn provisioner_requests(probes: Option<&str>) -> u64 {
-    let Some(probes) = probes else { return 0 };
-    let text = get(probes, "/metrics").await.unwrap_or_default();
-    text.lines()
-        .filter(|line| line.starts_with("pakket_apiserver_requests_total{"))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
+async fn provisioner_requests(address: Option<&str>) -> u64 {
+    let Some(address) = address else { return 0 };
+    let text = probes::get(address, "/metrics").await.unwrap_or_default();
+    probes::metric_total(&text, "pakket_apiserver_requests_total") as u64
 }
 
 /// Every admission request the webhooks answered so far.
@@ -157,12 +141,7 @@ fn webhook_calls(webhooks: &LocalWebhooks) -> u64 {
     let Some(metrics) = webhooks.metrics() else {
         return 0;
     };
-    metrics
-        .encode()
-        .lines()
-        .filter(|line| line.starts_with("pakket_webhook_admissions_total{"))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
+    probes::metric_total(&metrics.encode(), "pakket_webhook_admissions_total") as u64
 }
 
 /// ConfigMap `name` in `namespace`, as a manifest.
@@ -326,7 +305,8 @@ async fn provisioner(
     resync: Duration,
     key: &std::path::Path,
 ) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pakket-plain"));
+    command
         .args(["--id", id, "--lease-namespace", &scope.namespace])
         .args(["--probe-address", "127.0.0.1:0"])
         .args(["--resync", &resync.as_secs().to_string()])
@@ -335,16 +315,8 @@ async fn provisioner(
         .arg("--record-key-file")
         .arg(key)
         .env("KUBECONFIG", cluster().kubeconfig())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("starting pakket-plain");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let first = lines.next_line().await.unwrap().expect("a first line");
-    let probes = first.rsplit("http://").next().unwrap().trim().to_owned();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, probes)
+        .env("RUST_LOG", "warn");
+    probes::spawn(command).await
 }
 
 /// The idle phase: the provisioner's requests over `window`, read every
@@ -550,4 +522,12 @@ async fn main() {
         window.as_secs_f64(),
         resync.as_secs()
     );
+    // Registered for every namespace, the webhooks would refuse every
+    // ConfigMap and Instance write once this process is gone: a bench run
+    // on a shared control plane (PAKKET_TEST_KUBECONFIG) must take them
+    // away before it ends.
+    if let Err(error) = webhooks.stop().await {
+        eprintln!("the webhooks' configurations were not deleted: {error}");
+    }
+    scope.cleanup().await;
 }

@@ -4,7 +4,6 @@
 //! other takes over and installs what comes next. Prints how long that took.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -13,9 +12,8 @@ use pakket_api::{
     BundleSpec, BundleTemplate, ConditionType, ConfigMapSource, Instance, InstanceSpec,
     ProvisionerClass, ProvisionerClassSpec, VolumeMount,
 };
+use pakket_testkit::probes;
 use pakket_testkit::{Scope, cluster, condition_is, install_crds, wait_for_instance};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
 /// One provisioner process and where its probes answer.
@@ -27,7 +25,8 @@ struct Replica {
 impl Replica {
     async fn start(scope: &Scope, id: &str, n: usize) -> Self {
         let store = scope.path(&format!("failover-{n}"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pakket-plain"));
+        command
             .args(["--id", id, "--lease-namespace", &scope.namespace])
             // A crash (no release) waits the whole lease: 15 s rather than
             // the default 137 s keeps the test, and docs/figures.md, short.
@@ -35,37 +34,16 @@ impl Replica {
             .args(["--probe-address", "127.0.0.1:0", "--store"])
             .arg(&store)
             .env("KUBECONFIG", cluster().kubeconfig())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("starting pakket-plain");
-        // Its first line says where the probes are.
-        let stdout = child.stdout.take().expect("piped");
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next_line().await.unwrap().expect("a first line");
-        let probes = first
-            .rsplit("http://")
-            .next()
-            .expect("an address")
-            .trim()
-            .to_owned();
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .env("RUST_LOG", "warn");
+        let (child, probes) = probes::spawn(command).await;
         Self { child, probes }
     }
 
     /// Whether `/metrics` says this replica leads.
     async fn leads(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(&self.probes).await else {
-            return false;
-        };
-        let request = "GET /metrics HTTP/1.0\r\nHost: probes\r\n\r\n";
-        if stream.write_all(request.as_bytes()).await.is_err() {
-            return false;
-        }
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response).await;
-        response.lines().any(|line| line == "pakket_is_leader 1")
+        probes::get(&self.probes, "/metrics")
+            .await
+            .is_some_and(|text| probes::metric_total(&text, "pakket_is_leader") == 1.0)
     }
 }
 

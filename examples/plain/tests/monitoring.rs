@@ -20,12 +20,11 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, PostParams};
 use pakket_api::{Instance, ProvisionerClass};
+use pakket_testkit::probes::{self, get};
 use pakket_testkit::{Scope, cluster, install_crds};
 use pakket_webhooks::local::LoopbackCa;
 use pakket_webhooks::{Settings, tls};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
 fn repo(path: &str) -> PathBuf {
@@ -162,19 +161,6 @@ fn every_metric_the_alerts_and_the_dashboard_read_is_documented() {
     assert!(missing.is_empty(), "not in docs/metrics.md: {missing:?}");
 }
 
-/// A plain HTTP/1.0 GET (no client crate): the body, if the answer is 200.
-async fn get(address: &str, path: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(address).await.ok()?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200")
-        .then(|| body.to_owned())
-        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_owned()))
-}
-
 /// Percent-encodes a PromQL query for a URL.
 fn encode(query: &str) -> String {
     query
@@ -204,21 +190,14 @@ async fn series(prometheus: &str, query: &str) -> usize {
 
 /// `pakket-plain` with its probes on a free loopback port, and that address.
 async fn provisioner(scope: &Scope, id: &str) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pakket-plain"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pakket-plain"));
+    command
         .args(["--id", id, "--lease-namespace", &scope.namespace])
         .args(["--probe-address", "127.0.0.1:0", "--store"])
         .arg(scope.path("monitoring-store"))
         .env("KUBECONFIG", cluster().kubeconfig())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("starting pakket-plain");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let first = lines.next_line().await.unwrap().expect("a first line");
-    let probes = first.rsplit("http://").next().unwrap().trim().to_owned();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, probes)
+        .env("RUST_LOG", "warn");
+    probes::spawn(command).await
 }
 
 /// A free port on 127.0.0.1 (closed again; Prometheus binds it next).
