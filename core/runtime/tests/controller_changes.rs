@@ -410,6 +410,22 @@ async fn an_object_that_cannot_be_deleted_yet_keeps_the_instance_until_it_is_gon
         instances.get_opt(&name).await.unwrap().is_some(),
         "the Instance stays while one of its objects cannot be deleted"
     );
+    // Two ConfigMaps were not worth a `Deleting` write before the
+    // uninstall; one that fails says so on Ready, so `kubectl wait
+    // --for=condition=Ready` no longer finds the True of before.
+    eventually("Ready says the Instance is being deleted", || async {
+        instances
+            .get(&name)
+            .await
+            .unwrap()
+            .status
+            .and_then(|status| {
+                pakket_api::readiness::ready(&status.conditions)
+                    .map(|ready| (ready.status.clone(), ready.reason.clone()))
+            })
+            == Some(("False".into(), pakket_api::readiness::DELETING.into()))
+    })
+    .await;
     assert_eq!(fixture.value_of("guarded").await.as_deref(), Some("kept"));
     assert_eq!(
         fixture.value_of("free").await,
