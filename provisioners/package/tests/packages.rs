@@ -320,6 +320,12 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         |p| ready(p.status.as_ref(), ()),
     )
     .await;
+    support::capture(
+        "clusterpackage-healthy",
+        "clusterpackages.packages.pakket.dev",
+        &scope.name("cnpg"),
+        None,
+    );
     let packages: Api<Package> = Api::namespaced(scope.client.clone(), &scope.namespace);
     let postgresql = |values: &[(&str, &str)]| {
         let mut object = Package::new(
@@ -369,6 +375,12 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         })
     })
     .await;
+    support::capture(
+        "package-degraded_values",
+        "packages.packages.pakket.dev",
+        "db",
+        Some(&scope.namespace),
+    );
     let instances: Api<Instance> = Api::all(scope.client.clone());
     assert!(instances.get_opt(&instance_name).await.unwrap().is_none());
     // Fixed: installed into the Package's namespace, the values patched in.
@@ -384,6 +396,12 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         ready(packages.get("db").await.unwrap().status.as_ref(), ())
     })
     .await;
+    support::capture(
+        "package-healthy",
+        "packages.packages.pakket.dev",
+        "db",
+        Some(&scope.namespace),
+    );
     let clusters = support::clusters(&scope, &scope.namespace);
     let cluster = clusters.get("cluster").await.unwrap();
     assert_eq!(cluster.data["spec"]["instances"], 2);
@@ -400,6 +418,12 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         .delete("db", &DeleteParams::default())
         .await
         .unwrap();
+    support::capture(
+        "package-progressing_deleting",
+        "packages.packages.pakket.dev",
+        "db",
+        Some(&scope.namespace),
+    );
     eventually("the Package is gone", || async {
         packages.get_opt("db").await.unwrap().is_none()
     })
@@ -412,6 +436,12 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         .delete(&scope.name("cnpg"), &DeleteParams::default())
         .await
         .unwrap();
+    support::capture(
+        "clusterpackage-progressing_deleting",
+        "clusterpackages.packages.pakket.dev",
+        &scope.name("cnpg"),
+        None,
+    );
     eventually("cloudnative-pg is gone", || async {
         cluster_packages
             .get_opt(&scope.name("cnpg"))
@@ -795,6 +825,12 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
             .iter()
             .any(|c| c.type_ == "Ready" && c.reason == "Pending"),
         "the Package says it waits"
+    );
+    support::capture(
+        "package-progressing_approval_pending",
+        "packages.packages.pakket.dev",
+        "db",
+        Some(&scope.namespace),
     );
     as_mallory
         .delete("db", &DeleteParams::default())
