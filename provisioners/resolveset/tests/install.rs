@@ -1523,9 +1523,10 @@ async fn operator_world(
 }
 
 /// A new set `set` approved (as a person would) and its child
-/// `child_name` installed at `bundle`.
+/// `child_name` installed at `bundle`; Operator `operator` asked for it.
 async fn approved_child(
     instances: &Api<Instance>,
+    operator: &str,
     set: &str,
     child_name: &str,
     bundle: &str,
@@ -1534,6 +1535,12 @@ async fn approved_child(
         pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
     .await;
+    support::capture(
+        "operator-progressing_set_waits_for_approval",
+        "operators.operators.pakket.dev",
+        operator,
+        None,
+    );
     approve(instances, set).await;
     wait_for_instance(instances, child_name, "the child installed", |i| {
         i.spec.bundle.name == bundle && condition_is(i, ConditionType::Installed, "True")
@@ -1600,7 +1607,14 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let set = scope.name("resolveset");
     let child_name = format!("{set}-etcd");
-    let child = approved_child(&instances, &set, &child_name, &bundles[0].0).await;
+    let child = approved_child(
+        &instances,
+        &scope.name("etcd"),
+        &set,
+        &child_name,
+        &bundles[0].0,
+    )
+    .await;
     let objects = child.status.as_ref().unwrap().objects.len();
     let crd_uid = uid_of::<CustomResourceDefinition>(&scope.client, CRD).await;
     assert!(crd_uid.is_some(), "etcd's CRD is installed");
@@ -1728,6 +1742,12 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
             .is_some_and(|c| c.status == "False")
     })
     .await;
+    support::capture(
+        "operator-healthy",
+        "operators.operators.pakket.dev",
+        &scope.name("etcd"),
+        None,
+    );
 
     // Only deleting the Operator removes what it installed.
     operators
@@ -1774,7 +1794,14 @@ async fn a_class_namespace_pattern_puts_each_package_in_its_own_namespace_with_t
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let set = scope.name("resolveset");
     let child_name = format!("{set}-etcd");
-    let child = approved_child(&instances, &set, &child_name, &bundles[0].0).await;
+    let child = approved_child(
+        &instances,
+        &scope.name("etcd"),
+        &set,
+        &child_name,
+        &bundles[0].0,
+    )
+    .await;
     let namespace = format!("{prefix}-etcd-system");
     assert_eq!(
         child.spec.config.as_ref().unwrap()["installNamespace"],
@@ -1849,7 +1876,14 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_operator_for_th
     let instances: Api<Instance> = Api::all(scope.client.clone());
     let set = scope.name("resolveset");
     let child_name = format!("{set}-etcd");
-    let child = approved_child(&instances, &set, &child_name, &bundles[0].0).await;
+    let child = approved_child(
+        &instances,
+        &scope.name("etcd"),
+        &set,
+        &child_name,
+        &bundles[0].0,
+    )
+    .await;
     let config = child.spec.config.clone().unwrap();
     assert_eq!(config["installNamespace"], json!(namespace));
     let deployment =
@@ -1937,6 +1971,12 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_operator_for_th
         },
     )
     .await;
+    support::capture(
+        "operator-degraded_package_owned_by_another",
+        "operators.operators.pakket.dev",
+        &scope.name("etcd-same"),
+        None,
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let kept = instances.get(&child_name).await.unwrap();
     assert_eq!(kept.uid(), child.uid());

@@ -204,6 +204,12 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
         "{:?}",
         refused.status
     );
+    support::capture(
+        "operator-degraded_input_not_ours",
+        "operators.operators.pakket.dev",
+        &scope.name("taken"),
+        None,
+    );
     let kept = inputs.get(&scope.name("taken")).await.unwrap();
     assert_eq!(kept.spec.constraints[0].value, json!("etcdoperator.v0.9.0"));
     assert!(kept.owner_references().is_empty());
@@ -224,6 +230,12 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
         .delete(&scope.name("etcd"), &DeleteParams::foreground())
         .await
         .unwrap();
+    support::capture(
+        "operator-progressing_deleting",
+        "operators.operators.pakket.dev",
+        &scope.name("etcd"),
+        None,
+    );
     eventually("the Operator's Input is gone", || async {
         inputs.get_opt(&scope.name("etcd")).await.unwrap().is_none()
     })
