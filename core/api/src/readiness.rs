@@ -36,6 +36,11 @@ pub const STALLED: &str = "Stalled";
 /// The reason `Ready` gives while an object is being deleted.
 pub const DELETING: &str = "Deleting";
 
+/// Whether a condition type is one of the three this module writes.
+pub fn is_readiness(condition_type: &str) -> bool {
+    [READY, RECONCILING, STALLED].contains(&condition_type)
+}
+
 /// Where an object stands, as the three conditions say it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Standing {
@@ -543,6 +548,20 @@ mod tests {
             let got = verdict(&instance);
             let got = got.as_ref().map(|(kind, reason)| (*kind, reason.as_str()));
             assert_eq!(got, expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn the_three_are_told_from_the_others() {
+        for (condition_type, expected) in [
+            (READY, true),
+            (RECONCILING, true),
+            (STALLED, true),
+            ("Unpacked", false),
+            ("Installed", false),
+            ("ready", false),
+        ] {
+            assert_eq!(is_readiness(condition_type), expected, "{condition_type}");
         }
     }
 

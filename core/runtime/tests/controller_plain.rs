@@ -482,6 +482,16 @@ async fn failure_messages_are_words_for_people_not_debug_dumps() {
         "{:?}",
         bundle.conditions
     );
+    // Readiness is the Instance's to say: the embedded block, which no
+    // GitOps tool reads, does not carry it in every write.
+    assert!(
+        bundle
+            .conditions
+            .iter()
+            .all(|c| !pakket_api::readiness::is_readiness(&c.type_)),
+        "{:?}",
+        bundle.conditions
+    );
     let message = &refused.condition(ConditionType::Installed).unwrap().message;
     assert!(
         message.contains("bomb.yaml") && message.contains("the YAML holds more than"),

@@ -90,9 +90,17 @@ pub enum Home<'a> {
 /// the report's one writer at the end of the reconcile ([`write_pending`]).
 pub fn record(home: Home<'_>, bundle: &Bundle, outcome: UnpackOutcome<'_>, report: &mut Report) {
     let current = bundle.status.clone().unwrap_or_default();
-    let status = updated(&current, bundle, outcome);
+    let mut status = updated(&current, bundle, outcome);
     match home {
         Home::Embedded => {
+            // kstatus and `kubectl wait` read an object's own conditions,
+            // never a block inside another's: here Ready, Reconciling and
+            // Stalled would only add bytes to every write of the Instance
+            // (and to its managed fields) that the apiserver decodes,
+            // validates and stores each time. The Instance's own say it.
+            status
+                .conditions
+                .retain(|c| !readiness::is_readiness(&c.type_));
             report.status.embedded_bundle = Some(EmbeddedBundleStatus {
                 name: bundle.name_any(),
                 status,
