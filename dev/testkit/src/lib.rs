@@ -6,6 +6,7 @@
 //! creates carry that label and names from [`Scope::name`], so tests run in
 //! parallel without seeing each other, and [`Scope::cleanup`] removes them.
 
+mod capture;
 pub mod charts;
 pub mod crds;
 mod data;
@@ -21,6 +22,7 @@ mod shared;
 pub mod shipped;
 mod wait;
 
+pub use capture::capture;
 pub use crds::{apply_crds, install_crds, wait_for_crds_gone};
 pub use data::{bundle_crd_names, data, data_root, derived_package, files, memory};
 pub use events::{cluster_object_events, instance_events};

@@ -87,18 +87,10 @@ impl Sampler {
 pub async fn requests_served(client: &Client) -> anyhow::Result<f64> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
-    Ok(sum_of_counter(&text, "apiserver_request_total"))
-}
-
-/// The sum of every series of counter `name` in Prometheus text.
-fn sum_of_counter(text: &str, name: &str) -> f64 {
-    text.lines()
-        .filter(|line| {
-            line.strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
-        })
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    Ok(crate::probes::metric_total(
+        &text,
+        "apiserver_request_total",
+    ))
 }
 
 /// One phase's figures.
@@ -333,7 +325,10 @@ mod tests {
     #[test]
     fn counters_are_summed_over_their_series_only() {
         let text = "# HELP apiserver_request_total x\n# TYPE apiserver_request_total counter\napiserver_request_total{code=\"200\",verb=\"GET\"} 10\napiserver_request_total{code=\"201\",verb=\"POST\"} 2.5\napiserver_request_total_other 99\napiserver_request_duration_seconds_count 7\n";
-        assert_eq!(sum_of_counter(text, "apiserver_request_total"), 12.5);
+        assert_eq!(
+            crate::probes::metric_total(text, "apiserver_request_total"),
+            12.5
+        );
     }
 
     #[test]

@@ -79,16 +79,7 @@ fn kstatus_of(name: &str) -> String {
 /// With `PAKKET_CAPTURE_DIR` set, writes the Instance as kubectl reads
 /// it to `DIR/<state>.yaml`: deploy/argocd's fixtures are captured so.
 fn capture(state: &str, name: &str) {
-    let Some(dir) = std::env::var_os("PAKKET_CAPTURE_DIR") else {
-        return;
-    };
-    let object = cluster()
-        .kubectl()
-        .args(["get", "instance", name, "-o", "yaml"])
-        .output()
-        .unwrap();
-    let file = std::path::Path::new(&dir).join(format!("{}.yaml", state.replace(' ', "-")));
-    std::fs::write(file, object.stdout).unwrap();
+    pakket_testkit::capture(&state.replace(' ', "-"), "instance", name, None);
 }
 
 /// Whether `kubectl wait --for=condition=Ready` succeeds within `seconds`.

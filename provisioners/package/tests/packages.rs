@@ -320,7 +320,7 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         |p| ready(p.status.as_ref(), ()),
     )
     .await;
-    support::capture(
+    pakket_testkit::capture(
         "clusterpackage-healthy",
         "clusterpackages.packages.pakket.dev",
         &scope.name("cnpg"),
@@ -375,7 +375,7 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         })
     })
     .await;
-    support::capture(
+    pakket_testkit::capture(
         "package-degraded_values",
         "packages.packages.pakket.dev",
         "db",
@@ -396,7 +396,7 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         ready(packages.get("db").await.unwrap().status.as_ref(), ())
     })
     .await;
-    support::capture(
+    pakket_testkit::capture(
         "package-healthy",
         "packages.packages.pakket.dev",
         "db",
@@ -418,7 +418,7 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         .delete("db", &DeleteParams::default())
         .await
         .unwrap();
-    support::capture(
+    pakket_testkit::capture(
         "package-progressing_deleting",
         "packages.packages.pakket.dev",
         "db",
@@ -436,7 +436,7 @@ async fn a_namespaced_package_gets_its_values_and_bad_values_install_nothing() {
         .delete(&scope.name("cnpg"), &DeleteParams::default())
         .await
         .unwrap();
-    support::capture(
+    pakket_testkit::capture(
         "clusterpackage-progressing_deleting",
         "clusterpackages.packages.pakket.dev",
         &scope.name("cnpg"),
@@ -826,7 +826,7 @@ async fn a_packages_author_is_judged_by_her_own_rights_not_the_provisioners() {
             .any(|c| c.type_ == "Ready" && c.reason == "Pending"),
         "the Package says it waits"
     );
-    support::capture(
+    pakket_testkit::capture(
         "package-progressing_approval_pending",
         "packages.packages.pakket.dev",
         "db",

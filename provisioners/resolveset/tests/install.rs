@@ -1535,7 +1535,7 @@ async fn approved_child(
         pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
     .await;
-    support::capture(
+    pakket_testkit::capture(
         "operator-progressing_set_waits_for_approval",
         "operators.operators.pakket.dev",
         operator,
@@ -1742,7 +1742,7 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
             .is_some_and(|c| c.status == "False")
     })
     .await;
-    support::capture(
+    pakket_testkit::capture(
         "operator-healthy",
         "operators.operators.pakket.dev",
         &scope.name("etcd"),
@@ -1971,7 +1971,7 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_operator_for_th
         },
     )
     .await;
-    support::capture(
+    pakket_testkit::capture(
         "operator-degraded_package_owned_by_another",
         "operators.operators.pakket.dev",
         &scope.name("etcd-same"),

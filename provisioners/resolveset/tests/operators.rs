@@ -204,7 +204,7 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
         "{:?}",
         refused.status
     );
-    support::capture(
+    pakket_testkit::capture(
         "operator-degraded_input_not_ours",
         "operators.operators.pakket.dev",
         &scope.name("taken"),
@@ -230,7 +230,7 @@ async fn an_operator_writes_its_input_and_reports_updates_in_and_beyond_its_chan
         .delete(&scope.name("etcd"), &DeleteParams::foreground())
         .await
         .unwrap();
-    support::capture(
+    pakket_testkit::capture(
         "operator-progressing_deleting",
         "operators.operators.pakket.dev",
         &scope.name("etcd"),

@@ -27,26 +27,6 @@ use pakket_runtime::kernel::source::{ImageSource, PlainHttp, SourceOptions};
 use pakket_testkit::Scope;
 pub use registry::Registry;
 
-/// With `PAKKET_CAPTURE_DIR` set, writes `kind` `name` (in `namespace`, if
-/// any) as kubectl reads it to `DIR/<file>.yaml`: deploy/argocd's fixtures
-/// are captured so.
-pub fn capture(file: &str, kind: &str, name: &str, namespace: Option<&str>) {
-    let Some(dir) = std::env::var_os("PAKKET_CAPTURE_DIR") else {
-        return;
-    };
-    let mut kubectl = pakket_testkit::cluster().kubectl();
-    kubectl.args(["get", kind, name, "-o", "yaml"]);
-    if let Some(namespace) = namespace {
-        kubectl.args(["-n", namespace]);
-    }
-    let object = kubectl.output().unwrap();
-    std::fs::write(
-        std::path::Path::new(&dir).join(format!("{file}.yaml")),
-        object.stdout,
-    )
-    .unwrap();
-}
-
 /// Applies the Catalog CRD (server-side, so every test may) and waits until
 /// it is Established.
 pub async fn install_crd(client: &kube::Client) {
