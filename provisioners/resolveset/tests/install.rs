@@ -1542,10 +1542,45 @@ async fn approved_child(
         None,
     );
     approve(instances, set).await;
-    wait_for_instance(instances, child_name, "the child installed", |i| {
+    let child = wait_for_instance(instances, child_name, "the child installed", |i| {
         i.spec.bundle.name == bundle && condition_is(i, ConditionType::Installed, "True")
     })
-    .await
+    .await;
+    operator_follows_its_child(instances, operator, child_name).await;
+    child
+}
+
+/// Once the child is Ready, Operator `operator` says so within seconds:
+/// its controller watches the Instances it stands on, rather than finding
+/// out at its next resync (30 s).
+async fn operator_follows_its_child(instances: &Api<Instance>, operator: &str, child_name: &str) {
+    let ready = |conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]| {
+        pakket_api::readiness::ready(conditions).is_some_and(|c| c.status == "True")
+    };
+    wait_for_instance(instances, child_name, "the child Ready", |i| {
+        i.status
+            .as_ref()
+            .is_some_and(|status| ready(&status.conditions))
+    })
+    .await;
+    let operators: Api<Operator> = Api::all(instances.clone().into_client());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = operators.get(operator).await.unwrap();
+        if now
+            .status
+            .as_ref()
+            .is_some_and(|status| ready(&status.conditions))
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Operator {operator} did not follow its Ready child {child_name} within 10 s: {:#?}",
+            now.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Operator `<scope>-etcd` in the single-namespace channel, at `version`,

@@ -13,6 +13,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Client, Resource as _, ResourceExt as _};
 use pakket_api::{ConditionType, Instance, Standing, readiness};
@@ -52,11 +53,38 @@ pub async fn run(context: Arc<OperatorContext>, selector: Option<String>) {
     };
     let operators: Api<Operator> = Api::all(context.client.clone());
     let inputs: Api<Input> = Api::all(context.client.clone());
-    Controller::new(operators, config.clone())
-        .owns(inputs, config)
+    let instances: Api<Instance> = Api::all(context.client.clone());
+    let controller = Controller::new(operators, config.clone()).owns(inputs, config);
+    // An Operator's Ready follows its Instances: a change of one (installed,
+    // failed, waiting for a person) is looked at when it happens, not at
+    // the next resync. The Operators that stand on an Instance are the ones
+    // whose last status lists it; one not listed yet is listed by the
+    // reconcile its Input's change brings.
+    let operators = controller.store();
+    controller
+        .watches(instances, watcher::Config::default(), move |instance| {
+            standing_on(&operators.state(), &instance.name_any())
+        })
         .run(reconcile, error_policy, context)
         .for_each(|_| async {})
         .await;
+}
+
+/// The Operators among `operators` whose status lists Instance `instance`
+/// among what they stand on.
+fn standing_on(operators: &[Arc<Operator>], instance: &str) -> Vec<ObjectRef<Operator>> {
+    operators
+        .iter()
+        .filter(|operator| {
+            operator.status.as_ref().is_some_and(|status| {
+                status
+                    .components
+                    .iter()
+                    .any(|c| c.kind == "Instance" && c.name == instance)
+            })
+        })
+        .map(|operator| ObjectRef::from_obj(operator.as_ref()))
+        .collect()
 }
 
 fn error_policy(operator: Arc<Operator>, error: &kube::Error, _: Arc<OperatorContext>) -> Action {
@@ -336,6 +364,46 @@ async fn status_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn operator(name: &str, components: &[(&str, &str)]) -> Arc<Operator> {
+        let components: Vec<_> = components
+            .iter()
+            .map(|(kind, name)| json!({"kind": kind, "name": name, "state": "Missing"}))
+            .collect();
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "operators.pakket.dev/v1alpha1",
+                "kind": "Operator",
+                "metadata": {"name": name},
+                "spec": {"catalog": {"name": "c", "package": "etcd"}, "inputClass": "subscription"},
+                "status": {"components": components},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_instance_wakes_the_operators_that_list_it_and_no_other() {
+        let operators = [
+            operator("etcd", &[("Input", "etcd"), ("Instance", "set-etcd")]),
+            operator("also-etcd", &[("Instance", "set-etcd")]),
+            operator("other", &[("Input", "other"), ("Instance", "set-other")]),
+            // An Input of the Instance's name is not the Instance.
+            operator("named-like-it", &[("Input", "set-etcd")]),
+            // No status yet.
+            Arc::new({
+                let mut bare = (*operator("new", &[])).clone();
+                bare.status = None;
+                bare
+            }),
+        ];
+        let woken: Vec<String> = standing_on(&operators, "set-etcd")
+            .into_iter()
+            .map(|reference| reference.name)
+            .collect();
+        assert_eq!(woken, ["etcd", "also-etcd"]);
+        assert!(standing_on(&operators, "unknown").is_empty());
+    }
 
     fn desired() -> serde_json::Value {
         json!({
