@@ -159,7 +159,7 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         leader: context.leader.clone(),
         recorder: context.recorder.clone(),
         namespace: options.set.namespace,
-        instance: options.set.instance,
+        instance: options.set.instance.clone(),
         class: options.set.class,
         record_key: options.record_key.clone(),
         cluster_version: Default::default(),
@@ -170,6 +170,7 @@ pub async fn start(client: Client, options: Options) -> anyhow::Result<Running> 
         client: client.clone(),
         catalogs: Arc::clone(&catalogs),
         leader: context.leader.clone(),
+        set_instance: options.set.instance,
         record_key: options.record_key.clone(),
     });
     tokio::spawn(operator_controller::run(

@@ -1535,6 +1535,15 @@ async fn approved_child(
         pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
     .await;
+    // What the Operator waits on is a person's approval of the set, and
+    // its Ready says so (not that its child is merely missing).
+    operator_says(instances, operator, "the set's approval", |ready| {
+        ready.status == "False"
+            && ready.reason == "ApprovalPending"
+            && ready.message.contains(&format!("Instance {set}"))
+            && ready.message.contains("waiting for a person to approve")
+    })
+    .await;
     pakket_testkit::capture(
         "operator-progressing_set_waits_for_approval",
         "operators.operators.pakket.dev",
@@ -1563,21 +1572,35 @@ async fn operator_follows_its_child(instances: &Api<Instance>, operator: &str, c
             .is_some_and(|status| ready(&status.conditions))
     })
     .await;
+    operator_says(instances, operator, "its Ready child", |ready| {
+        ready.status == "True"
+    })
+    .await;
+}
+
+/// Waits at most 10 s (well within the Operator controller's 30 s resync:
+/// it watches what its Operators stand on) until Operator `operator`'s
+/// Ready condition meets `check`.
+async fn operator_says(
+    instances: &Api<Instance>,
+    operator: &str,
+    what: &str,
+    check: impl Fn(&k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition) -> bool,
+) {
     let operators: Api<Operator> = Api::all(instances.clone().into_client());
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let now = operators.get(operator).await.unwrap();
-        if now
+        let ready = now
             .status
             .as_ref()
-            .is_some_and(|status| ready(&status.conditions))
-        {
+            .and_then(|status| pakket_api::readiness::ready(&status.conditions));
+        if ready.is_some_and(&check) {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "Operator {operator} did not follow its Ready child {child_name} within 10 s: {:#?}",
-            now.status
+            "Operator {operator} did not follow {what} within 10 s: {ready:#?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

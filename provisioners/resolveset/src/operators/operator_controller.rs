@@ -39,6 +39,9 @@ pub struct OperatorContext {
     pub catalogs: Arc<Catalogs>,
     /// Whether this replica writes; `None`: always.
     pub leader: Option<LeaderState>,
+    /// The resolveset Instance's name: every Operator's children come
+    /// from it, once it is approved.
+    pub set_instance: String,
     /// Verifies who wrote each Operator and seals that person on the
     /// Input written for it (as its `last-changed-by`; the webhook takes
     /// such a record from pakket-resolveset only).
@@ -61,13 +64,82 @@ pub async fn run(context: Arc<OperatorContext>, selector: Option<String>) {
     // whose last status lists it; one not listed yet is listed by the
     // reconcile its Input's change brings.
     let operators = controller.store();
+    let set = context.set_instance.clone();
     controller
         .watches(instances, watcher::Config::default(), move |instance| {
-            standing_on(&operators.state(), &instance.name_any())
+            let name = instance.name_any();
+            if name == set {
+                waiting_for_children(&operators.state())
+            } else {
+                standing_on(&operators.state(), &name)
+            }
         })
         .run(reconcile, error_policy, context)
         .for_each(|_| async {})
         .await;
+}
+
+/// What the Instances the Input resolved add to the Operator's Ready,
+/// and each as a component.
+async fn children(
+    resolved: &[pakket_resolve_api::input::ResolvedInstance],
+    context: &OperatorContext,
+) -> (Vec<(String, Standing)>, Vec<Component>) {
+    let mut parts = Vec::new();
+    let mut components = Vec::new();
+    let instances: Api<Instance> = Api::all(context.client.clone());
+    // Read once, and only when a child is not made yet.
+    let mut set: Option<Option<Instance>> = None;
+    for resolved in resolved {
+        let found = instances.get_opt(&resolved.name).await.ok().flatten();
+        let state = match &found {
+            Some(instance) => instance
+                .condition(ConditionType::Installed)
+                .map_or_else(|| "NotReconciled".into(), |c| c.reason.clone()),
+            None => "Missing".into(),
+        };
+        if found.is_none() && set.is_none() {
+            set = Some(
+                instances
+                    .get_opt(&context.set_instance)
+                    .await
+                    .ok()
+                    .flatten(),
+            );
+        }
+        let set = set.as_ref().and_then(Option::as_ref);
+        parts.push(child_part(&resolved.name, found.as_ref(), set));
+        components.push(Component {
+            kind: "Instance".into(),
+            name: resolved.name.clone(),
+            state,
+        });
+    }
+    (parts, components)
+}
+
+/// What an Instance the Input resolved, named `child`, adds to the
+/// Operator's Ready: its own standing once it exists. Before that, the
+/// set Instance's when the set does not stand Ready (children are made
+/// only once the set is approved, so while it waits for a person, or was
+/// refused, that is what the Operator waits on); else that it is not made
+/// yet.
+fn child_part(child: &str, found: Option<&Instance>, set: Option<&Instance>) -> (String, Standing) {
+    if let Some(instance) = found {
+        let standing = readiness::of_instance(instance).unwrap_or_else(|| {
+            Standing::reconciling("NotReconciled", "no provisioner has looked at it yet")
+        });
+        return (format!("Instance {child}"), standing);
+    }
+    match set.map(|set| (set, readiness::of_instance(set))) {
+        Some((set, Some(standing))) if !matches!(standing, Standing::Ready { .. }) => {
+            (format!("Instance {}", set.name_any()), standing)
+        }
+        _ => (
+            format!("Instance {child}"),
+            Standing::reconciling("Missing", "not made yet"),
+        ),
+    }
 }
 
 /// The Operators among `operators` whose status lists Instance `instance`
@@ -279,28 +351,9 @@ async fn status_of(
         format!("Input {}", input.name_any()),
         pakket_resolve_api::readiness::of_input(input_conditions),
     )];
-    let instances: Api<Instance> = Api::all(context.client.clone());
-    for resolved in &resolved.instances {
-        let found = instances.get_opt(&resolved.name).await;
-        let state = match &found {
-            Ok(Some(instance)) => instance
-                .condition(ConditionType::Installed)
-                .map_or_else(|| "NotReconciled".into(), |c| c.reason.clone()),
-            _ => "Missing".into(),
-        };
-        let standing = match &found {
-            Ok(Some(instance)) => readiness::of_instance(instance).unwrap_or_else(|| {
-                Standing::reconciling("NotReconciled", "no provisioner has looked at it yet")
-            }),
-            _ => Standing::reconciling("Missing", "not made yet"),
-        };
-        parts.push((format!("Instance {}", resolved.name), standing));
-        components.push(Component {
-            kind: "Instance".into(),
-            name: resolved.name.clone(),
-            state,
-        });
-    }
+    let (children, child_components) = children(&resolved.instances, context).await;
+    parts.extend(children);
+    components.extend(child_components);
     let updates = installed_version
         .as_deref()
         .and_then(|v| Version::parse(v).ok())
@@ -361,6 +414,23 @@ async fn status_of(
     }
 }
 
+/// The Operators among `operators` with a child not made yet: they wait
+/// on the set Instance (its approval), so a change of it is theirs to see.
+fn waiting_for_children(operators: &[Arc<Operator>]) -> Vec<ObjectRef<Operator>> {
+    operators
+        .iter()
+        .filter(|operator| {
+            operator.status.as_ref().is_some_and(|status| {
+                status
+                    .components
+                    .iter()
+                    .any(|c| c.kind == "Instance" && c.state == "Missing")
+            })
+        })
+        .map(|operator| ObjectRef::from_obj(operator.as_ref()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +450,81 @@ mod tests {
             }))
             .unwrap(),
         )
+    }
+
+    fn instance(name: &str, conditions: &[(&str, &str, &str)]) -> Instance {
+        let conditions: Vec<_> = conditions
+            .iter()
+            .map(|(kind, status, reason)| {
+                json!({"type": kind, "status": status, "reason": reason, "message": "rule 2 asks",
+                       "lastTransitionTime": "2026-11-30T00:00:00Z"})
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "apiVersion": "core.pakket.dev/v1alpha1",
+            "kind": "Instance",
+            "metadata": {"name": name},
+            "spec": {"class": "c", "bundle": {"name": "b"}},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_child_not_made_yet_is_waited_on_through_its_set_while_the_set_is_not_ready() {
+        let waiting = instance(
+            "set",
+            &[
+                ("Unpacked", "True", "UnpackSucceeded"),
+                ("Approved", "False", "ApprovalPending"),
+            ],
+        );
+        let healthy = instance(
+            "set",
+            &[
+                ("Unpacked", "True", "UnpackSucceeded"),
+                ("Approved", "True", "ApprovedByPolicy"),
+                ("Installed", "True", "InstallSucceeded"),
+                ("Healthy", "True", "ObjectsHealthy"),
+            ],
+        );
+        let child = instance("set-etcd", &[("Unpacked", "True", "UnpackSucceeded")]);
+
+        let (part, standing) = child_part("set-etcd", None, Some(&waiting));
+        assert_eq!(part, "Instance set");
+        assert_eq!(standing.reason(), "ApprovalPending");
+        assert!(
+            standing
+                .message()
+                .starts_with("waiting for a person to approve"),
+            "{standing:?}"
+        );
+
+        // The set is fine, or unknown: the child is simply not made yet.
+        for set in [Some(&healthy), None] {
+            let (part, standing) = child_part("set-etcd", None, set);
+            assert_eq!(part, "Instance set-etcd");
+            assert_eq!(standing.reason(), "Missing");
+        }
+
+        // Once made, the child speaks for itself, whatever the set says.
+        let (part, standing) = child_part("set-etcd", Some(&child), Some(&waiting));
+        assert_eq!(part, "Instance set-etcd");
+        assert_ne!(standing.reason(), "ApprovalPending");
+    }
+
+    #[test]
+    fn the_set_wakes_only_the_operators_with_a_child_not_made_yet() {
+        let mut waiting = (*operator("waiting", &[("Instance", "set-etcd")])).clone();
+        waiting.status.as_mut().unwrap().components[0].state = "Missing".into();
+        let mut installed = (*operator("installed", &[("Instance", "set-other")])).clone();
+        installed.status.as_mut().unwrap().components[0].state = "InstallSucceeded".into();
+        let operators = [Arc::new(waiting), Arc::new(installed)];
+        let woken: Vec<String> = waiting_for_children(&operators)
+            .into_iter()
+            .map(|reference| reference.name)
+            .collect();
+        assert_eq!(woken, ["waiting"]);
     }
 
     #[test]
