@@ -145,15 +145,22 @@ fn child_part(child: &str, found: Option<&Instance>, set: Option<&Instance>) -> 
 /// The Operators among `operators` whose status lists Instance `instance`
 /// among what they stand on.
 fn standing_on(operators: &[Arc<Operator>], instance: &str) -> Vec<ObjectRef<Operator>> {
+    listing(operators, |c| c.kind == "Instance" && c.name == instance)
+}
+
+/// The Operators among `operators` whose status lists a component that
+/// `wanted` picks.
+fn listing(
+    operators: &[Arc<Operator>],
+    wanted: impl Fn(&Component) -> bool,
+) -> Vec<ObjectRef<Operator>> {
     operators
         .iter()
         .filter(|operator| {
-            operator.status.as_ref().is_some_and(|status| {
-                status
-                    .components
-                    .iter()
-                    .any(|c| c.kind == "Instance" && c.name == instance)
-            })
+            operator
+                .status
+                .as_ref()
+                .is_some_and(|status| status.components.iter().any(&wanted))
         })
         .map(|operator| ObjectRef::from_obj(operator.as_ref()))
         .collect()
@@ -417,18 +424,7 @@ async fn status_of(
 /// The Operators among `operators` with a child not made yet: they wait
 /// on the set Instance (its approval), so a change of it is theirs to see.
 fn waiting_for_children(operators: &[Arc<Operator>]) -> Vec<ObjectRef<Operator>> {
-    operators
-        .iter()
-        .filter(|operator| {
-            operator.status.as_ref().is_some_and(|status| {
-                status
-                    .components
-                    .iter()
-                    .any(|c| c.kind == "Instance" && c.state == "Missing")
-            })
-        })
-        .map(|operator| ObjectRef::from_obj(operator.as_ref()))
-        .collect()
+    listing(operators, |c| c.kind == "Instance" && c.state == "Missing")
 }
 
 #[cfg(test)]
