@@ -1542,6 +1542,8 @@ async fn approved_child(
             && ready.reason == "ApprovalPending"
             && ready.message.contains(&format!("Instance {set}"))
             && ready.message.contains("waiting for a person to approve")
+            // Not the set's own message, which names every package it adds.
+            && !ready.message.contains("the set adds")
     })
     .await;
     pakket_testkit::capture(

@@ -133,12 +133,30 @@ fn child_part(child: &str, found: Option<&Instance>, set: Option<&Instance>) -> 
     }
     match set.map(|set| (set, readiness::of_instance(set))) {
         Some((set, Some(standing))) if !matches!(standing, Standing::Ready { .. }) => {
-            (format!("Instance {}", set.name_any()), standing)
+            (format!("Instance {}", set.name_any()), set_says(&standing))
         }
         _ => (
             format!("Instance {child}"),
             Standing::reconciling("Missing", "not made yet"),
         ),
+    }
+}
+
+/// The set Instance's standing as an Operator repeats it: its reason,
+/// never its message. The set holds every Operator's packages, and its
+/// message names them (what the set adds, whose request waits); an
+/// Operator's reader may not read the set, so `kubectl instance why` on
+/// the set, answered as far as its reader may read, tells the rest.
+fn set_says(standing: &Standing) -> Standing {
+    let reason = standing.reason();
+    let message = if reason == pakket_api::Reason::ApprovalPending.as_str() {
+        "waiting for a person to approve: the set this Operator's Instances come from is not approved yet".to_owned()
+    } else {
+        format!("the set this Operator's Instances come from is not ready ({reason})")
+    };
+    match standing {
+        Standing::Stalled { .. } => Standing::stalled(reason, message),
+        _ => Standing::reconciling(reason, message),
     }
 }
 
@@ -495,6 +513,9 @@ mod tests {
                 .starts_with("waiting for a person to approve"),
             "{standing:?}"
         );
+        // The set's own message (here "rule 2 asks") may name other
+        // people's packages: only its reason travels.
+        assert!(!standing.message().contains("rule 2"), "{standing:?}");
 
         // The set is fine, or unknown: the child is simply not made yet.
         for set in [Some(&healthy), None] {
