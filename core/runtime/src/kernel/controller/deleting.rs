@@ -42,6 +42,13 @@ pub fn worth_telling_first(instance: &Instance, own_finalizer: &str) -> bool {
     held_by_others || has_crds || status.objects.len() > QUICK_UNINSTALL_OBJECTS
 }
 
+/// Whether to say `Deleting` once the uninstall of `instance` has run:
+/// when it did not finish (it waits for CRDs, or failed), so the Instance
+/// stays, and it was not said already.
+pub fn worth_telling_after(instance: &Instance, finished: bool) -> bool {
+    !finished && !told(instance)
+}
+
 /// Whether `instance` already says it is being deleted.
 pub fn told(instance: &Instance) -> bool {
     instance.status.as_ref().is_some_and(|status| {
@@ -139,6 +146,19 @@ mod tests {
         ];
         for (case, instance, expected) in cases {
             assert_eq!(worth_telling_first(&instance, OURS), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn an_uninstall_that_did_not_finish_is_told_once() {
+        let installed = instance(&[OURS], &["ConfigMap"], Some("InstallSucceeded"));
+        let told_already = instance(&[OURS], &["ConfigMap"], Some(readiness::DELETING));
+        for (case, instance, finished, expected) in [
+            ("finished: the Instance goes", &installed, true, false),
+            ("waiting or failed", &installed, false, true),
+            ("waiting, told before", &told_already, false, false),
+        ] {
+            assert_eq!(worth_telling_after(instance, finished), expected, "{case}");
         }
     }
 

@@ -555,7 +555,8 @@ async fn finalize<P: Provisioner>(
         instance = Arc::new(written);
     }
     let progress = uninstall::uninstall(&instance, context).await;
-    if !matches!(progress, Ok(uninstall::Progress::Finished)) && !deleting::told(&instance) {
+    let finished = matches!(progress, Ok(uninstall::Progress::Finished));
+    if deleting::worth_telling_after(&instance, finished) {
         // Best effort: the uninstall's own outcome is what counts here.
         if let Err(error) = report::tell_deleting(api, &instance).await {
             tracing::debug!(instance = %instance.name_any(), %error, "Deleting not written");
