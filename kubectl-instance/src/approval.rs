@@ -151,7 +151,10 @@ pub async fn run(
                 "resourceVersion": current.metadata.resource_version,
             },
             "status": {
-                "conditions": [condition],
+                // The whole list: it is written atomically, so a list of
+                // the decision alone would drop every other condition
+                // until the runtime writes them again.
+                "conditions": with_decision(&current, condition),
                 "approval": ApprovedContent {
                     bundle: bundle.clone(),
                     digest: digest.clone(),
@@ -294,6 +297,18 @@ fn decided(
     conditions.remove(0)
 }
 
+/// `instance`'s conditions with `decision` in place of its `Approved` one
+/// (or added): the list the status is written with.
+fn with_decision(instance: &Instance, decision: Condition) -> Vec<Condition> {
+    let mut conditions = instance
+        .status
+        .as_ref()
+        .map(|status| status.conditions.clone())
+        .unwrap_or_default();
+    condition::set(&mut conditions, decision);
+    conditions
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,6 +354,27 @@ mod tests {
         assert_eq!(condition.status, "False");
         assert_eq!(condition.reason, "ApprovalDenied");
         assert_eq!(condition.last_transition_time.0, now);
+    }
+
+    #[test]
+    fn the_decision_is_written_with_every_other_condition_kept() {
+        // The conditions are an atomic list: what is sent is all there is.
+        let mut instance = pending();
+        let unpacked = condition::new(
+            Reason::UnpackSucceeded,
+            ConditionStatus::True,
+            "unpacked",
+            Some(3),
+            Timestamp::from_second(90).unwrap(),
+        );
+        let status = instance.status.as_mut().unwrap();
+        status.conditions.push(unpacked.clone());
+        let now = Timestamp::from_second(1_000).unwrap();
+        let decision = decided(&instance, Decision::Approve, "alice", None, now);
+        let written = with_decision(&instance, decision.clone());
+        assert_eq!(written.len(), 2, "{written:?}");
+        assert!(written.contains(&unpacked));
+        assert!(written.contains(&decision));
     }
 
     #[test]

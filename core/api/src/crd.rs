@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn conditions_merge_by_type_under_server_side_apply() {
-        for crd in [bundle(), Instance::crd()] {
+        for crd in [bundle(), ProvisionerClass::crd()] {
             let schema = validations(&crd);
             assert!(
                 schema.contains(r#""x-kubernetes-list-map-keys":["type"]"#),
@@ -134,5 +134,20 @@ mod tests {
                 crd.spec.names.kind
             );
         }
+    }
+
+    #[test]
+    fn an_instances_conditions_are_written_whole() {
+        // Only the runtime's status writes and the approve command's
+        // preconditioned write change them; per-field ownership would only
+        // add to every write's cost.
+        let schema = serde_json::to_value(Instance::crd()).unwrap();
+        let conditions = schema
+            .pointer(
+                "/spec/versions/0/schema/openAPIV3Schema/properties/status/properties/conditions",
+            )
+            .unwrap();
+        assert_eq!(conditions["x-kubernetes-list-type"], "atomic");
+        assert!(conditions.get("x-kubernetes-list-map-keys").is_none());
     }
 }

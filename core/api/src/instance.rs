@@ -114,7 +114,7 @@ pub struct BundleTemplate {
 pub struct InstanceStatus {
     /// `Approved`, `Unpacked`, `Installed` and `Healthy`, always all four.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::schema::conditions")]
+    #[schemars(schema_with = "crate::schema::atomic_conditions")]
     pub conditions: Vec<Condition>,
     /// What the reasons of `conditions` alone do not say, for tools: the
     /// kind of refusal, the objects, the policy rule, each beside the

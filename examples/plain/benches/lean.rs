@@ -348,6 +348,11 @@ async fn instance_size(instances: &Api<Instance>, name: &str) -> (usize, usize) 
         return (0, 0);
     };
     let json = serde_json::to_vec(&installed).unwrap_or_default();
+    // To read what the bytes are: the whole object, as stored.
+    if let Ok(file) = std::env::var("PAKKET_LEAN_INSTANCE_FILE") {
+        let pretty = serde_json::to_vec_pretty(&installed).unwrap_or_default();
+        let _ = std::fs::write(file, pretty);
+    }
     let managed = serde_json::to_vec(&installed.metadata.managed_fields).unwrap_or_default();
     (json.len(), managed.len())
 }

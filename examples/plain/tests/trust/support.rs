@@ -479,14 +479,24 @@ impl Stage {
         let instance = self.instances().get(&name).await.unwrap();
         let bundle = instance.spec.bundle.name.clone();
         let digest = pakket_testkit::pinned_digest_for(&self.admin(), &instance).await;
+        // The conditions are written whole (an atomic list), as the
+        // command writes them: the others kept, Approved in its place.
+        let mut conditions: Vec<serde_json::Value> = instance
+            .status
+            .iter()
+            .flat_map(|status| &status.conditions)
+            .filter(|condition| condition.type_ != "Approved")
+            .map(|condition| serde_json::to_value(condition).unwrap())
+            .collect();
+        conditions.push(json!({
+            "type": "Approved", "status": "True", "reason": "ApprovedByUser",
+            "message": "approved by the test", "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }));
         let patch = json!({
             "apiVersion": "core.pakket.dev/v1alpha1", "kind": "Instance",
             "metadata": { "name": name },
             "status": {
-                "conditions": [{
-                    "type": "Approved", "status": "True", "reason": "ApprovedByUser",
-                    "message": "approved by the test", "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }],
+                "conditions": conditions,
                 "approval": { "bundle": bundle, "digest": digest, "approvedBy": "the test", "generation": instance.metadata.generation },
             },
         });
