@@ -39,11 +39,14 @@ use pakket_webhooks::local::{LocalOptions, LocalWebhooks};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
+#[path = "lean/floor.rs"]
+mod floor;
+
 /// ConfigMaps per Instance, as in the measurement the figures compare with.
 const OBJECTS_PER_INSTANCE: usize = 3;
 /// Requests in flight, for the raw phases and for creating and deleting
 /// the Instances alike.
-const CONCURRENCY: usize = 16;
+pub(crate) const CONCURRENCY: usize = 16;
 /// How often the provisioner's request counter is read while idle.
 const IDLE_SAMPLE: Duration = Duration::from_secs(10);
 /// The longest any phase is waited for.
@@ -217,16 +220,17 @@ async fn write_contents(config_maps: &Api<ConfigMap>, namespace: &str, count: us
         .await;
 }
 
-/// Instance `i`: its content embedded, in class `class`.
-fn instance(scope: &Scope, i: usize, class: &str) -> Instance {
+/// Instance `name`, in class `class`, with Instance `i`'s content
+/// embedded.
+fn instance(scope: &Scope, name: &str, i: usize, class: &str) -> Instance {
     serde_json::from_value(json!({
         "apiVersion": "core.pakket.dev/v1alpha1",
         "kind": "Instance",
-        "metadata": scope.meta(&format!("i{i}")),
+        "metadata": scope.meta(name),
         "spec": {
             "class": class,
             "bundle": {
-                "name": scope.name(&format!("b{i}")),
+                "name": scope.name(&format!("{name}-bundle")),
                 "spec": {
                     "class": class,
                     "refs": ["file://content"],
@@ -342,10 +346,13 @@ async fn idle(probes: &str, window: Duration) -> (f64, f64, u64) {
 }
 
 /// An installed Instance's size as stored, and how much of it is
-/// `metadata.managedFields` (JSON bytes).
-async fn instance_size(instances: &Api<Instance>, name: &str) -> (usize, usize) {
+/// `metadata.managedFields` (JSON bytes); and its status.
+async fn instance_size(
+    instances: &Api<Instance>,
+    name: &str,
+) -> (usize, usize, Option<pakket_api::InstanceStatus>) {
     let Ok(installed) = instances.get(name).await else {
-        return (0, 0);
+        return (0, 0, None);
     };
     let json = serde_json::to_vec(&installed).unwrap_or_default();
     // To read what the bytes are: the whole object, as stored.
@@ -354,7 +361,7 @@ async fn instance_size(instances: &Api<Instance>, name: &str) -> (usize, usize) 
         let _ = std::fs::write(file, pretty);
     }
     let managed = serde_json::to_vec(&installed.metadata.managed_fields).unwrap_or_default();
-    (json.len(), managed.len())
+    (json.len(), managed.len(), installed.status)
 }
 
 fn print_phase(title: &str, cost: &Cost, objects: usize, raw: Option<&Cost>) {
@@ -366,7 +373,7 @@ fn print_phase(title: &str, cost: &Cost, objects: usize, raw: Option<&Cost>) {
         )
     });
     println!(
-        "  {title:<44} {:>7.1} s  apiserver CPU {:>6.1} s{ratio}",
+        "  {title:<52} {:>7.1} s  apiserver CPU {:>6.1} s{ratio}",
         cost.took.as_secs_f64(),
         cost.apiserver_cpu
     );
@@ -462,7 +469,7 @@ async fn main() {
     let create = measure("create", &client, Some(&probes), &webhooks, async {
         stream::iter(0..count)
             .for_each_concurrent(CONCURRENCY, |i| {
-                let created = instance(&scope, i, &class_name);
+                let created = instance(&scope, &format!("i{i}"), i, &class_name);
                 let instances = instances.clone();
                 async move {
                     instances
@@ -501,6 +508,63 @@ async fn main() {
     .await;
     let _ = child.kill().await;
 
+    // The floor: the same Instances alone, in a class no provisioner
+    // serves, written as the runtime would write them and no more.
+    let floor_class: ProvisionerClass = serde_json::from_value(json!({
+        "apiVersion": "core.pakket.dev/v1alpha1",
+        "kind": "ProvisionerClass",
+        "metadata": scope.meta("floor-class"),
+        "spec": {"provisioner": format!("{id}-unserved")},
+    }))
+    .unwrap();
+    Api::<ProvisionerClass>::all(client.clone())
+        .create(&PostParams::default(), &floor_class)
+        .await
+        .unwrap();
+    let status = stored_size.2.clone().unwrap_or_default();
+    let floor_create = measure(
+        "floor-create",
+        &client,
+        None,
+        &webhooks,
+        floor::create(
+            &instances,
+            &scope,
+            &scope.name("floor-class"),
+            &status,
+            count,
+            true,
+        ),
+    )
+    .await;
+    let floor_delete = measure(
+        "floor-delete",
+        &client,
+        None,
+        &webhooks,
+        floor::delete(&instances, &scope, count, true),
+    )
+    .await;
+    // The same with nothing holding them: what an uninstall without a
+    // finalizer would leave of the Instance's own cost.
+    floor::create(
+        &instances,
+        &scope,
+        &scope.name("floor-class"),
+        &status,
+        count,
+        false,
+    )
+    .await;
+    let unheld_delete = measure(
+        "floor-unheld-delete",
+        &client,
+        None,
+        &webhooks,
+        floor::delete(&instances, &scope, count, false),
+    )
+    .await;
+
     println!(
         "{count} plain Instances of {OBJECTS_PER_INSTANCE} ConfigMaps each ({objects} objects), {CONCURRENCY} requests in flight, webhooks registered for every namespace:"
     );
@@ -515,6 +579,24 @@ async fn main() {
     print_phase(
         &format!("Instances deleted → gone ({deleted}/{count})"),
         &delete,
+        objects,
+        Some(&raw_delete),
+    );
+    print_phase(
+        "the floor: Instances alone, created + 1 status write",
+        &floor_create,
+        objects,
+        Some(&raw_apply),
+    );
+    print_phase(
+        "the floor: Instances alone, deleted (finalizer)",
+        &floor_delete,
+        objects,
+        Some(&raw_delete),
+    );
+    print_phase(
+        "the floor: Instances alone, deleted (no finalizer)",
+        &unheld_delete,
         objects,
         Some(&raw_delete),
     );
