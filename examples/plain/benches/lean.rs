@@ -4,7 +4,9 @@
 //! registers them (every namespace, not a test's label) and the
 //! `pakket-plain` binary running as a provisioner does; beside it, in the
 //! same run and on the same control plane, the same ConfigMaps applied and
-//! deleted raw. Printed, never asserted.
+//! deleted raw; and after them the floor ([`floor`]): the same Instances
+//! alone, with no provisioner, written as the runtime would write them.
+//! Printed, never asserted.
 //!
 //! ```text
 //! cargo bench -p pakket-plain --bench lean [-- COUNT [RESYNC_SECONDS]]
