@@ -632,3 +632,81 @@ async fn a_package_two_catalogs_offer_at_the_same_priority_is_refused_until_one_
     .await;
     support::cleanup(scope).await;
 }
+
+/// After an upgrade from a resolveset that wrote its sets without the
+/// Bundle content label, the set its Instance mounts is labelled by the
+/// next pass: the runtime reads no unlabelled ConfigMap, and a pass that
+/// resolves to the same bytes would otherwise find the set already written
+/// and leave it unreadable.
+///
+/// Data: the derived catalog's etcd documents (see the file's head).
+#[tokio::test]
+async fn a_set_written_before_the_content_label_is_labelled_by_the_next_pass() {
+    let scope = Scope::new("resolveset-relabel").await;
+    pakket_testkit::install_crds(&scope.client).await.unwrap();
+    let _running = support::start(&scope, support::loopback(), Vec::new()).await;
+    support::serve_files(
+        &scope,
+        "etcd",
+        BTreeMap::from([(
+            "catalog.json".to_owned(),
+            pakket_testkit::derived_package("etcd"),
+        )]),
+    )
+    .await;
+    support::wait_for(&scope.client, &scope.name("etcd"), "serving", |c| {
+        c.condition(pakket_resolveset::ConditionType::Serving)
+            .is_some_and(|c| c.status == "True")
+    })
+    .await;
+    let subscription = input_class(&scope, "subscription", false).await;
+    let etcd = input(
+        &scope,
+        "etcd",
+        &subscription,
+        json!([{"type": "olm.catalog", "value": {"name": scope.name("etcd"), "package": "etcd", "channel": "singlenamespace-alpha"}}]),
+    )
+    .await;
+    resolved_as(&scope, &etcd, "Resolved").await;
+    let (set_name, _, written) = current_set(&scope).await.expect("the set is written");
+    let is_content = |config_map: &ConfigMap| {
+        config_map
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(pakket_api::BUNDLE_CONTENT_LABEL))
+            .is_some_and(|value| value == "true")
+    };
+    assert!(is_content(&written), "{:?}", written.metadata.labels);
+
+    // The set as a resolveset before the label left it (no webhooks run
+    // here to refuse taking the label off mounted content).
+    let config_maps = Api::<ConfigMap>::namespaced(scope.client.clone(), &scope.namespace);
+    let unlabel = json!({"metadata": {"labels": {pakket_api::BUNDLE_CONTENT_LABEL: null}}});
+    let old = config_maps
+        .patch(&set_name, &PatchParams::default(), &Patch::Merge(&unlabel))
+        .await
+        .unwrap();
+    assert!(!is_content(&old));
+
+    // Any change to an InputClass wakes a pass.
+    let touch = json!({"metadata": {"labels": {"test.pakket.dev/touched": "1"}}});
+    Api::<InputClass>::all(scope.client.clone())
+        .patch(
+            &subscription,
+            &PatchParams::default(),
+            &Patch::Merge(&touch),
+        )
+        .await
+        .unwrap();
+    eventually("the set labelled again", || async {
+        is_content(&config_maps.get(&set_name).await.unwrap())
+    })
+    .await;
+    let last = config_maps.get(&set_name).await.unwrap();
+    // The same ConfigMap, labelled, not another one written beside it.
+    assert_eq!(last.metadata.uid, written.metadata.uid);
+    assert_eq!(last.data, written.data);
+
+    support::cleanup(scope).await;
+}

@@ -37,8 +37,8 @@ use crate::inputs::input_resolve::{self, Answer, Asked, Seniority};
 use crate::inputs::kept_installed::Held;
 use crate::inputs::kept_installed::{self, Offer};
 use crate::protocol::plan::PlannedInput;
-use crate::set::copies;
 use crate::set::resolved_set::{self, Entry};
+use crate::set::{content_label, copies};
 use crate::{inputs::dependency_inputs, inputs::package_owner, set::held_back, set::requested_by};
 use pakket_resolve_api::{InputConditionType as Type, InputReason as Reason};
 
@@ -823,6 +823,9 @@ async fn current_set(context: &InputContext) -> Result<Vec<Entry>, kube::Error> 
     let Some(config_map) = config_maps.get_opt(&mount.name).await? else {
         return Ok(Vec::new());
     };
+    if content_label::written_without_label(&config_map, SET_LABEL, &context.instance) {
+        content_label::label(&config_maps, &config_map).await?;
+    }
     Ok(
         resolved_set::in_config_map(&config_map).unwrap_or_else(|problem| {
             tracing::warn!(%problem, "the current resolveset cannot be read; resolving afresh");

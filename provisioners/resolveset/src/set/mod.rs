@@ -4,6 +4,7 @@
 //! leave, and the resolveset provisioner that turns it into child
 //! Instances.
 
+pub mod content_label;
 pub mod copies;
 pub mod held_back;
 pub mod placement;
