@@ -29,14 +29,13 @@ pub fn free_form_value(_: &mut SchemaGenerator) -> Schema {
 
 /// `metav1.Condition` list, merged by `type` under server-side apply.
 pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
-    let item =
-        generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>();
-    json_schema!({
-        "type": "array",
-        "items": item,
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["type"],
-    })
+    let mut schema = condition_list(generator);
+    schema.insert("x-kubernetes-list-type".into(), "map".into());
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["type"]),
+    );
+    schema
 }
 
 /// `metav1.Condition` list written whole by each writer (`atomic`): for a
@@ -47,12 +46,18 @@ pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
 /// condition (1.4 kB of an Instance's 6.9), and every write decodes,
 /// coerces and re-encodes all of it.
 pub fn atomic_conditions(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = condition_list(generator);
+    schema.insert("x-kubernetes-list-type".into(), "atomic".into());
+    schema
+}
+
+/// A list of `metav1.Condition`, its list type not said yet.
+fn condition_list(generator: &mut SchemaGenerator) -> Schema {
     let item =
         generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>();
     json_schema!({
         "type": "array",
         "items": item,
-        "x-kubernetes-list-type": "atomic",
     })
 }
 

@@ -524,21 +524,9 @@ async fn main() {
         .await
         .unwrap();
     let status = stored_size.2.clone().unwrap_or_default();
-    let floor_create = measure(
-        "floor-create",
-        &client,
-        None,
-        &webhooks,
-        floor::create(
-            &instances,
-            &scope,
-            &scope.name("floor-class"),
-            &status,
-            count,
-            true,
-        ),
-    )
-    .await;
+    let floor_class = scope.name("floor-class");
+    let floor_create = |held| floor::create(&instances, &scope, &floor_class, &status, count, held);
+    let floor_created = measure("floor-create", &client, None, &webhooks, floor_create(true)).await;
     let floor_delete = measure(
         "floor-delete",
         &client,
@@ -549,15 +537,7 @@ async fn main() {
     .await;
     // The same with nothing holding them: what an uninstall without a
     // finalizer would leave of the Instance's own cost.
-    floor::create(
-        &instances,
-        &scope,
-        &scope.name("floor-class"),
-        &status,
-        count,
-        false,
-    )
-    .await;
+    floor_create(false).await;
     let unheld_delete = measure(
         "floor-unheld-delete",
         &client,
@@ -586,7 +566,7 @@ async fn main() {
     );
     print_phase(
         "the floor: Instances alone, created + 1 status write",
-        &floor_create,
+        &floor_created,
         objects,
         Some(&raw_apply),
     );

@@ -549,7 +549,7 @@ async fn a_package_two_catalogs_offer_at_the_same_priority_is_refused_until_one_
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;
     for suffix in ["etcd-a", "etcd-b"] {
-        support::serve_files(
+        support::serve_until_serving(
             &scope,
             suffix,
             BTreeMap::from([(
@@ -557,11 +557,6 @@ async fn a_package_two_catalogs_offer_at_the_same_priority_is_refused_until_one_
                 pakket_testkit::derived_package("etcd"),
             )]),
         )
-        .await;
-        support::wait_for(&scope.client, &scope.name(suffix), "serving", |c| {
-            c.condition(pakket_resolveset::ConditionType::Serving)
-                .is_some_and(|c| c.status == "True")
-        })
         .await;
     }
     let subscription = input_class(&scope, "subscription", false).await;
@@ -645,7 +640,7 @@ async fn a_set_written_before_the_content_label_is_labelled_by_the_next_pass() {
     let scope = Scope::new("resolveset-relabel").await;
     pakket_testkit::install_crds(&scope.client).await.unwrap();
     let _running = support::start(&scope, support::loopback(), Vec::new()).await;
-    support::serve_files(
+    support::serve_until_serving(
         &scope,
         "etcd",
         BTreeMap::from([(
@@ -653,11 +648,6 @@ async fn a_set_written_before_the_content_label_is_labelled_by_the_next_pass() {
             pakket_testkit::derived_package("etcd"),
         )]),
     )
-    .await;
-    support::wait_for(&scope.client, &scope.name("etcd"), "serving", |c| {
-        c.condition(pakket_resolveset::ConditionType::Serving)
-            .is_some_and(|c| c.status == "True")
-    })
     .await;
     let subscription = input_class(&scope, "subscription", false).await;
     let etcd = input(

@@ -399,6 +399,16 @@ pub async fn serve_files(scope: &Scope, suffix: &str, files: BTreeMap<String, St
     create(&scope.client, &catalog(scope, suffix, source, 0)).await;
 }
 
+/// [`serve_files`], then waits until the Catalog says it serves them.
+pub async fn serve_until_serving(scope: &Scope, suffix: &str, files: BTreeMap<String, String>) {
+    serve_files(scope, suffix, files).await;
+    wait_for(&scope.client, &scope.name(suffix), "serving", |c| {
+        c.condition(pakket_resolveset::ConditionType::Serving)
+            .is_some_and(|c| c.status == "True")
+    })
+    .await;
+}
+
 /// A ClusterRole of `rules` bound to user `user`, named after the scope.
 pub async fn grant(scope: &Scope, user: &str, rules: serde_json::Value) {
     let role: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(serde_json::json!({
