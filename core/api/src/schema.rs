@@ -43,7 +43,7 @@ pub fn conditions(generator: &mut SchemaGenerator) -> Schema {
 /// preconditioned read-modify-writes change, so nothing needs the merge by
 /// `type`. What it saves is the apiserver's work on every write: with a
 /// list merged by type, `managedFields` tracks each field of each
-/// condition (1.4 kB of an Instance's 6.9), and every write decodes,
+/// condition (1.2 kB of an Instance's 6.9), and every write decodes,
 /// coerces and re-encodes all of it.
 pub fn atomic_conditions(generator: &mut SchemaGenerator) -> Schema {
     let mut schema = condition_list(generator);

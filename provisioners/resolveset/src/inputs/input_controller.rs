@@ -823,8 +823,12 @@ async fn current_set(context: &InputContext) -> Result<Vec<Entry>, kube::Error> 
     let Some(config_map) = config_maps.get_opt(&mount.name).await? else {
         return Ok(Vec::new());
     };
-    if content_label::written_without_label(&config_map, SET_LABEL, &context.instance) {
-        content_label::label(&config_maps, &config_map).await?;
+    // Resolving goes on whether or not the label can be written: only the
+    // runtime's read of the set needs it, and the next pass tries again.
+    if content_label::written_without_label(&config_map, SET_LABEL, &context.instance)
+        && let Err(error) = content_label::label(&config_maps, &config_map).await
+    {
+        tracing::warn!(%error, config_map = %mount.name, "labelling an old set as Bundle content");
     }
     Ok(
         resolved_set::in_config_map(&config_map).unwrap_or_else(|problem| {
