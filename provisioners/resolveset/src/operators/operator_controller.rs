@@ -62,11 +62,18 @@ pub async fn run(context: Arc<OperatorContext>, selector: Option<String>) {
     // failed, waiting for a person) is looked at when it happens, not at
     // the next resync. The Operators that stand on an Instance are the ones
     // whose last status lists it; one not listed yet is listed by the
-    // reconcile its Input's change brings.
+    // reconcile its Input's change brings. Only the set and its children
+    // (all labelled with the set's name) are watched, so the cluster's
+    // other Instances cost this watch nothing; the label only wakes a
+    // reconcile, which reads what it judges by name.
     let operators = controller.store();
     let set = context.set_instance.clone();
+    let of_the_set = watcher::Config::default().labels(&format!(
+        "{}={set}",
+        crate::inputs::input_controller::SET_LABEL
+    ));
     controller
-        .watches(instances, watcher::Config::default(), move |instance| {
+        .watches(instances, of_the_set, move |instance| {
             let name = instance.name_any();
             if name == set {
                 waiting_for_children(&operators.state())
