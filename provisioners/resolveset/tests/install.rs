@@ -1522,16 +1522,18 @@ async fn operator_world(
     (running, bundles)
 }
 
-/// A new set `set` approved (as a person would) and its child
-/// `child_name` installed at `bundle`; Operator `operator` asked for it.
-async fn approved_child(
+/// Operator `<scope>-etcd`'s new set approved (as a person would) and
+/// its child installed at `bundle`: the set's name, the child's name and
+/// the child.
+async fn approved_etcd_child(
+    scope: &Scope,
     instances: &Api<Instance>,
-    operator: &str,
-    set: &str,
-    child_name: &str,
     bundle: &str,
-) -> Instance {
-    wait_for_instance(instances, set, "the new set waiting", |i| {
+) -> (String, String, Instance) {
+    let operator = &scope.name("etcd");
+    let set = scope.name("resolveset");
+    let child_name = format!("{set}-etcd");
+    wait_for_instance(instances, &set, "the new set waiting", |i| {
         pakket_testkit::reason_is(i, ConditionType::Approved, "ApprovalPending")
     })
     .await;
@@ -1552,13 +1554,13 @@ async fn approved_child(
         operator,
         None,
     );
-    approve(instances, set).await;
-    let child = wait_for_instance(instances, child_name, "the child installed", |i| {
+    approve(instances, &set).await;
+    let child = wait_for_instance(instances, &child_name, "the child installed", |i| {
         i.spec.bundle.name == bundle && condition_is(i, ConditionType::Installed, "True")
     })
     .await;
-    operator_follows_its_child(instances, operator, child_name).await;
-    child
+    operator_follows_its_child(instances, operator, &child_name).await;
+    (set, child_name, child)
 }
 
 /// Once the child is Ready, Operator `operator` says so within seconds:
@@ -1665,16 +1667,7 @@ async fn deleting_a_catalog_uninstalls_nothing_and_upgrades_resume_when_it_is_ba
     // etcd 0.9.2 installed through an Operator.
     apply_etcd_operator(&scope, "0.9.2").await;
     let instances: Api<Instance> = Api::all(scope.client.clone());
-    let set = scope.name("resolveset");
-    let child_name = format!("{set}-etcd");
-    let child = approved_child(
-        &instances,
-        &scope.name("etcd"),
-        &set,
-        &child_name,
-        &bundles[0].0,
-    )
-    .await;
+    let (set, child_name, child) = approved_etcd_child(&scope, &instances, &bundles[0].0).await;
     let objects = child.status.as_ref().unwrap().objects.len();
     let crd_uid = uid_of::<CustomResourceDefinition>(&scope.client, CRD).await;
     assert!(crd_uid.is_some(), "etcd's CRD is installed");
@@ -1852,16 +1845,7 @@ async fn a_class_namespace_pattern_puts_each_package_in_its_own_namespace_with_t
         .unwrap();
     apply_etcd_operator(&scope, "0.9.2").await;
     let instances: Api<Instance> = Api::all(scope.client.clone());
-    let set = scope.name("resolveset");
-    let child_name = format!("{set}-etcd");
-    let child = approved_child(
-        &instances,
-        &scope.name("etcd"),
-        &set,
-        &child_name,
-        &bundles[0].0,
-    )
-    .await;
+    let (set, child_name, child) = approved_etcd_child(&scope, &instances, &bundles[0].0).await;
     let namespace = format!("{prefix}-etcd-system");
     assert_eq!(
         child.spec.config.as_ref().unwrap()["installNamespace"],
@@ -1934,16 +1918,7 @@ async fn an_operators_config_reaches_its_deployment_and_a_second_operator_for_th
         .await
         .unwrap();
     let instances: Api<Instance> = Api::all(scope.client.clone());
-    let set = scope.name("resolveset");
-    let child_name = format!("{set}-etcd");
-    let child = approved_child(
-        &instances,
-        &scope.name("etcd"),
-        &set,
-        &child_name,
-        &bundles[0].0,
-    )
-    .await;
+    let (set, child_name, child) = approved_etcd_child(&scope, &instances, &bundles[0].0).await;
     let config = child.spec.config.clone().unwrap();
     assert_eq!(config["installNamespace"], json!(namespace));
     let deployment =
