@@ -347,23 +347,23 @@ async fn idle(probes: &str, window: Duration) -> (f64, f64, u64) {
     (total as f64 / end.max(1.0), busiest, total)
 }
 
-/// An installed Instance's size as stored, and how much of it is
-/// `metadata.managedFields` (JSON bytes); and its status.
-async fn instance_size(
-    instances: &Api<Instance>,
-    name: &str,
-) -> (usize, usize, Option<pakket_api::InstanceStatus>) {
-    let Ok(installed) = instances.get(name).await else {
-        return (0, 0, None);
-    };
-    let json = serde_json::to_vec(&installed).unwrap_or_default();
-    // To read what the bytes are: the whole object, as stored.
+/// Instance `name` as stored, written out whole when
+/// `PAKKET_LEAN_INSTANCE_FILE` names a file (to read what its bytes are).
+async fn stored(instances: &Api<Instance>, name: &str) -> Option<Instance> {
+    let installed = instances.get(name).await.ok()?;
     if let Ok(file) = std::env::var("PAKKET_LEAN_INSTANCE_FILE") {
         let pretty = serde_json::to_vec_pretty(&installed).unwrap_or_default();
         let _ = std::fs::write(file, pretty);
     }
-    let managed = serde_json::to_vec(&installed.metadata.managed_fields).unwrap_or_default();
-    (json.len(), managed.len(), installed.status)
+    Some(installed)
+}
+
+/// `instance`'s size as stored, and how much of it is
+/// `metadata.managedFields` (JSON bytes).
+fn stored_size(instance: &Instance) -> (usize, usize) {
+    let json = serde_json::to_vec(instance).unwrap_or_default();
+    let managed = serde_json::to_vec(&instance.metadata.managed_fields).unwrap_or_default();
+    (json.len(), managed.len())
 }
 
 fn print_phase(title: &str, cost: &Cost, objects: usize, raw: Option<&Cost>) {
@@ -487,7 +487,8 @@ async fn main() {
 
     // What every write of an Instance costs the apiserver grows with its
     // size: it decodes, validates and encodes the whole object each time.
-    let stored_size = instance_size(&instances, &scope.name("i0")).await;
+    let installed_one = stored(&instances, &scope.name("i0")).await;
+    let (size, managed_size) = installed_one.as_ref().map_or((0, 0), stored_size);
 
     let window = resync.mul_f64(1.5);
     let idle_cpu_before = apiserver_cpu_seconds();
@@ -523,7 +524,9 @@ async fn main() {
         .create(&PostParams::default(), &floor_class)
         .await
         .unwrap();
-    let status = stored_size.2.clone().unwrap_or_default();
+    let status = installed_one
+        .and_then(|instance| instance.status)
+        .unwrap_or_default();
     let floor_class = scope.name("floor-class");
     let floor_create = |held| floor::create(&instances, &scope, &floor_class, &status, count, held);
     let floor_created = measure("floor-create", &client, None, &webhooks, floor_create(true)).await;
@@ -584,7 +587,7 @@ async fn main() {
     );
     println!(
         "  an installed Instance is {} bytes of JSON, {} of them managedFields",
-        stored_size.0, stored_size.1
+        size, managed_size
     );
     println!(
         "  idle, {:.0} s (1.5 re-apply periods of {} s): the provisioner sent {idle_requests} requests, {average:.3}/s on average, {busiest_minute:.3}/s in its busiest minute; apiserver CPU {idle_cpu:.1} s",
