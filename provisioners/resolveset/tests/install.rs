@@ -1565,7 +1565,7 @@ async fn approved_etcd_child(
 
 /// Once the child is Ready, Operator `operator` says so within seconds:
 /// its controller watches the Instances it stands on, rather than finding
-/// out at its next resync (30 s).
+/// out at its next resync (5 min).
 async fn operator_follows_its_child(instances: &Api<Instance>, operator: &str, child_name: &str) {
     let ready = |conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]| {
         pakket_api::readiness::ready(conditions).is_some_and(|c| c.status == "True")
@@ -1582,7 +1582,7 @@ async fn operator_follows_its_child(instances: &Api<Instance>, operator: &str, c
     .await;
 }
 
-/// Waits at most 10 s (well within the Operator controller's 30 s resync:
+/// Waits at most 10 s (well within the Operator controller's 5 min resync:
 /// it watches what its Operators stand on) until Operator `operator`'s
 /// Ready condition meets `check`.
 async fn operator_says(

@@ -27,9 +27,16 @@ use crate::operators::operator::{self, Component, Operator, OperatorStatus};
 
 /// The field manager of the Inputs and statuses it writes.
 pub const MANAGER: &str = "pakket-resolveset-operators";
-/// How often an Operator's status is looked at again (the Input and its
-/// Instances move on their own; updates appear as catalogs change).
-const RESYNC: Duration = Duration::from_secs(30);
+/// How often an Operator is looked at again with nothing said to have
+/// changed. What its status is made of is watched (its Input, the set and
+/// the set's children) or announced (a catalog's new contents wake every
+/// Operator), so this only bounds an event missed: each look costs reads
+/// of its Input and children, and a few hundred Operators looked at every
+/// 30 s would keep the apiserver busy while nothing happens.
+const RESYNC: Duration = Duration::from_secs(300);
+/// How soon a replica that does not lead looks again: it may lead by
+/// then, and a new leader's Operators should not wait a whole [`RESYNC`].
+const STANDBY_RECHECK: Duration = Duration::from_secs(30);
 
 /// What every reconcile shares.
 pub struct OperatorContext {
@@ -68,6 +75,12 @@ pub async fn run(context: Arc<OperatorContext>, selector: Option<String>) {
     // reconcile, which reads what it judges by name.
     let operators = controller.store();
     let set = context.set_instance.clone();
+    // Updates available follow the served catalogs: each swap wakes every
+    // Operator.
+    let swaps = futures::stream::unfold(context.catalogs.subscribe(), |mut swaps| async move {
+        swaps.changed().await.ok()?;
+        Some(((), swaps))
+    });
     let of_the_set = watcher::Config::default().labels(&format!(
         "{}={set}",
         crate::inputs::input_controller::SET_LABEL
@@ -81,6 +94,7 @@ pub async fn run(context: Arc<OperatorContext>, selector: Option<String>) {
                 standing_on(&operators.state(), &name)
             }
         })
+        .reconcile_all_on(swaps)
         .run(reconcile, error_policy, context)
         .for_each(|_| async {})
         .await;
@@ -201,7 +215,7 @@ async fn reconcile(
     context: Arc<OperatorContext>,
 ) -> Result<Action, kube::Error> {
     if !context.leader.as_ref().is_none_or(LeaderState::is_leader) {
-        return Ok(Action::requeue(RESYNC));
+        return Ok(Action::requeue(STANDBY_RECHECK));
     }
     let name = operator.name_any();
     let inputs: Api<Input> = Api::all(context.client.clone());
